@@ -1,0 +1,219 @@
+#include "common/row.h"
+
+#include <cmath>
+
+#include "common/hash.h"
+
+namespace pace {
+
+namespace {
+
+std::string FormatName(const RowFormat& f) {
+  return std::string(RowKindName(f.kind)) + " " + std::string(ElementTypeName(f.type)) + " x " +
+         std::to_string(f.width);
+}
+
+Status ValidateSparse(const RowFormat& f, std::string_view b) {
+  if (b.size() < 4) {
+    return Status::Corruption("sparse row of " + std::to_string(b.size()) +
+                              " bytes is shorter than its 4-byte count");
+  }
+  uint32_t n;
+  std::memcpy(&n, b.data(), 4);
+  size_t es = f.element_size();
+  // Compare in 64 bits so a huge count cannot overflow the expected size.
+  uint64_t want = 4 + static_cast<uint64_t>(n) * (4 + es);
+  if (want != b.size()) {
+    return Status::Corruption("sparse row claims " + std::to_string(n) + " entries (" +
+                              std::to_string(want) + " bytes) but has " +
+                              std::to_string(b.size()) + " bytes");
+  }
+  const char* cols = b.data() + 4;
+  uint32_t prev = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t c;
+    std::memcpy(&c, cols + 4 * static_cast<size_t>(i), 4);
+    if (i > 0 && c <= prev) {
+      return Status::Corruption("sparse row columns not strictly increasing at entry " +
+                                std::to_string(i));
+    }
+    if (f.width != 0 && c >= f.width) {
+      return Status::OutOfRange("sparse column " + std::to_string(c) + " >= width " +
+                                std::to_string(f.width));
+    }
+    prev = c;
+  }
+  return Status::OK();
+}
+
+template <typename T>
+void AddTyped(T* dst, const T* src, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      dst[i] = static_cast<T>(static_cast<U>(dst[i]) + static_cast<U>(src[i]));
+    } else {
+      dst[i] += src[i];
+    }
+  }
+}
+
+template <typename T>
+void AddSparseTyped(std::string* value, std::string_view delta) {
+  auto a = DecodeSparse<T>(*value);
+  auto d = DecodeSparse<T>(delta);
+  std::vector<std::pair<uint32_t, T>> out;
+  out.reserve(a.size() + d.size());
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < d.size()) {
+    if (j == d.size() || (i < a.size() && a[i].first < d[j].first)) {
+      out.push_back(a[i++]);
+    } else if (i == a.size() || d[j].first < a[i].first) {
+      if (d[j].second != T(0)) out.push_back(d[j]);
+      ++j;
+    } else {
+      T sum = a[i].second;
+      AddTyped(&sum, &d[j].second, 1);
+      if (sum != T(0)) out.emplace_back(a[i].first, sum);
+      ++i;
+      ++j;
+    }
+  }
+  *value = EncodeSparse(out);
+}
+
+// Uniform double in [0, 1) from the top 53 bits of a hash.
+double UnitFromHash(uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
+
+}  // namespace
+
+Status ValidateRow(const RowFormat& f, std::string_view bytes) {
+  if (f.kind == RowKind::kDense) {
+    if (bytes.size() != f.dense_bytes()) {
+      return Status::InvalidArgument("row of " + std::to_string(bytes.size()) +
+                                     " bytes does not match " + FormatName(f) + " (" +
+                                     std::to_string(f.dense_bytes()) + " bytes)");
+    }
+    return Status::OK();
+  }
+  if (f.kind == RowKind::kSparse) return ValidateSparse(f, bytes);
+  return Status::InvalidArgument("unknown row kind");
+}
+
+void AddDenseElements(ElementType t, void* dst, const void* src, size_t n) {
+  switch (t) {
+    case ElementType::kF32:
+      AddTyped(static_cast<float*>(dst), static_cast<const float*>(src), n);
+      break;
+    case ElementType::kF64:
+      AddTyped(static_cast<double*>(dst), static_cast<const double*>(src), n);
+      break;
+    case ElementType::kI32:
+      AddTyped(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n);
+      break;
+    case ElementType::kI64:
+      AddTyped(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n);
+      break;
+  }
+}
+
+void AddRowUnchecked(const RowFormat& f, std::string* value, std::string_view delta) {
+  if (f.kind == RowKind::kDense) {
+    if (value->empty()) {
+      value->assign(delta.data(), delta.size());
+      return;
+    }
+    AddDenseElements(f.type, value->data(), delta.data(), f.width);
+    return;
+  }
+  if (value->empty()) value->assign(4, '\0');
+  switch (f.type) {
+    case ElementType::kF32: AddSparseTyped<float>(value, delta); break;
+    case ElementType::kF64: AddSparseTyped<double>(value, delta); break;
+    case ElementType::kI32: AddSparseTyped<int32_t>(value, delta); break;
+    case ElementType::kI64: AddSparseTyped<int64_t>(value, delta); break;
+  }
+}
+
+Status AddRow(const RowFormat& f, std::string* value, std::string_view delta) {
+  Status s = ValidateRow(f, delta);
+  if (!s.ok()) return s.WithPrefix("bad delta");
+  if (!value->empty()) {
+    s = ValidateRow(f, *value);
+    if (!s.ok()) return s.WithPrefix("bad value");
+  }
+  AddRowUnchecked(f, value, delta);
+  return Status::OK();
+}
+
+double InitialValue(const TableSchema& s, uint64_t row, uint32_t col) {
+  if (s.init.kind == InitKind::kZeros) return 0.0;
+  uint64_t h = Mix64(Mix64(Mix64(s.init.seed ^ 0x5041434544420000ull) ^ s.id) ^ row);
+  h = Mix64(h ^ col);
+  if (s.init.kind == InitKind::kUniform) {
+    return s.init.a + (s.init.b - s.init.a) * UnitFromHash(h);
+  }
+  // Box-Muller from two independent uniforms; u1 in (0, 1].
+  double u1 = 1.0 - UnitFromHash(h);
+  double u2 = UnitFromHash(Mix64(h ^ 0xA5A5A5A5A5A5A5A5ull));
+  double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  return s.init.a + s.init.b * z;
+}
+
+void InitRow(const TableSchema& s, uint64_t row, std::string* out) {
+  RowFormat f = RowFormat::Of(s);
+  if (s.kind == RowKind::kSparse) {
+    out->assign(4, '\0');
+    return;
+  }
+  out->assign(f.dense_bytes(), '\0');
+  if (s.init.kind == InitKind::kZeros) return;
+  for (uint32_t c = 0; c < s.width; ++c) {
+    double v = InitialValue(s, row, c);
+    if (s.type == ElementType::kF32) {
+      float x = static_cast<float>(v);
+      std::memcpy(out->data() + 4 * static_cast<size_t>(c), &x, 4);
+    } else {
+      std::memcpy(out->data() + 8 * static_cast<size_t>(c), &v, 8);
+    }
+  }
+}
+
+std::string ZeroRow(const RowFormat& f) {
+  if (f.kind == RowKind::kSparse) return std::string(4, '\0');
+  return std::string(f.dense_bytes(), '\0');
+}
+
+double DenseElementAsDouble(ElementType t, const char* data, size_t i) {
+  switch (t) {
+    case ElementType::kF32: {
+      float x;
+      std::memcpy(&x, data + 4 * i, 4);
+      return x;
+    }
+    case ElementType::kF64: {
+      double x;
+      std::memcpy(&x, data + 8 * i, 8);
+      return x;
+    }
+    case ElementType::kI32: {
+      int32_t x;
+      std::memcpy(&x, data + 4 * i, 4);
+      return x;
+    }
+    case ElementType::kI64: {
+      int64_t x;
+      std::memcpy(&x, data + 8 * i, 8);
+      return static_cast<double>(x);
+    }
+  }
+  return 0;
+}
+
+uint32_t SparseCount(std::string_view bytes) {
+  uint32_t n = 0;
+  if (bytes.size() >= 4) std::memcpy(&n, bytes.data(), 4);
+  return n;
+}
+
+}  // namespace pace

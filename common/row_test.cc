@@ -1,0 +1,174 @@
+#include "common/row.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/hash.h"
+
+namespace pace {
+namespace {
+
+RowFormat Fmt(RowKind k, ElementType t, uint32_t w) { return RowFormat{k, t, w}; }
+
+TEST(RowTest, DenseAddEachType) {
+  {
+    auto f = Fmt(RowKind::kDense, ElementType::kF32, 3);
+    std::string v = EncodeDense<float>({1, 2, 3});
+    ASSERT_TRUE(AddRow(f, &v, EncodeDense<float>({0.5f, -2, 10})).ok());
+    EXPECT_EQ(DecodeDense<float>(v), (std::vector<float>{1.5f, 0, 13}));
+  }
+  {
+    auto f = Fmt(RowKind::kDense, ElementType::kF64, 2);
+    std::string v = EncodeDense<double>({1, 2});
+    ASSERT_TRUE(AddRow(f, &v, EncodeDense<double>({0.25, 0.5})).ok());
+    EXPECT_EQ(DecodeDense<double>(v), (std::vector<double>{1.25, 2.5}));
+  }
+  {
+    auto f = Fmt(RowKind::kDense, ElementType::kI32, 2);
+    std::string v = EncodeDense<int32_t>({INT32_MAX, 5});
+    ASSERT_TRUE(AddRow(f, &v, EncodeDense<int32_t>({1, -7})).ok());
+    EXPECT_EQ(DecodeDense<int32_t>(v), (std::vector<int32_t>{INT32_MIN, -2}));  // wraps
+  }
+  {
+    auto f = Fmt(RowKind::kDense, ElementType::kI64, 1);
+    std::string v;  // empty = zero row
+    ASSERT_TRUE(AddRow(f, &v, EncodeDense<int64_t>({int64_t{1} << 40})).ok());
+    EXPECT_EQ(DecodeDense<int64_t>(v), (std::vector<int64_t>{int64_t{1} << 40}));
+  }
+}
+
+TEST(RowTest, DenseWrongSizeRejectedAndValueUnchanged) {
+  auto f = Fmt(RowKind::kDense, ElementType::kF32, 3);
+  std::string v = EncodeDense<float>({1, 2, 3});
+  std::string before = v;
+  EXPECT_EQ(AddRow(f, &v, EncodeDense<float>({1, 2})).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(v, before);
+  EXPECT_FALSE(ValidateRow(f, std::string(13, 'x')).ok());
+  EXPECT_FALSE(ValidateRow(Fmt(RowKind::kDense, ElementType::kF64, 3), v).ok());
+}
+
+TEST(RowTest, SparseAddMergesAndDropsZeros) {
+  auto f = Fmt(RowKind::kSparse, ElementType::kI32, 100);
+  std::string v = EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{1, 5}, {7, 2}});
+  std::string d =
+      EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{0, 1}, {7, -2}, {9, 0}, {50, 3}});
+  ASSERT_TRUE(AddRow(f, &v, d).ok());
+  auto got = DecodeSparse<int32_t>(v);
+  std::vector<std::pair<uint32_t, int32_t>> want{{0, 1}, {1, 5}, {50, 3}};
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(ValidateRow(f, v).ok());
+}
+
+TEST(RowTest, SparseEachFloatType) {
+  auto f = Fmt(RowKind::kSparse, ElementType::kF64, 0);
+  std::string v;
+  ASSERT_TRUE(AddRow(f, &v, EncodeSparse<double>(std::map<uint32_t, double>{{4000000000u, 1.5}})).ok());
+  ASSERT_TRUE(AddRow(f, &v, EncodeSparse<double>(std::map<uint32_t, double>{{3, 1}})).ok());
+  auto got = DecodeSparse<double>(v);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].first, 3u);
+  EXPECT_EQ(got[1].second, 1.5);
+  auto f32 = Fmt(RowKind::kSparse, ElementType::kF32, 10);
+  std::string w;
+  ASSERT_TRUE(AddRow(f32, &w, EncodeSparse<float>(std::map<uint32_t, float>{{2, 0.5f}})).ok());
+  EXPECT_EQ(DecodeSparse<float>(w)[0].second, 0.5f);
+  auto i64 = Fmt(RowKind::kSparse, ElementType::kI64, 10);
+  std::string x;
+  ASSERT_TRUE(AddRow(i64, &x, EncodeSparse<int64_t>(std::map<uint32_t, int64_t>{{9, -4}})).ok());
+  EXPECT_EQ(DecodeSparse<int64_t>(x)[0].second, -4);
+}
+
+TEST(RowTest, SparseBadInputs) {
+  auto f = Fmt(RowKind::kSparse, ElementType::kI32, 10);
+  EXPECT_EQ(ValidateRow(f, "ab").code(), StatusCode::kCorruption);  // shorter than count
+  std::string huge(4, '\xff');                                       // count 2^32-1, no entries
+  EXPECT_EQ(ValidateRow(f, huge).code(), StatusCode::kCorruption);
+  // Unsorted columns.
+  std::string unsorted = EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{5, 1}, {2, 1}});
+  EXPECT_EQ(ValidateRow(f, unsorted).code(), StatusCode::kCorruption);
+  // Duplicate columns.
+  std::string dup = EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{2, 1}, {2, 1}});
+  EXPECT_FALSE(ValidateRow(f, dup).ok());
+  // Column beyond the width.
+  std::string wide = EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{10, 1}});
+  EXPECT_EQ(ValidateRow(f, wide).code(), StatusCode::kOutOfRange);
+  // Truncated by one byte.
+  std::string ok = EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{1, 1}});
+  EXPECT_TRUE(ValidateRow(f, ok).ok());
+  EXPECT_FALSE(ValidateRow(f, ok.substr(0, ok.size() - 1)).ok());
+  // A valid i64 row is the wrong size for i32.
+  std::string as64 = EncodeSparse<int64_t>(std::vector<std::pair<uint32_t, int64_t>>{{1, 1}});
+  EXPECT_FALSE(ValidateRow(f, as64).ok());
+}
+
+TEST(RowTest, InitializersAreDeterministicAndInRange) {
+  TableSchema s;
+  s.id = 3;
+  s.name = "w";
+  s.width = 64;
+  s.init = {InitKind::kUniform, -0.5, 0.5, 42};
+  std::string a, b;
+  InitRow(s, 17, &a);
+  InitRow(s, 17, &b);
+  EXPECT_EQ(a, b);
+  auto v = DecodeDense<float>(a);
+  ASSERT_EQ(v.size(), 64u);
+  double sum = 0;
+  for (float x : v) {
+    EXPECT_GE(x, -0.5f);
+    EXPECT_LT(x, 0.5f);
+    sum += x;
+  }
+  EXPECT_NE(v[0], v[1]);
+  std::string other;
+  InitRow(s, 18, &other);
+  EXPECT_NE(a, other);
+  s.init.seed = 43;
+  InitRow(s, 17, &other);
+  EXPECT_NE(a, other);
+}
+
+TEST(RowTest, NormalInitializerMoments) {
+  TableSchema s;
+  s.id = 1;
+  s.name = "n";
+  s.type = ElementType::kF64;
+  s.width = 1;
+  s.init = {InitKind::kNormal, 2.0, 0.5, 9};
+  double sum = 0, sq = 0;
+  const int n = 20000;
+  for (int r = 0; r < n; ++r) {
+    double x = InitialValue(s, r, 0);
+    sum += x;
+    sq += x * x;
+  }
+  double mean = sum / n, var = sq / n - mean * mean;
+  EXPECT_NEAR(mean, 2.0, 0.02);
+  EXPECT_NEAR(std::sqrt(var), 0.5, 0.02);
+}
+
+TEST(RowTest, ZerosAndSparseInit) {
+  TableSchema s;
+  s.name = "z";
+  s.width = 3;
+  std::string v;
+  InitRow(s, 1, &v);
+  EXPECT_EQ(v, std::string(12, '\0'));
+  s.kind = RowKind::kSparse;
+  InitRow(s, 1, &v);
+  EXPECT_EQ(SparseCount(v), 0u);
+  EXPECT_EQ(v.size(), 4u);
+}
+
+TEST(RowTest, PlacementIsStable) {
+  // These values are part of the cluster contract: changing ShardOf moves rows.
+  EXPECT_EQ(ShardOf(1, 0, 1), 0u);
+  uint32_t counts[4] = {0, 0, 0, 0};
+  for (uint64_t r = 0; r < 4000; ++r) counts[ShardOf(1, r, 4)]++;
+  for (uint32_t c : counts) EXPECT_NEAR(c, 1000, 150);
+  EXPECT_EQ(Mix64(0), 0xE220A8397B1DCDAFull);
+}
+
+}  // namespace
+}  // namespace pace

@@ -1,0 +1,166 @@
+// The messages of the generic versioned key-value protocol, as plain C++
+// values. net/codec.h turns them into FlatBuffers frames and back (schema in
+// net/schema/pace.fbs, documented in docs/wire-protocol.md); everything above
+// net/ (server/, client/, tools/) speaks these structs only.
+//
+// Semantics follow DESIGN.md sections 1 and 3. Values are plain data:
+// thread-compatible.
+#ifndef PACE_NET_MESSAGES_H_
+#define PACE_NET_MESSAGES_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/schema.h"
+#include "common/status.h"
+
+namespace pace::net {
+
+// Bumped when a change is not wire compatible. Fields are only appended.
+inline constexpr uint32_t kWireVersion = 1;
+
+// One row: a value (in replies and pushes) or an additive delta (in Apply).
+// `bytes` uses the row encoding of common/row.h.
+struct RowData {
+  uint32_t table = 0;
+  uint64_t row = 0;
+  std::string bytes;
+};
+
+// Client → shard, first frame on every connection.
+struct Hello {
+  uint32_t wire_version = kWireVersion;
+  ClientId client_id = 0;
+  std::string token;
+  // kClientProcess for a training client (counts toward the shard clock); a
+  // tool such as pacectl connects as kObserver and may not Apply.
+  enum Role : uint8_t { kClientProcess = 0, kObserver = 1 };
+  Role role = kClientProcess;
+};
+
+// Shard → client, reply to a valid Hello.
+struct Welcome {
+  uint32_t wire_version = kWireVersion;
+  uint32_t shard_id = 0;
+  uint32_t num_shards = 1;
+  uint32_t num_clients = 1;
+  ClockT applied_clock = 0;  // this client's applied clock a_p at this shard
+  Version shard_clock = 0;
+};
+
+// Client → shard. Answered with a ReadReply once the shard clock is at least
+// `min_version` (parked until then). With `subscribe`, the shard also adds the
+// rows to this client's push subscriptions (ESSP).
+struct Read {
+  uint64_t req_id = 0;
+  uint32_t table = 0;
+  std::vector<uint64_t> rows;
+  Version min_version = 0;
+  bool subscribe = false;
+};
+
+// Shard → client. `version` is the shard clock when the values were read;
+// `applied_clock` is the receiving client's a_p at that moment (a_p >= version).
+struct ReadReply {
+  uint64_t req_id = 0;
+  Version version = 0;
+  ClockT applied_clock = 0;
+  std::vector<RowData> rows;
+};
+
+// Client → shard: the client's coalesced deltas for clock `clock` (may be empty).
+struct Apply {
+  ClockT clock = 0;
+  std::vector<RowData> updates;
+};
+
+// Shard → client: batch `clock` is durable (duplicate: it had been applied
+// before and was skipped now).
+struct Ack {
+  ClockT clock = 0;
+  bool duplicate = false;
+};
+
+// Shard → subscriber: fresh values of subscribed rows that changed, stamped
+// `version`; `applied_clock` as in ReadReply.
+struct Push {
+  Version version = 0;
+  ClockT applied_clock = 0;
+  std::vector<RowData> rows;
+};
+
+// Shard → subscriber: every subscribed row on this shard is current as of
+// `version` (rows not in the preceding Push did not change).
+struct PushDone {
+  Version version = 0;
+  ClockT applied_clock = 0;
+};
+
+// Client → shard: stop pushing these rows (evicted from the client cache).
+struct Unsubscribe {
+  uint32_t table = 0;
+  std::vector<uint64_t> rows;
+};
+
+// Client → shard. Idempotent: creating a table whose name exists with the same
+// schema returns it. `schema.id` 0 lets the shard assign the id (shard 0 does
+// this); a nonzero id is used as given (the client copies shard 0's choice to
+// the other shards).
+struct CreateTable {
+  uint64_t req_id = 0;
+  TableSchema schema;
+};
+
+struct ListTables {
+  uint64_t req_id = 0;
+};
+
+struct DescribeTable {
+  uint64_t req_id = 0;
+  std::string name;
+};
+
+// Reply to CreateTable, ListTables and DescribeTable.
+struct TablesReply {
+  uint64_t req_id = 0;
+  std::vector<TableSchema> tables;
+};
+
+struct StatsRequest {
+  uint64_t req_id = 0;
+};
+
+struct StatsReply {
+  uint64_t req_id = 0;
+  uint32_t shard_id = 0;
+  Version shard_clock = 0;
+  std::vector<ClockT> applied_clocks;  // indexed by client id
+  // Free-form counters (name, value), e.g. "batches_applied", "rows_pushed".
+  std::vector<std::pair<std::string, int64_t>> counters;
+};
+
+// Either direction. `req_id` names the request it answers (0: none, e.g. a
+// refused Hello or a bad frame). After an Error for a bad frame the sender
+// closes the connection.
+struct Error {
+  uint64_t req_id = 0;
+  StatusCode code = StatusCode::kInternal;
+  std::string message;
+
+  Status ToStatus() const { return Status(code, message); }
+};
+
+using Message = std::variant<Hello, Welcome, Read, ReadReply, Apply, Ack, Push, PushDone,
+                             Unsubscribe, CreateTable, ListTables, DescribeTable, TablesReply,
+                             StatsRequest, StatsReply, Error>;
+
+// A short name for logs, e.g. "Apply".
+const char* MessageName(const Message& m);
+
+}  // namespace pace::net
+
+#endif  // PACE_NET_MESSAGES_H_

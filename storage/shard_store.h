@@ -1,0 +1,152 @@
+// ShardStore: one shard's persistent state in RocksDB — the table catalog,
+// parameter rows (updated through merge operators), and the per-client applied
+// clocks — with atomic, durable batch application and checkpoints.
+//
+// On-disk layout: docs/storage-format.md (key and value encodings, format
+// version, identity record, checkpoint manifest).
+//
+// Thread-safety: a ShardStore is safe for concurrent use from multiple threads.
+// Ownership: the caller owns the ShardStore; destroying it closes RocksDB.
+#ifndef PACE_STORAGE_SHARD_STORE_H_
+#define PACE_STORAGE_SHARD_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/schema.h"
+#include "common/status.h"
+
+namespace pace {
+
+// Bumped when the on-disk format changes incompatibly. A store written with a
+// different major format is refused with StatusCode::kIncompatible.
+inline constexpr uint32_t kStorageFormatVersion = 1;
+
+struct ShardStoreOptions {
+  // Size of the RocksDB block cache, in MiB. Bounds read memory. Default: 256.
+  size_t block_cache_mb = 256;
+  // Size of one memtable, in MiB. Default: 64.
+  size_t write_buffer_mb = 64;
+  // Number of memtables kept before writes stall. Default: 3.
+  int max_write_buffer_number = 3;
+  // fsync the WAL before ApplyBatch returns. Default: false (WAL written, not synced).
+  bool sync = false;
+  // Open for inspection only; may run beside a writer process (RocksDB
+  // secondary/read-only). Writes return FailedPrecondition. Default: false.
+  bool read_only = false;
+  // Create the store if `dir` has none. Ignored when read_only. Default: true.
+  bool create_if_missing = true;
+  // The job identity recorded when the store is created. On open, a mismatch
+  // with the recorded identity is an InvalidArgument error naming both values,
+  // unless check_identity is false (tools that only inspect). Defaults: 0/1/1.
+  uint32_t shard_id = 0;
+  uint32_t num_shards = 1;
+  uint32_t num_clients = 1;
+  bool check_identity = true;
+};
+
+// The identity recorded in a store.
+struct ShardIdentity {
+  uint32_t format_version = kStorageFormatVersion;
+  uint32_t shard_id = 0;
+  uint32_t num_shards = 1;
+  uint32_t num_clients = 1;
+};
+
+// A delta for one row. `bytes` uses the encoding of common/row.h.
+struct RowDelta {
+  uint32_t table = 0;
+  uint64_t row = 0;
+  std::string_view bytes;
+};
+
+// What a checkpoint's manifest records (file "PACE-CHECKPOINT" in its dir).
+struct CheckpointManifest {
+  uint32_t format_version = kStorageFormatVersion;
+  ShardIdentity identity;
+  std::vector<TableSchema> tables;
+  std::vector<ClockT> applied_clocks;  // indexed by client id
+  Version shard_clock = 0;
+  int64_t created_unix_ms = 0;
+};
+
+class ShardStore {
+ public:
+  // Opens (or creates) the store in `dir`. Errors: Incompatible for another
+  // format version; InvalidArgument for an identity mismatch; IOError /
+  // Corruption from RocksDB; NotFound if missing and !create_if_missing.
+  static Status Open(const ShardStoreOptions& options, const std::string& dir,
+                     std::unique_ptr<ShardStore>* store);
+
+  ShardStore(const ShardStore&) = delete;
+  ShardStore& operator=(const ShardStore&) = delete;
+  ~ShardStore();
+
+  const ShardIdentity& identity() const;
+  const std::string& dir() const;
+
+  // --- Catalog -------------------------------------------------------------
+  // Creates a table. schema.id == 0: the store assigns the next free id (ids
+  // start at 1); nonzero: that id is used. If a table with this name exists
+  // with the SameSchema, returns it (idempotent). Errors: InvalidArgument (bad
+  // schema), AlreadyExists (name taken by another schema, or id taken).
+  Status CreateTable(const TableSchema& schema, TableSchema* created);
+  // Drops the table and deletes its rows. NotFound if unknown.
+  Status DropTable(const std::string& name);
+  std::vector<TableSchema> ListTables() const;
+  StatusOr<TableSchema> FindTable(std::string_view name) const;
+  StatusOr<TableSchema> FindTable(uint32_t id) const;
+
+  // --- Writes --------------------------------------------------------------
+  // Applies client `client`'s batch for clock `clock` as one atomic
+  // WriteBatch holding every delta and the new applied clock (clock + 1).
+  // If clock < AppliedClock(client), nothing is written and *duplicate = true.
+  // Errors (nothing written): InvalidArgument for client >= num_clients, an
+  // unknown table, or a delta that fails ValidateRow; FailedPrecondition for a
+  // clock gap (clock > AppliedClock(client)).
+  Status ApplyBatch(ClientId client, ClockT clock, const std::vector<RowDelta>& deltas,
+                    bool* duplicate);
+
+  // --- Clocks --------------------------------------------------------------
+  ClockT AppliedClock(ClientId client) const;
+  std::vector<ClockT> AppliedClocks() const;  // indexed by client id
+  // min over all num_clients clients of AppliedClock.
+  Version ShardClock() const;
+
+  // --- Reads ---------------------------------------------------------------
+  // The row's value; a row never written yields its initializer's value.
+  // NotFound for an unknown table.
+  Status Get(uint32_t table, uint64_t row, std::string* value) const;
+  Status MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
+                  std::vector<std::string>* values) const;
+  // Calls fn(row, value) for every written row of `table` with row >=
+  // start_row, in increasing row order, until fn returns false.
+  Status Scan(uint32_t table, uint64_t start_row,
+              const std::function<bool(uint64_t row, std::string_view value)>& fn) const;
+
+  // --- Checkpoints and maintenance -----------------------------------------
+  // Writes a RocksDB checkpoint (hard links where possible) of the whole store
+  // plus its manifest into `dir`, which must not exist. The checkpoint is a
+  // complete store: Open(options, dir) opens it.
+  Status CreateCheckpoint(const std::string& dir) const;
+  static Status ReadCheckpointManifest(const std::string& dir, CheckpointManifest* manifest);
+  // Flushes memtables to SST files.
+  Status Flush();
+  // Approximate bytes on disk and number of rows written, per RocksDB's estimates.
+  Status ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const;
+
+ private:
+  class Impl;
+  explicit ShardStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pace
+
+#endif  // PACE_STORAGE_SHARD_STORE_H_
