@@ -1,0 +1,257 @@
+// PaceDB client: the public API that training programs use.
+//
+//   pace::ClientOptions opts;            // no servers: embedded shard in ./pace-data
+//   std::unique_ptr<pace::Client> client;
+//   RETURN_IF_ERROR(pace::Client::Open(opts, &client));
+//   pace::TableSchema schema;            // common/schema.h
+//   schema.name = "w"; schema.width = 16; schema.consistency = pace::Consistency::kEssp;
+//   schema.staleness = 2;
+//   pace::Table w;
+//   RETURN_IF_ERROR(client->CreateTable(schema, &w));
+//   // in each training thread:
+//   std::unique_ptr<pace::Worker> worker;
+//   RETURN_IF_ERROR(client->RegisterWorker(&worker));
+//   float row[16];
+//   RETURN_IF_ERROR(worker->Get(w, 7, row));       // blocks until fresh enough
+//   RETURN_IF_ERROR(worker->Inc(w, 7, delta));     // additive, read-my-writes
+//   RETURN_IF_ERROR(worker->Clock());              // end of this worker's clock
+//
+// Semantics are DESIGN.md section 1: the read rule v >= c - s per table,
+// read-my-writes within a process, one coalesced batch per shard per process
+// clock, SSP pull / ESSP push, durability by re-sending unacknowledged batches.
+//
+// Thread-safety: a Client is safe for concurrent use by many threads. A Worker
+// belongs to one thread at a time (it is the identity of an application
+// thread); different Workers may run concurrently. Table is a small value,
+// freely copyable and shareable.
+//
+// This header includes only std and common/ (no Boost, FlatBuffers, RocksDB,
+// glog): the implementation is behind pimpl.
+#ifndef PACE_CLIENT_PACE_H_
+#define PACE_CLIENT_PACE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/schema.h"
+#include "common/status.h"
+
+namespace pace {
+
+struct ClientOptions {
+  // Shard addresses "host:port", index = shard id. Empty: run embedded, with an
+  // in-process shard on data_dir. Default: empty.
+  std::vector<std::string> servers;
+  // This process's id in [0, num_clients) and the job's number of client
+  // processes. Defaults: 0 and 1.
+  ClientId client_id = 0;
+  uint32_t num_clients = 1;
+  // The job's shared secret (contents of --token_file). Default: empty.
+  std::string token;
+  // Embedded mode only: data directory, RocksDB block cache, fsync per batch.
+  // Defaults: "./pace-data", 256, false.
+  std::string data_dir = "./pace-data";
+  size_t block_cache_mb = 256;
+  bool sync = false;
+  // Process cache budget across all tables, in MiB. Rows are evicted (LRU)
+  // beyond it; un-sent updates are never lost by eviction. Default: 1024.
+  size_t cache_mb = 1024;
+  // How long to keep trying to connect at Open. Default: 10000.
+  int64_t connect_timeout_ms = 10000;
+  // A shard unreachable for longer than this makes Get/Clock return
+  // Unavailable instead of blocking forever. Default: 60000.
+  int64_t shard_timeout_ms = 60000;
+};
+
+// A handle to a table. Cheap to copy. Valid while its Client lives.
+class Table {
+ public:
+  Table() = default;
+  const TableSchema& schema() const { return schema_; }
+  uint32_t id() const { return schema_.id; }
+  const std::string& name() const { return schema_.name; }
+  bool valid() const { return schema_.id != 0; }
+
+ private:
+  friend class Client;
+  friend class Worker;
+  TableSchema schema_;
+  void* impl_ = nullptr;  // owned by the Client
+};
+
+// A read-only view of a cached row, valid only inside a Worker::Read callback.
+struct RowView {
+  RowKind kind = RowKind::kDense;
+  ElementType type = ElementType::kF32;
+  uint32_t width = 0;
+  // The row's bytes in the encoding of common/row.h (dense: width elements).
+  std::string_view bytes;
+  // The row's version v and the reading worker's clock c (staleness = c - v).
+  Version version = 0;
+  template <typename T>
+  const T* dense() const {
+    return reinterpret_cast<const T*>(bytes.data());
+  }
+};
+
+// Per-table measurements (DESIGN.md; issue "measurements built in").
+struct TableStats {
+  std::string name;
+  uint32_t staleness_bound = 0;
+  // staleness_hist[k] = reads with staleness c - v == k, for k in [0, s];
+  // staleness_hist[s + 1] = reads with staleness > s (only under async).
+  std::vector<uint64_t> staleness_hist;
+  double staleness_mean = 0;
+  int64_t staleness_p99 = 0;
+  uint64_t reads = 0;           // Get/Read calls
+  uint64_t reads_cache_hit = 0;  // served from cache without waiting
+  uint64_t reads_blocked = 0;    // had to wait for a fresh enough value
+  uint64_t rows_fetched = 0;     // rows requested from shards
+  uint64_t pushes_applied = 0;   // rows refreshed by ESSP pushes
+  uint64_t evictions = 0;
+  uint64_t incs = 0;
+};
+
+struct ClientStats {
+  std::vector<TableStats> tables;
+  double get_blocked_seconds = 0;    // total time workers waited in Get/Read
+  double clock_blocked_seconds = 0;  // total time workers waited in Clock/GlobalBarrier
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t rows_sent = 0;
+  uint64_t rows_received = 0;
+  uint64_t batches_sent = 0;
+  uint64_t batches_resent = 0;  // re-sent after a reconnect
+  uint64_t cache_bytes = 0;     // current cache size
+};
+
+class Worker;
+
+class Client {
+ public:
+  // Connects to every shard (or starts the embedded shard) and learns this
+  // process's applied clock from each. Errors: InvalidArgument for bad options,
+  // Unavailable if a shard cannot be reached within connect_timeout_ms,
+  // PermissionDenied for a wrong token, Incompatible for a wrong wire version.
+  static Status Open(const ClientOptions& options, std::unique_ptr<Client>* client);
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  // Flushes nothing implicitly: call Flush() to wait for outstanding batches.
+  ~Client();
+
+  // Creates the table on every shard, or opens it if it exists with the same
+  // schema (AlreadyExists if the name has another schema). schema.id is
+  // ignored (assigned by shard 0).
+  Status CreateTable(const TableSchema& schema, Table* table);
+  // Opens an existing table. NotFound if unknown.
+  Status OpenTable(std::string_view name, Table* table);
+  Status ListTables(std::vector<TableSchema>* tables);
+
+  // Registers the calling application thread as a worker. Its clock starts at
+  // the process's resume clock (0 for a new job; min over shards of this
+  // client's applied clock after a restart).
+  Status RegisterWorker(std::unique_ptr<Worker>* worker);
+
+  // The clock a new worker starts at (see RegisterWorker).
+  ClockT start_clock() const;
+  ClientId client_id() const;
+  uint32_t num_clients() const;
+  uint32_t num_shards() const;
+  bool embedded() const;
+
+  // Blocks until every batch sent so far is acknowledged by its shard.
+  // Unavailable if a shard stays away longer than shard_timeout_ms.
+  Status Flush();
+
+  ClientStats Stats() const;
+  // Zeroes the counters and histograms.
+  void ResetStats();
+
+  class Impl;
+
+ private:
+  friend class Worker;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// An application thread's identity: its clock and its reads and updates.
+// Not thread-safe: one thread uses a Worker at a time. Destroying a Worker
+// deregisters it (the process clock no longer waits for it).
+class Worker {
+ public:
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  ClockT clock() const;
+
+  // Dense reads into a caller buffer of width elements; T must match the
+  // table's element type (InvalidArgument otherwise). Blocks until the read
+  // rule holds. Includes every earlier Inc of this process.
+  Status Get(const Table& t, uint64_t row, float* out);
+  Status Get(const Table& t, uint64_t row, double* out);
+  Status Get(const Table& t, uint64_t row, int32_t* out);
+  Status Get(const Table& t, uint64_t row, int64_t* out);
+  // Sparse reads (also accepted for dense tables: all columns).
+  Status Get(const Table& t, uint64_t row, std::map<uint32_t, float>* out);
+  Status Get(const Table& t, uint64_t row, std::map<uint32_t, double>* out);
+  Status Get(const Table& t, uint64_t row, std::map<uint32_t, int32_t>* out);
+  Status Get(const Table& t, uint64_t row, std::map<uint32_t, int64_t>* out);
+  // Zero-copy accessor for hot loops: calls fn with a view of the cached row.
+  // fn runs under a cache lock: it must be short and must not call back into
+  // the client.
+  Status Read(const Table& t, uint64_t row, const std::function<void(const RowView&)>& fn);
+
+  // Dense additive updates of width elements.
+  Status Inc(const Table& t, uint64_t row, const float* delta);
+  Status Inc(const Table& t, uint64_t row, const double* delta);
+  Status Inc(const Table& t, uint64_t row, const int32_t* delta);
+  Status Inc(const Table& t, uint64_t row, const int64_t* delta);
+  // One cell (dense or sparse tables). The value is converted to the table's type.
+  Status IncCell(const Table& t, uint64_t row, uint32_t col, double value);
+  // Sparse updates: (column, delta) pairs, any order, duplicates summed.
+  Status Inc(const Table& t, uint64_t row, const std::vector<std::pair<uint32_t, float>>& delta);
+  Status Inc(const Table& t, uint64_t row, const std::vector<std::pair<uint32_t, double>>& delta);
+  Status Inc(const Table& t, uint64_t row, const std::vector<std::pair<uint32_t, int32_t>>& delta);
+  Status Inc(const Table& t, uint64_t row, const std::vector<std::pair<uint32_t, int64_t>>& delta);
+  // Many rows at once: deltas in the encoding of common/row.h, one per row.
+  Status BatchInc(const Table& t, const std::vector<uint64_t>& rows,
+                  const std::vector<std::string>& encoded_deltas);
+
+  // Ends this worker's current clock. When the process clock (min over its
+  // workers) advances, the process's coalesced updates go to the shards.
+  // Errors: Unavailable if a shard has been unreachable for shard_timeout_ms.
+  Status Clock();
+  // Blocks until every shard has applied every client's updates of all clocks
+  // before this worker's current clock (all processes reached it).
+  Status GlobalBarrier();
+
+  class Impl;
+
+ private:
+  friend class Client;
+  explicit Worker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Fills options.client_id / num_clients from a launcher's environment
+// (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, SLURM_PROCID/NTASKS) if present.
+// Returns true if one was found.
+bool ClientIdFromEnvironment(ClientOptions* options);
+
+// Parses "host:port,host:port" into options->servers (InvalidArgument on a bad entry).
+Status ParseServers(std::string_view list, ClientOptions* options);
+
+}  // namespace pace
+
+#endif  // PACE_CLIENT_PACE_H_
