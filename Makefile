@@ -1,0 +1,67 @@
+# PaceDB front door. On a fresh Debian 12 machine:
+#   make demo   installs dependencies (as root), builds Release, trains MF on generated data
+#   make test   installs dependencies, builds Release, runs the test suite (ctest)
+# Other targets: build, asan, tsan, bench, format, format-check, clean.
+
+SHELL := /bin/bash
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CTEST_LABELS ?= unit|integration
+DEMO_DIR ?= $(BUILD)/demo
+
+DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflatbuffers-dev \
+  flatbuffers-compiler libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev googletest \
+  libbenchmark-dev
+
+.PHONY: all deps build demo test asan tsan bench format format-check clean
+
+all: build
+
+# Installs missing Debian packages (root only; otherwise prints the command).
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing: $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "missing packages; run as root:"; \
+	    echo "  sudo apt-get update && sudo apt-get install -y $$missing"; \
+	    exit 1; \
+	  fi; \
+	fi
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	@bash tools/demo.sh $(BUILD) $(DEMO_DIR)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)'
+
+# Sanitizer builds: ASan + UBSan, and TSan, each in its own build dir.
+asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
+
+tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=tsan
+	cmake --build build-tsan -j$(JOBS)
+	cd build-tsan && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
+
+bench: build
+	@bash tools/bench/run.sh $(BUILD)
+
+format: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) --target format
+
+format-check: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) --target format-check
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Proves check_layering.sh catches violations: builds tiny trees that break
+# each rule and expects the check to fail on each, and pass on a clean tree.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0
+expect() {  # expect pass|fail NAME FILE CONTENT
+  local want=$1 name=$2 file=$3 content=$4 dir="$tmp/$2"
+  mkdir -p "$dir/$(dirname "$file")"
+  printf '%s\n' "$content" > "$dir/$file"
+  if "$here/check_layering.sh" "$dir" >/dev/null; then got=pass; else got=fail; fi
+  if [ "$got" != "$want" ]; then echo "FAIL $name: expected $want, got $got"; fails=$((fails+1)); else echo "ok   $name"; fi
+}
+expect pass clean           storage/a.cc   '#include "common/status.h"'
+expect fail storage_up      storage/a.cc   '#include "net/messages.h"'
+expect fail common_rocks    common/a.h     '#include <rocksdb/db.h>'
+expect fail net_storage     net/a.cc       '#include "storage/shard_store.h"'
+expect fail consist_net     consistency/a.cc '#include "net/session.h"'
+expect fail client_rocks    client/a.cc    '#include <rocksdb/db.h>'
+expect fail apps_server     apps/a.cc      '#include "server/shard_service.h"'
+expect fail lib_gflags      storage/a.cc   '#include <gflags/gflags.h>'
+expect pass main_gflags     server/paced_main.cc '#include <gflags/gflags.h>'
+expect fail glog_in_header  net/a.h        '#include <glog/logging.h>'
+expect fail public_boost    client/pace.h  '#include <boost/asio.hpp>'
+expect fail public_net      client/pace.h  '#include "net/messages.h"'
+expect pass public_std      client/pace.h  '#include <vector>'
+echo "$((13 - fails)) passed, $fails failed"
+[ $fails = 0 ]
