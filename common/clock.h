@@ -7,6 +7,7 @@
 #ifndef PACE_COMMON_CLOCK_H_
 #define PACE_COMMON_CLOCK_H_
 
+#include <cstddef>
 #include <cstdint>
 
 namespace pace {

@@ -1,0 +1,51 @@
+#include "consistency/read_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace pace {
+namespace {
+
+TEST(ReadPolicyTest, SspRequestsCMinusSNeverBelowZero) {
+  ReadPolicy p(Consistency::kSsp, 3);
+  EXPECT_EQ(p.staleness(), 3);
+  EXPECT_EQ(p.MinVersion(0), 0);
+  EXPECT_EQ(p.MinVersion(2), 0);
+  EXPECT_EQ(p.MinVersion(10), 7);
+  EXPECT_TRUE(p.IsFresh(7, 10));
+  EXPECT_FALSE(p.IsFresh(6, 10));
+  EXPECT_FALSE(p.uses_push());
+}
+
+TEST(ReadPolicyTest, BspIsSspWithZeroStaleness) {
+  ReadPolicy p(Consistency::kBsp, 5);
+  EXPECT_EQ(p.staleness(), 0);
+  EXPECT_EQ(p.MinVersion(4), 4);
+  EXPECT_TRUE(p.IsFresh(4, 4));
+  EXPECT_FALSE(p.IsFresh(3, 4));
+}
+
+TEST(ReadPolicyTest, EsspPushesAndKeepsTheBound) {
+  TableSchema s;
+  s.consistency = Consistency::kEssp;
+  s.staleness = 2;
+  ReadPolicy p = ReadPolicy::For(s);
+  EXPECT_TRUE(p.uses_push());
+  EXPECT_EQ(p.MinVersion(5), 3);
+  EXPECT_TRUE(p.IsFresh(3, 5));
+  EXPECT_FALSE(p.IsFresh(2, 5));
+}
+
+TEST(ReadPolicyTest, AsyncNeverWaits) {
+  ReadPolicy p(Consistency::kAsync, 0);
+  EXPECT_TRUE(p.is_async());
+  EXPECT_EQ(p.MinVersion(1000), 0);
+  EXPECT_TRUE(p.IsFresh(0, 1000));
+}
+
+TEST(ReadPolicyTest, StalenessIsClockMinusVersion) {
+  EXPECT_EQ(ReadPolicy::Staleness(10, 7), 3);
+  EXPECT_EQ(ReadPolicy::Staleness(3, 3), 0);
+}
+
+}  // namespace
+}  // namespace pace
