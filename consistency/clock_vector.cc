@@ -6,12 +6,12 @@
 namespace pace {
 
 ClockVector::ClockVector(uint32_t num_clients, int64_t now_ms)
-    : clocks_(num_clients, 0), min_since_ms_(now_ms) {
+    : clocks_(num_clients, 0), min_since_ms_(now_ms), held_back_since_ms_(now_ms) {
   Recompute(now_ms);
 }
 
 ClockVector::ClockVector(std::vector<ClockT> clocks, int64_t now_ms)
-    : clocks_(std::move(clocks)), min_since_ms_(now_ms) {
+    : clocks_(std::move(clocks)), min_since_ms_(now_ms), held_back_since_ms_(now_ms) {
   for (ClockT& c : clocks_) c = std::max<ClockT>(c, 0);
   Recompute(now_ms);
 }
@@ -31,6 +31,8 @@ Version ClockVector::Set(ClientId client, ClockT clock, int64_t now_ms) {
   if (client >= clocks_.size() || clock < 0) return min_;
   ClockT old = clocks_[client];
   if (old == clock) return min_;
+  const Version old_min = min_;
+  const bool held_back = HoldsBack();
   clocks_[client] = clock;
   if (clock < min_) {
     // Moved below the minimum: it alone is the new minimum.
@@ -43,6 +45,7 @@ Version ClockVector::Set(ClientId client, ClockT clock, int64_t now_ms) {
   } else if (clock == min_) {
     ++num_at_min_;
   }
+  if (min_ != old_min || (!held_back && HoldsBack())) held_back_since_ms_ = now_ms;
   return min_;
 }
 

@@ -45,6 +45,12 @@ class ClockVector {
   std::vector<ClientId> Laggards() const;
   // When Min() last changed (or construction time).
   int64_t min_since_ms() const { return min_since_ms_; }
+  // True if some client is ahead of Min(): it is waiting for the laggards.
+  bool HoldsBack() const { return num_at_min_ < clocks_.size(); }
+  // Since when HoldsBack() has been true with the current Min(): the later of
+  // the last change of Min() and the moment a client first moved ahead of it.
+  // Meaningful only while HoldsBack().
+  int64_t held_back_since_ms() const { return held_back_since_ms_; }
 
  private:
   void Recompute(int64_t now_ms);
@@ -53,6 +59,7 @@ class ClockVector {
   Version min_ = 0;
   uint32_t num_at_min_ = 0;  // how many clients have clock == min_
   int64_t min_since_ms_ = 0;
+  int64_t held_back_since_ms_ = 0;
 };
 
 }  // namespace pace

@@ -53,6 +53,22 @@ TEST(ClockVectorTest, JoiningTheMinimumIsCounted) {
   EXPECT_EQ(cv.Advance(1, 3), 3);
 }
 
+TEST(ClockVectorTest, HeldBackSinceStartsWhenSomeoneMovesAhead) {
+  ClockVector cv(2, 0);
+  EXPECT_FALSE(cv.HoldsBack());
+  cv.Advance(0, 500);  // client 0 now waits for client 1
+  EXPECT_TRUE(cv.HoldsBack());
+  EXPECT_EQ(cv.held_back_since_ms(), 500);
+  EXPECT_EQ(cv.min_since_ms(), 0);
+  cv.Advance(0, 600);  // still the same episode
+  EXPECT_EQ(cv.held_back_since_ms(), 500);
+  cv.Advance(1, 700);  // min 1, client 0 still ahead: a new episode
+  EXPECT_TRUE(cv.HoldsBack());
+  EXPECT_EQ(cv.held_back_since_ms(), 700);
+  cv.Advance(1, 800);  // both at 2
+  EXPECT_FALSE(cv.HoldsBack());
+}
+
 TEST(ClockVectorTest, IgnoresOutOfRangeClientsAndNegativeClocks) {
   ClockVector cv(std::vector<ClockT>{-3, 1}, 0);
   EXPECT_EQ(cv.Get(0), 0);

@@ -1,0 +1,286 @@
+// ShardService: construction, the handshake, message dispatch, catalog and
+// stats requests, holdback warnings. Reads, applies and pushes are in
+// shard_service_data.cc.
+#include "server/shard_service.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <sstream>
+#include <utility>
+#include <variant>
+
+namespace pace {
+
+namespace {
+
+// Names of net::Message alternatives, in variant order (net::MessageName lives
+// in pace_net, which this library does not need to link).
+constexpr const char* kMessageNames[] = {
+    "Hello",       "Welcome",      "Read",        "ReadReply",   "Apply",      "Ack",
+    "Push",        "PushDone",     "Unsubscribe", "CreateTable", "ListTables", "DescribeTable",
+    "TablesReply", "StatsRequest", "StatsReply",  "Error"};
+static_assert(std::variant_size_v<net::Message> == std::size(kMessageNames),
+              "kMessageNames must list every net::Message alternative");
+
+constexpr int64_t kMaxWarnIntervalMs = 10 * 60 * 1000;
+
+// One applied clock per client of the job, whatever the store returned.
+std::vector<ClockT> ClocksFor(std::vector<ClockT> clocks, uint32_t num_clients) {
+  if (clocks.size() != num_clients) {
+    LOG(WARNING) << "store returned " << clocks.size() << " applied clocks for " << num_clients
+                 << " clients";
+    clocks.resize(num_clients, 0);
+  }
+  return clocks;
+}
+
+}  // namespace
+
+Status ShardService::Open(const ShardServiceOptions& options,
+                          std::unique_ptr<ShardService>* service) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("ShardService: empty data_dir");
+  std::unique_ptr<ShardStore> store;
+  RETURN_IF_ERROR(ShardStore::Open(options.store, options.data_dir, &store));
+  return Open(options, std::move(store), service);
+}
+
+Status ShardService::Open(const ShardServiceOptions& options, std::unique_ptr<ShardStore> store,
+                          std::unique_ptr<ShardService>* service) {
+  if (store == nullptr) return Status::InvalidArgument("ShardService: null store");
+  if (store->identity().num_shards == 0 ||
+      store->identity().shard_id >= store->identity().num_shards) {
+    return Status::InvalidArgument("ShardService: store identity has shard id " +
+                                   std::to_string(store->identity().shard_id) + " of " +
+                                   std::to_string(store->identity().num_shards) + " shards");
+  }
+  service->reset(new ShardService(options, std::move(store)));
+  LOG(INFO) << "shard " << (*service)->shard_id_ << "/" << (*service)->num_shards_ << " serving "
+            << (*service)->num_clients_ << " client process(es), shard clock "
+            << (*service)->ShardClock();
+  return Status::OK();
+}
+
+ShardService::ShardService(const ShardServiceOptions& options, std::unique_ptr<ShardStore> store)
+    : options_(options),
+      store_(std::move(store)),
+      shard_id_(store_->identity().shard_id),
+      num_shards_(store_->identity().num_shards),
+      num_clients_(store_->identity().num_clients),
+      clocks_(ClocksFor(store_->AppliedClocks(), num_clients_),
+              NowMs(std::chrono::steady_clock::now())) {}
+
+ShardService::~ShardService() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (ParkedRead& p : parked_.TakeReady(INT64_MAX)) {
+    p.session->Send(net::Error{p.read.req_id, StatusCode::kAborted, "shard shutting down"});
+  }
+}
+
+int64_t ShardService::NowMs(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// --- Handshake and session lifetime ------------------------------------------
+
+Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
+  if (hello.role != net::Hello::kClientProcess && hello.role != net::Hello::kObserver) {
+    return Status::InvalidArgument("unknown peer role " +
+                                   std::to_string(static_cast<int>(hello.role)));
+  }
+  if (hello.role == net::Hello::kClientProcess && hello.client_id >= num_clients_) {
+    return Status::InvalidArgument("client id " + std::to_string(hello.client_id) +
+                                   " out of range: this job has " + std::to_string(num_clients_) +
+                                   " client process(es)");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  welcome->wire_version = net::kWireVersion;
+  welcome->shard_id = shard_id_;
+  welcome->num_shards = num_shards_;
+  welcome->num_clients = num_clients_;
+  welcome->shard_clock = clocks_.Min();
+  welcome->applied_clock =
+      hello.role == net::Hello::kClientProcess ? clocks_.Get(hello.client_id) : clocks_.Min();
+  return Status::OK();
+}
+
+void ShardService::OnConnect(const SessionPtr& session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sessions_[session->id()] = session;
+  VLOG(1) << "session " << session->id() << " connected: client " << session->hello().client_id
+          << (session->hello().role == net::Hello::kObserver ? " (observer)" : "");
+}
+
+void ShardService::OnDisconnect(const SessionPtr& session) {
+  const uint64_t id = session->id();
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t parked = parked_.RemoveIf([id](const ParkedRead& p) { return p.session->id() == id; });
+  size_t subs = subs_.RemoveSubscriber(id);
+  sessions_.erase(id);
+  VLOG(1) << "session " << id << " disconnected: dropped " << parked << " parked read(s), " << subs
+          << " subscription(s)";
+}
+
+// --- Dispatch ------------------------------------------------------------------
+
+void ShardService::OnMessage(const SessionPtr& s, net::Message m) {
+  if (auto* read = std::get_if<net::Read>(&m)) return HandleRead(s, *read);
+  if (auto* apply = std::get_if<net::Apply>(&m)) return HandleApply(s, *apply);
+  if (auto* unsub = std::get_if<net::Unsubscribe>(&m)) return HandleUnsubscribe(s, *unsub);
+  if (auto* create = std::get_if<net::CreateTable>(&m)) return HandleCreateTable(s, *create);
+  if (auto* list = std::get_if<net::ListTables>(&m)) return HandleListTables(s, *list);
+  if (auto* desc = std::get_if<net::DescribeTable>(&m)) return HandleDescribeTable(s, *desc);
+  if (auto* stats = std::get_if<net::StatsRequest>(&m)) return HandleStats(s, *stats);
+  if (auto* err = std::get_if<net::Error>(&m)) {
+    LOG(WARNING) << "session " << s->id() << " (client " << s->hello().client_id
+                 << ") sent an error, closing: " << err->ToStatus().ToString();
+    s->Close(Status::OK());
+    return;
+  }
+  const char* name = kMessageNames[m.index()];
+  LOG(WARNING) << "session " << s->id() << " (client " << s->hello().client_id << ") sent a "
+               << name << " message, which clients may not send; closing";
+  s->Close(Status::InvalidArgument(std::string("unexpected ") + name + " message from a client"));
+}
+
+void ShardService::SendError(const SessionPtr& s, uint64_t req_id, const Status& st) {
+  counters_.request_errors.fetch_add(1, std::memory_order_relaxed);
+  s->Send(net::Error{req_id, st.code(), st.message()});
+}
+
+// --- Catalog -------------------------------------------------------------------
+
+void ShardService::HandleCreateTable(const SessionPtr& s, const net::CreateTable& m) {
+  TableSchema created;
+  Status st = store_->CreateTable(m.schema, &created);
+  if (!st.ok()) return SendError(s, m.req_id, st);
+  LOG(INFO) << "table " << DescribeSchema(created) << " (requested by client "
+            << s->hello().client_id << ")";
+  s->Send(net::TablesReply{m.req_id, {created}});
+}
+
+void ShardService::HandleListTables(const SessionPtr& s, const net::ListTables& m) {
+  s->Send(net::TablesReply{m.req_id, store_->ListTables()});
+}
+
+void ShardService::HandleDescribeTable(const SessionPtr& s, const net::DescribeTable& m) {
+  StatusOr<TableSchema> schema = store_->FindTable(std::string_view(m.name));
+  if (!schema.ok()) {
+    Status st = schema.status().IsNotFound() ? Status::NotFound("unknown table '" + m.name + "'")
+                                             : schema.status();
+    return SendError(s, m.req_id, st);
+  }
+  s->Send(net::TablesReply{m.req_id, {std::move(schema).value()}});
+}
+
+// --- Stats and clocks ----------------------------------------------------------
+
+Version ShardService::ShardClock() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return clocks_.Min();
+}
+
+std::vector<ClockT> ShardService::AppliedClocks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return clocks_.clocks();
+}
+
+size_t ShardService::NumParkedReads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return parked_.size();
+}
+
+size_t ShardService::NumSubscriptions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return subs_.num_subscriptions();
+}
+
+net::StatsReply ShardService::Stats() const {
+  net::StatsReply r;
+  r.shard_id = shard_id_;
+  auto add = [&r](const char* name, const std::atomic<int64_t>& v) {
+    r.counters.emplace_back(name, v.load(std::memory_order_relaxed));
+  };
+  add("batches_applied", counters_.batches_applied);
+  add("duplicates", counters_.duplicates);
+  add("apply_errors", counters_.apply_errors);
+  add("reads", counters_.reads);
+  add("parked_reads", counters_.parked_reads);
+  add("rows_read", counters_.rows_read);
+  add("rows_pushed", counters_.rows_pushed);
+  add("pushes", counters_.pushes);
+  add("push_dones", counters_.push_dones);
+  add("delta_bytes_in", counters_.delta_bytes_in);
+  add("value_bytes_out", counters_.value_bytes_out);
+  add("request_errors", counters_.request_errors);
+  std::lock_guard<std::mutex> lock(mu_);
+  r.shard_clock = clocks_.Min();
+  r.applied_clocks = clocks_.clocks();
+  r.counters.emplace_back("sessions", static_cast<int64_t>(sessions_.size()));
+  r.counters.emplace_back("parked_now", static_cast<int64_t>(parked_.size()));
+  r.counters.emplace_back("subscribers", static_cast<int64_t>(subs_.num_subscribers()));
+  r.counters.emplace_back("subscriptions", static_cast<int64_t>(subs_.num_subscriptions()));
+  return r;
+}
+
+void ShardService::HandleStats(const SessionPtr& s, const net::StatsRequest& m) {
+  net::StatsReply r = Stats();
+  r.req_id = m.req_id;
+  s->Send(std::move(r));
+}
+
+Status ShardService::CreateCheckpoint(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return store_->CreateCheckpoint(dir);
+}
+
+// --- Holdback warning ------------------------------------------------------------
+
+HoldbackReport ShardService::CheckHoldback(std::chrono::steady_clock::time_point now) {
+  HoldbackReport r;
+  const int64_t now_ms = NowMs(now);
+  std::lock_guard<std::mutex> lock(mu_);
+  r.shard_clock = clocks_.Min();
+  r.held_back = clocks_.HoldsBack();
+  if (!r.held_back) return r;
+  r.laggards = clocks_.Laggards();
+  const int64_t since = clocks_.held_back_since_ms();
+  r.stalled_ms = now_ms - since;
+  if (options_.holdback_warn_ms <= 0 || r.stalled_ms < options_.holdback_warn_ms) return r;
+  if (warned_clock_ != r.shard_clock || warned_since_ms_ != since) {  // a new stall
+    warned_clock_ = r.shard_clock;
+    warned_since_ms_ = since;
+    warn_interval_ms_ = options_.holdback_warn_ms;
+    next_warn_ms_ = now_ms;
+  }
+  if (now_ms < next_warn_ms_) return r;
+  next_warn_ms_ = now_ms + warn_interval_ms_;
+  warn_interval_ms_ = std::min(2 * warn_interval_ms_, kMaxWarnIntervalMs);
+
+  std::vector<bool> connected(num_clients_, false);
+  for (const auto& [id, session] : sessions_) {
+    const net::Hello& h = session->hello();
+    if (h.role == net::Hello::kClientProcess && h.client_id < num_clients_) {
+      connected[h.client_id] = true;
+    }
+  }
+  std::ostringstream msg;
+  msg << "shard " << shard_id_ << ": shard clock " << r.shard_clock << " held back for "
+      << r.stalled_ms << " ms by client";
+  if (r.laggards.size() > 1) msg << "s";
+  size_t shown = 0;
+  for (ClientId c : r.laggards) {
+    if (shown++ == 8) {
+      msg << " and " << (r.laggards.size() - 8) << " more";
+      break;
+    }
+    msg << (shown > 1 ? ", " : " ") << c << (connected[c] ? "" : " (not connected)");
+  }
+  msg << "; the fastest client is at clock " << clocks_.Max();
+  r.message = msg.str();
+  r.warned = true;
+  LOG(WARNING) << r.message;
+  return r;
+}
+
+}  // namespace pace

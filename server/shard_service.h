@@ -1,0 +1,194 @@
+// ShardService: one shard of PaceDB as a net::ServiceHandler — the generic
+// versioned key-value service over a ShardStore plus the server side of the
+// consistency models (DESIGN.md section 1): the shard clock, parked SSP reads,
+// ESSP subscriptions and pushes.
+//
+// Protocol summary (messages in net/messages.h):
+//   Hello(kClientProcess, id < num_clients) -> Welcome; kObserver: any id, no Apply.
+//   Read   -> ReadReply{version = shard clock, applied_clock = reader's a_p}
+//             at once if shard clock >= min_version, else parked until it is.
+//             With `subscribe`, the rows join the session's push subscriptions.
+//   Apply  -> Ack{clock, duplicate}, or Error{0, ...} (batch not applied; the
+//             session stays open). When the shard clock advances, ready parked
+//             reads are answered, then every subscriber session gets Push
+//             messages with its subscribed rows that changed, followed by one
+//             PushDone{version, applied_clock} (also when nothing changed).
+//   Unsubscribe, CreateTable / ListTables / DescribeTable -> TablesReply,
+//   StatsRequest -> StatsReply. Anything else -> Error and the session closes.
+//
+// Consistency of replies: one mutex serializes batch application with every
+// read that is answered or pushed, so a value, its version and the reader's
+// applied clock form a consistent triple (the value holds exactly the reader's
+// clocks < applied_clock).
+//
+// Thread-safety: all methods are thread-safe. Messages to sessions are sent
+// while that mutex is held, which keeps each session's stream ordered by shard
+// clock. REQUIRES of the transport: Session::Send and Session::Close must not
+// call back into this service synchronously (queue instead).
+// Ownership: the service owns its ShardStore; sessions are shared with the
+// transport and held only while they are connected.
+#ifndef PACE_SERVER_SHARD_SERVICE_H_
+#define PACE_SERVER_SHARD_SERVICE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "consistency/clock_vector.h"
+#include "consistency/parked_reads.h"
+#include "consistency/subscription_registry.h"
+#include "net/messages.h"
+#include "net/session.h"
+#include "storage/shard_store.h"
+
+namespace pace {
+
+struct ShardServiceOptions {
+  // How to open the store, including the job identity (shard_id, num_shards,
+  // num_clients). Default: ShardStoreOptions defaults.
+  ShardStoreOptions store;
+  // The store's directory. Required by Open(options, service).
+  std::string data_dir;
+  // CheckHoldback warns when the shard clock has kept a client waiting this
+  // long. Default: 10000.
+  int64_t holdback_warn_ms = 10000;
+  // Most rows in one Read. Default: 1M.
+  size_t max_read_rows = size_t{1} << 20;
+  // Rows of one Push message are cut into messages of at most about this many
+  // value bytes (the PushDone still follows the last one). Default: 4 MiB.
+  size_t max_push_bytes = size_t{4} << 20;
+  // Refuse Read/Apply rows that ShardOf() places on another shard. Default: true.
+  bool check_placement = true;
+};
+
+// The result of a CheckHoldback call.
+struct HoldbackReport {
+  bool warned = false;     // a WARNING was logged by this call
+  bool held_back = false;  // some client is ahead of the shard clock
+  Version shard_clock = 0;
+  std::vector<ClientId> laggards;  // clients at the shard clock (when held_back)
+  int64_t stalled_ms = 0;          // how long they have kept the others waiting
+  std::string message;             // the warning text (when warned)
+};
+
+class ShardService : public net::ServiceHandler {
+ public:
+  // Opens the ShardStore in options.data_dir and wraps it. Errors: those of
+  // ShardStore::Open; InvalidArgument for an empty data_dir.
+  static Status Open(const ShardServiceOptions& options, std::unique_ptr<ShardService>* service);
+  // Wraps an already open store (options.store and data_dir are ignored).
+  static Status Open(const ShardServiceOptions& options, std::unique_ptr<ShardStore> store,
+                     std::unique_ptr<ShardService>* service);
+
+  ShardService(const ShardService&) = delete;
+  ShardService& operator=(const ShardService&) = delete;
+  ~ShardService() override;
+
+  // --- net::ServiceHandler ---------------------------------------------------
+  Status OnHello(const net::Hello& hello, net::Welcome* welcome) override;
+  void OnConnect(const std::shared_ptr<net::Session>& session) override;
+  void OnMessage(const std::shared_ptr<net::Session>& session, net::Message m) override;
+  void OnDisconnect(const std::shared_ptr<net::Session>& session) override;
+
+  // Logs a glog WARNING naming the client(s) holding back the shard clock if
+  // some client has waited at least holdback_warn_ms for them. Repeats for the
+  // same stall at doubling intervals. The paced binary calls this from a timer;
+  // `now` is the steady clock.
+  HoldbackReport CheckHoldback(std::chrono::steady_clock::time_point now);
+
+  Version ShardClock() const;
+  std::vector<ClockT> AppliedClocks() const;
+  // What a StatsRequest returns (req_id 0).
+  net::StatsReply Stats() const;
+  // Number of parked reads and subscriptions (for tests and stats).
+  size_t NumParkedReads() const;
+  size_t NumSubscriptions() const;
+
+  // Checkpoints the store into `dir` with no batch in flight (applies wait).
+  Status CreateCheckpoint(const std::string& dir);
+
+  const ShardIdentity& identity() const { return store_->identity(); }
+  // The store, for in-process tools. Thread-safe, but writing through it
+  // bypasses the service's clocks, parked reads and pushes.
+  ShardStore* store() { return store_.get(); }
+
+ private:
+  using SessionPtr = std::shared_ptr<net::Session>;
+  struct ParkedRead {
+    SessionPtr session;
+    net::Read read;
+  };
+  struct Counters {
+    std::atomic<int64_t> batches_applied{0};
+    std::atomic<int64_t> duplicates{0};
+    std::atomic<int64_t> apply_errors{0};
+    std::atomic<int64_t> reads{0};
+    std::atomic<int64_t> parked_reads{0};
+    std::atomic<int64_t> rows_read{0};
+    std::atomic<int64_t> rows_pushed{0};
+    std::atomic<int64_t> pushes{0};
+    std::atomic<int64_t> push_dones{0};
+    std::atomic<int64_t> delta_bytes_in{0};
+    std::atomic<int64_t> value_bytes_out{0};
+    std::atomic<int64_t> request_errors{0};
+  };
+
+  ShardService(const ShardServiceOptions& options, std::unique_ptr<ShardStore> store);
+
+  void HandleRead(const SessionPtr& s, net::Read& m);
+  void HandleApply(const SessionPtr& s, net::Apply& m);
+  void HandleUnsubscribe(const SessionPtr& s, const net::Unsubscribe& m);
+  void HandleCreateTable(const SessionPtr& s, const net::CreateTable& m);
+  void HandleListTables(const SessionPtr& s, const net::ListTables& m);
+  void HandleDescribeTable(const SessionPtr& s, const net::DescribeTable& m);
+  void HandleStats(const SessionPtr& s, const net::StatsRequest& m);
+  void SendError(const SessionPtr& s, uint64_t req_id, const Status& st);
+
+  // Checks that every row belongs to this shard (if check_placement).
+  Status CheckPlacement(uint32_t table, uint64_t row) const;
+  // The applied clock to stamp on values sent to `s`: its a_p, or the shard
+  // clock for observers. REQUIRES: mu_ held.
+  ClockT AppliedClockFor(const net::Session& s) const;
+  // Reads the rows and sends the ReadReply (or an Error); subscribes if asked.
+  // REQUIRES: mu_ held and ShardClock >= read.min_version.
+  void AnswerRead(const SessionPtr& s, const net::Read& read);
+  // Answers ready parked reads and pushes to subscribers. REQUIRES: mu_ held.
+  void OnShardClockAdvanced(Version clock);
+  void PushToSubscribers(Version clock);
+  static int64_t NowMs(std::chrono::steady_clock::time_point t);
+
+  // Constant after construction.
+  const ShardServiceOptions options_;
+  const std::unique_ptr<ShardStore> store_;
+  const uint32_t shard_id_;
+  const uint32_t num_shards_;
+  const uint32_t num_clients_;
+
+  Counters counters_;
+
+  // Serializes ApplyBatch with reads that are answered or pushed; guards
+  // everything below.
+  mutable std::mutex mu_;
+  ClockVector clocks_;
+  ParkedReads<ParkedRead> parked_;
+  SubscriptionRegistry subs_;
+  // Connected sessions by id: where pushes go.
+  std::unordered_map<uint64_t, SessionPtr> sessions_;
+  // Holdback warning rate limit: the stall last warned about and when next.
+  Version warned_clock_ = -1;
+  int64_t warned_since_ms_ = 0;
+  int64_t next_warn_ms_ = 0;
+  int64_t warn_interval_ms_ = 0;
+};
+
+}  // namespace pace
+
+#endif  // PACE_SERVER_SHARD_SERVICE_H_

@@ -1,0 +1,218 @@
+// ShardService: the data path — reads (answered or parked), batch application,
+// and what a shard-clock advance triggers (parked reads, ESSP pushes).
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "common/hash.h"
+#include "server/shard_service.h"
+
+namespace pace {
+
+Status ShardService::CheckPlacement(uint32_t table, uint64_t row) const {
+  if (!options_.check_placement || num_shards_ <= 1) return Status::OK();
+  uint32_t owner = ShardOf(table, row, num_shards_);
+  if (owner == shard_id_) return Status::OK();
+  return Status::InvalidArgument(
+      "row " + std::to_string(row) + " of table " + std::to_string(table) + " belongs to shard " +
+      std::to_string(owner) + ", not shard " + std::to_string(shard_id_));
+}
+
+ClockT ShardService::AppliedClockFor(const net::Session& s) const {
+  const net::Hello& h = s.hello();
+  if (h.role == net::Hello::kClientProcess && h.client_id < clocks_.num_clients()) {
+    return clocks_.Get(h.client_id);
+  }
+  return clocks_.Min();  // observers have no own updates: a = v
+}
+
+// --- Reads -----------------------------------------------------------------------
+
+void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
+  counters_.reads.fetch_add(1, std::memory_order_relaxed);
+  if (m.rows.empty()) return SendError(s, m.req_id, Status::InvalidArgument("Read of no rows"));
+  if (m.rows.size() > options_.max_read_rows) {
+    return SendError(
+        s, m.req_id,
+        Status::InvalidArgument("Read of " + std::to_string(m.rows.size()) + " rows; at most " +
+                                std::to_string(options_.max_read_rows) + " per request"));
+  }
+  if (!store_->FindTable(m.table).ok()) {
+    return SendError(s, m.req_id, Status::NotFound("unknown table id " + std::to_string(m.table)));
+  }
+  for (uint64_t row : m.rows) {
+    Status st = CheckPlacement(m.table, row);
+    if (!st.ok()) return SendError(s, m.req_id, st);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (clocks_.Min() >= m.min_version) {
+    AnswerRead(s, m);
+    return;
+  }
+  counters_.parked_reads.fetch_add(1, std::memory_order_relaxed);
+  const Version min_version = m.min_version;
+  parked_.Park(min_version, ParkedRead{s, std::move(m)});
+}
+
+void ShardService::AnswerRead(const SessionPtr& s, const net::Read& read) {
+  std::vector<std::string> values;
+  Status st = store_->MultiGet(read.table, read.rows, &values);
+  if (!st.ok() || values.size() != read.rows.size()) {
+    if (st.ok()) st = Status::Internal("MultiGet returned a wrong number of values");
+    return SendError(s, read.req_id, st);
+  }
+  net::ReadReply reply;
+  reply.req_id = read.req_id;
+  reply.version = clocks_.Min();
+  reply.applied_clock = AppliedClockFor(*s);
+  reply.rows.reserve(values.size());
+  int64_t bytes = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    bytes += static_cast<int64_t>(values[i].size());
+    reply.rows.push_back(net::RowData{read.table, read.rows[i], std::move(values[i])});
+  }
+  if (read.subscribe) {
+    subs_.Subscribe(s->id(), read.table, read.rows);
+    sessions_.emplace(s->id(), s);  // in case the transport never called OnConnect
+  }
+  counters_.rows_read.fetch_add(static_cast<int64_t>(reply.rows.size()), std::memory_order_relaxed);
+  counters_.value_bytes_out.fetch_add(bytes, std::memory_order_relaxed);
+  s->Send(std::move(reply));
+}
+
+void ShardService::HandleUnsubscribe(const SessionPtr& s, const net::Unsubscribe& m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  subs_.Unsubscribe(s->id(), m.table, m.rows);
+}
+
+// --- Applies ---------------------------------------------------------------------
+
+void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
+  const net::Hello& hello = s->hello();
+  if (hello.role != net::Hello::kClientProcess) {
+    counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
+    return SendError(s, 0, Status::PermissionDenied("observers may not Apply"));
+  }
+  const std::string what = "Apply of clock " + std::to_string(m.clock) + " from client " +
+                           std::to_string(hello.client_id);
+  std::vector<RowDelta> deltas;
+  deltas.reserve(m.updates.size());
+  int64_t bytes = 0;
+  for (const net::RowData& u : m.updates) {
+    Status st = CheckPlacement(u.table, u.row);
+    if (!st.ok()) {
+      counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
+      return SendError(s, 0, st.WithPrefix(what));
+    }
+    deltas.push_back(RowDelta{u.table, u.row, u.bytes});
+    bytes += static_cast<int64_t>(u.bytes.size());
+  }
+  counters_.delta_bytes_in.fetch_add(bytes, std::memory_order_relaxed);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  bool duplicate = false;
+  Status st = store_->ApplyBatch(hello.client_id, m.clock, deltas, &duplicate);
+  if (!st.ok()) {
+    counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
+    LOG(WARNING) << what << " refused: " << st.ToString();
+    return SendError(s, 0, st.WithPrefix(what));
+  }
+  if (duplicate) {
+    counters_.duplicates.fetch_add(1, std::memory_order_relaxed);
+    s->Send(net::Ack{m.clock, true});
+    return;
+  }
+  counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
+  for (const RowDelta& d : deltas) subs_.MarkDirty(RowKey{d.table, d.row});
+  const Version old_clock = clocks_.Min();
+  const Version new_clock = clocks_.Set(hello.client_id, store_->AppliedClock(hello.client_id),
+                                        NowMs(std::chrono::steady_clock::now()));
+  s->Send(net::Ack{m.clock, false});
+  if (new_clock > old_clock) OnShardClockAdvanced(new_clock);
+}
+
+// --- Shard clock advances ----------------------------------------------------------
+
+void ShardService::OnShardClockAdvanced(Version clock) {
+  VLOG(2) << "shard " << shard_id_ << " clock -> " << clock;
+  for (ParkedRead& p : parked_.TakeReady(clock)) AnswerRead(p.session, p.read);
+  PushToSubscribers(clock);
+}
+
+void ShardService::PushToSubscribers(Version clock) {
+  PushPlan plan = subs_.PlanPush();
+  if (plan.subscribers.empty()) return;
+
+  // Read every changed row once. plan.rows is sorted by table: one MultiGet
+  // per table.
+  const size_t n = plan.rows.size();
+  std::vector<std::string> values(n);
+  std::vector<bool> read_ok(n, false);
+  for (size_t begin = 0; begin < n;) {
+    const uint32_t table = plan.rows[begin].table;
+    size_t end = begin;
+    std::vector<uint64_t> ids;
+    while (end < n && plan.rows[end].table == table) ids.push_back(plan.rows[end++].row);
+    std::vector<std::string> vals;
+    Status st = store_->MultiGet(table, ids, &vals);
+    if (st.ok() && vals.size() == ids.size()) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        values[begin + i] = std::move(vals[i]);
+        read_ok[begin + i] = true;
+      }
+    } else {
+      LOG_EVERY_N(ERROR, 100) << "shard " << shard_id_ << ": reading " << ids.size()
+                              << " rows of table " << table
+                              << " for pushes failed: " << st.ToString()
+                              << "; will retry at the next clock";
+    }
+    begin = end;
+  }
+
+  int64_t rows_pushed = 0, pushes = 0, push_dones = 0, bytes_out = 0;
+  for (const PushPlan::Entry& entry : plan.subscribers) {
+    auto it = sessions_.find(entry.subscriber);
+    if (it == sessions_.end()) continue;
+    const SessionPtr& s = it->second;
+    const ClockT applied = AppliedClockFor(*s);
+    // A row that could not be read must not be declared current: skip this
+    // subscriber's PushDone and retry the row at the next advance.
+    bool complete = true;
+    net::Push push{clock, applied, {}};
+    size_t push_bytes = 0;
+    for (uint32_t i : entry.row_indices) {
+      if (!read_ok[i]) {
+        complete = false;
+        subs_.MarkDirty(plan.rows[i]);
+        continue;
+      }
+      push.rows.push_back(net::RowData{plan.rows[i].table, plan.rows[i].row, values[i]});
+      push_bytes += values[i].size();
+      if (push_bytes >= options_.max_push_bytes) {
+        rows_pushed += static_cast<int64_t>(push.rows.size());
+        bytes_out += static_cast<int64_t>(push_bytes);
+        ++pushes;
+        s->Send(std::move(push));
+        push = net::Push{clock, applied, {}};
+        push_bytes = 0;
+      }
+    }
+    if (!push.rows.empty()) {
+      rows_pushed += static_cast<int64_t>(push.rows.size());
+      bytes_out += static_cast<int64_t>(push_bytes);
+      ++pushes;
+      s->Send(std::move(push));
+    }
+    if (complete) {
+      ++push_dones;
+      s->Send(net::PushDone{clock, applied});
+    }
+  }
+  counters_.rows_pushed.fetch_add(rows_pushed, std::memory_order_relaxed);
+  counters_.pushes.fetch_add(pushes, std::memory_order_relaxed);
+  counters_.push_dones.fetch_add(push_dones, std::memory_order_relaxed);
+  counters_.value_bytes_out.fetch_add(bytes_out, std::memory_order_relaxed);
+}
+
+}  // namespace pace

@@ -1,0 +1,603 @@
+#include "server/shard_service.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/hash.h"
+#include "common/row.h"
+#include "server/testing/fake_session.h"
+
+namespace pace {
+namespace {
+
+using net::Message;
+
+class ShardServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pace_shard_service_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override {
+    service_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+
+  void OpenService(uint32_t num_clients, uint32_t num_shards = 1, uint32_t shard_id = 0) {
+    service_.reset();
+    ShardServiceOptions opt;
+    opt.data_dir = root_ + "/shard";
+    opt.store.num_clients = num_clients;
+    opt.store.num_shards = num_shards;
+    opt.store.shard_id = shard_id;
+    opt.store.block_cache_mb = 8;
+    opt.store.write_buffer_mb = 4;
+    opt.holdback_warn_ms = 10000;
+    Status st = ShardService::Open(opt, &service_);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+
+  // Connects a client process session, checking the handshake.
+  std::shared_ptr<FakeSession> Connect(ClientId id) {
+    auto s = FakeSession::Client(id);
+    net::Welcome w;
+    Status st = service_->OnHello(s->hello(), &w);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    service_->OnConnect(s);
+    return s;
+  }
+
+  // Creates a dense i64 table of width 2 and returns its id.
+  uint32_t CreateTable(const std::shared_ptr<FakeSession>& s, const std::string& name,
+                       Consistency consistency = Consistency::kEssp) {
+    TableSchema schema;
+    schema.name = name;
+    schema.kind = RowKind::kDense;
+    schema.type = ElementType::kI64;
+    schema.width = 2;
+    schema.consistency = consistency;
+    schema.staleness = 1;
+    service_->OnMessage(s, net::CreateTable{77, schema});
+    auto replies = MessagesOfType<net::TablesReply>(s->Take());
+    EXPECT_EQ(replies.size(), 1u);
+    if (replies.size() != 1 || replies[0].tables.size() != 1) return 0;
+    EXPECT_EQ(replies[0].req_id, 77u);
+    EXPECT_NE(replies[0].tables[0].id, 0u);
+    return replies[0].tables[0].id;
+  }
+
+  static net::RowData Delta(uint32_t table, uint64_t row, int64_t a, int64_t b) {
+    return net::RowData{table, row, EncodeDense<int64_t>({a, b})};
+  }
+
+  void Apply(const std::shared_ptr<FakeSession>& s, ClockT clock,
+             std::vector<net::RowData> updates = {}) {
+    service_->OnMessage(s, net::Apply{clock, std::move(updates)});
+  }
+
+  // Applies and expects exactly one non-duplicate Ack among s's new messages
+  // (other messages, e.g. pushes, are dropped).
+  void ApplyOk(const std::shared_ptr<FakeSession>& s, ClockT clock,
+               std::vector<net::RowData> updates = {}) {
+    Apply(s, clock, std::move(updates));
+    auto msgs = s->Take();
+    auto errors = MessagesOfType<net::Error>(msgs);
+    ASSERT_TRUE(errors.empty()) << errors[0].ToStatus().ToString();
+    auto acks = MessagesOfType<net::Ack>(msgs);
+    ASSERT_EQ(acks.size(), 1u);
+    EXPECT_EQ(acks[0].clock, clock);
+    EXPECT_FALSE(acks[0].duplicate);
+  }
+
+  void Read(const std::shared_ptr<FakeSession>& s, uint64_t req, uint32_t table,
+            std::vector<uint64_t> rows, Version min_version, bool subscribe = false) {
+    service_->OnMessage(s, net::Read{req, table, std::move(rows), min_version, subscribe});
+  }
+
+  // Reads rows at min_version 0 through a fresh observer; returns the values.
+  std::vector<std::vector<int64_t>> Values(uint32_t table, std::vector<uint64_t> rows) {
+    auto obs = FakeSession::Observer();
+    service_->OnConnect(obs);
+    Read(obs, 1, table, rows, 0);
+    auto replies = MessagesOfType<net::ReadReply>(obs->Take());
+    service_->OnDisconnect(obs);
+    EXPECT_EQ(replies.size(), 1u);
+    std::vector<std::vector<int64_t>> out;
+    if (replies.empty()) return out;
+    for (const auto& r : replies[0].rows) out.push_back(DecodeDense<int64_t>(r.bytes));
+    return out;
+  }
+
+  std::string root_;
+  std::unique_ptr<ShardService> service_;
+};
+
+using V = std::vector<int64_t>;
+
+TEST_F(ShardServiceTest, HelloChecksClientIdAndFillsWelcome) {
+  OpenService(3);
+  net::Hello h;
+  h.client_id = 2;
+  net::Welcome w;
+  ASSERT_TRUE(service_->OnHello(h, &w).ok());
+  EXPECT_EQ(w.shard_id, 0u);
+  EXPECT_EQ(w.num_shards, 1u);
+  EXPECT_EQ(w.num_clients, 3u);
+  EXPECT_EQ(w.applied_clock, 0);
+  EXPECT_EQ(w.shard_clock, 0);
+
+  h.client_id = 3;
+  Status st = service_->OnHello(h, &w);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+
+  h.role = net::Hello::kObserver;
+  h.client_id = 999;
+  EXPECT_TRUE(service_->OnHello(h, &w).ok());
+}
+
+TEST_F(ShardServiceTest, WelcomeReportsAppliedClockAfterRestart) {
+  OpenService(2);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  ApplyOk(c0, 0, {Delta(t, 1, 5, 6)});
+  ApplyOk(c0, 1);
+  OpenService(2);  // reopen the same store
+  net::Hello h;
+  h.client_id = 0;
+  net::Welcome w;
+  ASSERT_TRUE(service_->OnHello(h, &w).ok());
+  EXPECT_EQ(w.applied_clock, 2);
+  EXPECT_EQ(w.shard_clock, 0);
+  EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{2, 0}));
+  EXPECT_EQ(Values(t, {1}), (std::vector<V>{{5, 6}}));
+}
+
+TEST_F(ShardServiceTest, CatalogRequests) {
+  OpenService(1);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  EXPECT_EQ(CreateTable(c0, "w"), t);  // idempotent
+
+  service_->OnMessage(c0, net::ListTables{5});
+  auto list = MessagesOfType<net::TablesReply>(c0->Take());
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].req_id, 5u);
+  ASSERT_EQ(list[0].tables.size(), 1u);
+  EXPECT_EQ(list[0].tables[0].name, "w");
+
+  service_->OnMessage(c0, net::DescribeTable{6, "w"});
+  auto desc = MessagesOfType<net::TablesReply>(c0->Take());
+  ASSERT_EQ(desc.size(), 1u);
+  EXPECT_EQ(desc[0].tables[0].id, t);
+
+  service_->OnMessage(c0, net::DescribeTable{7, "nope"});
+  auto err = MessagesOfType<net::Error>(c0->Take());
+  ASSERT_EQ(err.size(), 1u);
+  EXPECT_EQ(err[0].req_id, 7u);
+  EXPECT_EQ(err[0].code, StatusCode::kNotFound);
+
+  TableSchema bad;
+  bad.name = "";
+  service_->OnMessage(c0, net::CreateTable{8, bad});
+  err = MessagesOfType<net::Error>(c0->Take());
+  ASSERT_EQ(err.size(), 1u);
+  EXPECT_EQ(err[0].req_id, 8u);
+  EXPECT_EQ(err[0].code, StatusCode::kInvalidArgument);
+  EXPECT_FALSE(c0->closed());
+}
+
+TEST_F(ShardServiceTest, ReadIsAnsweredAtOnceWhenFreshEnough) {
+  OpenService(1);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  Read(c0, 9, t, {4, 5}, 0);
+  auto replies = MessagesOfType<net::ReadReply>(c0->Take());
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].req_id, 9u);
+  EXPECT_EQ(replies[0].version, 0);
+  EXPECT_EQ(replies[0].applied_clock, 0);
+  ASSERT_EQ(replies[0].rows.size(), 2u);
+  EXPECT_EQ(replies[0].rows[1].row, 5u);
+  EXPECT_EQ(replies[0].rows[1].table, t);
+  EXPECT_EQ(DecodeDense<int64_t>(replies[0].rows[1].bytes), (V{0, 0}));
+}
+
+TEST_F(ShardServiceTest, ReadParksUntilTheLastClientsBatchArrives) {
+  OpenService(3);
+  auto c0 = Connect(0), c1 = Connect(1), c2 = Connect(2);
+  uint32_t t = CreateTable(c0, "w");
+  ApplyOk(c0, 0, {Delta(t, 5, 1, 0)});
+  ApplyOk(c1, 0, {Delta(t, 5, 10, 0)});
+  ApplyOk(c0, 1, {Delta(t, 5, 1000, 0)});  // client 0 runs ahead: a_0 = 2
+
+  Read(c0, 42, t, {5}, 1);
+  EXPECT_EQ(c0->num_messages(), 0u) << "read answered before the shard clock reached 1";
+  EXPECT_EQ(service_->NumParkedReads(), 1u);
+
+  ApplyOk(c2, 0, {Delta(t, 5, 100, 0)});  // shard clock 0 -> 1
+  EXPECT_EQ(service_->ShardClock(), 1);
+  EXPECT_EQ(service_->NumParkedReads(), 0u);
+  auto replies = MessagesOfType<net::ReadReply>(c0->Take());
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].req_id, 42u);
+  EXPECT_EQ(replies[0].version, 1);
+  EXPECT_EQ(replies[0].applied_clock, 2);  // the value holds client 0's clocks < 2
+  ASSERT_EQ(replies[0].rows.size(), 1u);
+  EXPECT_EQ(DecodeDense<int64_t>(replies[0].rows[0].bytes), (V{1111, 0}));
+  EXPECT_EQ(c1->num_messages(), 0u);
+}
+
+TEST_F(ShardServiceTest, ParkedReadsAreAnsweredInArrivalOrderAsTheClockAdvances) {
+  OpenService(2);
+  auto c0 = Connect(0), c1 = Connect(1);
+  uint32_t t = CreateTable(c0, "w");
+  Read(c1, 1, t, {1}, 2);
+  Read(c1, 2, t, {1}, 1);
+  Read(c1, 3, t, {1}, 2);
+  ApplyOk(c0, 0);
+  ApplyOk(c0, 1);
+  Apply(c1, 0);  // clock -> 1
+  auto msgs = c1->Take();
+  auto replies = MessagesOfType<net::ReadReply>(msgs);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].req_id, 2u);
+  EXPECT_TRUE(std::holds_alternative<net::Ack>(msgs[0])) << "Ack first, then the reply";
+  Apply(c1, 1);  // clock -> 2
+  replies = MessagesOfType<net::ReadReply>(c1->Take());
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(replies[0].req_id, 1u);
+  EXPECT_EQ(replies[1].req_id, 3u);
+  EXPECT_EQ(replies[1].version, 2);
+}
+
+TEST_F(ShardServiceTest, DuplicateBatchIsAckedAndNotAppliedTwice) {
+  OpenService(1);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  ApplyOk(c0, 0, {Delta(t, 3, 7, 1)});
+  Apply(c0, 0, {Delta(t, 3, 7, 1)});
+  auto acks = MessagesOfType<net::Ack>(c0->Take());
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].clock, 0);
+  EXPECT_TRUE(acks[0].duplicate);
+  EXPECT_EQ(Values(t, {3}), (std::vector<V>{{7, 1}}));
+  EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{1}));
+}
+
+TEST_F(ShardServiceTest, ClockGapIsAnErrorAndKeepsTheSession) {
+  OpenService(1);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  Apply(c0, 2, {Delta(t, 3, 7, 1)});
+  auto errors = MessagesOfType<net::Error>(c0->Take());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].req_id, 0u);
+  EXPECT_EQ(errors[0].code, StatusCode::kFailedPrecondition);
+  EXPECT_NE(errors[0].message.find("clock 2"), std::string::npos) << errors[0].message;
+  EXPECT_FALSE(c0->closed());
+  EXPECT_EQ(Values(t, {3}), (std::vector<V>{{0, 0}}));
+  ApplyOk(c0, 0, {Delta(t, 3, 7, 1)});
+}
+
+TEST_F(ShardServiceTest, WrongWidthDeltaAppliesNothingAndKeepsTheSession) {
+  OpenService(1);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  net::RowData bad{t, 4, EncodeDense<int64_t>({1, 2, 3})};
+  Apply(c0, 0, {Delta(t, 3, 7, 1), bad});
+  auto errors = MessagesOfType<net::Error>(c0->Take());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, StatusCode::kInvalidArgument);
+  EXPECT_FALSE(c0->closed());
+  EXPECT_EQ(Values(t, {3, 4}), (std::vector<V>{{0, 0}, {0, 0}}));
+  EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{0}));
+  ApplyOk(c0, 0, {Delta(t, 3, 7, 1)});
+  EXPECT_EQ(Values(t, {3}), (std::vector<V>{{7, 1}}));
+}
+
+TEST_F(ShardServiceTest, BadReadsGetErrorsWithTheirRequestId) {
+  OpenService(1);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  Read(c0, 11, 99, {1}, 0);
+  Read(c0, 12, t, {}, 0);
+  auto errors = MessagesOfType<net::Error>(c0->Take());
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].req_id, 11u);
+  EXPECT_EQ(errors[0].code, StatusCode::kNotFound);
+  EXPECT_EQ(errors[0].message, "unknown table id 99");
+  EXPECT_EQ(errors[1].req_id, 12u);
+  EXPECT_EQ(errors[1].code, StatusCode::kInvalidArgument);
+  EXPECT_FALSE(c0->closed());
+}
+
+TEST_F(ShardServiceTest, RowsOfAnotherShardAreRefused) {
+  OpenService(1, /*num_shards=*/2, /*shard_id=*/0);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  uint64_t mine = 0, other = 0;
+  while (ShardOf(t, mine, 2) != 0) ++mine;
+  while (ShardOf(t, other, 2) != 1) ++other;
+  Read(c0, 1, t, {mine, other}, 0);
+  auto errors = MessagesOfType<net::Error>(c0->Take());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, StatusCode::kInvalidArgument);
+  Apply(c0, 0, {Delta(t, other, 1, 1)});
+  errors = MessagesOfType<net::Error>(c0->Take());
+  ASSERT_EQ(errors.size(), 1u);
+  ApplyOk(c0, 0, {Delta(t, mine, 1, 1)});
+}
+
+TEST_F(ShardServiceTest, SubscribersGetChangedRowsThenPushDone) {
+  OpenService(2);
+  auto c0 = Connect(0), c1 = Connect(1);
+  uint32_t t = CreateTable(c0, "w");
+  Read(c0, 1, t, {1, 2, 3}, 0, /*subscribe=*/true);
+  Read(c1, 2, t, {3}, 0, /*subscribe=*/true);
+  ASSERT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 1u);
+  ASSERT_EQ(MessagesOfType<net::ReadReply>(c1->Take()).size(), 1u);
+  EXPECT_EQ(service_->NumSubscriptions(), 4u);
+
+  ApplyOk(c0, 0, {Delta(t, 1, 1, 0), Delta(t, 3, 3, 0)});
+  Apply(c1, 0, {Delta(t, 4, 4, 0), Delta(t, 3, 30, 0)});  // clock -> 1
+
+  auto m0 = c0->Take();
+  ASSERT_EQ(m0.size(), 2u);
+  const auto* push = std::get_if<net::Push>(&m0[0]);
+  ASSERT_NE(push, nullptr);
+  EXPECT_EQ(push->version, 1);
+  EXPECT_EQ(push->applied_clock, 1);
+  ASSERT_EQ(push->rows.size(), 2u);
+  EXPECT_EQ(push->rows[0].row, 1u);
+  EXPECT_EQ(DecodeDense<int64_t>(push->rows[0].bytes), (V{1, 0}));
+  EXPECT_EQ(push->rows[1].row, 3u);
+  EXPECT_EQ(DecodeDense<int64_t>(push->rows[1].bytes), (V{33, 0}));
+  const auto* done = std::get_if<net::PushDone>(&m0[1]);
+  ASSERT_NE(done, nullptr);
+  EXPECT_EQ(done->version, 1);
+  EXPECT_EQ(done->applied_clock, 1);
+
+  auto m1 = c1->Take();
+  ASSERT_EQ(m1.size(), 3u);  // Ack, Push, PushDone
+  EXPECT_TRUE(std::holds_alternative<net::Ack>(m1[0]));
+  push = std::get_if<net::Push>(&m1[1]);
+  ASSERT_NE(push, nullptr);
+  ASSERT_EQ(push->rows.size(), 1u);
+  EXPECT_EQ(push->rows[0].row, 3u);
+  EXPECT_TRUE(std::holds_alternative<net::PushDone>(m1[2]));
+
+  // Unsubscribed rows are no longer pushed; a subscriber with nothing changed
+  // still gets PushDone.
+  service_->OnMessage(c0, net::Unsubscribe{t, {1}});
+  EXPECT_EQ(service_->NumSubscriptions(), 3u);
+  ApplyOk(c0, 1, {Delta(t, 1, 1, 0), Delta(t, 2, 2, 0)});
+  Apply(c1, 1);  // clock -> 2
+  m0 = c0->Take();
+  ASSERT_EQ(m0.size(), 2u);
+  push = std::get_if<net::Push>(&m0[0]);
+  ASSERT_NE(push, nullptr);
+  ASSERT_EQ(push->rows.size(), 1u);
+  EXPECT_EQ(push->rows[0].row, 2u);
+  m1 = c1->Take();
+  ASSERT_EQ(m1.size(), 2u);
+  EXPECT_TRUE(std::holds_alternative<net::Ack>(m1[0]));
+  done = std::get_if<net::PushDone>(&m1[1]);
+  ASSERT_NE(done, nullptr);
+  EXPECT_EQ(done->version, 2);
+  EXPECT_EQ(done->applied_clock, 2);
+}
+
+TEST_F(ShardServiceTest, ParkedSubscribingReadSubscribesWhenAnswered) {
+  OpenService(2);
+  auto c0 = Connect(0), c1 = Connect(1);
+  uint32_t t = CreateTable(c0, "w");
+  Read(c0, 1, t, {1}, 1, /*subscribe=*/true);
+  EXPECT_EQ(service_->NumSubscriptions(), 0u);
+  ApplyOk(c0, 0, {Delta(t, 1, 1, 0)});
+  Apply(c1, 0);  // clock -> 1: answers the read, subscribes
+  auto m0 = c0->Take();
+  ASSERT_EQ(MessagesOfType<net::ReadReply>(m0).size(), 1u);
+  EXPECT_EQ(service_->NumSubscriptions(), 1u);
+  ApplyOk(c0, 1, {Delta(t, 1, 1, 0)});
+  Apply(c1, 1);  // clock -> 2
+  auto pushes = MessagesOfType<net::Push>(c0->Take());
+  ASSERT_EQ(pushes.size(), 1u);
+  EXPECT_EQ(DecodeDense<int64_t>(pushes[0].rows[0].bytes), (V{2, 0}));
+}
+
+TEST_F(ShardServiceTest, LargePushesAreSplitBeforePushDone) {
+  ShardServiceOptions opt;
+  opt.data_dir = root_ + "/shard";
+  opt.store.num_clients = 1;
+  opt.max_push_bytes = 40;  // 16-byte rows: 3 rows per Push
+  ASSERT_TRUE(ShardService::Open(opt, &service_).ok());
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  std::vector<uint64_t> rows;
+  std::vector<net::RowData> deltas;
+  for (uint64_t r = 0; r < 7; ++r) {
+    rows.push_back(r);
+    deltas.push_back(Delta(t, r, 1, 1));
+  }
+  Read(c0, 1, t, rows, 0, true);
+  c0->Take();
+  Apply(c0, 0, deltas);
+  auto msgs = c0->Take();
+  ASSERT_EQ(msgs.size(), 5u);  // Ack, Push(3), Push(3), Push(1), PushDone
+  EXPECT_EQ(std::get<net::Push>(msgs[1]).rows.size(), 3u);
+  EXPECT_EQ(std::get<net::Push>(msgs[3]).rows.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<net::PushDone>(msgs[4]));
+}
+
+TEST_F(ShardServiceTest, DisconnectDropsParkedReadsAndSubscriptions) {
+  OpenService(2);
+  auto c0 = Connect(0), c1 = Connect(1);
+  uint32_t t = CreateTable(c0, "w");
+  Read(c0, 1, t, {1}, 0, /*subscribe=*/true);
+  Read(c0, 2, t, {1}, 1);
+  c0->Take();
+  EXPECT_EQ(service_->NumParkedReads(), 1u);
+  EXPECT_EQ(service_->NumSubscriptions(), 1u);
+  service_->OnDisconnect(c0);
+  EXPECT_EQ(service_->NumParkedReads(), 0u);
+  EXPECT_EQ(service_->NumSubscriptions(), 0u);
+  auto c0b = Connect(0);  // the client reconnects and resumes
+  ApplyOk(c0b, 0, {Delta(t, 1, 1, 0)});
+  ApplyOk(c1, 0);
+  EXPECT_EQ(c0->num_messages(), 0u) << "the old session got a reply or push";
+  EXPECT_EQ(c0b->num_messages(), 0u);
+}
+
+TEST_F(ShardServiceTest, ObserverMayReadButNotApply) {
+  OpenService(1);
+  auto obs = FakeSession::Observer(5);
+  net::Welcome w;
+  ASSERT_TRUE(service_->OnHello(obs->hello(), &w).ok());
+  service_->OnConnect(obs);
+  uint32_t t = CreateTable(obs, "w");
+  Apply(obs, 0, {Delta(t, 1, 1, 1)});
+  auto errors = MessagesOfType<net::Error>(obs->Take());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, StatusCode::kPermissionDenied);
+  EXPECT_FALSE(obs->closed());
+  EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{0}));
+  Read(obs, 3, t, {1}, 0);
+  auto replies = MessagesOfType<net::ReadReply>(obs->Take());
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(DecodeDense<int64_t>(replies[0].rows[0].bytes), (V{0, 0}));
+}
+
+TEST_F(ShardServiceTest, UnexpectedMessageClosesOnlyThatSession) {
+  OpenService(1);
+  auto c0 = Connect(0);
+  auto other = FakeSession::Observer();
+  service_->OnConnect(other);
+  service_->OnMessage(c0, net::Welcome{});
+  EXPECT_TRUE(c0->closed());
+  EXPECT_EQ(c0->close_reason().code(), StatusCode::kInvalidArgument);
+  auto errors = MessagesOfType<net::Error>(c0->Take());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message.find("Welcome"), std::string::npos) << errors[0].message;
+  service_->OnMessage(other, net::ListTables{1});
+  EXPECT_EQ(MessagesOfType<net::TablesReply>(other->Take()).size(), 1u);
+  EXPECT_FALSE(other->closed());
+}
+
+TEST_F(ShardServiceTest, StatsReportClocksAndCounters) {
+  OpenService(2);
+  auto c0 = Connect(0), c1 = Connect(1);
+  uint32_t t = CreateTable(c0, "w");
+  ApplyOk(c0, 0, {Delta(t, 1, 1, 0)});
+  Apply(c0, 0);  // duplicate
+  c0->Take();
+  Read(c1, 1, t, {1}, 1);  // parked
+  service_->OnMessage(c0, net::StatsRequest{31});
+  auto stats = MessagesOfType<net::StatsReply>(c0->Take());
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].req_id, 31u);
+  EXPECT_EQ(stats[0].shard_clock, 0);
+  EXPECT_EQ(stats[0].applied_clocks, (std::vector<ClockT>{1, 0}));
+  auto counter = [&](const std::string& name) -> int64_t {
+    for (const auto& [n, v] : stats[0].counters) {
+      if (n == name) return v;
+    }
+    ADD_FAILURE() << "no counter " << name;
+    return -1;
+  };
+  EXPECT_EQ(counter("batches_applied"), 1);
+  EXPECT_EQ(counter("duplicates"), 1);
+  EXPECT_EQ(counter("reads"), 1);
+  EXPECT_EQ(counter("parked_reads"), 1);
+  EXPECT_EQ(counter("parked_now"), 1);
+  EXPECT_EQ(counter("delta_bytes_in"), 16);
+}
+
+TEST_F(ShardServiceTest, HoldbackWarningNamesTheLaggingClient) {
+  OpenService(3);
+  auto c0 = Connect(0), c2 = Connect(2);
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(service_->CheckHoldback(start + std::chrono::hours(1)).held_back)
+      << "nobody waits while all clients are at the same clock";
+  ApplyOk(c0, 0);
+  ApplyOk(c2, 0);
+  auto after = std::chrono::steady_clock::now();
+  HoldbackReport r = service_->CheckHoldback(after + std::chrono::seconds(1));
+  EXPECT_TRUE(r.held_back);
+  EXPECT_FALSE(r.warned);
+  r = service_->CheckHoldback(after + std::chrono::seconds(11));
+  EXPECT_TRUE(r.warned);
+  EXPECT_EQ(r.laggards, (std::vector<ClientId>{1}));
+  EXPECT_NE(r.message.find("client 1 (not connected)"), std::string::npos) << r.message;
+  EXPECT_FALSE(service_->CheckHoldback(after + std::chrono::seconds(12)).warned)
+      << "warnings about one stall are rate-limited";
+  EXPECT_TRUE(service_->CheckHoldback(after + std::chrono::seconds(40)).warned);
+  auto c1 = Connect(1);
+  ApplyOk(c1, 0);
+  r = service_->CheckHoldback(after + std::chrono::seconds(100));
+  EXPECT_FALSE(r.held_back);
+  EXPECT_EQ(r.shard_clock, 1);
+}
+
+TEST_F(ShardServiceTest, ConcurrentClientsAdvanceTheClockInOrder) {
+  constexpr int kClients = 3;
+  constexpr int kClocks = 150;
+  OpenService(kClients);
+  std::vector<std::shared_ptr<FakeSession>> sessions;
+  for (int c = 0; c < kClients; ++c) sessions.push_back(Connect(c));
+  uint32_t t = CreateTable(sessions[0], "w");
+  auto watcher = FakeSession::Observer();
+  service_->OnConnect(watcher);
+  Read(watcher, 1, t, {0}, 0, /*subscribe=*/true);
+  watcher->Take();
+
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      auto& s = sessions[c];
+      for (int clock = 0; clock < kClocks; ++clock) {
+        service_->OnMessage(s, net::Apply{clock, {Delta(t, 0, 1, c)}});
+        // SSP with s = 1: wait for the shard clock to reach clock - 1 + 1.
+        uint64_t req = static_cast<uint64_t>(clock) + 1;
+        service_->OnMessage(s, net::Read{req, t, {0}, clock, false});
+        bool got = s->WaitFor(
+            [req](const std::vector<Message>& msgs) {
+              for (const auto& r : MessagesOfType<net::ReadReply>(msgs)) {
+                if (r.req_id == req) return true;
+              }
+              return false;
+            },
+            std::chrono::seconds(20));
+        ASSERT_TRUE(got) << "client " << c << " clock " << clock << " never got its read";
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(service_->ShardClock(), kClocks);
+  EXPECT_EQ(Values(t, {0}), (std::vector<V>{{kClients * kClocks, 3 * kClocks}}));
+  for (auto& s : sessions) {
+    auto msgs = s->Take();
+    EXPECT_TRUE(MessagesOfType<net::Error>(msgs).empty());
+    for (const auto& r : MessagesOfType<net::ReadReply>(msgs)) {
+      ASSERT_GE(r.version, static_cast<Version>(r.req_id) - 1);
+      ASSERT_GE(r.applied_clock, r.version);
+      // Each client adds 1 per clock: the value is the sum of applied clocks,
+      // at least version * clients plus the reader's own lead.
+      int64_t v = DecodeDense<int64_t>(r.rows[0].bytes)[0];
+      ASSERT_GE(v, r.version * kClients + (r.applied_clock - r.version));
+    }
+  }
+  auto dones = MessagesOfType<net::PushDone>(watcher->Take());
+  ASSERT_EQ(dones.size(), static_cast<size_t>(kClocks));
+  for (int i = 0; i < kClocks; ++i) EXPECT_EQ(dones[i].version, i + 1);
+}
+
+}  // namespace
+}  // namespace pace
