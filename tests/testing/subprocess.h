@@ -1,0 +1,67 @@
+// Test helpers for real processes: spawn a binary, read its stdout lines,
+// kill it with a signal, wait for it. Used by multi-process integration and
+// crash tests. Not thread-safe; one owner per Subprocess.
+#ifndef PACE_TESTS_TESTING_SUBPROCESS_H_
+#define PACE_TESTS_TESTING_SUBPROCESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace pace::testing {
+
+class Subprocess {
+ public:
+  Subprocess() = default;
+  // Kills (SIGKILL) and reaps the child if it is still running.
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  // Starts `argv[0]` with the arguments; its stdout is a pipe readable with
+  // ReadLine, its stderr goes to `stderr_path` (or is inherited if empty).
+  Status Start(const std::vector<std::string>& argv, const std::string& stderr_path = "");
+  // Reads one line of the child's stdout (without '\n'), waiting up to timeout_ms.
+  Status ReadLine(std::string* line, int timeout_ms);
+  // Sends `sig` to the child.
+  void Signal(int sig);
+  // Waits for the child to exit, up to timeout_ms; *exit_status as waitpid's.
+  Status Wait(int timeout_ms, int* wait_status);
+  // SIGKILL + reap.
+  void Kill();
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string buffer_;
+};
+
+// The directory holding the test binaries (and paced, pace_mf, …): the
+// directory of /proc/self/exe.
+std::string BinaryDir();
+
+// A fresh empty temporary directory, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Starts `paced` on an ephemeral loopback port and returns its port, parsed
+// from its "paced listening on HOST:PORT" line. `extra` flags are appended.
+Status StartPaced(Subprocess* proc, const std::string& data_dir, uint32_t shard,
+                  uint32_t num_shards, uint32_t num_clients, const std::vector<std::string>& extra,
+                  uint16_t* port, uint16_t fixed_port = 0);
+
+}  // namespace pace::testing
+
+#endif  // PACE_TESTS_TESTING_SUBPROCESS_H_
