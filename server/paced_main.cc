@@ -1,0 +1,230 @@
+// paced: a PaceDB shard server.
+//
+//   paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 --num_shards=1 --num_clients=N
+//         [--token_file=F] [--sync] [--block_cache_mb=M] [--max_frame_mb=M]
+//         [--checkpoint_every=K]
+//
+// SIGTERM/SIGINT: stop accepting, finish in-flight writes, close RocksDB, exit 0.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "net/address.h"
+#include "net/server.h"
+#include "server/shard_service.h"
+
+DEFINE_string(listen, "127.0.0.1:7100",
+              "host:port to listen on (binds loopback unless told otherwise)");
+DEFINE_string(data_dir, "", "the shard's data directory (created if missing); required");
+DEFINE_uint32(shard, 0, "this shard's id in [0, num_shards)");
+DEFINE_uint32(num_shards, 1, "number of shards in the job");
+DEFINE_uint32(num_clients, 1, "number of client processes in the job (fixed at job start)");
+DEFINE_string(token_file, "", "file holding the job's shared secret; empty: no token");
+DEFINE_bool(sync, false, "fsync the write-ahead log before acknowledging each batch");
+DEFINE_uint32(block_cache_mb, 256, "RocksDB block cache size, MiB");
+DEFINE_uint32(write_buffer_mb, 64, "RocksDB memtable size, MiB");
+DEFINE_uint32(max_frame_mb, 64, "largest accepted frame, MiB");
+DEFINE_int32(io_threads, 2, "network I/O threads");
+DEFINE_int64(holdback_warn_ms, 10000,
+             "warn naming the client that holds back the shard clock after this long");
+DEFINE_int64(checkpoint_every, 0,
+             "write a checkpoint every K shard clocks into --checkpoint_dir (0: never)");
+DEFINE_string(checkpoint_dir, "", "where periodic checkpoints go; default DATA_DIR/checkpoints");
+DEFINE_int32(checkpoint_keep, 3, "periodic checkpoints to keep (oldest are deleted)");
+
+namespace pace {
+namespace {
+
+Status ReadTokenFile(const std::string& path, std::string* token) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("cannot read --token_file=" + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *token = ss.str();
+  while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) token->pop_back();
+  if (token->empty()) return Status::InvalidArgument("--token_file=" + path + " is empty");
+  return Status::OK();
+}
+
+Status ValidateFlags() {
+  if (FLAGS_data_dir.empty()) return Status::InvalidArgument("--data_dir is required");
+  if (FLAGS_num_shards == 0) return Status::InvalidArgument("--num_shards must be >= 1");
+  if (FLAGS_shard >= FLAGS_num_shards) {
+    return Status::InvalidArgument("--shard=" + std::to_string(FLAGS_shard) +
+                                   " must be < --num_shards=" + std::to_string(FLAGS_num_shards));
+  }
+  if (FLAGS_num_clients == 0 || FLAGS_num_clients > 65536) {
+    return Status::InvalidArgument("--num_clients must be in [1, 65536]");
+  }
+  if (FLAGS_block_cache_mb == 0) return Status::InvalidArgument("--block_cache_mb must be >= 1");
+  if (FLAGS_write_buffer_mb == 0) return Status::InvalidArgument("--write_buffer_mb must be >= 1");
+  if (FLAGS_max_frame_mb == 0 || FLAGS_max_frame_mb > 1024) {
+    return Status::InvalidArgument("--max_frame_mb must be in [1, 1024]");
+  }
+  if (FLAGS_io_threads < 1 || FLAGS_io_threads > 64) {
+    return Status::InvalidArgument("--io_threads must be in [1, 64]");
+  }
+  if (FLAGS_checkpoint_every < 0) return Status::InvalidArgument("--checkpoint_every must be >= 0");
+  if (FLAGS_checkpoint_keep < 1) return Status::InvalidArgument("--checkpoint_keep must be >= 1");
+  return Status::OK();
+}
+
+// Writes checkpoint "clock-<C>" when the shard clock passes a multiple of K,
+// keeping the newest --checkpoint_keep.
+class PeriodicCheckpointer {
+ public:
+  PeriodicCheckpointer(ShardService* service, std::string dir, int64_t every, int keep)
+      : service_(service), dir_(std::move(dir)), every_(every), keep_(keep) {}
+
+  void MaybeCheckpoint() {
+    if (every_ <= 0) return;
+    Version clock = service_->ShardClock();
+    Version due = clock / every_ * every_;
+    if (due <= last_ || due == 0) return;
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    char name[64];
+    std::snprintf(name, sizeof(name), "clock-%012lld", static_cast<long long>(due));
+    std::string path = (std::filesystem::path(dir_) / name).string();
+    Status s = service_->CreateCheckpoint(path);
+    if (!s.ok()) {
+      LOG(WARNING) << "checkpoint at shard clock " << clock << " into " << path
+                   << " failed: " << s.ToString();
+      return;
+    }
+    last_ = due;
+    LOG(INFO) << "checkpoint at shard clock " << clock << ": " << path;
+    Prune();
+  }
+
+ private:
+  void Prune() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+      std::string n = e.path().filename().string();
+      if (n.rfind("clock-", 0) == 0) names.push_back(e.path().string());
+    }
+    std::sort(names.begin(), names.end());
+    for (size_t i = 0; i + keep_ < names.size(); ++i) std::filesystem::remove_all(names[i], ec);
+  }
+
+  ShardService* const service_;
+  const std::string dir_;
+  const int64_t every_;
+  const size_t keep_;
+  Version last_ = 0;
+};
+
+int Run() {
+  Status s = ValidateFlags();
+  if (!s.ok()) {
+    std::fprintf(stderr, "paced: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  net::ServerOptions server_options;
+  s = net::ParseHostPort(FLAGS_listen, &server_options.host, &server_options.port);
+  if (!s.ok()) {
+    std::fprintf(stderr, "paced: --listen: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  if (!FLAGS_token_file.empty()) {
+    s = ReadTokenFile(FLAGS_token_file, &server_options.token);
+    if (!s.ok()) {
+      std::fprintf(stderr, "paced: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  } else if (server_options.host != "127.0.0.1" && server_options.host != "localhost" &&
+             server_options.host != "::1") {
+    LOG(WARNING) << "listening on " << server_options.host
+                 << " without --token_file: any peer that can connect can join the job";
+  }
+  server_options.io_threads = FLAGS_io_threads;
+  server_options.max_frame_bytes = FLAGS_max_frame_mb << 20;
+
+  ShardServiceOptions options;
+  options.data_dir = FLAGS_data_dir;
+  options.holdback_warn_ms = FLAGS_holdback_warn_ms;
+  options.store.shard_id = FLAGS_shard;
+  options.store.num_shards = FLAGS_num_shards;
+  options.store.num_clients = FLAGS_num_clients;
+  options.store.sync = FLAGS_sync;
+  options.store.block_cache_mb = FLAGS_block_cache_mb;
+  options.store.write_buffer_mb = FLAGS_write_buffer_mb;
+
+  // Block the signals before any thread starts so only sigtimedwait sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::unique_ptr<ShardService> service;
+  s = ShardService::Open(options, &service);
+  if (!s.ok()) {
+    std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s\n", FLAGS_data_dir.c_str(),
+                 s.ToString().c_str());
+    return 1;
+  }
+  net::Server server(server_options);
+  s = server.Start(service.get());
+  if (!s.ok()) {
+    std::fprintf(stderr, "paced: cannot listen on %s: %s\n", FLAGS_listen.c_str(),
+                 s.ToString().c_str());
+    return 1;
+  }
+
+  const auto& id = service->identity();
+  auto tables = service->store()->ListTables();
+  LOG(INFO) << "paced: shard " << id.shard_id << "/" << id.num_shards << ", " << id.num_clients
+            << " client(s), data_dir " << FLAGS_data_dir << ", listening on " << server_options.host
+            << ":" << server.port() << ", " << tables.size() << " table(s), shard clock "
+            << service->ShardClock() << (FLAGS_sync ? ", sync" : "");
+  for (const auto& t : tables) LOG(INFO) << "  table " << DescribeSchema(t);
+  // A machine-readable line for scripts and tests (port 0 picks a free port).
+  std::printf("paced listening on %s:%u\n", server_options.host.c_str(), server.port());
+  std::fflush(stdout);
+
+  PeriodicCheckpointer checkpointer(
+      service.get(),
+      FLAGS_checkpoint_dir.empty()
+          ? (std::filesystem::path(FLAGS_data_dir) / "checkpoints").string()
+          : FLAGS_checkpoint_dir,
+      FLAGS_checkpoint_every, FLAGS_checkpoint_keep);
+  int signo = 0;
+  while (signo <= 0) {
+    timespec timeout{1, 0};
+    signo = sigtimedwait(&signals, nullptr, &timeout);
+    service->CheckHoldback(std::chrono::steady_clock::now());
+    checkpointer.MaybeCheckpoint();
+  }
+  LOG(INFO) << "paced: signal " << signo << ", shutting down";
+  server.Stop();    // stops accepting, closes sessions, waits for in-flight handlers
+  service.reset();  // closes RocksDB
+  LOG(INFO) << "paced: clean exit";
+  return 0;
+}
+
+}  // namespace
+}  // namespace pace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "PaceDB shard server.\n  paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 "
+      "--num_shards=1 --num_clients=N [--token_file=F] [--sync]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  return pace::Run();
+}
