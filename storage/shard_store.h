@@ -136,10 +136,21 @@ class ShardStore {
   // complete store: Open(options, dir) opens it.
   Status CreateCheckpoint(const std::string& dir) const;
   static Status ReadCheckpointManifest(const std::string& dir, CheckpointManifest* manifest);
+  // Copies the checkpoint in `checkpoint_dir` (validated by its manifest) into
+  // `data_dir`, which must not exist or be an empty directory, so the
+  // checkpoint itself stays untouched when the restored store is written.
+  // SST files are hard-linked when possible. Errors: NotFound / Corruption /
+  // Incompatible (manifest), AlreadyExists (data_dir not empty), IOError.
+  static Status RestoreCheckpoint(const std::string& checkpoint_dir, const std::string& data_dir);
   // Flushes memtables to SST files.
   Status Flush();
   // Approximate bytes on disk and number of rows written, per RocksDB's estimates.
   Status ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const;
+  // Approximate bytes (files and memtables) of one table's rows. NotFound for
+  // an unknown table.
+  Status ApproximateTableSize(uint32_t table, uint64_t* bytes) const;
+  // True if opened with options.read_only.
+  bool read_only() const;
 
  private:
   class Impl;

@@ -1,0 +1,40 @@
+// Checkpoint manifests ("PACE-CHECKPOINT", a checksummed key=value text file;
+// format in docs/storage-format.md) and the file operations behind
+// ShardStore::CreateCheckpoint / RestoreCheckpoint. Functions are thread-safe
+// as long as callers do not write the same directory concurrently.
+#ifndef PACE_STORAGE_CHECKPOINT_H_
+#define PACE_STORAGE_CHECKPOINT_H_
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "storage/shard_store.h"
+
+namespace pace {
+
+inline constexpr const char* kCheckpointManifestName = "PACE-CHECKPOINT";
+// The first line of a manifest; the number is the manifest syntax version.
+inline constexpr std::string_view kCheckpointManifestMagic = "PACE-CHECKPOINT 1";
+
+// Renders a manifest as text (ends with its checksum line).
+std::string EncodeCheckpointManifest(const CheckpointManifest& m);
+// Parses and validates manifest text. Corruption for any malformed,
+// inconsistent or checksum-failing content; Incompatible for a format version
+// this build does not read.
+Status ParseCheckpointManifest(std::string_view text, CheckpointManifest* m);
+
+// Writes dir/PACE-CHECKPOINT atomically (temp file, fsync, rename, fsync dir).
+Status WriteCheckpointManifest(const std::string& dir, const CheckpointManifest& m);
+// NotFound if dir has no manifest; otherwise as ParseCheckpointManifest.
+Status ReadCheckpointManifestFile(const std::string& dir, CheckpointManifest* m);
+
+// Copies the store files of checkpoint `checkpoint_dir` into `data_dir`, which
+// must not exist or be empty: immutable SST files are hard-linked (copied if
+// linking fails), the rest copied and fsynced; the result is renamed into
+// place. The manifest itself is not copied.
+Status CopyCheckpointFiles(const std::string& checkpoint_dir, const std::string& data_dir);
+
+}  // namespace pace
+
+#endif  // PACE_STORAGE_CHECKPOINT_H_

@@ -1,0 +1,241 @@
+#include "storage/key_format.h"
+
+#include <cstring>
+
+namespace pace {
+namespace storage_format {
+
+namespace {
+
+constexpr uint8_t kSchemaRecordVersion = 1;
+// version, id, kind, type, width, consistency, staleness, init kind, a, b,
+// seed, name length.
+constexpr size_t kSchemaFixedSize = 1 + 4 + 1 + 1 + 4 + 1 + 4 + 1 + 8 + 8 + 8 + 2;
+
+template <typename T>
+void Append(std::string* out, T v) {
+  char buf[sizeof(T)];
+  std::memcpy(buf, &v, sizeof(T));
+  out->append(buf, sizeof(T));
+}
+
+// Reads little-endian fields from a buffer whose total size was checked.
+class Reader {
+ public:
+  explicit Reader(const char* p) : p_(p) {}
+  template <typename T>
+  T Get() {
+    T v;
+    std::memcpy(&v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return v;
+  }
+  const char* pos() const { return p_; }
+
+ private:
+  const char* p_;
+};
+
+std::string PrefixedId(char prefix, uint32_t id) {
+  std::string k(kTablePrefixSize, '\0');
+  k[0] = prefix;
+  PutBigEndian32(&k[1], id);
+  return k;
+}
+
+bool DecodePrefixedId(std::string_view key, char prefix, uint32_t* id) {
+  if (key.size() != kTablePrefixSize || key[0] != prefix) return false;
+  *id = GetBigEndian32(key.data() + 1);
+  return true;
+}
+
+}  // namespace
+
+void PutBigEndian32(char* out, uint32_t v) {
+  for (int i = 3; i >= 0; --i) {
+    out[i] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+}
+
+void PutBigEndian64(char* out, uint64_t v) {
+  for (int i = 7; i >= 0; --i) {
+    out[i] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+}
+
+uint32_t GetBigEndian32(const char* in) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(in[i]);
+  return v;
+}
+
+uint64_t GetBigEndian64(const char* in) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(in[i]);
+  return v;
+}
+
+void EncodeRowKey(uint32_t table, uint64_t row, char out[kRowKeySize]) {
+  out[0] = kRowPrefix;
+  PutBigEndian32(out + 1, table);
+  PutBigEndian64(out + 5, row);
+}
+
+std::string MakeRowKey(uint32_t table, uint64_t row) {
+  std::string k(kRowKeySize, '\0');
+  EncodeRowKey(table, row, k.data());
+  return k;
+}
+
+bool DecodeRowKey(std::string_view key, uint32_t* table, uint64_t* row) {
+  if (key.size() != kRowKeySize || key[0] != kRowPrefix) return false;
+  *table = GetBigEndian32(key.data() + 1);
+  *row = GetBigEndian64(key.data() + 5);
+  return true;
+}
+
+std::string TableRowsBegin(uint32_t table) { return PrefixedId(kRowPrefix, table); }
+
+std::string TableRowsEnd(uint32_t table) {
+  if (table == UINT32_MAX) return KeySpaceEnd(kRowPrefix);
+  return PrefixedId(kRowPrefix, table + 1);
+}
+
+std::string CatalogKey(uint32_t table) { return PrefixedId(kCatalogPrefix, table); }
+
+bool DecodeCatalogKey(std::string_view key, uint32_t* table) {
+  return DecodePrefixedId(key, kCatalogPrefix, table);
+}
+
+std::string ClockKey(ClientId client) { return PrefixedId(kClockPrefix, client); }
+
+bool DecodeClockKey(std::string_view key, ClientId* client) {
+  return DecodePrefixedId(key, kClockPrefix, client);
+}
+
+std::string KeySpaceEnd(char prefix) { return std::string(1, static_cast<char>(prefix + 1)); }
+
+std::string EncodeFixed32(uint32_t v) {
+  std::string out;
+  Append(&out, v);
+  return out;
+}
+
+std::string EncodeFixed64(uint64_t v) {
+  std::string out;
+  Append(&out, v);
+  return out;
+}
+
+Status DecodeFixed32(std::string_view in, std::string_view what, uint32_t* v) {
+  if (in.size() != 4) {
+    return Status::Corruption(std::string(what) + " record has " + std::to_string(in.size()) +
+                              " bytes, expected 4");
+  }
+  std::memcpy(v, in.data(), 4);
+  return Status::OK();
+}
+
+Status DecodeFixed64(std::string_view in, std::string_view what, uint64_t* v) {
+  if (in.size() != 8) {
+    return Status::Corruption(std::string(what) + " record has " + std::to_string(in.size()) +
+                              " bytes, expected 8");
+  }
+  std::memcpy(v, in.data(), 8);
+  return Status::OK();
+}
+
+std::string EncodeClock(ClockT clock) { return EncodeFixed64(static_cast<uint64_t>(clock)); }
+
+Status DecodeClock(std::string_view in, ClockT* clock) {
+  uint64_t raw;
+  RETURN_IF_ERROR(DecodeFixed64(in, "applied clock", &raw));
+  ClockT c = static_cast<ClockT>(raw);
+  if (c < 0) return Status::Corruption("negative applied clock " + std::to_string(c));
+  *clock = c;
+  return Status::OK();
+}
+
+std::string EncodeIdentity(const IdentityRecord& id) {
+  std::string out;
+  Append(&out, id.shard_id);
+  Append(&out, id.num_shards);
+  Append(&out, id.num_clients);
+  return out;
+}
+
+Status DecodeIdentity(std::string_view in, IdentityRecord* id) {
+  if (in.size() != 12) {
+    return Status::Corruption("identity record has " + std::to_string(in.size()) +
+                              " bytes, expected 12");
+  }
+  Reader r(in.data());
+  IdentityRecord v;
+  v.shard_id = r.Get<uint32_t>();
+  v.num_shards = r.Get<uint32_t>();
+  v.num_clients = r.Get<uint32_t>();
+  if (v.num_shards == 0 || v.shard_id >= v.num_shards || v.num_clients == 0) {
+    return Status::Corruption("identity record is invalid: shard " + std::to_string(v.shard_id) +
+                              " of " + std::to_string(v.num_shards) + ", " +
+                              std::to_string(v.num_clients) + " clients");
+  }
+  *id = v;
+  return Status::OK();
+}
+
+std::string EncodeSchema(const TableSchema& s) {
+  std::string out;
+  out.reserve(kSchemaFixedSize + s.name.size());
+  Append(&out, kSchemaRecordVersion);
+  Append(&out, s.id);
+  Append(&out, static_cast<uint8_t>(s.kind));
+  Append(&out, static_cast<uint8_t>(s.type));
+  Append(&out, s.width);
+  Append(&out, static_cast<uint8_t>(s.consistency));
+  Append(&out, s.staleness);
+  Append(&out, static_cast<uint8_t>(s.init.kind));
+  Append(&out, s.init.a);
+  Append(&out, s.init.b);
+  Append(&out, s.init.seed);
+  Append(&out, static_cast<uint16_t>(s.name.size()));
+  out.append(s.name);
+  return out;
+}
+
+Status DecodeSchema(std::string_view in, TableSchema* s) {
+  if (in.size() < kSchemaFixedSize) {
+    return Status::Corruption("schema record of " + std::to_string(in.size()) +
+                              " bytes is truncated");
+  }
+  if (static_cast<uint8_t>(in[0]) != kSchemaRecordVersion) {
+    return Status::Corruption("schema record has unknown version " +
+                              std::to_string(static_cast<uint8_t>(in[0])));
+  }
+  Reader r(in.data() + 1);
+  TableSchema v;
+  v.id = r.Get<uint32_t>();
+  v.kind = static_cast<RowKind>(r.Get<uint8_t>());
+  v.type = static_cast<ElementType>(r.Get<uint8_t>());
+  v.width = r.Get<uint32_t>();
+  v.consistency = static_cast<Consistency>(r.Get<uint8_t>());
+  v.staleness = r.Get<uint32_t>();
+  v.init.kind = static_cast<InitKind>(r.Get<uint8_t>());
+  v.init.a = r.Get<double>();
+  v.init.b = r.Get<double>();
+  v.init.seed = r.Get<uint64_t>();
+  size_t name_len = r.Get<uint16_t>();
+  if (in.size() != kSchemaFixedSize + name_len) {
+    return Status::Corruption("schema record of " + std::to_string(in.size()) +
+                              " bytes does not match its name length " + std::to_string(name_len));
+  }
+  v.name.assign(r.pos(), name_len);
+  Status st = ValidateSchema(v);
+  if (!st.ok()) return Status::Corruption("stored schema is invalid: " + st.message());
+  *s = std::move(v);
+  return Status::OK();
+}
+
+}  // namespace storage_format
+}  // namespace pace

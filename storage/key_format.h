@@ -1,0 +1,100 @@
+// Key spaces and record encodings of a shard store's RocksDB database. The
+// authoritative description is docs/storage-format.md; this header implements
+// it. Everything here is a pure function (thread-safe).
+//
+// Every key starts with a one-byte key-space prefix; integers inside keys are
+// big-endian so RocksDB's bytewise order sorts rows by (table, row). Integers
+// inside values are little-endian.
+#ifndef PACE_STORAGE_KEY_FORMAT_H_
+#define PACE_STORAGE_KEY_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "common/schema.h"
+#include "common/status.h"
+
+namespace pace {
+namespace storage_format {
+
+// Key-space prefixes. Part of the on-disk format: never renumber.
+inline constexpr char kMetaPrefix = 0x01;     // store-wide records
+inline constexpr char kCatalogPrefix = 0x02;  // table schemas, by id
+inline constexpr char kClockPrefix = 0x03;    // applied clock, by client
+inline constexpr char kRowPrefix = 0x04;      // parameter rows
+
+// Meta keys: prefix + ASCII name. kFormatVersionKey is stable across every
+// format version so any build can tell which format a store has.
+inline constexpr std::string_view kFormatVersionKey =
+    "\x01"
+    "format_version";
+inline constexpr std::string_view kIdentityKey =
+    "\x01"
+    "identity";
+inline constexpr std::string_view kNextTableIdKey =
+    "\x01"
+    "next_table_id";
+inline constexpr std::string_view kCreatedKey =
+    "\x01"
+    "created_unix_ms";
+
+inline constexpr size_t kRowKeySize = 13;      // prefix + u32 table + u64 row
+inline constexpr size_t kTablePrefixSize = 5;  // prefix + u32 table
+
+// Big-endian fixed-width integers.
+void PutBigEndian32(char* out, uint32_t v);
+void PutBigEndian64(char* out, uint64_t v);
+uint32_t GetBigEndian32(const char* in);
+uint64_t GetBigEndian64(const char* in);
+
+// Row keys: kRowPrefix, u32 BE table, u64 BE row.
+void EncodeRowKey(uint32_t table, uint64_t row, char out[kRowKeySize]);
+std::string MakeRowKey(uint32_t table, uint64_t row);
+// Returns false unless `key` is a well-formed row key.
+bool DecodeRowKey(std::string_view key, uint32_t* table, uint64_t* row);
+// [TableRowsBegin(t), TableRowsEnd(t)) holds exactly the row keys of table t.
+std::string TableRowsBegin(uint32_t table);
+std::string TableRowsEnd(uint32_t table);
+
+// Catalog keys: kCatalogPrefix, u32 BE table id.
+std::string CatalogKey(uint32_t table);
+bool DecodeCatalogKey(std::string_view key, uint32_t* table);
+
+// Clock keys: kClockPrefix, u32 BE client id.
+std::string ClockKey(ClientId client);
+bool DecodeClockKey(std::string_view key, ClientId* client);
+
+// The smallest key greater than every key of the key space `prefix`.
+std::string KeySpaceEnd(char prefix);
+
+// Little-endian value codecs. Decoders return Corruption naming `what`.
+std::string EncodeFixed32(uint32_t v);
+std::string EncodeFixed64(uint64_t v);
+Status DecodeFixed32(std::string_view in, std::string_view what, uint32_t* v);
+Status DecodeFixed64(std::string_view in, std::string_view what, uint64_t* v);
+
+// Applied clock value: i64 LE, >= 0.
+std::string EncodeClock(ClockT clock);
+Status DecodeClock(std::string_view in, ClockT* clock);
+
+// Identity value: u32 LE shard_id, num_shards, num_clients.
+struct IdentityRecord {
+  uint32_t shard_id = 0;
+  uint32_t num_shards = 1;
+  uint32_t num_clients = 1;
+};
+std::string EncodeIdentity(const IdentityRecord& id);
+Status DecodeIdentity(std::string_view in, IdentityRecord* id);
+
+// Schema value (catalog record), version 1; see docs/storage-format.md.
+// DecodeSchema also runs ValidateSchema and returns Corruption on failure.
+std::string EncodeSchema(const TableSchema& s);
+Status DecodeSchema(std::string_view in, TableSchema* s);
+
+}  // namespace storage_format
+}  // namespace pace
+
+#endif  // PACE_STORAGE_KEY_FORMAT_H_

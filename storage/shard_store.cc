@@ -1,0 +1,521 @@
+// ShardStore: opening, the format/identity records, the catalog and clocks.
+// Batches, reads and checkpoints live in shard_store_data.cc.
+#include "storage/shard_store.h"
+
+#include <glog/logging.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+#include <utility>
+
+#include "storage/checkpoint.h"
+#include "storage/key_format.h"
+#include "storage/rocks_status.h"
+#include "storage/row_merge.h"
+#include "storage/shard_store_impl.h"
+
+namespace pace {
+
+namespace fs = std::filesystem;
+namespace sf = storage_format;
+
+namespace {
+
+Status ValidateOptions(const ShardStoreOptions& o) {
+  if (o.num_shards == 0 || o.shard_id >= o.num_shards) {
+    return Status::InvalidArgument("shard_id " + std::to_string(o.shard_id) +
+                                   " is not in [0, num_shards=" + std::to_string(o.num_shards) +
+                                   ")");
+  }
+  if (o.num_clients == 0 || o.num_clients > kMaxStoreClients) {
+    return Status::InvalidArgument("num_clients must be in [1, " +
+                                   std::to_string(kMaxStoreClients) + "], got " +
+                                   std::to_string(o.num_clients));
+  }
+  if (o.write_buffer_mb == 0 || o.write_buffer_mb > (64u << 10)) {
+    return Status::InvalidArgument("write_buffer_mb must be in [1, 65536], got " +
+                                   std::to_string(o.write_buffer_mb));
+  }
+  if (o.max_write_buffer_number < 1 || o.max_write_buffer_number > 64) {
+    return Status::InvalidArgument("max_write_buffer_number must be in [1, 64], got " +
+                                   std::to_string(o.max_write_buffer_number));
+  }
+  if (o.block_cache_mb > (1u << 24)) {
+    return Status::InvalidArgument("block_cache_mb is too large: " +
+                                   std::to_string(o.block_cache_mb));
+  }
+  return Status::OK();
+}
+
+std::string DescribeIdentity(uint32_t shard_id, uint32_t num_shards, uint32_t num_clients) {
+  return "shard " + std::to_string(shard_id) + " of " + std::to_string(num_shards) + " with " +
+         std::to_string(num_clients) + " clients";
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+// --- Impl: open ---------------------------------------------------------------
+
+ShardStore::Impl::Impl(const ShardStoreOptions& options, std::string dir, ShardIdentity identity)
+    : options_(options), dir_(std::move(dir)), identity_(identity) {
+  write_options_.sync = options_.sync;
+  write_options_.disableWAL = false;
+}
+
+ShardStore::Impl::~Impl() {
+  if (db_ != nullptr) {
+    rocksdb::Status s = db_->Close();
+    if (!s.ok()) LOG(WARNING) << "closing RocksDB in " << dir_ << ": " << s.ToString();
+    db_.reset();
+  }
+  if (!secondary_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(secondary_dir_, ec);
+  }
+}
+
+rocksdb::Options ShardStore::Impl::MakeRocksOptions() const {
+  rocksdb::Options o;
+  o.create_if_missing = true;  // Open() decides whether creating is allowed.
+  o.merge_operator = NewRowAddMergeOperator();
+  o.write_buffer_size = options_.write_buffer_mb << 20;
+  o.max_write_buffer_number = options_.max_write_buffer_number;
+  o.level_compaction_dynamic_level_bytes = true;
+  o.max_background_jobs = 2;
+  o.keep_log_file_num = 4;
+  o.max_log_file_size = 16 << 20;
+  rocksdb::BlockBasedTableOptions t;
+  if (block_cache_ != nullptr) {
+    t.block_cache = block_cache_;
+    t.cache_index_and_filter_blocks = true;
+    t.pin_l0_filter_and_index_blocks_in_cache = true;
+  } else {
+    t.no_block_cache = true;
+  }
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  t.format_version = 5;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  return o;
+}
+
+namespace {
+
+// Which MANIFEST is current and how long it is. A flush or compaction of a
+// live writer appends to the MANIFEST (or starts a new one) before it deletes
+// any WAL, so an unchanged state around a read-only open proves the open saw
+// one consistent version: no WAL it needed can have vanished meanwhile.
+struct ManifestState {
+  std::string current;
+  uint64_t size = 0;
+  bool operator==(const ManifestState& o) const { return current == o.current && size == o.size; }
+};
+
+bool ReadManifestState(const std::string& dir, ManifestState* st) {
+  std::FILE* f = std::fopen((dir + "/CURRENT").c_str(), "rb");
+  if (f == nullptr) return false;
+  char buf[256];
+  size_t n = std::fread(buf, 1, sizeof(buf), f);
+  std::fclose(f);
+  st->current.assign(buf, n);
+  while (!st->current.empty() && st->current.back() == '\n') st->current.pop_back();
+  std::error_code ec;
+  st->size = fs::file_size(fs::path(dir) / st->current, ec);
+  return !ec;
+}
+
+}  // namespace
+
+Status ShardStore::Impl::OpenRocks(const rocksdb::Options& ro) {
+  rocksdb::DB* raw = nullptr;
+  if (!options_.read_only) {
+    rocksdb::Status s = rocksdb::DB::Open(ro, dir_, &raw);
+    if (!s.ok()) return FromRocks(s, "open RocksDB in " + dir_);
+    db_.reset(raw);
+    return Status::OK();
+  }
+  // Read-only beside a live writer: RocksDB's read-only mode does not lock,
+  // but a flush during the open can make it miss a WAL (a silently stale,
+  // inconsistent view) or fail on a vanished file. So each attempt is
+  // validated with the MANIFEST state and retried with a short backoff;
+  // later attempts use a secondary instance, RocksDB's mode for following a
+  // live primary.
+  constexpr int kAttempts = 16;
+  std::string last_error;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    if (attempt > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1 << std::min(attempt, 6)));
+    }
+    const bool secondary = attempt >= kAttempts / 2;
+    if (secondary && secondary_dir_.empty()) {
+      std::string tmpl = (fs::temp_directory_path() / "pace-secondary-XXXXXX").string();
+      if (::mkdtemp(tmpl.data()) == nullptr) {
+        return Status::IOError("cannot create a temp dir for a secondary instance of " + dir_);
+      }
+      secondary_dir_ = tmpl;
+    }
+    ManifestState before, after;
+    if (!ReadManifestState(dir_, &before)) {
+      last_error = "cannot read CURRENT/MANIFEST";
+      continue;
+    }
+    rocksdb::Status s = secondary ? rocksdb::DB::OpenAsSecondary(ro, dir_, secondary_dir_, &raw)
+                                  : rocksdb::DB::OpenForReadOnly(ro, dir_, &raw);
+    std::unique_ptr<rocksdb::DB> db(s.ok() ? raw : nullptr);
+    bool stable = ReadManifestState(dir_, &after) && before == after;
+    if (s.ok() && stable) {
+      db_ = std::move(db);
+      return Status::OK();
+    }
+    if (!s.ok() && stable) {
+      // Nothing changed under us: the failure is real, not a race.
+      return FromRocks(s, "open " + dir_ + " read-only");
+    }
+    last_error = s.ok() ? "the store changed during the open" : s.ToString();
+    if (db != nullptr) db->Close().PermitUncheckedError();
+    VLOG(1) << "read-only open of " << dir_ << " raced with its writer: " << last_error;
+  }
+  return Status::Unavailable("could not open " + dir_ +
+                             " read-only: its writer kept changing it (last: " + last_error + ")");
+}
+
+Status ShardStore::Impl::InitOrCheckMeta() {
+  rocksdb::ReadOptions ro;
+  std::string v;
+  rocksdb::Status s = db_->Get(ro, sf::kFormatVersionKey, &v);
+  if (s.IsNotFound()) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    it->SeekToFirst();
+    RETURN_IF_ERROR(FromRocks(it->status(), "scan " + dir_));
+    if (it->Valid()) {
+      return Status::Corruption(dir_ +
+                                " holds a RocksDB database that is not a PaceDB store "
+                                "(it has no format version record)");
+    }
+    if (options_.read_only) return Status::NotFound("the store in " + dir_ + " is empty");
+    rocksdb::WriteBatch b;
+    b.Put(sf::kFormatVersionKey, sf::EncodeFixed32(kStorageFormatVersion));
+    b.Put(sf::kIdentityKey,
+          sf::EncodeIdentity({identity_.shard_id, identity_.num_shards, identity_.num_clients}));
+    b.Put(sf::kNextTableIdKey, sf::EncodeFixed64(1));
+    b.Put(sf::kCreatedKey, sf::EncodeFixed64(static_cast<uint64_t>(NowUnixMs())));
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "initialize store in " + dir_));
+    next_table_id_ = 1;
+    LOG(INFO) << "created PaceDB store in " << dir_ << " for "
+              << DescribeIdentity(identity_.shard_id, identity_.num_shards, identity_.num_clients);
+    return Status::OK();
+  }
+  RETURN_IF_ERROR(FromRocks(s, "read format version of " + dir_));
+  uint32_t format;
+  RETURN_IF_ERROR(sf::DecodeFixed32(v, "format version", &format).WithPrefix(dir_));
+  if (format != kStorageFormatVersion) {
+    return Status::Incompatible("the store in " + dir_ + " has storage format version " +
+                                std::to_string(format) + "; this build of PaceDB reads version " +
+                                std::to_string(kStorageFormatVersion));
+  }
+  s = db_->Get(ro, sf::kIdentityKey, &v);
+  if (s.IsNotFound()) return Status::Corruption("the store in " + dir_ + " has no identity record");
+  RETURN_IF_ERROR(FromRocks(s, "read identity of " + dir_));
+  sf::IdentityRecord rec;
+  RETURN_IF_ERROR(sf::DecodeIdentity(v, &rec).WithPrefix(dir_));
+  if (options_.check_identity &&
+      (rec.shard_id != identity_.shard_id || rec.num_shards != identity_.num_shards ||
+       rec.num_clients != identity_.num_clients)) {
+    return Status::InvalidArgument(
+        "the store in " + dir_ + " was created for " +
+        DescribeIdentity(rec.shard_id, rec.num_shards, rec.num_clients) + ", but " +
+        DescribeIdentity(identity_.shard_id, identity_.num_shards, identity_.num_clients) +
+        " was requested");
+  }
+  identity_ = ShardIdentity{format, rec.shard_id, rec.num_shards, rec.num_clients};
+  s = db_->Get(ro, sf::kNextTableIdKey, &v);
+  if (s.IsNotFound()) return Status::Corruption("the store in " + dir_ + " has no next table id");
+  RETURN_IF_ERROR(FromRocks(s, "read next table id of " + dir_));
+  RETURN_IF_ERROR(sf::DecodeFixed64(v, "next table id", &next_table_id_).WithPrefix(dir_));
+  return Status::OK();
+}
+
+Status ShardStore::Impl::LoadCatalog() {
+  std::string begin = sf::CatalogKey(0);
+  std::string end = sf::KeySpaceEnd(sf::kCatalogPrefix);
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    uint32_t id;
+    if (!sf::DecodeCatalogKey(std::string_view(it->key().data(), it->key().size()), &id)) {
+      return Status::Corruption("malformed catalog key in " + dir_);
+    }
+    TableSchema schema;
+    RETURN_IF_ERROR(
+        sf::DecodeSchema(std::string_view(it->value().data(), it->value().size()), &schema)
+            .WithPrefix(dir_ + ": catalog record " + std::to_string(id)));
+    if (schema.id != id || id == 0) {
+      return Status::Corruption(dir_ + ": catalog record " + std::to_string(id) +
+                                " holds table id " + std::to_string(schema.id));
+    }
+    if (by_name_.count(schema.name) != 0) {
+      return Status::Corruption(dir_ + ": two catalog records name table '" + schema.name + "'");
+    }
+    if (next_table_id_ <= id) next_table_id_ = uint64_t{id} + 1;
+    AddEntryLocked(schema);
+  }
+  return FromRocks(it->status(), "read catalog of " + dir_);
+}
+
+Status ShardStore::Impl::LoadClocks() {
+  const uint32_t n = identity_.num_clients;
+  client_mu_ = std::make_unique<std::mutex[]>(n);
+  applied_ = std::make_unique<std::atomic<ClockT>[]>(n);
+  for (uint32_t i = 0; i < n; ++i) applied_[i].store(0);
+  std::string begin = sf::ClockKey(0);
+  std::string end = sf::KeySpaceEnd(sf::kClockPrefix);
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    ClientId client;
+    if (!sf::DecodeClockKey(std::string_view(it->key().data(), it->key().size()), &client) ||
+        client >= n) {
+      return Status::Corruption(dir_ + ": applied-clock record for an unknown client");
+    }
+    ClockT clock;
+    RETURN_IF_ERROR(
+        sf::DecodeClock(std::string_view(it->value().data(), it->value().size()), &clock)
+            .WithPrefix(dir_));
+    applied_[client].store(clock);
+  }
+  return FromRocks(it->status(), "read applied clocks of " + dir_);
+}
+
+Status ShardStore::Impl::Open() {
+  if (options_.block_cache_mb > 0) {
+    block_cache_ = rocksdb::NewLRUCache(options_.block_cache_mb << 20);
+  }
+  std::error_code ec;
+  bool exists = fs::exists(fs::path(dir_) / "CURRENT", ec);
+  if (!exists && (options_.read_only || !options_.create_if_missing)) {
+    return Status::NotFound("no PaceDB store in " + dir_);
+  }
+  if (!exists) {
+    fs::create_directories(dir_, ec);
+    if (ec) return Status::IOError("create " + dir_ + ": " + ec.message());
+  }
+  RETURN_IF_ERROR(OpenRocks(MakeRocksOptions()));
+  RETURN_IF_ERROR(InitOrCheckMeta());
+  RETURN_IF_ERROR(LoadCatalog());
+  return LoadClocks();
+}
+
+Status ShardStore::Impl::CheckWritable(std::string_view op) const {
+  if (options_.read_only) {
+    return Status::FailedPrecondition(std::string(op) + ": the store in " + dir_ +
+                                      " is open read-only");
+  }
+  return Status::OK();
+}
+
+// --- Impl: catalog ------------------------------------------------------------
+
+void ShardStore::Impl::AddEntryLocked(const TableSchema& s) {
+  auto e = std::make_shared<TableEntry>();
+  e->schema = s;
+  e->format = RowFormat::Of(s);
+  e->tag = static_cast<char>(RowTag(e->format));
+  by_id_[s.id] = std::move(e);
+  by_name_[s.name] = s.id;
+}
+
+StatusOr<std::shared_ptr<const TableEntry>> ShardStore::Impl::Lookup(uint32_t id) const {
+  std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return Status::NotFound("unknown table id " + std::to_string(id));
+  return it->second;
+}
+
+Status ShardStore::Impl::CreateTable(const TableSchema& schema, TableSchema* created) {
+  RETURN_IF_ERROR(CheckWritable("CreateTable"));
+  RETURN_IF_ERROR(ValidateSchema(schema));
+  std::unique_lock<std::shared_mutex> lock(catalog_mu_);
+  auto by_name = by_name_.find(schema.name);
+  if (by_name != by_name_.end()) {
+    const TableSchema& existing = by_id_.at(by_name->second)->schema;
+    if (SameSchema(existing, schema)) {
+      if (created != nullptr) *created = existing;
+      return Status::OK();
+    }
+    return Status::AlreadyExists("table '" + schema.name + "' already exists as " +
+                                 DescribeSchema(existing) + "; requested " +
+                                 DescribeSchema(schema));
+  }
+  TableSchema s = schema;
+  if (s.id == 0) {
+    if (next_table_id_ > UINT32_MAX) return Status::ResourceExhausted("table ids exhausted");
+    s.id = static_cast<uint32_t>(next_table_id_);
+  } else if (by_id_.count(s.id) != 0) {
+    return Status::AlreadyExists("table id " + std::to_string(s.id) +
+                                 " is already used by table '" + by_id_.at(s.id)->schema.name +
+                                 "'");
+  }
+  uint64_t next = std::max<uint64_t>(next_table_id_, uint64_t{s.id} + 1);
+  rocksdb::WriteBatch b;
+  b.Put(sf::CatalogKey(s.id), sf::EncodeSchema(s));
+  b.Put(sf::kNextTableIdKey, sf::EncodeFixed64(next));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;  // Catalog changes are rare; make them durable at once.
+  RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "create table '" + s.name + "'"));
+  next_table_id_ = next;
+  AddEntryLocked(s);
+  if (created != nullptr) *created = s;
+  return Status::OK();
+}
+
+Status ShardStore::Impl::DropTable(const std::string& name) {
+  RETURN_IF_ERROR(CheckWritable("DropTable"));
+  std::unique_lock<std::shared_mutex> lock(catalog_mu_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return Status::NotFound("unknown table '" + name + "'");
+  uint32_t id = it->second;
+  rocksdb::WriteBatch b;
+  b.Delete(sf::CatalogKey(id));
+  b.DeleteRange(sf::TableRowsBegin(id), sf::TableRowsEnd(id));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "drop table '" + name + "'"));
+  by_id_.erase(id);
+  by_name_.erase(it);
+  return Status::OK();
+}
+
+std::vector<TableSchema> ShardStore::Impl::ListTables() const {
+  std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+  std::vector<TableSchema> out;
+  out.reserve(by_id_.size());
+  for (const auto& [id, e] : by_id_) out.push_back(e->schema);
+  std::sort(out.begin(), out.end(),
+            [](const TableSchema& a, const TableSchema& b) { return a.id < b.id; });
+  return out;
+}
+
+StatusOr<TableSchema> ShardStore::Impl::FindTable(std::string_view name) const {
+  std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return Status::NotFound("unknown table '" + std::string(name) + "'");
+  return by_id_.at(it->second)->schema;
+}
+
+StatusOr<TableSchema> ShardStore::Impl::FindTable(uint32_t id) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(id));
+  return e->schema;
+}
+
+// --- Impl: clocks -------------------------------------------------------------
+
+ClockT ShardStore::Impl::AppliedClock(ClientId client) const {
+  if (client >= identity_.num_clients) return 0;
+  return applied_[client].load(std::memory_order_acquire);
+}
+
+std::vector<ClockT> ShardStore::Impl::AppliedClocks() const {
+  std::vector<ClockT> out(identity_.num_clients);
+  for (uint32_t i = 0; i < identity_.num_clients; ++i) {
+    out[i] = applied_[i].load(std::memory_order_acquire);
+  }
+  return out;
+}
+
+Version ShardStore::Impl::ShardClock() const {
+  Version v = applied_[0].load(std::memory_order_acquire);
+  for (uint32_t i = 1; i < identity_.num_clients; ++i) {
+    v = std::min<Version>(v, applied_[i].load(std::memory_order_acquire));
+  }
+  return v;
+}
+
+// --- ShardStore: forwarding ---------------------------------------------------
+
+Status ShardStore::Open(const ShardStoreOptions& options, const std::string& dir,
+                        std::unique_ptr<ShardStore>* store) {
+  RETURN_IF_ERROR(ValidateOptions(options));
+  ShardIdentity requested{kStorageFormatVersion, options.shard_id, options.num_shards,
+                          options.num_clients};
+  auto impl = std::make_unique<Impl>(options, dir, requested);
+  RETURN_IF_ERROR(impl->Open());
+  store->reset(new ShardStore(std::move(impl)));
+  return Status::OK();
+}
+
+ShardStore::ShardStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ShardStore::~ShardStore() = default;
+
+const ShardIdentity& ShardStore::identity() const { return impl_->identity(); }
+const std::string& ShardStore::dir() const { return impl_->dir(); }
+bool ShardStore::read_only() const { return impl_->read_only(); }
+
+Status ShardStore::CreateTable(const TableSchema& schema, TableSchema* created) {
+  return impl_->CreateTable(schema, created);
+}
+Status ShardStore::DropTable(const std::string& name) { return impl_->DropTable(name); }
+std::vector<TableSchema> ShardStore::ListTables() const { return impl_->ListTables(); }
+StatusOr<TableSchema> ShardStore::FindTable(std::string_view name) const {
+  return impl_->FindTable(name);
+}
+StatusOr<TableSchema> ShardStore::FindTable(uint32_t id) const { return impl_->FindTable(id); }
+
+Status ShardStore::ApplyBatch(ClientId client, ClockT clock, const std::vector<RowDelta>& deltas,
+                              bool* duplicate) {
+  return impl_->ApplyBatch(client, clock, deltas, duplicate);
+}
+ClockT ShardStore::AppliedClock(ClientId client) const { return impl_->AppliedClock(client); }
+std::vector<ClockT> ShardStore::AppliedClocks() const { return impl_->AppliedClocks(); }
+Version ShardStore::ShardClock() const { return impl_->ShardClock(); }
+
+Status ShardStore::Get(uint32_t table, uint64_t row, std::string* value) const {
+  return impl_->Get(table, row, value);
+}
+Status ShardStore::MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
+                            std::vector<std::string>* values) const {
+  return impl_->MultiGet(table, rows, values);
+}
+Status ShardStore::Scan(uint32_t table, uint64_t start_row,
+                        const std::function<bool(uint64_t, std::string_view)>& fn) const {
+  return impl_->Scan(table, start_row, fn);
+}
+
+Status ShardStore::CreateCheckpoint(const std::string& dir) const {
+  return impl_->CreateCheckpoint(dir);
+}
+Status ShardStore::ReadCheckpointManifest(const std::string& dir, CheckpointManifest* manifest) {
+  return ReadCheckpointManifestFile(dir, manifest);
+}
+Status ShardStore::RestoreCheckpoint(const std::string& checkpoint_dir,
+                                     const std::string& data_dir) {
+  CheckpointManifest manifest;
+  RETURN_IF_ERROR(ReadCheckpointManifestFile(checkpoint_dir, &manifest));
+  return CopyCheckpointFiles(checkpoint_dir, data_dir);
+}
+Status ShardStore::Flush() { return impl_->Flush(); }
+Status ShardStore::ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const {
+  return impl_->ApproximateSize(disk_bytes, estimated_keys);
+}
+Status ShardStore::ApproximateTableSize(uint32_t table, uint64_t* bytes) const {
+  return impl_->ApproximateTableSize(table, bytes);
+}
+
+}  // namespace pace

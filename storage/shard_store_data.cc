@@ -1,0 +1,258 @@
+// ShardStore: batch application, reads, checkpoints and size estimates.
+#include <glog/logging.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/slice.h>
+#include <rocksdb/utilities/checkpoint.h>
+#include <rocksdb/write_batch.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "storage/checkpoint.h"
+#include "storage/key_format.h"
+#include "storage/rocks_status.h"
+#include "storage/row_merge.h"
+#include "storage/shard_store.h"
+#include "storage/shard_store_impl.h"
+
+namespace pace {
+
+namespace fs = std::filesystem;
+namespace sf = storage_format;
+
+namespace {
+
+std::string_view View(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
+
+// Per-delta bytes a WriteBatch spends besides the operand: tag, varint
+// lengths, record type, key.
+constexpr size_t kBatchOverheadPerDelta = 1 + 1 + 5 + 5 + sf::kRowKeySize;
+
+}  // namespace
+
+// --- Writes -------------------------------------------------------------------
+
+Status ShardStore::Impl::ApplyBatch(ClientId client, ClockT clock,
+                                    const std::vector<RowDelta>& deltas, bool* duplicate) {
+  *duplicate = false;
+  RETURN_IF_ERROR(CheckWritable("ApplyBatch"));
+  if (client >= identity_.num_clients) {
+    return Status::InvalidArgument("client id " + std::to_string(client) + " is not in [0, " +
+                                   std::to_string(identity_.num_clients) + ")");
+  }
+  if (clock < 0) return Status::InvalidArgument("negative clock " + std::to_string(clock));
+  std::lock_guard<std::mutex> client_lock(client_mu_[client]);
+  const ClockT applied = applied_[client].load(std::memory_order_relaxed);
+  if (clock < applied) {
+    *duplicate = true;
+    return Status::OK();
+  }
+  if (clock > applied) {
+    return Status::FailedPrecondition("clock gap: client " + std::to_string(client) +
+                                      " sent its batch for clock " + std::to_string(clock) +
+                                      " but this shard has applied only clocks < " +
+                                      std::to_string(applied));
+  }
+
+  size_t reserve = 64;
+  for (const RowDelta& d : deltas) reserve += d.bytes.size() + kBatchOverheadPerDelta;
+  rocksdb::WriteBatch batch(reserve);
+
+  // Held shared across the write so DropTable cannot interleave with it.
+  std::shared_lock<std::shared_mutex> catalog_lock(catalog_mu_);
+  const TableEntry* entry = nullptr;
+  char key[sf::kRowKeySize];
+  const rocksdb::Slice key_slice(key, sf::kRowKeySize);
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    const RowDelta& d = deltas[i];
+    if (entry == nullptr || entry->schema.id != d.table) {
+      auto it = by_id_.find(d.table);
+      if (it == by_id_.end()) {
+        return Status::InvalidArgument("delta " + std::to_string(i) + " names unknown table id " +
+                                       std::to_string(d.table));
+      }
+      entry = it->second.get();
+    }
+    Status valid = ValidateRow(entry->format, d.bytes);
+    if (!valid.ok()) {
+      return Status::InvalidArgument("delta " + std::to_string(i) + " (table '" +
+                                     entry->schema.name + "', row " + std::to_string(d.row) +
+                                     "): " + valid.message());
+    }
+    sf::EncodeRowKey(d.table, d.row, key);
+    const rocksdb::Slice value_parts[2] = {rocksdb::Slice(&entry->tag, 1),
+                                           rocksdb::Slice(d.bytes.data(), d.bytes.size())};
+    rocksdb::Status s =
+        batch.Merge(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
+    if (!s.ok()) return FromRocks(s, "build batch");
+  }
+  rocksdb::Status s = batch.Put(sf::ClockKey(client), sf::EncodeClock(clock + 1));
+  if (!s.ok()) return FromRocks(s, "build batch");
+  RETURN_IF_ERROR(FromRocks(
+      db_->Write(write_options_, &batch),
+      "apply batch of client " + std::to_string(client) + " clock " + std::to_string(clock)));
+  applied_[client].store(clock + 1, std::memory_order_release);
+  return Status::OK();
+}
+
+// --- Reads --------------------------------------------------------------------
+
+Status ShardStore::Impl::Get(uint32_t table, uint64_t row, std::string* value) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
+  char key[sf::kRowKeySize];
+  sf::EncodeRowKey(table, row, key);
+  rocksdb::PinnableSlice stored;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(),
+                               rocksdb::Slice(key, sf::kRowKeySize), &stored);
+  if (s.IsNotFound()) {
+    ComposeRow(e->schema, row, nullptr, value);
+    return Status::OK();
+  }
+  RETURN_IF_ERROR(
+      FromRocks(s, "read row " + std::to_string(row) + " of table '" + e->schema.name + "'"));
+  std::string_view payload;
+  RETURN_IF_ERROR(
+      ParseStoredRow(e->format, View(stored), &payload)
+          .WithPrefix("row " + std::to_string(row) + " of table '" + e->schema.name + "'"));
+  ComposeRow(e->schema, row, &payload, value);
+  return Status::OK();
+}
+
+Status ShardStore::Impl::MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
+                                  std::vector<std::string>* values) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
+  const size_t n = rows.size();
+  values->resize(n);
+  if (n == 0) return Status::OK();
+  std::vector<char> key_bytes(n * sf::kRowKeySize);
+  std::vector<rocksdb::Slice> keys(n);
+  for (size_t i = 0; i < n; ++i) {
+    char* k = key_bytes.data() + i * sf::kRowKeySize;
+    sf::EncodeRowKey(table, rows[i], k);
+    keys[i] = rocksdb::Slice(k, sf::kRowKeySize);
+  }
+  std::vector<rocksdb::PinnableSlice> stored(n);
+  std::vector<rocksdb::Status> statuses(n);
+  db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), n, keys.data(), stored.data(),
+                statuses.data());
+  for (size_t i = 0; i < n; ++i) {
+    if (statuses[i].IsNotFound()) {
+      ComposeRow(e->schema, rows[i], nullptr, &(*values)[i]);
+      continue;
+    }
+    std::string where = "row " + std::to_string(rows[i]) + " of table '" + e->schema.name + "'";
+    RETURN_IF_ERROR(FromRocks(statuses[i], "read " + where));
+    std::string_view payload;
+    RETURN_IF_ERROR(ParseStoredRow(e->format, View(stored[i]), &payload).WithPrefix(where));
+    ComposeRow(e->schema, rows[i], &payload, &(*values)[i]);
+  }
+  return Status::OK();
+}
+
+Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
+                              const std::function<bool(uint64_t, std::string_view)>& fn) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
+  const TableSchema& schema = e->schema;
+  const bool zero_init = schema.init.kind == InitKind::kZeros || schema.kind == RowKind::kSparse;
+  std::string end = sf::TableRowsEnd(table);
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  ro.readahead_size = 2 << 20;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  std::string composed;
+  for (it->Seek(sf::MakeRowKey(table, start_row)); it->Valid(); it->Next()) {
+    uint32_t key_table;
+    uint64_t row;
+    if (!sf::DecodeRowKey(View(it->key()), &key_table, &row) || key_table != table) {
+      return Status::Corruption("malformed row key in table '" + schema.name + "'");
+    }
+    std::string_view payload;
+    RETURN_IF_ERROR(
+        ParseStoredRow(e->format, View(it->value()), &payload)
+            .WithPrefix("row " + std::to_string(row) + " of table '" + schema.name + "'"));
+    if (zero_init) {
+      if (!fn(row, payload)) return Status::OK();
+    } else {
+      ComposeRow(schema, row, &payload, &composed);
+      if (!fn(row, composed)) return Status::OK();
+    }
+  }
+  return FromRocks(it->status(), "scan table '" + schema.name + "'");
+}
+
+// --- Checkpoints and maintenance ---------------------------------------------
+
+Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) const {
+  RETURN_IF_ERROR(CheckWritable("CreateCheckpoint"));
+  std::error_code ec;
+  if (fs::exists(dir, ec)) return Status::AlreadyExists("checkpoint dir " + dir + " exists");
+  rocksdb::Checkpoint* raw = nullptr;
+  RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(db_.get(), &raw), "checkpoint"));
+  std::unique_ptr<rocksdb::Checkpoint> cp(raw);
+  RETURN_IF_ERROR(FromRocks(cp->CreateCheckpoint(dir), "create checkpoint in " + dir));
+
+  // Describe what the checkpoint holds by reading it back, so the manifest is
+  // exact even while batches keep arriving.
+  auto cleanup_on_error = [&dir](Status s) {
+    if (!s.ok()) {
+      std::error_code rm_ec;
+      fs::remove_all(dir, rm_ec);
+    }
+    return s;
+  };
+  CheckpointManifest m;
+  {
+    ShardStoreOptions o;
+    o.read_only = true;
+    o.check_identity = false;
+    o.block_cache_mb = 1;
+    std::unique_ptr<ShardStore> snapshot;
+    RETURN_IF_ERROR(cleanup_on_error(ShardStore::Open(o, dir, &snapshot)));
+    m.format_version = kStorageFormatVersion;
+    m.identity = snapshot->identity();
+    m.tables = snapshot->ListTables();
+    m.applied_clocks = snapshot->AppliedClocks();
+    m.shard_clock = snapshot->ShardClock();
+  }
+  m.created_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  RETURN_IF_ERROR(cleanup_on_error(WriteCheckpointManifest(dir, m)));
+  LOG(INFO) << "checkpoint of " << dir_ << " written to " << dir << " at shard clock "
+            << m.shard_clock;
+  return Status::OK();
+}
+
+Status ShardStore::Impl::Flush() {
+  RETURN_IF_ERROR(CheckWritable("Flush"));
+  return FromRocks(db_->Flush(rocksdb::FlushOptions()), "flush " + dir_);
+}
+
+Status ShardStore::Impl::ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const {
+  std::string begin = sf::TableRowsBegin(0);
+  std::string end = sf::KeySpaceEnd(sf::kRowPrefix);
+  rocksdb::Range range(begin, end);
+  rocksdb::SizeApproximationOptions so;
+  so.include_memtables = true;
+  so.include_files = true;
+  RETURN_IF_ERROR(
+      FromRocks(db_->GetApproximateSizes(so, db_->DefaultColumnFamily(), &range, 1, disk_bytes),
+                "approximate size"));
+  if (!db_->GetIntProperty("rocksdb.estimate-num-keys", estimated_keys)) *estimated_keys = 0;
+  return Status::OK();
+}
+
+Status ShardStore::Impl::ApproximateTableSize(uint32_t table, uint64_t* bytes) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
+  std::string begin = sf::TableRowsBegin(table);
+  std::string end = sf::TableRowsEnd(table);
+  rocksdb::Range range(begin, end);
+  rocksdb::SizeApproximationOptions so;
+  so.include_memtables = true;
+  so.include_files = true;
+  return FromRocks(db_->GetApproximateSizes(so, db_->DefaultColumnFamily(), &range, 1, bytes),
+                   "approximate size of table '" + e->schema.name + "'");
+}
+
+}  // namespace pace

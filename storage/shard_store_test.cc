@@ -1,0 +1,492 @@
+#include "storage/shard_store.h"
+
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+
+#include <random>
+#include <thread>
+
+#include "common/row.h"
+#include "storage/key_format.h"
+#include "storage/row_merge.h"
+#include "storage/storage_test_util.h"
+
+namespace pace {
+namespace {
+
+using testing_util::MakeSchema;
+
+class ShardStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.Sub("store");
+  }
+
+  static ShardStoreOptions Opts(uint32_t clients = 2) {
+    ShardStoreOptions o;
+    o.num_clients = clients;
+    o.block_cache_mb = 8;
+    o.write_buffer_mb = 4;
+    return o;
+  }
+
+  std::unique_ptr<ShardStore> OpenStore(const ShardStoreOptions& o) {
+    std::unique_ptr<ShardStore> s;
+    Status st = ShardStore::Open(o, dir_, &s);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return s;
+  }
+
+  static TableSchema CreateOrDie(ShardStore* s, const TableSchema& schema) {
+    TableSchema created;
+    Status st = s->CreateTable(schema, &created);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return created;
+  }
+
+  static std::string GetOrDie(ShardStore* s, uint32_t table, uint64_t row) {
+    std::string v;
+    Status st = s->Get(table, row, &v);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return v;
+  }
+
+  testing_util::ScopedTempDir tmp_;
+  std::string dir_;
+};
+
+// Writes a different value into one meta record with plain RocksDB.
+void PokeMeta(const std::string& dir, std::string_view key, const std::string& value) {
+  rocksdb::Options o;
+  o.merge_operator = NewRowAddMergeOperator();
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, dir, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), rocksdb::Slice(key.data(), key.size()), value).ok());
+}
+
+TEST_F(ShardStoreTest, CreateRecordsIdentityAndReopens) {
+  ShardStoreOptions o = Opts(3);
+  o.shard_id = 1;
+  o.num_shards = 4;
+  {
+    auto s = OpenStore(o);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->identity().shard_id, 1u);
+    EXPECT_EQ(s->identity().num_shards, 4u);
+    EXPECT_EQ(s->identity().num_clients, 3u);
+    EXPECT_EQ(s->identity().format_version, kStorageFormatVersion);
+    EXPECT_EQ(s->dir(), dir_);
+    EXPECT_FALSE(s->read_only());
+  }
+  auto s = OpenStore(o);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->identity().num_clients, 3u);
+}
+
+TEST_F(ShardStoreTest, MissingStoreWithoutCreateIsNotFound) {
+  ShardStoreOptions o = Opts();
+  o.create_if_missing = false;
+  std::unique_ptr<ShardStore> s;
+  EXPECT_EQ(ShardStore::Open(o, dir_, &s).code(), StatusCode::kNotFound);
+  o.read_only = true;
+  EXPECT_EQ(ShardStore::Open(o, dir_, &s).code(), StatusCode::kNotFound);
+}
+
+TEST_F(ShardStoreTest, BadOptionsRejected) {
+  std::unique_ptr<ShardStore> s;
+  ShardStoreOptions o = Opts(0);
+  EXPECT_EQ(ShardStore::Open(o, dir_, &s).code(), StatusCode::kInvalidArgument);
+  o = Opts();
+  o.shard_id = 2;
+  o.num_shards = 2;
+  EXPECT_EQ(ShardStore::Open(o, dir_, &s).code(), StatusCode::kInvalidArgument);
+  o = Opts();
+  o.write_buffer_mb = 0;
+  EXPECT_EQ(ShardStore::Open(o, dir_, &s).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(ShardStoreTest, IdentityMismatchRefused) {
+  ShardStoreOptions o = Opts(3);
+  o.num_shards = 2;
+  ASSERT_NE(OpenStore(o), nullptr);
+  std::unique_ptr<ShardStore> s;
+  ShardStoreOptions other = o;
+  other.shard_id = 1;
+  Status st = ShardStore::Open(other, dir_, &s);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("created for shard 0 of 2 with 3 clients"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("shard 1 of 2 with 3 clients was requested"), std::string::npos)
+      << st.message();
+  other = o;
+  other.num_clients = 4;
+  EXPECT_EQ(ShardStore::Open(other, dir_, &s).code(), StatusCode::kInvalidArgument);
+  other.check_identity = false;
+  ASSERT_TRUE(ShardStore::Open(other, dir_, &s).ok());
+  EXPECT_EQ(s->identity().num_clients, 3u);  // the recorded identity wins
+  EXPECT_EQ(s->AppliedClocks().size(), 3u);
+}
+
+TEST_F(ShardStoreTest, FormatVersionMismatchRefused) {
+  ASSERT_NE(OpenStore(Opts()), nullptr);
+  PokeMeta(dir_, storage_format::kFormatVersionKey, storage_format::EncodeFixed32(2));
+  std::unique_ptr<ShardStore> s;
+  Status st = ShardStore::Open(Opts(), dir_, &s);
+  EXPECT_EQ(st.code(), StatusCode::kIncompatible) << st.ToString();
+  EXPECT_NE(st.message().find("format version 2"), std::string::npos) << st.message();
+  ShardStoreOptions ro = Opts();
+  ro.read_only = true;
+  EXPECT_EQ(ShardStore::Open(ro, dir_, &s).code(), StatusCode::kIncompatible);
+}
+
+TEST_F(ShardStoreTest, ForeignRocksDbRefused) {
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir_, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "hello", "world").ok());
+  }
+  std::unique_ptr<ShardStore> s;
+  EXPECT_EQ(ShardStore::Open(Opts(), dir_, &s).code(), StatusCode::kCorruption);
+}
+
+TEST_F(ShardStoreTest, CatalogCreateDuplicateIdempotentListDrop) {
+  auto s = OpenStore(Opts());
+  TableSchema a = CreateOrDie(s.get(), MakeSchema("a", RowKind::kDense, ElementType::kF32, 4));
+  TableSchema b = CreateOrDie(s.get(), MakeSchema("b", RowKind::kSparse, ElementType::kI64, 0));
+  EXPECT_EQ(a.id, 1u);
+  EXPECT_EQ(b.id, 2u);
+
+  // Same schema: idempotent, with or without the id.
+  TableSchema again = CreateOrDie(s.get(), MakeSchema("a", RowKind::kDense, ElementType::kF32, 4));
+  EXPECT_EQ(again.id, 1u);
+  EXPECT_EQ(CreateOrDie(s.get(), a).id, 1u);
+  // Same name, other schema.
+  TableSchema created;
+  EXPECT_EQ(s->CreateTable(MakeSchema("a", RowKind::kDense, ElementType::kF32, 5), &created).code(),
+            StatusCode::kAlreadyExists);
+  TableSchema a_other_id = a;
+  a_other_id.id = 9;
+  EXPECT_EQ(s->CreateTable(a_other_id, &created).code(), StatusCode::kAlreadyExists);
+  // Explicit ids, and collisions.
+  TableSchema c = MakeSchema("c", RowKind::kDense, ElementType::kI32, 2);
+  c.id = 10;
+  EXPECT_EQ(CreateOrDie(s.get(), c).id, 10u);
+  EXPECT_EQ(CreateOrDie(s.get(), MakeSchema("d", RowKind::kDense, ElementType::kF64, 1)).id, 11u);
+  TableSchema e = MakeSchema("e", RowKind::kDense, ElementType::kF64, 1);
+  e.id = 2;
+  EXPECT_EQ(s->CreateTable(e, &created).code(), StatusCode::kAlreadyExists);
+  // Invalid schemas.
+  EXPECT_EQ(s->CreateTable(MakeSchema("bad name", RowKind::kDense, ElementType::kF32, 1), &created)
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      s->CreateTable(MakeSchema("w0", RowKind::kDense, ElementType::kF32, 0), &created).code(),
+      StatusCode::kInvalidArgument);
+
+  std::vector<TableSchema> list = s->ListTables();
+  ASSERT_EQ(list.size(), 4u);
+  EXPECT_EQ(list[0].name, "a");
+  EXPECT_EQ(list[1].name, "b");
+  EXPECT_EQ(list[2].name, "c");
+  EXPECT_EQ(list[3].name, "d");
+  ASSERT_TRUE(s->FindTable("c").ok());
+  EXPECT_EQ(s->FindTable("c")->id, 10u);
+  ASSERT_TRUE(s->FindTable(11u).ok());
+  EXPECT_EQ(s->FindTable(11u)->name, "d");
+  EXPECT_EQ(s->FindTable("zz").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->FindTable(77u).status().code(), StatusCode::kNotFound);
+
+  // Drop deletes the rows; a recreated table starts from its initializer.
+  bool dup;
+  std::string delta = EncodeDense<float>({1, 2, 3, 4});
+  ASSERT_TRUE(s->ApplyBatch(0, 0, {{a.id, 5, delta}}, &dup).ok());
+  EXPECT_EQ(GetOrDie(s.get(), a.id, 5), delta);
+  ASSERT_TRUE(s->DropTable("a").ok());
+  EXPECT_EQ(s->DropTable("a").code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->FindTable("a").status().code(), StatusCode::kNotFound);
+  std::string v;
+  EXPECT_EQ(s->Get(a.id, 5, &v).code(), StatusCode::kNotFound);
+  TableSchema a2 = MakeSchema("a", RowKind::kDense, ElementType::kF32, 4);
+  a2.id = a.id;  // reuse the id on purpose: old rows must be gone
+  CreateOrDie(s.get(), a2);
+  EXPECT_EQ(GetOrDie(s.get(), a.id, 5), ZeroRow(RowFormat::Of(a2)));
+  int rows = 0;
+  ASSERT_TRUE(s->Scan(a.id, 0, [&](uint64_t, std::string_view) { return ++rows, true; }).ok());
+  EXPECT_EQ(rows, 0);
+  ASSERT_TRUE(s->DropTable("b").ok());
+
+  // Everything survives reopen; automatic ids are not reused.
+  s.reset();
+  s = OpenStore(Opts());
+  list = s->ListTables();
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0].name, "a");
+  EXPECT_EQ(list[1].name, "c");
+  EXPECT_EQ(list[2].name, "d");
+  EXPECT_TRUE(SameSchema(list[1], c));
+  EXPECT_EQ(CreateOrDie(s.get(), MakeSchema("f", RowKind::kDense, ElementType::kF32, 1)).id, 12u);
+}
+
+TEST_F(ShardStoreTest, ApplyBatchAppliesDuplicatesAndGaps) {
+  auto s = OpenStore(Opts(2));
+  uint32_t d = CreateOrDie(s.get(), MakeSchema("d", RowKind::kDense, ElementType::kI64, 3)).id;
+  uint32_t sp = CreateOrDie(s.get(), MakeSchema("s", RowKind::kSparse, ElementType::kI32, 100)).id;
+  std::string d1 = EncodeDense<int64_t>({1, 2, 3});
+  std::string s1 = EncodeSparse<int32_t>(std::map<uint32_t, int32_t>{{4, 7}, {99, -1}});
+  bool dup = true;
+  ASSERT_TRUE(s->ApplyBatch(0, 0, {{d, 1, d1}, {sp, 1, s1}, {d, 1, d1}}, &dup).ok());
+  EXPECT_FALSE(dup);
+  EXPECT_EQ(GetOrDie(s.get(), d, 1), EncodeDense<int64_t>({2, 4, 6}));
+  EXPECT_EQ(GetOrDie(s.get(), sp, 1), s1);
+  EXPECT_EQ(s->AppliedClock(0), 1);
+  EXPECT_EQ(s->AppliedClock(1), 0);
+  EXPECT_EQ(s->ShardClock(), 0);
+
+  // A re-sent batch is skipped.
+  ASSERT_TRUE(s->ApplyBatch(0, 0, {{d, 1, d1}}, &dup).ok());
+  EXPECT_TRUE(dup);
+  EXPECT_EQ(GetOrDie(s.get(), d, 1), EncodeDense<int64_t>({2, 4, 6}));
+  EXPECT_EQ(s->AppliedClock(0), 1);
+
+  // A gap is refused.
+  Status st = s->ApplyBatch(0, 5, {{d, 1, d1}}, &dup);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(dup);
+  EXPECT_NE(st.message().find("clock 5"), std::string::npos) << st.message();
+
+  // An empty batch still advances the clock.
+  ASSERT_TRUE(s->ApplyBatch(1, 0, {}, &dup).ok());
+  EXPECT_EQ(s->AppliedClock(1), 1);
+  EXPECT_EQ(s->ShardClock(), 1);
+  std::vector<ClockT> clocks = s->AppliedClocks();
+  EXPECT_EQ(clocks, (std::vector<ClockT>{1, 1}));
+}
+
+TEST_F(ShardStoreTest, BadBatchWritesNothing) {
+  auto s = OpenStore(Opts(2));
+  uint32_t d = CreateOrDie(s.get(), MakeSchema("d", RowKind::kDense, ElementType::kI32, 2)).id;
+  uint32_t sp = CreateOrDie(s.get(), MakeSchema("s", RowKind::kSparse, ElementType::kI32, 10)).id;
+  std::string good = EncodeDense<int32_t>({1, 1});
+  const std::string zero = EncodeDense<int32_t>({0, 0});
+  bool dup;
+  std::string wrong_width = EncodeDense<int32_t>({1, 1, 1});
+  std::string wrong_col = EncodeSparse<int32_t>(std::map<uint32_t, int32_t>{{10, 1}});
+  std::string truncated = EncodeSparse<int32_t>(std::map<uint32_t, int32_t>{{1, 1}}).substr(0, 6);
+  std::vector<std::pair<const char*, std::vector<RowDelta>>> cases = {
+      {"unknown table", {{d, 1, good}, {77, 1, good}}},
+      {"wrong width", {{d, 1, good}, {d, 2, wrong_width}}},
+      {"column out of range", {{d, 1, good}, {sp, 2, wrong_col}}},
+      {"truncated sparse", {{d, 1, good}, {sp, 2, truncated}}},
+  };
+  for (const auto& [what, deltas] : cases) {
+    Status st = s->ApplyBatch(0, 0, deltas, &dup);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << what << ": " << st.ToString();
+    EXPECT_EQ(GetOrDie(s.get(), d, 1), zero) << what;
+    EXPECT_EQ(s->AppliedClock(0), 0) << what;
+  }
+  EXPECT_EQ(s->ApplyBatch(2, 0, {{d, 1, good}}, &dup).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->ApplyBatch(0, -1, {{d, 1, good}}, &dup).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(GetOrDie(s.get(), d, 1), zero);
+  // Nothing was persisted either.
+  s.reset();
+  s = OpenStore(Opts(2));
+  EXPECT_EQ(s->AppliedClock(0), 0);
+  EXPECT_EQ(GetOrDie(s.get(), d, 1), zero);
+  uint64_t bytes;
+  ASSERT_TRUE(s->ApproximateTableSize(d, &bytes).ok());
+  EXPECT_EQ(bytes, 0u);
+}
+
+TEST_F(ShardStoreTest, ClocksAndRowsSurviveReopen) {
+  uint32_t t;
+  {
+    auto s = OpenStore(Opts(3));
+    t = CreateOrDie(s.get(), MakeSchema("t", RowKind::kDense, ElementType::kI64, 1)).id;
+    bool dup;
+    for (ClockT c = 0; c < 5; ++c) {
+      ASSERT_TRUE(s->ApplyBatch(0, c, {{t, 7, EncodeDense<int64_t>({c})}}, &dup).ok());
+    }
+    for (ClockT c = 0; c < 3; ++c) ASSERT_TRUE(s->ApplyBatch(1, c, {}, &dup).ok());
+    for (ClockT c = 0; c < 4; ++c) ASSERT_TRUE(s->ApplyBatch(2, c, {}, &dup).ok());
+    ASSERT_TRUE(s->Flush().ok());
+    ASSERT_TRUE(s->ApplyBatch(0, 5, {{t, 7, EncodeDense<int64_t>({100})}}, &dup).ok());
+  }
+  auto s = OpenStore(Opts(3));
+  EXPECT_EQ(s->AppliedClocks(), (std::vector<ClockT>{6, 3, 4}));
+  EXPECT_EQ(s->ShardClock(), 3);
+  EXPECT_EQ(s->AppliedClock(99), 0);
+  EXPECT_EQ(GetOrDie(s.get(), t, 7), EncodeDense<int64_t>({110}));
+  bool dup;
+  ASSERT_TRUE(s->ApplyBatch(1, 2, {}, &dup).ok());
+  EXPECT_TRUE(dup);
+  ASSERT_TRUE(s->ApplyBatch(1, 3, {}, &dup).ok());
+  EXPECT_FALSE(dup);
+}
+
+TEST_F(ShardStoreTest, ReadsComposeInitializerAndScanInOrder) {
+  auto s = OpenStore(Opts(1));
+  TableSchema u = MakeSchema("u", RowKind::kDense, ElementType::kF32, 3);
+  u.init = Initializer{InitKind::kUniform, -1, 1, 5};
+  u = CreateOrDie(s.get(), u);
+  uint32_t z = CreateOrDie(s.get(), MakeSchema("z", RowKind::kDense, ElementType::kI32, 1)).id;
+  std::string init7, init9;
+  InitRow(u, 7, &init7);
+  InitRow(u, 9, &init9);
+  EXPECT_NE(init7, ZeroRow(RowFormat::Of(u)));
+  EXPECT_EQ(GetOrDie(s.get(), u.id, 7), init7);
+
+  std::vector<float> delta = {1, 2, 3};
+  const uint64_t rows[] = {1ull << 40, 7, 3, UINT64_MAX, 1ull << 63};
+  std::vector<RowDelta> batch;
+  std::string bytes = EncodeDense<float>(delta);
+  for (uint64_t r : rows) batch.push_back({u.id, r, bytes});
+  std::string zb = EncodeDense<int32_t>({1});
+  batch.push_back({z, 0, zb});
+  bool dup;
+  ASSERT_TRUE(s->ApplyBatch(0, 0, batch, &dup).ok());
+
+  auto expect_row = [&](uint64_t row) {
+    std::string init;
+    InitRow(u, row, &init);
+    std::vector<float> want = DecodeDense<float>(init);
+    for (size_t i = 0; i < 3; ++i) want[i] += delta[i];
+    return EncodeDense<float>(want);
+  };
+  EXPECT_EQ(GetOrDie(s.get(), u.id, 7), expect_row(7));
+
+  std::vector<std::string> values;
+  ASSERT_TRUE(s->MultiGet(u.id, {9, 7, 1ull << 63, 7}, &values).ok());
+  ASSERT_EQ(values.size(), 4u);
+  EXPECT_EQ(values[0], init9);
+  EXPECT_EQ(values[1], expect_row(7));
+  EXPECT_EQ(values[2], expect_row(1ull << 63));
+  EXPECT_EQ(values[3], expect_row(7));
+  ASSERT_TRUE(s->MultiGet(u.id, {}, &values).ok());
+  EXPECT_TRUE(values.empty());
+
+  std::vector<uint64_t> seen;
+  ASSERT_TRUE(s->Scan(u.id, 0, [&](uint64_t row, std::string_view v) {
+                 EXPECT_EQ(std::string(v), expect_row(row));
+                 seen.push_back(row);
+                 return true;
+               }).ok());
+  EXPECT_EQ(seen, (std::vector<uint64_t>{3, 7, 1ull << 40, 1ull << 63, UINT64_MAX}));
+  seen.clear();
+  ASSERT_TRUE(s->Scan(u.id, 8, [&](uint64_t row, std::string_view) {
+                 seen.push_back(row);
+                 return seen.size() < 2;
+               }).ok());
+  EXPECT_EQ(seen, (std::vector<uint64_t>{1ull << 40, 1ull << 63}));
+  seen.clear();
+  ASSERT_TRUE(s->Scan(z, 0, [&](uint64_t row, std::string_view v) {
+                 EXPECT_EQ(std::string(v), zb);
+                 seen.push_back(row);
+                 return true;
+               }).ok());
+  EXPECT_EQ(seen, (std::vector<uint64_t>{0}));
+
+  std::string v;
+  EXPECT_EQ(s->Get(99, 0, &v).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->MultiGet(99, {0}, &values).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->Scan(99, 0, [](uint64_t, std::string_view) { return true; }).code(),
+            StatusCode::kNotFound);
+
+  ASSERT_TRUE(s->Flush().ok());
+  EXPECT_EQ(GetOrDie(s.get(), u.id, 7), expect_row(7));
+}
+
+TEST_F(ShardStoreTest, ApproximateSizes) {
+  auto s = OpenStore(Opts(1));
+  uint32_t big =
+      CreateOrDie(s.get(), MakeSchema("big", RowKind::kDense, ElementType::kF32, 100)).id;
+  uint32_t small =
+      CreateOrDie(s.get(), MakeSchema("small", RowKind::kDense, ElementType::kF32, 1)).id;
+  // Random floats, so compression cannot shrink 1.2 MB of rows below 300 KB.
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<std::string> rows(3000);
+  std::vector<RowDelta> batch;
+  for (uint64_t r = 0; r < rows.size(); ++r) {
+    std::vector<float> v(100);
+    for (float& x : v) x = dist(rng);
+    rows[r] = EncodeDense<float>(v);
+    batch.push_back({big, r, rows[r]});
+  }
+  bool dup;
+  ASSERT_TRUE(s->ApplyBatch(0, 0, batch, &dup).ok());
+  uint64_t disk = 0, keys = 0, big_bytes = 0, small_bytes = 0;
+  ASSERT_TRUE(s->ApproximateTableSize(big, &big_bytes).ok());
+  EXPECT_GT(big_bytes, 0u);  // memtable estimate
+  ASSERT_TRUE(s->Flush().ok());
+  ASSERT_TRUE(s->ApproximateSize(&disk, &keys).ok());
+  EXPECT_GT(disk, 3000u * 100u);
+  EXPECT_GE(keys, 3000u);
+  ASSERT_TRUE(s->ApproximateTableSize(big, &big_bytes).ok());
+  ASSERT_TRUE(s->ApproximateTableSize(small, &small_bytes).ok());
+  EXPECT_GT(big_bytes, 3000u * 100u);
+  EXPECT_LE(big_bytes, disk);
+  EXPECT_EQ(small_bytes, 0u);
+  EXPECT_EQ(s->ApproximateTableSize(99, &big_bytes).code(), StatusCode::kNotFound);
+}
+
+TEST_F(ShardStoreTest, ReadOnlyStoreRefusesWrites) {
+  uint32_t t;
+  {
+    auto s = OpenStore(Opts(1));
+    t = CreateOrDie(s.get(), MakeSchema("t", RowKind::kDense, ElementType::kI32, 1)).id;
+    bool dup;
+    ASSERT_TRUE(s->ApplyBatch(0, 0, {{t, 1, EncodeDense<int32_t>({4})}}, &dup).ok());
+  }
+  ShardStoreOptions o = Opts(1);
+  o.read_only = true;
+  auto s = OpenStore(o);
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(s->read_only());
+  EXPECT_EQ(GetOrDie(s.get(), t, 1), EncodeDense<int32_t>({4}));
+  EXPECT_EQ(s->AppliedClock(0), 1);
+  bool dup;
+  TableSchema created;
+  EXPECT_EQ(s->ApplyBatch(0, 1, {}, &dup).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s->CreateTable(MakeSchema("x", RowKind::kDense, ElementType::kI32, 1), &created).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s->DropTable("t").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s->Flush().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s->CreateCheckpoint(tmp_.Sub("cp")).code(), StatusCode::kFailedPrecondition);
+}
+
+// Clients apply their batches from separate threads; integer sums are exact.
+TEST_F(ShardStoreTest, ConcurrentClients) {
+  constexpr uint32_t kClients = 4;
+  constexpr int kClocks = 50;
+  auto s = OpenStore(Opts(kClients));
+  uint32_t t = CreateOrDie(s.get(), MakeSchema("t", RowKind::kDense, ElementType::kI64, 2)).id;
+  std::vector<std::thread> threads;
+  for (uint32_t c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      std::string delta = EncodeDense<int64_t>({1, static_cast<int64_t>(c)});
+      for (ClockT clock = 0; clock < kClocks; ++clock) {
+        std::vector<RowDelta> batch;
+        for (uint64_t r = 0; r < 20; ++r) batch.push_back({t, r, delta});
+        bool dup;
+        Status st = s->ApplyBatch(c, clock, batch, &dup);
+        ASSERT_TRUE(st.ok()) << st.ToString();
+        std::string v;
+        ASSERT_TRUE(s->Get(t, clock % 20, &v).ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(s->ShardClock(), kClocks);
+  for (uint64_t r = 0; r < 20; ++r) {
+    EXPECT_EQ(GetOrDie(s.get(), t, r), EncodeDense<int64_t>({kClients * kClocks, 6 * kClocks}));
+  }
+}
+
+}  // namespace
+}  // namespace pace
