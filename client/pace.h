@@ -111,7 +111,7 @@ struct TableStats {
   std::vector<uint64_t> staleness_hist;
   double staleness_mean = 0;
   int64_t staleness_p99 = 0;
-  uint64_t reads = 0;           // Get/Read calls
+  uint64_t reads = 0;            // Get/Read calls
   uint64_t reads_cache_hit = 0;  // served from cache without waiting
   uint64_t reads_blocked = 0;    // had to wait for a fresh enough value
   uint64_t rows_fetched = 0;     // rows requested from shards

@@ -1,0 +1,322 @@
+// The public API of client/pace.h: argument checking and type dispatch on top
+// of Client::Impl. Opening channels is in open.cc.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "client/client_impl.h"
+#include "client/pace.h"
+
+namespace pace {
+
+using client::CacheEntry;
+using client::TableState;
+
+namespace {
+
+template <typename T>
+constexpr ElementType TypeOf() {
+  if constexpr (std::is_same_v<T, float>) return ElementType::kF32;
+  if constexpr (std::is_same_v<T, double>) return ElementType::kF64;
+  if constexpr (std::is_same_v<T, int32_t>) return ElementType::kI32;
+  return ElementType::kI64;
+}
+
+Status CheckHandle(const Client::Impl* c, void* impl, TableState** out) {
+  auto* t = static_cast<TableState*>(impl);
+  if (t == nullptr) return Status::InvalidArgument("invalid Table handle (not created or opened)");
+  if (t->owner != c) return Status::InvalidArgument("Table handle belongs to another Client");
+  *out = t;
+  return Status::OK();
+}
+
+template <typename T>
+Status CheckType(const TableState* t, const char* op) {
+  if (t->format.type != TypeOf<T>()) {
+    return Status::InvalidArgument(std::string(op) + " on table '" + t->schema.name + "' with " +
+                                   std::string(ElementTypeName(TypeOf<T>())) +
+                                   " values; the table holds " +
+                                   std::string(ElementTypeName(t->format.type)));
+  }
+  return Status::OK();
+}
+
+template <typename T>
+Status GetDense(Worker::Impl* w, TableState* t, uint64_t row, T* out) {
+  RETURN_IF_ERROR(CheckType<T>(t, "Get"));
+  if (t->format.kind != RowKind::kDense) {
+    return Status::InvalidArgument("table '" + t->schema.name +
+                                   "' is sparse: Get into a std::map, or use Read");
+  }
+  return w->client_->ReadRow(
+      w->clock_, w->stats_.get(), t, row,
+      [out](const CacheEntry& e, Version) { std::memcpy(out, e.value.data(), e.value.size()); });
+}
+
+template <typename T>
+Status GetMap(Worker::Impl* w, TableState* t, uint64_t row, std::map<uint32_t, T>* out) {
+  RETURN_IF_ERROR(CheckType<T>(t, "Get"));
+  out->clear();
+  return w->client_->ReadRow(w->clock_, w->stats_.get(), t, row,
+                             [t, out](const CacheEntry& e, Version) {
+                               if (t->format.kind == RowKind::kDense) {
+                                 const char* p = e.value.data();
+                                 for (uint32_t i = 0; i < t->format.width; ++i) {
+                                   T x;
+                                   std::memcpy(&x, p + sizeof(T) * i, sizeof(T));
+                                   out->emplace_hint(out->end(), i, x);
+                                 }
+                               } else {
+                                 for (const auto& [col, x] : DecodeSparse<T>(e.value)) {
+                                   out->emplace_hint(out->end(), col, x);
+                                 }
+                               }
+                             });
+}
+
+template <typename T>
+Status IncDense(Worker::Impl* w, TableState* t, uint64_t row, const T* delta) {
+  RETURN_IF_ERROR(CheckType<T>(t, "Inc"));
+  if (t->format.kind != RowKind::kDense) {
+    return Status::InvalidArgument("table '" + t->schema.name +
+                                   "' is sparse: Inc with (column, delta) pairs");
+  }
+  w->client_->IncRow(w->clock_, w->stats_.get(), t, row,
+                     std::string_view(reinterpret_cast<const char*>(delta),
+                                      sizeof(T) * static_cast<size_t>(t->format.width)));
+  return Status::OK();
+}
+
+template <typename T>
+Status IncSparse(Worker::Impl* w, TableState* t, uint64_t row,
+                 const std::vector<std::pair<uint32_t, T>>& delta) {
+  RETURN_IF_ERROR(CheckType<T>(t, "Inc"));
+  const uint32_t width = t->format.width;
+  for (const auto& [col, x] : delta) {
+    if ((t->format.kind == RowKind::kDense || width != 0) && col >= width) {
+      return Status::InvalidArgument("column " + std::to_string(col) + " is outside table '" +
+                                     t->schema.name + "' (width " + std::to_string(width) + ")");
+    }
+  }
+  if (t->format.kind == RowKind::kDense) {
+    std::vector<T> dense(width, T{});
+    for (const auto& [col, x] : delta) dense[col] += x;
+    return IncDense(w, t, row, dense.data());
+  }
+  std::vector<std::pair<uint32_t, T>> sorted = delta;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<uint32_t, T>> merged;
+  for (const auto& p : sorted) {
+    if (!merged.empty() && merged.back().first == p.first) {
+      merged.back().second += p.second;
+    } else {
+      merged.push_back(p);
+    }
+  }
+  std::string enc = EncodeSparse(merged);
+  w->client_->IncRow(w->clock_, w->stats_.get(), t, row, enc);
+  return Status::OK();
+}
+
+template <typename T>
+std::string OneCellSparse(uint32_t col, double value) {
+  std::vector<std::pair<uint32_t, T>> one{{col, static_cast<T>(value)}};
+  return EncodeSparse(one);
+}
+
+}  // namespace
+
+// --- Client ------------------------------------------------------------------
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+Status Client::CreateTable(const TableSchema& schema, Table* table) {
+  TableState* t = nullptr;
+  RETURN_IF_ERROR(impl_->CreateTable(schema, &t));
+  table->schema_ = t->schema;
+  table->impl_ = t;
+  return Status::OK();
+}
+
+Status Client::OpenTable(std::string_view name, Table* table) {
+  TableState* t = nullptr;
+  RETURN_IF_ERROR(impl_->OpenTable(name, &t));
+  table->schema_ = t->schema;
+  table->impl_ = t;
+  return Status::OK();
+}
+
+Status Client::ListTables(std::vector<TableSchema>* tables) { return impl_->ListTables(tables); }
+
+Status Client::RegisterWorker(std::unique_ptr<Worker>* worker) {
+  std::shared_ptr<client::WorkerStats> stats;
+  ClockT c = impl_->RegisterWorker(&stats);
+  worker->reset(new Worker(std::make_unique<Worker::Impl>(impl_.get(), c, std::move(stats))));
+  return Status::OK();
+}
+
+ClockT Client::start_clock() const { return impl_->start_clock(); }
+ClientId Client::client_id() const { return impl_->client_id(); }
+uint32_t Client::num_clients() const { return impl_->num_clients(); }
+uint32_t Client::num_shards() const { return impl_->num_shards(); }
+bool Client::embedded() const { return impl_->embedded(); }
+Status Client::Flush() { return impl_->Flush(); }
+ClientStats Client::Stats() const { return impl_->Stats(); }
+void Client::ResetStats() { impl_->ResetStats(); }
+
+// --- Worker ------------------------------------------------------------------
+
+Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Worker::~Worker() = default;
+
+ClockT Worker::clock() const { return impl_->clock_; }
+
+#define PACE_TABLE_OR_RETURN(t, var) \
+  TableState* var = nullptr;         \
+  RETURN_IF_ERROR(CheckHandle(impl_->client_, (t).impl_, &var))
+
+Status Worker::Get(const Table& t, uint64_t row, float* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetDense(impl_.get(), ts, row, out);
+}
+Status Worker::Get(const Table& t, uint64_t row, double* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetDense(impl_.get(), ts, row, out);
+}
+Status Worker::Get(const Table& t, uint64_t row, int32_t* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetDense(impl_.get(), ts, row, out);
+}
+Status Worker::Get(const Table& t, uint64_t row, int64_t* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetDense(impl_.get(), ts, row, out);
+}
+Status Worker::Get(const Table& t, uint64_t row, std::map<uint32_t, float>* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetMap(impl_.get(), ts, row, out);
+}
+Status Worker::Get(const Table& t, uint64_t row, std::map<uint32_t, double>* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetMap(impl_.get(), ts, row, out);
+}
+Status Worker::Get(const Table& t, uint64_t row, std::map<uint32_t, int32_t>* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetMap(impl_.get(), ts, row, out);
+}
+Status Worker::Get(const Table& t, uint64_t row, std::map<uint32_t, int64_t>* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetMap(impl_.get(), ts, row, out);
+}
+
+Status Worker::Read(const Table& t, uint64_t row, const std::function<void(const RowView&)>& fn) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return impl_->client_->ReadRow(impl_->clock_, impl_->stats_.get(), ts, row,
+                                 [ts, &fn](const CacheEntry& e, Version v) {
+                                   RowView view;
+                                   view.kind = ts->format.kind;
+                                   view.type = ts->format.type;
+                                   view.width = ts->format.width;
+                                   view.bytes = e.value;
+                                   view.version = v;
+                                   fn(view);
+                                 });
+}
+
+Status Worker::Inc(const Table& t, uint64_t row, const float* delta) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDense(impl_.get(), ts, row, delta);
+}
+Status Worker::Inc(const Table& t, uint64_t row, const double* delta) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDense(impl_.get(), ts, row, delta);
+}
+Status Worker::Inc(const Table& t, uint64_t row, const int32_t* delta) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDense(impl_.get(), ts, row, delta);
+}
+Status Worker::Inc(const Table& t, uint64_t row, const int64_t* delta) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDense(impl_.get(), ts, row, delta);
+}
+
+Status Worker::IncCell(const Table& t, uint64_t row, uint32_t col, double value) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  const RowFormat& f = ts->format;
+  if ((f.kind == RowKind::kDense || f.width != 0) && col >= f.width) {
+    return Status::InvalidArgument("column " + std::to_string(col) + " is outside table '" +
+                                   ts->schema.name + "' (width " + std::to_string(f.width) + ")");
+  }
+  if (f.kind == RowKind::kDense) {
+    impl_->client_->IncDenseCell(impl_->clock_, impl_->stats_.get(), ts, row, col, value);
+    return Status::OK();
+  }
+  std::string enc;
+  switch (f.type) {
+    case ElementType::kF32:
+      enc = OneCellSparse<float>(col, value);
+      break;
+    case ElementType::kF64:
+      enc = OneCellSparse<double>(col, value);
+      break;
+    case ElementType::kI32:
+      enc = OneCellSparse<int32_t>(col, value);
+      break;
+    case ElementType::kI64:
+      enc = OneCellSparse<int64_t>(col, value);
+      break;
+  }
+  impl_->client_->IncRow(impl_->clock_, impl_->stats_.get(), ts, row, enc);
+  return Status::OK();
+}
+
+Status Worker::Inc(const Table& t, uint64_t row,
+                   const std::vector<std::pair<uint32_t, float>>& delta) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncSparse(impl_.get(), ts, row, delta);
+}
+Status Worker::Inc(const Table& t, uint64_t row,
+                   const std::vector<std::pair<uint32_t, double>>& delta) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncSparse(impl_.get(), ts, row, delta);
+}
+Status Worker::Inc(const Table& t, uint64_t row,
+                   const std::vector<std::pair<uint32_t, int32_t>>& delta) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncSparse(impl_.get(), ts, row, delta);
+}
+Status Worker::Inc(const Table& t, uint64_t row,
+                   const std::vector<std::pair<uint32_t, int64_t>>& delta) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncSparse(impl_.get(), ts, row, delta);
+}
+
+Status Worker::BatchInc(const Table& t, const std::vector<uint64_t>& rows,
+                        const std::vector<std::string>& encoded_deltas) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  if (rows.size() != encoded_deltas.size()) {
+    return Status::InvalidArgument("BatchInc: " + std::to_string(rows.size()) + " rows but " +
+                                   std::to_string(encoded_deltas.size()) + " deltas");
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Status s = ValidateRow(ts->format, encoded_deltas[i]);
+    if (!s.ok()) return s.WithPrefix("BatchInc delta " + std::to_string(i));
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    impl_->client_->IncRow(impl_->clock_, impl_->stats_.get(), ts, rows[i], encoded_deltas[i]);
+  }
+  return Status::OK();
+}
+
+Status Worker::Clock() { return impl_->client_->ClockWorker(&impl_->clock_, impl_->stats_.get()); }
+
+Status Worker::GlobalBarrier() {
+  return impl_->client_->GlobalBarrier(impl_->clock_, impl_->stats_.get());
+}
+
+#undef PACE_TABLE_OR_RETURN
+
+}  // namespace pace

@@ -1,0 +1,308 @@
+// Client::Impl and Worker::Impl: the client library's engine. Internal to
+// client/; the public contract is client/pace.h and DESIGN.md section 1.
+//
+// Pieces:
+// - shards_: one ShardState per shard (its channel, unacknowledged batches,
+//   requests in flight for re-issue after a reconnect, pushed version,
+//   connection health).
+// - stripes_: the process cache + oplog (client/row_cache.h).
+// - the worker clock registry: the process clock is the min over registered
+//   workers; when it advances from c to c+1, SendClock(c) sends each shard its
+//   coalesced clock-c deltas (possibly none) as Apply{c}.
+//
+// Lock order (outer first): clock_mu_ -> send_mu_ -> CacheStripe::mu ->
+// ShardState::mu -> channel internals. Inbound handlers never hold a stripe
+// lock and a ShardState::mu at the same time except in that order, and never
+// take clock_mu_ or send_mu_ except OnReconnect (send_mu_ first). Channel Send
+// is a leaf (it never calls back), so it may be called under any of them.
+//
+// Thread-safety: all public methods are safe to call concurrently; a worker's
+// own state (its clock) is passed in by its single owning thread.
+#ifndef PACE_CLIENT_CLIENT_IMPL_H_
+#define PACE_CLIENT_CLIENT_IMPL_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "client/pace.h"
+#include "client/row_cache.h"
+#include "client/shard_channel.h"
+#include "client/table_state.h"
+#include "client/worker_stats.h"
+#include "common/hash.h"
+#include "net/messages.h"
+
+namespace pace {
+namespace client {
+
+// A request/reply exchange (CreateTable, ListTables, DescribeTable, Stats).
+struct RpcCall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  net::Message reply;
+};
+
+// A request in flight, re-sent after a reconnect. Reads have no RpcCall.
+struct InFlight {
+  net::Message msg;
+  std::shared_ptr<RpcCall> rpc;
+};
+
+// A sent, unacknowledged Apply: its clock and the rows it carried (their
+// deltas stay in the cache entries' `pending` until the Ack).
+struct SentBatch {
+  ClockT clock = 0;
+  std::vector<RowKey> keys;
+};
+
+struct ShardState {
+  uint32_t id = 0;
+  std::unique_ptr<ShardChannel> channel;
+
+  // Highest PushDone version: every subscribed row of this shard is current
+  // as of it.
+  std::atomic<Version> pushed_version{0};
+  // Highest shard clock this process has seen (replies, pushes, stats).
+  std::atomic<Version> known_clock{0};
+  // Every batch of clock < acked_through is acknowledged (and purged).
+  std::atomic<ClockT> acked_through{0};
+  // Every batch of clock < sent_through has been sent.
+  std::atomic<ClockT> sent_through{0};
+  std::atomic<bool> connected{true};
+  std::atomic<int64_t> disconnected_since_ms{0};
+  std::atomic<bool> failed{false};
+
+  mutable std::mutex mu;
+  std::deque<SentBatch> unacked;          // guarded by mu, clock order
+  std::map<uint64_t, InFlight> requests;  // guarded by mu, by req_id
+  Status fatal;                           // guarded by mu; set once
+};
+
+inline int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Approximate encoded size of a message's payload (row bytes + keys + a fixed
+// header), for the bytes_sent / bytes_received counters.
+uint64_t ApproxBytes(const net::Message& m);
+
+}  // namespace client
+
+class Client::Impl : public client::ChannelListener {
+ public:
+  // Starts every channel (index = shard id), checks their Welcomes and builds
+  // the client. Used by Client::Open and by tests with fake channels.
+  static Status Create(const ClientOptions& options,
+                       std::vector<std::unique_ptr<client::ShardChannel>> channels, bool embedded,
+                       std::unique_ptr<Client>* client);
+  ~Impl() override;
+
+  // --- Tables -------------------------------------------------------------
+  Status CreateTable(const TableSchema& schema, client::TableState** state);
+  Status OpenTable(std::string_view name, client::TableState** state);
+  Status ListTables(std::vector<TableSchema>* tables);
+
+  // --- Workers and clocks --------------------------------------------------
+  ClockT RegisterWorker(std::shared_ptr<client::WorkerStats>* stats);
+  void DeregisterWorker(ClockT clock);
+  // Ends clock *clock of a worker and increments it.
+  Status ClockWorker(ClockT* clock, client::WorkerStats* ws);
+  Status GlobalBarrier(ClockT clock, client::WorkerStats* ws);
+  Status Flush();
+
+  // --- Reads and updates ---------------------------------------------------
+  // Calls fn(const CacheEntry&, Version v) under the row's stripe lock with a
+  // value that satisfies the read rule for a worker at clock c.
+  template <typename Fn>
+  Status ReadRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row, Fn&& fn);
+  // Adds a delta (already validated for t's format) at clock c.
+  void IncRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
+              std::string_view delta);
+  void IncDenseCell(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
+                    uint32_t col, double value);
+
+  // --- Introspection -------------------------------------------------------
+  ClockT start_clock() const { return start_clock_; }
+  ClientId client_id() const { return options_.client_id; }
+  uint32_t num_clients() const { return options_.num_clients; }
+  uint32_t num_shards() const { return static_cast<uint32_t>(shards_.size()); }
+  bool embedded() const { return embedded_; }
+  ClientStats Stats() const;
+  void ResetStats();
+
+  // --- ChannelListener -----------------------------------------------------
+  void OnMessage(uint32_t shard, net::Message m) override;
+  void OnDisconnect(uint32_t shard, const Status& why) override;
+  void OnReconnect(uint32_t shard, const net::Welcome& welcome) override;
+
+ private:
+  static constexpr size_t kNumStripes = 64;
+  // A worker's Clock() blocks while it is this many clocks ahead of the
+  // oldest unacknowledged batch (bounds the oplog when a shard is slow).
+  static constexpr ClockT kMaxClocksInFlight = 64;
+
+  Impl(const ClientOptions& options, bool embedded);
+
+  client::CacheStripe& StripeFor(const RowKey& key) {
+    return stripes_[RowKeyHash()(key) & (kNumStripes - 1)];
+  }
+  uint32_t ShardOfKey(const RowKey& key) const {
+    return shards_.size() == 1 ? 0 : ShardOf(key.table, key.row, num_shards());
+  }
+  Version EffectiveVersion(const client::CacheEntry& e) const {
+    if (!e.subscribed) return e.version;
+    Version pushed = shards_[e.shard]->pushed_version.load(std::memory_order_acquire);
+    return pushed > e.version ? pushed : e.version;
+  }
+  client::TableCounters* Counters(client::WorkerStats* ws, client::TableState* t) {
+    return ws->For(t->index, t->hist_bound);
+  }
+
+  // Slow path of ReadRow: waits (stripe lock held in `lock`) until the row has
+  // a fresh enough value; on OK *entry and *version are set.
+  Status WaitForRow(ClockT c, client::WorkerStats* ws, client::TableState* t, const RowKey& key,
+                    client::CacheStripe& st, std::unique_lock<std::mutex>& lock,
+                    client::CacheEntry** entry, Version* version);
+  // Sends Read{row, min_version, subscribe} for `e`. REQUIRES: e's stripe lock.
+  void SendRead(client::CacheEntry* e, Version min_version, bool subscribe);
+  // Evicts over-budget values of `st` (stripe lock held), sending
+  // Unsubscribe for subscribed ones.
+  void EvictLocked(client::CacheStripe& st);
+
+  // OK, or why shard `k` cannot serve now (gone longer than the timeout, or
+  // a fatal protocol error).
+  Status ShardHealth(uint32_t k) const;
+  Status AllShardsHealth() const;
+  void SetFatal(uint32_t k, const Status& s);
+  // Wakes every waiter (stripes, progress, rpcs) to re-check state.
+  void NotifyAll();
+
+  // Sends batches for clocks [from, to). REQUIRES: send_mu_ held.
+  void SendClocks(ClockT from, ClockT to);
+  // Builds shard k's Apply for an unacked batch from the entries' pending
+  // deltas. REQUIRES: send_mu_ held.
+  net::Apply RebuildBatch(const client::SentBatch& b);
+  void SendToShard(uint32_t k, net::Message m);
+  // Request/reply with shard k; waits for the reply (or health failure).
+  Status Call(uint32_t k, net::Message request, net::Message* reply);
+  uint64_t NextReqId() { return next_req_id_.fetch_add(1, std::memory_order_relaxed); }
+  Status WaitProgress(const std::function<bool()>& done, const std::function<Status()>& health,
+                      client::WorkerStats* ws, const char* what);
+
+  // Inbound handlers.
+  void HandleReadReply(uint32_t k, net::ReadReply r);
+  void HandlePush(uint32_t k, net::Push p);
+  void HandlePushDone(uint32_t k, const net::PushDone& d);
+  void HandleAck(uint32_t k, const net::Ack& a);
+  void HandleReply(uint32_t k, uint64_t req_id, net::Message m);
+  // Installs one row value from shard k. `read` marks a reply to our Read
+  // (clears one read in flight; `subscribe` as requested).
+  void InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, bool read, bool subscribe);
+  void NoteShardClock(uint32_t k, Version v);
+
+  client::TableState* RegisterTable(const TableSchema& schema);
+  client::TableState* FindTableById(uint32_t id);
+
+  // Constant after construction.
+  const ClientOptions options_;
+  const bool embedded_;
+  ClockT start_clock_ = 0;
+  std::vector<std::unique_ptr<client::ShardState>> shards_;
+
+  mutable client::CacheStripe stripes_[kNumStripes];
+
+  mutable std::mutex tables_mu_;
+  std::map<uint32_t, std::unique_ptr<client::TableState>> tables_;  // guarded by tables_mu_
+
+  mutable std::mutex clock_mu_;
+  std::map<ClockT, int> worker_clocks_;                             // guarded by clock_mu_
+  ClockT process_clock_ = 0;                                        // guarded by clock_mu_
+  std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_;  // guarded by clock_mu_
+
+  std::mutex send_mu_;  // orders Apply batches per shard
+
+  std::mutex progress_mu_;
+  std::condition_variable progress_cv_;  // acks, shard clocks, health changes
+
+  std::atomic<uint64_t> next_req_id_{1};
+
+  // Client-wide counters (not on hot paths).
+  std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, rows_sent_{0}, rows_received_{0},
+      batches_sent_{0}, batches_resent_{0};
+
+  // ResetStats baseline (raw totals at the last reset). Guarded by stats_mu_.
+  mutable std::mutex stats_mu_;
+  struct RawTable {
+    std::vector<uint64_t> hist;
+    uint64_t staleness_sum = 0, reads = 0, hits = 0, blocked = 0, fetched = 0, incs = 0, pushes = 0,
+             evictions = 0;
+  };
+  struct RawStats {
+    std::vector<RawTable> tables;  // by table index
+    uint64_t get_blocked_ns = 0, clock_blocked_ns = 0, bytes_sent = 0, bytes_received = 0,
+             rows_sent = 0, rows_received = 0, batches_sent = 0, batches_resent = 0;
+  };
+  RawStats RawTotals() const;
+  RawStats baseline_;
+};
+
+class Worker::Impl {
+ public:
+  Impl(Client::Impl* client, ClockT clock, std::shared_ptr<client::WorkerStats> stats)
+      : client_(client), clock_(clock), stats_(std::move(stats)) {}
+  ~Impl() { client_->DeregisterWorker(clock_); }
+
+  Client::Impl* client_;
+  ClockT clock_;
+  std::shared_ptr<client::WorkerStats> stats_;
+};
+
+// ---------------------------------------------------------------------------
+
+template <typename Fn>
+Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
+                             Fn&& fn) {
+  RowKey key{t->schema.id, row};
+  client::CacheStripe& st = StripeFor(key);
+  client::TableCounters* tc = Counters(ws, t);
+  std::unique_lock<std::mutex> lock(st.mu);
+  client::CacheEntry* e = st.Find(key);
+  Version v = 0;
+  if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c)) {
+    e->referenced = true;
+    fn(*e, v);
+    lock.unlock();
+    if (tc != nullptr) {
+      tc->reads.Add(1);
+      tc->hits.Add(1);
+      tc->RecordStaleness(c - v);
+    }
+    return Status::OK();
+  }
+  RETURN_IF_ERROR(WaitForRow(c, ws, t, key, st, lock, &e, &v));
+  fn(*e, v);
+  lock.unlock();
+  if (tc != nullptr) {
+    tc->reads.Add(1);
+    tc->RecordStaleness(c - v);
+  }
+  return Status::OK();
+}
+
+}  // namespace pace
+
+#endif  // PACE_CLIENT_CLIENT_IMPL_H_

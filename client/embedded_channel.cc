@@ -1,0 +1,195 @@
+#include "client/embedded_channel.h"
+
+#include <glog/logging.h>
+
+#include <atomic>
+#include <utility>
+
+namespace pace::client {
+
+namespace {
+std::atomic<uint64_t> g_next_session_id{1};
+}  // namespace
+
+class EmbeddedChannel::InProcSession : public net::Session {
+ public:
+  InProcSession(EmbeddedChannel* channel, net::Hello hello, uint64_t epoch)
+      : channel_(channel), hello_(std::move(hello)), epoch_(epoch) {}
+
+  uint64_t id() const override { return id_; }
+  const net::Hello& hello() const override { return hello_; }
+  void Send(net::Message m) override { channel_->ToClient(epoch_, std::move(m)); }
+  void Close(const Status& reason) override {
+    // In-process there is no connection to drop: the client learns why.
+    if (!reason.ok()) channel_->ToClient(epoch_, net::Error{0, reason.code(), reason.message()});
+  }
+
+ private:
+  EmbeddedChannel* const channel_;
+  const uint64_t id_ = g_next_session_id.fetch_add(1);
+  const net::Hello hello_;
+  const uint64_t epoch_;
+};
+
+EmbeddedChannel::EmbeddedChannel(const ClientOptions& options) : options_(options) {}
+
+EmbeddedChannel::~EmbeddedChannel() { Shutdown(); }
+
+std::string EmbeddedChannel::Describe() const {
+  return "embedded shard (" + options_.data_dir + ")";
+}
+
+Status EmbeddedChannel::OpenService() {
+  ShardServiceOptions so;
+  so.data_dir = options_.data_dir;
+  so.store.block_cache_mb = options_.block_cache_mb;
+  so.store.sync = options_.sync;
+  so.store.shard_id = 0;
+  so.store.num_shards = 1;
+  so.store.num_clients = options_.num_clients;
+  Status s = ShardService::Open(so, &service_);
+  return s.WithPrefix("opening the embedded shard in '" + options_.data_dir + "'");
+}
+
+Status EmbeddedChannel::Connect(net::Welcome* welcome) {
+  net::Hello hello;
+  hello.client_id = options_.client_id;
+  hello.token = options_.token;
+  hello.role = net::Hello::kClientProcess;
+  RETURN_IF_ERROR(service_->OnHello(hello, welcome));
+  uint64_t epoch;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    epoch = ++epoch_;
+  }
+  session_ = std::make_shared<InProcSession>(this, hello, epoch);
+  service_->OnConnect(session_);
+  return Status::OK();
+}
+
+Status EmbeddedChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
+  listener_ = listener;
+  {
+    std::lock_guard<std::mutex> l(service_mu_);
+    RETURN_IF_ERROR(OpenService());
+    RETURN_IF_ERROR(Connect(welcome));
+  }
+  service_thread_ = std::thread([this] { ServiceLoop(); });
+  delivery_thread_ = std::thread([this] { DeliveryLoop(); });
+  return Status::OK();
+}
+
+void EmbeddedChannel::Send(net::Message m) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (stopping_) return;
+  to_service_.push_back(Item{epoch_, Item::kMessage, std::move(m)});
+  cv_.notify_all();
+}
+
+void EmbeddedChannel::ToClient(uint64_t epoch, net::Message m) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (stopping_ || epoch != epoch_) return;  // the session is gone
+  to_client_.push_back(Item{epoch, Item::kMessage, std::move(m)});
+  cv_.notify_all();
+}
+
+void EmbeddedChannel::SimulateReconnect() {
+  std::lock_guard<std::mutex> l(mu_);
+  to_client_.push_back(Item{0, Item::kReconnect, {}});
+  cv_.notify_all();
+}
+
+void EmbeddedChannel::SimulateRestart() {
+  std::lock_guard<std::mutex> l(mu_);
+  to_client_.push_back(Item{0, Item::kRestart, {}});
+  cv_.notify_all();
+}
+
+void EmbeddedChannel::ServiceLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    cv_.wait(l, [&] { return stopping_ || !to_service_.empty(); });
+    // Drain what was sent before Shutdown: those are the client's batches.
+    if (to_service_.empty()) return;
+    Item item = std::move(to_service_.front());
+    to_service_.pop_front();
+    l.unlock();
+    {
+      std::lock_guard<std::mutex> s(service_mu_);
+      uint64_t current;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        current = epoch_;
+      }
+      if (item.epoch == current && service_ != nullptr) {
+        service_->OnMessage(session_, std::move(item.m));
+      }
+    }
+    l.lock();
+  }
+}
+
+void EmbeddedChannel::DeliveryLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    cv_.wait(l, [&] { return stopping_ || !to_client_.empty(); });
+    if (stopping_) return;
+    Item item = std::move(to_client_.front());
+    to_client_.pop_front();
+    if (item.kind == Item::kMessage && item.epoch != epoch_) continue;
+    l.unlock();
+    if (item.kind == Item::kMessage) {
+      listener_->OnMessage(0, std::move(item.m));
+    } else {
+      Reconnect(item.kind == Item::kRestart);
+    }
+    l.lock();
+  }
+}
+
+void EmbeddedChannel::Reconnect(bool restart) {
+  {
+    // Everything in flight on the old session is lost, as on a dropped TCP
+    // connection.
+    std::lock_guard<std::mutex> l(mu_);
+    ++epoch_;
+    to_service_.clear();
+    to_client_.clear();
+  }
+  listener_->OnDisconnect(
+      0, Status::Unavailable(restart ? "simulated restart" : "simulated disconnect"));
+  net::Welcome welcome;
+  Status s;
+  {
+    std::lock_guard<std::mutex> l(service_mu_);
+    service_->OnDisconnect(session_);
+    session_.reset();
+    if (restart) {
+      service_.reset();
+      s = OpenService();
+    }
+    if (s.ok()) s = Connect(&welcome);
+  }
+  if (!s.ok()) {
+    LOG(ERROR) << "embedded shard could not be reopened: " << s.ToString();
+    listener_->OnMessage(0, net::Error{0, s.code(), s.message()});
+    return;
+  }
+  listener_->OnReconnect(0, welcome);
+}
+
+void EmbeddedChannel::Shutdown() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopping_ && !service_thread_.joinable()) return;
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (delivery_thread_.joinable()) delivery_thread_.join();
+  if (service_thread_.joinable()) service_thread_.join();
+  std::lock_guard<std::mutex> l(service_mu_);
+  if (service_ != nullptr && session_ != nullptr) service_->OnDisconnect(session_);
+  session_.reset();
+}
+
+}  // namespace pace::client

@@ -1,0 +1,88 @@
+// EmbeddedChannel: a ShardChannel to a ShardService running in this process
+// (embedded mode: ClientOptions::servers empty). The channel owns the service,
+// opened on ClientOptions::data_dir as shard 0 of 1.
+//
+// Like a network, it delivers through queues: client->service messages are
+// handed to the service by a dedicated service thread, service->client
+// messages to the listener by a dedicated delivery thread, each in order.
+// So the service (which sends while holding its lock) and the client (which
+// sends while holding its own) never call into each other synchronously, and
+// no lock-order inversion is possible.
+//
+// For tests it can simulate a lost connection (SimulateReconnect: messages in
+// flight in either direction are lost, the service sees the session go and a
+// new one come) and a server restart (SimulateRestart: additionally the
+// service is closed and reopened from its data directory).
+//
+// Thread-safety: Send and the Simulate* calls are safe from any thread.
+#ifndef PACE_CLIENT_EMBEDDED_CHANNEL_H_
+#define PACE_CLIENT_EMBEDDED_CHANNEL_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "client/pace.h"
+#include "client/shard_channel.h"
+#include "server/shard_service.h"
+
+namespace pace::client {
+
+class EmbeddedChannel : public ShardChannel {
+ public:
+  explicit EmbeddedChannel(const ClientOptions& options);
+  ~EmbeddedChannel() override;
+
+  Status Start(ChannelListener* listener, net::Welcome* welcome) override;
+  void Send(net::Message m) override;
+  void Shutdown() override;
+  std::string Describe() const override;
+
+  // Test hooks. Queue a disconnect + reconnect (or restart) event that the
+  // delivery thread performs in order with the messages before it.
+  void SimulateReconnect();
+  void SimulateRestart();
+
+ private:
+  class InProcSession;
+  struct Item {
+    uint64_t epoch = 0;
+    enum Kind { kMessage, kReconnect, kRestart } kind = kMessage;
+    net::Message m;
+  };
+
+  Status OpenService();
+  // Opens a new session on the service (epoch_ + 1). REQUIRES: service_mu_.
+  Status Connect(net::Welcome* welcome);
+  // Called by InProcSession::Send/Close.
+  void ToClient(uint64_t epoch, net::Message m);
+  void ServiceLoop();
+  void DeliveryLoop();
+  void Reconnect(bool restart);
+
+  const ClientOptions options_;
+  ChannelListener* listener_ = nullptr;
+
+  std::mutex mu_;  // guards the queues, epoch_, stopping_ (a leaf lock)
+  std::condition_variable cv_;
+  std::deque<Item> to_service_;
+  std::deque<Item> to_client_;
+  uint64_t epoch_ = 0;
+  bool stopping_ = false;
+
+  // Held while the service handles a message or is replaced.
+  std::mutex service_mu_;
+  std::shared_ptr<InProcSession> session_;  // guarded by service_mu_
+  std::unique_ptr<ShardService> service_;   // guarded by service_mu_
+
+  std::thread service_thread_;
+  std::thread delivery_thread_;
+};
+
+}  // namespace pace::client
+
+#endif  // PACE_CLIENT_EMBEDDED_CHANNEL_H_

@@ -1,0 +1,257 @@
+// Client::Impl: messages from shards (replies, pushes, acks) and connection
+// events. Each shard's messages arrive on one thread, in order.
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <utility>
+#include <variant>
+
+#include "client/client_impl.h"
+
+namespace pace {
+
+using client::CacheEntry;
+using client::CacheStripe;
+using client::InFlight;
+using client::NowMs;
+using client::SentBatch;
+using client::ShardState;
+using client::TableState;
+
+void Client::Impl::OnMessage(uint32_t k, net::Message m) {
+  bytes_received_.fetch_add(client::ApproxBytes(m), std::memory_order_relaxed);
+  if (auto* r = std::get_if<net::ReadReply>(&m)) return HandleReadReply(k, std::move(*r));
+  if (auto* p = std::get_if<net::Push>(&m)) return HandlePush(k, std::move(*p));
+  if (auto* d = std::get_if<net::PushDone>(&m)) return HandlePushDone(k, *d);
+  if (auto* a = std::get_if<net::Ack>(&m)) return HandleAck(k, *a);
+  if (auto* t = std::get_if<net::TablesReply>(&m)) return HandleReply(k, t->req_id, std::move(m));
+  if (auto* s = std::get_if<net::StatsReply>(&m)) {
+    NoteShardClock(k, s->shard_clock);
+    return HandleReply(k, s->req_id, std::move(m));
+  }
+  if (auto* e = std::get_if<net::Error>(&m)) {
+    if (e->req_id != 0) return HandleReply(k, e->req_id, std::move(m));
+    return SetFatal(k, e->ToStatus().WithPrefix("error from shard"));
+  }
+  LOG(WARNING) << shards_[k]->channel->Describe() << " sent an unexpected " << net::MessageName(m)
+               << "; ignored";
+}
+
+void Client::Impl::HandleReply(uint32_t k, uint64_t req_id, net::Message m) {
+  ShardState& sh = *shards_[k];
+  InFlight req;
+  {
+    std::lock_guard<std::mutex> l(sh.mu);
+    auto it = sh.requests.find(req_id);
+    if (it == sh.requests.end()) return;  // answered before a reconnect, or abandoned
+    req = std::move(it->second);
+    sh.requests.erase(it);
+  }
+  if (req.rpc != nullptr) {
+    std::lock_guard<std::mutex> l(req.rpc->mu);
+    req.rpc->reply = std::move(m);
+    req.rpc->done = true;
+    req.rpc->cv.notify_all();
+    return;
+  }
+  // An Error answering one of our Reads: the shard cannot serve the row
+  // (e.g. an unknown table). Nothing to retry: fail the shard loudly.
+  if (const auto* read = std::get_if<net::Read>(&req.msg)) {
+    for (uint64_t row : read->rows) {
+      RowKey key{read->table, row};
+      CacheStripe& st = StripeFor(key);
+      std::lock_guard<std::mutex> l(st.mu);
+      if (CacheEntry* e = st.Find(key)) {
+        if (e->reads_in_flight > 0 && --e->reads_in_flight == 0) e->fetch_min = -1;
+        st.MaybeErase(e);
+      }
+    }
+    const auto* err = std::get_if<net::Error>(&m);
+    SetFatal(k, (err ? err->ToStatus() : Status::Internal(net::MessageName(m)))
+                    .WithPrefix("Read of table " + std::to_string(read->table) + " failed"));
+  }
+}
+
+void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
+  ShardState& sh = *shards_[k];
+  InFlight req;
+  {
+    std::lock_guard<std::mutex> l(sh.mu);
+    auto it = sh.requests.find(r.req_id);
+    if (it == sh.requests.end()) return;
+    req = std::move(it->second);
+    sh.requests.erase(it);
+  }
+  const auto* read = std::get_if<net::Read>(&req.msg);
+  if (read == nullptr) {
+    SetFatal(k, Status::Internal("ReadReply answers a request that was not a Read"));
+    return;
+  }
+  NoteShardClock(k, r.version);
+  rows_received_.fetch_add(r.rows.size(), std::memory_order_relaxed);
+  for (size_t i = 0; i < read->rows.size(); ++i) {
+    net::RowData* data = nullptr;
+    if (i < r.rows.size() && r.rows[i].row == read->rows[i] && r.rows[i].table == read->table) {
+      data = &r.rows[i];
+    } else {
+      for (auto& d : r.rows) {
+        if (d.row == read->rows[i] && d.table == read->table) data = &d;
+      }
+    }
+    if (data == nullptr) {
+      SetFatal(k, Status::Corruption("ReadReply lacks row " + std::to_string(read->rows[i]) +
+                                     " of table " + std::to_string(read->table)));
+      return;
+    }
+    InstallRow(k, *data, r.version, r.applied_clock, /*read=*/true, read->subscribe);
+  }
+  std::lock_guard<std::mutex> l(progress_mu_);
+  progress_cv_.notify_all();
+}
+
+void Client::Impl::HandlePush(uint32_t k, net::Push p) {
+  NoteShardClock(k, p.version);
+  rows_received_.fetch_add(p.rows.size(), std::memory_order_relaxed);
+  for (net::RowData& row : p.rows) {
+    InstallRow(k, row, p.version, p.applied_clock, /*read=*/false, /*subscribe=*/false);
+  }
+}
+
+void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
+  ShardState& sh = *shards_[k];
+  Version cur = sh.pushed_version.load();
+  if (d.version > cur) sh.pushed_version.store(d.version, std::memory_order_release);
+  NoteShardClock(k, d.version);
+  for (CacheStripe& st : stripes_) {
+    std::lock_guard<std::mutex> l(st.mu);
+    if (st.waiters > 0) st.cv.notify_all();
+  }
+  std::lock_guard<std::mutex> l(progress_mu_);
+  progress_cv_.notify_all();
+}
+
+void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, bool read,
+                              bool subscribe) {
+  ShardState& sh = *shards_[k];
+  RowKey key{row.table, row.row};
+  CacheStripe& st = StripeFor(key);
+  Status bad;
+  {
+    std::lock_guard<std::mutex> l(st.mu);
+    CacheEntry* e = st.Find(key);
+    if (e == nullptr) return;  // nobody holds or wants the row any more
+    if (read && e->reads_in_flight > 0 && --e->reads_in_flight == 0) e->fetch_min = -1;
+    if (!read && !e->subscribed) {
+      st.MaybeErase(e);  // a push racing with our eviction of the row
+      return;
+    }
+    bad = ValidateRow(e->table->format, row.bytes);
+    if (bad.ok()) {
+      if (a < sh.acked_through.load(std::memory_order_acquire)) {
+        // The value predates an Ack we already processed, so the deltas it
+        // lacks were purged: it cannot be rebased. Drop it and ask again
+        // (a correct shard never sends this; see DESIGN notes in
+        // docs/client-example.md).
+        LOG(WARNING) << "stale-applied value for row " << key.table << "/" << key.row
+                     << " (applied " << a << " < acked " << sh.acked_through.load()
+                     << "); refetching";
+        if (!read) {
+          e->subscribed = false;
+          st.DropValue(e);
+        }
+        if (e->waiters > 0 || !read) SendRead(e, v, e->table->push);
+      } else {
+        if (!e->has_value || v >= e->version) st.InstallValue(e, std::move(row.bytes), v, a);
+        if (read && subscribe) e->subscribed = true;
+        if (!read) e->table->pushes_applied.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (st.waiters > 0) st.cv.notify_all();
+      EvictLocked(st);
+    }
+    st.MaybeErase(e);
+  }
+  if (!bad.ok()) {
+    SetFatal(k, Status::Corruption("bad row " + std::to_string(key.table) + "/" +
+                                   std::to_string(key.row) + ": " + bad.ToString()));
+  }
+}
+
+void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
+  ShardState& sh = *shards_[k];
+  std::vector<SentBatch> done;
+  {
+    std::lock_guard<std::mutex> l(sh.mu);
+    while (!sh.unacked.empty() && sh.unacked.front().clock <= a.clock) {
+      done.push_back(std::move(sh.unacked.front()));
+      sh.unacked.pop_front();
+    }
+  }
+  if (done.empty()) return;  // a duplicate Ack after a re-send
+  // Published before purging: InstallRow then refuses values that would need
+  // the purged deltas (only for shard k, whose messages we handle in order).
+  sh.acked_through.store(done.back().clock + 1, std::memory_order_release);
+  for (const SentBatch& b : done) {
+    for (const RowKey& key : b.keys) {
+      CacheStripe& st = StripeFor(key);
+      std::lock_guard<std::mutex> l(st.mu);
+      st.PurgeAcked(key, b.clock);
+    }
+  }
+  std::lock_guard<std::mutex> l(progress_mu_);
+  progress_cv_.notify_all();
+}
+
+void Client::Impl::OnDisconnect(uint32_t k, const Status& why) {
+  ShardState& sh = *shards_[k];
+  sh.disconnected_since_ms.store(NowMs());
+  sh.connected.store(false, std::memory_order_release);
+  LOG(WARNING) << sh.channel->Describe() << " disconnected: " << why.ToString() << "; reconnecting";
+  NotifyAll();
+}
+
+void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
+  ShardState& sh = *shards_[k];
+  if (w.shard_id != k || w.num_shards != num_shards() || w.num_clients != num_clients()) {
+    SetFatal(k, Status::FailedPrecondition("reconnected to a shard with another identity"));
+    return;
+  }
+  NoteShardClock(k, w.shard_clock);
+  std::lock_guard<std::mutex> send_lock(send_mu_);  // no new batches meanwhile
+  // 1. Unacknowledged batches, in clock order (the shard skips duplicates).
+  //    sh.unacked only changes under send_mu_ (append) or on this thread
+  //    (Acks), so it is stable here.
+  std::vector<const SentBatch*> batches;
+  {
+    std::lock_guard<std::mutex> l(sh.mu);
+    for (const SentBatch& b : sh.unacked) batches.push_back(&b);
+  }
+  for (const SentBatch* b : batches) {
+    net::Apply apply = RebuildBatch(*b);
+    batches_resent_.fetch_add(1, std::memory_order_relaxed);
+    SendToShard(k, std::move(apply));
+  }
+  // 2. Requests in flight (reads, table calls).
+  std::vector<net::Message> again;
+  {
+    std::lock_guard<std::mutex> l(sh.mu);
+    for (const auto& [id, req] : sh.requests) again.push_back(req.msg);
+  }
+  for (net::Message& m : again) SendToShard(k, std::move(m));
+  // 3. Subscriptions live in the old session: subscribe again. Until the
+  //    reply, the row keeps the version the old session vouched for.
+  for (CacheStripe& st : stripes_) {
+    std::lock_guard<std::mutex> l(st.mu);
+    for (auto& [key, e] : st.map) {
+      if (e.shard != k || !e.subscribed) continue;
+      e.version = EffectiveVersion(e);
+      e.subscribed = false;
+      SendRead(&e, 0, true);
+    }
+  }
+  sh.connected.store(true, std::memory_order_release);
+  LOG(INFO) << sh.channel->Describe() << " reconnected; re-sent " << batches.size()
+            << " batches and " << again.size() << " requests";
+  NotifyAll();
+}
+
+}  // namespace pace

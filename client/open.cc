@@ -1,0 +1,100 @@
+// Client::Open (choosing embedded or remote channels) and the option helpers
+// ParseServers and ClientIdFromEnvironment.
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client_impl.h"
+#include "client/embedded_channel.h"
+#include "client/pace.h"
+#include "client/remote_channel.h"
+#include "net/address.h"
+
+namespace pace {
+
+Status Client::Open(const ClientOptions& options, std::unique_ptr<Client>* client) {
+  std::vector<std::unique_ptr<client::ShardChannel>> channels;
+  const bool embedded = options.servers.empty();
+  if (embedded) {
+    if (options.data_dir.empty()) {
+      return Status::InvalidArgument("embedded mode needs a data_dir");
+    }
+    channels.push_back(std::make_unique<client::EmbeddedChannel>(options));
+  } else {
+    if (options.connect_timeout_ms <= 0 || options.shard_timeout_ms <= 0) {
+      return Status::InvalidArgument("connect_timeout_ms and shard_timeout_ms must be > 0");
+    }
+    for (size_t k = 0; k < options.servers.size(); ++k) {
+      net::RemoteShardOptions ro;
+      RETURN_IF_ERROR(net::ParseHostPort(options.servers[k], &ro.host, &ro.port)
+                          .WithPrefix("server " + std::to_string(k)));
+      ro.hello.client_id = options.client_id;
+      ro.hello.token = options.token;
+      ro.hello.role = net::Hello::kClientProcess;
+      ro.connect_timeout_ms = static_cast<int>(options.connect_timeout_ms);
+      channels.push_back(std::make_unique<client::RemoteChannel>(static_cast<uint32_t>(k), ro));
+    }
+  }
+  return Impl::Create(options, std::move(channels), embedded, client);
+}
+
+Status ParseServers(std::string_view list, ClientOptions* options) {
+  std::vector<std::string> servers;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string_view::npos) comma = list.size();
+    std::string_view item = list.substr(start, comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    std::string host;
+    uint16_t port = 0;
+    Status s = net::ParseHostPort(item, &host, &port);
+    if (!s.ok()) {
+      return Status::InvalidArgument("bad server '" + std::string(item) + "' in '" +
+                                     std::string(list) + "': " + s.message());
+    }
+    if (port == 0) {
+      return Status::InvalidArgument("server '" + std::string(item) + "' needs a nonzero port");
+    }
+    servers.emplace_back(item);
+    start = comma + 1;
+  }
+  options->servers = std::move(servers);
+  return Status::OK();
+}
+
+namespace {
+
+bool ReadUint(const char* name, uint64_t* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return false;
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  if (end == v || *end != '\0') return false;
+  *out = x;
+  return true;
+}
+
+}  // namespace
+
+bool ClientIdFromEnvironment(ClientOptions* options) {
+  static const char* const kPairs[][2] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+      {"PMI_RANK", "PMI_SIZE"},
+      {"SLURM_PROCID", "SLURM_NTASKS"},
+  };
+  for (const auto& pair : kPairs) {
+    uint64_t rank = 0, size = 0;
+    if (ReadUint(pair[0], &rank) && ReadUint(pair[1], &size) && size > 0 && rank < size &&
+        size <= UINT32_MAX) {
+      options->client_id = static_cast<ClientId>(rank);
+      options->num_clients = static_cast<uint32_t>(size);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace pace

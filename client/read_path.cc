@@ -1,0 +1,132 @@
+// Client::Impl: the read path's slow side (misses, stale rows, blocking),
+// updates, and eviction.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <utility>
+
+#include "client/client_impl.h"
+
+namespace pace {
+
+using client::CacheEntry;
+using client::CacheStripe;
+using client::InFlight;
+using client::ShardState;
+using client::TableState;
+
+Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t, const RowKey& key,
+                                CacheStripe& st, std::unique_lock<std::mutex>& lock,
+                                CacheEntry** entry, Version* version) {
+  client::TableCounters* tc = Counters(ws, t);
+  CacheEntry* e = st.Find(key);
+  bool waited = false;
+  std::chrono::steady_clock::time_point start;
+  Status result;
+  Version v = 0;
+  for (;;) {
+    if (e == nullptr) e = st.FindOrCreate(key, ShardOfKey(key), t);
+    if (e->has_value) {
+      v = EffectiveVersion(*e);
+      if (t->policy.IsFresh(v, c)) break;
+    }
+    result = ShardHealth(e->shard);
+    if (!result.ok()) break;
+    // Subscribed rows are refreshed by pushes; everything else is pulled.
+    if (!(t->push && e->subscribed)) {
+      Version need = t->policy.MinVersion(c);
+      if (e->reads_in_flight == 0 || e->fetch_min < need) {
+        SendRead(e, need, t->push);
+        if (tc != nullptr) tc->fetched.Add(1);
+      }
+    }
+    if (!waited) {
+      waited = true;
+      start = std::chrono::steady_clock::now();
+      if (tc != nullptr) tc->blocked.Add(1);
+    }
+    ++e->waiters;
+    ++st.waiters;
+    st.cv.wait_for(lock, std::chrono::milliseconds(100));
+    --e->waiters;
+    --st.waiters;
+  }
+  if (waited) {
+    ws->get_blocked_ns.Add(
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count()));
+  }
+  if (!result.ok()) {
+    st.MaybeErase(e);
+    return result;
+  }
+  *entry = e;
+  *version = v;
+  return Status::OK();
+}
+
+void Client::Impl::SendRead(CacheEntry* e, Version min_version, bool subscribe) {
+  uint64_t id = NextReqId();
+  net::Read r;
+  r.req_id = id;
+  r.table = e->key.table;
+  r.rows.push_back(e->key.row);
+  r.min_version = min_version;
+  r.subscribe = subscribe;
+  ShardState& sh = *shards_[e->shard];
+  {
+    std::lock_guard<std::mutex> l(sh.mu);
+    sh.requests.emplace(id, InFlight{r, nullptr});
+  }
+  ++e->reads_in_flight;
+  e->fetch_min = std::max(e->fetch_min, min_version);
+  SendToShard(e->shard, std::move(r));
+}
+
+void Client::Impl::EvictLocked(CacheStripe& st) {
+  if (st.bytes <= st.budget) return;
+  // (shard, table) -> rows to unsubscribe.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> unsub;
+  st.EvictOverBudget([&](CacheEntry* e) {
+    e->table->evictions.fetch_add(1, std::memory_order_relaxed);
+    if (e->subscribed) {
+      e->subscribed = false;
+      unsub[{e->shard, e->key.table}].push_back(e->key.row);
+    }
+  });
+  // Sent under the stripe lock so that a later re-subscribing Read of the same
+  // row cannot overtake the Unsubscribe.
+  for (auto& [where, rows] : unsub) {
+    SendToShard(where.first, net::Unsubscribe{where.second, std::move(rows)});
+  }
+}
+
+void Client::Impl::IncRow(ClockT c, client::WorkerStats* ws, TableState* t, uint64_t row,
+                          std::string_view delta) {
+  RowKey key{t->schema.id, row};
+  CacheStripe& st = StripeFor(key);
+  {
+    std::lock_guard<std::mutex> l(st.mu);
+    CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
+    st.AddDelta(e, c, delta);
+    if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
+  }
+  client::TableCounters* tc = Counters(ws, t);
+  if (tc != nullptr) tc->incs.Add(1);
+}
+
+void Client::Impl::IncDenseCell(ClockT c, client::WorkerStats* ws, TableState* t, uint64_t row,
+                                uint32_t col, double value) {
+  RowKey key{t->schema.id, row};
+  CacheStripe& st = StripeFor(key);
+  {
+    std::lock_guard<std::mutex> l(st.mu);
+    CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
+    st.AddDenseCell(e, c, col, value);
+  }
+  client::TableCounters* tc = Counters(ws, t);
+  if (tc != nullptr) tc->incs.Add(1);
+}
+
+}  // namespace pace

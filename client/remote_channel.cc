@@ -1,0 +1,163 @@
+#include "client/remote_channel.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+namespace pace::client {
+
+namespace {
+// Each reconnect attempt runs RemoteShard::Connect for at most this long
+// (it backs off internally), then starts over.
+constexpr int kReconnectSliceMs = 2000;
+}  // namespace
+
+RemoteChannel::RemoteChannel(uint32_t shard, net::RemoteShardOptions options)
+    : shard_(shard), options_(std::move(options)) {}
+
+RemoteChannel::~RemoteChannel() { Shutdown(); }
+
+std::string RemoteChannel::Describe() const {
+  return "shard " + std::to_string(shard_) + " (" + options_.host + ":" +
+         std::to_string(options_.port) + ")";
+}
+
+Status RemoteChannel::ConnectOnce(int timeout_ms, std::unique_ptr<net::RemoteShard>* out,
+                                  uint64_t gen) {
+  net::RemoteShardOptions o = options_;
+  o.connect_timeout_ms = timeout_ms;
+  return net::RemoteShard::Connect(
+      o, [this, gen](net::Message m) { OnConnMessage(gen, std::move(m)); },
+      [this, gen](const Status& why) { OnConnLost(gen, why); }, out);
+}
+
+Status RemoteChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
+  listener_ = listener;
+  std::unique_ptr<net::RemoteShard> conn;
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    gen = ++gen_;
+  }
+  RETURN_IF_ERROR(ConnectOnce(options_.connect_timeout_ms, &conn, gen));
+  *welcome = conn->welcome();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    conn_ = std::move(conn);
+  }
+  reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
+  // The listener is ready once Start returns; deliver anything that came.
+  std::unique_lock<std::mutex> l(mu_);
+  while (!held_.empty()) {
+    net::Message m = std::move(held_.front());
+    held_.pop_front();
+    l.unlock();
+    listener_->OnMessage(shard_, std::move(m));
+    l.lock();
+  }
+  ready_ = true;
+  return Status::OK();
+}
+
+void RemoteChannel::Send(net::Message m) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (conn_ == nullptr || lost_) return;
+  Status s = conn_->Send(std::move(m));
+  if (!s.ok() && !s.IsUnavailable()) {
+    // E.g. the write queue is full: treat the connection as lost, so that
+    // everything unacknowledged is re-sent on a fresh one.
+    LOG(ERROR) << Describe() << ": send failed (" << s.ToString() << "); reconnecting";
+    lost_ = true;
+    cv_.notify_all();
+  }
+}
+
+void RemoteChannel::OnConnMessage(uint64_t gen, net::Message m) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (gen != gen_) return;
+    if (!ready_) {
+      held_.push_back(std::move(m));
+      return;
+    }
+  }
+  listener_->OnMessage(shard_, std::move(m));
+}
+
+void RemoteChannel::OnConnLost(uint64_t gen, const Status& why) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (gen != gen_ || stopping_) return;
+    lost_ = true;
+    ready_ = false;
+    cv_.notify_all();
+  }
+  listener_->OnDisconnect(shard_, why);
+}
+
+void RemoteChannel::ReconnectLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    cv_.wait(l, [&] { return stopping_ || lost_; });
+    if (stopping_) return;
+    bool notified_listener = !ready_;  // OnConnLost ran (not a local send failure)
+    std::unique_ptr<net::RemoteShard> old = std::move(conn_);
+    uint64_t gen = ++gen_;  // callbacks of `old` are ignored from now on
+    ready_ = false;
+    held_.clear();
+    l.unlock();
+    old.reset();  // closes it and joins its I/O thread (not from a callback)
+    if (!notified_listener) {
+      listener_->OnDisconnect(shard_, Status::Unavailable("connection reset after a send error"));
+    }
+    std::unique_ptr<net::RemoteShard> conn;
+    Status s;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        if (stopping_) return;
+      }
+      s = ConnectOnce(kReconnectSliceMs, &conn, gen);
+      if (s.ok()) break;
+      VLOG(1) << Describe() << ": reconnect attempt failed: " << s.ToString();
+      std::unique_lock<std::mutex> g(mu_);
+      cv_.wait_for(g, std::chrono::milliseconds(100), [&] { return stopping_; });
+    }
+    net::Welcome welcome = conn->welcome();
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      conn_ = std::move(conn);
+      lost_ = false;
+    }
+    listener_->OnReconnect(shard_, welcome);
+    l.lock();
+    while (!held_.empty()) {
+      net::Message m = std::move(held_.front());
+      held_.pop_front();
+      l.unlock();
+      listener_->OnMessage(shard_, std::move(m));
+      l.lock();
+    }
+    if (gen == gen_) ready_ = true;
+  }
+}
+
+void RemoteChannel::Shutdown() {
+  std::unique_ptr<net::RemoteShard> conn;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (reconnect_thread_.joinable()) reconnect_thread_.join();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    conn = std::move(conn_);
+    ++gen_;  // late callbacks of `conn` are ignored
+  }
+  conn.reset();
+}
+
+}  // namespace pace::client

@@ -1,0 +1,48 @@
+// TableState: what the client knows about one open table. Internal to client/.
+//
+// Constant after construction except the atomic counters; owned by
+// Client::Impl for its whole life (Table handles point at it).
+#ifndef PACE_CLIENT_TABLE_STATE_H_
+#define PACE_CLIENT_TABLE_STATE_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "common/row.h"
+#include "common/schema.h"
+#include "consistency/read_policy.h"
+#include "consistency/staleness_histogram.h"
+
+namespace pace::client {
+
+struct TableState {
+  TableState(const TableSchema& s, uint32_t index_in_client, const void* owner_client)
+      : schema(s),
+        format(RowFormat::Of(s)),
+        policy(ReadPolicy::For(s)),
+        push(s.consistency == Consistency::kEssp || s.consistency == Consistency::kAsync),
+        index(index_in_client),
+        hist_bound(std::min<int64_t>(s.consistency == Consistency::kBsp ? 0 : s.staleness,
+                                     StalenessHistogram::kMaxTrackedStaleness)),
+        owner(owner_client) {}
+
+  const TableSchema schema;
+  const RowFormat format;
+  const ReadPolicy policy;
+  // essp and async rows subscribe to pushes on their first read.
+  const bool push;
+  // Dense index within the client (for per-worker counters).
+  const uint32_t index;
+  // Staleness histogram buckets 0..hist_bound plus "> hist_bound".
+  const int64_t hist_bound;
+  // The Client::Impl that owns this table (to reject foreign handles).
+  const void* const owner;
+
+  std::atomic<uint64_t> pushes_applied{0};
+  std::atomic<uint64_t> evictions{0};
+};
+
+}  // namespace pace::client
+
+#endif  // PACE_CLIENT_TABLE_STATE_H_
