@@ -1,0 +1,531 @@
+#include "net/codec.h"
+
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "common/schema.h"
+#include "net/schema/pace_generated.h"
+
+namespace pace::net {
+namespace {
+
+namespace fb = ::pace::net::fb;
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+static_assert(std::variant_size_v<Message> == fb::Body_MAX,
+              "every Message alternative needs a union member in pace.fbs");
+
+// Message alternative i travels as union type i + 1 (0 is NONE).
+template <typename FbT>
+using StructOf = std::variant_alternative_t<fb::BodyTraits<FbT>::enum_value - 1, Message>;
+
+// A built body and its union type.
+struct Body {
+  fb::Body type;
+  Offset<void> offset;
+};
+
+template <typename FbT>
+Body MakeBody(Offset<FbT> offset) {
+  return Body{fb::BodyTraits<FbT>::enum_value, offset.Union()};
+}
+
+// ---------------------------------------------------------------------------
+// Encoding
+
+bool KnownRowKind(RowKind k) { return RowKindName(k) != "?"; }
+bool KnownElementType(ElementType t) { return ElementTypeName(t) != "?"; }
+bool KnownConsistency(Consistency c) { return ConsistencyName(c) != "?"; }
+bool KnownInitKind(InitKind k) { return InitKindName(k) != "?"; }
+bool KnownRole(Hello::Role r) { return r == Hello::kClientProcess || r == Hello::kObserver; }
+
+// First pass over a message: rejects values that cannot be sent and
+// estimates the encoded size (to size the builder once).
+class SizeCheck {
+ public:
+  Status status;
+  size_t bytes = 64;
+
+  void operator()(const Hello& m) {
+    bytes += 32 + m.token.size();
+    if (!KnownRole(m.role)) Fail("Hello.role");
+  }
+  void operator()(const Welcome&) { bytes += 64; }
+  void operator()(const Read& m) { bytes += 48 + 8 * m.rows.size(); }
+  void operator()(const ReadReply& m) { Rows(m.rows); }
+  void operator()(const Apply& m) { Rows(m.updates); }
+  void operator()(const Ack&) { bytes += 24; }
+  void operator()(const Push& m) { Rows(m.rows); }
+  void operator()(const PushDone&) { bytes += 24; }
+  void operator()(const Unsubscribe& m) { bytes += 24 + 8 * m.rows.size(); }
+  void operator()(const CreateTable& m) { Schema(m.schema); }
+  void operator()(const ListTables&) { bytes += 16; }
+  void operator()(const DescribeTable& m) { bytes += 24 + m.name.size(); }
+  void operator()(const TablesReply& m) {
+    for (const TableSchema& s : m.tables) Schema(s);
+  }
+  void operator()(const StatsRequest&) { bytes += 16; }
+  void operator()(const StatsReply& m) {
+    bytes += 48 + 8 * m.applied_clocks.size();
+    for (const auto& c : m.counters) bytes += 32 + c.first.size();
+  }
+  void operator()(const Error& m) {
+    bytes += 32 + m.message.size();
+    if (!IsKnownStatusCode(static_cast<uint8_t>(m.code)) || m.code == StatusCode::kOk) {
+      Fail("Error.code");
+    }
+  }
+
+ private:
+  void Fail(const char* field) {
+    if (status.ok())
+      status =
+          Status::InvalidArgument(std::string("cannot encode ") + field + ": value out of range");
+  }
+  void Rows(const std::vector<RowData>& rows) {
+    bytes += 64 + sizeof(fb::RowRef) * rows.size();
+    for (const RowData& r : rows) {
+      if (r.bytes.size() > UINT32_MAX) Fail("RowData.bytes (longer than 4 GiB)");
+      bytes += r.bytes.size();
+    }
+  }
+  void Schema(const TableSchema& s) {
+    bytes += 128 + s.name.size();
+    if (!KnownRowKind(s.kind)) Fail("TableSchema.kind");
+    if (!KnownElementType(s.type)) Fail("TableSchema.type");
+    if (!KnownConsistency(s.consistency)) Fail("TableSchema.consistency");
+    if (!KnownInitKind(s.init.kind)) Fail("TableSchema.init.kind");
+  }
+};
+
+Offset<flatbuffers::String> Str(FlatBufferBuilder& b, const std::string& s) {
+  return b.CreateString(s.data(), s.size());
+}
+
+Offset<fb::Rows> EncodeRows(FlatBufferBuilder& b, const std::vector<RowData>& rows) {
+  size_t total = 0;
+  for (const RowData& r : rows) total += r.bytes.size();
+  uint8_t* data = nullptr;
+  auto data_off = b.CreateUninitializedVector<uint8_t>(total, &data);
+  for (const RowData& r : rows) {
+    if (!r.bytes.empty()) std::memcpy(data, r.bytes.data(), r.bytes.size());
+    data += r.bytes.size();
+  }
+  fb::RowRef* refs = nullptr;
+  auto refs_off = b.CreateUninitializedVectorOfStructs<fb::RowRef>(rows.size(), &refs);
+  for (const RowData& r : rows) {
+    *refs++ = fb::RowRef(r.row, r.table, static_cast<uint32_t>(r.bytes.size()));
+  }
+  return fb::CreateRows(b, refs_off, data_off);
+}
+
+Offset<fb::TableSchema> EncodeSchema(FlatBufferBuilder& b, const TableSchema& s) {
+  auto name = Str(b, s.name);
+  return fb::CreateTableSchema(
+      b, s.id, name, static_cast<fb::RowKind>(s.kind), static_cast<fb::ElementType>(s.type),
+      s.width, static_cast<fb::Consistency>(s.consistency), s.staleness,
+      static_cast<fb::InitKind>(s.init.kind), s.init.a, s.init.b, s.init.seed);
+}
+
+// Second pass: builds the body table. Each overload returns its offset.
+struct BodyEncoder {
+  FlatBufferBuilder& b;
+
+  Body operator()(const Hello& m) {
+    auto token = Str(b, m.token);
+    return MakeBody(
+        fb::CreateHello(b, m.wire_version, m.client_id, token, static_cast<fb::Role>(m.role)));
+  }
+  Body operator()(const Welcome& m) {
+    return MakeBody(fb::CreateWelcome(b, m.wire_version, m.shard_id, m.num_shards, m.num_clients,
+                                      m.applied_clock, m.shard_clock));
+  }
+  Body operator()(const Read& m) {
+    auto rows = b.CreateVector(m.rows);
+    return MakeBody(fb::CreateRead(b, m.req_id, m.table, rows, m.min_version, m.subscribe));
+  }
+  Body operator()(const ReadReply& m) {
+    auto rows = EncodeRows(b, m.rows);
+    return MakeBody(fb::CreateReadReply(b, m.req_id, m.version, m.applied_clock, rows));
+  }
+  Body operator()(const Apply& m) {
+    auto rows = EncodeRows(b, m.updates);
+    return MakeBody(fb::CreateApply(b, m.clock, rows));
+  }
+  Body operator()(const Ack& m) { return MakeBody(fb::CreateAck(b, m.clock, m.duplicate)); }
+  Body operator()(const Push& m) {
+    auto rows = EncodeRows(b, m.rows);
+    return MakeBody(fb::CreatePush(b, m.version, m.applied_clock, rows));
+  }
+  Body operator()(const PushDone& m) {
+    return MakeBody(fb::CreatePushDone(b, m.version, m.applied_clock));
+  }
+  Body operator()(const Unsubscribe& m) {
+    auto rows = b.CreateVector(m.rows);
+    return MakeBody(fb::CreateUnsubscribe(b, m.table, rows));
+  }
+  Body operator()(const CreateTable& m) {
+    auto schema = EncodeSchema(b, m.schema);
+    return MakeBody(fb::CreateCreateTable(b, m.req_id, schema));
+  }
+  Body operator()(const ListTables& m) { return MakeBody(fb::CreateListTables(b, m.req_id)); }
+  Body operator()(const DescribeTable& m) {
+    auto name = Str(b, m.name);
+    return MakeBody(fb::CreateDescribeTable(b, m.req_id, name));
+  }
+  Body operator()(const TablesReply& m) {
+    std::vector<Offset<fb::TableSchema>> tables;
+    tables.reserve(m.tables.size());
+    for (const TableSchema& s : m.tables) tables.push_back(EncodeSchema(b, s));
+    auto vec = b.CreateVector(tables);
+    return MakeBody(fb::CreateTablesReply(b, m.req_id, vec));
+  }
+  Body operator()(const StatsRequest& m) { return MakeBody(fb::CreateStatsRequest(b, m.req_id)); }
+  Body operator()(const StatsReply& m) {
+    auto clocks = b.CreateVector(m.applied_clocks);
+    std::vector<Offset<fb::Counter>> counters;
+    counters.reserve(m.counters.size());
+    for (const auto& c : m.counters) {
+      auto name = Str(b, c.first);
+      counters.push_back(fb::CreateCounter(b, name, c.second));
+    }
+    auto vec = b.CreateVector(counters);
+    return MakeBody(fb::CreateStatsReply(b, m.req_id, m.shard_id, m.shard_clock, clocks, vec));
+  }
+  Body operator()(const Error& m) {
+    auto message = Str(b, m.message);
+    return MakeBody(fb::CreateError(b, m.req_id, static_cast<fb::StatusCode>(m.code), message));
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Decoding
+
+Status Bad(const std::string& what) { return Status::Corruption("bad wire message: " + what); }
+
+template <typename E>
+Status DecodeEnum(uint8_t raw, std::string_view (*name)(E), const char* field, E* out) {
+  E v = static_cast<E>(raw);
+  if (name(v) == "?") return Bad(std::string(field) + " has unknown value " + std::to_string(raw));
+  *out = v;
+  return Status::OK();
+}
+
+std::string ToString(const flatbuffers::String* s) {
+  return s == nullptr ? std::string() : std::string(s->data(), s->size());
+}
+
+template <typename T>
+void CopyVector(const flatbuffers::Vector<T>* v, std::vector<T>* out) {
+  out->clear();
+  if (v == nullptr || v->size() == 0) return;
+  out->resize(v->size());
+  std::memcpy(out->data(), v->data(), v->size() * sizeof(T));
+}
+
+Status DecodeRows(const fb::Rows* rows, const char* field, std::vector<RowData>* out) {
+  out->clear();
+  if (rows == nullptr) return Status::OK();
+  const auto* refs = rows->refs();
+  const auto* data = rows->data();
+  size_t n = refs == nullptr ? 0 : refs->size();
+  size_t data_size = data == nullptr ? 0 : data->size();
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += refs->Get(i)->size();
+  if (total != data_size) {
+    return Bad(std::string(field) + ": row sizes add up to " + std::to_string(total) +
+               " bytes but the block holds " + std::to_string(data_size));
+  }
+  out->resize(n);
+  const char* p = data_size == 0 ? nullptr : reinterpret_cast<const char*>(data->data());
+  for (size_t i = 0; i < n; ++i) {
+    const fb::RowRef* ref = refs->Get(i);
+    RowData& r = (*out)[i];
+    r.table = ref->table();
+    r.row = ref->row();
+    if (ref->size() > 0) {
+      r.bytes.assign(p, ref->size());
+      p += ref->size();
+    }
+  }
+  return Status::OK();
+}
+
+Status DecodeSchema(const fb::TableSchema* s, TableSchema* out) {
+  out->id = s->id();
+  out->name = ToString(s->name());
+  RETURN_IF_ERROR(DecodeEnum(s->kind(), RowKindName, "TableSchema.kind", &out->kind));
+  RETURN_IF_ERROR(DecodeEnum(s->type(), ElementTypeName, "TableSchema.type", &out->type));
+  out->width = s->width();
+  RETURN_IF_ERROR(
+      DecodeEnum(s->consistency(), ConsistencyName, "TableSchema.consistency", &out->consistency));
+  out->staleness = s->staleness();
+  RETURN_IF_ERROR(
+      DecodeEnum(s->init_kind(), InitKindName, "TableSchema.init_kind", &out->init.kind));
+  out->init.a = s->init_a();
+  out->init.b = s->init_b();
+  out->init.seed = s->init_seed();
+  return Status::OK();
+}
+
+Status Decode(const fb::Hello& t, Hello* m) {
+  m->wire_version = t.wire_version();
+  m->client_id = t.client_id();
+  m->token = ToString(t.token());
+  uint8_t role = t.role();
+  if (role != Hello::kClientProcess && role != Hello::kObserver) {
+    return Bad("Hello.role has unknown value " + std::to_string(role));
+  }
+  m->role = static_cast<Hello::Role>(role);
+  return Status::OK();
+}
+
+Status Decode(const fb::Welcome& t, Welcome* m) {
+  m->wire_version = t.wire_version();
+  m->shard_id = t.shard_id();
+  m->num_shards = t.num_shards();
+  m->num_clients = t.num_clients();
+  m->applied_clock = t.applied_clock();
+  m->shard_clock = t.shard_clock();
+  return Status::OK();
+}
+
+Status Decode(const fb::Read& t, Read* m) {
+  m->req_id = t.req_id();
+  m->table = t.table();
+  CopyVector(t.rows(), &m->rows);
+  m->min_version = t.min_version();
+  m->subscribe = t.subscribe();
+  return Status::OK();
+}
+
+Status Decode(const fb::ReadReply& t, ReadReply* m) {
+  m->req_id = t.req_id();
+  m->version = t.version();
+  m->applied_clock = t.applied_clock();
+  return DecodeRows(t.rows(), "ReadReply.rows", &m->rows);
+}
+
+Status Decode(const fb::Apply& t, Apply* m) {
+  m->clock = t.clock();
+  return DecodeRows(t.updates(), "Apply.updates", &m->updates);
+}
+
+Status Decode(const fb::Ack& t, Ack* m) {
+  m->clock = t.clock();
+  m->duplicate = t.duplicate();
+  return Status::OK();
+}
+
+Status Decode(const fb::Push& t, Push* m) {
+  m->version = t.version();
+  m->applied_clock = t.applied_clock();
+  return DecodeRows(t.rows(), "Push.rows", &m->rows);
+}
+
+Status Decode(const fb::PushDone& t, PushDone* m) {
+  m->version = t.version();
+  m->applied_clock = t.applied_clock();
+  return Status::OK();
+}
+
+Status Decode(const fb::Unsubscribe& t, Unsubscribe* m) {
+  m->table = t.table();
+  CopyVector(t.rows(), &m->rows);
+  return Status::OK();
+}
+
+Status Decode(const fb::CreateTable& t, CreateTable* m) {
+  m->req_id = t.req_id();
+  // `schema` is (required): the verifier already rejected its absence.
+  return DecodeSchema(t.schema(), &m->schema);
+}
+
+Status Decode(const fb::ListTables& t, ListTables* m) {
+  m->req_id = t.req_id();
+  return Status::OK();
+}
+
+Status Decode(const fb::DescribeTable& t, DescribeTable* m) {
+  m->req_id = t.req_id();
+  m->name = ToString(t.name());
+  return Status::OK();
+}
+
+Status Decode(const fb::TablesReply& t, TablesReply* m) {
+  m->req_id = t.req_id();
+  m->tables.clear();
+  if (const auto* tables = t.tables()) {
+    m->tables.resize(tables->size());
+    for (size_t i = 0; i < tables->size(); ++i) {
+      RETURN_IF_ERROR(DecodeSchema(tables->Get(i), &m->tables[i]));
+    }
+  }
+  return Status::OK();
+}
+
+Status Decode(const fb::StatsRequest& t, StatsRequest* m) {
+  m->req_id = t.req_id();
+  return Status::OK();
+}
+
+Status Decode(const fb::StatsReply& t, StatsReply* m) {
+  m->req_id = t.req_id();
+  m->shard_id = t.shard_id();
+  m->shard_clock = t.shard_clock();
+  CopyVector(t.applied_clocks(), &m->applied_clocks);
+  m->counters.clear();
+  if (const auto* counters = t.counters()) {
+    m->counters.reserve(counters->size());
+    for (size_t i = 0; i < counters->size(); ++i) {
+      const fb::Counter* c = counters->Get(i);
+      m->counters.emplace_back(ToString(c->name()), c->value());
+    }
+  }
+  return Status::OK();
+}
+
+Status Decode(const fb::Error& t, Error* m) {
+  m->req_id = t.req_id();
+  uint8_t code = t.code();
+  if (!IsKnownStatusCode(code) || code == 0) {
+    return Bad("Error.code has invalid value " + std::to_string(code));
+  }
+  m->code = static_cast<StatusCode>(code);
+  m->message = ToString(t.message());
+  return Status::OK();
+}
+
+// Decodes the body of `msg`, whose union type is FbT's, into `*out`.
+template <typename FbT>
+Status DecodeBody(const fb::Message& msg, Message* out) {
+  using T = StructOf<FbT>;
+  const auto* body = static_cast<const FbT*>(msg.body());
+  if (body == nullptr) {
+    return Bad(std::string(MessageName(Message{T{}})) + " message without a body");
+  }
+  T value;
+  RETURN_IF_ERROR(Decode(*body, &value));
+  *out = std::move(value);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status EncodeFrame(const Message& m, std::string* out) {
+  SizeCheck check;
+  std::visit(check, m);
+  RETURN_IF_ERROR(check.status);
+  if (check.bytes >= FLATBUFFERS_MAX_BUFFER_SIZE - 1024) {
+    return Status::ResourceExhausted(std::string(MessageName(m)) + " message of about " +
+                                     std::to_string(check.bytes) +
+                                     " bytes exceeds the 2 GiB wire limit");
+  }
+  FlatBufferBuilder b(check.bytes);
+  // Aligns the buffer to 8 bytes, so that its scalars are aligned whenever
+  // the payload starts at an 8-byte boundary.
+  b.Align(kPayloadAlignment);
+  BodyEncoder encoder{b};
+  Body body = std::visit(encoder, m);
+  b.Finish(fb::CreateMessage(b, body.type, body.offset), fb::MessageIdentifier());
+
+  // Zero padding after the FlatBuffer makes the whole frame a multiple of 8
+  // bytes, so every payload in a stream starts as aligned as the first.
+  size_t size = b.GetSize();
+  size_t frame_size =
+      (kFrameHeaderBytes + size + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment;
+  size_t padded = frame_size - kFrameHeaderBytes;
+  uint32_t len = static_cast<uint32_t>(padded);
+  char header[kFrameHeaderBytes] = {
+      static_cast<char>(len & 0xff), static_cast<char>((len >> 8) & 0xff),
+      static_cast<char>((len >> 16) & 0xff), static_cast<char>((len >> 24) & 0xff)};
+  out->reserve(out->size() + kFrameHeaderBytes + padded);
+  out->append(header, kFrameHeaderBytes);
+  out->append(reinterpret_cast<const char*>(b.GetBufferPointer()), size);
+  out->append(padded - size, '\0');
+  return Status::OK();
+}
+
+Status DecodePayload(std::string_view payload, Message* out, const DecodeOptions& options) {
+  if (payload.size() >= FLATBUFFERS_MAX_BUFFER_SIZE) {
+    return Status::ResourceExhausted("payload of " + std::to_string(payload.size()) +
+                                     " bytes exceeds the 2 GiB wire limit");
+  }
+  constexpr size_t kMinPayload =
+      sizeof(flatbuffers::uoffset_t) + flatbuffers::kFileIdentifierLength;
+  if (payload.size() < kMinPayload) {
+    return Bad("payload of " + std::to_string(payload.size()) + " bytes is too short");
+  }
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(payload.data());
+  std::unique_ptr<uint64_t[]> aligned;
+  if (reinterpret_cast<uintptr_t>(data) % kPayloadAlignment != 0) {
+    aligned.reset(new uint64_t[(payload.size() + 7) / 8]);
+    std::memcpy(aligned.get(), payload.data(), payload.size());
+    data = reinterpret_cast<const uint8_t*>(aligned.get());
+  }
+  if (!fb::MessageBufferHasIdentifier(data)) {
+    return Bad("payload does not carry the \"PACE\" file identifier (not a PaceDB peer?)");
+  }
+  flatbuffers::Verifier::Options vopts;
+  vopts.max_depth = options.max_depth;
+  vopts.max_tables = options.max_tables;
+  flatbuffers::Verifier verifier(data, payload.size(), vopts);
+  if (!fb::VerifyMessageBuffer(verifier)) {
+    return Bad("payload of " + std::to_string(payload.size()) +
+               " bytes failed FlatBuffers verification");
+  }
+  const fb::Message& msg = *fb::GetMessage(data);
+  switch (msg.body_type()) {
+    case fb::Body_NONE:
+      return Bad("message without a body");
+    case fb::Body_Hello:
+      return DecodeBody<fb::Hello>(msg, out);
+    case fb::Body_Welcome:
+      return DecodeBody<fb::Welcome>(msg, out);
+    case fb::Body_Read:
+      return DecodeBody<fb::Read>(msg, out);
+    case fb::Body_ReadReply:
+      return DecodeBody<fb::ReadReply>(msg, out);
+    case fb::Body_Apply:
+      return DecodeBody<fb::Apply>(msg, out);
+    case fb::Body_Ack:
+      return DecodeBody<fb::Ack>(msg, out);
+    case fb::Body_Push:
+      return DecodeBody<fb::Push>(msg, out);
+    case fb::Body_PushDone:
+      return DecodeBody<fb::PushDone>(msg, out);
+    case fb::Body_Unsubscribe:
+      return DecodeBody<fb::Unsubscribe>(msg, out);
+    case fb::Body_CreateTable:
+      return DecodeBody<fb::CreateTable>(msg, out);
+    case fb::Body_ListTables:
+      return DecodeBody<fb::ListTables>(msg, out);
+    case fb::Body_DescribeTable:
+      return DecodeBody<fb::DescribeTable>(msg, out);
+    case fb::Body_TablesReply:
+      return DecodeBody<fb::TablesReply>(msg, out);
+    case fb::Body_StatsRequest:
+      return DecodeBody<fb::StatsRequest>(msg, out);
+    case fb::Body_StatsReply:
+      return DecodeBody<fb::StatsReply>(msg, out);
+    case fb::Body_Error:
+      return DecodeBody<fb::Error>(msg, out);
+  }
+  return Bad("unknown message type " + std::to_string(static_cast<int>(msg.body_type())) +
+             " (sent by a newer wire version?)");
+}
+
+const char* MessageName(const Message& m) {
+  static constexpr const char* kNames[] = {
+      "Hello",       "Welcome",      "Read",        "ReadReply",   "Apply",      "Ack",
+      "Push",        "PushDone",     "Unsubscribe", "CreateTable", "ListTables", "DescribeTable",
+      "TablesReply", "StatsRequest", "StatsReply",  "Error"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == std::variant_size_v<Message>);
+  return kNames[m.index()];
+}
+
+}  // namespace pace::net

@@ -1,0 +1,346 @@
+#include "net/server.h"
+
+#include <glog/logging.h>
+
+#include <atomic>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "net/auth.h"
+#include "net/connection.h"
+
+namespace pace::net {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
+using internal::Connection;
+
+std::atomic<uint64_t> g_next_session_id{1};
+
+// What a ServiceHandler holds: forwards to the connection while it exists.
+// Holding one does not keep the connection (or the server) alive.
+class ServerSession : public Session {
+ public:
+  ServerSession(uint64_t id, Hello hello, std::weak_ptr<Connection> conn)
+      : id_(id), hello_(std::move(hello)), conn_(std::move(conn)) {}
+
+  uint64_t id() const override { return id_; }
+  const Hello& hello() const override { return hello_; }
+
+  void Send(Message m) override {
+    std::shared_ptr<Connection> conn = conn_.lock();
+    if (conn == nullptr) return;
+    Status s = conn->Send(m);
+    if (s.ok() || s.IsUnavailable()) return;
+    if (s.code() == StatusCode::kResourceExhausted) {
+      LOG(WARNING) << "session " << id_ << " (client " << hello_.client_id << ", " << conn->peer()
+                   << "): " << s.ToString() << "; closing it";
+      conn->Shutdown(s);
+      return;
+    }
+    LOG(ERROR) << "session " << id_ << ": cannot send " << MessageName(m) << ": " << s.ToString();
+  }
+
+  void Close(const Status& reason) override {
+    if (std::shared_ptr<Connection> conn = conn_.lock()) conn->Shutdown(reason);
+  }
+
+ private:
+  const uint64_t id_;
+  const Hello hello_;
+  const std::weak_ptr<Connection> conn_;
+};
+
+}  // namespace
+
+class Server::Impl {
+ public:
+  explicit Impl(ServerOptions options)
+      : options_(std::move(options)),
+        accept_strand_(asio::make_strand(io_)),
+        acceptor_(io_),
+        retry_timer_(accept_strand_) {}
+
+  Status Start(ServiceHandler* handler);
+  void Stop();
+  uint16_t port() const { return port_; }
+  ServerStats stats() const;
+
+ private:
+  // Per-connection handshake state; runs on the connection's strand.
+  struct Peer {
+    Impl* server;
+    std::weak_ptr<Connection> conn;
+    std::shared_ptr<Session> session;  // set once the handshake succeeded
+  };
+
+  void DoAccept();
+  void OnAccept(const error_code& ec, tcp::socket socket);
+  void OnPeerMessage(Peer* peer, Message m);
+  void Refuse(Peer* peer, Connection* conn, const Status& why);
+  void OnPeerClosed(Peer* peer, const Status& reason);
+
+  // Constant after Start.
+  const ServerOptions options_;
+  ServiceHandler* handler_ = nullptr;
+  uint16_t port_ = 0;
+
+  asio::io_context io_;
+  asio::strand<asio::io_context::executor_type> accept_strand_;
+  tcp::acceptor acceptor_;          // used only on accept_strand_
+  asio::steady_timer retry_timer_;  // owned by accept_strand_
+  std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+  internal::ConnectionCounters counters_;
+
+  std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> sessions_active_{0};
+  std::atomic<uint64_t> refused_{0};
+
+  mutable std::mutex mu_;
+  // Protected by mu_.
+  bool started_ = false;
+  bool stopping_ = false;
+  std::unordered_map<uint64_t, std::shared_ptr<Connection>> conns_;
+};
+
+Status Server::Impl::Start(ServiceHandler* handler) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_) return Status::FailedPrecondition("server already started");
+  }
+  if (handler == nullptr) return Status::InvalidArgument("Server::Start: handler is null");
+  if (options_.io_threads < 1) {
+    return Status::InvalidArgument("io_threads must be >= 1, got " +
+                                   std::to_string(options_.io_threads));
+  }
+  if (options_.max_frame_bytes < 64) {
+    return Status::InvalidArgument("max_frame_bytes must be >= 64");
+  }
+  if (options_.max_write_queue_hard_bytes < options_.max_write_queue_bytes) {
+    return Status::InvalidArgument("max_write_queue_hard_bytes must be >= max_write_queue_bytes");
+  }
+  error_code ec;
+  asio::ip::address address = asio::ip::make_address(options_.host, ec);
+  if (ec) {
+    return Status::InvalidArgument("listen host '" + options_.host +
+                                   "' is not an IP address: " + ec.message());
+  }
+  std::string where = options_.host + ":" + std::to_string(options_.port);
+  tcp::endpoint endpoint(address, options_.port);
+  if (acceptor_.open(endpoint.protocol(), ec) ||
+      acceptor_.set_option(tcp::acceptor::reuse_address(true), ec) ||
+      acceptor_.bind(endpoint, ec) ||
+      acceptor_.listen(asio::socket_base::max_listen_connections, ec)) {
+    error_code ignored;
+    acceptor_.close(ignored);
+    return Status::IOError(where + ": " + ec.message());
+  }
+  port_ = acceptor_.local_endpoint(ec).port();
+  if (ec) return Status::IOError(where + ": " + ec.message());
+  handler_ = handler;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = true;
+  }
+  work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
+      io_.get_executor());
+  asio::post(accept_strand_, [this] { DoAccept(); });
+  for (int i = 0; i < options_.io_threads; ++i) {
+    threads_.emplace_back([this] {
+      for (;;) {
+        try {
+          io_.run();
+          return;
+        } catch (const std::exception& e) {
+          LOG(ERROR) << "exception escaped an I/O handler: " << e.what();
+        }
+      }
+    });
+  }
+  LOG(INFO) << "listening on " << options_.host << ":" << port_ << " with " << options_.io_threads
+            << " I/O threads";
+  return Status::OK();
+}
+
+void Server::Impl::DoAccept() {
+  acceptor_.async_accept(asio::bind_executor(
+      accept_strand_,
+      [this](const error_code& ec, tcp::socket socket) { OnAccept(ec, std::move(socket)); }));
+}
+
+void Server::Impl::OnAccept(const error_code& ec, tcp::socket socket) {
+  if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+  if (ec) {
+    // E.g. out of file descriptors: back off instead of spinning.
+    LOG(WARNING) << "accept failed: " << ec.message() << "; retrying in 100 ms";
+    retry_timer_.expires_after(std::chrono::milliseconds(100));
+    retry_timer_.async_wait([this](const error_code& timer_ec) {
+      if (!timer_ec && acceptor_.is_open()) DoAccept();
+    });
+    return;
+  }
+  accepted_.fetch_add(1, std::memory_order_relaxed);
+  internal::ConnectionOptions copts;
+  copts.max_frame_bytes = options_.max_frame_bytes;
+  copts.pause_reading_bytes = options_.max_write_queue_bytes;
+  copts.max_write_queue_bytes = options_.max_write_queue_hard_bytes;
+  copts.first_message_timeout_ms = options_.handshake_timeout_ms;
+  copts.linger_ms = options_.linger_ms;
+  copts.decode = options_.decode;
+  std::shared_ptr<Connection> conn = Connection::Create(std::move(socket), copts, &counters_);
+  auto peer = std::make_shared<Peer>(Peer{this, conn, nullptr});
+  VLOG(1) << "connection " << conn->id() << " from " << conn->peer();
+  conn->Start([peer](Message m) { peer->server->OnPeerMessage(peer.get(), std::move(m)); },
+              [peer](const Status& reason) { peer->server->OnPeerClosed(peer.get(), reason); });
+  bool stopping;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping = stopping_;
+    if (!stopping) conns_.emplace(conn->id(), conn);
+  }
+  if (stopping) {
+    conn->Abort(Status::Aborted("server is shutting down"));
+    return;
+  }
+  DoAccept();
+}
+
+void Server::Impl::Refuse(Peer* peer, Connection* conn, const Status& why) {
+  refused_.fetch_add(1, std::memory_order_relaxed);
+  LOG(WARNING) << "refused peer " << conn->peer() << ": " << why.ToString();
+  conn->Shutdown(why);
+}
+
+void Server::Impl::OnPeerMessage(Peer* peer, Message m) {
+  std::shared_ptr<Connection> conn = peer->conn.lock();
+  if (conn == nullptr) return;  // cannot happen: the connection is calling us
+  if (peer->session != nullptr) {
+    if (std::holds_alternative<Hello>(m)) {
+      conn->Shutdown(Status::FailedPrecondition("Hello sent twice on one connection"));
+      return;
+    }
+    handler_->OnMessage(peer->session, std::move(m));
+    return;
+  }
+  auto* hello = std::get_if<Hello>(&m);
+  if (hello == nullptr) {
+    Refuse(peer, conn.get(),
+           Status::FailedPrecondition(std::string("the first frame must be Hello, got ") +
+                                      MessageName(m)));
+    return;
+  }
+  if (hello->wire_version != kWireVersion) {
+    Refuse(peer, conn.get(),
+           Status::Incompatible("wire version " + std::to_string(hello->wire_version) +
+                                " is not supported (this server speaks version " +
+                                std::to_string(kWireVersion) + ")"));
+    return;
+  }
+  if (!ConstantTimeEquals(hello->token, options_.token)) {
+    Refuse(peer, conn.get(), Status::PermissionDenied("wrong job token"));
+    return;
+  }
+  Welcome welcome;
+  Status s = handler_->OnHello(*hello, &welcome);
+  if (!s.ok()) {
+    Refuse(peer, conn.get(), s);
+    return;
+  }
+  welcome.wire_version = kWireVersion;
+  s = conn->Send(welcome);
+  if (!s.ok()) {
+    conn->Abort(s);
+    return;
+  }
+  peer->session = std::make_shared<ServerSession>(g_next_session_id.fetch_add(1), std::move(*hello),
+                                                  peer->conn);
+  sessions_active_.fetch_add(1, std::memory_order_relaxed);
+  LOG(INFO) << "client " << peer->session->hello().client_id << " connected from " << conn->peer()
+            << " (session " << peer->session->id() << ")";
+  handler_->OnConnect(peer->session);
+}
+
+void Server::Impl::OnPeerClosed(Peer* peer, const Status& reason) {
+  uint64_t conn_id = 0;
+  if (std::shared_ptr<Connection> conn = peer->conn.lock()) conn_id = conn->id();
+  if (peer->session != nullptr) {
+    LOG(INFO) << "client " << peer->session->hello().client_id << " (session "
+              << peer->session->id() << ") disconnected: " << reason.ToString();
+    handler_->OnDisconnect(peer->session);
+    sessions_active_.fetch_sub(1, std::memory_order_relaxed);
+    peer->session = nullptr;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  conns_.erase(conn_id);
+}
+
+void Server::Impl::Stop() {
+  std::vector<std::shared_ptr<Connection>> conns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_ || stopping_) return;
+    stopping_ = true;
+    for (auto& entry : conns_) conns.push_back(entry.second);
+  }
+  for (const std::thread& t : threads_) {
+    CHECK(t.get_id() != std::this_thread::get_id())
+        << "Server::Stop called from an I/O thread (a ServiceHandler callback)";
+  }
+  std::promise<void> acceptor_closed;
+  asio::post(accept_strand_, [this, &acceptor_closed] {
+    error_code ignored;
+    acceptor_.close(ignored);
+    retry_timer_.cancel();
+    acceptor_closed.set_value();
+  });
+  acceptor_closed.get_future().wait();
+  for (const auto& conn : conns) conn->Abort(Status::Aborted("server is shutting down"));
+  conns.clear();
+  // Every Connection must be gone before io_ is destroyed.
+  while (!counters_.WaitUntilNoneLive(5000)) {
+    LOG(WARNING) << "Server::Stop: still waiting for " << counters_.live()
+                 << " connections to close";
+  }
+  work_.reset();
+  io_.stop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  LOG(INFO) << "server on port " << port_ << " stopped";
+}
+
+ServerStats Server::Impl::stats() const {
+  ServerStats s;
+  s.connections_accepted = accepted_.load(std::memory_order_relaxed);
+  s.connections_open = static_cast<uint64_t>(counters_.live());
+  s.sessions_active = sessions_active_.load(std::memory_order_relaxed);
+  s.handshakes_refused = refused_.load(std::memory_order_relaxed);
+  s.bad_frames = counters_.bad_frames.load(std::memory_order_relaxed);
+  s.read_pauses = counters_.read_pauses.load(std::memory_order_relaxed);
+  s.queued_bytes = counters_.queued_bytes.load(std::memory_order_relaxed);
+  s.peak_write_queue_bytes = counters_.peak_write_queue_bytes.load(std::memory_order_relaxed);
+  return s;
+}
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Server::~Server() { Stop(); }
+Status Server::Start(ServiceHandler* handler) { return impl_->Start(handler); }
+uint16_t Server::port() const { return impl_->port(); }
+void Server::Stop() { impl_->Stop(); }
+ServerStats Server::stats() const { return impl_->stats(); }
+
+}  // namespace pace::net

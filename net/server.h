@@ -1,0 +1,115 @@
+// The TCP transport of a shard: accepts connections, runs the handshake and
+// hands authenticated sessions and their messages to a ServiceHandler
+// (net/session.h). Protocol: docs/wire-protocol.md.
+//
+// Per connection: the first frame must be Hello with wire_version ==
+// kWireVersion (else Error{Incompatible}) and the job token (compared in
+// constant time; else Error{PermissionDenied}); then OnHello decides, a
+// Welcome is sent and OnConnect runs. Every later frame is size-checked,
+// verified and decoded before OnMessage sees it. A bad frame (length 0 or
+// above max_frame_bytes, failed verification, unknown type, a second Hello)
+// gets Error{code, message} and that connection is closed; every other
+// connection is unaffected.
+//
+// Back-pressure: while a session has max_write_queue_bytes or more queued for
+// sending, the server stops reading and dispatching that peer's frames, and
+// resumes when the queue drained below half. A Send that would take the queue
+// above max_write_queue_hard_bytes (a service that keeps pushing to a peer
+// that does not read) closes the session with Error{ResourceExhausted}.
+//
+// Threads: io_threads I/O threads run every ServiceHandler callback; calls for
+// one session are serialized (a per-session strand), calls for different
+// sessions run in parallel. Callbacks must not block.
+//
+// Thread-safety: Start and Stop must be called from one thread, never from a
+// ServiceHandler callback; port() and stats() from any thread.
+#ifndef PACE_NET_SERVER_H_
+#define PACE_NET_SERVER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "net/codec.h"
+#include "net/session.h"
+
+namespace pace::net {
+
+struct ServerOptions {
+  // Address to listen on. Default: "127.0.0.1" (local only).
+  std::string host = "127.0.0.1";
+  // TCP port; 0 picks an ephemeral port (see Server::port()). Default: 0.
+  uint16_t port = 0;
+  // Threads running the io_context. Default: 2.
+  int io_threads = 2;
+  // Largest accepted payload; a larger length prefix is refused before any
+  // memory is reserved. Default: 64 MiB.
+  uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
+  // The job token every Hello must carry (an empty token accepts only an
+  // empty token). Default: "".
+  std::string token;
+  // Per-session queued outbound bytes at which the server stops reading that
+  // peer (resumes below half). Default: 64 MiB.
+  size_t max_write_queue_bytes = 64u << 20;
+  // Per-session queued outbound bytes a Send may not exceed; the session is
+  // closed with ResourceExhausted instead. Must be >= max_write_queue_bytes.
+  // Default: 256 MiB.
+  size_t max_write_queue_hard_bytes = 256u << 20;
+  // A connection that has not completed its Hello this long after accept is
+  // sent Error{TimedOut} and closed. Default: 10000 ms.
+  int handshake_timeout_ms = 10000;
+  // After sending an Error, how long to wait for the peer to close before
+  // closing anyway. Default: 1000 ms.
+  int linger_ms = 1000;
+  // Verifier limits for inbound payloads.
+  DecodeOptions decode;
+};
+
+// Counters for monitoring and tests. A snapshot; fields are not mutually
+// consistent.
+struct ServerStats {
+  uint64_t connections_accepted = 0;
+  uint64_t connections_open = 0;      // accepted and not yet closed
+  uint64_t sessions_active = 0;       // handshake done, not yet disconnected
+  uint64_t handshakes_refused = 0;    // bad version, token, first frame, OnHello
+  uint64_t bad_frames = 0;            // size, verification or decoding failures
+  uint64_t read_pauses = 0;           // times a session stopped reading (back-pressure)
+  size_t queued_bytes = 0;            // outbound bytes queued over all sessions now
+  size_t peak_write_queue_bytes = 0;  // largest queue any one session ever had
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  // Calls Stop().
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds, listens and starts the I/O threads. `handler` must outlive Stop().
+  // Errors: InvalidArgument for bad options, IOError if the address cannot be
+  // bound (e.g. "127.0.0.1:7100: Address already in use"), FailedPrecondition
+  // if already started.
+  Status Start(ServiceHandler* handler);
+
+  // The bound port (useful with port 0). REQUIRES: Start returned OK.
+  uint16_t port() const;
+
+  // Stops accepting, closes every connection (OnDisconnect runs for each
+  // accepted session), waits for their handlers and joins the threads.
+  // Idempotent. Sessions held by the handler afterwards are inert (Send and
+  // Close do nothing). REQUIRES: not called from a ServiceHandler callback.
+  void Stop();
+
+  ServerStats stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pace::net
+
+#endif  // PACE_NET_SERVER_H_
