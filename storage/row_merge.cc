@@ -2,6 +2,7 @@
 
 #include <rocksdb/slice.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <new>
@@ -149,7 +150,47 @@ class RowAddMergeOperator : public rocksdb::MergeOperator {
   }
 };
 
+template <typename T>
+bool SparseHasZeroTyped(std::string_view row) {
+  uint32_t n = SparseCount(row);
+  const char* vals = row.data() + 4 + 4 * static_cast<size_t>(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, vals + sizeof(T) * i, sizeof(T));
+    if (v == T(0)) return true;
+  }
+  return false;
+}
+
+template <typename T>
+void StripSparseZerosTyped(std::string_view row, std::string* out) {
+  std::vector<std::pair<uint32_t, T>> entries = DecodeSparse<T>(row);
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [](const std::pair<uint32_t, T>& e) { return e.second == T(0); }),
+                entries.end());
+  *out = EncodeSparse(entries);
+}
+
 }  // namespace
+
+bool SparseHasZero(const RowFormat& f, std::string_view row) {
+  switch (f.type) {
+    case ElementType::kF32: return SparseHasZeroTyped<float>(row);
+    case ElementType::kF64: return SparseHasZeroTyped<double>(row);
+    case ElementType::kI32: return SparseHasZeroTyped<int32_t>(row);
+    case ElementType::kI64: return SparseHasZeroTyped<int64_t>(row);
+  }
+  return false;
+}
+
+void StripSparseZeros(const RowFormat& f, std::string_view row, std::string* out) {
+  switch (f.type) {
+    case ElementType::kF32: StripSparseZerosTyped<float>(row, out); break;
+    case ElementType::kF64: StripSparseZerosTyped<double>(row, out); break;
+    case ElementType::kI32: StripSparseZerosTyped<int32_t>(row, out); break;
+    case ElementType::kI64: StripSparseZerosTyped<int64_t>(row, out); break;
+  }
+}
 
 uint8_t RowTag(RowKind kind, ElementType type) {
   return static_cast<uint8_t>((static_cast<uint8_t>(kind) << 4) | static_cast<uint8_t>(type));

@@ -40,6 +40,12 @@ Status ParseStoredRow(const RowFormat& f, std::string_view stored, std::string_v
 // Integers wrap like common/row.h.
 void AddDenseUnaligned(ElementType t, char* dst, const char* src, size_t n);
 
+// For a valid sparse row of format `f`: true if it has an explicit zero entry
+// (allowed in deltas, never stored, see common/row.h).
+bool SparseHasZero(const RowFormat& f, std::string_view row);
+// *out = `row` without its zero entries. REQUIRES: a valid sparse row.
+void StripSparseZeros(const RowFormat& f, std::string_view row, std::string* out);
+
 // *out = the initializer's value of `row` plus `payload` (the stored delta sum,
 // validated by ParseStoredRow; nullptr when the row was never written).
 void ComposeRow(const TableSchema& s, uint64_t row, const std::string_view* payload,

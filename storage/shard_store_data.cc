@@ -63,6 +63,7 @@ Status ShardStore::Impl::ApplyBatch(ClientId client, ClockT clock,
   const TableEntry* entry = nullptr;
   char key[sf::kRowKeySize];
   const rocksdb::Slice key_slice(key, sf::kRowKeySize);
+  std::string stripped;
   for (size_t i = 0; i < deltas.size(); ++i) {
     const RowDelta& d = deltas[i];
     if (entry == nullptr || entry->schema.id != d.table) {
@@ -79,9 +80,15 @@ Status ShardStore::Impl::ApplyBatch(ClientId client, ClockT clock,
                                      entry->schema.name + "', row " + std::to_string(d.row) +
                                      "): " + valid.message());
     }
+    std::string_view bytes = d.bytes;
+    if (entry->format.kind == RowKind::kSparse && SparseHasZero(entry->format, bytes)) {
+      // Stored values never hold zero entries; strip them here (rare).
+      StripSparseZeros(entry->format, bytes, &stripped);
+      bytes = stripped;
+    }
     sf::EncodeRowKey(d.table, d.row, key);
     const rocksdb::Slice value_parts[2] = {rocksdb::Slice(&entry->tag, 1),
-                                           rocksdb::Slice(d.bytes.data(), d.bytes.size())};
+                                           rocksdb::Slice(bytes.data(), bytes.size())};
     rocksdb::Status s =
         batch.Merge(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
     if (!s.ok()) return FromRocks(s, "build batch");
