@@ -1,0 +1,413 @@
+// Integration tests of a real `paced` process over loopback TCP: tables,
+// batches from several clients, parked reads, duplicate re-sends, hostile
+// input, and SIGKILL + restart without losing an acknowledged batch.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "common/row.h"
+#include "net/codec.h"
+#include "net/remote_shard.h"
+#include "tests/testing/subprocess.h"
+
+namespace pace {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::StartPaced;
+using testing::Subprocess;
+using testing::TempDir;
+
+// Collects the messages a RemoteShard hands to its MessageHandler.
+class Inbox {
+ public:
+  void Push(net::Message m) {
+    std::lock_guard<std::mutex> l(mu_);
+    msgs_.push_back(std::move(m));
+    cv_.notify_all();
+  }
+  // Waits for the next message of type T (others are skipped), up to `timeout`.
+  template <typename T>
+  bool Next(T* out, std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock<std::mutex> l(mu_);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      for (size_t i = 0; i < msgs_.size(); ++i) {
+        if (auto* p = std::get_if<T>(&msgs_[i])) {
+          *out = std::move(*p);
+          msgs_.erase(msgs_.begin(), msgs_.begin() + i + 1);
+          return true;
+        }
+      }
+      if (cv_.wait_until(l, deadline) == std::cv_status::timeout) return false;
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<net::Message> msgs_;
+};
+
+struct Client {
+  Inbox inbox;
+  std::unique_ptr<net::RemoteShard> shard;
+};
+
+Status Connect(uint16_t port, ClientId id, Client* c, const std::string& token = "",
+               net::Hello::Role role = net::Hello::kClientProcess) {
+  net::RemoteShardOptions o;
+  o.port = port;
+  o.hello.client_id = id;
+  o.hello.token = token;
+  o.hello.role = role;
+  o.connect_timeout_ms = 10000;
+  return net::RemoteShard::Connect(
+      o, [c](net::Message m) { c->inbox.Push(std::move(m)); }, nullptr, &c->shard);
+}
+
+TableSchema IntTable(const std::string& name, uint32_t width) {
+  TableSchema s;
+  s.name = name;
+  s.type = ElementType::kI64;
+  s.width = width;
+  return s;
+}
+
+net::RowData Delta(uint32_t table, uint64_t row, std::vector<int64_t> v) {
+  return net::RowData{table, row, EncodeDense(v)};
+}
+
+template <typename T>
+T Await(std::future<StatusOr<T>> f) {
+  EXPECT_EQ(f.wait_for(20s), std::future_status::ready);
+  StatusOr<T> r = f.get();
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : T{};
+}
+
+class PacedTest : public ::testing::Test {
+ protected:
+  void StartServer(uint32_t num_clients, std::vector<std::string> extra = {}) {
+    data_dir_ = dir_.path() + "/shard0";
+    ASSERT_TRUE(StartPaced(&paced_, data_dir_, 0, 1, num_clients, extra, &port_, port_).ok());
+  }
+  TempDir dir_;
+  std::string data_dir_;
+  Subprocess paced_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(PacedTest, SeveralClientsParkedReadAndDuplicate) {
+  StartServer(3);
+  Client c[3];
+  for (ClientId i = 0; i < 3; ++i) ASSERT_TRUE(Connect(port_, i, &c[i]).ok());
+  TableSchema t = Await(c[0].shard->CreateTable(IntTable("counts", 2)));
+  ASSERT_EQ(t.id, 1u);
+  // Idempotent create from another client returns the same table.
+  EXPECT_EQ(Await(c[1].shard->CreateTable(IntTable("counts", 2))).id, t.id);
+
+  // Clients 0 and 1 apply clock 0; client 2 has not yet.
+  ASSERT_TRUE(c[0].shard->Send(net::Apply{0, {Delta(t.id, 5, {1, 10})}}).ok());
+  ASSERT_TRUE(c[1].shard->Send(net::Apply{0, {Delta(t.id, 5, {2, 20})}}).ok());
+  net::Ack ack;
+  ASSERT_TRUE(c[0].inbox.Next(&ack));
+  EXPECT_EQ(ack.clock, 0);
+  EXPECT_FALSE(ack.duplicate);
+  ASSERT_TRUE(c[1].inbox.Next(&ack));
+
+  // A read needing version 1 parks until the last client's batch arrives.
+  auto parked = c[0].shard->Read(t.id, {5}, /*min_version=*/1);
+  EXPECT_EQ(parked.wait_for(300ms), std::future_status::timeout);
+  ASSERT_TRUE(c[2].shard->Send(net::Apply{0, {Delta(t.id, 5, {4, 40})}}).ok());
+  net::ReadReply reply = Await(std::move(parked));
+  EXPECT_EQ(reply.version, 1);
+  EXPECT_EQ(reply.applied_clock, 1);
+  ASSERT_EQ(reply.rows.size(), 1u);
+  EXPECT_EQ(DecodeDense<int64_t>(reply.rows[0].bytes), (std::vector<int64_t>{7, 70}));
+
+  // Re-sending clock 0 is acknowledged as a duplicate and not applied twice.
+  ASSERT_TRUE(c[1].shard->Send(net::Apply{0, {Delta(t.id, 5, {2, 20})}}).ok());
+  ASSERT_TRUE(c[1].inbox.Next(&ack));
+  EXPECT_EQ(ack.clock, 0);
+  EXPECT_TRUE(ack.duplicate);
+  reply = Await(c[2].shard->Read(t.id, {5}, 0));
+  EXPECT_EQ(DecodeDense<int64_t>(reply.rows[0].bytes), (std::vector<int64_t>{7, 70}));
+
+  auto tables = Await(c[2].shard->ListTables());
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].name, "counts");
+  auto stats = Await(c[0].shard->Stats());
+  EXPECT_EQ(stats.shard_clock, 1);
+  EXPECT_EQ(stats.applied_clocks, (std::vector<ClockT>{1, 1, 1}));
+}
+
+// --- Hostile input -------------------------------------------------------------
+
+// A raw TCP connection for sending arbitrary bytes.
+class RawConn {
+ public:
+  explicit RawConn(uint16_t port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  }
+  ~RawConn() { close(fd_); }
+  bool connected() const { return connected_; }
+  void Write(const std::string& bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      off += static_cast<size_t>(n);
+    }
+  }
+  // Reads one frame and decodes it; false on EOF/timeout.
+  bool ReadMessage(net::Message* m, int timeout_ms = 10000) {
+    std::string len4;
+    if (!ReadN(4, &len4, timeout_ms)) return false;
+    uint32_t len;
+    std::memcpy(&len, len4.data(), 4);
+    std::string payload;
+    if (!ReadN(len, &payload, timeout_ms)) return false;
+    return net::DecodePayload(payload, m, net::DecodeOptions()).ok();
+  }
+  // True if the server closed the connection (EOF) within the timeout.
+  bool ClosedByPeer(int timeout_ms = 10000) {
+    char buf[256];
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  bool ReadN(size_t n, std::string* out, int timeout_ms) {
+    out->clear();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (out->size() < n) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char buf[4096];
+      ssize_t r = recv(fd_, buf, std::min(sizeof(buf), n - out->size()), 0);
+      if (r <= 0) return false;
+      out->append(buf, static_cast<size_t>(r));
+    }
+    return true;
+  }
+  int fd_;
+  bool connected_ = false;
+};
+
+std::string Frame(const net::Message& m) {
+  std::string out;
+  EXPECT_TRUE(net::EncodeFrame(m, &out).ok());
+  return out;
+}
+
+// Expects an Error frame with `code` and then the connection closed.
+void ExpectErrorAndClose(RawConn* conn, StatusCode code, const char* what) {
+  net::Message m;
+  ASSERT_TRUE(conn->ReadMessage(&m)) << what << ": no reply";
+  auto* err = std::get_if<net::Error>(&m);
+  ASSERT_NE(err, nullptr) << what << ": reply is " << net::MessageName(m);
+  EXPECT_EQ(err->code, code) << what << ": " << err->message;
+  EXPECT_TRUE(conn->ClosedByPeer()) << what << ": connection not closed";
+}
+
+TEST_F(PacedTest, HostileInputIsRefusedAndServerKeepsServing) {
+  const std::string token = "s3cret-token";
+  std::string token_file = dir_.path() + "/token";
+  FILE* f = fopen(token_file.c_str(), "w");
+  fputs((token + "\n").c_str(), f);
+  fclose(f);
+  StartServer(1, {"--token_file=" + token_file});
+
+  Client good;
+  ASSERT_TRUE(Connect(port_, 0, &good, token).ok());
+  TableSchema t = Await(good.shard->CreateTable(IntTable("w", 4)));
+  auto still_serving = [&](const char* after) {
+    auto r = good.shard->ListTables();
+    ASSERT_EQ(r.wait_for(10s), std::future_status::ready) << "server stuck after " << after;
+    ASSERT_TRUE(r.get().ok()) << "after " << after;
+  };
+
+  {  // Random bytes: the length prefix is garbage (too large) or the payload fails verification.
+    std::mt19937 rng(7);
+    std::string junk(64, '\0');
+    for (auto& ch : junk) ch = static_cast<char>(rng());
+    junk[3] = 0;  // keep the length small so the payload is read and fails verification
+    junk[2] = 0;
+    junk[1] = 0;
+    junk[0] = 40;
+    RawConn conn(port_);
+    ASSERT_TRUE(conn.connected());
+    conn.Write(junk);
+    ExpectErrorAndClose(&conn, StatusCode::kCorruption, "random bytes");
+  }
+  still_serving("random bytes");
+  {  // A length prefix of 4 GiB - 1 is refused before anything is allocated.
+    RawConn conn(port_);
+    conn.Write(std::string("\xff\xff\xff\xff", 4));
+    ExpectErrorAndClose(&conn, StatusCode::kResourceExhausted, "4 GiB length");
+  }
+  still_serving("4 GiB length");
+  {  // A truncated frame: the prefix promises more than is sent, then the peer half-closes.
+    RawConn conn(port_);
+    std::string frame = Frame(net::Hello{net::kWireVersion, 0, token});
+    conn.Write(frame.substr(0, frame.size() - 5));
+    EXPECT_FALSE(conn.ClosedByPeer(300));  // the server waits for the rest…
+  }                                        // …and the peer going away is harmless
+  still_serving("truncated frame");
+  {  // Wrong wire version.
+    RawConn conn(port_);
+    conn.Write(Frame(net::Hello{net::kWireVersion + 1, 0, token}));
+    ExpectErrorAndClose(&conn, StatusCode::kIncompatible, "wrong wire version");
+  }
+  {  // Wrong token.
+    RawConn conn(port_);
+    conn.Write(Frame(net::Hello{net::kWireVersion, 0, "wrong"}));
+    ExpectErrorAndClose(&conn, StatusCode::kPermissionDenied, "wrong token");
+  }
+  {  // A first frame that is not Hello.
+    RawConn conn(port_);
+    conn.Write(Frame(net::ListTables{1}));
+    net::Message m;
+    ASSERT_TRUE(conn.ReadMessage(&m));
+    EXPECT_NE(std::get_if<net::Error>(&m), nullptr);
+    EXPECT_TRUE(conn.ClosedByPeer());
+  }
+  {  // A client id outside [0, num_clients).
+    Client bad;
+    Status s = Connect(port_, 5, &bad, token);
+    EXPECT_FALSE(s.ok());
+  }
+  still_serving("handshake refusals");
+
+  // Semantic errors keep the connection: unknown table, wrong delta width.
+  auto unknown = good.shard->Read(999, {1}, 0);
+  ASSERT_EQ(unknown.wait_for(10s), std::future_status::ready);
+  StatusOr<net::ReadReply> r = unknown.get();
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
+
+  ASSERT_TRUE(good.shard->Send(net::Apply{0, {Delta(t.id, 1, {1, 2})}}).ok());  // width 2 != 4
+  net::Error err;
+  ASSERT_TRUE(good.inbox.Next(&err));
+  EXPECT_EQ(err.code, StatusCode::kInvalidArgument) << err.message;
+  // Nothing was applied: the applied clock is still 0, and a correct batch works.
+  ASSERT_TRUE(good.shard->Send(net::Apply{0, {Delta(t.id, 1, {1, 2, 3, 4})}}).ok());
+  net::Ack ack;
+  ASSERT_TRUE(good.inbox.Next(&ack));
+  EXPECT_FALSE(ack.duplicate);
+  auto reply = Await(good.shard->Read(t.id, {1}, 1));
+  EXPECT_EQ(DecodeDense<int64_t>(reply.rows[0].bytes), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_TRUE(good.shard->connected());
+}
+
+TEST_F(PacedTest, BadFlagsGiveClearErrors) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* expect;
+  } cases[] = {
+      {{"--shard=2", "--num_shards=2", "--data_dir=" + dir_.path() + "/x"}, "--shard=2 must be <"},
+      {{"--listen=nonsense", "--data_dir=" + dir_.path() + "/x"}, "--listen"},
+      {{}, "--data_dir is required"},
+      {{"--data_dir=" + dir_.path() + "/x", "--token_file=/nonexistent/t"}, "token_file"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {testing::BinaryDir() + "/paced"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    std::string err_path = dir_.path() + "/err.log";
+    unlink(err_path.c_str());
+    Subprocess p;
+    ASSERT_TRUE(p.Start(argv, err_path).ok());
+    int st = 0;
+    ASSERT_TRUE(p.Wait(20000, &st).ok());
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << c.expect;
+    FILE* f = fopen(err_path.c_str(), "r");
+    std::string text;
+    char buf[1024];
+    size_t n;
+    while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+    if (f) fclose(f);
+    EXPECT_NE(text.find(c.expect), std::string::npos) << "stderr was: " << text;
+  }
+}
+
+TEST_F(PacedTest, RefusesDataDirOfAnotherShard) {
+  StartServer(2);
+  paced_.Signal(SIGTERM);
+  int st = 0;
+  ASSERT_TRUE(paced_.Wait(20000, &st).ok());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "SIGTERM must exit 0";
+  Subprocess other;
+  uint16_t port = 0;
+  // Same dir, another num_clients: refused with a clear message.
+  Status s = StartPaced(&other, data_dir_, 0, 1, 3, {}, &port);
+  EXPECT_FALSE(s.ok());
+}
+
+// Kills paced with SIGKILL while clients stream batches, restarts it on the same
+// data dir and port, and checks that every acknowledged batch survived.
+TEST_F(PacedTest, SigkillLosesNoAcknowledgedBatch) {
+  StartServer(1);
+  Client c;
+  ASSERT_TRUE(Connect(port_, 0, &c).ok());
+  TableSchema t = Await(c.shard->CreateTable(IntTable("sum", 1)));
+  // Batch k adds k+1 to row (k % 7).
+  auto batch = [&](ClockT k) {
+    return net::Apply{k, {Delta(t.id, static_cast<uint64_t>(k % 7), {k + 1})}};
+  };
+  ClockT sent = 0;
+  for (; sent < 200; ++sent) ASSERT_TRUE(c.shard->Send(batch(sent)).ok());
+  ClockT acked = -1;
+  net::Ack ack;
+  while (acked < 100 && c.inbox.Next(&ack)) acked = ack.clock;
+  ASSERT_GE(acked, 100);
+  paced_.Kill();  // SIGKILL mid-stream
+  // Drain acks that arrived before the kill.
+  while (c.inbox.Next(&ack, 200ms)) acked = std::max(acked, ack.clock);
+
+  ASSERT_TRUE(StartPaced(&paced_, data_dir_, 0, 1, 1, {}, &port_, port_).ok());
+  Client again;
+  ASSERT_TRUE(Connect(port_, 0, &again).ok());
+  ClockT applied = again.shard->welcome().applied_clock;
+  EXPECT_GE(applied, acked + 1) << "an acknowledged batch was lost";
+  EXPECT_LE(applied, sent);
+  // The client re-sends everything from the restart clock; earlier ones would be duplicates.
+  for (ClockT k = applied; k < sent; ++k) ASSERT_TRUE(again.shard->Send(batch(k)).ok());
+  if (applied > 0) {
+    ASSERT_TRUE(again.shard->Send(batch(applied - 1)).ok());
+  }
+  auto reply = Await(again.shard->Read(t.id, {0, 1, 2, 3, 4, 5, 6}, sent));
+  std::vector<int64_t> want(7, 0);
+  for (ClockT k = 0; k < sent; ++k) want[k % 7] += k + 1;
+  ASSERT_EQ(reply.rows.size(), 7u);
+  for (size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(DecodeDense<int64_t>(reply.rows[i].bytes)[0], want[i]) << "row " << i;
+  }
+}
+
+}  // namespace
+}  // namespace pace
