@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/row.h"
 #include "storage/shard_store.h"
@@ -228,6 +230,48 @@ TEST_F(CheckpointStoreTest, DamagedOrMissingManifest) {
   std::remove(path.c_str());
   EXPECT_EQ(ShardStore::ReadCheckpointManifest(cp, &m).code(), StatusCode::kNotFound);
   EXPECT_EQ(ShardStore::ReadCheckpointManifest(tmp_.Sub("nope"), &m).code(), StatusCode::kNotFound);
+}
+
+// A checkpoint taken while batches keep arriving is one consistent state,
+// and its manifest describes exactly that state.
+TEST_F(CheckpointStoreTest, ConsistentUnderConcurrentWrites) {
+  std::unique_ptr<ShardStore> s;
+  ShardStoreOptions o = Opts();
+  o.num_clients = 1;
+  o.write_buffer_mb = 1;
+  ASSERT_TRUE(ShardStore::Open(o, tmp_.Sub("data"), &s).ok());
+  TableSchema t;
+  ASSERT_TRUE(s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 1), &t).ok());
+  const std::string one = EncodeDense<int64_t>({1});
+  std::vector<RowDelta> batch;
+  for (uint64_t r = 0; r < 40; ++r) batch.push_back({t.id, r, one});
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    bool dup;
+    for (ClockT c = 0; !stop.load() && c < 100000; ++c) {
+      Status st = s->ApplyBatch(0, c, batch, &dup);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    }
+  });
+  for (int i = 0; i < 3; ++i) {
+    const std::string cp = tmp_.Sub("cp" + std::to_string(i));
+    Status st = s->CreateCheckpoint(cp);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    CheckpointManifest m;
+    ASSERT_TRUE(ShardStore::ReadCheckpointManifest(cp, &m).ok());
+    ShardStoreOptions ro = o;
+    ro.read_only = true;
+    std::unique_ptr<ShardStore> c;
+    ASSERT_TRUE(ShardStore::Open(ro, cp, &c).ok());
+    ASSERT_EQ(c->AppliedClocks(), m.applied_clocks);
+    std::string v;
+    for (uint64_t r = 0; r < 40; ++r) {
+      ASSERT_TRUE(c->Get(t.id, r, &v).ok());
+      ASSERT_EQ(DecodeDense<int64_t>(v), std::vector<int64_t>({m.applied_clocks[0]})) << r;
+    }
+  }
+  stop.store(true);
+  writer.join();
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ TEST(ReadOnlyTest, OpensBesideLiveWriter) {
       }
     }
   });
-  for (int i = 0; i < 15; ++i) {
+  for (int i = 0; i < 10; ++i) {
     ClockT before = written.load();
     std::unique_ptr<ShardStore> r;
     Status s = ShardStore::Open(ro, dir, &r);

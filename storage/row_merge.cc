@@ -175,20 +175,32 @@ void StripSparseZerosTyped(std::string_view row, std::string* out) {
 
 bool SparseHasZero(const RowFormat& f, std::string_view row) {
   switch (f.type) {
-    case ElementType::kF32: return SparseHasZeroTyped<float>(row);
-    case ElementType::kF64: return SparseHasZeroTyped<double>(row);
-    case ElementType::kI32: return SparseHasZeroTyped<int32_t>(row);
-    case ElementType::kI64: return SparseHasZeroTyped<int64_t>(row);
+    case ElementType::kF32:
+      return SparseHasZeroTyped<float>(row);
+    case ElementType::kF64:
+      return SparseHasZeroTyped<double>(row);
+    case ElementType::kI32:
+      return SparseHasZeroTyped<int32_t>(row);
+    case ElementType::kI64:
+      return SparseHasZeroTyped<int64_t>(row);
   }
   return false;
 }
 
 void StripSparseZeros(const RowFormat& f, std::string_view row, std::string* out) {
   switch (f.type) {
-    case ElementType::kF32: StripSparseZerosTyped<float>(row, out); break;
-    case ElementType::kF64: StripSparseZerosTyped<double>(row, out); break;
-    case ElementType::kI32: StripSparseZerosTyped<int32_t>(row, out); break;
-    case ElementType::kI64: StripSparseZerosTyped<int64_t>(row, out); break;
+    case ElementType::kF32:
+      StripSparseZerosTyped<float>(row, out);
+      break;
+    case ElementType::kF64:
+      StripSparseZerosTyped<double>(row, out);
+      break;
+    case ElementType::kI32:
+      StripSparseZerosTyped<int32_t>(row, out);
+      break;
+    case ElementType::kI64:
+      StripSparseZerosTyped<int64_t>(row, out);
+      break;
   }
 }
 

@@ -114,6 +114,7 @@ class ShardStore {
                     bool* duplicate);
 
   // --- Clocks --------------------------------------------------------------
+  // 0 for a client id >= num_clients.
   ClockT AppliedClock(ClientId client) const;
   std::vector<ClockT> AppliedClocks() const;  // indexed by client id
   // min over all num_clients clients of AppliedClock.

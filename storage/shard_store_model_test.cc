@@ -18,8 +18,8 @@ namespace {
 // The model of one row: the sum of its deltas. Integers are summed as uint64
 // (wrapping like two's complement), floats as long double.
 struct ModelRow {
-  std::vector<uint64_t> ints;          // dense integer
-  std::vector<long double> floats;     // dense float
+  std::vector<uint64_t> ints;       // dense integer
+  std::vector<long double> floats;  // dense float
   std::map<uint32_t, uint64_t> sparse_ints;
   std::map<uint32_t, long double> sparse_floats;
 };
@@ -100,16 +100,18 @@ class ModelTest : public ::testing::TestWithParam<int> {
 
   uint64_t RandomInt() {
     switch (rng_() % 4) {
-      case 0: return static_cast<uint64_t>(static_cast<int64_t>(rng_() % 2001) - 1000);
-      case 1: return rng_();  // large: exercises wrapping
-      case 2: return 0;
-      default: return rng_() % 7;
+      case 0:
+        return static_cast<uint64_t>(static_cast<int64_t>(rng_() % 2001) - 1000);
+      case 1:
+        return rng_();  // large: exercises wrapping
+      case 2:
+        return 0;
+      default:
+        return rng_() % 7;
     }
   }
 
-  long double RandomFloat() {
-    return std::uniform_real_distribution<double>(-1, 1)(rng_);
-  }
+  long double RandomFloat() { return std::uniform_real_distribution<double>(-1, 1)(rng_); }
 
   // Appends the bytes of element `v` of type t to *out and returns the value
   // the store will add (after narrowing).
@@ -167,8 +169,7 @@ class ModelTest : public ::testing::TestWithParam<int> {
       if (integral) {
         PutInt(s.type, RandomInt(), &bytes, &effect->sparse_ints[c]);
       } else {
-        PutFloat(s.type, rng_() % 5 == 0 ? 0.0L : RandomFloat(), &bytes,
-                 &effect->sparse_floats[c]);
+        PutFloat(s.type, rng_() % 5 == 0 ? 0.0L : RandomFloat(), &bytes, &effect->sparse_floats[c]);
       }
     }
     return bytes;
@@ -309,7 +310,7 @@ class ModelTest : public ::testing::TestWithParam<int> {
     if (kind == 2) {
       const ModelTable& t = tables_[rng_() % tables_.size()];
       storage.push_back(t.schema.kind == RowKind::kDense ? std::string(3, 'x')
-                                                          : std::string("\x05\0\0\0", 4));
+                                                         : std::string("\x05\0\0\0", 4));
       deltas.insert(deltas.begin() + rng_() % (deltas.size() + 1),
                     RowDelta{t.schema.id, 1, storage.back()});
       Status st = store_->ApplyBatch(client, applied_[client], deltas, &dup);

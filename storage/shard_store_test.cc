@@ -268,6 +268,35 @@ TEST_F(ShardStoreTest, ApplyBatchAppliesDuplicatesAndGaps) {
   EXPECT_EQ(clocks, (std::vector<ClockT>{1, 1}));
 }
 
+TEST_F(ShardStoreTest, SparseZerosAreNeverStored) {
+  auto s = OpenStore(Opts(1));
+  for (ElementType type : {ElementType::kF32, ElementType::kI64}) {
+    std::string name = std::string("s") + std::string(ElementTypeName(type));
+    uint32_t t = CreateOrDie(s.get(), MakeSchema(name, RowKind::kSparse, type, 0)).id;
+    std::string with_zero, plus, minus, want;
+    if (type == ElementType::kF32) {
+      with_zero = EncodeSparse<float>(std::map<uint32_t, float>{{1, 0.0f}, {2, 5.0f}, {3, -0.0f}});
+      plus = EncodeSparse<float>(std::map<uint32_t, float>{{7, 2.0f}});
+      minus = EncodeSparse<float>(std::map<uint32_t, float>{{7, -2.0f}});
+      want = EncodeSparse<float>(std::map<uint32_t, float>{{2, 5.0f}});
+    } else {
+      with_zero = EncodeSparse<int64_t>(std::map<uint32_t, int64_t>{{1, 0}, {2, 5}});
+      plus = EncodeSparse<int64_t>(std::map<uint32_t, int64_t>{{7, 2}});
+      minus = EncodeSparse<int64_t>(std::map<uint32_t, int64_t>{{7, -2}});
+      want = EncodeSparse<int64_t>(std::map<uint32_t, int64_t>{{2, 5}});
+    }
+    bool dup;
+    ClockT clock = s->AppliedClock(0);
+    ASSERT_TRUE(s->ApplyBatch(0, clock, {{t, 1, with_zero}, {t, 2, plus}}, &dup).ok());
+    EXPECT_EQ(GetOrDie(s.get(), t, 1), want) << name;
+    ASSERT_TRUE(s->ApplyBatch(0, clock + 1, {{t, 2, minus}}, &dup).ok());
+    EXPECT_EQ(GetOrDie(s.get(), t, 2), std::string(4, '\0')) << name;  // cancelled to empty
+    ASSERT_TRUE(s->Flush().ok());
+    EXPECT_EQ(GetOrDie(s.get(), t, 1), want) << name;
+    EXPECT_EQ(GetOrDie(s.get(), t, 2), std::string(4, '\0')) << name;
+  }
+}
+
 TEST_F(ShardStoreTest, BadBatchWritesNothing) {
   auto s = OpenStore(Opts(2));
   uint32_t d = CreateOrDie(s.get(), MakeSchema("d", RowKind::kDense, ElementType::kI32, 2)).id;

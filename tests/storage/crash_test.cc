@@ -13,12 +13,11 @@
 // PACE_CRASH_KILLS (default 20) sets the number of kills; PACE_CRASH_SEED the
 // workload seed.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -50,10 +49,9 @@ Child Spawn(const std::string& dir, uint64_t seed, bool sync) {
   if (::pipe2(fds, O_CLOEXEC) != 0) return c;
   // The child's end keeps a fixed number, free of O_CLOEXEC.
   constexpr int kChildAckFd = 3;
-  std::vector<std::string> args = {PACE_CRASH_CHILD, "--dir=" + dir,
-                                   "--seed=" + std::to_string(seed),
-                                   "--ack_fd=" + std::to_string(kChildAckFd),
-                                   std::string("--sync=") + (sync ? "1" : "0")};
+  std::vector<std::string> args = {
+      PACE_CRASH_CHILD, "--dir=" + dir, "--seed=" + std::to_string(seed),
+      "--ack_fd=" + std::to_string(kChildAckFd), std::string("--sync=") + (sync ? "1" : "0")};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -168,9 +166,10 @@ TEST(StorageCrashTest, KilledWriterLosesNothingAcknowledged) {
     ASSERT_TRUE(st.ok()) << st.ToString() << " (partial batch?)";
     applied_steps = in_store;
   }
-  std::printf("crash test: %d kills, %zu acknowledged batches, %lld in store, %d in-flight "
-              "batches applied whole\n",
-              kills, total_acks, static_cast<long long>(applied_steps), in_flight_applied);
+  std::printf(
+      "crash test: %d kills, %zu acknowledged batches, %lld in store, %d in-flight "
+      "batches applied whole\n",
+      kills, total_acks, static_cast<long long>(applied_steps), in_flight_applied);
   EXPECT_GT(total_acks, static_cast<size_t>(kills));
 }
 

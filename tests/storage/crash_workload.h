@@ -19,8 +19,8 @@ namespace pace {
 namespace crash_test {
 
 inline constexpr uint32_t kClients = 2;
-inline constexpr uint64_t kRows = 400;     // rows per table
-inline constexpr uint32_t kDenseWidth = 8;  // dense i64 table
+inline constexpr uint64_t kRows = 400;        // rows per table
+inline constexpr uint32_t kDenseWidth = 8;    // dense i64 table
 inline constexpr uint32_t kSparseWidth = 64;  // sparse i32 table column bound
 
 struct Tables {
