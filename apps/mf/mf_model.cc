@@ -1,0 +1,160 @@
+#include "apps/mf/mf_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "apps/shared/random.h"
+
+namespace pace {
+namespace mf {
+
+std::vector<uint32_t> ShuffledOrder(size_t n, uint64_t seed) {
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  apps::Rng rng(apps::DeriveSeed(seed, 0x5A0FF1E));
+  rng.Shuffle(&order);
+  return order;
+}
+
+Range PartOf(size_t n, uint32_t part, uint32_t num_parts) {
+  Range r;
+  r.begin = static_cast<size_t>(static_cast<unsigned __int128>(n) * part / num_parts);
+  r.end = static_cast<size_t>(static_cast<unsigned __int128>(n) * (part + 1) / num_parts);
+  return r;
+}
+
+Window MinibatchWindow(size_t part_size, double fraction, int64_t clock) {
+  Window w;
+  if (part_size == 0) return w;
+  double want = std::round(fraction * static_cast<double>(part_size));
+  w.count = static_cast<size_t>(std::max(1.0, std::min(want, static_cast<double>(part_size))));
+  unsigned __int128 pos = static_cast<unsigned __int128>(std::max<int64_t>(clock, 0)) * w.count;
+  w.start = static_cast<size_t>(pos % part_size);
+  return w;
+}
+
+RegWeights ComputeRegWeights(const MfDataset& data) {
+  RegWeights w;
+  w.user.assign(data.users.size(), 0.0f);
+  w.item.assign(data.items.size(), 0.0f);
+  for (const Rating& r : data.train) {
+    w.user[r.user] += 1;
+    w.item[r.item] += 1;
+  }
+  for (float& x : w.user) x = x > 0 ? 1.0f / x : 0.0f;
+  for (float& x : w.item) x = x > 0 ? 1.0f / x : 0.0f;
+  return w;
+}
+
+double BiasModel::Predict(uint32_t user, uint32_t item) const {
+  double p = mean;
+  if (user != IdMap::kUnknown && user < user_bias.size()) p += user_bias[user];
+  if (item != IdMap::kUnknown && item < item_bias.size()) p += item_bias[item];
+  return p;
+}
+
+BiasModel FitBiasBaseline(const MfDataset& data, double reg, int rounds) {
+  BiasModel m;
+  m.mean = data.mean;
+  m.user_bias.assign(data.users.size(), 0.0);
+  m.item_bias.assign(data.items.size(), 0.0);
+  std::vector<double> sum;
+  std::vector<uint32_t> count;
+  for (int round = 0; round < rounds; ++round) {
+    sum.assign(m.item_bias.size(), 0.0);
+    count.assign(m.item_bias.size(), 0);
+    for (const Rating& r : data.train) {
+      sum[r.item] += r.value - m.mean - m.user_bias[r.user];
+      ++count[r.item];
+    }
+    for (size_t i = 0; i < sum.size(); ++i) m.item_bias[i] = sum[i] / (count[i] + reg);
+    sum.assign(m.user_bias.size(), 0.0);
+    count.assign(m.user_bias.size(), 0);
+    for (const Rating& r : data.train) {
+      sum[r.user] += r.value - m.mean - m.item_bias[r.item];
+      ++count[r.user];
+    }
+    for (size_t u = 0; u < sum.size(); ++u) m.user_bias[u] = sum[u] / (count[u] + reg);
+  }
+  return m;
+}
+
+std::optional<double> Rmse(const std::vector<Rating>& test, float lo, float hi,
+                           const std::function<double(const Rating&)>& predict) {
+  if (test.empty()) return std::nullopt;
+  double sq = 0;
+  for (const Rating& r : test) {
+    double p = Clip(static_cast<float>(predict(r)), lo, hi);
+    double e = r.value - p;
+    sq += e * e;
+  }
+  return std::sqrt(sq / static_cast<double>(test.size()));
+}
+
+namespace {
+
+void InitFactors(size_t rows, uint32_t width, double scale, uint64_t seed,
+                 std::vector<float>* out) {
+  out->resize(rows * width);
+  apps::Rng rng(seed);
+  for (float& x : *out) x = static_cast<float>((2 * rng.Uniform() - 1) * scale);
+}
+
+}  // namespace
+
+PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
+                          const std::function<void(const MfClockResult&)>& on_clock) {
+  using Clock = std::chrono::steady_clock;
+  const uint32_t width = RowWidth(o.rank, o.biases);
+  std::vector<float> users, items;
+  InitFactors(data.users.size(), width, o.init_scale, apps::DeriveSeed(o.seed, 1), &users);
+  InitFactors(data.items.size(), width, o.init_scale, apps::DeriveSeed(o.seed, 2), &items);
+  const std::vector<uint32_t> order = ShuffledOrder(data.train.size(), o.seed);
+  const RegWeights reg = ComputeRegWeights(data);
+  SgdParams p;
+  p.rank = o.rank;
+  p.biases = o.biases;
+  p.mean = static_cast<float>(data.mean);
+  p.lambda = static_cast<float>(o.lambda);
+  p.bias_lambda = static_cast<float>(o.bias_lambda);
+  const std::vector<float> zero_row(width, 0.0f);
+  auto predict = [&](const Rating& r) -> double {
+    const float* u = r.user == IdMap::kUnknown ? zero_row.data() : &users[size_t{r.user} * width];
+    const float* v = r.item == IdMap::kUnknown ? zero_row.data() : &items[size_t{r.item} * width];
+    return Predict(u, v, p);
+  };
+
+  PlainMfSummary summary;
+  const auto start = Clock::now();
+  for (int64_t clock = 0; clock < o.clocks; ++clock) {
+    p.lr = static_cast<float>(StepSize(o.lr, clock));
+    Window w = MinibatchWindow(order.size(), o.minibatch, clock);
+    double sq = 0;
+    for (size_t j = 0; j < w.count; ++j) {
+      const Rating& r = data.train[order[(w.start + j) % order.size()]];
+      float e = SgdUpdate(&users[size_t{r.user} * width], &items[size_t{r.item} * width], r.value,
+                          reg.user[r.user], reg.item[r.item], p);
+      sq += static_cast<double>(e) * e;
+    }
+    summary.ratings += w.count;
+    MfClockResult res;
+    res.clock = clock;
+    res.ratings = w.count;
+    res.train_loss = sq / static_cast<double>(std::max<size_t>(w.count, 1));
+    if ((clock + 1) % o.eval_every == 0 || clock + 1 == o.clocks) {
+      res.test_rmse = Rmse(data.test, data.min_rating, data.max_rating, predict);
+      if (clock + 1 == o.clocks) summary.final_test_rmse = res.test_rmse;
+    }
+    res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (on_clock) on_clock(res);
+  }
+  summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (summary.seconds > 0) {
+    summary.ratings_per_second = static_cast<double>(summary.ratings) / summary.seconds;
+  }
+  return summary;
+}
+
+}  // namespace mf
+}  // namespace pace

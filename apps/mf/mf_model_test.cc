@@ -1,0 +1,139 @@
+#include "apps/mf/mf_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "apps/shared/random.h"
+
+namespace pace {
+namespace mf {
+namespace {
+
+TEST(SgdTest, UpdateMatchesHandComputation) {
+  SgdParams p;
+  p.rank = 2;
+  p.biases = true;
+  p.mean = 3.0f;
+  p.lr = 0.1f;
+  p.lambda = 0.5f;
+  p.bias_lambda = 2.0f;
+  float u[3] = {1.0f, 2.0f, 0.5f};
+  float v[3] = {0.5f, -1.0f, -0.25f};
+  // prediction = 3 + 0.5 - 0.25 + (0.5 - 2) = 1.75; rating 4 -> e = 2.25
+  EXPECT_FLOAT_EQ(Predict(u, v, p), 1.75f);
+  // Penalty shares: the user has 2 ratings (1/2), the item 4 (1/4).
+  float e = SgdUpdate(u, v, 4.0f, 0.5f, 0.25f, p);
+  EXPECT_FLOAT_EQ(e, 2.25f);
+  EXPECT_FLOAT_EQ(u[0], 1.0f + 0.1f * (2.25f * 0.5f - 0.25f * 1.0f));
+  EXPECT_FLOAT_EQ(v[1], -1.0f + 0.1f * (2.25f * 2.0f - 0.125f * -1.0f));
+  EXPECT_FLOAT_EQ(u[2], 0.5f + 0.1f * (2.25f - 1.0f * 0.5f));
+  EXPECT_FLOAT_EQ(v[2], -0.25f + 0.1f * (2.25f + 0.5f * 0.25f));
+
+  p.biases = false;
+  float a[2] = {1, 1}, b[2] = {2, 3};
+  EXPECT_FLOAT_EQ(Predict(a, b, p), 5.0f);  // no mean, no biases
+  EXPECT_EQ(RowWidth(16, true), 17u);
+  EXPECT_EQ(RowWidth(16, false), 16u);
+}
+
+TEST(SgdTest, RegWeightsAreInverseCounts) {
+  MfDataset d;
+  ASSERT_TRUE(BuildDataset({{1, 1, 1}, {1, 2, 1}, {2, 2, 1}, {3, 2, 1}}, {}, 0, 1, &d).ok());
+  RegWeights w = ComputeRegWeights(d);
+  EXPECT_FLOAT_EQ(w.user[d.users.Find(1)], 0.5f);
+  EXPECT_FLOAT_EQ(w.user[d.users.Find(3)], 1.0f);
+  EXPECT_FLOAT_EQ(w.item[d.items.Find(2)], 1.0f / 3);
+}
+
+TEST(SgdTest, StepSizeAndClip) {
+  EXPECT_DOUBLE_EQ(StepSize(0.1, 0), 0.1);
+  EXPECT_DOUBLE_EQ(StepSize(0.1, 3), 0.05);
+  EXPECT_EQ(Clip(7, 1, 5), 5);
+  EXPECT_EQ(Clip(-1, 1, 5), 1);
+}
+
+TEST(PartitionTest, PartsCoverEverythingOnceAndWindowsCycle) {
+  std::vector<uint32_t> order = ShuffledOrder(1000, 3);
+  EXPECT_EQ(order, ShuffledOrder(1000, 3));
+  EXPECT_NE(order, ShuffledOrder(1000, 4));
+  std::set<uint32_t> seen(order.begin(), order.end());
+  EXPECT_EQ(seen.size(), 1000u);
+  size_t total = 0, prev_end = 0;
+  for (uint32_t p = 0; p < 7; ++p) {
+    Range r = PartOf(1000, p, 7);
+    EXPECT_EQ(r.begin, prev_end);
+    prev_end = r.end;
+    total += r.size();
+  }
+  EXPECT_EQ(total, 1000u);
+  Window w0 = MinibatchWindow(10, 0.3, 0), w1 = MinibatchWindow(10, 0.3, 1),
+         w3 = MinibatchWindow(10, 0.3, 3);
+  EXPECT_EQ(w0.count, 3u);
+  EXPECT_EQ(w0.start, 0u);
+  EXPECT_EQ(w1.start, 3u);
+  EXPECT_EQ(w3.start, 9u);  // wraps: positions 9, 0, 1
+  EXPECT_EQ(MinibatchWindow(10, 1e-6, 5).count, 1u);
+  EXPECT_EQ(MinibatchWindow(10, 1.0, 5).start, 0u);
+  EXPECT_EQ(MinibatchWindow(0, 1.0, 5).count, 0u);
+}
+
+// Ratings from known biases only: the bias baseline must recover them.
+TEST(BiasBaselineTest, RecoversPlantedBiases) {
+  std::vector<RawRating> raw;
+  apps::Rng rng(1);
+  for (uint64_t u = 0; u < 50; ++u) {
+    for (uint64_t i = 0; i < 40; ++i) {
+      raw.push_back({u * 3 + 1, i * 5 + 2, static_cast<float>(3.0 + 0.02 * u - 0.03 * i)});
+    }
+  }
+  MfDataset d;
+  ASSERT_TRUE(BuildDataset(raw, {}, 0.1, 1, &d).ok());
+  BiasModel m = FitBiasBaseline(d, 0.0, 20);
+  auto rmse = Rmse(d.test, d.min_rating, d.max_rating,
+                   [&](const Rating& r) { return m.Predict(r.user, r.item); });
+  ASSERT_TRUE(rmse.has_value());
+  EXPECT_LT(*rmse, 0.01);
+  EXPECT_FALSE(Rmse({}, 0, 1, [](const Rating&) { return 0.0; }).has_value());
+}
+
+// The plain SGD loop fits an exactly rank-2 matrix (no noise) to a small error.
+TEST(PlainMfTest, FitsTinyLowRankMatrix) {
+  std::vector<RawRating> raw;
+  apps::Rng rng(5);
+  std::vector<double> a(60), b(60), c(40), e(40);
+  for (auto* v : {&a, &b})
+    for (double& x : *v) x = rng.Uniform() * 2 - 1;
+  for (auto* v : {&c, &e})
+    for (double& x : *v) x = rng.Uniform() * 2 - 1;
+  for (uint64_t u = 0; u < 60; ++u) {
+    for (uint64_t i = 0; i < 40; ++i) {
+      if (rng.Uniform() < 0.6) {
+        raw.push_back({u, i, static_cast<float>(a[u] * c[i] + b[u] * e[i])});
+      }
+    }
+  }
+  MfDataset d;
+  ASSERT_TRUE(BuildDataset(raw, {}, 0.1, 1, &d).ok());
+  PlainMfOptions o;
+  o.rank = 4;
+  o.biases = false;
+  o.lr = 0.1;
+  o.lambda = 0.01;
+  o.clocks = 300;
+  o.eval_every = 1000;
+  std::vector<double> losses;
+  PlainMfSummary s =
+      RunPlainMf(d, o, [&](const MfClockResult& r) { losses.push_back(r.train_loss); });
+  ASSERT_EQ(losses.size(), 300u);
+  EXPECT_LT(losses.back(), 0.1 * losses.front());
+  ASSERT_TRUE(s.final_test_rmse.has_value());
+  EXPECT_LT(*s.final_test_rmse, 0.1);
+  EXPECT_EQ(s.ratings, 300u * d.train.size());
+  EXPECT_GT(s.ratings_per_second, 0);
+}
+
+}  // namespace
+}  // namespace mf
+}  // namespace pace

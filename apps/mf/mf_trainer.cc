@@ -1,0 +1,313 @@
+#include "apps/mf/mf_trainer.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "apps/shared/report.h"
+#include "apps/shared/row_buffer.h"
+
+namespace pace {
+namespace mf {
+
+using apps::MeasureCols;
+
+Status ValidateMfOptions(const MfTrainOptions& o) {
+  RETURN_IF_ERROR(apps::ValidateRunOptions(o.run));
+  if (o.rank < 1 || o.rank > 4096) return Status::InvalidArgument("--rank must be in [1, 4096]");
+  if (!(o.lr > 0) || !std::isfinite(o.lr)) return Status::InvalidArgument("--lr must be > 0");
+  if (!(o.lambda >= 0) || !std::isfinite(o.lambda)) {
+    return Status::InvalidArgument("--lambda must be >= 0");
+  }
+  if (!(o.bias_lambda >= 0) || !std::isfinite(o.bias_lambda)) {
+    return Status::InvalidArgument("--bias_lambda must be >= 0");
+  }
+  if (!(o.minibatch > 0 && o.minibatch <= 1)) {
+    return Status::InvalidArgument("--minibatch must be in (0, 1]");
+  }
+  if (!(o.init_scale > 0) || !std::isfinite(o.init_scale)) {
+    return Status::InvalidArgument("--init_scale must be > 0");
+  }
+  if (o.table_prefix.empty()) return Status::InvalidArgument("--table_prefix must not be empty");
+  return Status::OK();
+}
+
+struct MfTrainer::Shared {
+  int64_t start_ns = 0;
+  ClockT start_clock = 0;
+  ClockT end_clock = 0;
+  std::function<void(const MfReport&)> on_report;
+  std::unique_ptr<apps::ProcessMeasure> measure;  // used by worker 0 only
+  std::atomic<uint64_t> ratings{0};
+  // Written by the reporting worker only.
+  std::optional<double> final_test_rmse;
+  uint64_t export_stale_rows = 0;
+};
+
+MfTrainer::MfTrainer(Client* client, const MfDataset* data, MfTrainOptions options)
+    : client_(client),
+      data_(data),
+      options_(std::move(options)),
+      width_(RowWidth(options_.rank, options_.biases)) {}
+
+Status MfTrainer::Setup() {
+  RETURN_IF_ERROR(ValidateMfOptions(options_));
+  TableSchema factors;
+  factors.kind = RowKind::kDense;
+  factors.type = ElementType::kF32;
+  factors.width = width_;
+  apps::ApplyConsistency(options_.run, &factors);
+  factors.init.kind = InitKind::kUniform;
+  factors.init.a = -options_.init_scale;
+  factors.init.b = options_.init_scale;
+  factors.init.seed = options_.run.seed;
+  TableSchema users = factors, items = factors;
+  users.name = options_.table_prefix + ".user";
+  items.name = options_.table_prefix + ".item";
+  TableSchema stats =
+      apps::StatsTableSchema(options_.table_prefix + ".stats", MfStatsCols::kCount, options_.run);
+  RETURN_IF_ERROR(apps::OpenJobTables(client_, options_.run, {users, items, stats}, &tables_));
+  reg_ = ComputeRegWeights(*data_);
+  order_ = ShuffledOrder(data_->train.size(), options_.run.seed);
+  return Status::OK();
+}
+
+Status MfTrainer::Train(const std::function<void(const MfReport&)>& on_report,
+                        MfTrainSummary* summary) {
+  if (tables_.empty()) return Status::FailedPrecondition("MfTrainer::Setup was not called");
+  Shared sh;
+  sh.start_clock = client_->start_clock();
+  sh.end_clock = options_.run.clocks;
+  sh.on_report = on_report;
+  *summary = MfTrainSummary();
+  summary->start_clock = sh.start_clock;
+  summary->end_clock = std::max(sh.start_clock, sh.end_clock);
+  if (sh.start_clock >= sh.end_clock) return Status::OK();
+  sh.measure = std::make_unique<apps::ProcessMeasure>(
+      client_, std::vector<std::string>{user_table().name(), item_table().name()});
+  sh.start_ns = apps::NowNs();
+  Status s = apps::RunWorkers(client_, options_.run.workers,
+                              [&](int i, Worker* w, const std::atomic<bool>& failed) {
+                                return WorkerLoop(i, w, failed, &sh);
+                              });
+  summary->seconds = apps::SecondsSince(sh.start_ns);
+  RETURN_IF_ERROR(s);
+  RETURN_IF_ERROR(client_->Flush());
+  summary->ratings = sh.ratings.load();
+  if (summary->seconds > 0) {
+    summary->ratings_per_second = static_cast<double>(summary->ratings) / summary->seconds;
+  }
+  summary->final_test_rmse = sh.final_test_rmse;
+  summary->export_stale_rows = sh.export_stale_rows;
+  return Status::OK();
+}
+
+Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& failed, Shared* sh) {
+  const Table& ut = tables_[0];
+  const Table& it = tables_[1];
+  const Table& st = tables_[2];
+  const apps::RunOptions& run = options_.run;
+  if (worker->clock() != sh->start_clock) {
+    return Status::Internal("worker starts at clock " + std::to_string(worker->clock()) +
+                            ", the client's resume clock is " + std::to_string(sh->start_clock));
+  }
+  const uint32_t num_parts = client_->num_clients() * static_cast<uint32_t>(run.workers);
+  const uint32_t part_id = client_->client_id() * static_cast<uint32_t>(run.workers) + w;
+  const Range part = PartOf(order_.size(), part_id, num_parts);
+  const Range test_part = PartOf(data_->test.size(), part_id, num_parts);
+  apps::RowBuffer<float> ubuf(data_->users.size(), width_), ibuf(data_->items.size(), width_);
+  const std::vector<float> zero(width_, 0.0f);
+  SgdParams p;
+  p.rank = options_.rank;
+  p.biases = options_.biases;
+  p.mean = static_cast<float>(data_->mean);
+  p.lambda = static_cast<float>(options_.lambda);
+  p.bias_lambda = static_cast<float>(options_.bias_lambda);
+
+  Status load_status;
+  auto user_row = [&](uint32_t u) -> float* {
+    float* row = ubuf.Find(u);
+    if (row != nullptr) return row;
+    row = ubuf.Slot(u);
+    Status s = worker->Get(ut, data_->users.raw(u), row);
+    if (!s.ok() && load_status.ok()) load_status = s;
+    ubuf.Loaded();
+    return row;
+  };
+  auto item_row = [&](uint32_t i) -> float* {
+    float* row = ibuf.Find(i);
+    if (row != nullptr) return row;
+    row = ibuf.Slot(i);
+    Status s = worker->Get(it, data_->items.raw(i), row);
+    if (!s.ok() && load_status.ok()) load_status = s;
+    ibuf.Loaded();
+    return row;
+  };
+
+  const bool reporter = client_->client_id() == 0 && w == 0;
+  std::unique_ptr<apps::StatsRowReader> reader;
+  std::vector<double> clock_end_seconds;  // of this worker, by clock - start_clock
+  if (reporter) reader = std::make_unique<apps::StatsRowReader>(st, run, sh->start_clock);
+  auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
+    const double* app = row.data() + MeasureCols::kCount;
+    MfReport rep;
+    rep.clock = c;
+    size_t k = static_cast<size_t>(c - sh->start_clock);
+    rep.seconds = k < clock_end_seconds.size() ? clock_end_seconds[k] : 0;
+    rep.ratings = static_cast<uint64_t>(app[MfStatsCols::kTrainN]);
+    rep.train_loss = app[MfStatsCols::kTrainSq] / std::max(1.0, app[MfStatsCols::kTrainN]);
+    if (app[MfStatsCols::kTestN] > 0) {
+      rep.test_rmse = std::sqrt(app[MfStatsCols::kTestSq] / app[MfStatsCols::kTestN]);
+    }
+    apps::StalenessSummary ss = apps::SummarizeStaleness(row.data());
+    rep.staleness_mean = ss.mean;
+    rep.staleness_p99 = ss.p99;
+    rep.blocked_pct = apps::BlockedPercent(row.data());
+    if (c == sh->end_clock - 1) sh->final_test_rmse = rep.test_rmse;
+    if (sh->on_report) sh->on_report(rep);
+    return Status::OK();
+  };
+
+  std::vector<double> cols(MeasureCols::kCount + MfStatsCols::kCount);
+  double* app = cols.data() + MeasureCols::kCount;
+  int64_t interval_start = apps::NowNs();
+  for (ClockT c = worker->clock(); c < sh->end_clock; c = worker->clock()) {
+    if (failed.load()) return Status::Aborted("another worker failed");
+    apps::MaybeStraggle(run, client_->client_id(), w, c);
+    p.lr = static_cast<float>(StepSize(options_.lr, c));
+    const Window win = MinibatchWindow(part.size(), options_.minibatch, c);
+    double train_sq = 0;
+    for (size_t j = 0; j < win.count; ++j) {
+      const Rating& r = data_->train[order_[part.begin + (win.start + j) % part.size()]];
+      float* u = user_row(r.user);
+      float* v = item_row(r.item);
+      const float e = SgdUpdate(u, v, r.value, reg_.user[r.user], reg_.item[r.item], p);
+      train_sq += static_cast<double>(e) * e;
+    }
+    RETURN_IF_ERROR(load_status);
+    RETURN_IF_ERROR(ubuf.ForEachDelta(
+        [&](uint32_t u, const float* d) { return worker->Inc(ut, data_->users.raw(u), d); }));
+    RETURN_IF_ERROR(ibuf.ForEachDelta(
+        [&](uint32_t i, const float* d) { return worker->Inc(it, data_->items.raw(i), d); }));
+
+    double test_sq = 0, test_n = 0;
+    if ((c + 1) % run.eval_every == 0 || c + 1 == sh->end_clock) {
+      for (size_t j = test_part.begin; j < test_part.end; ++j) {
+        const Rating& r = data_->test[j];
+        const float* u = r.user == IdMap::kUnknown ? zero.data() : user_row(r.user);
+        const float* v = r.item == IdMap::kUnknown ? zero.data() : item_row(r.item);
+        const float e = r.value - Clip(Predict(u, v, p), data_->min_rating, data_->max_rating);
+        test_sq += static_cast<double>(e) * e;
+      }
+      RETURN_IF_ERROR(load_status);
+      test_n = static_cast<double>(test_part.size());
+    }
+    ubuf.Clear();
+    ibuf.Clear();
+
+    std::fill(cols.begin(), cols.end(), 0.0);
+    cols[MeasureCols::kWallSeconds] = apps::SecondsSince(interval_start);
+    interval_start = apps::NowNs();
+    if (w == 0) sh->measure->TakeDelta(cols.data());
+    app[MfStatsCols::kTrainSq] = train_sq;
+    app[MfStatsCols::kTrainN] = static_cast<double>(win.count);
+    app[MfStatsCols::kTestSq] = test_sq;
+    app[MfStatsCols::kTestN] = test_n;
+    RETURN_IF_ERROR(worker->Inc(st, static_cast<uint64_t>(c), cols.data()));
+    RETURN_IF_ERROR(worker->Clock());
+    sh->ratings += win.count;
+    if (reporter) {
+      clock_end_seconds.push_back(apps::SecondsSince(sh->start_ns));
+      RETURN_IF_ERROR(reader->Poll(worker, emit));
+    }
+  }
+  if (!reporter) return Status::OK();
+  RETURN_IF_ERROR(reader->Finish(worker, sh->end_clock, emit));
+  if (!options_.export_dir.empty()) {
+    RETURN_IF_ERROR(Export(worker, options_.export_dir, sh->end_clock, &sh->export_stale_rows));
+  }
+  return Status::OK();
+}
+
+Status MfTrainer::ReadFactors(Worker* worker, ClockT fresh_as_of, std::vector<float>* users,
+                              std::vector<float>* items, uint64_t* stale_rows) {
+  if (tables_.empty()) return Status::FailedPrecondition("MfTrainer::Setup was not called");
+  *stale_rows = 0;
+  auto read_all = [&](const Table& t, const IdMap& ids, std::vector<float>* out) -> Status {
+    out->assign(static_cast<size_t>(ids.size()) * width_, 0.0f);
+    for (uint32_t i = 0; i < ids.size(); ++i) {
+      Version version = 0;
+      RETURN_IF_ERROR(worker->Read(t, ids.raw(i), [&](const RowView& v) {
+        version = v.version;
+        std::memcpy(&(*out)[static_cast<size_t>(i) * width_], v.bytes.data(),
+                    std::min<size_t>(v.bytes.size(), width_ * sizeof(float)));
+      }));
+      if (version < fresh_as_of) ++*stale_rows;
+    }
+    return Status::OK();
+  };
+  RETURN_IF_ERROR(read_all(user_table(), data_->users, users));
+  return read_all(item_table(), data_->items, items);
+}
+
+namespace {
+
+Status WriteFactorCsv(const std::string& path, const IdMap& ids, const std::vector<float>& rows,
+                      int rank, bool biases) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "w"), &std::fclose);
+  if (!f) return Status::IOError("cannot write '" + path + "': " + std::strerror(errno));
+  const uint32_t width = RowWidth(rank, biases);
+  std::fputs("id", f.get());
+  for (int k = 0; k < rank; ++k) std::fprintf(f.get(), ",f%d", k);
+  if (biases) std::fputs(",bias", f.get());
+  std::fputc('\n', f.get());
+  for (uint32_t i = 0; i < ids.size(); ++i) {
+    std::fprintf(f.get(), "%llu", static_cast<unsigned long long>(ids.raw(i)));
+    for (uint32_t k = 0; k < width; ++k) {
+      std::fprintf(f.get(), ",%.7g", rows[static_cast<size_t>(i) * width + k]);
+    }
+    std::fputc('\n', f.get());
+  }
+  if (std::ferror(f.get())) return Status::IOError("writing '" + path + "' failed");
+  FILE* raw = f.release();
+  if (std::fclose(raw) != 0) return Status::IOError("closing '" + path + "' failed");
+  return Status::OK();
+}
+
+}  // namespace
+
+Status MfTrainer::Export(Worker* worker, const std::string& dir, ClockT fresh_as_of,
+                         uint64_t* stale_rows) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::IOError("cannot create --export directory '" + dir +
+                           "': " + std::strerror(errno));
+  }
+  std::vector<float> users, items;
+  RETURN_IF_ERROR(ReadFactors(worker, fresh_as_of, &users, &items, stale_rows));
+  RETURN_IF_ERROR(WriteFactorCsv(dir + "/user_factors.csv", data_->users, users, options_.rank,
+                                 options_.biases));
+  RETURN_IF_ERROR(WriteFactorCsv(dir + "/item_factors.csv", data_->items, items, options_.rank,
+                                 options_.biases));
+  std::string model_path = dir + "/model.txt";
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(model_path.c_str(), "w"), &std::fclose);
+  if (!f) return Status::IOError("cannot write '" + model_path + "'");
+  std::fprintf(f.get(),
+               "# prediction = mean + user.bias + item.bias + user.f . item.f (biases only if "
+               "biases=true), clipped to [min_rating, max_rating]\n"
+               "rank=%d\nbiases=%s\nmean=%.9g\nmin_rating=%g\nmax_rating=%g\nclock=%lld\n"
+               "users=%u\nitems=%u\n",
+               options_.rank, options_.biases ? "true" : "false", data_->mean, data_->min_rating,
+               data_->max_rating, static_cast<long long>(fresh_as_of), data_->users.size(),
+               data_->items.size());
+  FILE* raw = f.release();
+  if (std::fclose(raw) != 0) return Status::IOError("writing '" + model_path + "' failed");
+  return Status::OK();
+}
+
+}  // namespace mf
+}  // namespace pace

@@ -1,0 +1,133 @@
+// pace_mf's training on PaceDB: the user and item factor tables, data-parallel
+// SGD in worker threads (and client processes), per-clock train loss and test
+// RMSE aggregated through a stats table, and export of the learned factors.
+//
+// Tables (prefix default "mf"):
+//   <prefix>.user   dense f32 rows of width rank (+1 bias), row = raw user id
+//   <prefix>.item   dense f32 rows of width rank (+1 bias), row = raw item id
+//   <prefix>.stats  dense f64 rows, row = clock: MeasureCols, then
+//                   train_sq, train_n, test_sq, test_n (sums over workers)
+// Factor rows start uniform in [-init_scale, init_scale) from the table
+// initializer, so no worker has to write initial values.
+//
+// Each process reads the whole training file; worker g of the job's
+// T = num_clients * workers takes part g of the seeded shuffle, and each clock
+// processes a minibatch fraction of it (mf_model.h).
+//
+// An MfTrainer is used from one thread; it starts and joins its workers.
+#ifndef PACE_APPS_MF_MF_TRAINER_H_
+#define PACE_APPS_MF_MF_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/mf/mf_model.h"
+#include "apps/mf/ratings_data.h"
+#include "apps/shared/ps_runtime.h"
+#include "client/pace.h"
+#include "common/status.h"
+
+namespace pace {
+namespace mf {
+
+struct MfTrainOptions {
+  apps::RunOptions run;
+  // Defaults: rank 16, lr 0.02, lambda 10, bias_lambda 5, biases on,
+  // minibatch 1.0, init_scale 0.1, table prefix "mf".
+  int rank = 16;
+  double lr = 0.02;
+  double lambda = 10;
+  double bias_lambda = 5;
+  bool biases = true;
+  double minibatch = 1.0;
+  double init_scale = 0.1;
+  std::string table_prefix = "mf";
+  // If set, client 0 writes the learned factors here after the last clock
+  // (see Export). Default: empty.
+  std::string export_dir;
+};
+
+// InvalidArgument naming the flag.
+Status ValidateMfOptions(const MfTrainOptions& o);
+
+// One line of the report (the CSV columns).
+struct MfReport {
+  ClockT clock = 0;
+  double seconds = 0;
+  double train_loss = 0;
+  std::optional<double> test_rmse;
+  double staleness_mean = 0;
+  int64_t staleness_p99 = 0;
+  double blocked_pct = 0;
+  uint64_t ratings = 0;  // processed by all workers in the clock
+};
+
+struct MfTrainSummary {
+  ClockT start_clock = 0;  // the resume clock (0 for a fresh job)
+  ClockT end_clock = 0;
+  uint64_t ratings = 0;  // processed by this process
+  double seconds = 0;    // wall time of the training loop
+  double ratings_per_second = 0;
+  std::optional<double> final_test_rmse;
+  // Rows the export read from cache at a version older than end_clock.
+  uint64_t export_stale_rows = 0;
+};
+
+class MfTrainer {
+ public:
+  // `client` and `data` must outlive the trainer.
+  MfTrainer(Client* client, const MfDataset* data, MfTrainOptions options);
+
+  // Creates or opens the tables (fresh vs --resume rules of OpenJobTables).
+  Status Setup();
+  // Runs clocks start_clock .. run.clocks-1. In client 0, calls on_report for
+  // every clock in order (from the reporting worker thread) as soon as its
+  // stats are complete, the last ones after a final barrier.
+  Status Train(const std::function<void(const MfReport&)>& on_report, MfTrainSummary* summary);
+
+  // Reads the factor rows of every user and item of the dataset through
+  // `worker`, in dense index order (width = RowWidth(rank, biases)).
+  // *stale_rows counts rows whose value was older than `fresh_as_of`: SSP
+  // keeps a cached row until it is too stale for the reader's clock, so a
+  // process that trained may hold rows up to s clocks old; a new process
+  // (e.g. `pace_mf --resume --export=DIR` after the job) reads fresh rows.
+  Status ReadFactors(Worker* worker, ClockT fresh_as_of, std::vector<float>* users,
+                     std::vector<float>* items, uint64_t* stale_rows);
+  // Writes DIR/user_factors.csv and DIR/item_factors.csv (header
+  // id,f0..f{K-1}[,bias]; one line per id of the training data) and
+  // DIR/model.txt (rank, biases, global mean, rating range, clock).
+  Status Export(Worker* worker, const std::string& dir, ClockT fresh_as_of, uint64_t* stale_rows);
+
+  const Table& user_table() const { return tables_[0]; }
+  const Table& item_table() const { return tables_[1]; }
+  const Table& stats_table() const { return tables_[2]; }
+
+ private:
+  struct Shared;
+  Status WorkerLoop(int index, Worker* worker, const std::atomic<bool>& failed, Shared* shared);
+
+  Client* const client_;
+  const MfDataset* const data_;
+  const MfTrainOptions options_;
+  const uint32_t width_;
+  RegWeights reg_;
+  std::vector<uint32_t> order_;
+  std::vector<Table> tables_;
+};
+
+// Stats row columns after MeasureCols.
+struct MfStatsCols {
+  static constexpr int kTrainSq = 0;
+  static constexpr int kTrainN = 1;
+  static constexpr int kTestSq = 2;
+  static constexpr int kTestN = 3;
+  static constexpr int kCount = 4;
+};
+
+}  // namespace mf
+}  // namespace pace
+
+#endif  // PACE_APPS_MF_MF_TRAINER_H_

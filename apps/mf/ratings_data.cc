@@ -1,0 +1,215 @@
+#include "apps/mf/ratings_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "apps/shared/random.h"
+#include "apps/shared/text_input.h"
+
+namespace pace {
+namespace mf {
+
+using apps::Excerpt;
+using apps::ParseDouble;
+using apps::ParseU64;
+using apps::Trim;
+
+Status ParseRatingsFileFormat(std::string_view name, RatingsFileFormat* out) {
+  for (RatingsFileFormat f :
+       {RatingsFileFormat::kAuto, RatingsFileFormat::kCsv, RatingsFileFormat::kTsv,
+        RatingsFileFormat::kDat, RatingsFileFormat::kPlain}) {
+    if (RatingsFileFormatName(f) == name) {
+      *out = f;
+      return Status::OK();
+    }
+  }
+  return Status::InvalidArgument("unknown ratings format '" + std::string(name) +
+                                 "' (expected auto|csv|tsv|dat|plain)");
+}
+
+std::string_view RatingsFileFormatName(RatingsFileFormat f) {
+  switch (f) {
+    case RatingsFileFormat::kAuto:
+      return "auto";
+    case RatingsFileFormat::kCsv:
+      return "csv";
+    case RatingsFileFormat::kTsv:
+      return "tsv";
+    case RatingsFileFormat::kDat:
+      return "dat";
+    case RatingsFileFormat::kPlain:
+      return "plain";
+  }
+  return "?";
+}
+
+RatingsFileFormat DetectRatingsFormat(std::string_view line) {
+  if (line.find("::") != std::string_view::npos) return RatingsFileFormat::kDat;
+  if (line.find(',') != std::string_view::npos) return RatingsFileFormat::kCsv;
+  if (line.find('\t') != std::string_view::npos) return RatingsFileFormat::kTsv;
+  return RatingsFileFormat::kPlain;
+}
+
+namespace {
+
+const char* Expected(RatingsFileFormat f) {
+  switch (f) {
+    case RatingsFileFormat::kCsv:
+      return "'user,item,rating[,timestamp]'";
+    case RatingsFileFormat::kTsv:
+      return "'user<TAB>item<TAB>rating[<TAB>timestamp]'";
+    case RatingsFileFormat::kDat:
+      return "'user::item::rating[::timestamp]'";
+    default:
+      return "'user item rating'";
+  }
+}
+
+void Split(std::string_view line, RatingsFileFormat format, std::vector<std::string_view>* fields) {
+  switch (format) {
+    case RatingsFileFormat::kCsv:
+      apps::SplitOn(line, ",", fields);
+      break;
+    case RatingsFileFormat::kTsv:
+      apps::SplitOn(line, "\t", fields);
+      break;
+    case RatingsFileFormat::kDat:
+      apps::SplitOn(line, "::", fields);
+      break;
+    default:
+      apps::SplitWhitespace(line, fields);
+      break;
+  }
+}
+
+bool IsHeader(std::string_view line, RatingsFileFormat format) {
+  std::vector<std::string_view> fields;
+  Split(line, format, &fields);
+  uint64_t id;
+  return !fields.empty() && !ParseU64(fields[0], &id);
+}
+
+}  // namespace
+
+bool ParseRatingLine(std::string_view line, RatingsFileFormat format, RawRating* out,
+                     std::string* why) {
+  std::vector<std::string_view> fields;
+  Split(line, format, &fields);
+  if (fields.size() < 3 || fields.size() > 4) {
+    *why = "expected " + std::string(Expected(format)) + ", got " + std::to_string(fields.size()) +
+           " field(s) in " + Excerpt(line);
+    return false;
+  }
+  if (!ParseU64(fields[0], &out->user)) {
+    *why = "bad user id " + Excerpt(fields[0]) + " (expected an unsigned integer)";
+    return false;
+  }
+  if (!ParseU64(fields[1], &out->item)) {
+    *why = "bad item id " + Excerpt(fields[1]) + " (expected an unsigned integer)";
+    return false;
+  }
+  double v;
+  if (!ParseDouble(fields[2], &v) || std::abs(v) > std::numeric_limits<float>::max()) {
+    *why = "bad rating " + Excerpt(fields[2]) + " (expected a finite number)";
+    return false;
+  }
+  out->value = static_cast<float>(v);
+  return true;
+}
+
+Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
+                   std::vector<RawRating>* out, RatingsReadInfo* info) {
+  std::unique_ptr<apps::LineReader> reader;
+  RETURN_IF_ERROR(apps::LineReader::Open(path, &reader));
+  apps::BadLinePolicy policy(options.skip_bad_lines);
+  RatingsFileFormat format = options.format;
+  bool first = true;
+  const size_t before = out->size();
+  std::string why;
+  std::string_view line;
+  while (reader->Next(&line)) {
+    std::string_view t = Trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    if (first) {
+      first = false;
+      if (format == RatingsFileFormat::kAuto) format = DetectRatingsFormat(t);
+      // MovieLens ratings.csv starts with a header line.
+      if (format == RatingsFileFormat::kCsv && IsHeader(t, format)) continue;
+    }
+    RawRating r;
+    if (!ParseRatingLine(t, format, &r, &why)) {
+      RETURN_IF_ERROR(policy.Handle(Status::InvalidArgument(reader->Where() + ": " + why)));
+      continue;
+    }
+    out->push_back(r);
+  }
+  RETURN_IF_ERROR(reader->status());
+  if (info != nullptr) {
+    info->format = format;
+    info->lines = reader->line_number();
+    info->skipped = policy.skipped();
+    info->first_skipped = policy.first_error();
+  }
+  if (out->size() == before) {
+    return Status::InvalidArgument(
+        "'" + path + "' holds no ratings" +
+        (policy.skipped() ? " (every line was bad; first: " + policy.first_error() + ")"
+                          : std::string()));
+  }
+  return Status::OK();
+}
+
+uint32_t IdMap::Intern(uint64_t raw) {
+  auto [it, inserted] = index_.emplace(raw, static_cast<uint32_t>(raw_.size()));
+  if (inserted) raw_.push_back(raw);
+  return it->second;
+}
+
+uint32_t IdMap::Find(uint64_t raw) const {
+  auto it = index_.find(raw);
+  return it == index_.end() ? kUnknown : it->second;
+}
+
+Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<RawRating>& test_raw,
+                    double test_fraction, uint64_t seed, MfDataset* out) {
+  if (!(test_fraction >= 0 && test_fraction < 1)) {
+    return Status::InvalidArgument("--test_fraction must be in [0, 1)");
+  }
+  *out = MfDataset();
+  const bool split = test_raw.empty() && test_fraction > 0;
+  std::vector<const RawRating*> held_out;
+  out->train.reserve(train_raw.size());
+  double sum = 0;
+  float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
+  for (size_t i = 0; i < train_raw.size(); ++i) {
+    const RawRating& r = train_raw[i];
+    if (split && apps::HashUniform(seed, 0x7E57, i) < test_fraction) {
+      held_out.push_back(&r);
+      continue;
+    }
+    out->train.push_back(Rating{out->users.Intern(r.user), out->items.Intern(r.item), r.value});
+    sum += r.value;
+    lo = std::min(lo, r.value);
+    hi = std::max(hi, r.value);
+  }
+  if (out->train.empty()) return Status::InvalidArgument("no training ratings");
+  out->mean = sum / static_cast<double>(out->train.size());
+  out->min_rating = lo;
+  out->max_rating = hi;
+  auto add_test = [out](const RawRating& r) {
+    Rating t{out->users.Find(r.user), out->items.Find(r.item), r.value};
+    if (t.user == IdMap::kUnknown || t.item == IdMap::kUnknown) ++out->test_unknown;
+    out->test.push_back(t);
+  };
+  if (split) {
+    for (const RawRating* r : held_out) add_test(*r);
+  } else {
+    for (const RawRating& r : test_raw) add_test(r);
+  }
+  return Status::OK();
+}
+
+}  // namespace mf
+}  // namespace pace

@@ -1,0 +1,122 @@
+// Ratings input for pace_mf: the file formats it reads, the mapping of raw
+// (non-contiguous) user and item ids to dense indices, and the train/test
+// dataset.
+//
+// Formats (chosen by flag or detected from the first data line):
+//   csv    MovieLens ratings.csv: "userId,movieId,rating,timestamp" with an
+//          optional header line (any first line whose first field is not a
+//          number)
+//   tsv    MovieLens u.data: "user<TAB>item<TAB>rating<TAB>timestamp"
+//   dat    MovieLens ratings.dat: "user::item::rating::timestamp"
+//   plain  "user item rating" separated by spaces or tabs
+// The timestamp is optional in every format and ignored. Ids are unsigned
+// 64-bit integers; ratings are finite numbers. Blank lines and lines starting
+// with '#' are skipped. A bad line is an InvalidArgument error naming
+// "file:line", or is skipped and counted when skip_bad_lines is set.
+//
+// Thread-compatible.
+#ifndef PACE_APPS_MF_RATINGS_DATA_H_
+#define PACE_APPS_MF_RATINGS_DATA_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+
+namespace pace {
+namespace mf {
+
+enum class RatingsFileFormat { kAuto, kCsv, kTsv, kDat, kPlain };
+
+// "auto", "csv", "tsv", "dat", "plain".
+Status ParseRatingsFileFormat(std::string_view name, RatingsFileFormat* out);
+std::string_view RatingsFileFormatName(RatingsFileFormat f);
+
+// The format of a file whose first non-blank, non-comment line is `line`.
+RatingsFileFormat DetectRatingsFormat(std::string_view line);
+
+struct RawRating {
+  uint64_t user = 0;
+  uint64_t item = 0;
+  float value = 0;
+};
+
+// Parses one data line of a known format (not kAuto). On failure returns
+// false and sets *why to a short reason.
+bool ParseRatingLine(std::string_view line, RatingsFileFormat format, RawRating* out,
+                     std::string* why);
+
+struct RatingsReadOptions {
+  // Default: detect from the first data line.
+  RatingsFileFormat format = RatingsFileFormat::kAuto;
+  // Skip (and count) bad lines instead of failing. Default: false.
+  bool skip_bad_lines = false;
+};
+
+struct RatingsReadInfo {
+  RatingsFileFormat format = RatingsFileFormat::kAuto;  // the format used
+  uint64_t lines = 0;                                   // lines read
+  uint64_t skipped = 0;                                 // bad lines skipped
+  std::string first_skipped;                            // the first one's error
+};
+
+// Appends the file's ratings to *out. Errors: NotFound/IOError for the file,
+// InvalidArgument "path:line: ..." for a bad line (unless skipped) or a file
+// without any rating.
+Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
+                   std::vector<RawRating>* out, RatingsReadInfo* info);
+
+// Maps raw ids to dense indices 0..n-1 in order of first appearance, so every
+// process that reads the same file builds the same map.
+class IdMap {
+ public:
+  static constexpr uint32_t kUnknown = 0xFFFFFFFFu;
+  uint32_t Intern(uint64_t raw);
+  // kUnknown if `raw` was never interned.
+  uint32_t Find(uint64_t raw) const;
+  uint64_t raw(uint32_t index) const { return raw_[index]; }
+  const std::vector<uint64_t>& raw_ids() const { return raw_; }
+  uint32_t size() const { return static_cast<uint32_t>(raw_.size()); }
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> index_;
+  std::vector<uint64_t> raw_;
+};
+
+// A rating with dense indices. In a test set, user or item may be
+// IdMap::kUnknown (not in the training data).
+struct Rating {
+  uint32_t user = 0;
+  uint32_t item = 0;
+  float value = 0;
+};
+
+struct MfDataset {
+  IdMap users;
+  IdMap items;
+  std::vector<Rating> train;
+  std::vector<Rating> test;
+  // Over the training ratings.
+  double mean = 0;
+  float min_rating = 0;
+  float max_rating = 0;
+  // Test ratings whose user or item does not appear in training.
+  uint64_t test_unknown = 0;
+};
+
+// Builds the dataset. With a non-empty `test_raw`, that is the test set;
+// otherwise, if test_fraction > 0, rating i of `train_raw` goes to the test
+// set iff a hash of (seed, i) falls below test_fraction (the same split in
+// every process). Ids are interned from the training ratings only.
+// InvalidArgument if no training rating remains or test_fraction is outside
+// [0, 1).
+Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<RawRating>& test_raw,
+                    double test_fraction, uint64_t seed, MfDataset* out);
+
+}  // namespace mf
+}  // namespace pace
+
+#endif  // PACE_APPS_MF_RATINGS_DATA_H_

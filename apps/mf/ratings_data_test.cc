@@ -1,0 +1,147 @@
+#include "apps/mf/ratings_data.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace pace {
+namespace mf {
+namespace {
+
+class RatingsDataTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& name, const std::string& text) {
+    std::string path =
+        ::testing::TempDir() + "/ratings_data_test_" + std::to_string(::getpid()) + "_" + name;
+    std::ofstream(path) << text;
+    paths_.push_back(path);
+    return path;
+  }
+  void TearDown() override {
+    for (const std::string& p : paths_) std::remove(p.c_str());
+  }
+  std::vector<std::string> paths_;
+};
+
+TEST_F(RatingsDataTest, DetectsEachFormat) {
+  EXPECT_EQ(DetectRatingsFormat("userId,movieId,rating,timestamp"), RatingsFileFormat::kCsv);
+  EXPECT_EQ(DetectRatingsFormat("196\t242\t3\t881250949"), RatingsFileFormat::kTsv);
+  EXPECT_EQ(DetectRatingsFormat("1::1193::5::978300760"), RatingsFileFormat::kDat);
+  EXPECT_EQ(DetectRatingsFormat("1 2 3.5"), RatingsFileFormat::kPlain);
+}
+
+TEST_F(RatingsDataTest, ReadsMovieLensCsvWithHeader) {
+  std::string p =
+      Write("ratings.csv",
+            "userId,movieId,rating,timestamp\n1,31,2.5,1260759144\n1,1029,3.0,1260759179\n"
+            "7,31,4.5,1260759182\n");
+  std::vector<RawRating> out;
+  RatingsReadInfo info;
+  ASSERT_TRUE(ReadRatings(p, {}, &out, &info).ok());
+  EXPECT_EQ(info.format, RatingsFileFormat::kCsv);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[1].user, 1u);
+  EXPECT_EQ(out[1].item, 1029u);
+  EXPECT_EQ(out[1].value, 3.0f);
+  EXPECT_EQ(out[2].user, 7u);
+}
+
+TEST_F(RatingsDataTest, ReadsUDataDatAndPlain) {
+  std::vector<RawRating> out;
+  RatingsReadInfo info;
+  ASSERT_TRUE(ReadRatings(Write("u.data", "196\t242\t3\t881250949\n186\t302\t3\t891717742\n"), {},
+                          &out, &info)
+                  .ok());
+  EXPECT_EQ(info.format, RatingsFileFormat::kTsv);
+  ASSERT_TRUE(ReadRatings(Write("ratings.dat", "1::1193::5::978300760\n"), {}, &out, &info).ok());
+  EXPECT_EQ(info.format, RatingsFileFormat::kDat);
+  ASSERT_TRUE(
+      ReadRatings(Write("plain.txt", "# comment\n\n10 20 -0.5\n  11\t21  1e-1 \n"), {}, &out, &info)
+          .ok());
+  EXPECT_EQ(info.format, RatingsFileFormat::kPlain);
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[0].user, 196u);
+  EXPECT_EQ(out[2].item, 1193u);
+  EXPECT_EQ(out[3].value, -0.5f);
+  EXPECT_FLOAT_EQ(out[4].value, 0.1f);
+}
+
+TEST_F(RatingsDataTest, BadLineNamesFileAndLine) {
+  std::string p = Write("bad.txt", "1 2 3\n1 2 3\n1 x 3\n4 5 6\n");
+  std::vector<RawRating> out;
+  Status s = ReadRatings(p, {}, &out, nullptr);
+  ASSERT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(p + ":3: bad item id 'x'"), std::string::npos) << s.ToString();
+
+  std::string q = Write("bad2.csv", "userId,movieId,rating,timestamp\n1,2,3,4\n1,2\n1,2,nan,5\n");
+  out.clear();
+  s = ReadRatings(q, {}, &out, nullptr);
+  EXPECT_NE(s.message().find(q + ":3: expected"), std::string::npos) << s.ToString();
+
+  // Forced format: a plain file read as csv fails on line 1 (no header skip: it is a number).
+  out.clear();
+  RatingsReadOptions forced;
+  forced.format = RatingsFileFormat::kDat;
+  s = ReadRatings(Write("plain2.txt", "1 2 3\n"), forced, &out, nullptr);
+  EXPECT_NE(s.message().find(":1: expected 'user::item::rating"), std::string::npos)
+      << s.ToString();
+}
+
+TEST_F(RatingsDataTest, SkipBadLinesCounts) {
+  std::string p =
+      Write("skip.csv", "userId,movieId,rating,timestamp\n1,2,3,4\n1,2\n1,2,nan,5\n9,9,1,1\n");
+  std::vector<RawRating> out;
+  RatingsReadOptions o;
+  o.skip_bad_lines = true;
+  RatingsReadInfo info;
+  ASSERT_TRUE(ReadRatings(p, o, &out, &info).ok());
+  EXPECT_EQ(out.size(), 2u);
+  EXPECT_EQ(info.skipped, 2u);
+  EXPECT_NE(info.first_skipped.find(":3:"), std::string::npos);
+  // A file with only bad lines is an error even when skipping.
+  out.clear();
+  EXPECT_FALSE(ReadRatings(Write("allbad.txt", "a b c\n"), o, &out, &info).ok());
+  EXPECT_TRUE(ReadRatings("/nonexistent/ratings.csv", o, &out, &info).IsNotFound());
+}
+
+TEST_F(RatingsDataTest, IdMappingIsDenseAndTestUnknownsAreMarked) {
+  std::vector<RawRating> train = {{1000, 7, 4}, {5, 7, 2}, {1000, 99, 3}};
+  std::vector<RawRating> test = {{5, 99, 1}, {42, 7, 5}};
+  MfDataset d;
+  ASSERT_TRUE(BuildDataset(train, test, 0, 1, &d).ok());
+  EXPECT_EQ(d.users.size(), 2u);
+  EXPECT_EQ(d.items.size(), 2u);
+  EXPECT_EQ(d.users.Find(1000), 0u);
+  EXPECT_EQ(d.users.Find(5), 1u);
+  EXPECT_EQ(d.users.raw(1), 5u);
+  EXPECT_EQ(d.items.Find(99), 1u);
+  EXPECT_EQ(d.train[2].user, 0u);
+  EXPECT_EQ(d.train[2].item, 1u);
+  EXPECT_DOUBLE_EQ(d.mean, 3.0);
+  EXPECT_EQ(d.min_rating, 2.0f);
+  EXPECT_EQ(d.max_rating, 4.0f);
+  ASSERT_EQ(d.test.size(), 2u);
+  EXPECT_EQ(d.test[0].user, 1u);
+  EXPECT_EQ(d.test[1].user, IdMap::kUnknown);
+  EXPECT_EQ(d.test_unknown, 1u);
+}
+
+TEST_F(RatingsDataTest, TestFractionSplitIsDeterministic) {
+  std::vector<RawRating> train;
+  for (uint64_t i = 0; i < 10000; ++i) train.push_back({i % 100, i / 100, 1.0f});
+  MfDataset a, b, c;
+  ASSERT_TRUE(BuildDataset(train, {}, 0.2, 7, &a).ok());
+  ASSERT_TRUE(BuildDataset(train, {}, 0.2, 7, &b).ok());
+  ASSERT_TRUE(BuildDataset(train, {}, 0.2, 8, &c).ok());
+  EXPECT_NEAR(a.test.size(), 2000, 150);
+  EXPECT_EQ(a.test.size(), b.test.size());
+  EXPECT_NE(a.test.size(), c.test.size());
+  EXPECT_EQ(a.train.size() + a.test.size(), 10000u);
+  EXPECT_FALSE(BuildDataset(train, {}, 1.0, 7, &a).ok());
+}
+
+}  // namespace
+}  // namespace mf
+}  // namespace pace

@@ -1,0 +1,68 @@
+// Command-line flags shared by pace_mf and pace_lda (issue 5's contract:
+// --consistency, --staleness, --workers, --clocks, --data_dir, --servers,
+// --client_id, --num_clients, --token_file, --cache_mb, --block_cache_mb,
+// --csv, --seed, --resume, plus --eval_every, --straggler_ms,
+// --straggler_prob, --skip_bad_lines, --minibatch, --baseline), and their
+// conversion into RunOptions and ClientOptions.
+#ifndef PACE_APPS_SHARED_APP_FLAGS_H_
+#define PACE_APPS_SHARED_APP_FLAGS_H_
+
+#include <gflags/gflags.h>
+
+#include <string>
+
+#include "apps/shared/ps_runtime.h"
+#include "client/pace.h"
+#include "common/status.h"
+
+DECLARE_string(consistency);
+DECLARE_int32(staleness);
+DECLARE_int32(workers);
+DECLARE_int64(clocks);
+DECLARE_string(data_dir);
+DECLARE_string(servers);
+DECLARE_int32(client_id);
+DECLARE_int32(num_clients);
+DECLARE_string(token_file);
+DECLARE_int64(cache_mb);
+DECLARE_int64(block_cache_mb);
+DECLARE_string(csv);
+DECLARE_uint64(seed);
+DECLARE_bool(resume);
+DECLARE_int64(eval_every);
+DECLARE_int64(straggler_ms);
+DECLARE_double(straggler_prob);
+DECLARE_bool(skip_bad_lines);
+DECLARE_double(minibatch);
+DECLARE_bool(baseline);
+
+namespace pace {
+namespace apps {
+
+// Changes a shared flag's default for this binary; call before parsing.
+void SetFlagDefault(const char* name, const char* value);
+
+// Makes the embedded shard's INFO logging opt-in (--minloglevel=0) so the
+// per-clock lines stay readable; call before parsing.
+void QuietLibraryLogs();
+
+// True if the flag was given on the command line.
+bool FlagWasSet(const char* name);
+
+// RunOptions from the flags. InvalidArgument naming the flag.
+Status RunOptionsFromFlags(RunOptions* run);
+
+// ClientOptions from the flags: embedded on --data_dir without --servers;
+// otherwise --servers, with --client_id/--num_clients, or when those are not
+// given the launcher's environment (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE,
+// SLURM_PROCID/NTASKS), else 0 of 1. The token is the --token_file contents
+// without trailing newlines (as paced reads it).
+Status ClientOptionsFromFlags(ClientOptions* options);
+
+// Prints "<program>: <message>" on stderr and returns exit code 1.
+int UsageError(const char* program, const Status& s);
+
+}  // namespace apps
+}  // namespace pace
+
+#endif  // PACE_APPS_SHARED_APP_FLAGS_H_

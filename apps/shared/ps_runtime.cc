@@ -1,0 +1,212 @@
+#include "apps/shared/ps_runtime.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "apps/shared/random.h"
+#include "apps/shared/report.h"
+
+namespace pace {
+namespace apps {
+
+Status ValidateRunOptions(const RunOptions& o) {
+  if (o.consistency == Consistency::kBsp && o.staleness != 0) {
+    return Status::InvalidArgument("--consistency=bsp means --staleness=0 (got " +
+                                   std::to_string(o.staleness) + ")");
+  }
+  if (o.staleness > 1000) return Status::InvalidArgument("--staleness must be in [0, 1000]");
+  if (o.workers < 1 || o.workers > 256)
+    return Status::InvalidArgument("--workers must be in [1, 256]");
+  if (o.clocks < 0) return Status::InvalidArgument("--clocks must be >= 0");
+  if (o.eval_every < 1) return Status::InvalidArgument("--eval_every must be >= 1");
+  if (o.straggler_ms < 0 || o.straggler_ms > 600000) {
+    return Status::InvalidArgument("--straggler_ms must be in [0, 600000]");
+  }
+  if (!(o.straggler_prob >= 0 && o.straggler_prob <= 1)) {
+    return Status::InvalidArgument("--straggler_prob must be in [0, 1]");
+  }
+  return Status::OK();
+}
+
+uint32_t EffectiveBound(const RunOptions& o) {
+  return o.consistency == Consistency::kBsp ? 0 : o.staleness;
+}
+
+void ApplyConsistency(const RunOptions& o, TableSchema* schema) {
+  schema->consistency = o.consistency;
+  schema->staleness = EffectiveBound(o);
+}
+
+TableSchema StatsTableSchema(const std::string& name, uint32_t app_columns, const RunOptions& o) {
+  TableSchema s;
+  s.name = name;
+  s.kind = RowKind::kDense;
+  s.type = ElementType::kF64;
+  s.width = MeasureCols::kCount + app_columns;
+  if (o.consistency == Consistency::kAsync) {
+    s.consistency = Consistency::kBsp;
+    s.staleness = 0;
+  } else {
+    ApplyConsistency(o, &s);
+  }
+  return s;
+}
+
+Status OpenJobTables(Client* client, const RunOptions& o, const std::vector<TableSchema>& schemas,
+                     std::vector<Table>* tables) {
+  const std::string where = client->embedded() ? "the data dir" : "the servers";
+  if (!o.resume && client->start_clock() > 0) {
+    return Status::FailedPrecondition(
+        where + " already hold(s) a job at clock " + std::to_string(client->start_clock()) +
+        ": pass --resume to continue it, or start fresh with another --data_dir (or delete it)");
+  }
+  tables->clear();
+  for (const TableSchema& schema : schemas) {
+    Table t;
+    Status s = client->CreateTable(schema, &t);
+    if (s.code() == StatusCode::kAlreadyExists) {
+      std::vector<TableSchema> existing;
+      std::string have;
+      if (client->ListTables(&existing).ok()) {
+        for (const TableSchema& e : existing) {
+          if (e.name == schema.name) have = DescribeSchema(e);
+        }
+      }
+      return Status::AlreadyExists(
+          where + " table '" + schema.name + "' with another schema (" + have +
+          "; this run needs " + DescribeSchema(schema) +
+          "): use another --data_dir (or delete it), or rerun with the flags that made it");
+    }
+    RETURN_IF_ERROR(s.WithPrefix("creating table '" + schema.name + "'"));
+    tables->push_back(t);
+  }
+  return Status::OK();
+}
+
+double MaybeStraggle(const RunOptions& o, ClientId client, int worker, ClockT clock) {
+  if (o.straggler_ms <= 0 || o.straggler_prob <= 0) return 0;
+  if (HashUniform(DeriveSeed(o.seed, 0x57A6, client), static_cast<uint64_t>(worker),
+                  static_cast<uint64_t>(clock)) >= o.straggler_prob) {
+    return 0;
+  }
+  // A deliberate delay (the experiment's straggler), not a wait for a condition.
+  std::this_thread::sleep_for(std::chrono::milliseconds(o.straggler_ms));
+  return static_cast<double>(o.straggler_ms) / 1000.0;
+}
+
+Status RunWorkers(Client* client, int n,
+                  const std::function<Status(int, Worker*, const std::atomic<bool>&)>& fn) {
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  int registered = 0;  // protected by mu
+  Status first;        // protected by mu
+  auto record = [&](const Status& s, int i) {
+    failed.store(true);
+    std::lock_guard<std::mutex> l(mu);
+    if (first.ok()) first = s.WithPrefix("worker " + std::to_string(i));
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      std::unique_ptr<Worker> worker;
+      Status s = client->RegisterWorker(&worker);
+      if (!s.ok()) record(s, i);
+      {
+        // Every worker must be registered before any ends a clock: the
+        // process clock is the minimum over the registered workers only.
+        std::unique_lock<std::mutex> l(mu);
+        ++registered;
+        cv.notify_all();
+        cv.wait(l, [&] { return registered == n; });
+      }
+      if (!s.ok() || failed.load()) return;
+      s = fn(i, worker.get(), failed);
+      if (!s.ok()) record(s, i);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return first;
+}
+
+ProcessMeasure::ProcessMeasure(Client* client, std::vector<std::string> tables)
+    : client_(client), tables_(std::move(tables)) {
+  ClientStats st = client_->Stats();
+  last_blocked_ = st.get_blocked_seconds + st.clock_blocked_seconds;
+  for (const TableStats& t : st.tables)
+    last_[t.name] = Snapshot{t.staleness_hist, t.staleness_mean};
+}
+
+void ProcessMeasure::TakeDelta(double* cols) {
+  ClientStats st = client_->Stats();
+  double blocked = st.get_blocked_seconds + st.clock_blocked_seconds;
+  cols[MeasureCols::kBlockedSeconds] += std::max(0.0, blocked - last_blocked_);
+  last_blocked_ = blocked;
+  for (const TableStats& t : st.tables) {
+    bool measured = false;
+    for (const std::string& name : tables_) measured |= (name == t.name);
+    if (!measured) continue;
+    Snapshot& before = last_[t.name];
+    AddHistogramDelta(t.staleness_hist, t.staleness_mean, before.hist, before.mean, cols);
+    before = Snapshot{t.staleness_hist, t.staleness_mean};
+  }
+}
+
+StatsRowReader::StatsRowReader(Table stats, const RunOptions& o, ClockT first_clock)
+    : stats_(stats),
+      poll_(o.consistency != Consistency::kAsync),
+      lag_(EffectiveBound(o)),
+      next_(first_clock) {}
+
+Status StatsRowReader::ReadRow(Worker* worker, ClockT r, const RowFn& fn, bool* complete) {
+  std::vector<double> row;
+  Version version = 0;
+  RETURN_IF_ERROR(worker->Read(stats_, static_cast<uint64_t>(r), [&](const RowView& v) {
+    version = v.version;
+    row.assign(v.dense<double>(), v.dense<double>() + v.width);
+  }));
+  // Complete once every process's clock-r batch is in: version >= r + 1.
+  *complete = version >= r + 1;
+  if (!*complete) return Status::OK();
+  return fn(r, row);
+}
+
+Status StatsRowReader::Poll(Worker* worker, const RowFn& fn) {
+  if (!poll_) return Status::OK();
+  const ClockT last = worker->clock() - 1 - lag_;
+  while (next_ <= last) {
+    bool complete = false;
+    RETURN_IF_ERROR(ReadRow(worker, next_, fn, &complete));
+    if (!complete) break;  // retried at a later clock
+    ++next_;
+  }
+  return Status::OK();
+}
+
+Status StatsRowReader::Finish(Worker* worker, ClockT end_clock, const RowFn& fn) {
+  RETURN_IF_ERROR(worker->GlobalBarrier());
+  while (next_ < end_clock) {
+    bool complete = false;
+    RETURN_IF_ERROR(ReadRow(worker, next_, fn, &complete));
+    if (!complete) {
+      return Status::Internal("stats row of clock " + std::to_string(next_) +
+                              " is incomplete after the final barrier");
+    }
+    ++next_;
+  }
+  return Status::OK();
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double SecondsSince(int64_t start_ns) { return static_cast<double>(NowNs() - start_ns) * 1e-9; }
+
+}  // namespace apps
+}  // namespace pace

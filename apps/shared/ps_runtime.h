@@ -1,0 +1,131 @@
+// The parameter-server plumbing pace_mf and pace_lda share: run options, the
+// job's tables (fresh start vs --resume), worker threads, straggler delays,
+// per-process measurements, and the reader that turns the per-clock stats
+// rows (aggregated in PaceDB by every worker of every process) into report
+// lines as soon as they are complete.
+//
+// Uses only the public client API (client/pace.h).
+#ifndef PACE_APPS_SHARED_PS_RUNTIME_H_
+#define PACE_APPS_SHARED_PS_RUNTIME_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "client/pace.h"
+#include "common/schema.h"
+#include "common/status.h"
+
+namespace pace {
+namespace apps {
+
+// Settings both apps share (flags in app_flags.h).
+struct RunOptions {
+  // Consistency model and staleness bound of the model tables.
+  // Defaults: essp, 1.
+  Consistency consistency = Consistency::kEssp;
+  uint32_t staleness = 1;
+  // Worker threads in this process. Default: 2.
+  int workers = 2;
+  // The job's last clock + 1: a fresh run does clocks 0 .. clocks-1; a resumed
+  // run continues from the client's resume clock up to the same end.
+  // Default: 40.
+  int64_t clocks = 40;
+  uint64_t seed = 1;
+  // Continue a stored job instead of requiring a fresh data dir. Default: false.
+  bool resume = false;
+  // Evaluate (test RMSE / log-likelihood) every this many clocks and at the
+  // last one. Default: 1.
+  int64_t eval_every = 1;
+  // Each worker sleeps straggler_ms at the start of a clock with probability
+  // straggler_prob (0 ms: never). Defaults: 0, 0.25.
+  int64_t straggler_ms = 0;
+  double straggler_prob = 0.25;
+};
+
+// InvalidArgument naming the flag for a bad value.
+Status ValidateRunOptions(const RunOptions& o);
+
+// The staleness bound the read rule applies to the model tables (0 for bsp;
+// for async, the stats rows are read only at the end of the run).
+uint32_t EffectiveBound(const RunOptions& o);
+
+// Sets schema->consistency and ->staleness from the run options.
+void ApplyConsistency(const RunOptions& o, TableSchema* schema);
+
+// The per-clock stats table: dense f64 rows of MeasureCols::kCount +
+// app_columns, row = clock. Same consistency as the model (bsp for async runs,
+// whose stats are read after a final barrier).
+TableSchema StatsTableSchema(const std::string& name, uint32_t app_columns, const RunOptions& o);
+
+// Creates (or opens) the job's tables. Errors with advice:
+// FailedPrecondition if the store already holds a job (resume clock > 0) and
+// !o.resume; AlreadyExists if a table exists with another schema (a run with
+// other --rank/--topics/--consistency/...).
+Status OpenJobTables(Client* client, const RunOptions& o, const std::vector<TableSchema>& schemas,
+                     std::vector<Table>* tables);
+
+// Sleeps straggler_ms with probability straggler_prob, as a pure function of
+// (seed, client, worker, clock). Returns the seconds slept.
+double MaybeStraggle(const RunOptions& o, ClientId client, int worker, ClockT clock);
+
+// Runs fn(worker_index, worker, failed) on `n` threads, each with its own
+// registered Worker. If one returns an error, *failed is set so the others
+// can stop at their next clock; returns the first error.
+Status RunWorkers(Client* client, int n,
+                  const std::function<Status(int, Worker*, const std::atomic<bool>&)>& fn);
+
+// Adds this process's measurements since the previous call (blocked seconds,
+// read staleness of the named tables) into a MeasureCols row. Used by one
+// worker per process at the end of each of its clocks. Not thread-safe.
+class ProcessMeasure {
+ public:
+  ProcessMeasure(Client* client, std::vector<std::string> tables);
+  void TakeDelta(double* cols);
+
+ private:
+  struct Snapshot {
+    std::vector<uint64_t> hist;
+    double mean = 0;
+  };
+  Client* const client_;
+  const std::vector<std::string> tables_;
+  std::map<std::string, Snapshot> last_;
+  double last_blocked_ = 0;
+};
+
+// Hands each per-clock stats row to a callback once it is complete (every
+// worker of every process has added its clock-r part), in clock order.
+// Used by the reporting worker only. Not thread-safe.
+class StatsRowReader {
+ public:
+  using RowFn = std::function<Status(ClockT clock, const std::vector<double>& row)>;
+  StatsRowReader(Table stats, const RunOptions& o, ClockT first_clock);
+
+  // Call after each Clock(): reads rows r <= worker->clock() - 1 - s, which
+  // the read rule guarantees complete. Nothing during async runs.
+  Status Poll(Worker* worker, const RowFn& fn);
+  // Call at the end of the run: waits for every process to finish `end_clock`
+  // clocks (GlobalBarrier) and reads the remaining rows.
+  Status Finish(Worker* worker, ClockT end_clock, const RowFn& fn);
+
+ private:
+  Status ReadRow(Worker* worker, ClockT r, const RowFn& fn, bool* complete);
+
+  const Table stats_;
+  const bool poll_;
+  const int64_t lag_;
+  ClockT next_;
+};
+
+// Seconds since `start` on the steady clock.
+double SecondsSince(int64_t start_ns);
+int64_t NowNs();
+
+}  // namespace apps
+}  // namespace pace
+
+#endif  // PACE_APPS_SHARED_PS_RUNTIME_H_

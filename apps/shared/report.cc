@@ -1,0 +1,158 @@
+#include "apps/shared/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pace {
+namespace apps {
+
+void AddHistogramDelta(const std::vector<uint64_t>& hist_now, double mean_now,
+                       const std::vector<uint64_t>& hist_before, double mean_before, double* cols) {
+  if (hist_now.empty()) return;
+  const size_t overflow = hist_now.size() - 1;  // the "> s" bucket
+  const size_t last = MeasureCols::kHistBuckets - 1;
+  uint64_t n_now = 0, n_before = 0;
+  for (size_t i = 0; i < hist_now.size(); ++i) {
+    uint64_t before = i < hist_before.size() ? hist_before[i] : 0;
+    uint64_t d = hist_now[i] >= before ? hist_now[i] - before : 0;
+    n_now += hist_now[i];
+    n_before += before;
+    // Bucket i < overflow is staleness i; the overflow bucket means "> s" and
+    // is reported as s + 1 = overflow.
+    size_t col = std::min(i, last);
+    if (i == overflow) col = std::min(overflow, last);
+    cols[MeasureCols::kHist + col] += static_cast<double>(d);
+  }
+  if (n_now < n_before) return;
+  cols[MeasureCols::kReads] += static_cast<double>(n_now - n_before);
+  double sum = mean_now * static_cast<double>(n_now) - mean_before * static_cast<double>(n_before);
+  cols[MeasureCols::kStalenessSum] += std::max(0.0, sum);
+}
+
+StalenessSummary SummarizeStaleness(const double* cols) {
+  StalenessSummary s;
+  double total = 0;
+  for (int i = 0; i < MeasureCols::kHistBuckets; ++i) total += cols[MeasureCols::kHist + i];
+  s.reads = static_cast<uint64_t>(std::llround(total));
+  if (total <= 0) return s;
+  s.mean = cols[MeasureCols::kReads] > 0
+               ? cols[MeasureCols::kStalenessSum] / cols[MeasureCols::kReads]
+               : 0.0;
+  double acc = 0;
+  for (int i = 0; i < MeasureCols::kHistBuckets; ++i) {
+    acc += cols[MeasureCols::kHist + i];
+    if (acc >= 0.99 * total - 1e-9) {
+      s.p99 = i;
+      break;
+    }
+  }
+  return s;
+}
+
+double BlockedPercent(const double* cols) {
+  double wall = cols[MeasureCols::kWallSeconds];
+  if (!(wall > 0)) return 0.0;
+  return std::min(100.0, 100.0 * cols[MeasureCols::kBlockedSeconds] / wall);
+}
+
+ReportWriter::ReportWriter(std::vector<ReportColumn> columns, FILE* console)
+    : columns_(std::move(columns)), console_(console) {}
+
+ReportWriter::~ReportWriter() {
+  if (csv_ != nullptr) std::fclose(csv_);
+}
+
+Status ReportWriter::OpenCsv(const std::string& path) {
+  if (csv_ != nullptr) std::fclose(csv_);
+  csv_ = std::fopen(path.c_str(), "w");
+  if (csv_ == nullptr) return Status::IOError("cannot open CSV file '" + path + "' for writing");
+  csv_path_ = path;
+  std::fprintf(csv_, "%s\n", CsvHeader().c_str());
+  std::fflush(csv_);
+  return Status::OK();
+}
+
+std::string ReportWriter::CsvHeader() const {
+  std::string h;
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    if (i) h += ",";
+    h += columns_[i].name;
+  }
+  return h;
+}
+
+void ReportWriter::PrintHeader() {
+  if (console_ == nullptr) return;
+  std::string line;
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), i == 0 ? "%6s" : " %14s", columns_[i].name.c_str());
+    line += buf;
+  }
+  std::fprintf(console_, "%s\n", line.c_str());
+  std::fflush(console_);
+}
+
+std::string ReportWriter::Format(size_t col, const std::optional<double>& v) const {
+  if (!v.has_value()) return "";
+  char buf[64];
+  double x = *v;
+  switch (columns_[col].format) {
+    case ColumnFormat::kInteger:
+      std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(std::llround(x)));
+      break;
+    case ColumnFormat::kSeconds:
+      std::snprintf(buf, sizeof(buf), "%.3f", x);
+      break;
+    case ColumnFormat::kNumber:
+      std::snprintf(buf, sizeof(buf), "%.6g", x);
+      break;
+  }
+  return buf;
+}
+
+std::string ReportWriter::CsvLine(const std::vector<std::optional<double>>& values) const {
+  std::string line;
+  for (size_t i = 0; i < columns_.size() && i < values.size(); ++i) {
+    if (i) line += ",";
+    line += Format(i, values[i]);
+  }
+  return line;
+}
+
+Status ReportWriter::AddLine(const std::vector<std::optional<double>>& values) {
+  if (values.size() != columns_.size()) {
+    return Status::Internal("report line has " + std::to_string(values.size()) + " values for " +
+                            std::to_string(columns_.size()) + " columns");
+  }
+  if (console_ != nullptr) {
+    std::string line;
+    for (size_t i = 0; i < values.size(); ++i) {
+      std::string v = Format(i, values[i]);
+      if (v.empty()) v = "-";
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), i == 0 ? "%6s" : " %14s", v.c_str());
+      line += buf;
+    }
+    std::fprintf(console_, "%s\n", line.c_str());
+    std::fflush(console_);
+  }
+  if (csv_ != nullptr) {
+    std::fprintf(csv_, "%s\n", CsvLine(values).c_str());
+    std::fflush(csv_);
+    if (std::ferror(csv_)) return Status::IOError("writing CSV file '" + csv_path_ + "' failed");
+  }
+  return Status::OK();
+}
+
+Status ReportWriter::Close() {
+  if (csv_ == nullptr) return Status::OK();
+  bool failed = std::ferror(csv_) != 0;
+  failed |= std::fclose(csv_) != 0;
+  csv_ = nullptr;
+  if (failed) return Status::IOError("writing CSV file '" + csv_path_ + "' failed");
+  return Status::OK();
+}
+
+}  // namespace apps
+}  // namespace pace

@@ -1,0 +1,103 @@
+// A worker's private copies of the model rows it touches during one clock.
+//
+// Within a clock a worker reads each row it needs once (Worker::Get), updates
+// its copy in place for every data point, and at the end of the clock adds
+// the difference (current - as read) to the table with one Inc per row. The
+// worker sees its own updates at once, as with per-point Get/Inc, while the
+// client's per-row cost is paid once per row per clock instead of once per
+// data point. Other workers' updates made during the same clock arrive at the
+// next clock, which bounded-staleness consistency allows anyway.
+//
+// Rows are addressed by dense index in [0, num_rows). Row pointers stay valid
+// until Clear() (storage grows in blocks, never moves). Thread-compatible: one
+// RowBuffer per worker.
+#ifndef PACE_APPS_SHARED_ROW_BUFFER_H_
+#define PACE_APPS_SHARED_ROW_BUFFER_H_
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace pace {
+namespace apps {
+
+template <typename T>
+class RowBuffer {
+ public:
+  RowBuffer(size_t num_rows, uint32_t width) : width_(width), slot_(num_rows, -1) {}
+
+  uint32_t width() const { return width_; }
+  size_t loaded() const { return rows_.size(); }
+
+  // The copy of row `index`, or nullptr if it was not loaded this clock.
+  T* Find(uint32_t index) {
+    int32_t s = slot_[index];
+    return s < 0 ? nullptr : Cur(static_cast<size_t>(s));
+  }
+
+  // Makes room for row `index` and returns the buffer to load it into; the
+  // caller fills it (e.g. with Worker::Get) and then calls Loaded().
+  // REQUIRES: Find(index) == nullptr.
+  T* Slot(uint32_t index) {
+    size_t s = rows_.size();
+    if (s / kBlockRows == blocks_.size()) {
+      blocks_.emplace_back(new T[2 * kBlockRows * static_cast<size_t>(width_)]);
+    }
+    slot_[index] = static_cast<int32_t>(s);
+    rows_.push_back(index);
+    return Cur(s);
+  }
+  // Records the just-loaded value of the last Slot() as the row's base.
+  void Loaded() {
+    size_t s = rows_.size() - 1;
+    std::memcpy(Orig(s), Cur(s), width_ * sizeof(T));
+  }
+
+  // Calls fn(index, delta) for every loaded row that changed, with
+  // delta = current - base (in a scratch buffer valid during the call).
+  // Stops at and returns the first non-OK Status fn returns.
+  template <typename Fn>
+  auto ForEachDelta(Fn&& fn) -> decltype(fn(uint32_t{}, static_cast<const T*>(nullptr))) {
+    using R = decltype(fn(uint32_t{}, static_cast<const T*>(nullptr)));
+    delta_.resize(width_);
+    for (size_t s = 0; s < rows_.size(); ++s) {
+      const T* cur = Cur(s);
+      const T* orig = Orig(s);
+      bool changed = false;
+      for (uint32_t c = 0; c < width_; ++c) {
+        delta_[c] = cur[c] - orig[c];
+        changed |= delta_[c] != T(0);
+      }
+      if (!changed) continue;
+      R r = fn(rows_[s], delta_.data());
+      if (!r.ok()) return r;
+    }
+    return R();
+  }
+
+  // Forgets every loaded row (keeps the memory).
+  void Clear() {
+    for (uint32_t index : rows_) slot_[index] = -1;
+    rows_.clear();
+  }
+
+ private:
+  static constexpr size_t kBlockRows = 256;
+  // Block b holds rows b*kBlockRows.. : their current values, then their bases.
+  T* Cur(size_t s) { return blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
+  T* Orig(size_t s) {
+    return blocks_[s / kBlockRows].get() + (kBlockRows + s % kBlockRows) * width_;
+  }
+
+  const uint32_t width_;
+  std::vector<int32_t> slot_;
+  std::vector<uint32_t> rows_;
+  std::vector<std::unique_ptr<T[]>> blocks_;
+  std::vector<T> delta_;
+};
+
+}  // namespace apps
+}  // namespace pace
+
+#endif  // PACE_APPS_SHARED_ROW_BUFFER_H_

@@ -1,0 +1,59 @@
+#include "apps/shared/row_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "common/status.h"
+
+namespace pace {
+namespace apps {
+namespace {
+
+TEST(RowBufferTest, DeltasAreCurrentMinusLoadedAndOnlyForChangedRows) {
+  RowBuffer<float> buf(10, 2);
+  EXPECT_EQ(buf.Find(3), nullptr);
+  float* a = buf.Slot(3);
+  a[0] = 1;
+  a[1] = 2;
+  buf.Loaded();
+  float* b = buf.Slot(7);
+  b[0] = 5;
+  b[1] = 5;
+  buf.Loaded();
+  EXPECT_EQ(buf.Find(3), a);
+  buf.Find(3)[0] += 0.5f;
+  buf.Find(3)[1] -= 1.0f;
+  std::map<uint32_t, std::vector<float>> got;
+  Status s = buf.ForEachDelta([&](uint32_t i, const float* d) {
+    got[i] = {d[0], d[1]};
+    return Status::OK();
+  });
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(got.size(), 1u);  // row 7 unchanged: no delta
+  EXPECT_EQ(got[3], (std::vector<float>{0.5f, -1.0f}));
+  buf.Clear();
+  EXPECT_EQ(buf.Find(3), nullptr);
+  EXPECT_EQ(buf.loaded(), 0u);
+}
+
+TEST(RowBufferTest, FirstErrorStopsTheWalk) {
+  RowBuffer<int32_t> buf(4, 1);
+  for (uint32_t i = 0; i < 4; ++i) {
+    buf.Slot(i)[0] = 0;
+    buf.Loaded();
+    buf.Find(i)[0] = 1;
+  }
+  int calls = 0;
+  Status s = buf.ForEachDelta([&](uint32_t, const int32_t*) {
+    ++calls;
+    return calls == 2 ? Status::Unavailable("down") : Status::OK();
+  });
+  EXPECT_TRUE(s.IsUnavailable());
+  EXPECT_EQ(calls, 2);
+}
+
+}  // namespace
+}  // namespace apps
+}  // namespace pace

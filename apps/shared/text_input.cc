@@ -1,0 +1,128 @@
+#include "apps/shared/text_input.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace pace {
+namespace apps {
+
+Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* reader) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) {
+    int err = errno;
+    std::string msg = "cannot open '" + path + "': " + std::strerror(err);
+    if (err == ENOENT) return Status::NotFound(msg);
+    return Status::IOError(msg);
+  }
+  reader->reset(new LineReader(path, f));
+  return Status::OK();
+}
+
+LineReader::LineReader(std::string path, FILE* file) : path_(std::move(path)), file_(file) {}
+
+LineReader::~LineReader() {
+  std::free(buf_);
+  std::fclose(file_);
+}
+
+bool LineReader::Next(std::string_view* line) {
+  errno = 0;
+  ssize_t n = ::getline(&buf_, &cap_, file_);
+  if (n < 0) {
+    if (std::ferror(file_)) {
+      status_ = Status::IOError("reading '" + path_ + "' failed after line " +
+                                std::to_string(line_number_) + ": " + std::strerror(errno));
+    }
+    return false;
+  }
+  ++line_number_;
+  size_t len = static_cast<size_t>(n);
+  if (len > 0 && buf_[len - 1] == '\n') --len;
+  if (len > 0 && buf_[len - 1] == '\r') --len;
+  *line = std::string_view(buf_, len);
+  return true;
+}
+
+std::string LineReader::Where() const { return path_ + ":" + std::to_string(line_number_); }
+
+Status BadLinePolicy::Handle(Status error) {
+  if (error.ok()) return error;
+  if (!skip_) return error;
+  if (skipped_ == 0) first_error_ = error.message();
+  ++skipped_;
+  return Status::OK();
+}
+
+std::string_view Trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r' || s[b] == '\n')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n')) {
+    --e;
+  }
+  return s.substr(b, e - b);
+}
+
+void SplitWhitespace(std::string_view line, std::vector<std::string_view>* fields) {
+  fields->clear();
+  size_t i = 0, n = line.size();
+  while (i < n) {
+    while (i < n && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i == n) break;
+    size_t b = i;
+    while (i < n && line[i] != ' ' && line[i] != '\t') ++i;
+    fields->push_back(line.substr(b, i - b));
+  }
+}
+
+void SplitOn(std::string_view line, std::string_view sep, std::vector<std::string_view>* fields) {
+  fields->clear();
+  size_t b = 0;
+  for (;;) {
+    size_t e = line.find(sep, b);
+    if (e == std::string_view::npos) {
+      fields->push_back(Trim(line.substr(b)));
+      return;
+    }
+    fields->push_back(Trim(line.substr(b, e - b)));
+    b = e + sep.size();
+  }
+}
+
+bool ParseU64(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool ParseI64(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool ParseDouble(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  if (s[0] == '+') s.remove_prefix(1);  // from_chars does not take a leading '+'
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*out);
+}
+
+std::string Excerpt(std::string_view line) {
+  constexpr size_t kMax = 60;
+  std::string out = "'";
+  if (line.size() > kMax) {
+    out.append(line.substr(0, kMax));
+    out += "...";
+  } else {
+    out.append(line);
+  }
+  out += "'";
+  return out;
+}
+
+}  // namespace apps
+}  // namespace pace
