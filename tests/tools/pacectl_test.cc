@@ -1,0 +1,460 @@
+// Integration tests of the real pacectl binary: it is spawned as a child
+// process (found next to this test binary) on stores built with ShardStore,
+// beside a live writer process, and against a running paced.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/row.h"
+#include "storage/shard_store.h"
+#include "tests/testing/subprocess.h"
+#include "tests/tools/mini_json.h"
+#include "tests/tools/sample_store.h"
+
+namespace pace {
+namespace {
+
+using testing::BinaryDir;
+using testing::Json;
+using testing::Subprocess;
+using testing::TempDir;
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Json MustParse(const std::string& text) {
+  Json j;
+  std::string error;
+  EXPECT_TRUE(testing::ParseJson(text, &j, &error)) << error << "\n" << text;
+  return j;
+}
+
+std::vector<std::string> Words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  for (std::string s; in >> s;) w.push_back(s);
+  return w;
+}
+
+class PacectlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty());
+    ASSERT_TRUE(std::filesystem::exists(BinaryDir() + "/pacectl"))
+        << "pacectl is not built next to " << BinaryDir();
+    dir_ = tmp_.path() + "/store";
+  }
+
+  void BuildStore(uint32_t num_clients = 2) {
+    ASSERT_TRUE(testing::BuildSampleStore(dir_, num_clients).ok());
+  }
+
+  // Runs pacectl with `args`; stdout and stderr are captured.
+  Result Run(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {BinaryDir() + "/pacectl"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string err_path = tmp_.path() + "/stderr." + std::to_string(++runs_);
+    Result r;
+    Subprocess p;
+    Status s = p.Start(argv, err_path);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) return r;
+    std::string line;
+    while (p.ReadLine(&line, 60000).ok()) r.out += line + "\n";
+    int status = 0;
+    s = p.Wait(60000, &status);
+    EXPECT_TRUE(s.ok()) << "pacectl did not exit: " << s.ToString();
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.err = ReadFile(err_path);
+    return r;
+  }
+  Result Offline(std::vector<std::string> args) {
+    args.insert(args.begin(), "--data_dir=" + dir_);
+    return Run(args);
+  }
+
+  TableSchema Schema(const std::string& name) {
+    ShardStoreOptions o;
+    o.read_only = true;
+    o.check_identity = false;
+    std::unique_ptr<ShardStore> store;
+    EXPECT_TRUE(ShardStore::Open(o, dir_, &store).ok());
+    return store ? store->FindTable(name).value() : TableSchema{};
+  }
+
+  TempDir tmp_;
+  std::string dir_;
+  int runs_ = 0;
+};
+
+TEST_F(PacectlTest, TablesTextAndJson) {
+  BuildStore();
+  Result r = Offline({"tables"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string l; std::getline(lines, l);) rows.push_back(Words(l));
+  ASSERT_EQ(rows.size(), 5u) << r.out;
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"id", "name", "kind", "type", "width", "consistency",
+                                               "staleness", "initializer"}));
+  EXPECT_EQ(rows[1], (std::vector<std::string>{"1", "w", "dense", "f32", "4", "essp", "2",
+                                               "uniform[-0.1,0.1)", "seed", "7"}));
+  EXPECT_EQ(rows[2],
+            (std::vector<std::string>{"2", "counts", "dense", "i64", "3", "ssp", "1", "zeros"}));
+  EXPECT_EQ(rows[3],
+            (std::vector<std::string>{"3", "topics", "sparse", "i32", "100", "bsp", "0", "zeros"}));
+  EXPECT_EQ(rows[4], (std::vector<std::string>{"4", "emb", "dense", "f64", "2", "async", "-",
+                                               "normal(mean=0,sd=0.5)", "seed", "3"}));
+
+  r = Offline({"tables", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = MustParse(r.out);
+  ASSERT_EQ(j["tables"].size(), 4u);
+  EXPECT_EQ(j["tables"][1]["name"].text, "counts");
+  EXPECT_EQ(j["tables"][2]["width"].number, 100);
+}
+
+TEST_F(PacectlTest, DescribeGetAndScan) {
+  BuildStore();
+  Result r = Offline({"describe", "counts"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* want :
+       {"table counts (id 2)", "consistency  ssp", "identity     shard 0 of 1, 2 clients",
+        "shard clock  3", "applied      client 0: 3, client 1: 3", "approx size"}) {
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  }
+
+  r = Offline({"get", "counts", "1", "3", "7"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "row 1: 11 22 33\nrow 3: 0 1 8\nrow 7: 0 0 0  (never written: initializer value)\n");
+
+  // A never-written row of a uniform-initialized table shows its initializer.
+  const TableSchema w = Schema("w");
+  r = Offline({"get", "w", "4", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = MustParse(r.out);
+  EXPECT_FALSE(j["rows"][0]["written"].b);
+  ASSERT_EQ(j["rows"][0]["values"].size(), 4u);
+  for (uint32_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(std::strtof(j["rows"][0]["values"][c].text.c_str(), nullptr),
+              static_cast<float>(InitialValue(w, 4, c)));
+  }
+  // A written row is initializer + deltas.
+  r = Offline({"get", "w", "0", "--json"});
+  j = MustParse(r.out);
+  for (uint32_t c = 0; c < 4; ++c) {
+    float expected = static_cast<float>(InitialValue(w, 0, c)) + static_cast<float>(c + 1);
+    EXPECT_EQ(std::strtof(j["rows"][0]["values"][c].text.c_str(), nullptr), expected);
+  }
+
+  r = Offline({"scan", "topics"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row 0: 3:5 10:-2\nrow 7: 1:1\n");
+  r = Offline({"scan", "w", "--start=1", "--limit=1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("row 2: ", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1);
+  EXPECT_NE(r.err.find("--start=5"), std::string::npos) << r.err;
+  r = Offline({"scan", "topics", "--json"});
+  j = MustParse(r.out);
+  EXPECT_EQ(j["rows"][0]["columns"][1].number, 10);
+  EXPECT_EQ(j["rows"][0]["values"][1].number, -2);
+
+  r = Offline({"stats", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = MustParse(r.out);
+  EXPECT_EQ(j["shard_clock"].number, 3);
+  EXPECT_EQ(j["identity"]["num_clients"].number, 2);
+}
+
+// Parses an .npy file: checks the v1.0 preamble and returns dict and data.
+void ParseNpy(const std::string& bytes, std::string* dict, std::string* data) {
+  ASSERT_GE(bytes.size(), 10u);
+  ASSERT_EQ(bytes.substr(0, 6), "\x93NUMPY");
+  ASSERT_EQ(bytes[6], 1);
+  ASSERT_EQ(bytes[7], 0);
+  size_t len =
+      static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+  ASSERT_EQ((10 + len) % 64, 0u);
+  ASSERT_LE(10 + len, bytes.size());
+  *dict = bytes.substr(10, len);
+  ASSERT_EQ(dict->back(), '\n');
+  *data = bytes.substr(10 + len);
+}
+
+TEST_F(PacectlTest, ExportCsvAndNpy) {
+  BuildStore();
+  const std::string csv = tmp_.path() + "/counts.csv";
+  Result r = Offline({"export", "counts", "--format=csv", "--out=" + csv});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ReadFile(csv), "row,c0,c1,c2\n1,11,22,33\n3,0,1,8\n");
+  r = Offline({"export", "topics", "--format=csv", "--out=-"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row,col,value\n0,3,5\n0,10,-2\n7,1,1\n");
+
+  struct Case {
+    std::string table;
+    std::string descr;
+    uint64_t rows;
+  };
+  for (const Case& c : {Case{"w", "<f4", 6}, Case{"counts", "<i8", 4}, Case{"emb", "<f8", 11}}) {
+    const std::string npy = tmp_.path() + "/" + c.table + ".npy";
+    r = Offline({"export", c.table, "--format=npy", "--out=" + npy, "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    Json j = MustParse(r.out);
+    EXPECT_EQ(j["shape"][0].number, c.rows);
+    std::string dict, data;
+    ParseNpy(ReadFile(npy), &dict, &data);
+    const TableSchema t = Schema(c.table);
+    EXPECT_EQ(dict.rfind("{'descr': '" + c.descr + "', 'fortran_order': False, 'shape': (" +
+                             std::to_string(c.rows) + ", " + std::to_string(t.width) + "), }",
+                         0),
+              0u)
+        << dict;
+    const size_t row_bytes = RowFormat::Of(t).dense_bytes();
+    ASSERT_EQ(data.size(), c.rows * row_bytes) << c.table;
+    ShardStoreOptions o;
+    o.read_only = true;
+    o.check_identity = false;
+    std::unique_ptr<ShardStore> store;
+    ASSERT_TRUE(ShardStore::Open(o, dir_, &store).ok());
+    for (uint64_t row = 0; row < c.rows; ++row) {
+      std::string expected;
+      ASSERT_TRUE(store->Get(t.id, row, &expected).ok());
+      EXPECT_EQ(data.substr(row * row_bytes, row_bytes), expected) << c.table << " row " << row;
+    }
+  }
+  // counts: exact integers, never-written rows 0 and 2 are zeros.
+  std::string dict, data;
+  ParseNpy(ReadFile(tmp_.path() + "/counts.npy"), &dict, &data);
+  std::vector<int64_t> counts = DecodeDense<int64_t>(data);
+  EXPECT_EQ(counts, (std::vector<int64_t>{0, 0, 0, 11, 22, 33, 0, 0, 0, 0, 1, 8}));
+  // w row 1 was never written: the uniform initializer's values.
+  ParseNpy(ReadFile(tmp_.path() + "/w.npy"), &dict, &data);
+  std::vector<float> w = DecodeDense<float>(data);
+  const TableSchema ws = Schema("w");
+  for (uint32_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(w[4 + c], static_cast<float>(InitialValue(ws, 1, c)));
+  }
+
+  r = Offline({"export", "topics", "--format=npy", "--out=" + tmp_.path() + "/t.npy"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("'topics' is sparse"), std::string::npos) << r.err;
+  const std::string refused = tmp_.path() + "/refused.npy";
+  r = Offline({"export", "emb", "--format=npy", "--out=" + refused, "--max_rows=10"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--max_rows=10"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(refused));
+  r = Offline({"export", "w", "--format=parquet", "--out=x"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "pacectl: --format must be csv or npy, got 'parquet'\n");
+}
+
+TEST_F(PacectlTest, VerifyExitsZeroOnGoodStoreAndTwoOnPlantedCorruption) {
+  BuildStore();
+  Result r = Offline({"verify"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("result: ok"), std::string::npos) << r.out;
+
+  ASSERT_TRUE(testing::PutRawRowValue(dir_, 2, 2, std::string("\x14short")).ok());
+  r = Offline({"verify"});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("table counts: 1 rows checked, 1 problem(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("row 2 of table 'counts'"), std::string::npos) << r.out;
+  r = Offline({"verify", "--json"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_FALSE(MustParse(r.out)["ok"].b);
+}
+
+TEST_F(PacectlTest, VerifyDetectsDamagedSstFile) {
+  BuildStore();
+  std::string sst;
+  ASSERT_TRUE(testing::AddBigTableAndFlush(dir_, 2, 20000, &sst).ok());
+  Result r = Offline({"verify"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("table big: 20000 rows checked, ok"), std::string::npos) << r.out;
+  // The middle of the file holds data blocks of table big.
+  ASSERT_TRUE(testing::OverwriteBytes(sst, 0.5, 64).ok());
+  r = Offline({"verify"});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("CORRUPT"), std::string::npos) << r.out;
+}
+
+TEST_F(PacectlTest, UsageErrorsAndHelp) {
+  BuildStore();
+  Result r = Offline({"get", "foo", "1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "pacectl: unknown table 'foo' (tables: w, counts, topics, emb)\n");
+  r = Offline({"describe", "nope", "--json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "pacectl: unknown table 'nope' (tables: w, counts, topics, emb)\n");
+  r = Offline({"tables", "--limit=3"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "pacectl: --limit does not apply to 'tables' (only to scan)\n");
+  r = Run({"tables"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("needs --data_dir=DIR"), std::string::npos) << r.err;
+  r = Offline({"verify", "--server=127.0.0.1:7100"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("not both"), std::string::npos) << r.err;
+  r = Offline({"tables", "--no_such_flag"});
+  EXPECT_EQ(r.code, 1);
+  r = Run({"--data_dir=" + tmp_.path() + "/missing", "tables"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("no PaceDB store in " + tmp_.path() + "/missing"), std::string::npos)
+      << r.err;
+  r = Run({"--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* c : {"tables", "describe", "get", "scan", "stats", "export", "checkpoint create",
+                        "checkpoint list", "checkpoint restore", "verify"}) {
+    EXPECT_NE(r.out.find(c), std::string::npos) << c << "\n" << r.out;
+  }
+}
+
+TEST_F(PacectlTest, OfflineInspectionWorksWhileAnotherProcessHoldsTheStore) {
+  Subprocess writer;
+  ASSERT_TRUE(writer
+                  .Start({BinaryDir() + "/ctl_test_writer", dir_, "2", "populate"},
+                         tmp_.path() + "/writer.stderr")
+                  .ok());
+  std::string line;
+  ASSERT_TRUE(writer.ReadLine(&line, 60000).ok()) << ReadFile(tmp_.path() + "/writer.stderr");
+  ASSERT_EQ(line, "ready");
+
+  // The writer keeps the store open (RocksDB LOCK held, data only in its WAL).
+  Result r = Offline({"get", "counts", "1", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row 1: 11 22 33\nrow 3: 0 1 8\n");
+  r = Offline({"tables"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = Offline({"verify"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = Offline({"export", "counts", "--format=csv", "--out=-"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row,c0,c1,c2\n1,11,22,33\n3,0,1,8\n");
+
+  // Checkpointing needs the store for writing: refused with a clear message.
+  r = Offline({"checkpoint", "create", tmp_.path() + "/ckpt"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("another process (a running paced?) holds it"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path() + "/ckpt"));
+  EXPECT_TRUE(writer.running());
+}
+
+TEST_F(PacectlTest, CheckpointCreateListRestore) {
+  BuildStore();
+  const std::string ckpts = tmp_.path() + "/ckpts";
+  Result r = Offline({"checkpoint", "create", ckpts + "/first"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("shard clock 3, 4 table(s) (w,counts,topics,emb)"), std::string::npos)
+      << r.out;
+  r = Offline({"checkpoint", "create", ckpts + "/second", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(MustParse(r.out)["shard_clock"].number, 3);
+
+  r = Run({"checkpoint", "list", ckpts});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(ckpts + "/first"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(ckpts + "/second"), std::string::npos) << r.out;
+  r = Run({"checkpoint", "list", ckpts, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = MustParse(r.out);
+  ASSERT_EQ(j["checkpoints"].size(), 2u);
+  EXPECT_EQ(j["checkpoints"][0]["path"].text, ckpts + "/first");
+  EXPECT_EQ(j["checkpoints"][0]["tables"][3].text, "emb");
+  EXPECT_EQ(j["checkpoints"][0]["applied_clocks"].size(), 2u);
+
+  const std::string restored = tmp_.path() + "/restored";
+  r = Run({"checkpoint", "restore", ckpts + "/first", "--data_dir=" + restored});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("--num_clients=2"), std::string::npos) << r.out;
+  r = Run({"--data_dir=" + restored, "get", "counts", "1", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row 1: 11 22 33\nrow 3: 0 1 8\n");
+  r = Run({"--data_dir=" + restored, "verify"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  r = Run({"checkpoint", "restore", ckpts + "/first", "--data_dir=" + restored});
+  EXPECT_EQ(r.code, 1);
+  r = Run({"checkpoint", "restore", tmp_.path() + "/none", "--data_dir=" + tmp_.path() + "/x"});
+  EXPECT_EQ(r.code, 1);
+
+  // A damaged manifest is corruption.
+  std::ofstream(ckpts + "/second/PACE-CHECKPOINT", std::ios::app) << "tampered=1\n";
+  r = Run({"checkpoint", "list", ckpts});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("ERROR"), std::string::npos) << r.out;
+}
+
+TEST_F(PacectlTest, OnlineAgainstRunningPaced) {
+  // Needs no server: a refused connection names the address.
+  Result r = Run({"--server=127.0.0.1:1", "--connect_timeout_ms=300", "tables"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot connect to 127.0.0.1:1"), std::string::npos) << r.err;
+
+  if (!std::filesystem::exists(BinaryDir() + "/paced")) {
+    GTEST_SKIP() << "paced is not built in " << BinaryDir() << "; online mode not tested";
+  }
+  BuildStore(1);
+  const std::string token = tmp_.path() + "/token";
+  std::ofstream(token) << "s3cret\n";
+  Subprocess paced;
+  uint16_t port = 0;
+  Status s = testing::StartPaced(&paced, dir_, 0, 1, 1, {"--token_file=" + token}, &port);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::string server = "--server=127.0.0.1:" + std::to_string(port);
+  const std::string tok = "--token_file=" + token;
+
+  r = Run({server, tok, "tables", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(MustParse(r.out)["tables"].size(), 4u);
+  r = Run({server, tok, "get", "counts", "1", "3", "5"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row 1: 11 22 33\nrow 3: 0 1 8\nrow 5: 0 0 0\n");
+  r = Run({server, tok, "get", "topics", "0", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = MustParse(r.out);
+  EXPECT_EQ(j["version"].number, 3);
+  EXPECT_EQ(j["rows"][0]["columns"][0].number, 3);
+  r = Run({server, tok, "describe", "w"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("shard clock  3"), std::string::npos) << r.out;
+  r = Run({server, tok, "stats", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = MustParse(r.out);
+  EXPECT_EQ(j["shard_clock"].number, 3);
+  EXPECT_EQ(j["counters"].type, Json::kObject);
+  r = Run({server, tok, "get", "foo", "1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "pacectl: unknown table 'foo' (tables: w, counts, topics, emb)\n");
+  r = Run({server, tok, "scan", "w"});
+  EXPECT_EQ(r.code, 1);
+  r = Run({server, "tables"});  // no token
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot connect to 127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << r.err;
+
+  // Offline inspection beside the running server.
+  r = Offline({"get", "counts", "1"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row 1: 11 22 33\n");
+}
+
+}  // namespace
+}  // namespace pace

@@ -1,0 +1,197 @@
+// pacectl checkpoint create|list|restore.
+#include <algorithm>
+#include <filesystem>
+
+#include "tools/ctl/commands.h"
+#include "tools/ctl/json_writer.h"
+#include "tools/ctl/value_format.h"
+
+namespace pace::ctl {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// RocksDB's message when another process holds the store's LOCK file.
+bool IsLockError(const Status& s) {
+  const std::string& m = s.message();
+  return m.find("lock") != std::string::npos || m.find("LOCK") != std::string::npos;
+}
+
+std::string TableNames(const std::vector<TableSchema>& tables) {
+  std::string names;
+  for (const TableSchema& t : tables) {
+    if (!names.empty()) names += ",";
+    names += t.name;
+  }
+  return names.empty() ? "-" : names;
+}
+
+void ManifestJsonMembers(const CheckpointManifest& m, JsonWriter* w) {
+  w->MemberUint("format_version", m.format_version);
+  w->MemberUint("shard_id", m.identity.shard_id);
+  w->MemberUint("num_shards", m.identity.num_shards);
+  w->MemberUint("num_clients", m.identity.num_clients);
+  w->MemberInt("shard_clock", m.shard_clock);
+  w->Key("applied_clocks");
+  w->BeginArray();
+  for (ClockT c : m.applied_clocks) w->Int(c);
+  w->EndArray();
+  w->Key("tables");
+  w->BeginArray();
+  for (const TableSchema& t : m.tables) w->String(t.name);
+  w->EndArray();
+  w->MemberInt("created_unix_ms", m.created_unix_ms);
+  w->Member("created", UnixMsText(m.created_unix_ms));
+}
+
+struct ListEntry {
+  std::string path;
+  Status status;  // of reading the manifest
+  CheckpointManifest manifest;
+};
+
+}  // namespace
+
+Status CheckpointCreate(const CtlContext& ctx, const Args& args) {
+  const std::string& dir = args[0];
+  ShardStoreOptions o;
+  o.read_only = false;
+  o.create_if_missing = false;
+  o.check_identity = false;
+  o.block_cache_mb = ctx.options.block_cache_mb;
+  std::unique_ptr<ShardStore> store;
+  Status s = ShardStore::Open(o, ctx.options.data_dir, &store);
+  if (!s.ok() && !s.IsNotFound() && IsLockError(s)) {
+    return Status::FailedPrecondition(
+        "cannot open " + ctx.options.data_dir +
+        " for writing: another process (a running paced?) holds it. Stop it first, or let "
+        "paced write checkpoints with --checkpoint_every=K (" +
+        s.message() + ")");
+  }
+  RETURN_IF_ERROR(s);
+  const fs::path parent = fs::path(dir).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    fs::create_directories(parent, ec);
+    if (ec) return Status::IOError("create " + parent.string() + ": " + ec.message());
+  }
+  RETURN_IF_ERROR(store->CreateCheckpoint(dir));
+  CheckpointManifest m;
+  RETURN_IF_ERROR(ShardStore::ReadCheckpointManifest(dir, &m));
+  if (ctx.options.json) {
+    JsonWriter w(&ctx.out);
+    w.BeginObject();
+    w.Member("checkpoint", dir);
+    w.Member("data_dir", ctx.options.data_dir);
+    ManifestJsonMembers(m, &w);
+    w.EndObject();
+    ctx.out << '\n';
+    return Status::OK();
+  }
+  ctx.out << "checkpoint of " << ctx.options.data_dir << " written to " << dir << ": shard clock "
+          << m.shard_clock << ", " << m.tables.size() << " table(s) (" << TableNames(m.tables)
+          << ")\n";
+  return Status::OK();
+}
+
+Status CheckpointList(const CtlContext& ctx, const Args& args) {
+  std::string dir;
+  if (!args.empty()) {
+    dir = args[0];
+  } else if (!ctx.options.data_dir.empty()) {
+    dir = (fs::path(ctx.options.data_dir) / "checkpoints").string();
+  } else {
+    return Status::InvalidArgument(
+        "checkpoint list needs a directory: pacectl checkpoint list DIR (or --data_dir=D for "
+        "D/checkpoints, where paced --checkpoint_every writes them)");
+  }
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::NotFound("no directory " + dir);
+  std::vector<std::string> candidates = {dir};
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory(ec)) candidates.push_back(e.path().string());
+  }
+  if (ec) return Status::IOError("list " + dir + ": " + ec.message());
+  std::sort(candidates.begin() + 1, candidates.end());
+  std::vector<ListEntry> entries;
+  bool corrupt = false;
+  for (const std::string& c : candidates) {
+    ListEntry e;
+    e.path = c;
+    e.status = ShardStore::ReadCheckpointManifest(c, &e.manifest);
+    if (e.status.IsNotFound()) continue;  // not a checkpoint
+    corrupt = corrupt || e.status.code() == StatusCode::kCorruption;
+    entries.push_back(std::move(e));
+  }
+  if (ctx.options.json) {
+    JsonWriter w(&ctx.out);
+    w.BeginObject();
+    w.Member("dir", dir);
+    w.Key("checkpoints");
+    w.BeginArray();
+    for (const ListEntry& e : entries) {
+      w.BeginObject();
+      w.Member("path", e.path);
+      w.MemberBool("ok", e.status.ok());
+      if (e.status.ok()) {
+        ManifestJsonMembers(e.manifest, &w);
+      } else {
+        w.Member("error", e.status.ToString());
+      }
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    ctx.out << '\n';
+  } else if (entries.empty()) {
+    ctx.out << "no checkpoints under " << dir << "\n";
+  } else {
+    std::vector<std::vector<std::string>> rows = {
+        {"checkpoint", "shard", "shard_clock", "tables", "created"}};
+    for (const ListEntry& e : entries) {
+      if (!e.status.ok()) {
+        rows.push_back({e.path, "-", "-", "-", "ERROR " + e.status.ToString()});
+        continue;
+      }
+      const CheckpointManifest& m = e.manifest;
+      rows.push_back(
+          {e.path,
+           std::to_string(m.identity.shard_id) + "/" + std::to_string(m.identity.num_shards),
+           std::to_string(m.shard_clock), TableNames(m.tables), UnixMsText(m.created_unix_ms)});
+    }
+    ctx.out << AlignColumns(rows);
+  }
+  for (const ListEntry& e : entries) {
+    if (!e.status.ok()) {
+      if (corrupt) return Status::Corruption("bad checkpoint manifest in " + e.path);
+      return e.status.WithPrefix(e.path);
+    }
+  }
+  return Status::OK();
+}
+
+Status CheckpointRestore(const CtlContext& ctx, const Args& args) {
+  const std::string& checkpoint = args[0];
+  CheckpointManifest m;
+  RETURN_IF_ERROR(ShardStore::ReadCheckpointManifest(checkpoint, &m));
+  RETURN_IF_ERROR(ShardStore::RestoreCheckpoint(checkpoint, ctx.options.data_dir));
+  if (ctx.options.json) {
+    JsonWriter w(&ctx.out);
+    w.BeginObject();
+    w.Member("checkpoint", checkpoint);
+    w.Member("data_dir", ctx.options.data_dir);
+    ManifestJsonMembers(m, &w);
+    w.EndObject();
+    ctx.out << '\n';
+    return Status::OK();
+  }
+  ctx.out << "restored checkpoint " << checkpoint << " (shard clock " << m.shard_clock << ", "
+          << m.tables.size() << " table(s)) into " << ctx.options.data_dir
+          << "; start paced with --data_dir=" << ctx.options.data_dir
+          << " --shard=" << m.identity.shard_id << " --num_shards=" << m.identity.num_shards
+          << " --num_clients=" << m.identity.num_clients << "\n";
+  return Status::OK();
+}
+
+}  // namespace pace::ctl

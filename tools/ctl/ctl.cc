@@ -1,0 +1,235 @@
+// pacectl: argument checking, dispatch to offline/online commands, and the
+// mapping of a command's Status to the exit code.
+#include "tools/ctl/ctl.h"
+
+#include <algorithm>
+
+#include "tools/ctl/commands.h"
+#include "tools/ctl/value_format.h"
+
+namespace pace::ctl {
+
+namespace {
+
+enum class Mode { kOffline, kOnline };
+using Handler = Status (*)(const CtlContext&, const Args&);
+
+// One command (or checkpoint subcommand).
+struct CommandSpec {
+  const char* name;
+  const char* usage;
+  size_t min_args;
+  size_t max_args;                       // SIZE_MAX: unbounded
+  Handler offline;                       // nullptr: not available offline
+  Handler online;                        // nullptr: not available online
+  std::vector<const char*> extra_flags;  // flags beyond the global ones
+};
+
+constexpr size_t kUnbounded = SIZE_MAX;
+
+const std::vector<CommandSpec>& Commands() {
+  static const std::vector<CommandSpec> commands = {
+      {"tables", "tables", 0, 0, OfflineTables, OnlineTables, {}},
+      {"describe", "describe NAME", 1, 1, OfflineDescribe, OnlineDescribe, {}},
+      {"get", "get NAME ROW [ROW...]", 2, kUnbounded, OfflineGet, OnlineGet, {}},
+      {"scan", "scan NAME [--start=R] [--limit=N]", 1, 1, OfflineScan, nullptr, {"start", "limit"}},
+      {"stats", "stats", 0, 0, OfflineStats, OnlineStats, {}},
+      {"export",
+       "export NAME --format=csv|npy --out=FILE [--max_rows=N]",
+       1,
+       1,
+       OfflineExport,
+       nullptr,
+       {"format", "out", "max_rows"}},
+      {"verify", "verify", 0, 0, OfflineVerify, nullptr, {}},
+      {"checkpoint create",
+       "checkpoint create DIR  (--data_dir: the store)",
+       1,
+       1,
+       CheckpointCreate,
+       nullptr,
+       {}},
+      {"checkpoint list", "checkpoint list [DIR]", 0, 1, CheckpointList, nullptr, {}},
+      {"checkpoint restore",
+       "checkpoint restore CKPT --data_dir=NEWDIR",
+       1,
+       1,
+       CheckpointRestore,
+       nullptr,
+       {}},
+  };
+  return commands;
+}
+
+// Flags every command accepts (mode, output and tuning flags).
+const std::vector<const char*>& GlobalFlags() {
+  static const std::vector<const char*> flags = {
+      "data_dir",           "server",     "token_file",    "json",
+      "connect_timeout_ms", "timeout_ms", "block_cache_mb"};
+  return flags;
+}
+
+bool Contains(const std::vector<const char*>& v, const std::string& s) {
+  return std::any_of(v.begin(), v.end(), [&](const char* x) { return s == x; });
+}
+
+const CommandSpec* FindCommand(const std::string& name) {
+  for (const CommandSpec& c : Commands()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+Status CheckFlags(const CommandSpec& cmd, const CtlOptions& o) {
+  for (const std::string& flag : o.set_flags) {
+    if (Contains(GlobalFlags(), flag) || Contains(cmd.extra_flags, flag)) continue;
+    std::string owners;
+    for (const CommandSpec& c : Commands()) {
+      if (Contains(c.extra_flags, flag)) owners += std::string(owners.empty() ? "" : ", ") + c.name;
+    }
+    return Status::InvalidArgument("--" + flag + " does not apply to '" + cmd.name + "'" +
+                                   (owners.empty() ? "" : " (only to " + owners + ")"));
+  }
+  return Status::OK();
+}
+
+// Chooses the handler for `cmd` from --data_dir / --server.
+Status ChooseHandler(const CommandSpec& cmd, const CtlOptions& o, Handler* handler) {
+  const std::string name = cmd.name;
+  if (!o.data_dir.empty() && !o.server.empty()) {
+    return Status::InvalidArgument(
+        "pass either --data_dir (offline) or --server (online), not both");
+  }
+  if (!o.server.empty()) {
+    if (cmd.online == nullptr) {
+      return Status::InvalidArgument(
+          "'" + name + "' works offline only: pass --data_dir=DIR instead of --server " +
+          "(offline inspection works while paced runs)" +
+          (name == "checkpoint create" ? "; a running paced writes checkpoints itself with "
+                                         "--checkpoint_every=K"
+                                       : ""));
+    }
+    *handler = cmd.online;
+    return Status::OK();
+  }
+  if (o.data_dir.empty() && name != "checkpoint list") {
+    if (name == "checkpoint restore") {
+      return Status::InvalidArgument(
+          "checkpoint restore needs --data_dir=NEWDIR (where to restore)");
+    }
+    return Status::InvalidArgument(
+        "'" + name + "' needs --data_dir=DIR (offline)" +
+        (cmd.online != nullptr ? " or --server=HOST:PORT (online)" : ""));
+  }
+  for (const char* online_only : {"token_file", "connect_timeout_ms", "timeout_ms"}) {
+    if (o.set_flags.count(online_only) != 0) {
+      return Status::InvalidArgument("--" + std::string(online_only) +
+                                     " applies only with --server");
+    }
+  }
+  *handler = cmd.offline;
+  return Status::OK();
+}
+
+// Splits args into the command spec and its positional arguments.
+Status ParseCommand(const std::vector<std::string>& args, const CommandSpec** cmd, Args* rest) {
+  if (args.empty()) {
+    return Status::InvalidArgument("no command given; try 'pacectl --help'");
+  }
+  std::string name = args[0];
+  size_t first_arg = 1;
+  if (name == "checkpoint") {
+    if (args.size() < 2) {
+      return Status::InvalidArgument("checkpoint needs a subcommand: create, list or restore");
+    }
+    name += " " + args[1];
+    first_arg = 2;
+  }
+  *cmd = FindCommand(name);
+  if (*cmd == nullptr) {
+    if (args[0] == "checkpoint") {
+      return Status::InvalidArgument("unknown checkpoint subcommand '" + args[1] +
+                                     "' (create, list or restore)");
+    }
+    return Status::InvalidArgument("unknown command '" + args[0] +
+                                   "' (commands: tables, describe, get, scan, stats, export, "
+                                   "checkpoint, verify; see 'pacectl --help')");
+  }
+  rest->assign(args.begin() + first_arg, args.end());
+  const size_t n = rest->size();
+  if (n < (*cmd)->min_args || n > (*cmd)->max_args) {
+    return Status::InvalidArgument("wrong number of arguments for '" + name + "'; usage: pacectl " +
+                                   (*cmd)->usage);
+  }
+  return Status::OK();
+}
+
+// Messages of these codes are user errors whose text says it all; other
+// codes keep their name ("IOError: ...").
+bool IsPlainUserError(StatusCode c) {
+  return c == StatusCode::kInvalidArgument || c == StatusCode::kNotFound ||
+         c == StatusCode::kAlreadyExists || c == StatusCode::kFailedPrecondition ||
+         c == StatusCode::kUnavailable || c == StatusCode::kPermissionDenied ||
+         c == StatusCode::kTimedOut;
+}
+
+}  // namespace
+
+std::string UsageText() {
+  std::string u =
+      "pacectl: inspect, export, checkpoint and verify PaceDB shard stores.\n"
+      "\n"
+      "Offline (read-only, also while paced runs):  pacectl --data_dir=DIR COMMAND ...\n"
+      "Online (against a running paced):            pacectl --server=HOST:PORT "
+      "[--token_file=F] COMMAND ...\n"
+      "\n"
+      "Commands:\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const CommandSpec& c : Commands()) {
+    const std::string name = c.name;
+    std::string modes = c.online != nullptr ? "offline or online" : "offline";
+    if (name == "checkpoint list" || name == "checkpoint restore")
+      modes = "no running store needed";
+    rows.push_back({"  pacectl " + std::string(c.usage), "[" + modes + "]"});
+  }
+  u += AlignColumns(rows);
+  u += "\n"
+       "Flags:\n"
+       "  --data_dir=DIR          the shard's data directory (offline mode; restore target)\n"
+       "  --server=HOST:PORT      a paced to ask (online mode)\n"
+       "  --token_file=F          file holding the job token (online)\n"
+       "  --json                  one JSON document on stdout\n"
+       "  --start=R --limit=N     scan: first row, most rows (0: all)\n"
+       "  --format=csv|npy --out=FILE --max_rows=N   export (npy: dense tables, at most N rows;\n"
+       "                          default 50000000)\n"
+       "  --connect_timeout_ms=MS --timeout_ms=MS   online time limits (defaults 5000, 30000)\n"
+       "  --block_cache_mb=M      RocksDB block cache for offline reads (default 32)\n"
+       "\n"
+       "Exit codes: 0 ok, 1 user error (message on stderr), 2 corruption found.\n"
+       "Documentation: docs/pacectl.md\n";
+  return u;
+}
+
+int RunCtl(const std::vector<std::string>& args, const CtlOptions& options, std::ostream& out,
+           std::ostream& err) {
+  if (!args.empty() && (args[0] == "help" || args[0] == "--help")) {
+    out << UsageText();
+    return kExitOk;
+  }
+  const CommandSpec* cmd = nullptr;
+  Args rest;
+  Handler handler = nullptr;
+  Status s = ParseCommand(args, &cmd, &rest);
+  if (s.ok()) s = CheckFlags(*cmd, options);
+  if (s.ok()) s = ChooseHandler(*cmd, options, &handler);
+  if (s.ok()) {
+    CtlContext ctx{options, out, err};
+    s = handler(ctx, rest);
+  }
+  out.flush();
+  if (s.ok()) return kExitOk;
+  err << "pacectl: " << (IsPlainUserError(s.code()) ? s.message() : s.ToString()) << "\n";
+  return s.code() == StatusCode::kCorruption ? kExitCorruption : kExitUserError;
+}
+
+}  // namespace pace::ctl

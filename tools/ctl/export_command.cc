@@ -1,0 +1,125 @@
+// pacectl export NAME --format=csv|npy --out=FILE (offline).
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "tools/ctl/commands.h"
+#include "tools/ctl/export.h"
+#include "tools/ctl/json_writer.h"
+
+namespace pace::ctl {
+
+namespace {
+
+// Writes to a temporary file beside `path` and renames it over `path` on
+// Commit, so a failed export never leaves a truncated file behind. "-" writes
+// to `stdout_stream` instead.
+class OutputFile {
+ public:
+  OutputFile(std::string path, std::ostream* stdout_stream)
+      : path_(std::move(path)), stdout_(stdout_stream) {}
+  ~OutputFile() {
+    if (!tmp_.empty()) {
+      file_.close();
+      std::remove(tmp_.c_str());
+    }
+  }
+
+  Status Open() {
+    if (path_ == "-") return Status::OK();
+    tmp_ = path_ + ".pacectl-tmp-" + std::to_string(::getpid());
+    file_.rdbuf()->pubsetbuf(buffer_, sizeof(buffer_));  // must precede open()
+    file_.open(tmp_, std::ios::binary | std::ios::trunc);
+    if (!file_) {
+      tmp_.clear();
+      return Status::IOError("cannot write --out=" + path_);
+    }
+    return Status::OK();
+  }
+  std::ostream* stream() { return path_ == "-" ? stdout_ : &file_; }
+  Status Commit() {
+    if (path_ == "-") return Status::OK();
+    file_.close();
+    if (!file_) return Status::IOError("write " + tmp_ + " failed");
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      return Status::IOError("rename " + tmp_ + " to " + path_ + " failed");
+    }
+    tmp_.clear();
+    return Status::OK();
+  }
+
+ private:
+  const std::string path_;
+  std::ostream* const stdout_;
+  std::string tmp_;  // non-empty while a temp file exists
+  std::ofstream file_;
+  char buffer_[1 << 16];
+};
+
+}  // namespace
+
+Status OfflineExport(const CtlContext& ctx, const Args& args) {
+  const std::string& format = ctx.options.format;
+  if (format != "csv" && format != "npy") {
+    return Status::InvalidArgument(format.empty()
+                                       ? "export needs --format=csv or --format=npy"
+                                       : "--format must be csv or npy, got '" + format + "'");
+  }
+  if (ctx.options.out.empty()) {
+    return Status::InvalidArgument("export needs --out=FILE (or --out=- for stdout)");
+  }
+  std::unique_ptr<ShardStore> store;
+  RETURN_IF_ERROR(OpenOffline(ctx.options, &store));
+  ASSIGN_OR_RETURN(TableSchema t, FindOfflineTable(*store, args[0]));
+  NpyPlan plan;
+  if (format == "npy") {
+    RETURN_IF_ERROR(PlanNpy(*store, t, ctx.options.max_rows, &plan));
+    if (store->identity().num_shards > 1) {
+      ctx.err << "pacectl: warning: this store is shard " << store->identity().shard_id << " of "
+              << store->identity().num_shards
+              << "; rows held by other shards appear with their initializer values\n";
+    }
+  }
+  auto file = std::make_unique<OutputFile>(ctx.options.out, &ctx.out);
+  RETURN_IF_ERROR(file->Open());
+  ExportStats stats;
+  if (format == "npy") {
+    RETURN_IF_ERROR(WriteNpy(*store, t, plan, file->stream(), &stats));
+  } else {
+    RETURN_IF_ERROR(ExportCsv(*store, t, file->stream(), &stats));
+  }
+  RETURN_IF_ERROR(file->Commit());
+  if (ctx.options.out == "-") return Status::OK();
+  if (ctx.options.json) {
+    JsonWriter w(&ctx.out);
+    w.BeginObject();
+    w.Member("table", t.name);
+    w.Member("format", format);
+    w.Member("out", ctx.options.out);
+    w.MemberUint("written_rows", stats.written_rows);
+    if (format == "npy") {
+      w.Member("dtype", NpyDescr(t.type));
+      w.Key("shape");
+      w.BeginArray();
+      w.Uint(stats.array_rows);
+      w.Uint(t.width);
+      w.EndArray();
+    } else {
+      w.MemberUint("lines", stats.lines);
+    }
+    w.EndObject();
+    ctx.out << '\n';
+    return Status::OK();
+  }
+  ctx.out << "exported table " << t.name << " to " << ctx.options.out << ": ";
+  if (format == "npy") {
+    ctx.out << "npy " << NpyDescr(t.type) << " shape (" << stats.array_rows << ", " << t.width
+            << "), " << stats.written_rows << " written rows\n";
+  } else {
+    ctx.out << "csv, " << stats.lines << " lines from " << stats.written_rows << " written rows\n";
+  }
+  return Status::OK();
+}
+
+}  // namespace pace::ctl

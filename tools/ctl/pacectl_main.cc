@@ -1,0 +1,79 @@
+// pacectl: PaceDB's inspection CLI (docs/pacectl.md).
+//
+//   pacectl --data_dir=DIR COMMAND ...            offline, read-only
+//   pacectl --server=HOST:PORT COMMAND ...        online, as an observer
+//
+// Exit code 0 on success, 1 on a user error, 2 when corruption is found.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tools/ctl/ctl.h"
+
+DEFINE_string(data_dir, "", "the shard's data directory (offline mode; checkpoint restore target)");
+DEFINE_string(server, "", "host:port of a running paced (online mode)");
+DEFINE_string(token_file, "", "file holding the job token (online mode)");
+DEFINE_bool(json, false, "print one JSON document on stdout");
+DEFINE_string(format, "", "export: csv or npy");
+DEFINE_string(out, "", "export: output file, - for stdout");
+DEFINE_uint64(start, 0, "scan: first row to list");
+DEFINE_uint64(limit, 0, "scan: most rows to list (0: all)");
+DEFINE_uint64(max_rows, 50000000, "export --format=npy: refuse arrays with more rows");
+DEFINE_int32(connect_timeout_ms, 5000, "online: time to connect and handshake");
+DEFINE_int32(timeout_ms, 30000, "online: time to wait for each reply");
+DEFINE_uint32(block_cache_mb, 32, "offline: RocksDB block cache, MiB");
+
+namespace {
+
+const char* const kFlagNames[] = {
+    "data_dir", "server",   "token_file",         "json",       "format",        "out", "start",
+    "limit",    "max_rows", "connect_timeout_ms", "timeout_ms", "block_cache_mb"};
+
+bool WantsHelp(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) return false;
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-help") == 0 ||
+        std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--helpshort") == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (WantsHelp(argc, argv)) {
+    std::cout << pace::ctl::UsageText();
+    return pace::ctl::kExitOk;
+  }
+  gflags::SetUsageMessage(pace::ctl::UsageText());
+  FLAGS_logtostderr = true;
+  FLAGS_minloglevel = 1;  // warnings and errors only; --minloglevel=0 for more
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+
+  pace::ctl::CtlOptions options;
+  options.data_dir = FLAGS_data_dir;
+  options.server = FLAGS_server;
+  options.token_file = FLAGS_token_file;
+  options.json = FLAGS_json;
+  options.format = FLAGS_format;
+  options.out = FLAGS_out;
+  options.start = FLAGS_start;
+  options.limit = FLAGS_limit;
+  options.max_rows = FLAGS_max_rows;
+  options.connect_timeout_ms = FLAGS_connect_timeout_ms;
+  options.timeout_ms = FLAGS_timeout_ms;
+  options.block_cache_mb = FLAGS_block_cache_mb;
+  for (const char* name : kFlagNames) {
+    if (!gflags::GetCommandLineFlagInfoOrDie(name).is_default) options.set_flags.insert(name);
+  }
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::ios::sync_with_stdio(false);
+  return pace::ctl::RunCtl(args, options, std::cout, std::cerr);
+}
