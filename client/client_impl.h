@@ -211,7 +211,9 @@ class Client::Impl : public client::ChannelListener {
   void HandleReply(uint32_t k, uint64_t req_id, net::Message m);
   // Installs one row value from shard k. `read` marks a reply to our Read
   // (clears one read in flight; `subscribe` as requested).
-  void InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, bool read, bool subscribe);
+  // `read_min` is that Read's min_version.
+  void InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, bool read, bool subscribe,
+                  Version read_min);
   void NoteShardClock(uint32_t k, Version v);
 
   client::TableState* RegisterTable(const TableSchema& schema);

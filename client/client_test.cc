@@ -1,2 +1,479 @@
+// End-to-end tests of the client in embedded mode (a real ShardService on a
+// RocksDB store in a temp dir): the read rule, read-my-writes, exact integer
+// totals for every consistency model, ESSP vs SSP staleness, a cache smaller
+// than the working set, and lost connections / shard restarts.
 #include <gtest/gtest.h>
-TEST(Placeholder, X) {}
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/client_impl.h"
+#include "client/embedded_channel.h"
+#include "client/pace.h"
+
+namespace pace {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "pace_client_XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+constexpr uint32_t kWidth = 4;
+
+TableSchema CounterSchema(Consistency c, uint32_t s, uint32_t width = kWidth) {
+  TableSchema schema;
+  schema.name = "counters";
+  schema.type = ElementType::kI64;
+  schema.width = width;
+  schema.consistency = c;
+  schema.staleness = c == Consistency::kBsp ? 0 : s;
+  return schema;
+}
+
+// Opens an embedded client; if `channel` is given, keeps a pointer to the
+// EmbeddedChannel for fault injection.
+Status OpenEmbedded(const ClientOptions& o, std::unique_ptr<Client>* client,
+                    client::EmbeddedChannel** channel = nullptr) {
+  std::vector<std::unique_ptr<client::ShardChannel>> chans;
+  auto ch = std::make_unique<client::EmbeddedChannel>(o);
+  if (channel != nullptr) *channel = ch.get();
+  chans.push_back(std::move(ch));
+  return Client::Impl::Create(o, std::move(chans), true, client);
+}
+
+struct RunConfig {
+  Consistency consistency = Consistency::kSsp;
+  uint32_t staleness = 2;
+  int workers = 2;
+  int clocks = 20;
+  int ops_per_clock = 30;
+  uint64_t rows = 40;
+  uint64_t seed = 1;
+  size_t cache_mb = 64;
+  uint32_t width = kWidth;
+  // Fault injection every this many ms (0: none).
+  int reconnect_every_ms = 0;
+  bool restart = false;
+};
+
+struct RunResult {
+  std::vector<int64_t> totals;  // expected final value of element 0, per row
+  ClientStats stats;
+  uint64_t max_cache_bytes = 0;
+};
+
+// Workers add positive random deltas (d, 2d, ..) to random rows and read
+// random rows. Every read checks the read rule (v >= c - s) and
+// read-my-writes: with one process, a read sees at least every Inc completed
+// before it started and at most every Inc started before it ended.
+void RunWorkload(const std::string& dir, const RunConfig& cfg, RunResult* result) {
+  ClientOptions o;
+  o.data_dir = dir;
+  o.cache_mb = cfg.cache_mb;
+  std::unique_ptr<Client> client;
+  client::EmbeddedChannel* channel = nullptr;
+  ASSERT_TRUE(OpenEmbedded(o, &client, &channel).ok());
+  Table t;
+  ASSERT_TRUE(
+      client->CreateTable(CounterSchema(cfg.consistency, cfg.staleness, cfg.width), &t).ok());
+  const bool async = cfg.consistency == Consistency::kAsync;
+  const int64_t s = cfg.staleness;
+  std::vector<std::atomic<int64_t>> started(cfg.rows), done(cfg.rows);
+  std::atomic<uint64_t> max_cache{0};
+  std::atomic<bool> stop_faults{false};
+  std::thread faults;
+  if (cfg.reconnect_every_ms > 0) {
+    faults = std::thread([&] {
+      while (!stop_faults.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(cfg.reconnect_every_ms));
+        if (cfg.restart) {
+          channel->SimulateRestart();
+        } else {
+          channel->SimulateReconnect();
+        }
+      }
+    });
+  }
+  // Registered up front: a worker registered later starts at the process
+  // clock of that moment.
+  std::vector<std::unique_ptr<Worker>> workers(cfg.workers);
+  for (auto& w : workers) ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  auto work = [&](int id) {
+    std::unique_ptr<Worker> w = std::move(workers[id]);
+    std::mt19937_64 rng(cfg.seed * 1000 + id);
+    std::vector<int64_t> delta(cfg.width);
+    for (int c = 0; c < cfg.clocks; ++c) {
+      for (int op = 0; op < cfg.ops_per_clock; ++op) {
+        uint64_t r = rng() % cfg.rows;
+        if (rng() % 2 == 0) {
+          int64_t lower = done[r].load();
+          int64_t x0 = 0;
+          bool consistent = true;
+          Version v = 0;
+          Status st = w->Read(t, r, [&](const RowView& view) {
+            const int64_t* x = view.dense<int64_t>();
+            x0 = x[0];
+            v = view.version;
+            for (uint32_t i = 1; i < cfg.width; ++i) consistent &= x[i] == x0 * (i + 1);
+          });
+          int64_t upper = started[r].load();
+          ASSERT_TRUE(st.ok()) << st.ToString();
+          ASSERT_TRUE(consistent) << "row " << r << " torn or mis-added";
+          if (!async) {
+            ASSERT_GE(v, w->clock() - s) << "read rule broken at clock " << w->clock();
+          }
+          ASSERT_GE(x0, lower) << "read-my-writes broken: row " << r;
+          ASSERT_LE(x0, upper) << "double-counted update: row " << r;
+        } else {
+          int64_t d = 1 + static_cast<int64_t>(rng() % 5);
+          for (uint32_t i = 0; i < cfg.width; ++i) delta[i] = d * (i + 1);
+          started[r].fetch_add(d);
+          ASSERT_TRUE(w->Inc(t, r, delta.data()).ok());
+          done[r].fetch_add(d);
+        }
+      }
+      ASSERT_TRUE(w->Clock().ok());
+      uint64_t cb = client->Stats().cache_bytes;
+      uint64_t cur = max_cache.load();
+      while (cb > cur && !max_cache.compare_exchange_weak(cur, cb)) {
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < cfg.workers; ++i) threads.emplace_back(work, i);
+  for (auto& th : threads) th.join();
+  stop_faults.store(true);
+  if (faults.joinable()) faults.join();
+  result->totals.resize(cfg.rows);
+  for (uint64_t r = 0; r < cfg.rows; ++r) result->totals[r] = done[r].load();
+  // Read-my-writes: a new worker sees every update of this process exactly.
+  std::unique_ptr<Worker> reader;
+  ASSERT_TRUE(client->RegisterWorker(&reader).ok());
+  for (uint64_t r = 0; r < cfg.rows; ++r) {
+    std::vector<int64_t> x(cfg.width);
+    ASSERT_TRUE(reader->Get(t, r, x.data()).ok());
+    ASSERT_EQ(x[0], result->totals[r]) << "row " << r;
+  }
+  result->stats = client->Stats();
+  result->max_cache_bytes = max_cache.load();
+  ASSERT_TRUE(client->Flush().ok());
+}
+
+// Reopens the data dir with a fresh client (empty cache) and checks that the
+// shard holds exactly the expected totals.
+void CheckStored(const std::string& dir, const RunConfig& cfg, const RunResult& result) {
+  ClientOptions o;
+  o.data_dir = dir;
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  EXPECT_EQ(client->start_clock(), cfg.clocks);
+  Table t;
+  ASSERT_TRUE(client->OpenTable("counters", &t).ok());
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  for (uint64_t r = 0; r < cfg.rows; ++r) {
+    std::vector<int64_t> x(cfg.width);
+    ASSERT_TRUE(w->Get(t, r, x.data()).ok());
+    ASSERT_EQ(x[0], result.totals[r]) << "stored row " << r;
+    ASSERT_EQ(x[cfg.width - 1], result.totals[r] * cfg.width) << "stored row " << r;
+  }
+}
+
+struct ModelCase {
+  Consistency consistency;
+  uint32_t staleness;
+};
+
+class ModelTest : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(ModelTest, ReadRuleReadMyWritesAndExactTotals) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    TempDir dir;
+    RunConfig cfg;
+    cfg.consistency = GetParam().consistency;
+    cfg.staleness = GetParam().staleness;
+    cfg.seed = seed;
+    cfg.workers = 2 + static_cast<int>(seed % 2);
+    RunResult result;
+    RunWorkload(dir.path(), cfg, &result);
+    if (HasFatalFailure()) return;
+    const TableStats& ts = result.stats.tables.at(0);
+    EXPECT_GT(ts.reads, 0u);
+    EXPECT_EQ(ts.staleness_hist.size(), static_cast<size_t>(ts.staleness_bound) + 2);
+    uint64_t n = 0;
+    for (uint64_t x : ts.staleness_hist) n += x;
+    EXPECT_EQ(n, ts.reads);
+    if (cfg.consistency != Consistency::kAsync) {
+      EXPECT_EQ(ts.staleness_hist.back(), 0u) << "reads staler than s";
+    } else {
+      // async blocks only to fetch a row it never had.
+      EXPECT_LE(ts.reads_blocked, cfg.rows * 2);
+    }
+    CheckStored(dir.path(), cfg, result);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, ModelTest,
+    ::testing::Values(ModelCase{Consistency::kBsp, 0}, ModelCase{Consistency::kSsp, 2},
+                      ModelCase{Consistency::kEssp, 2}, ModelCase{Consistency::kAsync, 0}),
+    [](const auto& info) { return std::string(ConsistencyName(info.param.consistency)); });
+
+TEST(CacheBudgetTest, SmallerThanWorkingSetStaysExactAndBounded) {
+  for (Consistency c : {Consistency::kSsp, Consistency::kEssp}) {
+    SCOPED_TRACE(std::string(ConsistencyName(c)));
+    TempDir dir;
+    RunConfig cfg;
+    cfg.consistency = c;
+    cfg.staleness = 1;
+    cfg.cache_mb = 1;
+    cfg.width = 512;  // 4 KiB rows, 600 rows: 2.4 MiB working set
+    cfg.rows = 600;
+    cfg.clocks = 8;
+    cfg.ops_per_clock = 150;
+    RunResult result;
+    RunWorkload(dir.path(), cfg, &result);
+    if (HasFatalFailure()) return;
+    EXPECT_GT(result.stats.tables[0].evictions, 0u);
+    const uint64_t bound = (uint64_t{1} << 20) + 64 * (4096 + client::kEntryOverheadBytes);
+    EXPECT_LE(result.max_cache_bytes, bound);
+    EXPECT_LE(result.stats.cache_bytes, bound);
+    CheckStored(dir.path(), cfg, result);
+  }
+}
+
+TEST(FaultTest, LostConnectionsLoseNothing) {
+  TempDir dir;
+  RunConfig cfg;
+  cfg.consistency = Consistency::kEssp;
+  cfg.staleness = 1;
+  cfg.clocks = 40;
+  cfg.reconnect_every_ms = 5;
+  RunResult result;
+  RunWorkload(dir.path(), cfg, &result);
+  if (HasFatalFailure()) return;
+  CheckStored(dir.path(), cfg, result);
+}
+
+TEST(FaultTest, ShardRestartsLoseNothing) {
+  for (Consistency c : {Consistency::kSsp, Consistency::kEssp}) {
+    TempDir dir;
+    RunConfig cfg;
+    cfg.consistency = c;
+    cfg.staleness = 1;
+    cfg.clocks = 40;
+    cfg.reconnect_every_ms = 10;
+    cfg.restart = true;
+    RunResult result;
+    RunWorkload(dir.path(), cfg, &result);
+    if (HasFatalFailure()) return;
+    CheckStored(dir.path(), cfg, result);
+  }
+}
+
+// Two workers kept within one clock of each other (as equal work per clock
+// would), each clock taking a few ms of "computation", one of them jittery. SSP refreshes a row
+// only when it becomes too stale, so its reads spread over 0..s; ESSP pushes keep rows at the shard
+// clock, so its reads are mostly 0-1 clocks stale.
+double MeanStaleness(Consistency c, double* frac_le1) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  std::unique_ptr<Client> client;
+  EXPECT_TRUE(Client::Open(o, &client).ok());
+  Table t;
+  EXPECT_TRUE(client->CreateTable(CounterSchema(c, 8, 1), &t).ok());
+  constexpr int kClocks = 60;
+  constexpr uint64_t kRows = 16;
+  std::mutex mu;
+  std::condition_variable cv;
+  int clocks[2] = {0, 0};
+  std::unique_ptr<Worker> workers[2];
+  for (auto& w : workers) EXPECT_TRUE(client->RegisterWorker(&w).ok());
+  auto work = [&](int id) {
+    std::unique_ptr<Worker> w = std::move(workers[id]);
+    std::mt19937 rng(id + 7);
+    for (int k = 0; k < kClocks; ++k) {
+      // Computation of one clock (longer than the shard needs to apply a
+      // batch and push), with a jittery second worker.
+      int us = 2000 + (id == 1 ? static_cast<int>(rng() % 3000) : 0);
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
+      for (uint64_t r = 0; r < kRows; ++r) {
+        int64_t x;
+        ASSERT_TRUE(w->Get(t, r, &x).ok());
+        int64_t one = 1;
+        ASSERT_TRUE(w->Inc(t, r, &one).ok());
+      }
+      ASSERT_TRUE(w->Clock().ok());
+      std::unique_lock<std::mutex> l(mu);
+      clocks[id] = k + 1;
+      cv.notify_all();
+      cv.wait(l, [&] { return clocks[1 - id] >= k; });
+    }
+  };
+  std::thread a(work, 0), b(work, 1);
+  a.join();
+  b.join();
+  const TableStats ts = client->Stats().tables.at(0);
+  uint64_t n = 0;
+  for (uint64_t x : ts.staleness_hist) n += x;
+  *frac_le1 = n == 0 ? 0 : static_cast<double>(ts.staleness_hist[0] + ts.staleness_hist[1]) / n;
+  std::string h;
+  for (uint64_t x : ts.staleness_hist) h += std::to_string(x) + " ";
+  std::printf("%s: hist [%s] blocked %llu fetched %llu pushes %llu\n",
+              std::string(ConsistencyName(c)).c_str(), h.c_str(),
+              (unsigned long long)ts.reads_blocked, (unsigned long long)ts.rows_fetched,
+              (unsigned long long)ts.pushes_applied);
+  EXPECT_EQ(ts.staleness_hist.back(), 0u);
+  return ts.staleness_mean;
+}
+
+TEST(StalenessTest, EsspIsFresherThanSsp) {
+  double ssp_le1 = 0, essp_le1 = 0;
+  double ssp = MeanStaleness(Consistency::kSsp, &ssp_le1);
+  double essp = MeanStaleness(Consistency::kEssp, &essp_le1);
+  RecordProperty("ssp_mean", std::to_string(ssp));
+  RecordProperty("essp_mean", std::to_string(essp));
+  std::printf("mean staleness: ssp %.2f (%.0f%% <= 1), essp %.2f (%.0f%% <= 1)\n", ssp,
+              100 * ssp_le1, essp, 100 * essp_le1);
+  EXPECT_LT(essp + 1.0, ssp);
+  EXPECT_GT(essp_le1, 0.5);
+}
+
+TEST(ClientTest, TablesAndArgumentErrors) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  EXPECT_TRUE(client->embedded());
+  EXPECT_EQ(client->num_shards(), 1u);
+  Table t, again, opened;
+  ASSERT_TRUE(client->CreateTable(CounterSchema(Consistency::kSsp, 2), &t).ok());
+  EXPECT_TRUE(t.valid());
+  ASSERT_TRUE(client->CreateTable(CounterSchema(Consistency::kSsp, 2), &again).ok());
+  EXPECT_EQ(again.id(), t.id());
+  EXPECT_EQ(client->CreateTable(CounterSchema(Consistency::kSsp, 3), &again).code(),
+            StatusCode::kAlreadyExists);
+  ASSERT_TRUE(client->OpenTable("counters", &opened).ok());
+  EXPECT_EQ(opened.id(), t.id());
+  EXPECT_EQ(client->OpenTable("nope", &opened).code(), StatusCode::kNotFound);
+  std::vector<TableSchema> tables;
+  ASSERT_TRUE(client->ListTables(&tables).ok());
+  ASSERT_EQ(tables.size(), 1u);
+  TableSchema bad = CounterSchema(Consistency::kSsp, 2);
+  bad.width = 0;
+  EXPECT_EQ(client->CreateTable(bad, &again).code(), StatusCode::kInvalidArgument);
+
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  float f[kWidth];
+  EXPECT_EQ(w->Get(t, 0, f).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(w->Get(Table(), 0, f).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(w->IncCell(t, 0, kWidth, 1.0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(w->BatchInc(t, {1}, {"xx"}).code(), StatusCode::kInvalidArgument);
+
+  // Cells, sparse-style updates and maps on a dense table.
+  ASSERT_TRUE(w->IncCell(t, 3, 2, 5.0).ok());
+  ASSERT_TRUE(w->Inc(t, 3, std::vector<std::pair<uint32_t, int64_t>>{{0, 1}, {0, 2}}).ok());
+  ASSERT_TRUE(w->BatchInc(t, {3}, {EncodeDense(std::vector<int64_t>{1, 1, 1, 1})}).ok());
+  std::map<uint32_t, int64_t> m;
+  ASSERT_TRUE(w->Get(t, 3, &m).ok());
+  EXPECT_EQ(m, (std::map<uint32_t, int64_t>{{0, 4}, {1, 1}, {2, 6}, {3, 1}}));
+}
+
+TEST(ClientTest, SparseTables) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  TableSchema schema;
+  schema.name = "sparse";
+  schema.kind = RowKind::kSparse;
+  schema.type = ElementType::kF64;
+  schema.width = 0;
+  schema.consistency = Consistency::kEssp;
+  schema.staleness = 1;
+  Table t;
+  ASSERT_TRUE(client->CreateTable(schema, &t).ok());
+  std::unique_ptr<Worker> a, b;
+  ASSERT_TRUE(client->RegisterWorker(&a).ok());
+  ASSERT_TRUE(client->RegisterWorker(&b).ok());
+  ASSERT_TRUE(a->Inc(t, 1, std::vector<std::pair<uint32_t, double>>{{100, 1.5}, {7, 2}}).ok());
+  ASSERT_TRUE(b->IncCell(t, 1, 7, 1.0).ok());
+  std::map<uint32_t, double> m;
+  ASSERT_TRUE(a->Get(t, 1, &m).ok());
+  EXPECT_EQ(m, (std::map<uint32_t, double>{{7, 3.0}, {100, 1.5}}));
+  double dense[1];
+  EXPECT_EQ(a->Get(t, 1, dense).code(), StatusCode::kInvalidArgument);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(a->Clock().ok());
+    ASSERT_TRUE(b->Clock().ok());
+  }
+  ASSERT_TRUE(b->Inc(t, 1, std::vector<std::pair<uint32_t, double>>{{100, -1.5}}).ok());
+  ASSERT_TRUE(a->Get(t, 1, &m).ok());
+  EXPECT_EQ(m, (std::map<uint32_t, double>{{7, 3.0}}));
+}
+
+TEST(ClientTest, GlobalBarrierWaitsForEveryWorker) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  Table t;
+  ASSERT_TRUE(client->CreateTable(CounterSchema(Consistency::kSsp, 3, 1), &t).ok());
+  std::unique_ptr<Worker> a, b;
+  ASSERT_TRUE(client->RegisterWorker(&a).ok());
+  ASSERT_TRUE(client->RegisterWorker(&b).ok());
+  std::atomic<bool> passed{false};
+  std::thread ta([&] {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(a->Clock().ok());
+    ASSERT_TRUE(a->GlobalBarrier().ok());
+    passed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(passed.load()) << "barrier passed while worker b was at clock 0";
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(b->Clock().ok());
+  ta.join();
+  EXPECT_TRUE(passed.load());
+  EXPECT_GT(client->Stats().clock_blocked_seconds, 0.0);
+}
+
+TEST(ClientTest, OpenErrors) {
+  std::unique_ptr<Client> client;
+  ClientOptions o;
+  o.client_id = 2;
+  o.num_clients = 2;
+  EXPECT_EQ(Client::Open(o, &client).code(), StatusCode::kInvalidArgument);
+  o = ClientOptions();
+  o.servers = {"localhost"};
+  EXPECT_EQ(Client::Open(o, &client).code(), StatusCode::kInvalidArgument);
+  o.servers = {"127.0.0.1:1"};  // nothing listens there
+  o.connect_timeout_ms = 200;
+  EXPECT_EQ(Client::Open(o, &client).code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace pace

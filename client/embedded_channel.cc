@@ -93,16 +93,16 @@ void EmbeddedChannel::ToClient(uint64_t epoch, net::Message m) {
   cv_.notify_all();
 }
 
-void EmbeddedChannel::SimulateReconnect() {
-  std::lock_guard<std::mutex> l(mu_);
-  to_client_.push_back(Item{0, Item::kReconnect, {}});
-  cv_.notify_all();
-}
+void EmbeddedChannel::SimulateReconnect() { Simulate(Item::kReconnect); }
 
-void EmbeddedChannel::SimulateRestart() {
-  std::lock_guard<std::mutex> l(mu_);
-  to_client_.push_back(Item{0, Item::kRestart, {}});
+void EmbeddedChannel::SimulateRestart() { Simulate(Item::kRestart); }
+
+void EmbeddedChannel::Simulate(int kind) {
+  std::unique_lock<std::mutex> l(mu_);
+  uint64_t ticket = ++events_requested_;
+  to_client_.push_back(Item{0, static_cast<Item::Kind>(kind), {}});
   cv_.notify_all();
+  cv_.wait(l, [&] { return stopping_ || events_done_ >= ticket; });
 }
 
 void EmbeddedChannel::ServiceLoop() {
@@ -144,6 +144,10 @@ void EmbeddedChannel::DeliveryLoop() {
       Reconnect(item.kind == Item::kRestart);
     }
     l.lock();
+    if (item.kind != Item::kMessage) {
+      ++events_done_;
+      cv_.notify_all();
+    }
   }
 }
 
@@ -154,7 +158,11 @@ void EmbeddedChannel::Reconnect(bool restart) {
     std::lock_guard<std::mutex> l(mu_);
     ++epoch_;
     to_service_.clear();
-    to_client_.clear();
+    std::deque<Item> keep;  // later simulated events stay queued
+    for (Item& it : to_client_) {
+      if (it.kind != Item::kMessage) keep.push_back(std::move(it));
+    }
+    to_client_.swap(keep);
   }
   listener_->OnDisconnect(
       0, Status::Unavailable(restart ? "simulated restart" : "simulated disconnect"));

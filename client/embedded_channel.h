@@ -43,7 +43,8 @@ class EmbeddedChannel : public ShardChannel {
   std::string Describe() const override;
 
   // Test hooks. Queue a disconnect + reconnect (or restart) event that the
-  // delivery thread performs in order with the messages before it.
+  // delivery thread performs in order with the messages before it; return
+  // once it has been performed.
   void SimulateReconnect();
   void SimulateRestart();
 
@@ -63,6 +64,7 @@ class EmbeddedChannel : public ShardChannel {
   void ServiceLoop();
   void DeliveryLoop();
   void Reconnect(bool restart);
+  void Simulate(int kind);
 
   const ClientOptions options_;
   ChannelListener* listener_ = nullptr;
@@ -73,6 +75,8 @@ class EmbeddedChannel : public ShardChannel {
   std::deque<Item> to_client_;
   uint64_t epoch_ = 0;
   bool stopping_ = false;
+  uint64_t events_requested_ = 0;
+  uint64_t events_done_ = 0;
 
   // Held while the service handles a message or is replaced.
   std::mutex service_mu_;

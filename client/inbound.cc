@@ -62,7 +62,7 @@ void Client::Impl::HandleReply(uint32_t k, uint64_t req_id, net::Message m) {
       CacheStripe& st = StripeFor(key);
       std::lock_guard<std::mutex> l(st.mu);
       if (CacheEntry* e = st.Find(key)) {
-        if (e->reads_in_flight > 0 && --e->reads_in_flight == 0) e->fetch_min = -1;
+        e->ReadAnswered(read->min_version);
         st.MaybeErase(e);
       }
     }
@@ -103,7 +103,8 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
                                      " of table " + std::to_string(read->table)));
       return;
     }
-    InstallRow(k, *data, r.version, r.applied_clock, /*read=*/true, read->subscribe);
+    InstallRow(k, *data, r.version, r.applied_clock, /*read=*/true, read->subscribe,
+               read->min_version);
   }
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
@@ -113,7 +114,7 @@ void Client::Impl::HandlePush(uint32_t k, net::Push p) {
   NoteShardClock(k, p.version);
   rows_received_.fetch_add(p.rows.size(), std::memory_order_relaxed);
   for (net::RowData& row : p.rows) {
-    InstallRow(k, row, p.version, p.applied_clock, /*read=*/false, /*subscribe=*/false);
+    InstallRow(k, row, p.version, p.applied_clock, /*read=*/false, /*subscribe=*/false, 0);
   }
 }
 
@@ -131,7 +132,7 @@ void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
 }
 
 void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, bool read,
-                              bool subscribe) {
+                              bool subscribe, Version read_min) {
   ShardState& sh = *shards_[k];
   RowKey key{row.table, row.row};
   CacheStripe& st = StripeFor(key);
@@ -140,7 +141,7 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
     std::lock_guard<std::mutex> l(st.mu);
     CacheEntry* e = st.Find(key);
     if (e == nullptr) return;  // nobody holds or wants the row any more
-    if (read && e->reads_in_flight > 0 && --e->reads_in_flight == 0) e->fetch_min = -1;
+    if (read) e->ReadAnswered(read_min);
     if (!read && !e->subscribed) {
       st.MaybeErase(e);  // a push racing with our eviction of the row
       return;

@@ -35,7 +35,7 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
     // Subscribed rows are refreshed by pushes; everything else is pulled.
     if (!(t->push && e->subscribed)) {
       Version need = t->policy.MinVersion(c);
-      if (e->reads_in_flight == 0 || e->fetch_min < need) {
+      if (!e->ReadInFlightAtMost(need)) {
         SendRead(e, need, t->push);
         if (tc != nullptr) tc->fetched.Add(1);
       }
@@ -79,8 +79,7 @@ void Client::Impl::SendRead(CacheEntry* e, Version min_version, bool subscribe) 
     std::lock_guard<std::mutex> l(sh.mu);
     sh.requests.emplace(id, InFlight{r, nullptr});
   }
-  ++e->reads_in_flight;
-  e->fetch_min = std::max(e->fetch_min, min_version);
+  e->reads_in_flight.push_back(min_version);
   SendToShard(e->shard, std::move(r));
 }
 

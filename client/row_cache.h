@@ -53,15 +53,15 @@ struct CacheEntry {
   // The shard pushes this row to us (ESSP/async): its effective version is
   // max(version, the shard's last PushDone version).
   bool subscribed = false;
-  bool referenced = false;       // CLOCK bit
-  uint16_t waiters = 0;          // readers blocked on this row
-  uint16_t reads_in_flight = 0;  // Read requests sent and not yet answered
-  Version version = 0;           // server version of `value`
-  ClockT applied = 0;            // this process's applied clock with that value
-  Version fetch_min = -1;        // largest min_version in flight (-1: none)
-  int32_t ring_index = -1;       // position in CacheStripe::ring, -1 if no value
+  bool referenced = false;  // CLOCK bit
+  uint16_t waiters = 0;     // readers blocked on this row
+  Version version = 0;      // server version of `value`
+  ClockT applied = 0;       // this process's applied clock with that value
+  int32_t ring_index = -1;  // position in CacheStripe::ring, -1 if no value
   std::string value;
   std::vector<PendingDelta> pending;
+  // min_version of each Read of this row sent and not yet answered (few).
+  std::vector<Version> reads_in_flight;
 
   PendingDelta* FindPending(ClockT c) {
     for (size_t i = pending.size(); i-- > 0;) {
@@ -69,7 +69,24 @@ struct CacheEntry {
     }
     return nullptr;
   }
-  bool pinned() const { return waiters != 0 || reads_in_flight != 0; }
+  bool pinned() const { return waiters != 0 || !reads_in_flight.empty(); }
+  // True if a Read in flight will be answered as soon as the shard clock
+  // reaches `need`. (One with a larger min_version may be parked waiting for
+  // this very process to advance: never rely on it.)
+  bool ReadInFlightAtMost(Version need) const {
+    for (Version m : reads_in_flight) {
+      if (m <= need) return true;
+    }
+    return false;
+  }
+  void ReadAnswered(Version min_version) {
+    for (size_t i = 0; i < reads_in_flight.size(); ++i) {
+      if (reads_in_flight[i] == min_version) {
+        reads_in_flight.erase(reads_in_flight.begin() + static_cast<long>(i));
+        return;
+      }
+    }
+  }
 };
 
 // Approximate bytes an entry costs beyond its value: the entry, the hash node

@@ -1,0 +1,284 @@
+// The client's protocol behaviour against a scripted shard: exact messages,
+// rebasing of server values on the process's own deltas, ESSP push versions,
+// re-sending after a reconnect, timeouts, eviction unsubscribes.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/client_impl.h"
+#include "client/pace.h"
+#include "client/scripted_channel_test_util.h"
+
+namespace pace {
+namespace {
+
+using client::ScriptedChannel;
+
+std::string I64(std::vector<int64_t> v) { return EncodeDense(v); }
+
+class ProtocolTest : public ::testing::Test {
+ protected:
+  void Open(ClientOptions options = {}) {
+    net::Welcome w;
+    w.num_shards = 1;
+    w.num_clients = options.num_clients;
+    auto ch = std::make_unique<ScriptedChannel>(0, w);
+    ch_ = ch.get();
+    std::vector<std::unique_ptr<client::ShardChannel>> chans;
+    chans.push_back(std::move(ch));
+    ASSERT_TRUE(Client::Impl::Create(options, std::move(chans), false, &client_).ok());
+  }
+
+  Table Create(const std::string& name, Consistency c, uint32_t s, uint32_t id,
+               uint32_t width = 1) {
+    TableSchema schema;
+    schema.name = name;
+    schema.type = ElementType::kI64;
+    schema.width = width;
+    schema.consistency = c;
+    schema.staleness = s;
+    Table t;
+    auto f = std::async(std::launch::async, [&] { return client_->CreateTable(schema, &t); });
+    net::CreateTable req;
+    EXPECT_TRUE(ch_->Next(&req));
+    TableSchema created = req.schema;
+    created.id = id;
+    ch_->Deliver(net::TablesReply{req.req_id, {created}});
+    EXPECT_TRUE(f.get().ok());
+    return t;
+  }
+
+  // Starts a Get in another thread.
+  std::future<Status> AsyncGet(Worker* w, const Table& t, uint64_t row, int64_t* out,
+                               Version* version = nullptr) {
+    return std::async(std::launch::async, [=] {
+      return w->Read(t, row, [&](const RowView& v) {
+        *out = v.dense<int64_t>()[0];
+        if (version != nullptr) *version = v.version;
+      });
+    });
+  }
+
+  std::unique_ptr<Client> client_;
+  ScriptedChannel* ch_ = nullptr;
+};
+
+TEST_F(ProtocolTest, ServerValuesAreRebasedOnOwnUnacknowledgedDeltas) {
+  Open();
+  Table t = Create("t", Consistency::kSsp, 5, 7);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  int64_t one = 1, ten = 10, seven = 7, x = 0;
+  ASSERT_TRUE(w->Inc(t, 1, &one).ok());
+  ASSERT_TRUE(w->Clock().ok());  // Apply{0}: row 1 += 1
+  net::Apply a0;
+  ASSERT_TRUE(ch_->Next(&a0));
+  EXPECT_EQ(a0.clock, 0);
+  ASSERT_EQ(a0.updates.size(), 1u);
+  EXPECT_EQ(a0.updates[0].bytes, I64({1}));
+  ASSERT_TRUE(w->Inc(t, 1, &ten).ok());  // clock 1, open
+
+  // A value from before batch 0 was applied (applied clock 0): both deltas are added.
+  auto f = AsyncGet(w.get(), t, 1, &x);
+  net::Read r;
+  ASSERT_TRUE(ch_->Next(&r));
+  EXPECT_EQ(r.min_version, 0);
+  EXPECT_FALSE(r.subscribe);
+  ch_->Deliver(net::ReadReply{r.req_id, 0, 0, {{7, 1, I64({100})}}});
+  ASSERT_TRUE(f.get().ok());
+  EXPECT_EQ(x, 111);
+
+  ch_->Deliver(net::Ack{0, false});  // batch 0 durable: its delta leaves the oplog
+  ASSERT_TRUE(w->Inc(t, 1, &seven).ok());
+  ASSERT_TRUE(w->Get(t, 1, &x).ok());  // cache hit, read-my-writes
+  EXPECT_EQ(x, 118);
+
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(w->Clock().ok());  // worker at 6: needs v >= 1
+  f = AsyncGet(w.get(), t, 1, &x);
+  ASSERT_TRUE(ch_->Next(&r));
+  EXPECT_EQ(r.min_version, 1);
+  // A value claiming applied clock 0 after the Ack of batch 0 cannot be
+  // rebased (that delta is purged): the client must ask again, not guess.
+  ch_->Deliver(net::ReadReply{r.req_id, 1, 0, {{7, 1, I64({100})}}});
+  net::Read again;
+  ASSERT_TRUE(ch_->Next(&again));
+  EXPECT_EQ(again.min_version, 1);
+  // Applied clock 2: batches 0 and 1 are in; our clock-1 delta (17) is not
+  // added twice, nothing else is pending.
+  ch_->Deliver(net::ReadReply{again.req_id, 1, 2, {{7, 1, I64({1000 + 1 + 17})}}});
+  ASSERT_TRUE(f.get().ok());
+  EXPECT_EQ(x, 1018);
+}
+
+TEST_F(ProtocolTest, EveryProcessClockSendsOneBatchEvenIfEmpty) {
+  Open();
+  Table t = Create("t", Consistency::kSsp, 1, 3, 2);
+  std::unique_ptr<Worker> a, b;
+  ASSERT_TRUE(client_->RegisterWorker(&a).ok());
+  ASSERT_TRUE(client_->RegisterWorker(&b).ok());
+  int64_t d1[2] = {1, 2}, d2[2] = {10, 20};
+  ASSERT_TRUE(a->Inc(t, 4, d1).ok());
+  ASSERT_TRUE(a->Clock().ok());        // a at 1, b at 0: process clock stays 0
+  ASSERT_TRUE(a->Inc(t, 4, d1).ok());  // a clock-1 update
+  ASSERT_TRUE(b->Inc(t, 4, d2).ok());  // b clock-0 update
+  EXPECT_TRUE(ch_->All<net::Apply>().empty());
+  ASSERT_TRUE(b->Clock().ok());  // process clock 1: batch 0 = a's + b's clock-0 deltas
+  net::Apply ap;
+  ASSERT_TRUE(ch_->Next(&ap));
+  EXPECT_EQ(ap.clock, 0);
+  ASSERT_EQ(ap.updates.size(), 1u);
+  EXPECT_EQ(ap.updates[0].bytes, I64({11, 22}));
+  ASSERT_TRUE(a->Clock().ok());
+  ASSERT_TRUE(b->Clock().ok());  // batch 1: a's second delta only
+  ASSERT_TRUE(ch_->Next(&ap));
+  EXPECT_EQ(ap.clock, 1);
+  ASSERT_EQ(ap.updates.size(), 1u);
+  EXPECT_EQ(ap.updates[0].bytes, I64({1, 2}));
+  ASSERT_TRUE(a->Clock().ok());
+  ASSERT_TRUE(b->Clock().ok());  // batch 2: empty but sent
+  ASSERT_TRUE(ch_->Next(&ap));
+  EXPECT_EQ(ap.clock, 2);
+  EXPECT_TRUE(ap.updates.empty());
+  b.reset();  // deregistering the slowest worker advances the process clock
+  ASSERT_TRUE(a->Clock().ok());
+  ASSERT_TRUE(ch_->Next(&ap));
+  EXPECT_EQ(ap.clock, 3);
+  EXPECT_EQ(client_->Stats().batches_sent, 4u);
+}
+
+TEST_F(ProtocolTest, EsspSubscribesOnceAndPushDoneRefreshesVersions) {
+  Open();
+  Table t = Create("e", Consistency::kEssp, 1, 2);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  int64_t x = 0;
+  Version v = -1;
+  auto f = AsyncGet(w.get(), t, 9, &x, &v);
+  net::Read r;
+  ASSERT_TRUE(ch_->Next(&r));
+  EXPECT_TRUE(r.subscribe);
+  ch_->Deliver(net::ReadReply{r.req_id, 0, 0, {{2, 9, I64({5})}}});
+  ASSERT_TRUE(f.get().ok());
+  EXPECT_EQ(x, 5);
+  ASSERT_TRUE(w->Clock().ok());
+  ASSERT_TRUE(w->Clock().ok());  // worker at 2 needs v >= 1: waits for a push
+  f = AsyncGet(w.get(), t, 9, &x, &v);
+  EXPECT_EQ(f.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  ch_->Deliver(net::PushDone{1, 1});  // row unchanged, current as of 1
+  ASSERT_TRUE(f.get().ok());
+  EXPECT_EQ(x, 5);
+  EXPECT_EQ(v, 1);
+  ch_->Deliver(net::Push{2, 2, {{2, 9, I64({6})}}});
+  ch_->Deliver(net::PushDone{2, 2});
+  ASSERT_TRUE(w->Read(t, 9, [&](const RowView& rv) {
+                 x = rv.dense<int64_t>()[0];
+                 v = rv.version;
+               }).ok());
+  EXPECT_EQ(x, 6);
+  EXPECT_EQ(v, 2);
+  EXPECT_EQ(ch_->All<net::Read>().size(), 1u);  // pushes, not pulls
+  ClientStats s = client_->Stats();
+  EXPECT_EQ(s.tables[0].pushes_applied, 1u);
+  EXPECT_EQ(s.tables[0].reads, 3u);
+  EXPECT_EQ(s.tables[0].reads_blocked, 2u);
+  EXPECT_EQ(s.tables[0].staleness_hist, (std::vector<uint64_t>{2, 1, 0}));
+}
+
+TEST_F(ProtocolTest, ReconnectResendsBatchesReadsAndSubscriptions) {
+  Open();
+  Table t = Create("s", Consistency::kSsp, 0, 4);
+  Table e = Create("e", Consistency::kEssp, 2, 5);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  int64_t x = 0, one = 1;
+  auto f = AsyncGet(w.get(), e, 3, &x);  // subscribe row e/3
+  net::Read r;
+  ASSERT_TRUE(ch_->Next(&r));
+  ch_->Deliver(net::ReadReply{r.req_id, 0, 0, {{5, 3, I64({0})}}});
+  ASSERT_TRUE(f.get().ok());
+  ASSERT_TRUE(w->Inc(t, 1, &one).ok());
+  ASSERT_TRUE(w->Clock().ok());
+  ASSERT_TRUE(w->Inc(t, 2, &one).ok());
+  ASSERT_TRUE(w->Clock().ok());
+  ch_->Deliver(net::Ack{0, false});
+  f = AsyncGet(w.get(), t, 8, &x);  // a Read in flight (bsp: min_version 2)
+  net::Read pending;
+  ASSERT_TRUE(ch_->Next(&pending));
+  EXPECT_EQ(pending.min_version, 2);
+  ch_->SkipAll();
+
+  ch_->listener()->OnDisconnect(0, Status::Unavailable("test"));
+  net::Welcome w2;
+  w2.num_shards = 1;
+  w2.applied_clock = 1;
+  ch_->listener()->OnReconnect(0, w2);
+  net::Apply resent;
+  ASSERT_TRUE(ch_->Next(&resent));
+  EXPECT_EQ(resent.clock, 1);  // batch 0 was acked; batch 1 was not
+  ASSERT_EQ(resent.updates.size(), 1u);
+  EXPECT_EQ(resent.updates[0].row, 2u);
+  std::vector<net::Read> reads = ch_->All<net::Read>();
+  ASSERT_GE(reads.size(), 2u);
+  bool reissued = false, resubscribed = false;
+  for (const net::Read& rd : reads) {
+    if (rd.req_id == pending.req_id && rd.rows == pending.rows) reissued = true;
+    if (rd.table == 5 && rd.rows == std::vector<uint64_t>{3} && rd.subscribe) resubscribed = true;
+  }
+  EXPECT_TRUE(reissued);
+  EXPECT_TRUE(resubscribed);
+  EXPECT_EQ(client_->Stats().batches_resent, 1u);
+  ch_->Deliver(net::ReadReply{pending.req_id, 2, 2, {{4, 8, I64({42})}}});
+  ASSERT_TRUE(f.get().ok());
+  EXPECT_EQ(x, 42);
+}
+
+TEST_F(ProtocolTest, ShardAwayTooLongMakesCallsUnavailable) {
+  ClientOptions o;
+  o.shard_timeout_ms = 100;
+  Open(o);
+  Table t = Create("t", Consistency::kSsp, 0, 1);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  int64_t x = 0, one = 1;
+  ASSERT_TRUE(w->Inc(t, 1, &one).ok());
+  ASSERT_TRUE(w->Clock().ok());
+  ch_->listener()->OnDisconnect(0, Status::Unavailable("test"));
+  auto start = std::chrono::steady_clock::now();
+  Status s = w->Get(t, 5, &x);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("unreachable"), std::string::npos) << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  EXPECT_EQ(w->Clock().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(client_->Flush().code(), StatusCode::kUnavailable);  // batch 0 unacked
+}
+
+TEST_F(ProtocolTest, EvictingSubscribedRowsUnsubscribes) {
+  ClientOptions o;
+  o.cache_mb = 1;  // 16 KiB per stripe: a few 4 KiB rows each
+  Open(o);
+  Table t = Create("e", Consistency::kEssp, 0, 6, 512);
+  ch_->StartAuto([](uint32_t, uint64_t) { return I64(std::vector<int64_t>(512, 3)); }, 0);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  std::vector<int64_t> row(512);
+  for (uint64_t r = 0; r < 1000; ++r) {
+    ASSERT_TRUE(w->Get(t, r, row.data()).ok());
+    ASSERT_EQ(row[511], 3);
+  }
+  ClientStats s = client_->Stats();
+  EXPECT_GT(s.tables[0].evictions, 500u);
+  EXPECT_LE(s.cache_bytes, (size_t{1} << 20) + 64 * (4096 + client::kEntryOverheadBytes));
+  size_t unsubscribed = 0;
+  for (const auto& u : ch_->All<net::Unsubscribe>()) {
+    EXPECT_EQ(u.table, 6u);
+    unsubscribed += u.rows.size();
+  }
+  EXPECT_EQ(unsubscribed, s.tables[0].evictions);
+}
+
+}  // namespace
+}  // namespace pace

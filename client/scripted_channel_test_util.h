@@ -1,0 +1,137 @@
+// ScriptedChannel: a ShardChannel for tests that records what the client
+// sends and lets the test play the shard: deliver exact replies, pushes, acks
+// and connection events, in an exact order.
+//
+// Optional auto mode answers every Read with a value from a callback (version
+// and applied clock set by the test) and acks every Apply, from its own
+// thread (never inside Send).
+#ifndef PACE_CLIENT_SCRIPTED_CHANNEL_TEST_UTIL_H_
+#define PACE_CLIENT_SCRIPTED_CHANNEL_TEST_UTIL_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "client/shard_channel.h"
+
+namespace pace::client {
+
+class ScriptedChannel : public ShardChannel {
+ public:
+  ScriptedChannel(uint32_t shard, net::Welcome welcome) : shard_(shard), welcome_(welcome) {}
+  ~ScriptedChannel() override { Shutdown(); }
+
+  Status Start(ChannelListener* listener, net::Welcome* welcome) override {
+    listener_ = listener;
+    *welcome = welcome_;
+    return Status::OK();
+  }
+  void Send(net::Message m) override {
+    std::lock_guard<std::mutex> l(mu_);
+    sent_.push_back(m);
+    if (auto_) pending_auto_.push_back(std::move(m));
+    cv_.notify_all();
+  }
+  void Shutdown() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    if (auto_thread_.joinable()) auto_thread_.join();
+  }
+  std::string Describe() const override { return "scripted shard " + std::to_string(shard_); }
+
+  // --- Test side -------------------------------------------------------------
+  ChannelListener* listener() const { return listener_; }
+  void Deliver(net::Message m) { listener_->OnMessage(shard_, std::move(m)); }
+
+  // Waits (up to 5 s) for the next sent message of type T after the cursor,
+  // skipping others; returns false on timeout.
+  template <typename T>
+  bool Next(T* out, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    std::unique_lock<std::mutex> l(mu_);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      while (cursor_ < sent_.size()) {
+        if (auto* m = std::get_if<T>(&sent_[cursor_++])) {
+          *out = *m;
+          return true;
+        }
+      }
+      if (cv_.wait_until(l, deadline) == std::cv_status::timeout && cursor_ >= sent_.size()) {
+        return false;
+      }
+    }
+  }
+  // Messages sent so far of type T.
+  template <typename T>
+  std::vector<T> All() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<T> out;
+    for (const auto& m : sent_) {
+      if (auto* t = std::get_if<T>(&m)) out.push_back(*t);
+    }
+    return out;
+  }
+  void SkipAll() {
+    std::lock_guard<std::mutex> l(mu_);
+    cursor_ = sent_.size();
+  }
+
+  // Auto mode: value(table, row) answers Reads at version `version` (applied
+  // = version); Applies are acked.
+  void StartAuto(std::function<std::string(uint32_t, uint64_t)> value, Version version) {
+    value_ = std::move(value);
+    version_ = version;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto_ = true;
+    }
+    auto_thread_ = std::thread([this] { AutoLoop(); });
+  }
+
+ private:
+  void AutoLoop() {
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      cv_.wait(l, [&] { return stop_ || !pending_auto_.empty(); });
+      if (stop_) return;
+      net::Message m = std::move(pending_auto_.front());
+      pending_auto_.pop_front();
+      l.unlock();
+      if (auto* r = std::get_if<net::Read>(&m)) {
+        net::ReadReply reply{r->req_id, version_, version_, {}};
+        for (uint64_t row : r->rows) reply.rows.push_back({r->table, row, value_(r->table, row)});
+        Deliver(std::move(reply));
+      } else if (auto* a = std::get_if<net::Apply>(&m)) {
+        Deliver(net::Ack{a->clock, false});
+      }
+      l.lock();
+    }
+  }
+
+  const uint32_t shard_;
+  const net::Welcome welcome_;
+  ChannelListener* listener_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<net::Message> sent_;
+  size_t cursor_ = 0;
+  bool auto_ = false;
+  bool stop_ = false;
+  std::deque<net::Message> pending_auto_;
+  std::function<std::string(uint32_t, uint64_t)> value_;
+  Version version_ = 0;
+  std::thread auto_thread_;
+};
+
+}  // namespace pace::client
+
+#endif  // PACE_CLIENT_SCRIPTED_CHANNEL_TEST_UTIL_H_
