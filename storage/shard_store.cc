@@ -9,6 +9,7 @@
 #include <rocksdb/write_batch.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>

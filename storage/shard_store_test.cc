@@ -219,6 +219,11 @@ TEST_F(ShardStoreTest, CatalogCreateDuplicateIdempotentListDrop) {
   int rows = 0;
   ASSERT_TRUE(s->Scan(a.id, 0, [&](uint64_t, std::string_view) { return ++rows, true; }).ok());
   EXPECT_EQ(rows, 0);
+  // New deltas start from zero, not from the dropped table's sums.
+  ASSERT_TRUE(s->ApplyBatch(0, 1, {{a.id, 5, delta}}, &dup).ok());
+  EXPECT_EQ(GetOrDie(s.get(), a.id, 5), delta);
+  ASSERT_TRUE(s->Flush().ok());
+  EXPECT_EQ(GetOrDie(s.get(), a.id, 5), delta);
   ASSERT_TRUE(s->DropTable("b").ok());
 
   // Everything survives reopen; automatic ids are not reused.
