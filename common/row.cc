@@ -1,6 +1,7 @@
 #include "common/row.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "common/hash.h"
 
@@ -46,15 +47,23 @@ Status ValidateSparse(const RowFormat& f, std::string_view b) {
   return Status::OK();
 }
 
+// dst[i] += src[i] through memcpy, so buffers need no alignment (row bytes
+// come from the network and from RocksDB); compilers turn it into plain loads.
 template <typename T>
-void AddTyped(T* dst, const T* src, size_t n) {
+void AddTyped(void* dst, const void* src, size_t n) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
   for (size_t i = 0; i < n; ++i) {
+    T a, b;
+    std::memcpy(&a, d + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, s + i * sizeof(T), sizeof(T));
     if constexpr (std::is_integral_v<T>) {
       using U = std::make_unsigned_t<T>;
-      dst[i] = static_cast<T>(static_cast<U>(dst[i]) + static_cast<U>(src[i]));
+      a = static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
     } else {
-      dst[i] += src[i];
+      a += b;
     }
+    std::memcpy(d + i * sizeof(T), &a, sizeof(T));
   }
 }
 
@@ -73,7 +82,7 @@ void AddSparseTyped(std::string* value, std::string_view delta) {
       ++j;
     } else {
       T sum = a[i].second;
-      AddTyped(&sum, &d[j].second, 1);
+      AddTyped<T>(&sum, &d[j].second, 1);
       if (sum != T(0)) out.emplace_back(a[i].first, sum);
       ++i;
       ++j;
@@ -103,16 +112,16 @@ Status ValidateRow(const RowFormat& f, std::string_view bytes) {
 void AddDenseElements(ElementType t, void* dst, const void* src, size_t n) {
   switch (t) {
     case ElementType::kF32:
-      AddTyped(static_cast<float*>(dst), static_cast<const float*>(src), n);
+      AddTyped<float>(dst, src, n);
       break;
     case ElementType::kF64:
-      AddTyped(static_cast<double*>(dst), static_cast<const double*>(src), n);
+      AddTyped<double>(dst, src, n);
       break;
     case ElementType::kI32:
-      AddTyped(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n);
+      AddTyped<int32_t>(dst, src, n);
       break;
     case ElementType::kI64:
-      AddTyped(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n);
+      AddTyped<int64_t>(dst, src, n);
       break;
   }
 }
