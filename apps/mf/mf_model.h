@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "apps/mf/ratings_data.h"
+#include "apps/shared/partition.h"
 #include "common/status.h"
 
 namespace pace {
@@ -85,30 +86,11 @@ inline double StepSize(double lr0, int64_t clock) {
   return lr0 / std::sqrt(static_cast<double>(clock) + 1.0);
 }
 
-// The order in which training ratings are dealt to workers: a permutation of
-// 0..n-1 that depends only on the seed.
-std::vector<uint32_t> ShuffledOrder(size_t n, uint64_t seed);
-
-// A contiguous range [begin, end) of the shuffled order.
-struct Range {
-  size_t begin = 0;
-  size_t end = 0;
-  size_t size() const { return end - begin; }
-};
-
-// Part `part` of `num_parts` near-equal contiguous parts of n items.
-Range PartOf(size_t n, uint32_t part, uint32_t num_parts);
-
-// The minibatch of a part for one clock: `count` consecutive positions of the
-// part starting at `start`, wrapping around. A clock processes
-// max(1, round(fraction * part_size)) items, and successive clocks continue
-// where the previous one stopped, so the part is swept cyclically (also after
-// a resume, since the window is a function of the clock).
-struct Window {
-  size_t start = 0;
-  size_t count = 0;
-};
-Window MinibatchWindow(size_t part_size, double fraction, int64_t clock);
+using apps::MinibatchWindow;
+using apps::PartOf;
+using apps::Range;
+using apps::ShuffledOrder;
+using apps::Window;
 
 // The user+item-bias baseline: mean + b_u + b_i fitted by a few rounds of
 // regularized averages (b_i = sum(r - mean - b_u) / (n_i + reg), then b_u the

@@ -25,7 +25,10 @@ void AddHistogramDelta(const std::vector<uint64_t>& hist_now, double mean_now,
   }
   if (n_now < n_before) return;
   cols[MeasureCols::kReads] += static_cast<double>(n_now - n_before);
-  double sum = mean_now * static_cast<double>(n_now) - mean_before * static_cast<double>(n_before);
+  // Staleness values are integers, so their sums are too: rounding removes
+  // the error of going through the means.
+  double sum = std::round(mean_now * static_cast<double>(n_now)) -
+               std::round(mean_before * static_cast<double>(n_before));
   cols[MeasureCols::kStalenessSum] += std::max(0.0, sum);
 }
 

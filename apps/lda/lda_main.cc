@@ -1,0 +1,200 @@
+// pace_lda: collapsed Gibbs sampling LDA on PaceDB (issue 5). See docs/apps.md.
+//
+//   pace_lda --docword=docword.txt --vocab=vocab.txt --topics=20   # embedded, ./pace-data
+//   pace_lda --docs=docs.txt --topics=20 --baseline                # no parameter server
+//
+// Exit code 0 on success, 1 on a usage or input error, 2 if training failed.
+#include <gflags/gflags.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/lda/corpus_data.h"
+#include "apps/lda/lda_model.h"
+#include "apps/lda/lda_trainer.h"
+#include "apps/shared/app_flags.h"
+#include "apps/shared/report.h"
+#include "client/pace.h"
+
+DEFINE_string(docword, "", "UCI bag-of-words docword.txt");
+DEFINE_string(docs, "", "or: one document of whitespace-separated tokens per line");
+DEFINE_string(vocab, "", "vocab.txt for --docword (word names for --topics_out)");
+DEFINE_int32(topics, 20, "number of topics K");
+DEFINE_double(alpha, 0.1, "Dirichlet prior of the document-topic distributions");
+DEFINE_double(beta, 0.01, "Dirichlet prior of the topic-word distributions");
+DEFINE_int32(topics_out, 10, "print the N most frequent words of every topic at the end (0: no)");
+DEFINE_string(table_prefix, "lda",
+              "names of the tables: PREFIX.word_topic, PREFIX.topic_totals, PREFIX.stats");
+
+namespace pace {
+namespace lda {
+namespace {
+
+constexpr char kProgram[] = "pace_lda";
+
+std::vector<apps::ReportColumn> Columns() {
+  using apps::ColumnFormat;
+  return {{"clock", ColumnFormat::kInteger},         {"seconds", ColumnFormat::kSeconds},
+          {"loglik", ColumnFormat::kNumber},         {"tokens_per_s", ColumnFormat::kNumber},
+          {"staleness_mean", ColumnFormat::kNumber}, {"staleness_p99", ColumnFormat::kInteger},
+          {"blocked_pct", ColumnFormat::kNumber}};
+}
+
+Status LoadCorpus(Corpus* corpus) {
+  if (FLAGS_docword.empty() == FLAGS_docs.empty()) {
+    return Status::InvalidArgument("give exactly one of --docword=FILE or --docs=FILE");
+  }
+  if (!FLAGS_docword.empty()) {
+    CorpusReadOptions ro;
+    ro.skip_bad_lines = FLAGS_skip_bad_lines;
+    CorpusReadInfo info;
+    RETURN_IF_ERROR(ReadDocword(FLAGS_docword, ro, corpus, &info));
+    if (info.skipped) {
+      std::printf("# %llu bad lines skipped (first: %s)\n",
+                  static_cast<unsigned long long>(info.skipped), info.first_skipped.c_str());
+    }
+    if (!FLAGS_vocab.empty()) RETURN_IF_ERROR(ReadVocab(FLAGS_vocab, corpus));
+  } else {
+    if (!FLAGS_vocab.empty()) {
+      return Status::InvalidArgument("--vocab goes with --docword (--docs names its own words)");
+    }
+    RETURN_IF_ERROR(ReadDocsText(FLAGS_docs, corpus));
+  }
+  std::printf("# corpus %s: %zu documents, %u words, %llu tokens\n",
+              (FLAGS_docword.empty() ? FLAGS_docs : FLAGS_docword).c_str(), corpus->docs.size(),
+              corpus->vocab_size, static_cast<unsigned long long>(corpus->num_tokens));
+  return Status::OK();
+}
+
+Status OptionsFromFlags(LdaTrainOptions* o) {
+  RETURN_IF_ERROR(apps::RunOptionsFromFlags(&o->run));
+  o->params.topics = FLAGS_topics;
+  o->params.alpha = FLAGS_alpha;
+  o->params.beta = FLAGS_beta;
+  o->minibatch = FLAGS_minibatch;
+  o->table_prefix = FLAGS_table_prefix;
+  if (FLAGS_topics_out < 0) return Status::InvalidArgument("--topics_out must be >= 0");
+  o->collect_model = FLAGS_topics_out > 0;
+  return ValidateLdaOptions(*o);
+}
+
+void PrintTopics(const Corpus& corpus, const std::vector<int32_t>& nwk, const LdaParams& p) {
+  std::vector<std::vector<uint32_t>> top = TopWords(nwk, p, FLAGS_topics_out);
+  const size_t k_count = static_cast<size_t>(p.topics);
+  for (size_t k = 0; k < top.size(); ++k) {
+    uint64_t n = 0;
+    for (uint32_t w = 0; w < p.vocab; ++w)
+      n += static_cast<uint64_t>(std::max(0, nwk[w * k_count + k]));
+    std::printf("# topic %zu (%llu tokens):", k, static_cast<unsigned long long>(n));
+    for (uint32_t w : top[k]) std::printf(" %s", corpus.WordName(w).c_str());
+    std::printf("\n");
+  }
+}
+
+int RunBaseline(const Corpus& corpus, const LdaTrainOptions& o, apps::ReportWriter* report) {
+  PlainLdaOptions p;
+  p.params = o.params;
+  p.params.vocab = corpus.vocab_size;
+  p.minibatch = o.minibatch;
+  p.clocks = o.run.clocks;
+  p.eval_every = o.run.eval_every;
+  p.seed = o.run.seed;
+  std::printf("# baseline: single-threaded collapsed Gibbs in plain memory, no parameter server\n");
+  report->PrintHeader();
+  Status write_status;
+  PlainLdaSummary s = RunPlainLda(corpus, p, [&](const LdaClockResult& r) {
+    std::optional<double> tps;
+    if (r.tokens > 0) tps = r.tokens_per_second;
+    Status w =
+        report->AddLine({static_cast<double>(r.clock), r.seconds, r.loglik, tps, 0.0, 0.0, 0.0});
+    if (write_status.ok()) write_status = w;
+  });
+  if (!write_status.ok()) return apps::UsageError(kProgram, write_status);
+  std::printf("# done: %llu tokens in %.3f s: %.0f tokens/s (baseline, 1 thread)\n",
+              static_cast<unsigned long long>(s.tokens), s.seconds, s.tokens_per_second);
+  if (FLAGS_topics_out > 0) PrintTopics(corpus, s.nwk, p.params);
+  return 0;
+}
+
+int Run() {
+  LdaTrainOptions options;
+  Status s = OptionsFromFlags(&options);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
+  ClientOptions client_options;
+  if (!FLAGS_baseline) {
+    s = apps::ClientOptionsFromFlags(&client_options);
+    if (!s.ok()) return apps::UsageError(kProgram, s);
+  }
+  Corpus corpus;
+  s = LoadCorpus(&corpus);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
+
+  apps::ReportWriter report(Columns(), stdout);
+  if (!FLAGS_csv.empty()) {
+    s = report.OpenCsv(FLAGS_csv);
+    if (!s.ok()) return apps::UsageError(kProgram, s);
+  }
+  if (FLAGS_baseline) {
+    int rc = RunBaseline(corpus, options, &report);
+    s = report.Close();
+    return rc != 0 ? rc : (s.ok() ? 0 : apps::UsageError(kProgram, s));
+  }
+
+  std::unique_ptr<Client> client;
+  s = Client::Open(client_options, &client);
+  if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
+  LdaTrainer trainer(client.get(), &corpus, options);
+  s = trainer.Setup();
+  if (!s.ok()) return apps::UsageError(kProgram, s);
+  std::printf("# %s, client %u of %u, %d workers, %s s=%u, %d topics, alpha %g, beta %g\n",
+              client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
+              client->client_id(), client->num_clients(), options.run.workers,
+              std::string(ConsistencyName(options.run.consistency)).c_str(),
+              apps::EffectiveBound(options.run), options.params.topics, options.params.alpha,
+              options.params.beta);
+  if (client->client_id() == 0) report.PrintHeader();
+  Status write_status;
+  LdaTrainSummary summary;
+  s = trainer.Train(
+      [&](const LdaReport& r) {
+        Status w =
+            report.AddLine({static_cast<double>(r.clock), r.seconds, r.loglik, r.tokens_per_s,
+                            r.staleness_mean, static_cast<double>(r.staleness_p99), r.blocked_pct});
+        if (write_status.ok()) write_status = w;
+      },
+      &summary);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: training failed: %s\n", kProgram, s.ToString().c_str());
+    return 2;
+  }
+  if (!write_status.ok()) return apps::UsageError(kProgram, write_status);
+  std::printf("# done: %llu tokens in %.3f s: %.0f tokens/s in this process\n",
+              static_cast<unsigned long long>(summary.tokens), summary.seconds,
+              summary.tokens_per_second);
+  if (client->client_id() == 0 && FLAGS_topics_out > 0 && !summary.word_topic.empty()) {
+    PrintTopics(corpus, summary.word_topic, trainer.params());
+  }
+  s = report.Close();
+  if (!s.ok()) return apps::UsageError(kProgram, s);
+  return 0;
+}
+
+}  // namespace
+}  // namespace lda
+}  // namespace pace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "collapsed Gibbs sampling LDA on PaceDB\n"
+      "  pace_lda --docword=FILE [--vocab=FILE] | --docs=FILE [flags]   (see docs/apps.md)");
+  pace::apps::QuietLibraryLogs();
+  pace::apps::SetFlagDefault("clocks", "30");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (argc > 1) {
+    std::fprintf(stderr, "pace_lda: unexpected argument '%s'\n", argv[1]);
+    return 1;
+  }
+  return pace::lda::Run();
+}

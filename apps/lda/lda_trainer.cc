@@ -1,0 +1,275 @@
+#include "apps/lda/lda_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "apps/shared/partition.h"
+#include "apps/shared/report.h"
+#include "apps/shared/row_buffer.h"
+
+namespace pace {
+namespace lda {
+
+using apps::MeasureCols;
+
+Status ValidateLdaOptions(const LdaTrainOptions& o) {
+  RETURN_IF_ERROR(apps::ValidateRunOptions(o.run));
+  if (o.params.topics < 1 || o.params.topics > 100000) {
+    return Status::InvalidArgument("--topics must be in [1, 100000]");
+  }
+  if (!(o.params.alpha > 0) || !std::isfinite(o.params.alpha)) {
+    return Status::InvalidArgument("--alpha must be > 0");
+  }
+  if (!(o.params.beta > 0) || !std::isfinite(o.params.beta)) {
+    return Status::InvalidArgument("--beta must be > 0");
+  }
+  if (!(o.minibatch > 0 && o.minibatch <= 1)) {
+    return Status::InvalidArgument("--minibatch must be in (0, 1]");
+  }
+  if (o.table_prefix.empty()) return Status::InvalidArgument("--table_prefix must not be empty");
+  return Status::OK();
+}
+
+struct LdaTrainer::Shared {
+  int64_t start_ns = 0;
+  int64_t sampling_start_ns = 0;  // set by the reporting worker after clock 0
+  ClockT end_clock = 0;
+  std::function<void(const LdaReport&)> on_report;
+  std::unique_ptr<apps::ProcessMeasure> measure;  // used by worker 0 only
+  std::atomic<uint64_t> tokens{0};
+  // Written by the reporting worker only.
+  std::optional<double> final_loglik;
+  std::vector<int32_t> word_topic;
+  uint64_t stale_rows = 0;
+};
+
+LdaTrainer::LdaTrainer(Client* client, const Corpus* corpus, LdaTrainOptions options)
+    : client_(client), corpus_(corpus), options_(std::move(options)), params_(options_.params) {
+  params_.vocab = corpus_->vocab_size;
+}
+
+Status LdaTrainer::Setup() {
+  RETURN_IF_ERROR(ValidateLdaOptions(options_));
+  if (corpus_->vocab_size == 0) return Status::InvalidArgument("the corpus has no words");
+  TableSchema counts;
+  counts.kind = RowKind::kDense;
+  counts.type = ElementType::kI32;
+  counts.width = static_cast<uint32_t>(params_.topics);
+  apps::ApplyConsistency(options_.run, &counts);
+  TableSchema word_topic = counts, totals = counts;
+  word_topic.name = options_.table_prefix + ".word_topic";
+  totals.name = options_.table_prefix + ".topic_totals";
+  TableSchema stats =
+      apps::StatsTableSchema(options_.table_prefix + ".stats", LdaStatsCols::kCount, options_.run);
+  RETURN_IF_ERROR(
+      apps::OpenJobTables(client_, options_.run, {word_topic, totals, stats}, &tables_));
+  if (client_->start_clock() > 0) {
+    return Status::FailedPrecondition(
+        "the store holds an LDA job at clock " + std::to_string(client_->start_clock()) +
+        ": pace_lda keeps token assignments in the workers, so it cannot resume; start fresh "
+        "with another --data_dir (or delete it)");
+  }
+  order_ = apps::ShuffledOrder(corpus_->docs.size(), options_.run.seed);
+  return Status::OK();
+}
+
+Status LdaTrainer::Train(const std::function<void(const LdaReport&)>& on_report,
+                         LdaTrainSummary* summary) {
+  if (tables_.empty()) return Status::FailedPrecondition("LdaTrainer::Setup was not called");
+  *summary = LdaTrainSummary();
+  Shared sh;
+  sh.end_clock = options_.run.clocks + 1;
+  sh.on_report = on_report;
+  sh.measure = std::make_unique<apps::ProcessMeasure>(
+      client_, std::vector<std::string>{tables_[0].name(), tables_[1].name()});
+  sh.start_ns = apps::NowNs();
+  sh.sampling_start_ns = sh.start_ns;
+  Status s = apps::RunWorkers(client_, options_.run.workers,
+                              [&](int i, Worker* w, const std::atomic<bool>& failed) {
+                                return WorkerLoop(i, w, failed, &sh);
+                              });
+  RETURN_IF_ERROR(s);
+  RETURN_IF_ERROR(client_->Flush());
+  summary->seconds = apps::SecondsSince(sh.sampling_start_ns);
+  summary->tokens = sh.tokens.load();
+  if (summary->seconds > 0) summary->tokens_per_second = summary->tokens / summary->seconds;
+  summary->final_loglik = sh.final_loglik;
+  summary->word_topic = std::move(sh.word_topic);
+  summary->stale_rows = sh.stale_rows;
+  return Status::OK();
+}
+
+Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& failed, Shared* sh) {
+  const Table& wt = tables_[0];
+  const Table& tt = tables_[1];
+  const Table& st = tables_[2];
+  const apps::RunOptions& run = options_.run;
+  const LdaParams& p = params_;
+  const size_t k_count = static_cast<size_t>(p.topics);
+  if (worker->clock() != 0) {
+    return Status::Internal("LDA worker starts at clock " + std::to_string(worker->clock()));
+  }
+  const uint32_t num_parts = client_->num_clients() * static_cast<uint32_t>(run.workers);
+  const uint32_t part_id = client_->client_id() * static_cast<uint32_t>(run.workers) + w;
+  const apps::Range part = apps::PartOf(order_.size(), part_id, num_parts);
+  apps::RowBuffer<int32_t> wbuf(p.vocab, static_cast<uint32_t>(k_count));
+  std::vector<int32_t> nk(k_count), nk_base(k_count), nk_delta(k_count);
+  std::vector<double> cdf(k_count);
+
+  Status load_status;
+  auto word_row = [&](uint32_t word) -> int32_t* {
+    int32_t* row = wbuf.Find(word);
+    if (row != nullptr) return row;
+    row = wbuf.Slot(word);
+    Status s = worker->Get(wt, word, row);
+    if (!s.ok()) {
+      if (load_status.ok()) load_status = s;
+      std::fill(row, row + k_count, 0);
+    }
+    wbuf.Loaded();
+    return row;
+  };
+  auto flush_words = [&]() {
+    return wbuf.ForEachDelta(
+        [&](uint32_t word, const int32_t* d) { return worker->Inc(wt, word, d); });
+  };
+
+  const bool reporter = client_->client_id() == 0 && w == 0;
+  std::unique_ptr<apps::StatsRowReader> reader;
+  std::vector<double> clock_end_seconds;
+  if (reporter) reader = std::make_unique<apps::StatsRowReader>(st, run, 0);
+  auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
+    const double* app = row.data() + MeasureCols::kCount;
+    LdaReport rep;
+    rep.clock = c;
+    size_t i = static_cast<size_t>(c);
+    rep.seconds = i < clock_end_seconds.size() ? clock_end_seconds[i] : 0;
+    rep.tokens = static_cast<uint64_t>(app[LdaStatsCols::kTokens]);
+    if (rep.tokens > 0 && i > 0 && i < clock_end_seconds.size()) {
+      double dt = clock_end_seconds[i] - clock_end_seconds[i - 1];
+      if (dt > 0) rep.tokens_per_s = rep.tokens / dt;
+    }
+    if (app[LdaStatsCols::kEvalParts] >= num_parts) {
+      rep.loglik = app[LdaStatsCols::kLogLikDoc] + app[LdaStatsCols::kLogLikWord];
+    }
+    apps::StalenessSummary ss = apps::SummarizeStaleness(row.data());
+    rep.staleness_mean = ss.mean;
+    rep.staleness_p99 = ss.p99;
+    rep.blocked_pct = apps::BlockedPercent(row.data());
+    if (c == sh->end_clock - 1) sh->final_loglik = rep.loglik;
+    if (sh->on_report) sh->on_report(rep);
+    return Status::OK();
+  };
+
+  std::vector<double> cols(MeasureCols::kCount + LdaStatsCols::kCount);
+  double* app = cols.data() + MeasureCols::kCount;
+  int64_t interval_start = apps::NowNs();
+  auto end_clock = [&](double tokens, std::optional<double> ll_doc, double ll_word) -> Status {
+    std::fill(cols.begin(), cols.end(), 0.0);
+    cols[MeasureCols::kWallSeconds] = apps::SecondsSince(interval_start);
+    interval_start = apps::NowNs();
+    if (w == 0) sh->measure->TakeDelta(cols.data());
+    app[LdaStatsCols::kTokens] = tokens;
+    if (ll_doc) {
+      app[LdaStatsCols::kLogLikDoc] = *ll_doc;
+      app[LdaStatsCols::kLogLikWord] = ll_word;
+      app[LdaStatsCols::kEvalParts] = 1;
+    }
+    const ClockT c = worker->clock();
+    RETURN_IF_ERROR(worker->Inc(st, static_cast<uint64_t>(c), cols.data()));
+    RETURN_IF_ERROR(worker->Clock());
+    if (reporter) {
+      clock_end_seconds.push_back(apps::SecondsSince(sh->start_ns));
+      RETURN_IF_ERROR(reader->Poll(worker, emit));
+    }
+    return Status::OK();
+  };
+
+  // Clock 0: random assignments; their counts are added without reading.
+  LocalDocs docs;
+  std::fill(nk_delta.begin(), nk_delta.end(), 0);
+  InitLocalDocs(*corpus_,
+                std::vector<uint32_t>(order_.begin() + part.begin, order_.begin() + part.end), p,
+                run.seed, &docs, [&](uint32_t word, int k) {
+                  int32_t* row = wbuf.Find(word);
+                  if (row == nullptr) {
+                    row = wbuf.Slot(word);
+                    std::fill(row, row + k_count, 0);
+                    wbuf.Loaded();
+                  }
+                  ++row[k];
+                  ++nk_delta[k];
+                });
+  RETURN_IF_ERROR(flush_words());
+  wbuf.Clear();
+  RETURN_IF_ERROR(worker->Inc(tt, 0, nk_delta.data()));
+  RETURN_IF_ERROR(end_clock(0, std::nullopt, 0));
+  // Sampling starts from the complete initial counts.
+  RETURN_IF_ERROR(worker->GlobalBarrier());
+  if (reporter) sh->sampling_start_ns = apps::NowNs();
+
+  for (ClockT c = worker->clock(); c < sh->end_clock; c = worker->clock()) {
+    if (failed.load()) return Status::Aborted("another worker failed");
+    apps::MaybeStraggle(run, client_->client_id(), w, c);
+    RETURN_IF_ERROR(worker->Get(tt, 0, nk.data()));
+    nk_base = nk;
+    apps::Rng rng(apps::DeriveSeed(run.seed, 0x5A3B, part_id, static_cast<uint64_t>(c)));
+    const apps::Window win = apps::MinibatchWindow(docs.ids.size(), options_.minibatch, c - 1);
+    uint64_t tokens = 0;
+    for (size_t j = 0; j < win.count; ++j) {
+      tokens += SweepDoc(*corpus_, &docs, (win.start + j) % docs.ids.size(), nk.data(), word_row, p,
+                         cdf.data(), &rng);
+    }
+    RETURN_IF_ERROR(load_status);
+    RETURN_IF_ERROR(flush_words());
+    bool totals_changed = false;
+    for (size_t k = 0; k < k_count; ++k) {
+      nk_delta[k] = nk[k] - nk_base[k];
+      totals_changed |= nk_delta[k] != 0;
+    }
+    if (totals_changed) RETURN_IF_ERROR(worker->Inc(tt, 0, nk_delta.data()));
+
+    std::optional<double> ll_doc;
+    double ll_word = 0;
+    if (c % run.eval_every == 0 || c + 1 == sh->end_clock) {
+      ll_doc = LocalDocsLogLik(*corpus_, docs, p);
+      for (uint32_t word = part_id; word < p.vocab; word += num_parts) {
+        ll_word += WordRowLogLik(word_row(word), p);
+      }
+      if (part_id == 0) ll_word += TotalsLogLik(nk.data(), p);
+      RETURN_IF_ERROR(load_status);
+    }
+    wbuf.Clear();
+    sh->tokens += tokens;
+    RETURN_IF_ERROR(end_clock(static_cast<double>(tokens), ll_doc, ll_word));
+  }
+  if (!reporter) return Status::OK();
+  RETURN_IF_ERROR(reader->Finish(worker, sh->end_clock, emit));
+  if (options_.collect_model) {
+    RETURN_IF_ERROR(ReadWordTopic(worker, sh->end_clock, &sh->word_topic, &sh->stale_rows));
+  }
+  return Status::OK();
+}
+
+Status LdaTrainer::ReadWordTopic(Worker* worker, ClockT fresh_as_of, std::vector<int32_t>* nwk,
+                                 uint64_t* stale_rows) {
+  if (tables_.empty()) return Status::FailedPrecondition("LdaTrainer::Setup was not called");
+  const size_t k_count = static_cast<size_t>(params_.topics);
+  nwk->assign(static_cast<size_t>(params_.vocab) * k_count, 0);
+  *stale_rows = 0;
+  for (uint32_t word = 0; word < params_.vocab; ++word) {
+    Version version = 0;
+    RETURN_IF_ERROR(worker->Read(tables_[0], word, [&](const RowView& v) {
+      version = v.version;
+      std::memcpy(&(*nwk)[word * k_count], v.bytes.data(),
+                  std::min(v.bytes.size(), k_count * sizeof(int32_t)));
+    }));
+    if (version < fresh_as_of) ++*stale_rows;
+  }
+  return Status::OK();
+}
+
+}  // namespace lda
+}  // namespace pace

@@ -1,0 +1,117 @@
+// pace_lda's training on PaceDB: collapsed Gibbs sampling with the word-topic
+// counts and topic totals in PaceDB tables, documents (assignments and
+// doc-topic counts) local to the workers, and per-clock log-likelihood and
+// throughput aggregated through a stats table.
+//
+// Tables (prefix default "lda"):
+//   <prefix>.word_topic    dense i32 rows of width K, row = word id (0-based)
+//   <prefix>.topic_totals  dense i32, one row (0) of width K
+//   <prefix>.stats         dense f64 rows, row = clock: MeasureCols, then
+//                          tokens, loglik_doc, loglik_word, eval_parts
+// Dense rows: K is small (tens to hundreds) and most words of a real corpus
+// touch many topics early in sampling, so a dense row costs about what a
+// sparse one would while letting the client hand out zero-copy views and the
+// shard merge deltas with plain vector adds. Sparse rows would pay off for
+// K in the thousands.
+//
+// Clock 0 is the initialization (random assignments, counts added, then a
+// global barrier so every worker starts sampling from the complete counts);
+// clocks 1..clocks each sweep a minibatch fraction of each worker's
+// documents. Assignments live in the workers, so a stopped job cannot be
+// resumed (Setup fails with FailedPrecondition if the store is past clock 0).
+//
+// An LdaTrainer is used from one thread; it starts and joins its workers.
+#ifndef PACE_APPS_LDA_LDA_TRAINER_H_
+#define PACE_APPS_LDA_LDA_TRAINER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/lda/corpus_data.h"
+#include "apps/lda/lda_model.h"
+#include "apps/shared/ps_runtime.h"
+#include "client/pace.h"
+#include "common/status.h"
+
+namespace pace {
+namespace lda {
+
+struct LdaTrainOptions {
+  // run.clocks counts the sampling clocks (the job ends at clock run.clocks + 1).
+  apps::RunOptions run;
+  // topics, alpha, beta (params.vocab is taken from the corpus).
+  // Defaults: 20, 0.1, 0.01.
+  LdaParams params;
+  // Fraction of each worker's documents swept per clock. Default: 1.
+  double minibatch = 1.0;
+  std::string table_prefix = "lda";
+  // Read the word-topic counts into the summary at the end. Default: false.
+  bool collect_model = false;
+};
+
+Status ValidateLdaOptions(const LdaTrainOptions& o);
+
+struct LdaReport {
+  ClockT clock = 0;
+  double seconds = 0;
+  std::optional<double> loglik;
+  std::optional<double> tokens_per_s;
+  double staleness_mean = 0;
+  int64_t staleness_p99 = 0;
+  double blocked_pct = 0;
+  uint64_t tokens = 0;
+};
+
+struct LdaTrainSummary {
+  uint64_t tokens = 0;  // sampled by this process
+  double seconds = 0;   // wall time of the sampling clocks in this process
+  double tokens_per_second = 0;
+  std::optional<double> final_loglik;
+  // With collect_model, in client 0: V x K counts and the rows read from
+  // cache at a version older than the last clock (see MfTrainer::ReadFactors).
+  std::vector<int32_t> word_topic;
+  uint64_t stale_rows = 0;
+};
+
+class LdaTrainer {
+ public:
+  // `client` and `corpus` must outlive the trainer.
+  LdaTrainer(Client* client, const Corpus* corpus, LdaTrainOptions options);
+
+  Status Setup();
+  // Runs the job; in client 0 calls on_report for every clock, in order.
+  Status Train(const std::function<void(const LdaReport&)>& on_report, LdaTrainSummary* summary);
+  // Reads the word-topic counts (V x K) through `worker`.
+  Status ReadWordTopic(Worker* worker, ClockT fresh_as_of, std::vector<int32_t>* nwk,
+                       uint64_t* stale_rows);
+
+  const LdaParams& params() const { return params_; }
+
+ private:
+  struct Shared;
+  Status WorkerLoop(int index, Worker* worker, const std::atomic<bool>& failed, Shared* shared);
+
+  Client* const client_;
+  const Corpus* const corpus_;
+  const LdaTrainOptions options_;
+  LdaParams params_;
+  std::vector<uint32_t> order_;
+  std::vector<Table> tables_;  // word_topic, topic_totals, stats
+};
+
+struct LdaStatsCols {
+  static constexpr int kTokens = 0;
+  static constexpr int kLogLikDoc = 1;
+  static constexpr int kLogLikWord = 2;
+  static constexpr int kEvalParts = 3;
+  static constexpr int kCount = 4;
+};
+
+}  // namespace lda
+}  // namespace pace
+
+#endif  // PACE_APPS_LDA_LDA_TRAINER_H_

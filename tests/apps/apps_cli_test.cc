@@ -1,0 +1,319 @@
+// Integration tests of the app binaries as users run them: pace_gen,
+// pace_mf and pace_lda embedded and against two paced shards with two client
+// processes over loopback, their CSV contract, and their usage errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/testing/subprocess.h"
+
+namespace pace {
+namespace {
+
+using testing::BinaryDir;
+using testing::StartPaced;
+using testing::Subprocess;
+using testing::TempDir;
+
+constexpr int kTimeoutMs = 120000;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) lines.push_back(line);
+  return lines;
+}
+
+// Starts BinaryDir()/args[0] with the rest of args.
+Status Start(Subprocess* p, std::vector<std::string> args, const std::string& err_path) {
+  args[0] = BinaryDir() + "/" + args[0];
+  return p->Start(args, err_path);
+}
+
+// Reads the child's stdout to its end and waits for it.
+RunResult Finish(Subprocess* p, const std::string& err_path) {
+  RunResult r;
+  std::string line;
+  while (p->ReadLine(&line, kTimeoutMs).ok()) r.out += line + "\n";
+  int st = 0;
+  Status s = p->Wait(kTimeoutMs, &st);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.err = ReadFile(err_path);
+  return r;
+}
+
+class AppsCliTest : public ::testing::Test {
+ protected:
+  RunResult Run(const std::vector<std::string>& args) {
+    std::string err = dir_.path() + "/stderr." + std::to_string(runs_++);
+    Subprocess p;
+    Status s = Start(&p, args, err);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return Finish(&p, err);
+  }
+  std::string Path(const std::string& name) const { return dir_.path() + "/" + name; }
+
+  // 600 users x 400 items, rank 4, noise 0.5; test split 10%.
+  void GenerateRatings() {
+    RunResult r = Run({"pace_gen", "ratings", "--users=600", "--items=400", "--rank=4",
+                       "--ratings=60000", "--noise=0.5", "--seed=2", "--out=" + Path("train.txt"),
+                       "--test_out=" + Path("test.txt"), "--test_fraction=0.1"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  void GenerateCorpus() {
+    RunResult r = Run({"pace_gen", "corpus", "--docs=400", "--vocab=300", "--topics=5",
+                       "--doc_len=60", "--seed=2", "--out_docword=" + Path("docword.txt"),
+                       "--out_vocab=" + Path("vocab.txt")});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  std::vector<std::string> MfArgs(const std::string& data_dir) {
+    return {"pace_mf",
+            "--train=" + Path("train.txt"),
+            "--test=" + Path("test.txt"),
+            "--data_dir=" + data_dir,
+            "--rank=4",
+            "--lambda=2",
+            "--lr=0.03",
+            "--clocks=40"};
+  }
+
+  TempDir dir_;
+  int runs_ = 0;
+};
+
+// The final test RMSE from pace_mf's "# done: ... test RMSE X" line.
+double FinalRmse(const std::string& out) {
+  size_t at = out.find("; test RMSE ");
+  if (at == std::string::npos) return -1;
+  return std::atof(out.c_str() + at + 12);
+}
+
+TEST_F(AppsCliTest, GenIsDeterministicBySeed) {
+  for (const char* name : {"a.csv", "b.csv"}) {
+    RunResult r = Run({"pace_gen", "ratings", "--users=50", "--items=40", "--ratings=500",
+                       "--format=csv", "--out=" + Path(name)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  EXPECT_EQ(ReadFile(Path("a.csv")), ReadFile(Path("b.csv")));
+  EXPECT_EQ(Lines(ReadFile(Path("a.csv")))[0], "userId,movieId,rating,timestamp");
+  EXPECT_EQ(
+      Run({"pace_gen", "ratings", "--users=5", "--items=5", "--ratings=20", "--out=" + Path("x")})
+          .exit_code,
+      1);
+  EXPECT_EQ(Run({"pace_gen", "bogus"}).exit_code, 1);
+}
+
+TEST_F(AppsCliTest, MfEmbeddedWritesTheCsvContractAndExports) {
+  GenerateRatings();
+  std::vector<std::string> args = MfArgs(Path("data"));
+  args.push_back("--csv=" + Path("mf.csv"));
+  args.push_back("--export=" + Path("model"));
+  RunResult r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# bias baseline (mean + user + item biases): test RMSE"), std::string::npos)
+      << r.out;
+  std::vector<std::string> csv = Lines(ReadFile(Path("mf.csv")));
+  ASSERT_EQ(csv.size(), 41u);
+  EXPECT_EQ(csv[0], "clock,seconds,train_loss,test_rmse,staleness_mean,staleness_p99,blocked_pct");
+  for (size_t i = 1; i < csv.size(); ++i) {
+    EXPECT_EQ(std::count(csv[i].begin(), csv[i].end(), ','), 6) << csv[i];
+    EXPECT_EQ(csv[i].substr(0, csv[i].find(',')), std::to_string(i - 1));
+  }
+  double rmse = FinalRmse(r.out);
+  EXPECT_GT(rmse, 0.45);
+  EXPECT_LT(rmse, 0.55);
+  std::vector<std::string> users = Lines(ReadFile(Path("model/user_factors.csv")));
+  ASSERT_EQ(users.size(), 601u);
+  EXPECT_EQ(users[0], "id,f0,f1,f2,f3,bias");
+  EXPECT_NE(ReadFile(Path("model/model.txt")).find("rank=4"), std::string::npos);
+
+  // A second fresh run on the same data dir refuses to reuse the stored job.
+  r = Run(MfArgs(Path("data")));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
+}
+
+TEST_F(AppsCliTest, MfUsageErrorsExitOneWithAClearMessage) {
+  GenerateRatings();
+  const std::string train = "--train=" + Path("train.txt");
+  struct Case {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  std::vector<Case> cases = {
+      {{"pace_mf"}, "--train"},
+      {{"pace_mf", train, "--consistency=strong"}, "consistency"},
+      {{"pace_mf", train, "--consistency=bsp", "--staleness=2"}, "bsp"},
+      {{"pace_mf", train, "--minibatch=0"}, "--minibatch"},
+      {{"pace_mf", train, "--rank=0"}, "--rank"},
+      {{"pace_mf", train, "--workers=0"}, "--workers"},
+      {{"pace_mf", train, "--test=" + Path("test.txt"), "--test_fraction=0.1"}, "either"},
+      {{"pace_mf", train, "--client_id=1", "--num_clients=2"}, "--servers"},
+      {{"pace_mf", train, "--servers=nohost"}, "--servers"},
+      {{"pace_mf", train, "--format=xml"}, "format"},
+      {{"pace_mf", "--train=" + Path("missing.txt")}, "missing.txt"},
+      {{"pace_mf", train, "--no_such_flag"}, "no_such_flag"},
+  };
+  for (const Case& c : cases) {
+    RunResult r = Run(c.args);
+    std::string joined;
+    for (const std::string& a : c.args) joined += a + " ";
+    EXPECT_EQ(r.exit_code, 1) << joined << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << joined << "\n" << r.err;
+  }
+}
+
+TEST_F(AppsCliTest, MfBadLineNamesFileAndLineOrIsSkipped) {
+  std::ofstream(Path("bad.csv"))
+      << "userId,movieId,rating,timestamp\n1,2,4.0,1\n1,3,oops,2\n2,3,1.5,3\n";
+  RunResult r = Run({"pace_mf", "--train=" + Path("bad.csv"), "--data_dir=" + Path("d1"),
+                     "--clocks=1", "--workers=1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(Path("bad.csv") + ":3: bad rating 'oops'"), std::string::npos) << r.err;
+  r = Run({"pace_mf", "--train=" + Path("bad.csv"), "--data_dir=" + Path("d2"), "--clocks=1",
+           "--workers=1", "--skip_bad_lines"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 ratings (csv format), 1 bad lines skipped"), std::string::npos) << r.out;
+}
+
+TEST_F(AppsCliTest, MfBaselineRunsWithoutAParameterServer) {
+  GenerateRatings();
+  std::vector<std::string> args = MfArgs(Path("unused"));
+  args.push_back("--baseline");
+  RunResult r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ratings/s (baseline, 1 thread)"), std::string::npos) << r.out;
+  EXPECT_EQ(Lines(r.out).size(), 4u + 1u + 40u + 1u);
+}
+
+// Two paced shards, two pace_mf client processes (2 workers each): the job
+// trains as well as the embedded run.
+TEST_F(AppsCliTest, MfOnTwoShardsAndTwoClientsMatchesEmbeddedQuality) {
+  GenerateRatings();
+  RunResult embedded = Run(MfArgs(Path("embedded")));
+  ASSERT_EQ(embedded.exit_code, 0) << embedded.err;
+  Subprocess shard[2];
+  uint16_t port[2];
+  for (uint32_t k = 0; k < 2; ++k) {
+    Status s = StartPaced(&shard[k], Path("shard" + std::to_string(k)), k, 2, 2, {}, &port[k]);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  const std::string servers =
+      "--servers=127.0.0.1:" + std::to_string(port[0]) + ",127.0.0.1:" + std::to_string(port[1]);
+  Subprocess client[2];
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::string> args = MfArgs(Path("unused"));
+    args.push_back(servers);
+    args.push_back("--client_id=" + std::to_string(i));
+    args.push_back("--num_clients=2");
+    if (i == 0) args.push_back("--csv=" + Path("cluster.csv"));
+    ASSERT_TRUE(Start(&client[i], args, Path("client" + std::to_string(i) + ".err")).ok());
+  }
+  RunResult r0 = Finish(&client[0], Path("client0.err"));
+  RunResult r1 = Finish(&client[1], Path("client1.err"));
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_EQ(Lines(ReadFile(Path("cluster.csv"))).size(), 41u);
+  double cluster = FinalRmse(r0.out), local = FinalRmse(embedded.out);
+  EXPECT_LT(cluster, 0.55) << r0.out;
+  EXPECT_NEAR(cluster, local, 0.03) << r0.out << embedded.out;
+  std::fprintf(stderr, "final test RMSE: embedded %.4f, 2 shards x 2 clients %.4f\n", local,
+               cluster);
+}
+
+TEST_F(AppsCliTest, LdaEmbeddedAndOnTwoShardsAndTwoClients) {
+  GenerateCorpus();
+  auto lda_args = [&](const std::string& data_dir) {
+    return std::vector<std::string>{"pace_lda",
+                                    "--docword=" + Path("docword.txt"),
+                                    "--vocab=" + Path("vocab.txt"),
+                                    "--topics=5",
+                                    "--clocks=25",
+                                    "--data_dir=" + data_dir};
+  };
+  std::vector<std::string> args = lda_args(Path("embedded"));
+  args.push_back("--csv=" + Path("lda.csv"));
+  RunResult embedded = Run(args);
+  ASSERT_EQ(embedded.exit_code, 0) << embedded.err;
+  std::vector<std::string> csv = Lines(ReadFile(Path("lda.csv")));
+  ASSERT_EQ(csv.size(), 27u);  // header, clock 0 (initialization), 25 sampling clocks
+  EXPECT_EQ(csv[0], "clock,seconds,loglik,tokens_per_s,staleness_mean,staleness_p99,blocked_pct");
+  EXPECT_NE(embedded.out.find("# topic 4 ("), std::string::npos) << embedded.out;
+  auto loglik = [](const std::string& line) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    std::string x;
+    while (std::getline(ss, x, ',')) f.push_back(x);
+    return f.size() > 2 && !f[2].empty() ? std::atof(f[2].c_str()) : 0.0;
+  };
+  const double first = loglik(csv[1 + 1]), last = loglik(csv.back());
+  EXPECT_LT(first, 0);
+  EXPECT_GT(last, first);
+
+  Subprocess shard[2];
+  uint16_t port[2];
+  for (uint32_t k = 0; k < 2; ++k) {
+    Status s = StartPaced(&shard[k], Path("shard" + std::to_string(k)), k, 2, 2, {}, &port[k]);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  Subprocess client[2];
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::string> a = lda_args(Path("unused"));
+    a.push_back("--servers=127.0.0.1:" + std::to_string(port[0]) +
+                ",127.0.0.1:" + std::to_string(port[1]));
+    a.push_back("--client_id=" + std::to_string(i));
+    a.push_back("--num_clients=2");
+    if (i == 0) a.push_back("--csv=" + Path("cluster.csv"));
+    ASSERT_TRUE(Start(&client[i], a, Path("lda" + std::to_string(i) + ".err")).ok());
+  }
+  RunResult r0 = Finish(&client[0], Path("lda0.err"));
+  RunResult r1 = Finish(&client[1], Path("lda1.err"));
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  std::vector<std::string> cluster = Lines(ReadFile(Path("cluster.csv")));
+  ASSERT_EQ(cluster.size(), 27u);
+  // Same model quality: final log-likelihoods within 2%.
+  EXPECT_NEAR(loglik(cluster.back()), last, 0.02 * std::abs(last));
+  std::fprintf(stderr, "final loglik: embedded %.1f, 2 shards x 2 clients %.1f\n", last,
+               loglik(cluster.back()));
+}
+
+TEST_F(AppsCliTest, LdaUsageErrors) {
+  GenerateCorpus();
+  EXPECT_EQ(Run({"pace_lda"}).exit_code, 1);
+  RunResult r = Run({"pace_lda", "--docword=" + Path("docword.txt"), "--topics=0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--topics"), std::string::npos) << r.err;
+  r = Run({"pace_lda", "--docword=" + Path("docword.txt"), "--docs=" + Path("docword.txt")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("exactly one"), std::string::npos) << r.err;
+  std::ofstream(Path("bad.txt")) << "2\n3\n2\n1 1 1\n2 7 1\n";
+  r = Run({"pace_lda", "--docword=" + Path("bad.txt"), "--data_dir=" + Path("d")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(Path("bad.txt") + ":5: bad wordID"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace pace
