@@ -148,12 +148,11 @@ int Run() {
   LdaTrainer trainer(client.get(), &corpus, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
-  std::printf("# %s, client %u of %u, %d workers, %s s=%u, %d topics, alpha %g, beta %g\n",
+  std::printf("# %s, client %u of %u, %d workers, %s, %d topics, alpha %g, beta %g\n",
               client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
               client->client_id(), client->num_clients(), options.run.workers,
-              std::string(ConsistencyName(options.run.consistency)).c_str(),
-              apps::EffectiveBound(options.run), options.params.topics, options.params.alpha,
-              options.params.beta);
+              apps::DescribeConsistency(options.run).c_str(), options.params.topics,
+              options.params.alpha, options.params.beta);
   if (client->client_id() == 0) report.PrintHeader();
   Status write_status;
   LdaTrainSummary summary;

@@ -37,7 +37,7 @@ struct LdaTrainer::Shared {
   int64_t sampling_start_ns = 0;  // set by the reporting worker after clock 0
   ClockT end_clock = 0;
   std::function<void(const LdaReport&)> on_report;
-  std::unique_ptr<apps::ProcessMeasure> measure;  // used by worker 0 only
+  std::unique_ptr<apps::ProcessMeasure> measure;
   std::atomic<uint64_t> tokens{0};
   // Written by the reporting worker only.
   std::optional<double> final_loglik;
@@ -83,7 +83,8 @@ Status LdaTrainer::Train(const std::function<void(const LdaReport&)>& on_report,
   sh.end_clock = options_.run.clocks + 1;
   sh.on_report = on_report;
   sh.measure = std::make_unique<apps::ProcessMeasure>(
-      client_, std::vector<std::string>{tables_[0].name(), tables_[1].name()});
+      client_, std::vector<std::string>{tables_[0].name(), tables_[1].name()},
+      options_.run.workers);
   sh.start_ns = apps::NowNs();
   sh.sampling_start_ns = sh.start_ns;
   Status s = apps::RunWorkers(client_, options_.run.workers,
@@ -170,7 +171,7 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     std::fill(cols.begin(), cols.end(), 0.0);
     cols[MeasureCols::kWallSeconds] = apps::SecondsSince(interval_start);
     interval_start = apps::NowNs();
-    if (w == 0) sh->measure->TakeDelta(cols.data());
+    sh->measure->EndClock(worker->clock(), cols.data());
     app[LdaStatsCols::kTokens] = tokens;
     if (ll_doc) {
       app[LdaStatsCols::kLogLikDoc] = *ll_doc;

@@ -163,11 +163,11 @@ int Run() {
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
-  std::printf("# %s, client %u of %u, %d workers, %s s=%u, rank %d, lr %g, lambda %g%s\n",
+  std::printf("# %s, client %u of %u, %d workers, %s, rank %d, lr %g, lambda %g%s\n",
               client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
               client->client_id(), client->num_clients(), options.run.workers,
-              std::string(ConsistencyName(options.run.consistency)).c_str(),
-              apps::EffectiveBound(options.run), options.rank, options.lr, options.lambda,
+              apps::DescribeConsistency(options.run).c_str(), options.rank, options.lr,
+              options.lambda,
               client->start_clock() > 0
                   ? (", resuming at clock " + std::to_string(client->start_clock())).c_str()
                   : "");

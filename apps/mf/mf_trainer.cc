@@ -42,7 +42,7 @@ struct MfTrainer::Shared {
   ClockT start_clock = 0;
   ClockT end_clock = 0;
   std::function<void(const MfReport&)> on_report;
-  std::unique_ptr<apps::ProcessMeasure> measure;  // used by worker 0 only
+  std::unique_ptr<apps::ProcessMeasure> measure;
   std::atomic<uint64_t> ratings{0};
   // Written by the reporting worker only.
   std::optional<double> final_test_rmse;
@@ -89,7 +89,8 @@ Status MfTrainer::Train(const std::function<void(const MfReport&)>& on_report,
   summary->end_clock = std::max(sh.start_clock, sh.end_clock);
   if (sh.start_clock >= sh.end_clock) return Status::OK();
   sh.measure = std::make_unique<apps::ProcessMeasure>(
-      client_, std::vector<std::string>{user_table().name(), item_table().name()});
+      client_, std::vector<std::string>{user_table().name(), item_table().name()},
+      options_.run.workers);
   sh.start_ns = apps::NowNs();
   Status s = apps::RunWorkers(client_, options_.run.workers,
                               [&](int i, Worker* w, const std::atomic<bool>& failed) {
@@ -213,7 +214,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     std::fill(cols.begin(), cols.end(), 0.0);
     cols[MeasureCols::kWallSeconds] = apps::SecondsSince(interval_start);
     interval_start = apps::NowNs();
-    if (w == 0) sh->measure->TakeDelta(cols.data());
+    sh->measure->EndClock(c, cols.data());
     app[MfStatsCols::kTrainSq] = train_sq;
     app[MfStatsCols::kTrainN] = static_cast<double>(win.count);
     app[MfStatsCols::kTestSq] = test_sq;

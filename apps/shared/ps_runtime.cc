@@ -31,7 +31,28 @@ Status ValidateRunOptions(const RunOptions& o) {
 }
 
 uint32_t EffectiveBound(const RunOptions& o) {
-  return o.consistency == Consistency::kBsp ? 0 : o.staleness;
+  switch (o.consistency) {
+    case Consistency::kBsp:
+      return 0;
+    case Consistency::kAsync:
+      // No bound applies; the schema's staleness sets how far the client's
+      // histogram tracks staleness exactly.
+      return MeasureCols::kHistBuckets - 2;
+    default:
+      return o.staleness;
+  }
+}
+
+std::string DescribeConsistency(const RunOptions& o) {
+  std::string name(ConsistencyName(o.consistency));
+  switch (o.consistency) {
+    case Consistency::kBsp:
+      return name;
+    case Consistency::kAsync:
+      return name + " (no bound)";
+    default:
+      return name + " s=" + std::to_string(o.staleness);
+  }
 }
 
 void ApplyConsistency(const RunOptions& o, TableSchema* schema) {
@@ -132,12 +153,19 @@ Status RunWorkers(Client* client, int n,
   return first;
 }
 
-ProcessMeasure::ProcessMeasure(Client* client, std::vector<std::string> tables)
-    : client_(client), tables_(std::move(tables)) {
+ProcessMeasure::ProcessMeasure(Client* client, std::vector<std::string> tables, int workers)
+    : client_(client), tables_(std::move(tables)), workers_(workers) {
   ClientStats st = client_->Stats();
   last_blocked_ = st.get_blocked_seconds + st.clock_blocked_seconds;
   for (const TableStats& t : st.tables)
     last_[t.name] = Snapshot{t.staleness_hist, t.staleness_mean};
+}
+
+void ProcessMeasure::EndClock(ClockT clock, double* cols) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (++arrived_[clock] < workers_) return;
+  arrived_.erase(clock);
+  TakeDelta(cols);
 }
 
 void ProcessMeasure::TakeDelta(double* cols) {

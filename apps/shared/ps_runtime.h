@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,9 +50,13 @@ struct RunOptions {
 // InvalidArgument naming the flag for a bad value.
 Status ValidateRunOptions(const RunOptions& o);
 
-// The staleness bound the read rule applies to the model tables (0 for bsp;
-// for async, the stats rows are read only at the end of the run).
+// The staleness of the model tables' schemas: 0 for bsp, s for ssp/essp; for
+// async (no bound), 64, which makes the client's histogram track staleness
+// 0..64 exactly.
 uint32_t EffectiveBound(const RunOptions& o);
+
+// "essp s=1", "bsp", "async (no bound)".
+std::string DescribeConsistency(const RunOptions& o);
 
 // Sets schema->consistency and ->staleness from the run options.
 void ApplyConsistency(const RunOptions& o, TableSchema* schema);
@@ -78,23 +83,32 @@ double MaybeStraggle(const RunOptions& o, ClientId client, int worker, ClockT cl
 Status RunWorkers(Client* client, int n,
                   const std::function<Status(int, Worker*, const std::atomic<bool>&)>& fn);
 
-// Adds this process's measurements since the previous call (blocked seconds,
-// read staleness of the named tables) into a MeasureCols row. Used by one
-// worker per process at the end of each of its clocks. Not thread-safe.
+// This process's measurements per clock: blocked seconds and the read
+// staleness of the named tables, from Client::Stats(). Each worker calls
+// EndClock at the end of each of its clocks; the last of the process's
+// workers to end clock c adds everything recorded since the previous such
+// snapshot into its stats row. Per clock this is approximate (a fast worker's
+// reads of clock c+1 may count for c), but every read is counted exactly once
+// and the last clock is complete. Thread-safe.
 class ProcessMeasure {
  public:
-  ProcessMeasure(Client* client, std::vector<std::string> tables);
-  void TakeDelta(double* cols);
+  ProcessMeasure(Client* client, std::vector<std::string> tables, int workers);
+  void EndClock(ClockT clock, double* cols);
 
  private:
   struct Snapshot {
     std::vector<uint64_t> hist;
     double mean = 0;
   };
+  void TakeDelta(double* cols);  // REQUIRES: mu_ held
+
   Client* const client_;
   const std::vector<std::string> tables_;
-  std::map<std::string, Snapshot> last_;
-  double last_blocked_ = 0;
+  const int workers_;
+  std::mutex mu_;
+  std::map<ClockT, int> arrived_;         // protected by mu_
+  std::map<std::string, Snapshot> last_;  // protected by mu_
+  double last_blocked_ = 0;               // protected by mu_
 };
 
 // Hands each per-clock stats row to a callback once it is complete (every
