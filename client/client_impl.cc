@@ -318,7 +318,10 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
       }
       sh.sent_through.store(c + 1, std::memory_order_release);
       batches_sent_.fetch_add(1, std::memory_order_relaxed);
-      SendToShard(k, std::move(applies[k]));
+      // While the shard is away, batches only queue: OnReconnect (which takes
+      // send_mu_) sends every unacknowledged one in clock order, so a new
+      // batch can never reach a fresh connection before older re-sent ones.
+      if (sh.connected.load(std::memory_order_acquire)) SendToShard(k, std::move(applies[k]));
     }
   }
 }
