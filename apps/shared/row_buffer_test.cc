@@ -38,6 +38,21 @@ TEST(RowBufferTest, DeltasAreCurrentMinusLoadedAndOnlyForChangedRows) {
   EXPECT_EQ(buf.loaded(), 0u);
 }
 
+TEST(RowBufferTest, RowPointersStayValidAsRowsAreAdded) {
+  RowBuffer<float> buf(2000, 3);
+  std::vector<float*> rows;
+  for (uint32_t i = 0; i < 2000; ++i) {
+    float* r = buf.Slot(i);
+    r[0] = r[1] = r[2] = static_cast<float>(i);
+    buf.Loaded();
+    rows.push_back(r);
+  }
+  for (uint32_t i = 0; i < 2000; ++i) {
+    ASSERT_EQ(buf.Find(i), rows[i]);
+    EXPECT_EQ(rows[i][2], static_cast<float>(i));
+  }
+}
+
 TEST(RowBufferTest, FirstErrorStopsTheWalk) {
   RowBuffer<int32_t> buf(4, 1);
   for (uint32_t i = 0; i < 4; ++i) {
