@@ -160,6 +160,13 @@ bool Connection::Enqueue(std::string frame, bool force, Status* error) {
 Status Connection::Send(const Message& m) {
   std::string frame;
   RETURN_IF_ERROR(EncodeFrame(m, &frame));
+  // The peer would refuse it (both sides use the same limit by default):
+  // fail here, where the error names the message.
+  if (frame.size() - kFrameHeaderBytes > options_.max_frame_bytes) {
+    return Status::ResourceExhausted(
+        std::string(MessageName(m)) + " of " + std::to_string(frame.size()) +
+        " bytes exceeds the " + std::to_string(options_.max_frame_bytes) + "-byte frame limit");
+  }
   Status error;
   Enqueue(std::move(frame), /*force=*/false, &error);
   return error;

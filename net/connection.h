@@ -35,7 +35,7 @@
 namespace pace::net::internal {
 
 struct ConnectionOptions {
-  // Largest accepted inbound payload.
+  // Largest payload accepted inbound and sent outbound.
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   // While the outbound queue holds at least this many bytes the connection
   // neither reads nor dispatches inbound frames; it resumes below half.
@@ -97,8 +97,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Thread-safe. Encodes `m` and queues it behind earlier Sends.
   // Errors: Unavailable once the connection is shutting down or closed;
-  // ResourceExhausted if the queue would exceed max_write_queue_bytes;
-  // encoding errors from EncodeFrame.
+  // ResourceExhausted if the queue would exceed max_write_queue_bytes or the
+  // payload max_frame_bytes; encoding errors from EncodeFrame.
   Status Send(const Message& m);
 
   // Thread-safe. Stops dispatching inbound messages, sends Error{reason} (if

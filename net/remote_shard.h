@@ -55,7 +55,8 @@ struct RemoteShardOptions {
   // Defaults: 20 ms, 1000 ms.
   int retry_initial_backoff_ms = 20;
   int retry_max_backoff_ms = 1000;
-  // Largest accepted inbound payload. Default: 64 MiB.
+  // Largest payload accepted inbound; Send refuses larger messages with
+  // ResourceExhausted. Default: 64 MiB.
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   // Send fails with ResourceExhausted while this many bytes wait to be sent.
   // Default: 256 MiB.
@@ -96,7 +97,8 @@ class RemoteShard {
 
   // Queues `m`; messages are sent in the order of Send calls. Never blocks
   // on the network. Errors: Unavailable once disconnected, ResourceExhausted
-  // if the write queue is full, InvalidArgument if `m` cannot be encoded.
+  // if the write queue is full or `m` exceeds max_frame_bytes,
+  // InvalidArgument if `m` cannot be encoded.
   Status Send(Message m);
 
   // Convenience calls. The future holds the reply or an error: the server's

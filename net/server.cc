@@ -84,6 +84,7 @@ class Server::Impl {
   // Per-connection handshake state; runs on the connection's strand.
   struct Peer {
     Impl* server;
+    uint64_t conn_id;
     std::weak_ptr<Connection> conn;
     std::shared_ptr<Session> session;  // set once the handshake succeeded
   };
@@ -203,20 +204,17 @@ void Server::Impl::OnAccept(const error_code& ec, tcp::socket socket) {
   copts.linger_ms = options_.linger_ms;
   copts.decode = options_.decode;
   std::shared_ptr<Connection> conn = Connection::Create(std::move(socket), copts, &counters_);
-  auto peer = std::make_shared<Peer>(Peer{this, conn, nullptr});
+  {
+    // Registered before Start, so that its on_close (which unregisters it)
+    // cannot run first.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;  // dropping `conn` closes the socket
+    conns_.emplace(conn->id(), conn);
+  }
+  auto peer = std::make_shared<Peer>(Peer{this, conn->id(), conn, nullptr});
   VLOG(1) << "connection " << conn->id() << " from " << conn->peer();
   conn->Start([peer](Message m) { peer->server->OnPeerMessage(peer.get(), std::move(m)); },
               [peer](const Status& reason) { peer->server->OnPeerClosed(peer.get(), reason); });
-  bool stopping;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping = stopping_;
-    if (!stopping) conns_.emplace(conn->id(), conn);
-  }
-  if (stopping) {
-    conn->Abort(Status::Aborted("server is shutting down"));
-    return;
-  }
   DoAccept();
 }
 
@@ -276,8 +274,6 @@ void Server::Impl::OnPeerMessage(Peer* peer, Message m) {
 }
 
 void Server::Impl::OnPeerClosed(Peer* peer, const Status& reason) {
-  uint64_t conn_id = 0;
-  if (std::shared_ptr<Connection> conn = peer->conn.lock()) conn_id = conn->id();
   if (peer->session != nullptr) {
     LOG(INFO) << "client " << peer->session->hello().client_id << " (session "
               << peer->session->id() << ") disconnected: " << reason.ToString();
@@ -286,7 +282,7 @@ void Server::Impl::OnPeerClosed(Peer* peer, const Status& reason) {
     peer->session = nullptr;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  conns_.erase(conn_id);
+  conns_.erase(peer->conn_id);
 }
 
 void Server::Impl::Stop() {

@@ -44,8 +44,9 @@ struct ServerOptions {
   uint16_t port = 0;
   // Threads running the io_context. Default: 2.
   int io_threads = 2;
-  // Largest accepted payload; a larger length prefix is refused before any
-  // memory is reserved. Default: 64 MiB.
+  // Largest payload: a larger inbound length prefix is refused before any
+  // memory is reserved; a larger outbound message closes its session with
+  // Error{ResourceExhausted} (the peer would refuse it). Default: 64 MiB.
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   // The job token every Hello must carry (an empty token accepts only an
   // empty token). Default: "".

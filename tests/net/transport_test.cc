@@ -402,6 +402,31 @@ TEST_F(TransportTest, PushingToANonReaderHitsTheHardLimit) {
   session->Close(Status::Aborted("again"));
 }
 
+TEST_F(TransportTest, OversizedMessagesFailAtTheSender) {
+  ServerOptions o;
+  o.max_frame_bytes = 64 << 10;
+  StartServer(o);
+  Inbox disconnects;
+  RemoteShardOptions co = ClientOptions();
+  co.max_frame_bytes = 64 << 10;
+  std::unique_ptr<RemoteShard> client;
+  ASSERT_TRUE(Connect(co, &client, nullptr, &disconnects).ok());
+  Status s = client->Send(Apply{1, {RowData{1, 1, std::string(100 << 10, 'a')}}});
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  EXPECT_NE(s.message().find("Apply"), std::string::npos) << s.ToString();
+  ExpectServes(client.get());  // the connection stays up
+
+  // A reply too large for the peer closes the session with a clear error.
+  service_.reply_row_bytes = 100 << 10;
+  auto f = client->Read(1, {1});
+  EXPECT_EQ(Get(f).status().code(), StatusCode::kUnavailable);
+  std::vector<Message> why = disconnects.WaitFor(1, kWaitMs);
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_EQ(std::get<Error>(why[0]).code, StatusCode::kResourceExhausted);
+  EXPECT_NE(std::get<Error>(why[0]).message.find("ReadReply"), std::string::npos)
+      << std::get<Error>(why[0]).message;
+}
+
 TEST_F(TransportTest, StopWithConnectedClientsIsClean) {
   StartServer();
   Inbox disconnects;
