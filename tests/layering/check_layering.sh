@@ -4,88 +4,73 @@
 #
 # Project includes are checked by their first path component; third-party
 # includes by their prefix. gflags may be included only by binaries (files
-# named *_main.cc, and anything under apps/, tools/, tests/); glog only by .cc
-# files in library layers. The public client header includes std and common/ only.
+# named *_main.cc, tests, benchmarks, examples, and anything under apps/,
+# tools/, tests/); glog only by .cc files in library layers. The public client
+# header includes std and common/ only.
 set -u
 src=${1:?usage: check_layering.sh SRC_DIR}
 cd "$src" || exit 2
-
-# Allowed project layers per layer (its own folder is always allowed).
-declare -A allowed=(
-  [common]=""
-  [storage]="common"
-  [net]="common"
-  [consistency]="common"
-  [server]="common storage net consistency"
-  [client]="common net consistency server"
-  [apps]="common client"
-  [tools]="common storage net client"
-  [tests]="common storage net consistency server client apps tools"
-)
-# Third-party include prefixes allowed per layer (std headers have no '/' or '.h'
-# ambiguity worth checking; we only police these known libraries).
-declare -A thirdparty=(
-  [common]=""
-  [storage]="rocksdb"
-  [net]="boost flatbuffers"
-  [consistency]=""
-  [server]=""
-  [client]=""
-  [apps]=""
-  [tools]="rocksdb benchmark"
-  [tests]="rocksdb boost flatbuffers benchmark gtest gmock"
-)
 layers="common storage net consistency server client apps tools tests"
-known_thirdparty="rocksdb boost flatbuffers benchmark gtest gmock"
-status=0
-violation() { echo "layering: $1"; status=1; }
+dirs=$(for l in $layers; do [ -d "$l" ] && echo "$l"; done)
+[ -n "$dirs" ] || { echo "layering: no source folders in $src"; exit 2; }
 
-for layer in $layers; do
-  [ -d "$layer" ] || continue
-  while IFS= read -r -d '' file; do
-    is_binary=0
-    case "$file" in
-      *_main.cc|apps/*|tools/*|tests/*|*_test.cc|*/testing/*|*/fuzz/*|*/examples/*|*/bench/*) is_binary=1 ;;
-    esac
-    while IFS= read -r line; do
-      inc=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/' <<<"$line")
-      top=${inc%%/*}
-      if [ "$top" != "$inc" ] && [[ " $layers " == *" $top "* ]]; then
-        if [ "$top" != "$layer" ] && [[ " ${allowed[$layer]} " != *" $top "* ]]; then
-          violation "$file includes \"$inc\": $layer/ may not depend on $top/"
-        fi
-        continue
-      fi
-      case "$inc" in
-        gflags/*)
-          [ $is_binary = 1 ] || violation "$file includes <$inc>: gflags only in binaries (*_main.cc, apps/, tools/, tests/)"
-          continue ;;
-        glog/*)
-          if [ "$layer" = common ] || [ "$layer" = consistency ] || [ "$layer" = storage ] || [ "$layer" = net ] || [ "$layer" = server ] || [ "$layer" = client ]; then
-            case "$file" in *.h) violation "$file includes <$inc>: glog only in .cc files of library layers" ;; esac
-          fi
-          continue ;;
-      esac
-      for tp in $known_thirdparty; do
-        if [ "$top" = "$tp" ] || [ "$inc" = "$tp.h" ]; then
-          [[ " ${thirdparty[$layer]} " == *" $tp "* ]] || [ $is_binary = 1 -a "$tp" = gtest ] || [ $is_binary = 1 -a "$tp" = gmock ] || [ $is_binary = 1 -a "$tp" = benchmark ] ||
-            violation "$file includes <$inc>: $layer/ may not use $tp"
-        fi
-      done
-    done < <(grep -E '^[[:space:]]*#[[:space:]]*include' "$file")
-  done < <(find "$layer" \( -name '*.h' -o -name '*.cc' \) -print0)
-done
-
-# The public client headers: std and common/ only.
-for pub in client/pace.h; do
-  [ -f "$pub" ] || continue
-  while IFS= read -r inc; do
-    case "$inc" in
-      \"common/*) ;;
-      \<*/*\>|\"*) violation "$pub includes $inc: public client headers include only std and common/" ;;
-      \<*.h\>) violation "$pub includes $inc: public client headers include only std and common/" ;;
-    esac
-  done < <(grep -E '^[[:space:]]*#[[:space:]]*include' "$pub" | sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*//; s/[[:space:]].*//')
-done
-[ $status = 0 ] && echo "layering: ok"
-exit $status
+# One grep over every source; one awk pass applies the rules.
+grep -rHE '^[[:space:]]*#[[:space:]]*include' --include='*.h' --include='*.cc' $dirs |
+awk -v layers="$layers" '
+BEGIN {
+  # Project layers each layer may include (besides itself).
+  allowed["common"] = ""
+  allowed["storage"] = "common"
+  allowed["net"] = "common"
+  allowed["consistency"] = "common"
+  allowed["server"] = "common storage net consistency"
+  allowed["client"] = "common net consistency server"
+  allowed["apps"] = "common client"
+  allowed["tools"] = "common storage net server client"
+  allowed["tests"] = "common storage net consistency server client apps tools"
+  # Third-party libraries each layer may include.
+  third["common"] = ""
+  third["storage"] = "rocksdb"
+  third["net"] = "boost flatbuffers"
+  third["consistency"] = ""
+  third["server"] = ""
+  third["client"] = ""
+  third["apps"] = ""
+  third["tools"] = "rocksdb boost benchmark"
+  third["tests"] = "rocksdb boost flatbuffers benchmark gtest gmock"
+  nl = split(layers, L, " "); for (i = 1; i <= nl; i++) islayer[L[i]] = 1
+  nk = split("rocksdb boost flatbuffers benchmark gtest gmock", K, " ")
+  for (i = 1; i <= nk; i++) known[K[i]] = 1
+  libs["common"] = libs["storage"] = libs["net"] = libs["consistency"] = libs["server"] = libs["client"] = 1
+  bad = 0
+}
+function has(list, word) { return index(" " list " ", " " word " ") > 0 }
+function violation(msg) { print "layering: " msg; bad = 1 }
+{
+  colon = index($0, ":"); file = substr($0, 1, colon - 1); line = substr($0, colon + 1)
+  if (!match(line, /[<"][^>"]+[>"]/)) next
+  inc = substr(line, RSTART + 1, RLENGTH - 2)
+  split(file, parts, "/"); layer = parts[1]
+  binary = (file ~ /(_main|_test|_bench|_fuzzer)\.cc$/ || file ~ /\/(testing|fuzz|examples|bench)\// ||
+            layer == "apps" || layer == "tools" || layer == "tests")
+  if (file == "client/pace.h" && !(line ~ /"common\// || line ~ /<[a-z_]+>/))
+    violation(file " includes " inc ": public client headers include only std and common/")
+  slash = index(inc, "/"); top = slash ? substr(inc, 1, slash - 1) : inc
+  if (slash && (top in islayer)) {
+    if (top != layer && !has(allowed[layer], top))
+      violation(file " includes \"" inc "\": " layer "/ may not depend on " top "/")
+    next
+  }
+  if (top == "gflags") {
+    if (!binary) violation(file " includes <" inc ">: gflags only in binaries (*_main.cc, apps/, tools/, tests/)")
+    next
+  }
+  if (top == "glog") {
+    if ((layer in libs) && file ~ /\.h$/ && !binary) violation(file " includes <" inc ">: glog only in .cc files of library layers")
+    next
+  }
+  lib = (top in known) ? top : ((inc ~ /\.h$/ && (substr(inc, 1, length(inc) - 2) in known)) ? substr(inc, 1, length(inc) - 2) : "")
+  if (lib != "" && !has(third[layer], lib) && !(binary && (lib == "gtest" || lib == "gmock" || lib == "benchmark")))
+    violation(file " includes <" inc ">: " layer "/ may not use " lib)
+}
+END { if (!bad) print "layering: ok"; exit bad }'
