@@ -52,26 +52,26 @@ Status GetDense(Worker::Impl* w, TableState* t, uint64_t row, T* out) {
   }
   return w->client_->ReadRow(
       w->clock_, w->stats_.get(), t, row,
-      [out](const CacheEntry& e, Version) { std::memcpy(out, e.value.data(), e.value.size()); });
+      [out, t](const CacheEntry& e, Version) { client::ReadDense(e, t->format.width, out); });
 }
 
 template <typename T>
 Status GetMap(Worker::Impl* w, TableState* t, uint64_t row, std::map<uint32_t, T>* out) {
   RETURN_IF_ERROR(CheckType<T>(t, "Get"));
   out->clear();
+  std::string* scratch = &w->scratch_;
   return w->client_->ReadRow(w->clock_, w->stats_.get(), t, row,
-                             [t, out](const CacheEntry& e, Version) {
+                             [t, out, scratch](const CacheEntry& e, Version) {
+                               std::string_view bytes = client::ReaderView(e, t->format, scratch);
                                if (t->format.kind == RowKind::kDense) {
-                                 const char* p = e.value.data();
                                  for (uint32_t i = 0; i < t->format.width; ++i) {
                                    T x;
-                                   std::memcpy(&x, p + sizeof(T) * i, sizeof(T));
+                                   std::memcpy(&x, bytes.data() + sizeof(T) * i, sizeof(T));
                                    out->emplace_hint(out->end(), i, x);
                                  }
                                } else {
-                                 for (const auto& [col, x] : DecodeSparse<T>(e.value)) {
+                                 for (const auto& [col, x] : DecodeSparse<T>(bytes))
                                    out->emplace_hint(out->end(), col, x);
-                                 }
                                }
                              });
 }
@@ -83,9 +83,7 @@ Status IncDense(Worker::Impl* w, TableState* t, uint64_t row, const T* delta) {
     return Status::InvalidArgument("table '" + t->schema.name +
                                    "' is sparse: Inc with (column, delta) pairs");
   }
-  w->client_->IncRow(w->clock_, w->stats_.get(), t, row,
-                     std::string_view(reinterpret_cast<const char*>(delta),
-                                      sizeof(T) * static_cast<size_t>(t->format.width)));
+  w->client_->IncDense(w->clock_, w->stats_.get(), t, row, delta);
   return Status::OK();
 }
 
@@ -214,13 +212,14 @@ Status Worker::Get(const Table& t, uint64_t row, std::map<uint32_t, int64_t>* ou
 
 Status Worker::Read(const Table& t, uint64_t row, const std::function<void(const RowView&)>& fn) {
   PACE_TABLE_OR_RETURN(t, ts);
+  std::string* scratch = &impl_->scratch_;
   return impl_->client_->ReadRow(impl_->clock_, impl_->stats_.get(), ts, row,
-                                 [ts, &fn](const CacheEntry& e, Version v) {
+                                 [ts, &fn, scratch](const CacheEntry& e, Version v) {
                                    RowView view;
                                    view.kind = ts->format.kind;
                                    view.type = ts->format.type;
                                    view.width = ts->format.width;
-                                   view.bytes = e.value;
+                                   view.bytes = client::ReaderView(e, ts->format, scratch);
                                    view.version = v;
                                    fn(view);
                                  });

@@ -302,11 +302,12 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
     for (CacheStripe& st : stripes_) {
       std::lock_guard<std::mutex> l(st.mu);
       for (CacheEntry* e : st.TakeDirty(c)) {
-        const client::PendingDelta* p = e->FindPending(c);
+        const client::PendingDelta* p = st.Seal(e, c);
         if (p == nullptr) continue;
         applies[e->shard].updates.push_back(net::RowData{e->key.table, e->key.row, p->delta});
         keys[e->shard].push_back(e->key);
       }
+      if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
     }
     for (uint32_t k = 0; k < n; ++k) {
       ShardState& sh = *shards_[k];

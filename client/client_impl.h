@@ -129,6 +129,10 @@ class Client::Impl : public client::ChannelListener {
   // value that satisfies the read rule for a worker at clock c.
   template <typename Fn>
   Status ReadRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row, Fn&& fn);
+  // Dense Inc of t->format.width elements of type T (checked by the caller).
+  template <typename T>
+  void IncDense(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
+                const T* delta);
   // Adds a delta (already validated for t's format) at clock c.
   void IncRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
               std::string_view delta);
@@ -160,6 +164,7 @@ class Client::Impl : public client::ChannelListener {
   client::CacheStripe& StripeFor(const RowKey& key) {
     return stripes_[RowKeyHash()(key) & (kNumStripes - 1)];
   }
+  client::CacheStripe& StripeForHash(size_t hash) { return stripes_[hash & (kNumStripes - 1)]; }
   uint32_t ShardOfKey(const RowKey& key) const {
     return shards_.size() == 1 ? 0 : ShardOf(key.table, key.row, num_shards());
   }
@@ -271,6 +276,7 @@ class Worker::Impl {
   Client::Impl* client_;
   ClockT clock_;
   std::shared_ptr<client::WorkerStats> stats_;
+  std::string scratch_;  // a row with open deltas, as Read/map Gets see it
 };
 
 // ---------------------------------------------------------------------------
@@ -279,10 +285,11 @@ template <typename Fn>
 Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
                              Fn&& fn) {
   RowKey key{t->schema.id, row};
-  client::CacheStripe& st = StripeFor(key);
+  const size_t hash = RowKeyHash()(key);
+  client::CacheStripe& st = StripeForHash(hash);
   client::TableCounters* tc = Counters(ws, t);
   std::unique_lock<std::mutex> lock(st.mu);
-  client::CacheEntry* e = st.Find(key);
+  client::CacheEntry* e = st.Find(key, hash);
   Version v = 0;
   if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c)) {
     e->referenced = true;
@@ -303,6 +310,30 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
     tc->RecordStaleness(c - v);
   }
   return Status::OK();
+}
+
+template <typename T>
+void Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
+                            const T* delta) {
+  RowKey key{t->schema.id, row};
+  const size_t hash = RowKeyHash()(key);
+  client::CacheStripe& st = StripeForHash(hash);
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    client::CacheEntry* e = st.Find(key, hash);
+    if (e != nullptr && e->has_open && e->open.clock == c) {
+      // Common case: this row already has a delta of this clock.
+      client::AddInPlace(reinterpret_cast<T*>(e->open.delta.data()), delta,
+                         static_cast<size_t>(t->format.width));
+    } else {
+      if (e == nullptr) e = st.FindOrCreate(key, ShardOfKey(key), t);
+      st.AddDelta(e, c,
+                  std::string_view(reinterpret_cast<const char*>(delta),
+                                   sizeof(T) * static_cast<size_t>(t->format.width)));
+    }
+  }
+  client::TableCounters* tc = Counters(ws, t);
+  if (tc != nullptr) tc->incs.Add(1);
 }
 
 }  // namespace pace

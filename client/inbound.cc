@@ -242,12 +242,12 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   //    reply, the row keeps the version the old session vouched for.
   for (CacheStripe& st : stripes_) {
     std::lock_guard<std::mutex> l(st.mu);
-    for (auto& [key, e] : st.map) {
-      if (e.shard != k || !e.subscribed) continue;
-      e.version = EffectiveVersion(e);
-      e.subscribed = false;
-      SendRead(&e, 0, true);
-    }
+    st.map.ForEach([&](CacheEntry* e) {
+      if (e->shard != k || !e->subscribed) return;
+      e->version = EffectiveVersion(*e);
+      e->subscribed = false;
+      SendRead(e, 0, true);
+    });
   }
   sh.connected.store(true, std::memory_order_release);
   LOG(INFO) << sh.channel->Describe() << " reconnected; re-sent " << batches.size()

@@ -109,7 +109,6 @@ void Client::Impl::IncRow(ClockT c, client::WorkerStats* ws, TableState* t, uint
     std::lock_guard<std::mutex> l(st.mu);
     CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
     st.AddDelta(e, c, delta);
-    if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
   }
   client::TableCounters* tc = Counters(ws, t);
   if (tc != nullptr) tc->incs.Add(1);

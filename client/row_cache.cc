@@ -41,11 +41,43 @@ void AddCell(ElementType t, char* data, uint32_t col, double value) {
 
 }  // namespace
 
+void EntryTable::Erase(const RowKey& key, size_t hash) {
+  const size_t mask = slots_.size() - 1;
+  size_t i = Home(hash, mask);
+  for (;; i = (i + 1) & mask) {
+    if (slots_[i].entry == nullptr) return;
+    if (slots_[i].row == key.row && slots_[i].table == key.table) break;
+  }
+  delete slots_[i].entry;
+  slots_[i] = Slot();
+  --size_;
+  // Shift later members of the probe run back into the hole.
+  for (size_t j = (i + 1) & mask; slots_[j].entry != nullptr; j = (j + 1) & mask) {
+    size_t home = Home(RowKeyHash()(slots_[j].entry->key), mask);
+    // Slot j may move to the hole i unless its home lies cyclically in (i, j].
+    bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) {
+      slots_[i] = slots_[j];
+      slots_[j] = Slot();
+      i = j;
+    }
+  }
+}
+
+void EntryTable::Grow() {
+  std::vector<Slot> old;
+  old.swap(slots_);
+  slots_.assign(old.size() * 2, Slot());
+  for (const Slot& s : old) {
+    if (s.entry != nullptr) Place(s, RowKeyHash()(s.entry->key));
+  }
+}
+
 CacheEntry* CacheStripe::FindOrCreate(const RowKey& key, uint32_t shard, TableState* table) {
-  auto [it, inserted] = map.try_emplace(key);
-  CacheEntry* e = &it->second;
-  if (inserted) {
-    e->key = key;
+  const size_t hash = RowKeyHash()(key);
+  CacheEntry* e = map.Find(key, hash);
+  if (e == nullptr) {
+    e = map.Insert(key, hash);
     e->shard = shard;
     e->table = table;
   }
@@ -56,7 +88,14 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
   const RowFormat& f = e->table->format;
   PendingDelta* p = e->FindPending(c);
   if (p == nullptr) {
-    e->pending.push_back(PendingDelta{c, std::string(delta)});
+    if (!e->has_open) {
+      e->open.clock = c;
+      e->open.sealed = false;
+      e->open.delta.assign(delta.data(), delta.size());  // reuses a recycled buffer
+      e->has_open = true;
+    } else {
+      e->pending.push_back(PendingDelta{c, false, std::string(delta)});
+    }
     auto it =
         std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.first == c; });
     if (it == dirty.rend()) {
@@ -69,27 +108,43 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
   } else {
     AddRowUnchecked(f, &p->delta, delta);
   }
-  if (e->has_value) {
-    if (f.kind == RowKind::kDense) {
-      AddDenseElements(f.type, e->value.data(), delta.data(), f.width);
-    } else {
-      size_t before = e->value.capacity();
-      AddRowUnchecked(f, &e->value, delta);
-      bytes = bytes - before + e->value.capacity();
-    }
-  }
 }
 
 void CacheStripe::AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double value) {
   const RowFormat& f = e->table->format;
   PendingDelta* p = e->FindPending(c);
   if (p == nullptr) {
-    std::string zero = ZeroRow(f);
-    AddDelta(e, c, zero);  // registers the clock; adds zeros to the value
+    AddDelta(e, c, ZeroRow(f));  // registers the clock
     p = e->FindPending(c);
   }
   AddCell(f.type, p->delta.data(), col, value);
-  if (e->has_value) AddCell(f.type, e->value.data(), col, value);
+}
+
+const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c) {
+  PendingDelta* p = e->FindPending(c);
+  if (p == nullptr || p->sealed) return p;
+  p->sealed = true;
+  // A value's applied clock never exceeds the number of batches sent, so a
+  // newly sealed clock is always >= e->applied: it belongs in the value.
+  if (e->has_value) {
+    size_t before = e->value.capacity();
+    AddRowUnchecked(e->table->format, &e->value, p->delta);
+    bytes = bytes - before + e->value.capacity();
+  }
+  if (p != &e->open) return p;
+  // Move the sealed delta out of the open slot; promote another open one.
+  e->pending.push_back(std::move(e->open));
+  e->open = PendingDelta();
+  e->has_open = false;
+  for (size_t i = 0; i + 1 < e->pending.size(); ++i) {
+    if (!e->pending[i].sealed) {
+      e->open = std::move(e->pending[i]);
+      e->has_open = true;
+      e->pending.erase(e->pending.begin() + static_cast<long>(i));
+      break;
+    }
+  }
+  return e->FindPending(c);
 }
 
 void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a) {
@@ -97,7 +152,7 @@ void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version 
   size_t old_charge = e->has_value ? Charge(*e) : 0;
   e->value = std::move(server_value);
   for (const PendingDelta& p : e->pending) {
-    if (p.clock >= a) AddRowUnchecked(f, &e->value, p.delta);
+    if (p.sealed && p.clock >= a) AddRowUnchecked(f, &e->value, p.delta);
   }
   e->version = v;
   e->applied = a;
@@ -108,6 +163,16 @@ void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version 
   }
   e->referenced = true;
   bytes = bytes - old_charge + Charge(*e);
+}
+
+std::string_view ReaderView(const CacheEntry& e, const RowFormat& f, std::string* scratch) {
+  if (!e.has_open) return e.value;
+  scratch->assign(e.value);
+  AddRowUnchecked(f, scratch, e.open.delta);
+  for (const PendingDelta& p : e.pending) {
+    if (!p.sealed) AddRowUnchecked(f, scratch, p.delta);
+  }
+  return *scratch;
 }
 
 void CacheStripe::DropValue(CacheEntry* e) {
@@ -124,17 +189,24 @@ void CacheStripe::DropValue(CacheEntry* e) {
 }
 
 void CacheStripe::MaybeErase(CacheEntry* e) {
-  if (e->has_value || !e->pending.empty() || e->pinned()) return;
-  map.erase(e->key);
+  if (e->has_value || e->HoldsDeltas() || e->pinned()) return;
+  RowKey key = e->key;
+  map.Erase(key, RowKeyHash()(key));
 }
 
 void CacheStripe::PurgeAcked(const RowKey& key, ClockT c) {
   CacheEntry* e = Find(key);
   if (e == nullptr) return;
   auto& pd = e->pending;
-  pd.erase(
-      std::remove_if(pd.begin(), pd.end(), [c](const PendingDelta& p) { return p.clock <= c; }),
-      pd.end());
+  auto keep = std::remove_if(pd.begin(), pd.end(),
+                             [c](const PendingDelta& p) { return p.sealed && p.clock <= c; });
+  // Recycle one buffer for the row's next open delta (no allocation per
+  // row per clock in steady state).
+  if (keep != pd.end() && !e->has_open && e->open.delta.capacity() == 0) {
+    e->open.delta.swap(pd.back().delta);
+    e->open.delta.clear();
+  }
+  pd.erase(keep, pd.end());
   MaybeErase(e);
 }
 

@@ -1,15 +1,18 @@
 // The process cache and the oplog, kept together: one CacheEntry per row holds
 // the cached value (if any) AND this process's own not-yet-acknowledged deltas
-// of that row, so Inc needs a single hash lookup for read-my-writes.
+// of that row, so Inc needs a single hash lookup.
 //
+// A row's deltas are "open" (their clock's batch is not sent yet: workers may
+// still add to them) or "sealed" (sent, waiting for the shard's Ack).
 // Invariant (DESIGN.md section 1, read-my-writes): when has_value,
 //   value == (server value at version `version`, containing this process's
 //             batches of clocks < `applied`)
-//            + sum of pending[i].delta with pending[i].clock >= applied.
-// `pending` holds every delta of this row of every clock whose batch is not
-// yet acknowledged by the row's shard (open clocks and sent-unacked ones), so a
-// fresh server value (v', a') is turned into a cached value by adding exactly
-// the pending deltas of clocks >= a'.
+//            + sum of the SEALED pending deltas with clock >= applied,
+// and a reader sees value + the OPEN pending deltas (all of which have clocks
+// >= applied). So an Inc adds to one buffer only (its open delta), a Get of a
+// row without open deltas is a plain copy, and sealing a clock (sending its
+// batch) folds each sealed delta into the value once. A fresh server value
+// (v', a') becomes value = server + sealed deltas of clocks >= a'.
 //
 // The cache is split into CacheStripe's by key hash, each with its own mutex,
 // condition variable and byte budget (budget / number of stripes). Eviction is
@@ -27,10 +30,11 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -42,33 +46,51 @@ namespace pace::client {
 
 struct PendingDelta {
   ClockT clock = 0;
-  std::string delta;  // encoded as a row delta of the table's format
+  bool sealed = false;  // its batch has been sent (it is part of `value`)
+  std::string delta;    // encoded as a row delta of the table's format
 };
 
+// Fields are ordered so that a cache-hit Get touches only the first cache
+// line (then the value) and an Inc only the second (then its delta).
 struct CacheEntry {
   RowKey key;
+  std::string value;
+  Version version = 0;  // server version of `value`
   uint32_t shard = 0;
-  TableState* table = nullptr;
   bool has_value = false;
   // The shard pushes this row to us (ESSP/async): its effective version is
   // max(version, the shard's last PushDone version).
   bool subscribed = false;
   bool referenced = false;  // CLOCK bit
-  uint16_t waiters = 0;     // readers blocked on this row
-  Version version = 0;      // server version of `value`
+  // `open` holds an open delta. Open deltas exist iff has_open; the others
+  // (sealed ones, and open ones of other clocks when workers are at several
+  // clocks) are in `pending`.
+  bool has_open = false;
+  PendingDelta open;
+  uint16_t waiters = 0;  // readers blocked on this row
+  TableState* table = nullptr;
   ClockT applied = 0;       // this process's applied clock with that value
   int32_t ring_index = -1;  // position in CacheStripe::ring, -1 if no value
-  std::string value;
   std::vector<PendingDelta> pending;
   // min_version of each Read of this row sent and not yet answered (few).
   std::vector<Version> reads_in_flight;
 
   PendingDelta* FindPending(ClockT c) {
+    if (has_open && open.clock == c) return &open;
     for (size_t i = pending.size(); i-- > 0;) {
       if (pending[i].clock == c) return &pending[i];
     }
     return nullptr;
   }
+  bool HasOpenDeltas() const { return has_open; }
+  // Open deltas other than `open` (rare: workers at different clocks).
+  bool HasMoreOpenDeltas() const {
+    for (const PendingDelta& p : pending) {
+      if (!p.sealed) return true;
+    }
+    return false;
+  }
+  bool HoldsDeltas() const { return has_open || !pending.empty(); }
   bool pinned() const { return waiters != 0 || !reads_in_flight.empty(); }
   // True if a Read in flight will be answered as soon as the shard clock
   // reaches `need`. (One with a larger min_version may be parked waiting for
@@ -89,24 +111,127 @@ struct CacheEntry {
   }
 };
 
-// Approximate bytes an entry costs beyond its value: the entry, the hash node
-// and bucket, the ring slot.
-inline constexpr size_t kEntryOverheadBytes = sizeof(CacheEntry) + 48;
+// dst[i] += src[i] for n elements; integers wrap (two's complement) like
+// AddRow. Inline so the hot Inc path is one vectorized loop per buffer.
+template <typename T>
+inline void AddInPlace(T* __restrict dst, const T* __restrict src, size_t n) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    for (size_t i = 0; i < n; ++i) {
+      dst[i] = static_cast<T>(static_cast<U>(dst[i]) + static_cast<U>(src[i]));
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] += src[i];
+  }
+}
+
+// What a reader sees of a dense row (value + open deltas), as T[width].
+// REQUIRES: e.has_value.
+template <typename T>
+inline void ReadDense(const CacheEntry& e, size_t width, T* out) {
+  const T* v = reinterpret_cast<const T*>(e.value.data());
+  if (!e.has_open) {
+    std::memcpy(out, v, width * sizeof(T));
+    return;
+  }
+  const T* d = reinterpret_cast<const T*>(e.open.delta.data());
+  if constexpr (std::is_integral_v<T>) {  // one fused pass: out = value + delta
+    using U = std::make_unsigned_t<T>;
+    for (size_t i = 0; i < width; ++i) {
+      out[i] = static_cast<T>(static_cast<U>(v[i]) + static_cast<U>(d[i]));
+    }
+  } else {
+    for (size_t i = 0; i < width; ++i) out[i] = v[i] + d[i];
+  }
+  if (!e.HasMoreOpenDeltas()) return;
+  for (const PendingDelta& p : e.pending) {
+    if (!p.sealed) AddInPlace(out, reinterpret_cast<const T*>(p.delta.data()), width);
+  }
+}
+
+// What a reader sees of any row, encoded: e.value itself when there is no
+// open delta, else value + open deltas built in *scratch. REQUIRES: has_value.
+std::string_view ReaderView(const CacheEntry& e, const RowFormat& f, std::string* scratch);
+
+// Approximate bytes an entry costs beyond its value: the entry, its hash
+// slots (at most half full), the ring slot, malloc headers.
+inline constexpr size_t kEntryOverheadBytes = sizeof(CacheEntry) + 2 * 24 + 8 + 16;
+
+// RowKey -> CacheEntry*: open addressing with linear probing over slots that
+// hold the key inline, so a lookup touches one slot and then the entry (a
+// node-based std::unordered_map touches two to four lines more). Entries are
+// heap-allocated and owned here; their addresses are stable until Erase.
+// `hash` is RowKeyHash of the key. Thread-compatible.
+class EntryTable {
+ public:
+  EntryTable() : slots_(16) {}
+  ~EntryTable() {
+    for (Slot& s : slots_) delete s.entry;
+  }
+  EntryTable(const EntryTable&) = delete;
+  EntryTable& operator=(const EntryTable&) = delete;
+
+  CacheEntry* Find(const RowKey& key, size_t hash) const {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = Home(hash, mask);; i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (s.entry == nullptr) return nullptr;
+      if (s.row == key.row && s.table == key.table) return s.entry;
+    }
+  }
+  // REQUIRES: no entry for the key.
+  CacheEntry* Insert(const RowKey& key, size_t hash) {
+    if (2 * (size_ + 1) > slots_.size()) Grow();
+    CacheEntry* e = new CacheEntry;
+    e->key = key;
+    Place(Slot{key.row, key.table, e}, hash);
+    ++size_;
+    return e;
+  }
+  // Deletes the entry (backward-shift deletion: no tombstones).
+  void Erase(const RowKey& key, size_t hash);
+  size_t size() const { return size_; }
+  template <typename F>
+  void ForEach(F&& f) {
+    for (Slot& s : slots_) {
+      if (s.entry != nullptr) f(s.entry);
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t row = 0;
+    uint32_t table = 0;
+    CacheEntry* entry = nullptr;
+  };
+  // The stripe is chosen by the hash's low bits: use higher ones here.
+  static size_t Home(size_t hash, size_t mask) { return (hash >> 17) & mask; }
+  void Place(Slot s, size_t hash) {
+    const size_t mask = slots_.size() - 1;
+    size_t i = Home(hash, mask);
+    while (slots_[i].entry != nullptr) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+  void Grow();
+
+  std::vector<Slot> slots_;  // size is a power of two
+  size_t size_ = 0;
+};
 
 struct alignas(64) CacheStripe {
   // Finds the entry for `key` or nullptr.
-  CacheEntry* Find(const RowKey& key) {
-    auto it = map.find(key);
-    return it == map.end() ? nullptr : &it->second;
-  }
+  CacheEntry* Find(const RowKey& key) { return map.Find(key, RowKeyHash()(key)); }
+  CacheEntry* Find(const RowKey& key, size_t hash) { return map.Find(key, hash); }
   CacheEntry* FindOrCreate(const RowKey& key, uint32_t shard, TableState* table);
 
-  // Adds a validated delta of clock `c` to the row's oplog and, if cached, to
-  // its value. Registers the entry in the clock's dirty list on its first
-  // delta of that clock.
+  // Adds a validated delta to the row's open delta of clock `c`, registering
+  // the entry in the clock's dirty list on its first delta of that clock.
   void AddDelta(CacheEntry* e, ClockT c, std::string_view delta);
   // One cell of a dense row: element `col` += `value` (converted).
   void AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double value);
+  // Marks the row's delta of clock `c` sent and folds it into the value.
+  // Returns it (nullptr if none).
+  const PendingDelta* Seal(CacheEntry* e, ClockT c);
 
   // Installs a server value (validated) per the invariant above.
   void InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a);
@@ -145,7 +270,7 @@ struct alignas(64) CacheStripe {
 
   std::mutex mu;
   std::condition_variable cv;  // a value arrived or shard state changed
-  std::unordered_map<RowKey, CacheEntry, RowKeyHash> map;
+  EntryTable map;
   std::vector<CacheEntry*> ring;  // entries with a value
   size_t hand = 0;
   size_t bytes = 0;   // sum of Charge() over `ring`

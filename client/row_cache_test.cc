@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace pace::client {
@@ -19,29 +21,50 @@ TableSchema I64Schema(uint32_t width) {
 
 std::string Dense(std::vector<int64_t> v) { return EncodeDense(v); }
 
+std::vector<int64_t> Seen(const CacheEntry& e) {
+  std::vector<int64_t> out(e.table->format.width);
+  ReadDense(e, out.size(), out.data());
+  return out;
+}
+
 class RowCacheTest : public ::testing::Test {
  protected:
   TableState table_{I64Schema(2), 0, nullptr};
   CacheStripe st_;
 };
 
-TEST_F(RowCacheTest, IncGoesToOplogAndCachedValue) {
+TEST_F(RowCacheTest, ReadersSeeValuePlusOpenDeltasAndRebasedServerValues) {
   st_.budget = 1 << 20;
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 5}, 0, &table_);
   st_.AddDelta(e, 0, Dense({1, 2}));
-  st_.AddDelta(e, 0, Dense({10, 20}));  // same clock: coalesced
-  st_.AddDelta(e, 1, Dense({100, 200}));
-  ASSERT_EQ(e->pending.size(), 2u);
-  EXPECT_EQ(DecodeDense<int64_t>(e->FindPending(0)->delta), (std::vector<int64_t>{11, 22}));
-  EXPECT_FALSE(e->has_value);
-  // Server value of applied clock 0 lacks both clocks.
+  st_.AddDelta(e, 0, Dense({10, 20}));    // same clock: coalesced
+  st_.AddDelta(e, 1, Dense({100, 200}));  // a worker one clock ahead
+  EXPECT_TRUE(e->has_open);
+  EXPECT_EQ(e->FindPending(0), &e->open);
+  EXPECT_EQ(DecodeDense<int64_t>(e->open.delta), (std::vector<int64_t>{11, 22}));
+  ASSERT_EQ(e->pending.size(), 1u);
+  // Server value of applied clock 0: open deltas are added by readers only.
   st_.InstallValue(e, Dense({1000, 1000}), 0, 0);
-  EXPECT_EQ(DecodeDense<int64_t>(e->value), (std::vector<int64_t>{1111, 1222}));
-  // A value that already holds clock 0 (applied 1) gets only clock 1 added.
+  EXPECT_EQ(DecodeDense<int64_t>(e->value), (std::vector<int64_t>{1000, 1000}));
+  EXPECT_EQ(Seen(*e), (std::vector<int64_t>{1111, 1222}));
+  std::string scratch;
+  EXPECT_EQ(ReaderView(*e, table_.format, &scratch), Dense({1111, 1222}));
+
+  // Sealing clock 0 (its batch is sent) folds it into the value; clock 1
+  // becomes the open slot.
+  const PendingDelta* sealed = st_.Seal(e, 0);
+  ASSERT_NE(sealed, nullptr);
+  EXPECT_TRUE(sealed->sealed);
+  EXPECT_EQ(DecodeDense<int64_t>(e->value), (std::vector<int64_t>{1011, 1022}));
+  EXPECT_EQ(e->open.clock, 1);
+  EXPECT_EQ(Seen(*e), (std::vector<int64_t>{1111, 1222}));
+
+  // A server value that lacks clock 0 (applied 0) gets the sealed delta added.
+  st_.InstallValue(e, Dense({2000, 2000}), 1, 0);
+  EXPECT_EQ(Seen(*e), (std::vector<int64_t>{2111, 2222}));
+  // One that holds it (applied 1) does not.
   st_.InstallValue(e, Dense({2011, 2022}), 1, 1);
-  EXPECT_EQ(DecodeDense<int64_t>(e->value), (std::vector<int64_t>{2111, 2222}));
-  st_.AddDelta(e, 1, Dense({1, 1}));
-  EXPECT_EQ(DecodeDense<int64_t>(e->value), (std::vector<int64_t>{2112, 2223}));
+  EXPECT_EQ(Seen(*e), (std::vector<int64_t>{2111, 2222}));
   EXPECT_EQ(st_.bytes, st_.Charge(*e));
 }
 
@@ -57,15 +80,31 @@ TEST_F(RowCacheTest, DirtyListsPerClock) {
   EXPECT_TRUE(st_.TakeDirty(4).empty());
 }
 
-TEST_F(RowCacheTest, AckPurgesAndErasesEmptyEntries) {
+TEST_F(RowCacheTest, AckPurgesSealedDeltasAndErasesEmptyEntries) {
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.AddDelta(e, 0, Dense({1, 1}));
   st_.AddDelta(e, 1, Dense({1, 1}));
+  st_.Seal(e, 0);
   st_.PurgeAcked(RowKey{1, 1}, 0);
-  ASSERT_NE(st_.Find(RowKey{1, 1}), nullptr);
-  EXPECT_EQ(e->pending.size(), 1u);
+  ASSERT_EQ(st_.Find(RowKey{1, 1}), e);
+  EXPECT_TRUE(e->pending.empty());
+  EXPECT_TRUE(e->has_open);  // clock 1 is still open: never purged
+  st_.Seal(e, 1);
+  EXPECT_FALSE(e->has_open);
   st_.PurgeAcked(RowKey{1, 1}, 1);
   EXPECT_EQ(st_.Find(RowKey{1, 1}), nullptr);
+}
+
+TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
+  CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
+  st_.InstallValue(e, Dense({0, 0}), 0, 0);  // keeps the entry alive
+  st_.AddDelta(e, 0, Dense({1, 1}));
+  const char* buffer = e->open.delta.data();
+  st_.Seal(e, 0);
+  st_.PurgeAcked(RowKey{1, 1}, 0);
+  st_.AddDelta(e, 1, Dense({2, 2}));
+  EXPECT_EQ(e->open.delta.data(), buffer);
+  EXPECT_EQ(Seen(*e), (std::vector<int64_t>{3, 3}));
 }
 
 TEST_F(RowCacheTest, EvictionKeepsOplogAndSkipsPinned) {
@@ -84,11 +123,11 @@ TEST_F(RowCacheTest, EvictionKeepsOplogAndSkipsPinned) {
   EXPECT_LE(st_.bytes, st_.budget);
   EXPECT_EQ(evicted, 2);
   EXPECT_TRUE(es[1]->has_value);
-  // Row 0 lost its value (if chosen) but never its pending delta.
+  // Row 0 may have lost its value, never its delta.
   CacheEntry* e0 = st_.Find(RowKey{1, 0});
   ASSERT_NE(e0, nullptr);
-  ASSERT_EQ(e0->pending.size(), 1u);
-  EXPECT_EQ(DecodeDense<int64_t>(e0->pending[0].delta), (std::vector<int64_t>{5, 5}));
+  ASSERT_TRUE(e0->has_open);
+  EXPECT_EQ(DecodeDense<int64_t>(e0->open.delta), (std::vector<int64_t>{5, 5}));
   size_t with_value = 0;
   for (uint64_t r = 0; r < 4; ++r) {
     CacheEntry* e = st_.Find(RowKey{1, r});
@@ -102,8 +141,8 @@ TEST_F(RowCacheTest, DenseCellAndSparseRows) {
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.InstallValue(e, Dense({1, 1}), 0, 0);
   st_.AddDenseCell(e, 0, 1, 41.0);
-  EXPECT_EQ(DecodeDense<int64_t>(e->value), (std::vector<int64_t>{1, 42}));
-  EXPECT_EQ(DecodeDense<int64_t>(e->FindPending(0)->delta), (std::vector<int64_t>{0, 41}));
+  EXPECT_EQ(Seen(*e), (std::vector<int64_t>{1, 42}));
+  EXPECT_EQ(DecodeDense<int64_t>(e->open.delta), (std::vector<int64_t>{0, 41}));
 
   TableSchema ss = I64Schema(0);
   ss.kind = RowKind::kSparse;
@@ -113,8 +152,38 @@ TEST_F(RowCacheTest, DenseCellAndSparseRows) {
   st_.AddDelta(s, 0, EncodeSparse(d1));
   st_.InstallValue(s, EncodeSparse(std::vector<std::pair<uint32_t, int64_t>>{{7, 1}}), 0, 0);
   st_.AddDelta(s, 0, EncodeSparse(d2));
-  auto v = DecodeSparse<int64_t>(s->value);
+  std::string scratch;
+  auto v = DecodeSparse<int64_t>(ReaderView(*s, sparse.format, &scratch));
   EXPECT_EQ(v, (std::vector<std::pair<uint32_t, int64_t>>{{1, 2}, {7, 1}}));
+}
+
+TEST(EntryTableTest, MatchesAStdMapUnderRandomInsertsAndErases) {
+  EntryTable table;
+  std::unordered_map<uint64_t, CacheEntry*> model;
+  std::mt19937_64 rng(5);
+  RowKeyHash hash;
+  for (int i = 0; i < 20000; ++i) {
+    RowKey key{static_cast<uint32_t>(rng() % 3), rng() % 500};
+    uint64_t id = key.row * 4 + key.table;
+    CacheEntry* found = table.Find(key, hash(key));
+    auto it = model.find(id);
+    ASSERT_EQ(found, it == model.end() ? nullptr : it->second);
+    if (found == nullptr) {
+      CacheEntry* e = table.Insert(key, hash(key));
+      EXPECT_EQ(e->key, key);
+      model[id] = e;
+    } else if (rng() % 2 == 0) {
+      table.Erase(key, hash(key));
+      model.erase(id);
+    }
+    ASSERT_EQ(table.size(), model.size());
+  }
+  size_t n = 0;
+  table.ForEach([&](CacheEntry* e) {
+    ++n;
+    EXPECT_EQ(model.at(e->key.row * 4 + e->key.table), e);
+  });
+  EXPECT_EQ(n, model.size());
 }
 
 }  // namespace
