@@ -24,22 +24,27 @@ constexpr ElementType TypeOf() {
   return ElementType::kI64;
 }
 
-Status CheckHandle(const Client::Impl* c, void* impl, TableState** out) {
-  auto* t = static_cast<TableState*>(impl);
+[[gnu::noinline, gnu::cold]] Status BadHandle(const Client::Impl* c, const TableState* t) {
   if (t == nullptr) return Status::InvalidArgument("invalid Table handle (not created or opened)");
-  if (t->owner != c) return Status::InvalidArgument("Table handle belongs to another Client");
+  return Status::InvalidArgument("Table handle belongs to another Client");
+}
+
+[[gnu::noinline, gnu::cold]] Status BadType(const TableState* t, ElementType want, const char* op) {
+  return Status::InvalidArgument(std::string(op) + " on table '" + t->schema.name + "' with " +
+                                 std::string(ElementTypeName(want)) + " values; the table holds " +
+                                 std::string(ElementTypeName(t->format.type)));
+}
+
+inline Status CheckHandle(const Client::Impl* c, void* impl, TableState** out) {
+  auto* t = static_cast<TableState*>(impl);
+  if (__builtin_expect(t == nullptr || t->owner != c, 0)) return BadHandle(c, t);
   *out = t;
   return Status::OK();
 }
 
 template <typename T>
-Status CheckType(const TableState* t, const char* op) {
-  if (t->format.type != TypeOf<T>()) {
-    return Status::InvalidArgument(std::string(op) + " on table '" + t->schema.name + "' with " +
-                                   std::string(ElementTypeName(TypeOf<T>())) +
-                                   " values; the table holds " +
-                                   std::string(ElementTypeName(t->format.type)));
-  }
+inline Status CheckType(const TableState* t, const char* op) {
+  if (__builtin_expect(t->format.type != TypeOf<T>(), 0)) return BadType(t, TypeOf<T>(), op);
   return Status::OK();
 }
 

@@ -180,7 +180,7 @@ class Client::Impl : public client::ChannelListener {
   // Slow path of ReadRow: waits (stripe lock held in `lock`) until the row has
   // a fresh enough value; on OK *entry and *version are set.
   Status WaitForRow(ClockT c, client::WorkerStats* ws, client::TableState* t, const RowKey& key,
-                    client::CacheStripe& st, std::unique_lock<std::mutex>& lock,
+                    client::CacheStripe& st, std::unique_lock<client::SpinMutex>& lock,
                     client::CacheEntry** entry, Version* version);
   // Sends Read{row, min_version, subscribe} for `e`. REQUIRES: e's stripe lock.
   void SendRead(client::CacheEntry* e, Version min_version, bool subscribe);
@@ -288,7 +288,7 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
   const size_t hash = RowKeyHash()(key);
   client::CacheStripe& st = StripeForHash(hash);
   client::TableCounters* tc = Counters(ws, t);
-  std::unique_lock<std::mutex> lock(st.mu);
+  std::unique_lock<client::SpinMutex> lock(st.mu);
   client::CacheEntry* e = st.Find(key, hash);
   Version v = 0;
   if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c)) {
@@ -319,7 +319,7 @@ void Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableStat
   const size_t hash = RowKeyHash()(key);
   client::CacheStripe& st = StripeForHash(hash);
   {
-    std::lock_guard<std::mutex> lock(st.mu);
+    std::lock_guard<client::SpinMutex> lock(st.mu);
     client::CacheEntry* e = st.Find(key, hash);
     if (e != nullptr && e->has_open && e->open.clock == c) {
       // Common case: this row already has a delta of this clock.

@@ -16,7 +16,7 @@ using client::ShardState;
 using client::TableState;
 
 Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t, const RowKey& key,
-                                CacheStripe& st, std::unique_lock<std::mutex>& lock,
+                                CacheStripe& st, std::unique_lock<client::SpinMutex>& lock,
                                 CacheEntry** entry, Version* version) {
   client::TableCounters* tc = Counters(ws, t);
   CacheEntry* e = st.Find(key);
@@ -106,7 +106,7 @@ void Client::Impl::IncRow(ClockT c, client::WorkerStats* ws, TableState* t, uint
   RowKey key{t->schema.id, row};
   CacheStripe& st = StripeFor(key);
   {
-    std::lock_guard<std::mutex> l(st.mu);
+    std::lock_guard<client::SpinMutex> l(st.mu);
     CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
     st.AddDelta(e, c, delta);
   }
@@ -119,7 +119,7 @@ void Client::Impl::IncDenseCell(ClockT c, client::WorkerStats* ws, TableState* t
   RowKey key{t->schema.id, row};
   CacheStripe& st = StripeFor(key);
   {
-    std::lock_guard<std::mutex> l(st.mu);
+    std::lock_guard<client::SpinMutex> l(st.mu);
     CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
     st.AddDenseCell(e, c, col, value);
   }

@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/spin_mutex.h"
 #include "client/table_state.h"
 #include "common/clock.h"
 #include "common/row.h"
@@ -268,8 +269,8 @@ struct alignas(64) CacheStripe {
 
   size_t Charge(const CacheEntry& e) const { return e.value.capacity() + kEntryOverheadBytes; }
 
-  std::mutex mu;
-  std::condition_variable cv;  // a value arrived or shard state changed
+  SpinMutex mu;
+  std::condition_variable_any cv;  // a value arrived or shard state changed
   EntryTable map;
   std::vector<CacheEntry*> ring;  // entries with a value
   size_t hand = 0;
