@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# tools/bench/run.sh [BUILD_DIR] — runs the seven benchmarks of issue 6, each
+# against a baseline in the same run, and prints one RATIO line per comparison
+# next to its target. Lines are also collected in BUILD_DIR/bench/ratios.txt.
+# Takes a few minutes on a 2-core machine. BENCH_QUICK=1 shortens runs.
+set -euo pipefail
+build=${1:-build}
+bin=$(cd "$build/bin" && pwd)
+out=$(mkdir -p "$build/bench" && cd "$build/bench" && pwd)
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+ratios=$out/ratios.txt
+: > "$ratios"
+export PACE_BENCH_OUT=$ratios
+min_time=${BENCH_QUICK:+--benchmark_min_time=0.2}
+echo "# machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r); $(date -u +%F)" | tee -a "$ratios"
+
+echo "=== 1, 2: client cache-hit Get and Inc (client_bench) ==="
+"$bin/client_bench" $min_time 2>/dev/null
+echo "=== 3: shard apply (storage_bench) ==="
+"$bin/storage_bench" 2>/dev/null
+echo "=== 4: push path over loopback (push_bench) ==="
+"$bin/push_bench" 2>/dev/null
+
+# Runs a command and prints the number before " <unit>/s" on its "# done:" line.
+rate() {
+  local unit=$1; shift
+  "$@" 2>&1 | awk -v u="$unit/s" '/^# done:/ { for (i = 1; i < NF; i++) if ($(i+1) == u) r = $i } END { print r + 0 }'
+}
+ratio_line() {  # ratio_line LABEL SUBJECT BASELINE TARGET
+  awk -v l="$1" -v s="$2" -v b="$3" -v t="$4" 'BEGIN {
+    r = (b > 0) ? s / b : 0
+    printf "RATIO %s: %.3f (%.0f vs %.0f; target >= %.2f) %s\n", l, r, s, b, t, (r >= t) ? "MET" : "MISSED" }' | tee -a "$ratios"
+}
+
+echo "=== 5: end-to-end MF, embedded, essp (pace_mf vs --baseline) ==="
+"$bin/pace_gen" ratings --users=20000 --items=5000 --rank=8 --ratings=1000000 --noise=0.5 \
+  --seed=3 --out="$work/ratings.txt" >/dev/null
+mf=("$bin/pace_mf" --train="$work/ratings.txt" --clocks=10 --consistency=essp)
+base=$(rate ratings "${mf[@]}" --baseline)
+one=$(rate ratings "${mf[@]}" --workers=1 --data_dir="$work/mf1")
+two=$(rate ratings "${mf[@]}" --workers=2 --data_dir="$work/mf2")
+ratio_line "5 MF ratings/s, 1 worker vs plain SGD loop" "$one" "$base" 0.5
+ratio_line "5 MF ratings/s, 2 workers vs plain SGD loop" "$two" "$base" 0.9
+
+echo "=== 6: end-to-end LDA, embedded, essp (pace_lda vs --baseline) ==="
+"$bin/pace_gen" corpus --docs=5000 --vocab=10000 --topics=50 --doc_len=150 --seed=2 \
+  --out_docword="$work/docword.txt" --out_vocab="$work/vocab.txt" >/dev/null
+lda=("$bin/pace_lda" --docword="$work/docword.txt" --topics=50 --clocks=5 --topics_out=0)
+base=$(rate tokens "${lda[@]}" --baseline)
+one=$(rate tokens "${lda[@]}" --workers=1 --data_dir="$work/lda1")
+two=$(rate tokens "${lda[@]}" --workers=2 --data_dir="$work/lda2")
+ratio_line "6 LDA tokens/s, 1 worker vs plain Gibbs loop" "$one" "$base" 0.5
+ratio_line "6 LDA tokens/s, 2 workers vs plain Gibbs loop" "$two" "$base" 0.9
+
+echo "=== 7: SSP vs ESSP, s = 4: time to a fixed training loss, share of time blocked ==="
+for model in ssp essp; do
+  "$bin/pace_mf" --train="$work/ratings.txt" --clocks=20 --workers=2 --consistency=$model \
+    --staleness=4 --straggler_ms=20 --straggler_prob=0.2 --data_dir="$work/s7-$model" \
+    --csv="$work/s7-$model.csv" >/dev/null 2>&1
+done
+# Target loss: the worse of the two final losses (both runs reach it).
+awk -F, 'FNR == 1 { next } { loss[FILENAME] = $3 } END { t = 0; for (f in loss) if (loss[f] > t) t = loss[f]; print t }' \
+  "$work/s7-ssp.csv" "$work/s7-essp.csv" > "$work/target"
+target=$(cat "$work/target")
+for model in ssp essp; do
+  awk -F, -v t="$target" -v m=$model 'FNR == 1 { next }
+    { n++; blocked += $7; if (!done && $3 <= t) { done = 1; secs = $2; clk = $1 } }
+    END { printf "%s: reached train loss %.5f at clock %d after %.2f s; blocked %.1f%% of the time on average\n", m, t, clk, secs, blocked / n }' \
+    "$work/s7-$model.csv" | tee -a "$ratios" | tee "$work/s7-$model.txt"
+done
+s_ssp=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "after") print $(i+1) }' "$work/s7-ssp.txt")
+s_essp=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "after") print $(i+1) }' "$work/s7-essp.txt")
+awk -v a="$s_ssp" -v b="$s_essp" 'BEGIN { printf "RATIO 7 time to target loss, SSP / ESSP (s=4): %.3f (>1: ESSP faster; no target)\n", (b > 0) ? a / b : 0 }' | tee -a "$ratios"
+
+echo
+echo "=== summary (also in $ratios) ==="
+grep '^RATIO' "$ratios"
