@@ -357,9 +357,10 @@ void RemoteShard::Impl::Close() {
   }
   // With the connection closed nothing is pending on io_: run() returns once
   // the cancelled handlers ran, releasing their references to conn_.
+  // conn_ itself stays until ~Impl (before io_), so that concurrent Send
+  // calls never see it change.
   work_.reset();
   thread_.join();
-  conn_.reset();
 }
 
 RemoteShard::RemoteShard(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
