@@ -223,6 +223,8 @@ class Client::Impl : public client::ChannelListener {
 
   client::TableState* RegisterTable(const TableSchema& schema);
   client::TableState* FindTableById(uint32_t id);
+  // The id of some open table, or 0.
+  uint32_t AnyTableId();
 
   // Constant after construction.
   const ClientOptions options_;

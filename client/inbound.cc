@@ -82,6 +82,14 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
     req = std::move(it->second);
     sh.requests.erase(it);
   }
+  if (req.rpc != nullptr) {  // a barrier probe, not a cache fill
+    NoteShardClock(k, r.version);
+    std::lock_guard<std::mutex> l(req.rpc->mu);
+    req.rpc->reply = std::move(r);
+    req.rpc->done = true;
+    req.rpc->cv.notify_all();
+    return;
+  }
   const auto* read = std::get_if<net::Read>(&req.msg);
   if (read == nullptr) {
     SetFatal(k, Status::Internal("ReadReply answers a request that was not a Read"));
