@@ -202,7 +202,7 @@ void CacheStripe::PurgeAcked(const RowKey& key, ClockT c) {
                              [c](const PendingDelta& p) { return p.sealed && p.clock <= c; });
   // Recycle one buffer for the row's next open delta (no allocation per
   // row per clock in steady state).
-  if (keep != pd.end() && !e->has_open && e->open.delta.capacity() == 0) {
+  if (keep != pd.end() && !e->has_open && e->open.delta.capacity() < pd.back().delta.capacity()) {
     e->open.delta.swap(pd.back().delta);
     e->open.delta.clear();
   }
