@@ -219,12 +219,20 @@ std::string ToString(const flatbuffers::String* s) {
   return s == nullptr ? std::string() : std::string(s->data(), s->size());
 }
 
+// The verifier checks vector starts for 4-byte alignment only, so vectors of
+// 8-byte elements are read with memcpy, never through typed pointers.
 template <typename T>
 void CopyVector(const flatbuffers::Vector<T>* v, std::vector<T>* out) {
   out->clear();
   if (v == nullptr || v->size() == 0) return;
   out->resize(v->size());
-  std::memcpy(out->data(), v->data(), v->size() * sizeof(T));
+  std::memcpy(out->data(), v->Data(), v->size() * sizeof(T));
+}
+
+fb::RowRef LoadRowRef(const flatbuffers::Vector<const fb::RowRef*>& refs, size_t i) {
+  fb::RowRef ref;
+  std::memcpy(static_cast<void*>(&ref), refs.Data() + i * sizeof(fb::RowRef), sizeof(ref));
+  return ref;
 }
 
 Status DecodeRows(const fb::Rows* rows, const char* field, std::vector<RowData>* out) {
@@ -235,7 +243,7 @@ Status DecodeRows(const fb::Rows* rows, const char* field, std::vector<RowData>*
   size_t n = refs == nullptr ? 0 : refs->size();
   size_t data_size = data == nullptr ? 0 : data->size();
   uint64_t total = 0;
-  for (size_t i = 0; i < n; ++i) total += refs->Get(i)->size();
+  for (size_t i = 0; i < n; ++i) total += LoadRowRef(*refs, i).size();
   if (total != data_size) {
     return Bad(std::string(field) + ": row sizes add up to " + std::to_string(total) +
                " bytes but the block holds " + std::to_string(data_size));
@@ -243,13 +251,13 @@ Status DecodeRows(const fb::Rows* rows, const char* field, std::vector<RowData>*
   out->resize(n);
   const char* p = data_size == 0 ? nullptr : reinterpret_cast<const char*>(data->data());
   for (size_t i = 0; i < n; ++i) {
-    const fb::RowRef* ref = refs->Get(i);
+    fb::RowRef ref = LoadRowRef(*refs, i);
     RowData& r = (*out)[i];
-    r.table = ref->table();
-    r.row = ref->row();
-    if (ref->size() > 0) {
-      r.bytes.assign(p, ref->size());
-      p += ref->size();
+    r.table = ref.table();
+    r.row = ref.row();
+    if (ref.size() > 0) {
+      r.bytes.assign(p, ref.size());
+      p += ref.size();
     }
   }
   return Status::OK();
