@@ -2,6 +2,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -50,10 +51,25 @@ class CollectingReporter : public benchmark::ConsoleReporter {
       }
       auto it = r.counters.find("items_per_second");
       if (it != r.counters.end()) m.items_per_second = it->second.value;
-      results[r.benchmark_name()] = m;
+      samples[r.benchmark_name()].push_back(m);
     }
   }
-  std::map<std::string, Measured> results;
+  // The median over repetitions of each benchmark (robust to a noisy machine).
+  std::map<std::string, Measured> Medians() const {
+    std::map<std::string, Measured> out;
+    for (const auto& [name, v] : samples) {
+      std::vector<double> t, r;
+      for (const Measured& m : v) {
+        t.push_back(m.real_time_ns);
+        r.push_back(m.items_per_second);
+      }
+      std::sort(t.begin(), t.end());
+      std::sort(r.begin(), r.end());
+      out[name] = Measured{t[t.size() / 2], r[r.size() / 2]};
+    }
+    return out;
+  }
+  std::map<std::string, std::vector<Measured>> samples;
 };
 
 // An exact name, else the first run whose name starts with `name` + "/" (so
@@ -76,15 +92,33 @@ void Pair(const std::string& label, const std::string& baseline, const std::stri
 }
 
 int RunAndReport(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
+  // Unless told otherwise: 5 repetitions, randomly interleaved, so a subject
+  // and its baseline see the same machine; ratios use the medians.
+  std::vector<char*> args(argv, argv + argc);
+  bool has_reps = false, has_interleave = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    has_reps |= a.rfind("--benchmark_repetitions", 0) == 0;
+    has_interleave |= a.rfind("--benchmark_enable_random_interleaving", 0) == 0;
+  }
+  static char reps[] = "--benchmark_repetitions=5";
+  static char interleave[] = "--benchmark_enable_random_interleaving=true";
+  static char no_aggregates[] = "--benchmark_report_aggregates_only=false";
+  if (!has_reps) args.push_back(reps);
+  if (!has_interleave) args.push_back(interleave);
+  args.push_back(no_aggregates);
+  int n = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  benchmark::Initialize(&n, args.data());
   CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  const std::map<std::string, Measured> medians = reporter.Medians();
   std::string lines;
   for (const PairSpec& p : Pairs()) {
-    auto b = Find(reporter.results, p.baseline);
-    auto s = Find(reporter.results, p.subject);
+    auto b = Find(medians, p.baseline);
+    auto s = Find(medians, p.subject);
     char buf[512];
-    if (b == reporter.results.end() || s == reporter.results.end()) {
+    if (b == medians.end() || s == medians.end()) {
       std::snprintf(buf, sizeof(buf), "RATIO %s: not run (filtered out or failed)\n",
                     p.label.c_str());
       lines += buf;

@@ -29,7 +29,8 @@ void Pair(const std::string& label, const std::string& baseline, const std::stri
 // Runs the registered benchmarks (honouring --benchmark_* flags), prints the
 // usual table, then one line per Pair:
 //   RATIO <label>: <ratio> (target <op> <target>) MET|MISSED
-// and appends the same lines to the file named by $PACE_BENCH_OUT if set.
+// (medians over repetitions, randomly interleaved unless --benchmark_* flags
+// say otherwise) and appends the same lines to the file named by $PACE_BENCH_OUT if set.
 // Returns 0 (a missed target is reported, not a failure).
 int RunAndReport(int argc, char** argv);
 
