@@ -169,6 +169,13 @@ int Run() {
     return 2;
   }
   if (!write_status.ok()) return apps::UsageError(kProgram, write_status);
+  if (!FLAGS_staleness_hist.empty()) {
+    s = apps::WriteStalenessHistogram(
+        client->Stats(),
+        {options.table_prefix + ".word_topic", options.table_prefix + ".topic_totals"},
+        FLAGS_staleness_hist);
+    if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--staleness_hist"));
+  }
   std::printf("# done: %llu tokens in %.3f s: %.0f tokens/s in this process\n",
               static_cast<unsigned long long>(summary.tokens), summary.seconds,
               summary.tokens_per_second);

@@ -25,11 +25,12 @@ DEFINE_double(test_fraction, 0.0,
               "hold out this fraction of --train as the test set (when --test is not given)");
 DEFINE_string(format, "auto", "input format: auto|csv|tsv|dat|plain");
 DEFINE_int32(rank, 16, "rank K of the user and item factors");
-DEFINE_double(lr, 0.02, "initial step size eta0; clock t uses eta0 / sqrt(t + 1)");
-DEFINE_double(lambda, 10, "l2 weight on the factors in the objective (see docs/apps.md)");
-DEFINE_double(bias_lambda, 5, "l2 weight on the user and item biases in the objective");
+DEFINE_double(lr, 0.08, "initial step size eta0; clock t uses eta0 / (t + 1)^lr_power");
+DEFINE_double(lr_power, 1.0, "step size decay exponent (0.5: eta0 / sqrt(t + 1))");
+DEFINE_double(lambda, 4, "l2 weight on the factors in the objective (see docs/apps.md)");
+DEFINE_double(bias_lambda, 10, "l2 weight on the user and item biases in the objective");
 DEFINE_bool(biases, true, "model a global mean and user and item biases");
-DEFINE_double(init_scale, 0.1, "factors start uniform in [-init_scale, init_scale)");
+DEFINE_double(init_scale, 0.01, "factors start uniform in [-init_scale, init_scale)");
 DEFINE_string(export, "", "write the learned factors as CSV into this directory at the end");
 DEFINE_string(table_prefix, "mf", "names of the tables: PREFIX.user, PREFIX.item, PREFIX.stats");
 
@@ -88,6 +89,7 @@ Status OptionsFromFlags(MfTrainOptions* o) {
   RETURN_IF_ERROR(apps::RunOptionsFromFlags(&o->run));
   o->rank = FLAGS_rank;
   o->lr = FLAGS_lr;
+  o->lr_power = FLAGS_lr_power;
   o->lambda = FLAGS_lambda;
   o->bias_lambda = FLAGS_bias_lambda;
   o->biases = FLAGS_biases;
@@ -109,6 +111,7 @@ int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWrit
   p.rank = o.rank;
   p.biases = o.biases;
   p.lr = o.lr;
+  p.lr_power = o.lr_power;
   p.lambda = o.lambda;
   p.bias_lambda = o.bias_lambda;
   p.minibatch = o.minibatch;
@@ -163,14 +166,16 @@ int Run() {
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
-  std::printf("# %s, client %u of %u, %d workers, %s, rank %d, lr %g, lambda %g%s\n",
-              client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
-              client->client_id(), client->num_clients(), options.run.workers,
-              apps::DescribeConsistency(options.run).c_str(), options.rank, options.lr,
-              options.lambda,
-              client->start_clock() > 0
-                  ? (", resuming at clock " + std::to_string(client->start_clock())).c_str()
-                  : "");
+  std::printf(
+      "# %s, client %u of %u, %d workers, %s, rank %d, lr %g/(t+1)^%g, lambda %g, bias_lambda "
+      "%g%s\n",
+      client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
+      client->client_id(), client->num_clients(), options.run.workers,
+      apps::DescribeConsistency(options.run).c_str(), options.rank, options.lr, options.lr_power,
+      options.lambda, options.bias_lambda,
+      client->start_clock() > 0
+          ? (", resuming at clock " + std::to_string(client->start_clock())).c_str()
+          : "");
   if (client->client_id() == 0 && client->start_clock() < options.run.clocks) report.PrintHeader();
   Status write_status;
   MfTrainSummary summary;
@@ -187,6 +192,12 @@ int Run() {
     return 2;
   }
   if (!write_status.ok()) return apps::UsageError(kProgram, write_status);
+  if (!FLAGS_staleness_hist.empty()) {
+    s = apps::WriteStalenessHistogram(client->Stats(),
+                                      {trainer.user_table().name(), trainer.item_table().name()},
+                                      FLAGS_staleness_hist);
+    if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--staleness_hist"));
+  }
   if (summary.start_clock >= options.run.clocks) {
     std::printf("# the job is already at clock %lld (--clocks=%lld): nothing to train\n",
                 static_cast<long long>(summary.start_clock),
@@ -235,6 +246,7 @@ int main(int argc, char** argv) {
       "SGD matrix factorization on PaceDB\n"
       "  pace_mf --train=FILE [--test=FILE | --test_fraction=F] [flags]   (see docs/apps.md)");
   pace::apps::QuietLibraryLogs();
+  pace::apps::SetFlagDefault("clocks", "60");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc > 1) {
     std::fprintf(stderr, "pace_mf: unexpected argument '%s'\n", argv[1]);

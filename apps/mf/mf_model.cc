@@ -22,6 +22,14 @@ RegWeights ComputeRegWeights(const MfDataset& data) {
   return w;
 }
 
+void SetFactorPenalties(const MfDataset& data, double lambda, SgdParams* p) {
+  const double n = static_cast<double>(data.train.size());
+  const double per_user = data.users.size() > 0 ? n / data.users.size() : 1.0;
+  const double per_item = data.items.size() > 0 ? n / data.items.size() : 1.0;
+  p->lambda_user = static_cast<float>(lambda / per_user);
+  p->lambda_item = static_cast<float>(lambda / per_item);
+}
+
 double BiasModel::Predict(uint32_t user, uint32_t item) const {
   double p = mean;
   if (user != IdMap::kUnknown && user < user_bias.size()) p += user_bias[user];
@@ -91,7 +99,7 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
   p.rank = o.rank;
   p.biases = o.biases;
   p.mean = static_cast<float>(data.mean);
-  p.lambda = static_cast<float>(o.lambda);
+  SetFactorPenalties(data, o.lambda, &p);
   p.bias_lambda = static_cast<float>(o.bias_lambda);
   const std::vector<float> zero_row(width, 0.0f);
   auto predict = [&](const Rating& r) -> double {
@@ -103,7 +111,7 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
   PlainMfSummary summary;
   const auto start = Clock::now();
   for (int64_t clock = 0; clock < o.clocks; ++clock) {
-    p.lr = static_cast<float>(StepSize(o.lr, clock));
+    p.lr = static_cast<float>(StepSize(o.lr, clock, o.lr_power));
     Window w = MinibatchWindow(order.size(), o.minibatch, clock);
     double sq = 0;
     for (size_t j = 0; j < w.count; ++j) {

@@ -8,12 +8,20 @@
 //   [f_0 .. f_{K-1}, b]   (width K + 1 with biases, K without).
 // Objective (MAP with Gaussian priors):
 //   sum over ratings of (r - prediction)^2
-//     + lambda * (sum_u |U_u|^2 + sum_i |V_i|^2) + bias_lambda * (sum b_u^2 + sum b_i^2).
-// SGD visits one rating at a time, so each step carries 1/n_u of user u's
-// penalty and 1/n_i of item i's (n = the row's number of training ratings):
-// users and items with few ratings are regularized relatively more, which is
-// what keeps sparse data (e.g. InstEval) from overfitting. Step size
-// lr_t = lr / sqrt(t), t = clock + 1.
+//     + lambda * (sum_u (n_u / n_U) |U_u|^2 + sum_i (n_i / n_I) |V_i|^2)
+//     + bias_lambda * (sum_u b_u^2 + sum_i b_i^2)
+// with n_u the number of training ratings of user u and n_U its mean over the
+// users (n_i, n_I likewise for items). SGD visits one rating at a time, so
+// each step carries 1/n_u of row u's terms: lambda / n_U of the factor
+// penalty (the same for every rating) and bias_lambda / n_u of the bias
+// penalty.
+// The factor penalty is the weighted trace norm (Salakhutdinov & Srebro,
+// "Collaborative filtering in a non-uniform world", 2010): a row's prior
+// strength grows with how often it is rated, so heavily rated rows cannot
+// fit their noise; on data where every row has about the same number of
+// ratings it equals a plain lambda per row. The biases keep bias_lambda per
+// row, as the bias baseline's regularized averages do.
+// Step size lr_t = lr / (clock + 1)^lr_power.
 //
 // Everything here is a plain function of its inputs; thread-compatible.
 #ifndef PACE_APPS_MF_MF_MODEL_H_
@@ -38,7 +46,9 @@ struct SgdParams {
   bool biases = true;
   float mean = 0;  // used only with biases
   float lr = 0.01f;
-  float lambda = 10.0f;
+  // Per-step factor penalties lambda / n_U and lambda / n_I (FactorPenalties).
+  float lambda_user = 0.1f;
+  float lambda_item = 0.1f;
   float bias_lambda = 5.0f;
 };
 
@@ -56,10 +66,10 @@ inline float Predict(const float* u, const float* v, const SgdParams& p) {
 
 // One SGD step on one rating; updates both rows in place and returns the
 // error (rating - prediction) before the step. `wu` and `wv` are the rows'
-// penalty shares 1/n_u and 1/n_i (see RegWeights).
+// bias penalty shares 1/n_u and 1/n_i (see RegWeights).
 inline float SgdUpdate(float* u, float* v, float rating, float wu, float wv, const SgdParams& p) {
   const float e = rating - Predict(u, v, p);
-  const float lr = p.lr, lu = p.lambda * wu, lv = p.lambda * wv;
+  const float lr = p.lr, lu = p.lambda_user, lv = p.lambda_item;
   for (int f = 0; f < p.rank; ++f) {
     const float uf = u[f], vf = v[f];
     u[f] = uf + lr * (e * vf - lu * uf);
@@ -72,18 +82,22 @@ inline float SgdUpdate(float* u, float* v, float rating, float wu, float wv, con
   return e;
 }
 
-// Per-row penalty shares: 1 / (number of training ratings of the row).
+// Per-row bias penalty shares: 1 / (number of training ratings of the row).
 struct RegWeights {
   std::vector<float> user;
   std::vector<float> item;
 };
 RegWeights ComputeRegWeights(const MfDataset& data);
 
+// Sets p->lambda_user and p->lambda_item to lambda / (mean ratings per user)
+// and lambda / (mean ratings per item) of the training data.
+void SetFactorPenalties(const MfDataset& data, double lambda, SgdParams* p);
+
 inline float Clip(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
-// lr0 / sqrt(clock + 1).
-inline double StepSize(double lr0, int64_t clock) {
-  return lr0 / std::sqrt(static_cast<double>(clock) + 1.0);
+// lr0 / (clock + 1)^power.
+inline double StepSize(double lr0, int64_t clock, double power) {
+  return lr0 * std::pow(static_cast<double>(clock) + 1.0, -power);
 }
 
 using apps::MinibatchWindow;
@@ -114,15 +128,16 @@ std::optional<double> Rmse(const std::vector<Rating>& test, float lo, float hi,
 struct PlainMfOptions {
   int rank = 16;
   bool biases = true;
-  double lr = 0.02;
-  double lambda = 10;
-  double bias_lambda = 5;
+  double lr = 0.08;
+  double lr_power = 1.0;
+  double lambda = 4;
+  double bias_lambda = 10;
   double minibatch = 1.0;
   int64_t clocks = 20;
   int64_t eval_every = 1;
   uint64_t seed = 1;
   // Factors start uniform in [-init_scale, init_scale).
-  double init_scale = 0.1;
+  double init_scale = 0.01;
 };
 
 struct MfClockResult {

@@ -17,17 +17,18 @@ TEST(SgdTest, UpdateMatchesHandComputation) {
   p.biases = true;
   p.mean = 3.0f;
   p.lr = 0.1f;
-  p.lambda = 0.5f;
+  p.lambda_user = 0.5f;
+  p.lambda_item = 0.25f;
   p.bias_lambda = 2.0f;
   float u[3] = {1.0f, 2.0f, 0.5f};
   float v[3] = {0.5f, -1.0f, -0.25f};
   // prediction = 3 + 0.5 - 0.25 + (0.5 - 2) = 1.75; rating 4 -> e = 2.25
   EXPECT_FLOAT_EQ(Predict(u, v, p), 1.75f);
-  // Penalty shares: the user has 2 ratings (1/2), the item 4 (1/4).
+  // Bias penalty shares: the user has 2 ratings (1/2), the item 4 (1/4).
   float e = SgdUpdate(u, v, 4.0f, 0.5f, 0.25f, p);
   EXPECT_FLOAT_EQ(e, 2.25f);
-  EXPECT_FLOAT_EQ(u[0], 1.0f + 0.1f * (2.25f * 0.5f - 0.25f * 1.0f));
-  EXPECT_FLOAT_EQ(v[1], -1.0f + 0.1f * (2.25f * 2.0f - 0.125f * -1.0f));
+  EXPECT_FLOAT_EQ(u[0], 1.0f + 0.1f * (2.25f * 0.5f - 0.5f * 1.0f));
+  EXPECT_FLOAT_EQ(v[1], -1.0f + 0.1f * (2.25f * 2.0f - 0.25f * -1.0f));
   EXPECT_FLOAT_EQ(u[2], 0.5f + 0.1f * (2.25f - 1.0f * 0.5f));
   EXPECT_FLOAT_EQ(v[2], -0.25f + 0.1f * (2.25f + 0.5f * 0.25f));
 
@@ -47,9 +48,22 @@ TEST(SgdTest, RegWeightsAreInverseCounts) {
   EXPECT_FLOAT_EQ(w.item[d.items.Find(2)], 1.0f / 3);
 }
 
+// The factor penalty per step is lambda over the mean number of ratings per
+// row: 4 ratings of 3 users and 2 items.
+TEST(SgdTest, FactorPenaltiesUseMeanCounts) {
+  MfDataset d;
+  ASSERT_TRUE(BuildDataset({{1, 1, 1}, {1, 2, 1}, {2, 2, 1}, {3, 2, 1}}, {}, 0, 1, &d).ok());
+  SgdParams p;
+  SetFactorPenalties(d, 2.0, &p);
+  EXPECT_FLOAT_EQ(p.lambda_user, 2.0f * 3 / 4);
+  EXPECT_FLOAT_EQ(p.lambda_item, 2.0f / 2);
+}
+
 TEST(SgdTest, StepSizeAndClip) {
-  EXPECT_DOUBLE_EQ(StepSize(0.1, 0), 0.1);
-  EXPECT_DOUBLE_EQ(StepSize(0.1, 3), 0.05);
+  EXPECT_DOUBLE_EQ(StepSize(0.1, 0, 0.5), 0.1);
+  EXPECT_DOUBLE_EQ(StepSize(0.1, 3, 0.5), 0.05);
+  EXPECT_DOUBLE_EQ(StepSize(0.1, 3, 1.0), 0.025);
+  EXPECT_DOUBLE_EQ(StepSize(0.1, 9, 0.0), 0.1);
   EXPECT_EQ(Clip(7, 1, 5), 5);
   EXPECT_EQ(Clip(-1, 1, 5), 1);
 }
@@ -120,6 +134,8 @@ TEST(PlainMfTest, FitsTinyLowRankMatrix) {
   o.rank = 4;
   o.biases = false;
   o.lr = 0.1;
+  o.lr_power = 0.5;
+  o.init_scale = 0.1;
   o.lambda = 0.01;
   o.clocks = 300;
   o.eval_every = 1000;

@@ -21,6 +21,9 @@ Status ValidateMfOptions(const MfTrainOptions& o) {
   RETURN_IF_ERROR(apps::ValidateRunOptions(o.run));
   if (o.rank < 1 || o.rank > 4096) return Status::InvalidArgument("--rank must be in [1, 4096]");
   if (!(o.lr > 0) || !std::isfinite(o.lr)) return Status::InvalidArgument("--lr must be > 0");
+  if (!(o.lr_power >= 0 && o.lr_power <= 2)) {
+    return Status::InvalidArgument("--lr_power must be in [0, 2]");
+  }
   if (!(o.lambda >= 0) || !std::isfinite(o.lambda)) {
     return Status::InvalidArgument("--lambda must be >= 0");
   }
@@ -127,7 +130,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   p.rank = options_.rank;
   p.biases = options_.biases;
   p.mean = static_cast<float>(data_->mean);
-  p.lambda = static_cast<float>(options_.lambda);
+  SetFactorPenalties(*data_, options_.lambda, &p);
   p.bias_lambda = static_cast<float>(options_.bias_lambda);
 
   Status load_status;
@@ -180,7 +183,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   for (ClockT c = worker->clock(); c < sh->end_clock; c = worker->clock()) {
     if (failed.load()) return Status::Aborted("another worker failed");
     apps::MaybeStraggle(run, client_->client_id(), w, c);
-    p.lr = static_cast<float>(StepSize(options_.lr, c));
+    p.lr = static_cast<float>(StepSize(options_.lr, c, options_.lr_power));
     const Window win = MinibatchWindow(part.size(), options_.minibatch, c);
     double train_sq = 0;
     for (size_t j = 0; j < win.count; ++j) {

@@ -35,15 +35,17 @@ namespace mf {
 
 struct MfTrainOptions {
   apps::RunOptions run;
-  // Defaults: rank 16, lr 0.02, lambda 10, bias_lambda 5, biases on,
-  // minibatch 1.0, init_scale 0.1, table prefix "mf".
+  // Defaults: rank 16, lr 0.08, lr_power 1, lambda 4, bias_lambda 10,
+  // biases on, minibatch 1.0, init_scale 0.01, table prefix "mf"
+  // (docs/apps.md says why).
   int rank = 16;
-  double lr = 0.02;
-  double lambda = 10;
-  double bias_lambda = 5;
+  double lr = 0.08;
+  double lr_power = 1.0;
+  double lambda = 4;
+  double bias_lambda = 10;
   bool biases = true;
   double minibatch = 1.0;
-  double init_scale = 0.1;
+  double init_scale = 0.01;
   std::string table_prefix = "mf";
   // If set, client 0 writes the learned factors here after the last clock
   // (see Export). Default: empty.

@@ -24,6 +24,9 @@ DEFINE_bool(resume, false, "continue the job stored in the data dir / servers");
 DEFINE_int64(eval_every, 1, "evaluate every N clocks (and at the last clock)");
 DEFINE_int64(straggler_ms, 0, "experiments: delay a worker's clock by this many ms ...");
 DEFINE_double(straggler_prob, 0.25, "... with this probability per worker per clock");
+DEFINE_string(staleness_hist, "",
+              "at the end, write this process's read-staleness histogram of the model tables "
+              "(table,staleness,count) to this CSV file");
 DEFINE_bool(skip_bad_lines, false, "skip (and count) malformed input lines instead of failing");
 DEFINE_double(minibatch, 1.0, "fraction of each worker's data processed per clock, in (0, 1]");
 DEFINE_bool(baseline, false,

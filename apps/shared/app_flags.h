@@ -2,8 +2,8 @@
 // --consistency, --staleness, --workers, --clocks, --data_dir, --servers,
 // --client_id, --num_clients, --token_file, --cache_mb, --block_cache_mb,
 // --csv, --seed, --resume, plus --eval_every, --straggler_ms,
-// --straggler_prob, --skip_bad_lines, --minibatch, --baseline), and their
-// conversion into RunOptions and ClientOptions.
+// --straggler_prob, --staleness_hist, --skip_bad_lines, --minibatch,
+// --baseline), and their conversion into RunOptions and ClientOptions.
 #ifndef PACE_APPS_SHARED_APP_FLAGS_H_
 #define PACE_APPS_SHARED_APP_FLAGS_H_
 
@@ -32,6 +32,7 @@ DECLARE_bool(resume);
 DECLARE_int64(eval_every);
 DECLARE_int64(straggler_ms);
 DECLARE_double(straggler_prob);
+DECLARE_string(staleness_hist);
 DECLARE_bool(skip_bad_lines);
 DECLARE_double(minibatch);
 DECLARE_bool(baseline);

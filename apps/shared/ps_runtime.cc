@@ -1,7 +1,11 @@
 #include "apps/shared/ps_runtime.h"
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -225,6 +229,25 @@ Status StatsRowReader::Finish(Worker* worker, ClockT end_clock, const RowFn& fn)
     }
     ++next_;
   }
+  return Status::OK();
+}
+
+Status WriteStalenessHistogram(const ClientStats& stats, const std::vector<std::string>& tables,
+                               const std::string& path) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "w"), &std::fclose);
+  if (!f) return Status::IOError("cannot write '" + path + "': " + std::strerror(errno));
+  std::fputs("table,staleness,count\n", f.get());
+  for (const std::string& name : tables) {
+    for (const TableStats& t : stats.tables) {
+      if (t.name != name) continue;
+      for (size_t k = 0; k < t.staleness_hist.size(); ++k) {
+        std::fprintf(f.get(), "%s,%zu,%llu\n", name.c_str(), k,
+                     static_cast<unsigned long long>(t.staleness_hist[k]));
+      }
+    }
+  }
+  if (std::ferror(f.get())) return Status::IOError("writing '" + path + "' failed");
+  if (std::fclose(f.release()) != 0) return Status::IOError("closing '" + path + "' failed");
   return Status::OK();
 }
 

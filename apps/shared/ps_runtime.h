@@ -135,6 +135,14 @@ class StatsRowReader {
   ClockT next_;
 };
 
+// Writes this process's read-staleness histograms of the named tables (from
+// Client::Stats()) to `path` as CSV: a header "table,staleness,count", then
+// one line per bucket of each table in `tables` order: staleness 0..s, and
+// s + 1 meaning "more than s" (only async tables count there). Tables not in
+// `stats` are skipped. IOError if the file cannot be written.
+Status WriteStalenessHistogram(const ClientStats& stats, const std::vector<std::string>& tables,
+                               const std::string& path);
+
 // Seconds since `start` on the steady clock.
 double SecondsSince(int64_t start_ns);
 int64_t NowNs();

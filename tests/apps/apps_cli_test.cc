@@ -88,15 +88,10 @@ class AppsCliTest : public ::testing::Test {
                        "--out_vocab=" + Path("vocab.txt")});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
+  // The default model and schedule (rank 16, ...), for 40 clocks.
   std::vector<std::string> MfArgs(const std::string& data_dir) {
-    return {"pace_mf",
-            "--train=" + Path("train.txt"),
-            "--test=" + Path("test.txt"),
-            "--data_dir=" + data_dir,
-            "--rank=4",
-            "--lambda=2",
-            "--lr=0.03",
-            "--clocks=40"};
+    return {"pace_mf", "--train=" + Path("train.txt"), "--test=" + Path("test.txt"),
+            "--data_dir=" + data_dir, "--clocks=40"};
   }
 
   TempDir dir_;
@@ -130,6 +125,8 @@ TEST_F(AppsCliTest, MfEmbeddedWritesTheCsvContractAndExports) {
   std::vector<std::string> args = MfArgs(Path("data"));
   args.push_back("--csv=" + Path("mf.csv"));
   args.push_back("--export=" + Path("model"));
+  args.push_back("--staleness=2");
+  args.push_back("--staleness_hist=" + Path("hist.csv"));
   RunResult r = Run(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("# bias baseline (mean + user + item biases): test RMSE"), std::string::npos)
@@ -146,8 +143,25 @@ TEST_F(AppsCliTest, MfEmbeddedWritesTheCsvContractAndExports) {
   EXPECT_LT(rmse, 0.55);
   std::vector<std::string> users = Lines(ReadFile(Path("model/user_factors.csv")));
   ASSERT_EQ(users.size(), 601u);
-  EXPECT_EQ(users[0], "id,f0,f1,f2,f3,bias");
-  EXPECT_NE(ReadFile(Path("model/model.txt")).find("rank=4"), std::string::npos);
+  std::string header = "id";
+  for (int k = 0; k < 16; ++k) header += ",f" + std::to_string(k);
+  EXPECT_EQ(users[0], header + ",bias");
+  EXPECT_NE(ReadFile(Path("model/model.txt")).find("rank=16"), std::string::npos);
+  // The client's staleness histogram of both factor tables: buckets 0..s and
+  // "more than s" (s + 1), which essp never uses.
+  std::vector<std::string> hist = Lines(ReadFile(Path("hist.csv")));
+  ASSERT_EQ(hist.size(), 1u + 2 * 4) << ReadFile(Path("hist.csv"));
+  EXPECT_EQ(hist[0], "table,staleness,count");
+  uint64_t reads = 0;
+  for (size_t i = 1; i < hist.size(); ++i) {
+    const std::string table = i <= 4 ? "mf.user" : "mf.item";
+    const std::string prefix = table + "," + std::to_string((i - 1) % 4) + ",";
+    ASSERT_EQ(hist[i].substr(0, prefix.size()), prefix) << hist[i];
+    const uint64_t count = std::stoull(hist[i].substr(prefix.size()));
+    if ((i - 1) % 4 == 3) EXPECT_EQ(count, 0u) << hist[i];
+    reads += count;
+  }
+  EXPECT_GT(reads, 0u);
 
   // A second fresh run on the same data dir refuses to reuse the stored job.
   r = Run(MfArgs(Path("data")));
