@@ -138,9 +138,10 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
   };
 
   const bool reporter = client_->client_id() == 0 && w == 0;
-  std::unique_ptr<apps::StatsRowReader> reader;
+  // Every worker reads the completed stats rows, so that the reporting
+  // worker does not fall behind the others (see pace_mf's trainer).
   std::vector<double> clock_end_seconds;
-  if (reporter) reader = std::make_unique<apps::StatsRowReader>(st, run, 0);
+  apps::StatsRowReader reader(st, run, 0);
   auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
     const double* app = row.data() + MeasureCols::kCount;
     LdaReport rep;
@@ -183,7 +184,10 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     RETURN_IF_ERROR(worker->Clock());
     if (reporter) {
       clock_end_seconds.push_back(apps::SecondsSince(sh->start_ns));
-      RETURN_IF_ERROR(reader->Poll(worker, emit));
+      RETURN_IF_ERROR(reader.Poll(worker, emit));
+    } else {
+      RETURN_IF_ERROR(
+          reader.Poll(worker, [](ClockT, const std::vector<double>&) { return Status::OK(); }));
     }
     return Status::OK();
   };
@@ -247,7 +251,7 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     RETURN_IF_ERROR(end_clock(static_cast<double>(tokens), ll_doc, ll_word));
   }
   if (!reporter) return Status::OK();
-  RETURN_IF_ERROR(reader->Finish(worker, sh->end_clock, emit));
+  RETURN_IF_ERROR(reader.Finish(worker, sh->end_clock, emit));
   if (options_.collect_model) {
     RETURN_IF_ERROR(ReadWordTopic(worker, sh->end_clock, &sh->word_topic, &sh->stale_rows));
   }

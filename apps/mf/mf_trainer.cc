@@ -154,9 +154,14 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   };
 
   const bool reporter = client_->client_id() == 0 && w == 0;
-  std::unique_ptr<apps::StatsRowReader> reader;
+  // Every worker reads the completed stats rows (only worker 0 of client 0
+  // reports them): reading an uncached row is a round trip to its shard, and
+  // if one worker paid it every clock, it would fall behind the others, which
+  // ssp/essp let run up to s clocks ahead (the others then read rows up to s
+  // clocks old). The first reader of a row fetches it; the others mostly hit
+  // the process cache.
   std::vector<double> clock_end_seconds;  // of this worker, by clock - start_clock
-  if (reporter) reader = std::make_unique<apps::StatsRowReader>(st, run, sh->start_clock);
+  apps::StatsRowReader reader(st, run, sh->start_clock);
   auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
     const double* app = row.data() + MeasureCols::kCount;
     MfReport rep;
@@ -224,14 +229,22 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     app[MfStatsCols::kTestN] = test_n;
     RETURN_IF_ERROR(worker->Inc(st, static_cast<uint64_t>(c), cols.data()));
     RETURN_IF_ERROR(worker->Clock());
+    // Every worker of every process starts the next clock together: processes
+    // start at different times (reading the input), and under ssp/essp
+    // nothing pulls a process that started first back from up to s clocks
+    // ahead, which would show up as read staleness of up to s throughout.
+    if (c == sh->start_clock && c + 1 < sh->end_clock) RETURN_IF_ERROR(worker->GlobalBarrier());
     sh->ratings += win.count;
     if (reporter) {
       clock_end_seconds.push_back(apps::SecondsSince(sh->start_ns));
-      RETURN_IF_ERROR(reader->Poll(worker, emit));
+      RETURN_IF_ERROR(reader.Poll(worker, emit));
+    } else {
+      RETURN_IF_ERROR(
+          reader.Poll(worker, [](ClockT, const std::vector<double>&) { return Status::OK(); }));
     }
   }
   if (!reporter) return Status::OK();
-  RETURN_IF_ERROR(reader->Finish(worker, sh->end_clock, emit));
+  RETURN_IF_ERROR(reader.Finish(worker, sh->end_clock, emit));
   if (!options_.export_dir.empty()) {
     RETURN_IF_ERROR(Export(worker, options_.export_dir, sh->end_clock, &sh->export_stale_rows));
   }
