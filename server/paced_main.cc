@@ -1,8 +1,8 @@
 // paced: a PaceDB shard server.
 //
 //   paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 --num_shards=1 --num_clients=N
-//         [--token_file=F] [--sync] [--block_cache_mb=M] [--max_frame_mb=M]
-//         [--checkpoint_every=K]
+//         [--token_file=F] [--sync] [--block_cache_mb=M] [--row_cache_mb=M]
+//         [--max_frame_mb=M] [--checkpoint_every=K]
 //
 // SIGTERM/SIGINT: stop accepting, finish in-flight writes, close RocksDB, exit 0.
 #include <gflags/gflags.h>
@@ -34,6 +34,9 @@ DEFINE_string(token_file, "", "file holding the job's shared secret; empty: no t
 DEFINE_bool(sync, false, "fsync the write-ahead log before acknowledging each batch");
 DEFINE_uint32(block_cache_mb, 256, "RocksDB block cache size, MiB");
 DEFINE_uint32(write_buffer_mb, 64, "RocksDB memtable size, MiB");
+DEFINE_uint32(row_cache_mb, 256,
+              "in-memory cache of materialized row values (hot rows skip RocksDB's "
+              "merge-on-read), MiB; 0 disables it");
 DEFINE_uint32(max_frame_mb, 64, "largest accepted frame, MiB");
 DEFINE_int32(io_threads, 2, "network I/O threads");
 DEFINE_int64(holdback_warn_ms, 10000,
@@ -69,6 +72,8 @@ Status ValidateFlags() {
   }
   if (FLAGS_block_cache_mb == 0) return Status::InvalidArgument("--block_cache_mb must be >= 1");
   if (FLAGS_write_buffer_mb == 0) return Status::InvalidArgument("--write_buffer_mb must be >= 1");
+  if (FLAGS_row_cache_mb > (1u << 24))
+    return Status::InvalidArgument("--row_cache_mb is too large");
   if (FLAGS_max_frame_mb == 0 || FLAGS_max_frame_mb > 1024) {
     return Status::InvalidArgument("--max_frame_mb must be in [1, 1024]");
   }
@@ -162,6 +167,7 @@ int Run() {
   options.store.sync = FLAGS_sync;
   options.store.block_cache_mb = FLAGS_block_cache_mb;
   options.store.write_buffer_mb = FLAGS_write_buffer_mb;
+  options.store.row_cache_mb = FLAGS_row_cache_mb;
 
   // Block the signals before any thread starts so only sigtimedwait sees them.
   sigset_t signals;

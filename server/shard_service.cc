@@ -213,6 +213,12 @@ net::StatsReply ShardService::Stats() const {
   add("delta_bytes_in", counters_.delta_bytes_in);
   add("value_bytes_out", counters_.value_bytes_out);
   add("request_errors", counters_.request_errors);
+  const RowCacheStats cache = store_->row_cache_stats();
+  r.counters.emplace_back("row_cache_hits", static_cast<int64_t>(cache.hits));
+  r.counters.emplace_back("row_cache_misses", static_cast<int64_t>(cache.misses));
+  r.counters.emplace_back("row_cache_evictions", static_cast<int64_t>(cache.evictions));
+  r.counters.emplace_back("row_cache_rows", static_cast<int64_t>(cache.entries));
+  r.counters.emplace_back("row_cache_bytes", static_cast<int64_t>(cache.bytes));
   std::lock_guard<std::mutex> lock(mu_);
   r.shard_clock = clocks_.Min();
   r.applied_clocks = clocks_.clocks();

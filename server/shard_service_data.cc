@@ -10,6 +10,13 @@
 
 namespace pace {
 
+namespace {
+
+// Rows reserved up front in one Push (messages are cut by bytes anyway).
+constexpr size_t kMaxReservedPushRows = size_t{1} << 16;
+
+}  // namespace
+
 Status ShardService::CheckPlacement(uint32_t table, uint64_t row) const {
   if (!options_.check_placement || num_shards_ <= 1) return Status::OK();
   uint32_t owner = ShardOf(table, row, num_shards_);
@@ -170,6 +177,14 @@ void ShardService::PushToSubscribers(Version clock) {
     begin = end;
   }
 
+  // Each value is copied into the pushes of all but the last subscriber that
+  // gets it, and moved into that one's.
+  std::vector<uint32_t> uses(n, 0);
+  for (const PushPlan::Entry& entry : plan.subscribers) {
+    if (sessions_.count(entry.subscriber) == 0) continue;
+    for (uint32_t i : entry.row_indices) ++uses[i];
+  }
+
   int64_t rows_pushed = 0, pushes = 0, push_dones = 0, bytes_out = 0;
   for (const PushPlan::Entry& entry : plan.subscribers) {
     auto it = sessions_.find(entry.subscriber);
@@ -180,6 +195,7 @@ void ShardService::PushToSubscribers(Version clock) {
     // subscriber's PushDone and retry the row at the next advance.
     bool complete = true;
     net::Push push{clock, applied, {}};
+    push.rows.reserve(std::min(entry.row_indices.size(), kMaxReservedPushRows));
     size_t push_bytes = 0;
     for (uint32_t i : entry.row_indices) {
       if (!read_ok[i]) {
@@ -187,14 +203,20 @@ void ShardService::PushToSubscribers(Version clock) {
         subs_.MarkDirty(plan.rows[i]);
         continue;
       }
-      push.rows.push_back(net::RowData{plan.rows[i].table, plan.rows[i].row, values[i]});
       push_bytes += values[i].size();
+      if (--uses[i] == 0) {
+        push.rows.push_back(
+            net::RowData{plan.rows[i].table, plan.rows[i].row, std::move(values[i])});
+      } else {
+        push.rows.push_back(net::RowData{plan.rows[i].table, plan.rows[i].row, values[i]});
+      }
       if (push_bytes >= options_.max_push_bytes) {
         rows_pushed += static_cast<int64_t>(push.rows.size());
         bytes_out += static_cast<int64_t>(push_bytes);
         ++pushes;
         s->Send(std::move(push));
         push = net::Push{clock, applied, {}};
+        push.rows.reserve(std::min(entry.row_indices.size(), kMaxReservedPushRows));
         push_bytes = 0;
       }
     }

@@ -131,6 +131,7 @@ class RowAddMergeOperator : public rocksdb::MergeOperator {
                     const rocksdb::Slice& right, std::string* new_value,
                     rocksdb::Logger* logger) const override {
     try {
+      if (!MayMergePartially(View(left))) return false;
       std::vector<std::string_view> ops = {View(left), View(right)};
       return MergeTagged(nullptr, ops, new_value).ok();
     } catch (...) {
@@ -143,10 +144,25 @@ class RowAddMergeOperator : public rocksdb::MergeOperator {
   bool PartialMergeMulti(const rocksdb::Slice& key, const std::deque<rocksdb::Slice>& ops,
                          std::string* new_value, rocksdb::Logger* logger) const override {
     try {
+      if (ops.empty() || !MayMergePartially(View(ops[0]))) return false;
       return MergeTagged(nullptr, ops, new_value).ok();
     } catch (...) {
       return false;
     }
+  }
+
+ private:
+  // Float rows are never merged partially: a partial merge sums a run of
+  // operands before the base is added, (b + (d1 + d2)), which may differ in
+  // the last bits from b + d1 + d2 added in order. Declining keeps every
+  // stored float sum the in-order sum of its deltas, whatever flushes and
+  // compactions did, which the row cache relies on (docs/storage-format.md
+  // section 6). Integer additions wrap and are associative: merged.
+  static bool MayMergePartially(std::string_view first) {
+    RowKind kind;
+    ElementType type;
+    return !first.empty() && ParseRowTag(static_cast<uint8_t>(first[0]), &kind, &type) &&
+           IsIntegral(type);
   }
 };
 

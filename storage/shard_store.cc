@@ -52,6 +52,9 @@ Status ValidateOptions(const ShardStoreOptions& o) {
     return Status::InvalidArgument("block_cache_mb is too large: " +
                                    std::to_string(o.block_cache_mb));
   }
+  if (o.row_cache_mb > (1u << 24)) {
+    return Status::InvalidArgument("row_cache_mb is too large: " + std::to_string(o.row_cache_mb));
+  }
   return Status::OK();
 }
 
@@ -71,7 +74,11 @@ int64_t NowUnixMs() {
 // --- Impl: open ---------------------------------------------------------------
 
 ShardStore::Impl::Impl(const ShardStoreOptions& options, std::string dir, ShardIdentity identity)
-    : options_(options), dir_(std::move(dir)), identity_(identity) {
+    : options_(options),
+      dir_(std::move(dir)),
+      identity_(identity),
+      row_cache_(options.row_cache_mb > 0 ? std::make_unique<RowCache>(options.row_cache_mb << 20)
+                                          : nullptr) {
   write_options_.sync = options_.sync;
   write_options_.disableWAL = false;
 }
@@ -398,7 +405,15 @@ Status ShardStore::Impl::DropTable(const std::string& name) {
   b.DeleteRange(sf::TableRowsBegin(id), sf::TableRowsEnd(id));
   rocksdb::WriteOptions wo;
   wo.sync = true;
+  // No cache fill may run between the delete and the invalidation.
+  std::unique_lock<std::mutex> apply_lock(apply_mu_, std::defer_lock);
+  if (row_cache_ != nullptr) apply_lock.lock();
   RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "drop table '" + name + "'"));
+  if (row_cache_ != nullptr) {
+    by_id_.at(id)->dropped = true;
+    std::lock_guard<std::mutex> cache_lock(cache_mu_);
+    row_cache_->EraseTable(id);
+  }
   by_id_.erase(id);
   by_name_.erase(it);
   return Status::OK();
@@ -468,6 +483,7 @@ ShardStore::~ShardStore() = default;
 const ShardIdentity& ShardStore::identity() const { return impl_->identity(); }
 const std::string& ShardStore::dir() const { return impl_->dir(); }
 bool ShardStore::read_only() const { return impl_->read_only(); }
+RowCacheStats ShardStore::row_cache_stats() const { return impl_->row_cache_stats(); }
 
 Status ShardStore::CreateTable(const TableSchema& schema, TableSchema* created) {
   return impl_->CreateTable(schema, created);

@@ -35,6 +35,11 @@ struct ShardStoreOptions {
   size_t write_buffer_mb = 64;
   // Number of memtables kept before writes stall. Default: 3.
   int max_write_buffer_number = 3;
+  // Budget of the in-memory row cache, in MiB: the materialized values of
+  // recently read rows, kept exactly equal to the stored ones by ApplyBatch
+  // (write-through), so reads of hot rows skip RocksDB's merge-on-read.
+  // 0 disables it. Default: 256.
+  size_t row_cache_mb = 256;
   // fsync the WAL before ApplyBatch returns. Default: false (WAL written, not synced).
   bool sync = false;
   // Open for inspection only; may run beside a writer process (RocksDB
@@ -64,6 +69,16 @@ struct RowDelta {
   uint32_t table = 0;
   uint64_t row = 0;
   std::string_view bytes;
+};
+
+// Counters of the row cache (ShardStoreOptions::row_cache_mb).
+struct RowCacheStats {
+  uint64_t capacity_bytes = 0;  // 0: disabled
+  uint64_t bytes = 0;           // charged bytes now cached
+  uint64_t entries = 0;         // rows now cached
+  uint64_t hits = 0;            // rows read from the cache
+  uint64_t misses = 0;          // rows read from RocksDB
+  uint64_t evictions = 0;
 };
 
 // What a checkpoint's manifest records (file "PACE-CHECKPOINT" in its dir).
@@ -122,7 +137,10 @@ class ShardStore {
 
   // --- Reads ---------------------------------------------------------------
   // The row's value; a row never written yields its initializer's value.
-  // NotFound for an unknown table.
+  // NotFound for an unknown table. Values come from the row cache when it has
+  // them (bit-identical to RocksDB's, see docs/storage-format.md section 12);
+  // a MultiGet is atomic with respect to ApplyBatch (it sees each batch
+  // wholly or not at all).
   Status Get(uint32_t table, uint64_t row, std::string* value) const;
   Status MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
                   std::vector<std::string>* values) const;
@@ -152,6 +170,8 @@ class ShardStore {
   Status ApproximateTableSize(uint32_t table, uint64_t* bytes) const;
   // True if opened with options.read_only.
   bool read_only() const;
+  // Row cache counters (all zero when the cache is disabled).
+  RowCacheStats row_cache_stats() const;
 
  private:
   class Impl;

@@ -6,7 +6,10 @@
 #include <rocksdb/write_batch.h>
 
 #include <chrono>
+#include <deque>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "storage/checkpoint.h"
 #include "storage/key_format.h"
@@ -57,13 +60,22 @@ Status ShardStore::Impl::ApplyBatch(ClientId client, ClockT clock,
   size_t reserve = 64;
   for (const RowDelta& d : deltas) reserve += d.bytes.size() + kBatchOverheadPerDelta;
   rocksdb::WriteBatch batch(reserve);
+  // With the row cache on: each delta's table and written bytes, to update
+  // cached rows after the write.
+  const bool cache = row_cache_ != nullptr;
+  std::vector<const TableEntry*> entry_of;
+  std::vector<std::string_view> bytes_of;
+  std::deque<std::string> stripped_rows;  // stable addresses for bytes_of
+  if (cache) {
+    entry_of.resize(deltas.size());
+    bytes_of.resize(deltas.size());
+  }
 
   // Held shared across the write so DropTable cannot interleave with it.
   std::shared_lock<std::shared_mutex> catalog_lock(catalog_mu_);
   const TableEntry* entry = nullptr;
   char key[sf::kRowKeySize];
   const rocksdb::Slice key_slice(key, sf::kRowKeySize);
-  std::string stripped;
   for (size_t i = 0; i < deltas.size(); ++i) {
     const RowDelta& d = deltas[i];
     if (entry == nullptr || entry->schema.id != d.table) {
@@ -83,8 +95,12 @@ Status ShardStore::Impl::ApplyBatch(ClientId client, ClockT clock,
     std::string_view bytes = d.bytes;
     if (entry->format.kind == RowKind::kSparse && SparseHasZero(entry->format, bytes)) {
       // Stored values never hold zero entries; strip them here (rare).
-      StripSparseZeros(entry->format, bytes, &stripped);
-      bytes = stripped;
+      StripSparseZeros(entry->format, bytes, &stripped_rows.emplace_back());
+      bytes = stripped_rows.back();
+    }
+    if (cache) {
+      entry_of[i] = entry;
+      bytes_of[i] = bytes;
     }
     sf::EncodeRowKey(d.table, d.row, key);
     const rocksdb::Slice value_parts[2] = {rocksdb::Slice(&entry->tag, 1),
@@ -95,47 +111,81 @@ Status ShardStore::Impl::ApplyBatch(ClientId client, ClockT clock,
   }
   rocksdb::Status s = batch.Put(sf::ClockKey(client), sf::EncodeClock(clock + 1));
   if (!s.ok()) return FromRocks(s, "build batch");
+  // With the cache on, batches of all clients are written one at a time so
+  // cached rows see their deltas in RocksDB's order.
+  std::unique_lock<std::mutex> apply_lock(apply_mu_, std::defer_lock);
+  if (cache) apply_lock.lock();
   RETURN_IF_ERROR(FromRocks(
       db_->Write(write_options_, &batch),
       "apply batch of client " + std::to_string(client) + " clock " + std::to_string(clock)));
+  if (cache) UpdateCachedRows(entry_of, deltas, bytes_of);
   applied_[client].store(clock + 1, std::memory_order_release);
   return Status::OK();
 }
 
-// --- Reads --------------------------------------------------------------------
-
-Status ShardStore::Impl::Get(uint32_t table, uint64_t row, std::string* value) const {
-  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
-  char key[sf::kRowKeySize];
-  sf::EncodeRowKey(table, row, key);
-  rocksdb::PinnableSlice stored;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(),
-                               rocksdb::Slice(key, sf::kRowKeySize), &stored);
-  if (s.IsNotFound()) {
-    ComposeRow(e->schema, row, nullptr, value);
-    return Status::OK();
+void ShardStore::Impl::UpdateCachedRows(const std::vector<const TableEntry*>& entries,
+                                        const std::vector<RowDelta>& deltas,
+                                        const std::vector<std::string_view>& bytes) {
+  std::lock_guard<std::mutex> cache_lock(cache_mu_);
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    CachedRow* c = row_cache_->Peek(deltas[i].table, deltas[i].row);
+    if (c == nullptr) continue;
+    const RowFormat& f = entries[i]->format;
+    // The merge operator's arithmetic (row_merge.cc): a lone operand is the
+    // sum; each later one is added to the sum in order.
+    if (!c->written) {
+      c->sum.assign(bytes[i].data(), bytes[i].size());
+      c->written = true;
+    } else if (f.kind == RowKind::kDense) {
+      AddDenseUnaligned(f.type, c->sum.data(), bytes[i].data(), f.width);
+      continue;  // same size: no recharge
+    } else {
+      AddRowUnchecked(f, &c->sum, bytes[i]);
+    }
+    row_cache_->Recharge(deltas[i].table, deltas[i].row);
   }
-  RETURN_IF_ERROR(
-      FromRocks(s, "read row " + std::to_string(row) + " of table '" + e->schema.name + "'"));
-  std::string_view payload;
-  RETURN_IF_ERROR(
-      ParseStoredRow(e->format, View(stored), &payload)
-          .WithPrefix("row " + std::to_string(row) + " of table '" + e->schema.name + "'"));
-  ComposeRow(e->schema, row, &payload, value);
-  return Status::OK();
 }
 
-Status ShardStore::Impl::MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
-                                  std::vector<std::string>* values) const {
-  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
-  const size_t n = rows.size();
-  values->resize(n);
+// --- Reads --------------------------------------------------------------------
+
+namespace {
+
+// The cache entry of a row read from the store (payload: its validated stored
+// sum, or nullptr when it has no record).
+CachedRow MakeCachedRow(const TableSchema& s, uint64_t row, const std::string_view* payload) {
+  CachedRow c;
+  if (payload != nullptr) {
+    c.written = true;
+    c.sum.assign(payload->data(), payload->size());
+  }
+  if (s.kind == RowKind::kDense && s.init.kind != InitKind::kZeros) InitRow(s, row, &c.init);
+  return c;
+}
+
+// What ComposeRow returns for the stored state `c` holds, computed the same way.
+void ComposeCachedRow(const TableSchema& s, uint64_t row, const CachedRow& c, std::string* out) {
+  if (!c.init.empty()) {
+    out->assign(c.init);
+    if (c.written) AddDenseUnaligned(s.type, out->data(), c.sum.data(), s.width);
+  } else if (c.written) {
+    out->assign(c.sum);
+  } else {
+    InitRow(s, row, out);
+  }
+}
+
+}  // namespace
+
+Status ShardStore::Impl::ReadFromStore(const TableEntry& e, const uint64_t* rows, size_t n,
+                                       std::string* values, std::vector<CachedRow>* fill) const {
+  if (fill != nullptr) fill->resize(n);
   if (n == 0) return Status::OK();
+  const TableSchema& schema = e.schema;
   std::vector<char> key_bytes(n * sf::kRowKeySize);
   std::vector<rocksdb::Slice> keys(n);
   for (size_t i = 0; i < n; ++i) {
     char* k = key_bytes.data() + i * sf::kRowKeySize;
-    sf::EncodeRowKey(table, rows[i], k);
+    sf::EncodeRowKey(schema.id, rows[i], k);
     keys[i] = rocksdb::Slice(k, sf::kRowKeySize);
   }
   std::vector<rocksdb::PinnableSlice> stored(n);
@@ -143,17 +193,99 @@ Status ShardStore::Impl::MultiGet(uint32_t table, const std::vector<uint64_t>& r
   db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), n, keys.data(), stored.data(),
                 statuses.data());
   for (size_t i = 0; i < n; ++i) {
-    if (statuses[i].IsNotFound()) {
-      ComposeRow(e->schema, rows[i], nullptr, &(*values)[i]);
-      continue;
-    }
-    std::string where = "row " + std::to_string(rows[i]) + " of table '" + e->schema.name + "'";
-    RETURN_IF_ERROR(FromRocks(statuses[i], "read " + where));
     std::string_view payload;
-    RETURN_IF_ERROR(ParseStoredRow(e->format, View(stored[i]), &payload).WithPrefix(where));
-    ComposeRow(e->schema, rows[i], &payload, &(*values)[i]);
+    const std::string_view* p = nullptr;
+    if (!statuses[i].IsNotFound()) {
+      std::string where = "row " + std::to_string(rows[i]) + " of table '" + schema.name + "'";
+      RETURN_IF_ERROR(FromRocks(statuses[i], "read " + where));
+      RETURN_IF_ERROR(ParseStoredRow(e.format, View(stored[i]), &payload).WithPrefix(where));
+      p = &payload;
+    }
+    if (fill == nullptr) {
+      ComposeRow(schema, rows[i], p, &values[i]);
+    } else {
+      (*fill)[i] = MakeCachedRow(schema, rows[i], p);
+      ComposeCachedRow(schema, rows[i], (*fill)[i], &values[i]);
+    }
   }
   return Status::OK();
+}
+
+Status ShardStore::Impl::CachedRead(uint32_t table, const uint64_t* rows, size_t n,
+                                    std::string* values) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
+  const TableSchema& schema = e->schema;
+  std::vector<size_t> missing;
+  {
+    std::lock_guard<std::mutex> cache_lock(cache_mu_);
+    for (size_t i = 0; i < n; ++i) {
+      const CachedRow* c = row_cache_->Lookup(table, rows[i]);
+      if (c != nullptr) {
+        ComposeCachedRow(schema, rows[i], *c, &values[i]);
+      } else {
+        missing.push_back(i);
+      }
+    }
+  }
+  if (missing.empty()) return Status::OK();
+
+  // No write may run from here until the rows read are cached: their values
+  // would miss its deltas. All rows are read again under the lock (also the
+  // ones that hit), so the result is one state between two batches.
+  std::lock_guard<std::mutex> apply_lock(apply_mu_);
+  if (e->dropped) return Status::NotFound("unknown table id " + std::to_string(table));
+  missing.clear();
+  {
+    std::lock_guard<std::mutex> cache_lock(cache_mu_);
+    for (size_t i = 0; i < n; ++i) {
+      const CachedRow* c = row_cache_->Peek(table, rows[i]);
+      if (c != nullptr) {
+        ComposeCachedRow(schema, rows[i], *c, &values[i]);
+      } else {
+        missing.push_back(i);
+      }
+    }
+  }
+  if (missing.empty()) return Status::OK();
+  std::vector<uint64_t> ids(missing.size());
+  for (size_t j = 0; j < missing.size(); ++j) ids[j] = rows[missing[j]];
+  std::vector<std::string> read(missing.size());
+  std::vector<CachedRow> fill;
+  RETURN_IF_ERROR(ReadFromStore(*e, ids.data(), ids.size(), read.data(), &fill));
+  for (size_t j = 0; j < missing.size(); ++j) values[missing[j]] = std::move(read[j]);
+  std::lock_guard<std::mutex> cache_lock(cache_mu_);
+  for (size_t j = 0; j < missing.size(); ++j) {
+    // A row asked for twice is inserted twice with the same state.
+    row_cache_->Insert(table, ids[j], std::move(fill[j]));
+  }
+  return Status::OK();
+}
+
+Status ShardStore::Impl::Get(uint32_t table, uint64_t row, std::string* value) const {
+  if (row_cache_ != nullptr) return CachedRead(table, &row, 1, value);
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
+  return ReadFromStore(*e, &row, 1, value, nullptr);
+}
+
+Status ShardStore::Impl::MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
+                                  std::vector<std::string>* values) const {
+  values->resize(rows.size());
+  if (row_cache_ != nullptr) return CachedRead(table, rows.data(), rows.size(), values->data());
+  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
+  return ReadFromStore(*e, rows.data(), rows.size(), values->data(), nullptr);
+}
+
+RowCacheStats ShardStore::Impl::row_cache_stats() const {
+  RowCacheStats st;
+  if (row_cache_ == nullptr) return st;
+  std::lock_guard<std::mutex> cache_lock(cache_mu_);
+  st.capacity_bytes = row_cache_->capacity();
+  st.bytes = row_cache_->bytes();
+  st.entries = row_cache_->entries();
+  st.hits = row_cache_->counters().hits;
+  st.misses = row_cache_->counters().misses;
+  st.evictions = row_cache_->counters().evictions;
+  return st;
 }
 
 Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
@@ -214,6 +346,7 @@ Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) const {
     o.read_only = true;
     o.check_identity = false;
     o.block_cache_mb = 1;
+    o.row_cache_mb = 0;
     std::unique_ptr<ShardStore> snapshot;
     RETURN_IF_ERROR(cleanup_on_error(ShardStore::Open(o, dir, &snapshot)));
     m.format_version = kStorageFormatVersion;

@@ -16,9 +16,12 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/row.h"
+#include "storage/row_cache.h"
 #include "storage/shard_store.h"
 
 namespace pace {
@@ -31,6 +34,9 @@ struct TableEntry {
   TableSchema schema;
   RowFormat format;
   char tag = 0;  // RowTag(format), the first byte of every stored value
+  // Set by DropTable while it holds apply_mu_ (row cache on only), so a cache
+  // fill that looked the table up earlier sees the drop. Protected by apply_mu_.
+  mutable bool dropped = false;
 };
 
 class ShardStore::Impl {
@@ -68,6 +74,7 @@ class ShardStore::Impl {
   const ShardIdentity& identity() const { return identity_; }
   const std::string& dir() const { return dir_; }
   bool read_only() const { return options_.read_only; }
+  RowCacheStats row_cache_stats() const;
 
  private:
   rocksdb::Options MakeRocksOptions() const;
@@ -79,6 +86,18 @@ class ShardStore::Impl {
   // The entry of table `id`, or NotFound.
   StatusOr<std::shared_ptr<const TableEntry>> Lookup(uint32_t id) const;
   void AddEntryLocked(const TableSchema& s);
+  // Reads rows [0, n) of table `e` from RocksDB into values[0, n); when
+  // `fill` is set, also returns their cache entries (*fill resized to n).
+  Status ReadFromStore(const TableEntry& e, const uint64_t* rows, size_t n, std::string* values,
+                       std::vector<CachedRow>* fill) const;
+  // MultiGet through the row cache. REQUIRES: row_cache_ != nullptr.
+  Status CachedRead(uint32_t table, const uint64_t* rows, size_t n, std::string* values) const;
+  // Adds a validated batch's deltas to the rows it touches that are cached.
+  // REQUIRES: apply_mu_ held, the batch written.
+  // entries[i] is the table of deltas[i], bytes[i] the payload written for it.
+  void UpdateCachedRows(const std::vector<const TableEntry*>& entries,
+                        const std::vector<RowDelta>& deltas,
+                        const std::vector<std::string_view>& bytes);
 
   // Constant after Open().
   const ShardStoreOptions options_;
@@ -90,6 +109,18 @@ class ShardStore::Impl {
   std::string secondary_dir_;                // temp dir of a secondary instance; removed on close
   std::unique_ptr<std::mutex[]> client_mu_;  // [num_clients]; serializes ApplyBatch
   std::unique_ptr<std::atomic<ClockT>[]> applied_;  // [num_clients]; written under client_mu_
+
+  // The row cache (null when disabled). Exactness rules (see
+  // docs/storage-format.md section 12): cached rows change only in the same
+  // order as RocksDB applies their operands, and a row read from RocksDB is
+  // inserted only while no write can run. So apply_mu_ is held across every
+  // row write (ApplyBatch, DropTable) and its cache update, and across every
+  // cache fill; cache_mu_ guards the cache itself. Lock order: client_mu_,
+  // catalog_mu_, apply_mu_, cache_mu_; nothing takes catalog_mu_ while holding
+  // apply_mu_.
+  const std::unique_ptr<RowCache> row_cache_;
+  mutable std::mutex apply_mu_;
+  mutable std::mutex cache_mu_;
 
   // Catalog, protected by catalog_mu_. ApplyBatch holds it shared across its
   // write so a concurrent DropTable cannot interleave with it.

@@ -1,0 +1,105 @@
+// RowCache: a byte-bounded LRU map from a row key (table, row) to the row's
+// materialized stored state — whether the store has a record for it and the
+// record's delta sum — plus, for dense tables with a nonzero initializer, the
+// initializer's value, so a read is one element-wise add instead of a RocksDB
+// merge of every operand and a recomputed initializer.
+//
+// The cache only stores and evicts; ShardStore (shard_store_data.cc) decides
+// what goes in and keeps it exactly equal to what RocksDB would return (see
+// docs/storage-format.md section 12).
+//
+// Thread-compatibility: not thread-safe; ShardStore guards it with a mutex.
+// Pointers returned by Lookup/Peek stay valid until the next call that inserts,
+// erases or evicts.
+#ifndef PACE_STORAGE_ROW_CACHE_H_
+#define PACE_STORAGE_ROW_CACHE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <string>
+#include <unordered_map>
+
+namespace pace {
+
+// The cached state of one row.
+struct CachedRow {
+  // The store holds a record for the row (some delta was applied).
+  bool written = false;
+  // When written: the untagged payload of the stored delta sum.
+  std::string sum;
+  // Dense tables with a nonzero initializer: the initializer's value of the
+  // row (InitRow). Empty otherwise.
+  std::string init;
+};
+
+struct RowCacheCounters {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t inserts = 0;
+  uint64_t evictions = 0;
+};
+
+class RowCache {
+ public:
+  // Bookkeeping bytes charged per entry besides its strings' heap buffers
+  // (list and hash nodes, key, string headers).
+  static constexpr size_t kEntryOverhead = 128;
+
+  // capacity_bytes > 0.
+  explicit RowCache(size_t capacity_bytes);
+  RowCache(const RowCache&) = delete;
+  RowCache& operator=(const RowCache&) = delete;
+
+  // The cached row, marked most recently used (counted as a hit), or nullptr
+  // (counted as a miss).
+  CachedRow* Lookup(uint32_t table, uint64_t row);
+  // Like Lookup, but leaves recency and the hit/miss counters alone.
+  CachedRow* Peek(uint32_t table, uint64_t row);
+  // Inserts or replaces the row as most recently used, then evicts least
+  // recently used rows while over capacity. A row larger than the whole
+  // capacity is not kept.
+  void Insert(uint32_t table, uint64_t row, CachedRow value);
+  // Re-charges a row whose strings were changed through a Peek/Lookup pointer,
+  // then evicts while over capacity (possibly this row). No-op if not cached.
+  void Recharge(uint32_t table, uint64_t row);
+  // Drops one row / every row of `table` / everything.
+  void Erase(uint32_t table, uint64_t row);
+  void EraseTable(uint32_t table);
+  void Clear();
+
+  size_t capacity() const { return capacity_; }
+  size_t bytes() const { return bytes_; }
+  size_t entries() const { return map_.size(); }
+  const RowCacheCounters& counters() const { return counters_; }
+
+ private:
+  struct Key {
+    uint32_t table;
+    uint64_t row;
+    bool operator==(const Key& o) const { return table == o.table && row == o.row; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  struct Entry {
+    Key key;
+    size_t charge;
+    CachedRow value;
+  };
+  using List = std::list<Entry>;
+
+  static size_t ChargeOf(const CachedRow& v);
+  void EraseIt(List::iterator it);
+  void EvictToCapacity();
+
+  const size_t capacity_;
+  size_t bytes_ = 0;
+  List lru_;  // most recently used first
+  std::unordered_map<Key, List::iterator, KeyHash> map_;
+  RowCacheCounters counters_;
+};
+
+}  // namespace pace
+
+#endif  // PACE_STORAGE_ROW_CACHE_H_

@@ -1,0 +1,121 @@
+#include "storage/row_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace pace {
+namespace {
+
+// A written row whose sum has `bytes` heap bytes (beyond the inline buffer).
+CachedRow RowOf(size_t bytes, char fill = 'x') {
+  CachedRow r;
+  r.written = true;
+  r.sum.assign(bytes, fill);
+  return r;
+}
+
+// What an entry made by RowOf(bytes) is charged: its heap buffer (the
+// allocated capacity, which may exceed the size) plus the fixed overhead.
+size_t ChargeOf(size_t bytes) {
+  const size_t capacity = RowOf(bytes).sum.capacity();
+  return RowCache::kEntryOverhead + (capacity > std::string().capacity() ? capacity + 1 : 0);
+}
+
+TEST(RowCacheTest, LookupPeekAndCounters) {
+  RowCache c(1 << 20);
+  EXPECT_EQ(c.Lookup(1, 7), nullptr);
+  c.Insert(1, 7, RowOf(100, 'a'));
+  c.Insert(2, 7, RowOf(100, 'b'));  // same row id, other table
+  ASSERT_NE(c.Lookup(1, 7), nullptr);
+  EXPECT_EQ(c.Lookup(1, 7)->sum, std::string(100, 'a'));
+  ASSERT_NE(c.Peek(2, 7), nullptr);
+  EXPECT_EQ(c.Peek(2, 7)->sum, std::string(100, 'b'));
+  EXPECT_EQ(c.Peek(3, 7), nullptr);
+  EXPECT_EQ(c.entries(), 2u);
+  EXPECT_EQ(c.bytes(), 2 * ChargeOf(100));
+  EXPECT_EQ(c.counters().hits, 2u);    // Peek does not count
+  EXPECT_EQ(c.counters().misses, 1u);  // the first Lookup
+  EXPECT_EQ(c.counters().inserts, 2u);
+
+  // Replacing keeps one entry.
+  c.Insert(1, 7, RowOf(20, 'c'));
+  EXPECT_EQ(c.entries(), 2u);
+  EXPECT_EQ(c.Peek(1, 7)->sum, std::string(20, 'c'));
+  EXPECT_EQ(c.bytes(), ChargeOf(20) + ChargeOf(100));
+}
+
+TEST(RowCacheTest, EvictsLeastRecentlyUsed) {
+  const size_t each = ChargeOf(1000);
+  RowCache c(3 * each);
+  c.Insert(1, 1, RowOf(1000));
+  c.Insert(1, 2, RowOf(1000));
+  c.Insert(1, 3, RowOf(1000));
+  ASSERT_NE(c.Lookup(1, 1), nullptr);  // 1 is now the most recent; 2 the least
+  ASSERT_NE(c.Peek(1, 2), nullptr);    // Peek does not refresh 2
+  c.Insert(1, 4, RowOf(1000));
+  EXPECT_EQ(c.Peek(1, 2), nullptr);
+  EXPECT_NE(c.Peek(1, 1), nullptr);
+  EXPECT_NE(c.Peek(1, 3), nullptr);
+  EXPECT_NE(c.Peek(1, 4), nullptr);
+  EXPECT_EQ(c.counters().evictions, 1u);
+  EXPECT_LE(c.bytes(), c.capacity());
+}
+
+TEST(RowCacheTest, RechargeEvictsWhenARowGrows) {
+  RowCache c(ChargeOf(100) + ChargeOf(3000) - 1);
+  c.Insert(1, 1, RowOf(100));
+  c.Insert(1, 2, RowOf(100));
+  CachedRow* r = c.Peek(1, 2);
+  ASSERT_NE(r, nullptr);
+  r->sum = RowOf(3000).sum;  // a sparse row that grew
+  c.Recharge(1, 2);
+  // 1 was least recently used and goes; 2 fits alone.
+  EXPECT_EQ(c.Peek(1, 1), nullptr);
+  ASSERT_NE(c.Peek(1, 2), nullptr);
+  EXPECT_EQ(c.bytes(), ChargeOf(3000));
+  // Growing beyond the whole capacity evicts the row itself.
+  c.Peek(1, 2)->sum = RowOf(10000).sum;
+  c.Recharge(1, 2);
+  EXPECT_EQ(c.Peek(1, 2), nullptr);
+  EXPECT_EQ(c.bytes(), 0u);
+  c.Recharge(1, 99);  // not cached: no-op
+}
+
+TEST(RowCacheTest, TooLargeIsNotKept) {
+  RowCache c(ChargeOf(100));
+  c.Insert(1, 1, RowOf(100));
+  c.Insert(1, 2, RowOf(5000));
+  EXPECT_EQ(c.Peek(1, 2), nullptr);
+  EXPECT_NE(c.Peek(1, 1), nullptr);  // nothing was evicted for it
+}
+
+TEST(RowCacheTest, EraseTableAndClear) {
+  RowCache c(1 << 20);
+  for (uint64_t r = 0; r < 10; ++r) {
+    c.Insert(1, r, RowOf(50));
+    c.Insert(2, r, RowOf(50));
+  }
+  c.Erase(2, 3);
+  EXPECT_EQ(c.Peek(2, 3), nullptr);
+  c.EraseTable(1);
+  EXPECT_EQ(c.entries(), 9u);
+  for (uint64_t r = 0; r < 10; ++r) EXPECT_EQ(c.Peek(1, r), nullptr);
+  EXPECT_NE(c.Peek(2, 4), nullptr);
+  EXPECT_EQ(c.bytes(), 9 * ChargeOf(50));
+  c.Clear();
+  EXPECT_EQ(c.entries(), 0u);
+  EXPECT_EQ(c.bytes(), 0u);
+}
+
+TEST(RowCacheTest, ChargesTheInitializerToo) {
+  RowCache c(1 << 20);
+  CachedRow r;
+  r.init.assign(400, 'i');  // never written, nonzero initializer
+  c.Insert(5, 5, std::move(r));
+  EXPECT_EQ(c.bytes(), ChargeOf(400));
+  EXPECT_FALSE(c.Peek(5, 5)->written);
+}
+
+}  // namespace
+}  // namespace pace

@@ -1,0 +1,375 @@
+// The row cache (ShardStoreOptions::row_cache_mb) must be invisible: every
+// value read through it is bit-identical to what RocksDB alone returns for
+// the same history, under random batches, reads, evictions, flushes and
+// compactions, drops, restarts and concurrent writers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "common/row.h"
+#include "storage/shard_store.h"
+#include "storage/storage_test_util.h"
+
+namespace pace {
+namespace {
+
+using testing_util::MakeSchema;
+
+std::unique_ptr<ShardStore> OpenOrDie(const ShardStoreOptions& o, const std::string& dir) {
+  std::unique_ptr<ShardStore> s;
+  Status st = ShardStore::Open(o, dir, &s);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return s;
+}
+
+ShardStoreOptions Opts(uint32_t clients, size_t row_cache_mb) {
+  ShardStoreOptions o;
+  o.num_clients = clients;
+  o.block_cache_mb = 4;
+  o.write_buffer_mb = 1;  // frequent flushes and compactions
+  o.row_cache_mb = row_cache_mb;
+  return o;
+}
+
+// Schemas of the randomized test: wide rows so that a 1 MiB cache holds only
+// a few hundred of them and evicts all the time.
+std::vector<TableSchema> RandomTestSchemas() {
+  std::vector<TableSchema> out;
+  TableSchema normal = MakeSchema("f32_normal", RowKind::kDense, ElementType::kF32, 300);
+  normal.init = Initializer{InitKind::kNormal, 0.1, 0.5, 42};
+  out.push_back(normal);
+  TableSchema uniform = MakeSchema("f64_uniform", RowKind::kDense, ElementType::kF64, 120);
+  uniform.init = Initializer{InitKind::kUniform, -1, 1, 7};
+  out.push_back(uniform);
+  out.push_back(MakeSchema("f32_zeros", RowKind::kDense, ElementType::kF32, 200));
+  out.push_back(MakeSchema("i64", RowKind::kDense, ElementType::kI64, 50));
+  out.push_back(MakeSchema("sparse_f32", RowKind::kSparse, ElementType::kF32, 0));
+  out.push_back(MakeSchema("sparse_i32", RowKind::kSparse, ElementType::kI32, 1000));
+  for (size_t i = 0; i < out.size(); ++i) out[i].id = static_cast<uint32_t>(10 + i);
+  return out;
+}
+
+// A random delta of table `s`.
+std::string RandomDelta(const TableSchema& s, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> unit(-1, 1);
+  auto put = [&](std::string* out, bool zero) {
+    switch (s.type) {
+      case ElementType::kF32: {
+        float x = zero ? 0.0f : static_cast<float>(unit(rng));
+        out->append(reinterpret_cast<const char*>(&x), 4);
+        break;
+      }
+      case ElementType::kF64: {
+        double x = zero ? 0.0 : unit(rng) * 1e3;
+        out->append(reinterpret_cast<const char*>(&x), 8);
+        break;
+      }
+      case ElementType::kI32: {
+        int32_t x = zero ? 0 : static_cast<int32_t>(rng() % 7) - 3;
+        out->append(reinterpret_cast<const char*>(&x), 4);
+        break;
+      }
+      case ElementType::kI64: {
+        int64_t x = zero ? 0 : static_cast<int64_t>(rng());
+        out->append(reinterpret_cast<const char*>(&x), 8);
+        break;
+      }
+    }
+  };
+  std::string bytes;
+  if (s.kind == RowKind::kDense) {
+    for (uint32_t c = 0; c < s.width; ++c) put(&bytes, false);
+    return bytes;
+  }
+  std::set<uint32_t> cols;
+  const uint32_t bound = s.width == 0 ? 64 : std::min<uint32_t>(s.width, 64);
+  for (int i = rng() % 8; i > 0; --i) cols.insert(static_cast<uint32_t>(rng() % bound));
+  uint32_t n = static_cast<uint32_t>(cols.size());
+  bytes.append(reinterpret_cast<const char*>(&n), 4);
+  for (uint32_t c : cols) bytes.append(reinterpret_cast<const char*>(&c), 4);
+  for (size_t i = 0; i < cols.size(); ++i) put(&bytes, rng() % 6 == 0);  // some explicit zeros
+  return bytes;
+}
+
+// Store `cached` (1 MiB row cache) and store `plain` (no cache) receive the
+// same history; they flush at different times. Every read must agree bit for
+// bit. With float partial merges (a reassociated sum) or a cache update out of
+// order this fails within a few hundred steps.
+class CacheModelTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty());
+    rng_.seed(GetParam());
+    cached_ = OpenOrDie(Opts(kClients, 1), tmp_.Sub("cached"));
+    plain_ = OpenOrDie(Opts(kClients, 0), tmp_.Sub("plain"));
+    ASSERT_NE(cached_, nullptr);
+    ASSERT_NE(plain_, nullptr);
+    schemas_ = RandomTestSchemas();
+    for (const TableSchema& s : schemas_) CreateInBoth(s);
+    applied_.assign(kClients, 0);
+  }
+
+  void CreateInBoth(const TableSchema& s) {
+    ASSERT_TRUE(cached_->CreateTable(s, nullptr).ok());
+    ASSERT_TRUE(plain_->CreateTable(s, nullptr).ok());
+  }
+
+  uint64_t RandomRow() { return rng_() % 50 == 0 ? rng_() : rng_() % 600; }
+
+  void ApplyRandomBatch() {
+    const ClientId client = static_cast<ClientId>(rng_() % kClients);
+    std::vector<std::string> storage;
+    std::vector<RowDelta> deltas;
+    const int n = 1 + rng_() % 30;
+    storage.reserve(n);
+    for (int i = 0; i < n; ++i) {
+      const TableSchema& s = schemas_[rng_() % schemas_.size()];
+      storage.push_back(RandomDelta(s, rng_));
+      // Hot rows repeat, so some rows collect many operands between flushes.
+      const uint64_t row = rng_() % 3 == 0 ? rng_() % 8 : RandomRow();
+      deltas.push_back(RowDelta{s.id, row, storage.back()});
+    }
+    bool dup = false;
+    Status a = cached_->ApplyBatch(client, applied_[client], deltas, &dup);
+    Status b = plain_->ApplyBatch(client, applied_[client], deltas, &dup);
+    ASSERT_TRUE(a.ok()) << a.ToString();
+    ASSERT_TRUE(b.ok()) << b.ToString();
+    ++applied_[client];
+  }
+
+  void CompareRows(uint32_t table, const std::vector<uint64_t>& rows) {
+    std::vector<std::string> a, b;
+    Status sa = cached_->MultiGet(table, rows, &a);
+    Status sb = plain_->MultiGet(table, rows, &b);
+    ASSERT_TRUE(sa.ok()) << sa.ToString();
+    ASSERT_TRUE(sb.ok()) << sb.ToString();
+    ASSERT_EQ(a.size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ASSERT_EQ(a[i], b[i]) << "table " << table << " row " << rows[i];
+    }
+    std::string single;
+    ASSERT_TRUE(cached_->Get(table, rows[0], &single).ok());
+    ASSERT_EQ(single, b[0]);
+  }
+
+  void CompareRandomRows() {
+    const TableSchema& s = schemas_[rng_() % schemas_.size()];
+    std::vector<uint64_t> rows;
+    for (int i = 1 + rng_() % 40; i > 0; --i)
+      rows.push_back(rng_() % 4 == 0 ? rng_() % 8 : RandomRow());
+    if (rows.size() > 1) rows.push_back(rows[0]);  // a duplicate in one MultiGet
+    CompareRows(s.id, rows);
+  }
+
+  void CompareAll() {
+    for (const TableSchema& s : schemas_) {
+      std::vector<uint64_t> rows;
+      for (uint64_t r = 0; r < 600; r += 1 + rng_() % 3) rows.push_back(r);
+      ASSERT_NO_FATAL_FAILURE(CompareRows(s.id, rows));
+    }
+  }
+
+  static constexpr uint32_t kClients = 3;
+  testing_util::ScopedTempDir tmp_;
+  std::mt19937_64 rng_;
+  std::vector<TableSchema> schemas_;
+  std::vector<ClockT> applied_;
+  std::unique_ptr<ShardStore> cached_;
+  std::unique_ptr<ShardStore> plain_;
+};
+
+TEST_P(CacheModelTest, CachedReadsAreBitIdenticalToRocksDB) {
+  for (int step = 0; step < 400; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const int what = rng_() % 100;
+    if (what < 55) {
+      ASSERT_NO_FATAL_FAILURE(ApplyRandomBatch());
+    } else if (what < 93) {
+      ASSERT_NO_FATAL_FAILURE(CompareRandomRows());
+    } else if (what < 96) {
+      ASSERT_TRUE((rng_() % 2 ? cached_ : plain_)->Flush().ok());
+    } else if (what < 98) {
+      // Drop a table and re-create it under the same id with another
+      // initializer: nothing of the old one may be served.
+      TableSchema& s = schemas_[rng_() % schemas_.size()];
+      ASSERT_TRUE(cached_->DropTable(s.name).ok());
+      ASSERT_TRUE(plain_->DropTable(s.name).ok());
+      if (s.init.kind != InitKind::kZeros) ++s.init.seed;
+      ASSERT_NO_FATAL_FAILURE(CreateInBoth(s));
+      ASSERT_NO_FATAL_FAILURE(CompareAll());
+    } else {
+      // Restart: the cache starts cold and refills from RocksDB.
+      cached_.reset();
+      cached_ = OpenOrDie(Opts(kClients, 1), tmp_.Sub("cached"));
+      ASSERT_NE(cached_, nullptr);
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(CompareAll());
+  RowCacheStats st = cached_->row_cache_stats();
+  EXPECT_EQ(st.capacity_bytes, 1u << 20);
+  EXPECT_GT(st.hits, 0u);
+  EXPECT_GT(st.evictions, 0u) << "the test should overflow the cache";
+  EXPECT_LE(st.bytes, st.capacity_bytes);
+
+  // What the cached store serves equals what its own RocksDB holds after a
+  // restart with the cache off.
+  std::map<uint32_t, std::vector<std::string>> before;
+  std::vector<uint64_t> rows;
+  for (uint64_t r = 0; r < 600; ++r) rows.push_back(r);
+  for (const TableSchema& s : schemas_) {
+    ASSERT_TRUE(cached_->MultiGet(s.id, rows, &before[s.id]).ok());
+  }
+  cached_.reset();
+  cached_ = OpenOrDie(Opts(kClients, 0), tmp_.Sub("cached"));
+  ASSERT_NE(cached_, nullptr);
+  for (const TableSchema& s : schemas_) {
+    std::vector<std::string> after;
+    ASSERT_TRUE(cached_->MultiGet(s.id, rows, &after).ok());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ASSERT_EQ(before[s.id][i], after[i]) << s.name << " row " << rows[i];
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, CacheModelTest, ::testing::Values(1, 2, 3));
+
+TEST(RowCacheStoreTest, CountsHitsAndMissesAndCanBeDisabled) {
+  testing_util::ScopedTempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  for (size_t mb : {size_t{0}, size_t{8}}) {
+    auto store = OpenOrDie(Opts(1, mb), tmp.Sub("s" + std::to_string(mb)));
+    ASSERT_NE(store, nullptr);
+    TableSchema t;
+    ASSERT_TRUE(
+        store->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t).ok());
+    std::string v;
+    ASSERT_TRUE(store->Get(t.id, 1, &v).ok());  // miss: never written
+    EXPECT_EQ(v, EncodeDense<int64_t>({0, 0}));
+    std::string d = EncodeDense<int64_t>({5, -3});
+    bool dup = false;
+    ASSERT_TRUE(store->ApplyBatch(0, 0, {RowDelta{t.id, 1, d}, RowDelta{t.id, 1, d}}, &dup).ok());
+    ASSERT_TRUE(store->Get(t.id, 1, &v).ok());  // hit, updated by the batch
+    EXPECT_EQ(v, EncodeDense<int64_t>({10, -6}));
+    std::vector<std::string> vs;
+    ASSERT_TRUE(store->MultiGet(t.id, {1, 2, 1}, &vs).ok());
+    EXPECT_EQ(vs[0], EncodeDense<int64_t>({10, -6}));
+    EXPECT_EQ(vs[1], EncodeDense<int64_t>({0, 0}));
+    EXPECT_EQ(vs[2], vs[0]);
+    RowCacheStats st = store->row_cache_stats();
+    if (mb == 0) {
+      EXPECT_EQ(st.capacity_bytes, 0u);
+      EXPECT_EQ(st.hits + st.misses + st.entries, 0u);
+    } else {
+      EXPECT_EQ(st.capacity_bytes, mb << 20);
+      EXPECT_EQ(st.misses, 2u);  // row 1 once, row 2 once
+      EXPECT_EQ(st.hits, 3u);    // row 1 three times
+      EXPECT_EQ(st.entries, 2u);
+    }
+    EXPECT_EQ(store->DropTable("t").code(), StatusCode::kOk);
+    EXPECT_EQ(store->Get(t.id, 1, &v).code(), StatusCode::kNotFound);
+    if (mb > 0) {
+      EXPECT_EQ(store->row_cache_stats().entries, 0u);
+    }
+  }
+}
+
+TEST(RowCacheStoreTest, RejectsAHugeBudget) {
+  testing_util::ScopedTempDir tmp;
+  ShardStoreOptions o = Opts(1, size_t{1} << 30);
+  std::unique_ptr<ShardStore> s;
+  EXPECT_EQ(ShardStore::Open(o, tmp.Sub("s"), &s).code(), StatusCode::kInvalidArgument);
+}
+
+// Three clients apply batches concurrently while readers read (and a scanner
+// of wide rows keeps evicting). Every batch adds the same random float to all
+// kGroup rows of a float table and 1 to all of an integer table, so:
+// - a MultiGet of the group must see equal values (it sees whole batches);
+// - the final values must equal what RocksDB alone returns after a restart.
+TEST(RowCacheStoreTest, ConcurrentWritersAndReadersStayExact) {
+  constexpr uint32_t kClients = 3;
+  constexpr int kBatches = 150;
+  constexpr uint64_t kGroup = 8;
+  testing_util::ScopedTempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string dir = tmp.Sub("s");
+  auto store = OpenOrDie(Opts(kClients, 1), dir);
+  ASSERT_NE(store, nullptr);
+  TableSchema f, n, wide;
+  TableSchema fs = MakeSchema("f", RowKind::kDense, ElementType::kF32, 4);
+  fs.init = Initializer{InitKind::kUniform, -1, 1, 3};
+  ASSERT_TRUE(store->CreateTable(fs, &f).ok());
+  ASSERT_TRUE(store->CreateTable(MakeSchema("n", RowKind::kDense, ElementType::kI64, 1), &n).ok());
+  ASSERT_TRUE(
+      store->CreateTable(MakeSchema("wide", RowKind::kDense, ElementType::kF32, 4096), &wide).ok());
+
+  std::vector<uint64_t> group;
+  for (uint64_t r = 0; r < kGroup; ++r) group.push_back(r);
+  std::atomic<int> writers_left{kClients};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (uint32_t c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      std::mt19937 rng(c);
+      const std::string one = EncodeDense<int64_t>({1});
+      const std::string wide_delta = EncodeDense<float>(std::vector<float>(4096, 0.5f));
+      for (ClockT clock = 0; clock < kBatches; ++clock) {
+        const float x = std::uniform_real_distribution<float>(-1, 1)(rng);
+        const std::string fd = EncodeDense<float>({x, x, x, x});
+        std::vector<RowDelta> deltas;
+        for (uint64_t r : group) deltas.push_back(RowDelta{f.id, r, fd});
+        for (uint64_t r : group) deltas.push_back(RowDelta{n.id, r, one});
+        deltas.push_back(RowDelta{wide.id, static_cast<uint64_t>(rng() % 100), wide_delta});
+        bool dup = false;
+        if (!store->ApplyBatch(c, clock, deltas, &dup).ok() || dup) failures.fetch_add(1);
+      }
+      writers_left.fetch_sub(1);
+    });
+  }
+  auto all_equal = [](const std::vector<std::string>& v) {
+    for (const std::string& x : v) {
+      if (x != v[0]) return false;
+    }
+    return true;
+  };
+  threads.emplace_back([&] {  // group reader
+    std::vector<std::string> fv, nv;
+    while (writers_left.load() > 0) {
+      if (!store->MultiGet(n.id, group, &nv).ok() || !all_equal(nv)) failures.fetch_add(1);
+      if (!store->MultiGet(f.id, group, &fv).ok()) failures.fetch_add(1);
+    }
+  });
+  threads.emplace_back([&] {  // evicts everything, again and again
+    std::mt19937 rng(99);
+    std::string v;
+    while (writers_left.load() > 0) {
+      if (!store->Get(wide.id, rng() % 200, &v).ok()) failures.fetch_add(1);
+    }
+  });
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  EXPECT_GT(store->row_cache_stats().evictions, 0u);
+
+  std::vector<std::string> fv, nv, wv;
+  std::vector<uint64_t> wide_rows;
+  for (uint64_t r = 0; r < 100; ++r) wide_rows.push_back(r);
+  ASSERT_TRUE(store->MultiGet(f.id, group, &fv).ok());
+  ASSERT_TRUE(store->MultiGet(n.id, group, &nv).ok());
+  ASSERT_TRUE(store->MultiGet(wide.id, wide_rows, &wv).ok());
+  for (const std::string& v : nv) EXPECT_EQ(v, EncodeDense<int64_t>({kClients * kBatches}));
+  store.reset();
+  store = OpenOrDie(Opts(kClients, 0), dir);
+  ASSERT_NE(store, nullptr);
+  std::vector<std::string> f2, w2;
+  ASSERT_TRUE(store->MultiGet(f.id, group, &f2).ok());
+  ASSERT_TRUE(store->MultiGet(wide.id, wide_rows, &w2).ok());
+  EXPECT_EQ(fv, f2);
+  EXPECT_EQ(wv, w2);
+}
+
+}  // namespace
+}  // namespace pace
