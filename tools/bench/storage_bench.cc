@@ -1,17 +1,23 @@
 // Benchmark 3 (issue 6): ShardStore::ApplyBatch of 10,000 rows x 100 f32 with
 // the WAL on (no fsync), against raw RocksDB writing the same merge operands
 // (same keys, same delta bytes) in one WriteBatch. Target: >= 0.7x the raw rate.
+//
+// 3b (report only): the shape of a pace_mf clock — 25,000 rows x 17 f32 in the
+// order a client sends them (hash order, not key order), every row written at
+// every clock — against raw RocksDB writing the same operands in that order.
 #include <benchmark/benchmark.h>
-#include <unistd.h>
 #include <rocksdb/db.h>
 #include <rocksdb/merge_operator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -26,6 +32,15 @@ namespace {
 constexpr int kRows = 10000;
 constexpr uint32_t kWidth = 100;
 
+// The shape of benchmark 3 or of 3b.
+struct Shape {
+  int rows;
+  uint32_t width;
+  bool shuffled;  // rows in a fixed pseudo-random order instead of key order
+};
+constexpr Shape kWide{kRows, kWidth, false};
+constexpr Shape kNarrow{25000, 17, true};
+
 std::string TempDir(const char* name) {
   std::string dir = (std::filesystem::temp_directory_path() /
                      ("pace-bench-" + std::string(name) + "-" + std::to_string(getpid())))
@@ -34,14 +49,22 @@ std::string TempDir(const char* name) {
   return dir;
 }
 
-std::vector<std::string> MakeDeltas() {
-  std::vector<std::string> deltas(kRows);
-  std::vector<float> v(kWidth);
-  for (int r = 0; r < kRows; ++r) {
-    for (uint32_t c = 0; c < kWidth; ++c) v[c] = 0.001f * static_cast<float>((r + c) % 97);
+std::vector<std::string> MakeDeltas(const Shape& shape) {
+  std::vector<std::string> deltas(shape.rows);
+  std::vector<float> v(shape.width);
+  for (int r = 0; r < shape.rows; ++r) {
+    for (uint32_t c = 0; c < shape.width; ++c) v[c] = 0.001f * static_cast<float>((r + c) % 97);
     deltas[r] = EncodeDense(v);
   }
   return deltas;
+}
+
+// The row written at position i of a batch.
+std::vector<uint64_t> RowOrder(const Shape& shape) {
+  std::vector<uint64_t> rows(shape.rows);
+  for (int i = 0; i < shape.rows; ++i) rows[i] = static_cast<uint64_t>(i);
+  if (shape.shuffled) std::shuffle(rows.begin(), rows.end(), std::mt19937_64(7));
+  return rows;
 }
 
 // A float-add merge operator for the raw baseline (the same work RocksDB would
@@ -62,7 +85,7 @@ class FloatAdd : public rocksdb::AssociativeMergeOperator {
   const char* Name() const override { return "bench.FloatAdd"; }
 };
 
-void BM_RawRocksDBWriteBatch(benchmark::State& state) {
+void RawRocksDBWriteBatch(benchmark::State& state, const Shape& shape) {
   std::string dir = TempDir("raw");
   rocksdb::Options options;
   options.create_if_missing = true;
@@ -78,56 +101,74 @@ void BM_RawRocksDBWriteBatch(benchmark::State& state) {
     return;
   }
   std::unique_ptr<rocksdb::DB> db(raw);
-  auto deltas = MakeDeltas();
+  auto deltas = MakeDeltas(shape);
+  auto rows = RowOrder(shape);
   rocksdb::WriteOptions wo;  // WAL on, no fsync
   char key[storage_format::kRowKeySize];
   int64_t clock = 0;
   for (auto _ : state) {
     rocksdb::WriteBatch batch;
-    for (int r = 0; r < kRows; ++r) {
-      storage_format::EncodeRowKey(1, static_cast<uint64_t>(r), key);
-      batch.Merge(rocksdb::Slice(key, sizeof(key)), deltas[r]);
+    for (int i = 0; i < shape.rows; ++i) {
+      storage_format::EncodeRowKey(1, rows[i], key);
+      batch.Merge(rocksdb::Slice(key, sizeof(key)), deltas[i]);
     }
     std::string clock_value = storage_format::EncodeClock(++clock);
     batch.Put(storage_format::ClockKey(0), clock_value);
     if (!db->Write(wo, &batch).ok()) state.SkipWithError("write failed");
   }
-  state.SetItemsProcessed(state.iterations() * kRows);
+  state.SetItemsProcessed(state.iterations() * shape.rows);
   db.reset();
   std::filesystem::remove_all(dir);
 }
 
-void BM_ShardStoreApplyBatch(benchmark::State& state) {
+void ShardStoreApplyBatch(benchmark::State& state, const Shape& shape) {
   std::string dir = TempDir("store");
   ShardStoreOptions options;  // defaults: WAL on, sync off
   std::unique_ptr<ShardStore> store;
   Status s = ShardStore::Open(options, dir, &store);
   TableSchema schema;
   schema.name = "w";
-  schema.width = kWidth;
+  schema.width = shape.width;
   TableSchema created;
   if (s.ok()) s = store->CreateTable(schema, &created);
   if (!s.ok()) {
     state.SkipWithError(s.ToString().c_str());
     return;
   }
-  auto deltas = MakeDeltas();
-  std::vector<RowDelta> batch(kRows);
-  for (int r = 0; r < kRows; ++r)
-    batch[r] = RowDelta{created.id, static_cast<uint64_t>(r), deltas[r]};
+  auto deltas = MakeDeltas(shape);
+  auto rows = RowOrder(shape);
+  std::vector<RowDelta> batch(shape.rows);
+  for (int i = 0; i < shape.rows; ++i) batch[i] = RowDelta{created.id, rows[i], deltas[i]};
   ClockT clock = 0;
   for (auto _ : state) {
     bool duplicate = false;
     Status st = store->ApplyBatch(0, clock++, batch, &duplicate);
     if (!st.ok()) state.SkipWithError(st.ToString().c_str());
   }
-  state.SetItemsProcessed(state.iterations() * kRows);
+  state.SetItemsProcessed(state.iterations() * shape.rows);
   store.reset();
   std::filesystem::remove_all(dir);
 }
 
+void BM_RawRocksDBWriteBatch(benchmark::State& state) { RawRocksDBWriteBatch(state, kWide); }
+void BM_ShardStoreApplyBatch(benchmark::State& state) { ShardStoreApplyBatch(state, kWide); }
+void BM_RawRocksDBWriteBatchNarrow(benchmark::State& state) {
+  RawRocksDBWriteBatch(state, kNarrow);
+}
+void BM_ShardStoreApplyBatchNarrow(benchmark::State& state) {
+  ShardStoreApplyBatch(state, kNarrow);
+}
+
 BENCHMARK(BM_RawRocksDBWriteBatch)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
 BENCHMARK(BM_ShardStoreApplyBatch)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_RawRocksDBWriteBatchNarrow)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0)
+    ->UseRealTime();
+BENCHMARK(BM_ShardStoreApplyBatchNarrow)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace pace
@@ -135,5 +176,9 @@ BENCHMARK(BM_ShardStoreApplyBatch)->Unit(benchmark::kMillisecond)->MinTime(2.0)-
 int main(int argc, char** argv) {
   pace::bench::Pair("3 shard apply (rows/s vs raw RocksDB WriteBatch)", "BM_RawRocksDBWriteBatch",
                     "BM_ShardStoreApplyBatch", pace::bench::kRateRatioAtLeast, 0.7);
+  pace::bench::Pair(
+      "3b shard apply, pace_mf shape: 25k rows x 17 f32 in client order (report only)",
+      "BM_RawRocksDBWriteBatchNarrow", "BM_ShardStoreApplyBatchNarrow",
+      pace::bench::kRateRatioAtLeast, 0);
   return pace::bench::RunAndReport(argc, argv);
 }
