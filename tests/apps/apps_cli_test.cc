@@ -264,7 +264,7 @@ TEST_F(AppsCliTest, LdaEmbeddedAndOnTwoShardsAndTwoClients) {
                                     "--docword=" + Path("docword.txt"),
                                     "--vocab=" + Path("vocab.txt"),
                                     "--topics=5",
-                                    "--clocks=25",
+                                    "--clocks=40",
                                     "--data_dir=" + data_dir};
   };
   std::vector<std::string> args = lda_args(Path("embedded"));
@@ -272,7 +272,9 @@ TEST_F(AppsCliTest, LdaEmbeddedAndOnTwoShardsAndTwoClients) {
   RunResult embedded = Run(args);
   ASSERT_EQ(embedded.exit_code, 0) << embedded.err;
   std::vector<std::string> csv = Lines(ReadFile(Path("lda.csv")));
-  ASSERT_EQ(csv.size(), 27u);  // header, clock 0 (initialization), 25 sampling clocks
+  // Header, clock 0 (initialization), 40 sampling clocks: enough that runs
+  // which take long to separate two topics (timing decides which) converge.
+  ASSERT_EQ(csv.size(), 42u);
   EXPECT_EQ(csv[0], "clock,seconds,loglik,tokens_per_s,staleness_mean,staleness_p99,blocked_pct");
   EXPECT_NE(embedded.out.find("# topic 4 ("), std::string::npos) << embedded.out;
   auto loglik = [](const std::string& line) {
@@ -307,7 +309,7 @@ TEST_F(AppsCliTest, LdaEmbeddedAndOnTwoShardsAndTwoClients) {
   ASSERT_EQ(r0.exit_code, 0) << r0.err;
   ASSERT_EQ(r1.exit_code, 0) << r1.err;
   std::vector<std::string> cluster = Lines(ReadFile(Path("cluster.csv")));
-  ASSERT_EQ(cluster.size(), 27u);
+  ASSERT_EQ(cluster.size(), 42u);
   // Same model quality: final log-likelihoods within 2%.
   EXPECT_NEAR(loglik(cluster.back()), last, 0.02 * std::abs(last));
   std::fprintf(stderr, "final loglik: embedded %.1f, 2 shards x 2 clients %.1f\n", last,

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tests/apps/experiments_smoke_test.sh BUILD_DIR: runs both experiment
+# scripts on tiny data for a few clocks and checks that they produce their
+# figures and CSVs with the expected shape. Exit 77 (skipped) without gnuplot
+# when not root (the scripts would only print how to install it).
+set -euo pipefail
+build=$(cd "${1:?usage: experiments_smoke_test.sh BUILD_DIR}" && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
+if ! command -v gnuplot >/dev/null && [ "$(id -u)" != 0 ]; then
+  echo "gnuplot-nox is not installed: skipped"
+  exit 77
+fi
+out=$(mktemp -d "${TMPDIR:-/tmp}/experiments-smoke.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export BUILD=$build USERS=300 ITEMS=200 RATINGS=20000 CLOCKS=4
+
+S=2 bash "$root/tools/experiments/staleness.sh" "$out/st" >"$out/st.log" 2>&1 ||
+  { cat "$out/st.log"; fail "staleness.sh exited $?"; }
+[ -s "$out/st/staleness.png" ] || fail "no staleness.png"
+[ "$(head -1 "$out/st/staleness.csv")" = "staleness,ssp_reads,essp_reads,ssp_fraction,essp_fraction" ] ||
+  fail "staleness.csv header: $(head -1 "$out/st/staleness.csv")"
+[ "$(wc -l <"$out/st/staleness.csv")" = 5 ] || fail "staleness.csv should have buckets 0..s+1"
+# Every read is in some bucket 0..s, none beyond s.
+awk -F, 'NR > 1 { ssp += $2; essp += $3; if ($1 > 2 && $2 + $3 > 0) bad = 1 }
+         END { exit !(ssp > 0 && essp > 0 && !bad) }' "$out/st/staleness.csv" ||
+  fail "staleness.csv counts: $(cat "$out/st/staleness.csv")"
+
+S_LIST="0 2" STRAGGLER_MS=10 bash "$root/tools/experiments/convergence.sh" "$out/cv" \
+  >"$out/cv.log" 2>&1 || { cat "$out/cv.log"; fail "convergence.sh exited $?"; }
+for f in loss_per_clock.png loss_per_second.png; do
+  [ -s "$out/cv/$f" ] || fail "no $f"
+done
+# 2 models x 2 bounds x 4 clocks, plus the header.
+[ "$(wc -l <"$out/cv/convergence.csv")" = 17 ] || fail "convergence.csv: $(cat "$out/cv/convergence.csv")"
+[ "$(wc -l <"$out/cv/summary.csv")" = 5 ] || fail "summary.csv: $(cat "$out/cv/summary.csv")"
+echo "experiment scripts OK"
