@@ -109,7 +109,7 @@ plot ${lines[ssp5]}
 set title 'ESSP'
 plot ${lines[essp5]}
 unset logscale y
-set yrange [0.5:1.2]
+set yrange [0<*:*<2]
 set ylabel 'test RMSE'
 set title 'SSP'
 plot ${lines[ssp6]}
