@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -372,6 +373,8 @@ TEST_F(ShardServiceTest, SubscribersGetChangedRowsThenPushDone) {
   ASSERT_NE(push, nullptr);
   ASSERT_EQ(push->rows.size(), 1u);
   EXPECT_EQ(push->rows[0].row, 3u);
+  // Row 3 goes to both subscribers: copied into one Push, moved into the other.
+  EXPECT_EQ(DecodeDense<int64_t>(push->rows[0].bytes), (V{33, 0}));
   EXPECT_TRUE(std::holds_alternative<net::PushDone>(m1[2]));
 
   // Unsubscribed rows are no longer pushed; a subscriber with nothing changed
@@ -518,6 +521,25 @@ TEST_F(ShardServiceTest, StatsReportClocksAndCounters) {
   EXPECT_EQ(counter("parked_reads"), 1);
   EXPECT_EQ(counter("parked_now"), 1);
   EXPECT_EQ(counter("delta_bytes_in"), 16);
+}
+
+TEST_F(ShardServiceTest, StatsCountRowCacheHitsAndMisses) {
+  OpenService(1);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  Read(c0, 1, t, {1, 2}, 0, /*subscribe=*/true);  // two misses
+  ASSERT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 1u);
+  ApplyOk(c0, 0, {Delta(t, 1, 5, 6)});  // clock -> 1: row 1 pushed from the cache
+  Read(c0, 2, t, {2}, 0);               // a hit
+  ASSERT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 1u);
+  EXPECT_EQ(Values(t, {1}), (std::vector<V>{{5, 6}}));  // one more hit
+  net::StatsReply stats = service_->Stats();
+  std::map<std::string, int64_t> counters(stats.counters.begin(), stats.counters.end());
+  EXPECT_EQ(counters["row_cache_misses"], 2);
+  EXPECT_EQ(counters["row_cache_hits"], 3);
+  EXPECT_EQ(counters["row_cache_rows"], 2);
+  EXPECT_GT(counters["row_cache_bytes"], 0);
+  EXPECT_EQ(counters["row_cache_evictions"], 0);
 }
 
 TEST_F(ShardServiceTest, HoldbackWarningNamesTheLaggingClient) {
