@@ -50,11 +50,10 @@ asan: deps
 	cd build-asan && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
 
 # ASan+UBSan on the common and storage suites only (what CI runs; faster than `make asan`).
-ASAN_STORAGE_TARGETS := common_test storage_test storage_model_test storage_crash_test storage_crash_child
 asan-storage: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan
-	cmake --build build-asan -j$(JOBS) --target $(ASAN_STORAGE_TARGETS)
-	cd build-asan && ctest --output-on-failure -R '^(common|storage)'
+	cmake --build build-asan -j$(JOBS) --target storage_suite
+	cd build-asan && ctest --output-on-failure -R '^(common|storage)_'
 
 # libFuzzer run of the frame decoder + message verifier (needs clang; installs it as root).
 FUZZ_SECONDS ?= 60

@@ -1,5 +1,13 @@
 # pace_test(NAME name SRCS a.cc ... DEPS lib ... LABELS unit|integration|slow [TIMEOUT s])
 # Declares a GoogleTest binary and registers it with ctest under the given label.
+#
+# Every test whose name starts with common_ or storage_ is also a dependency of
+# the `storage_suite` target, which `make asan-storage` builds: adding a storage
+# test can never leave the sanitizer run with a test that was not built.
+if(NOT TARGET storage_suite)
+  add_custom_target(storage_suite)
+endif()
+
 function(pace_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SRCS})
@@ -12,4 +20,7 @@ function(pace_test)
   endif()
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+  if(T_NAME MATCHES "^(common|storage)_")
+    add_dependencies(storage_suite ${T_NAME})
+  endif()
 endfunction()
