@@ -7,93 +7,161 @@ namespace pace {
 
 size_t SubscriptionRegistry::Subscribe(SubscriberId sub, uint32_t table,
                                        const std::vector<uint64_t>& rows) {
-  RowSet& mine = subs_[sub];
+  size_t& count = counts_[sub];
+  if (rows.empty()) return 0;
+  TableSubs& t = tables_[table];
   size_t added = 0;
   for (uint64_t r : rows) {
-    RowKey key{table, r};
-    if (!mine.insert(key).second) continue;
-    row_subs_[key].push_back(sub);
+    uint32_t i = t.index.Find(r);
+    if (i == RowSlotMap::kNone) {
+      if (!t.free_slots.empty()) {
+        i = t.free_slots.back();
+        t.free_slots.pop_back();
+      } else {
+        i = static_cast<uint32_t>(t.slots.size());
+        t.slots.emplace_back();
+      }
+      Slot& s = t.slots[i];
+      s.row = r;
+      s.dirty = false;
+      t.index.Insert(r, i);
+    }
+    std::vector<SubscriberId>& subs = t.slots[i].subs;
+    if (std::find(subs.begin(), subs.end(), sub) != subs.end()) continue;
+    subs.push_back(sub);
     ++added;
   }
+  count += added;
   num_subscriptions_ += added;
   return added;
 }
 
-bool SubscriptionRegistry::RemoveOne(SubscriberId sub, const RowKey& key) {
-  auto it = row_subs_.find(key);
-  if (it == row_subs_.end()) return false;
-  std::vector<SubscriberId>& v = it->second;
-  auto pos = std::find(v.begin(), v.end(), sub);
-  if (pos == v.end()) return false;
-  *pos = v.back();
-  v.pop_back();
-  if (v.empty()) {
-    row_subs_.erase(it);
-    dirty_.erase(key);
+bool SubscriptionRegistry::RemoveFromSlot(TableSubs& t, uint32_t i, SubscriberId sub) {
+  Slot& s = t.slots[i];
+  auto pos = std::find(s.subs.begin(), s.subs.end(), sub);
+  if (pos == s.subs.end()) return false;
+  *pos = s.subs.back();
+  s.subs.pop_back();
+  if (s.subs.empty()) {
+    if (s.dirty) {
+      s.dirty = false;  // its entry in t.dirty is skipped
+      --num_dirty_;
+    }
+    t.index.Erase(s.row);
+    s.subs.shrink_to_fit();
+    t.free_slots.push_back(i);
   }
   return true;
 }
 
 size_t SubscriptionRegistry::Unsubscribe(SubscriberId sub, uint32_t table,
                                          const std::vector<uint64_t>& rows) {
-  auto it = subs_.find(sub);
-  if (it == subs_.end()) return 0;
+  auto c = counts_.find(sub);
+  if (c == counts_.end()) return 0;
+  auto it = tables_.find(table);
+  if (it == tables_.end()) return 0;
+  TableSubs& t = it->second;
   size_t removed = 0;
   for (uint64_t r : rows) {
-    RowKey key{table, r};
-    if (it->second.erase(key) == 0) continue;
-    RemoveOne(sub, key);
-    ++removed;
+    const uint32_t i = t.index.Find(r);
+    if (i != RowSlotMap::kNone && RemoveFromSlot(t, i, sub)) ++removed;
   }
+  c->second -= removed;
   num_subscriptions_ -= removed;
   return removed;
 }
 
 size_t SubscriptionRegistry::RemoveSubscriber(SubscriberId sub) {
-  auto it = subs_.find(sub);
-  if (it == subs_.end()) return 0;
-  size_t removed = it->second.size();
-  for (const RowKey& key : it->second) RemoveOne(sub, key);
-  subs_.erase(it);
+  auto c = counts_.find(sub);
+  if (c == counts_.end()) return 0;
+  size_t removed = 0;
+  for (auto it = tables_.begin(); it != tables_.end();) {
+    TableSubs& t = it->second;
+    for (uint32_t i = 0; i < t.slots.size() && removed < c->second; ++i) {
+      if (!t.slots[i].subs.empty() && RemoveFromSlot(t, i, sub)) ++removed;
+    }
+    if (t.index.size() == 0) {
+      if (last_table_ == &t) last_table_ = nullptr;
+      it = tables_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   num_subscriptions_ -= removed;
+  counts_.erase(c);
   return removed;
 }
 
 void SubscriptionRegistry::MarkDirty(const RowKey& key) {
-  if (row_subs_.count(key) != 0) dirty_.insert(key);
+  if (last_table_ == nullptr || last_table_id_ != key.table) {
+    auto it = tables_.find(key.table);
+    if (it == tables_.end()) return;
+    last_table_id_ = key.table;
+    last_table_ = &it->second;
+  }
+  TableSubs& t = *last_table_;
+  const uint32_t i = t.index.Find(key.row);
+  if (i == RowSlotMap::kNone) return;
+  Slot& s = t.slots[i];
+  if (s.dirty) return;
+  s.dirty = true;
+  t.dirty.push_back(i);
+  ++num_dirty_;
 }
 
 PushPlan SubscriptionRegistry::PlanPush() {
   PushPlan plan;
-  plan.rows.assign(dirty_.begin(), dirty_.end());
-  dirty_.clear();
-  std::sort(plan.rows.begin(), plan.rows.end());
+  plan.rows.reserve(num_dirty_);
+  plan.subscribers.reserve(counts_.size());
+  for (const auto& [sub, count] : counts_) plan.subscribers.push_back(PushPlan::Entry{sub, {}});
+  // The index in plan.subscribers of a subscriber (sorted by id).
+  auto entry_of = [&plan](SubscriberId sub) -> PushPlan::Entry& {
+    auto it = std::lower_bound(
+        plan.subscribers.begin(), plan.subscribers.end(), sub,
+        [](const PushPlan::Entry& e, SubscriberId id) { return e.subscriber < id; });
+    return *it;  // every slot's subscriber is registered
+  };
 
-  plan.subscribers.reserve(subs_.size());
-  std::unordered_map<SubscriberId, size_t> slot;
-  slot.reserve(subs_.size());
-  for (const auto& [sub, rows] : subs_) {
-    slot.emplace(sub, plan.subscribers.size());
-    plan.subscribers.push_back(PushPlan::Entry{sub, {}});
-  }
-  for (uint32_t i = 0; i < plan.rows.size(); ++i) {
-    auto it = row_subs_.find(plan.rows[i]);
-    if (it == row_subs_.end()) continue;  // cannot happen: unsubscribing clears dirty
-    for (SubscriberId sub : it->second) {
-      plan.subscribers[slot[sub]].row_indices.push_back(i);
+  std::vector<std::pair<uint64_t, uint32_t>> rows;  // (row, slot) of one table
+  for (auto& [table, t] : tables_) {
+    if (t.dirty.empty()) continue;
+    rows.clear();
+    rows.reserve(t.dirty.size());
+    for (uint32_t i : t.dirty) {
+      Slot& s = t.slots[i];
+      if (!s.dirty) continue;  // lost its subscribers, or listed twice
+      s.dirty = false;
+      rows.emplace_back(s.row, i);
+    }
+    t.dirty.clear();
+    std::sort(rows.begin(), rows.end());
+    for (const auto& [row, i] : rows) {
+      const uint32_t index = static_cast<uint32_t>(plan.rows.size());
+      plan.rows.push_back(RowKey{table, row});
+      const std::vector<SubscriberId>& subs = t.slots[i].subs;
+      if (subs.size() == 1 && plan.subscribers.size() == 1) {
+        plan.subscribers[0].row_indices.push_back(index);
+        continue;
+      }
+      for (SubscriberId sub : subs) entry_of(sub).row_indices.push_back(index);
     }
   }
+  num_dirty_ = 0;
   return plan;
 }
 
 bool SubscriptionRegistry::IsSubscribed(SubscriberId sub, const RowKey& key) const {
-  auto it = subs_.find(sub);
-  return it != subs_.end() && it->second.count(key) != 0;
+  auto it = tables_.find(key.table);
+  if (it == tables_.end()) return false;
+  const uint32_t i = it->second.index.Find(key.row);
+  if (i == RowSlotMap::kNone) return false;
+  const std::vector<SubscriberId>& subs = it->second.slots[i].subs;
+  return std::find(subs.begin(), subs.end(), sub) != subs.end();
 }
 
 size_t SubscriptionRegistry::SubscriptionCount(SubscriberId sub) const {
-  auto it = subs_.find(sub);
-  return it == subs_.end() ? 0 : it->second.size();
+  auto it = counts_.find(sub);
+  return it == counts_.end() ? 0 : it->second;
 }
 
 }  // namespace pace

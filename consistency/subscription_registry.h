@@ -10,8 +10,14 @@
 // added later read the row after the change (the shard serializes reads with
 // applies), so its copy already contains it.
 //
-// Costs: MarkDirty O(1); PlanPush O(d log d + d * k + n) for d dirty rows with
-// k subscribers each and n subscribers; never O(all subscriptions).
+// Costs: MarkDirty O(1) (one probe of a flat per-table hash map, no
+// allocation once the dirty list has grown); PlanPush O(d log d + d * k + n)
+// for d dirty rows with k subscribers each and n subscribers; never O(all
+// subscriptions). RemoveSubscriber is O(all subscribed rows).
+//
+// Layout: per table, a RowSlotMap from row id to a slot in a dense vector of
+// per-row state (the row, its subscribers, a dirty flag) and the list of slots
+// marked dirty since the last PlanPush.
 //
 // Thread-compatible: the owner serializes access.
 #ifndef PACE_CONSISTENCY_SUBSCRIPTION_REGISTRY_H_
@@ -20,11 +26,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "common/clock.h"
+#include "consistency/row_slot_map.h"
 
 namespace pace {
 
@@ -63,24 +68,45 @@ class SubscriptionRegistry {
   // dirty set.
   PushPlan PlanPush();
 
-  bool HasSubscriber(SubscriberId sub) const { return subs_.count(sub) != 0; }
+  bool HasSubscriber(SubscriberId sub) const { return counts_.count(sub) != 0; }
   bool IsSubscribed(SubscriberId sub, const RowKey& key) const;
-  size_t num_subscribers() const { return subs_.size(); }
+  size_t num_subscribers() const { return counts_.size(); }
   // Total (subscriber, row) pairs.
   size_t num_subscriptions() const { return num_subscriptions_; }
-  size_t num_dirty() const { return dirty_.size(); }
+  size_t num_dirty() const { return num_dirty_; }
   // Subscriptions of one subscriber (0 if unknown).
   size_t SubscriptionCount(SubscriberId sub) const;
 
  private:
-  using RowSet = std::unordered_set<RowKey, RowKeyHash>;
-  bool RemoveOne(SubscriberId sub, const RowKey& key);
+  // One subscribed row of a table.
+  struct Slot {
+    uint64_t row = 0;
+    bool dirty = false;  // changed since the last PlanPush (and in `dirty`)
+    // Its subscribers; few per row (at most one per client process). Empty:
+    // the slot is free.
+    std::vector<SubscriberId> subs;
+  };
+  struct TableSubs {
+    RowSlotMap index;  // row -> index into slots
+    std::vector<Slot> slots;
+    std::vector<uint32_t> free_slots;
+    // Slots marked dirty since the last PlanPush; an entry whose slot is no
+    // longer dirty (its row lost its subscribers) is skipped.
+    std::vector<uint32_t> dirty;
+  };
+  // Removes `sub` from slot `i` of `t`, freeing the slot when it was the last.
+  // Returns false if `sub` was not there.
+  bool RemoveFromSlot(TableSubs& t, uint32_t i, SubscriberId sub);
 
-  std::map<SubscriberId, RowSet> subs_;
-  // Row -> its subscribers; few per row (at most one per client process).
-  std::unordered_map<RowKey, std::vector<SubscriberId>, RowKeyHash> row_subs_;
-  RowSet dirty_;  // subset of row_subs_' keys at the time of marking
+  // By table id, so PlanPush emits rows sorted by table.
+  std::map<uint32_t, TableSubs> tables_;
+  // Registered subscribers and their number of subscriptions.
+  std::map<SubscriberId, size_t> counts_;
   size_t num_subscriptions_ = 0;
+  size_t num_dirty_ = 0;
+  // MarkDirty's last table (tables_ nodes are stable; reset when one is erased).
+  uint32_t last_table_id_ = 0;
+  TableSubs* last_table_ = nullptr;
 };
 
 }  // namespace pace

@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+#include <set>
 #include <vector>
+
+#include "consistency/row_slot_map.h"
 
 namespace pace {
 namespace {
@@ -101,6 +106,125 @@ TEST(SubscriptionRegistryTest, PlanCostDependsOnDirtyRowsNotSubscriptions) {
     PushPlan plan = reg.PlanPush();
     ASSERT_EQ(plan.rows.size(), 1u);
     ASSERT_EQ(plan.subscribers[1].row_indices.size(), 1u);
+  }
+}
+
+TEST(RowSlotMapTest, MatchesAStdMapUnderRandomInsertsAndErases) {
+  RowSlotMap map;
+  std::map<uint64_t, uint32_t> model;
+  std::mt19937_64 rng(3);
+  for (int step = 0; step < 200000; ++step) {
+    // Small key range: long probe runs, many erases inside them.
+    const uint64_t row = rng() % 3000 * 0x100000001ull;
+    if (rng() % 3 == 0) {
+      map.Erase(row);
+      model.erase(row);
+    } else if (model.count(row) == 0) {
+      const uint32_t slot = static_cast<uint32_t>(step);
+      map.Insert(row, slot);
+      model[row] = slot;
+    }
+    if (step % 1000 == 0) {
+      ASSERT_EQ(map.size(), model.size());
+      for (uint64_t r = 0; r < 3000; ++r) {
+        const uint64_t key = r * 0x100000001ull;
+        auto it = model.find(key);
+        ASSERT_EQ(map.Find(key), it == model.end() ? RowSlotMap::kNone : it->second)
+            << "row " << key << " at step " << step;
+      }
+    }
+  }
+}
+
+// Random subscribe/unsubscribe/remove/mark/plan against a model of sets.
+TEST(SubscriptionRegistryTest, MatchesAModelUnderRandomOperations) {
+  SubscriptionRegistry reg;
+  std::map<SubscriberId, std::set<RowKey>> subs;  // registered subscribers
+  std::set<RowKey> dirty;                         // subscribed rows changed
+  std::mt19937_64 rng(11);
+  auto random_rows = [&rng](size_t n) {
+    std::vector<uint64_t> rows;
+    for (size_t i = 0; i < n; ++i) rows.push_back(rng() % 200);
+    return rows;
+  };
+  auto subscribed = [&subs](const RowKey& k) {
+    for (const auto& [sub, rows] : subs) {
+      if (rows.count(k) != 0) return true;
+    }
+    return false;
+  };
+  for (int step = 0; step < 20000; ++step) {
+    const SubscriberId sub = 1 + rng() % 4;
+    const uint32_t table = 1 + static_cast<uint32_t>(rng() % 3);
+    switch (rng() % 6) {
+      case 0: {
+        std::vector<uint64_t> rows = random_rows(1 + rng() % 8);
+        size_t added = 0;
+        std::set<RowKey>& mine = subs[sub];
+        for (uint64_t r : rows) added += mine.insert(RowKey{table, r}).second;
+        ASSERT_EQ(reg.Subscribe(sub, table, rows), added);
+        break;
+      }
+      case 1: {
+        std::vector<uint64_t> rows = random_rows(1 + rng() % 8);
+        size_t removed = 0;
+        auto it = subs.find(sub);
+        if (it != subs.end()) {
+          for (uint64_t r : rows) removed += it->second.erase(RowKey{table, r});
+        }
+        ASSERT_EQ(reg.Unsubscribe(sub, table, rows), removed);
+        for (uint64_t r : rows) {
+          if (!subscribed(RowKey{table, r})) dirty.erase(RowKey{table, r});
+        }
+        break;
+      }
+      case 2: {
+        if (rng() % 8 != 0) break;
+        auto it = subs.find(sub);
+        const size_t n = it == subs.end() ? 0 : it->second.size();
+        if (it != subs.end()) subs.erase(it);
+        ASSERT_EQ(reg.RemoveSubscriber(sub), n);
+        for (auto d = dirty.begin(); d != dirty.end();) {
+          d = subscribed(*d) ? std::next(d) : dirty.erase(d);
+        }
+        break;
+      }
+      case 3:
+      case 4: {
+        const RowKey k{table, rng() % 200};
+        reg.MarkDirty(k);
+        if (subscribed(k)) dirty.insert(k);
+        break;
+      }
+      default: {
+        // Rows that lost every subscriber since marking are not planned,
+        // even if subscribed again since (the new reader read the change).
+        std::vector<RowKey> want(dirty.begin(), dirty.end());
+        ASSERT_EQ(reg.num_dirty(), want.size());
+        PushPlan plan = reg.PlanPush();
+        ASSERT_EQ(plan.rows, want);
+        ASSERT_EQ(plan.subscribers.size(), subs.size());
+        size_t e = 0;
+        for (const auto& [id, rows] : subs) {
+          ASSERT_EQ(plan.subscribers[e].subscriber, id);
+          std::vector<RowKey> mine;
+          for (const RowKey& k : want) {
+            if (rows.count(k) != 0) mine.push_back(k);
+          }
+          ASSERT_EQ(RowsFor(plan, id), mine);
+          ++e;
+        }
+        dirty.clear();
+        break;
+      }
+    }
+    size_t total = 0;
+    for (const auto& [id, rows] : subs) {
+      total += rows.size();
+      ASSERT_EQ(reg.SubscriptionCount(id), rows.size());
+    }
+    ASSERT_EQ(reg.num_subscriptions(), total);
+    ASSERT_EQ(reg.num_subscribers(), subs.size());
   }
 }
 

@@ -1,0 +1,247 @@
+// Benchmark 3d (issue 6, report only): the shard service's cost of one
+// pace_mf-shaped clock. A ShardService (embedded, one client process) has one
+// in-process subscriber session that subscribed to every row of two ESSP
+// tables of 17 f32 (20,000 "user" + 5,000 "item" rows, the MF job's shape). Per
+// clock the client sends one Apply changing every row; the time measured is
+// from OnMessage(Apply) to its return, by which the service has written the
+// batch, sent the Ack, advanced the shard clock and sent the Push messages of
+// all 25,000 rows and the PushDone (sessions queue synchronously). Building the
+// Apply message and freeing the delivered messages are not timed.
+//
+// Baseline: raw RocksDB writing the same merge operands (same keys, same delta
+// bytes, same order) in one WriteBatch with the WAL on, as benchmark 3b does.
+#include <benchmark/benchmark.h>
+#include <rocksdb/db.h>
+#include <rocksdb/merge_operator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/row.h"
+#include "net/messages.h"
+#include "net/session.h"
+#include "server/shard_service.h"
+#include "storage/key_format.h"
+#include "tools/bench/ratio.h"
+
+namespace pace {
+namespace {
+
+constexpr uint32_t kWidth = 17;
+constexpr int kUserRows = 20000;
+constexpr int kItemRows = 5000;
+constexpr int kRows = kUserRows + kItemRows;
+
+std::string TempDir(const char* name) {
+  std::string dir = (std::filesystem::temp_directory_path() /
+                     ("pace-bench-" + std::string(name) + "-" + std::to_string(getpid())))
+                        .string();
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// One update of the batch: table index (0 user, 1 item), row, delta.
+struct Update {
+  int table;
+  uint64_t row;
+  std::string bytes;
+};
+
+// Every row of both tables once, in a fixed pseudo-random order (a client
+// sends them in its hash-map order, not key order).
+std::vector<Update> MakeUpdates() {
+  std::vector<Update> u;
+  u.reserve(kRows);
+  std::vector<float> v(kWidth);
+  for (int t = 0; t < 2; ++t) {
+    const int n = t == 0 ? kUserRows : kItemRows;
+    for (int r = 0; r < n; ++r) {
+      for (uint32_t c = 0; c < kWidth; ++c) v[c] = 0.001f * static_cast<float>((r + c) % 97);
+      u.push_back(Update{t, static_cast<uint64_t>(r), EncodeDense(v)});
+    }
+  }
+  std::shuffle(u.begin(), u.end(), std::mt19937_64(7));
+  return u;
+}
+
+// Sums f32 rows (the work RocksDB does on flush/compaction for the store's own
+// operator).
+class FloatAdd : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& value,
+             std::string* new_value, rocksdb::Logger*) const override {
+    if (existing == nullptr) {
+      new_value->assign(value.data(), value.size());
+      return true;
+    }
+    new_value->assign(existing->data(), existing->size());
+    if (value.size() != existing->size()) return false;
+    AddDenseElements(ElementType::kF32, new_value->data(), value.data(), value.size() / 4);
+    return true;
+  }
+  const char* Name() const override { return "bench.FloatAdd"; }
+};
+
+void BM_RawRocksDBWriteBatchMf(benchmark::State& state) {
+  std::string dir = TempDir("svc-raw");
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.write_buffer_size = 64 << 20;
+  options.max_write_buffer_number = 3;
+  options.merge_operator = std::make_shared<FloatAdd>();
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(256 << 20);
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  rocksdb::DB* raw = nullptr;
+  if (!rocksdb::DB::Open(options, dir, &raw).ok()) {
+    state.SkipWithError("open failed");
+    return;
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  const std::vector<Update> updates = MakeUpdates();
+  rocksdb::WriteOptions wo;  // WAL on, no fsync
+  char key[storage_format::kRowKeySize];
+  int64_t clock = 0;
+  for (auto _ : state) {
+    rocksdb::WriteBatch batch;
+    for (const Update& u : updates) {
+      storage_format::EncodeRowKey(1 + u.table, u.row, key);
+      batch.Merge(rocksdb::Slice(key, sizeof(key)), u.bytes);
+    }
+    std::string clock_value = storage_format::EncodeClock(++clock);
+    batch.Put(storage_format::ClockKey(0), clock_value);
+    if (!db->Write(wo, &batch).ok()) state.SkipWithError("write failed");
+  }
+  state.SetItemsProcessed(state.iterations() * kRows);
+  db.reset();
+  std::filesystem::remove_all(dir);
+}
+
+// Keeps what the service sends; the benchmark frees it outside the timing.
+class CollectingSession : public net::Session {
+ public:
+  uint64_t id() const override { return 1; }
+  const net::Hello& hello() const override { return hello_; }
+  void Send(net::Message m) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto* p = std::get_if<net::Push>(&m)) rows_ += p->rows.size();
+    if (auto* d = std::get_if<net::PushDone>(&m)) done_ = d->version;
+    if (std::holds_alternative<net::Error>(m)) error_ = true;
+    sent_.push_back(std::move(m));
+  }
+  void Close(const Status&) override { error_ = true; }
+
+  // Moves out what was sent (to be freed by the caller).
+  std::vector<net::Message> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<net::Message> out;
+    out.swap(sent_);
+    return out;
+  }
+  Version done() const { return done_; }
+  uint64_t rows() const { return rows_; }
+  bool error() const { return error_; }
+
+ private:
+  net::Hello hello_;  // client 0, kClientProcess
+  std::mutex mu_;
+  std::vector<net::Message> sent_;
+  Version done_ = 0;
+  uint64_t rows_ = 0;
+  bool error_ = false;
+};
+
+void BM_ServiceApplyPushMf(benchmark::State& state) {
+  std::string dir = TempDir("svc");
+  ShardServiceOptions options;  // store defaults: WAL on, sync off, row cache on
+  options.data_dir = dir;
+  std::unique_ptr<ShardService> service;
+  Status s = ShardService::Open(options, &service);
+  auto session = std::make_shared<CollectingSession>();
+  if (s.ok()) {
+    net::Welcome welcome;
+    s = service->OnHello(session->hello(), &welcome);
+  }
+  uint32_t ids[2] = {0, 0};
+  if (s.ok()) {
+    service->OnConnect(session);
+    for (int t = 0; t < 2 && s.ok(); ++t) {
+      TableSchema schema;
+      schema.name = t == 0 ? "user" : "item";
+      schema.width = kWidth;
+      schema.consistency = Consistency::kEssp;
+      schema.staleness = 1;
+      TableSchema created;
+      s = service->store()->CreateTable(schema, &created);
+      ids[t] = created.id;
+    }
+  }
+  if (!s.ok()) {
+    state.SkipWithError(s.ToString().c_str());
+    return;
+  }
+  // Subscribe to every row, as the MF workers' first reads do.
+  for (int t = 0; t < 2; ++t) {
+    net::Read read;
+    read.req_id = 1 + t;
+    read.table = ids[t];
+    read.subscribe = true;
+    for (int r = 0; r < (t == 0 ? kUserRows : kItemRows); ++r) read.rows.push_back(r);
+    service->OnMessage(session, std::move(read));
+  }
+  session->Take();
+  if (service->NumSubscriptions() != kRows) {
+    state.SkipWithError("subscriptions missing");
+    return;
+  }
+  const std::vector<Update> updates = MakeUpdates();
+  ClockT clock = 0;
+  uint64_t pushed = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    net::Apply apply{clock, {}};
+    apply.updates.reserve(kRows);
+    for (const Update& u : updates) apply.updates.push_back({ids[u.table], u.row, u.bytes});
+    net::Message m(std::move(apply));
+    state.ResumeTiming();
+    service->OnMessage(session, std::move(m));
+    state.PauseTiming();
+    if (session->done() != clock + 1 || session->error()) {
+      state.SkipWithError("no PushDone for the clock");
+      break;
+    }
+    session->Take();  // freed here, untimed
+    ++clock;
+    state.ResumeTiming();
+  }
+  pushed = session->rows();
+  state.SetItemsProcessed(state.iterations() * kRows);
+  state.counters["pushed_rows_per_clock"] =
+      clock > 0 ? static_cast<double>(pushed) / static_cast<double>(clock) : 0;
+  service.reset();
+  std::filesystem::remove_all(dir);
+}
+
+BENCHMARK(BM_RawRocksDBWriteBatchMf)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_ServiceApplyPushMf)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+
+}  // namespace
+}  // namespace pace
+
+int main(int argc, char** argv) {
+  pace::bench::Pair(
+      "3d shard service Apply + ESSP push, pace_mf shape: 25k rows x 17 f32, all subscribed "
+      "(report only)",
+      "BM_RawRocksDBWriteBatchMf", "BM_ServiceApplyPushMf", pace::bench::kRateRatioAtLeast, 0);
+  return pace::bench::RunAndReport(argc, argv);
+}
