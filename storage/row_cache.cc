@@ -13,87 +13,185 @@ size_t HeapBytes(const std::string& s) {
 
 }  // namespace
 
-size_t RowCache::KeyHash::operator()(const Key& k) const {
-  uint64_t h = k.row * 0x9E3779B97F4A7C15ull ^ (uint64_t{k.table} << 32 | k.table);
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 32;
-  return static_cast<size_t>(h);
-}
-
 RowCache::RowCache(size_t capacity_bytes) : capacity_(capacity_bytes) {}
 
 size_t RowCache::ChargeOf(const CachedRow& v) {
   return kEntryOverhead + HeapBytes(v.sum) + HeapBytes(v.init);
 }
 
+size_t RowCache::Home(uint32_t table, uint64_t row) const {
+  uint64_t h = row * 0x9E3779B97F4A7C15ull ^ (uint64_t{table} << 32 | table);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  return static_cast<size_t>(h) & mask_;
+}
+
+uint32_t RowCache::FindNode(uint32_t table, uint64_t row) const {
+  if (size_ == 0) return kNil;
+  for (size_t i = Home(table, row);; i = (i + 1) & mask_) {
+    const Slot& s = slots_[i];
+    if (s.node == kNil) return kNil;
+    if (s.row == row && s.table == table) return s.node;
+  }
+}
+
+void RowCache::GrowSlots() {
+  std::vector<Slot> old;
+  old.swap(slots_);
+  const size_t cap = old.empty() ? 64 : old.size() * 2;
+  slots_.assign(cap, Slot{});
+  mask_ = cap - 1;
+  for (const Slot& s : old) {
+    if (s.node == kNil) continue;
+    size_t i = Home(s.table, s.row);
+    while (slots_[i].node != kNil) i = (i + 1) & mask_;
+    slots_[i] = s;
+  }
+}
+
+void RowCache::InsertSlot(uint32_t table, uint64_t row, uint32_t node) {
+  if ((size_ + 1) * 2 > slots_.size()) GrowSlots();
+  size_t i = Home(table, row);
+  while (slots_[i].node != kNil) i = (i + 1) & mask_;
+  slots_[i] = Slot{row, table, node};
+  ++size_;
+}
+
+void RowCache::EraseSlot(uint32_t table, uint64_t row) {
+  if (size_ == 0) return;
+  size_t i = Home(table, row);
+  for (;; i = (i + 1) & mask_) {
+    if (slots_[i].node == kNil) return;
+    if (slots_[i].row == row && slots_[i].table == table) break;
+  }
+  // Backward-shift deletion: later entries of the probe run move into the
+  // hole unless their home is cyclically in (hole, j].
+  for (size_t j = (i + 1) & mask_; slots_[j].node != kNil; j = (j + 1) & mask_) {
+    const size_t home = Home(slots_[j].table, slots_[j].row);
+    const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays) continue;
+    slots_[i] = slots_[j];
+    i = j;
+  }
+  slots_[i].node = kNil;
+  --size_;
+}
+
+void RowCache::Unlink(uint32_t n) {
+  Node& x = nodes_[n];
+  if (x.prev != kNil) {
+    nodes_[x.prev].next = x.next;
+  } else {
+    head_ = x.next;
+  }
+  if (x.next != kNil) {
+    nodes_[x.next].prev = x.prev;
+  } else {
+    tail_ = x.prev;
+  }
+  x.prev = x.next = kNil;
+}
+
+void RowCache::PushFront(uint32_t n) {
+  Node& x = nodes_[n];
+  x.prev = kNil;
+  x.next = head_;
+  if (head_ != kNil) nodes_[head_].prev = n;
+  head_ = n;
+  if (tail_ == kNil) tail_ = n;
+}
+
 CachedRow* RowCache::Lookup(uint32_t table, uint64_t row) {
-  auto it = map_.find(Key{table, row});
-  if (it == map_.end()) {
+  const uint32_t n = FindNode(table, row);
+  if (n == kNil) {
     ++counters_.misses;
     return nullptr;
   }
   ++counters_.hits;
-  if (it->second != lru_.begin()) lru_.splice(lru_.begin(), lru_, it->second);
-  return &it->second->value;
+  if (n != head_) {
+    Unlink(n);
+    PushFront(n);
+  }
+  return &nodes_[n].value;
 }
 
 CachedRow* RowCache::Peek(uint32_t table, uint64_t row) {
-  auto it = map_.find(Key{table, row});
-  return it == map_.end() ? nullptr : &it->second->value;
+  const uint32_t n = FindNode(table, row);
+  return n == kNil ? nullptr : &nodes_[n].value;
 }
 
 void RowCache::Insert(uint32_t table, uint64_t row, CachedRow value) {
-  const Key key{table, row};
   const size_t charge = ChargeOf(value);
-  auto it = map_.find(key);
-  if (it != map_.end()) EraseIt(it->second);
+  const uint32_t old = FindNode(table, row);
+  if (old != kNil) EraseNode(old);
   if (charge > capacity_) return;
-  lru_.push_front(Entry{key, charge, std::move(value)});
-  map_.emplace(key, lru_.begin());
+  uint32_t n;
+  if (!free_nodes_.empty()) {
+    n = free_nodes_.back();
+    free_nodes_.pop_back();
+  } else {
+    n = static_cast<uint32_t>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  Node& x = nodes_[n];
+  x.table = table;
+  x.row = row;
+  x.charge = charge;
+  x.value = std::move(value);
+  PushFront(n);
+  InsertSlot(table, row, n);
   bytes_ += charge;
   ++counters_.inserts;
   EvictToCapacity();
 }
 
 void RowCache::Recharge(uint32_t table, uint64_t row) {
-  auto it = map_.find(Key{table, row});
-  if (it == map_.end()) return;
-  Entry& e = *it->second;
-  const size_t charge = ChargeOf(e.value);
-  bytes_ = bytes_ - e.charge + charge;
-  e.charge = charge;
+  const uint32_t n = FindNode(table, row);
+  if (n == kNil) return;
+  Node& x = nodes_[n];
+  const size_t charge = ChargeOf(x.value);
+  bytes_ = bytes_ - x.charge + charge;
+  x.charge = charge;
   EvictToCapacity();
 }
 
 void RowCache::Erase(uint32_t table, uint64_t row) {
-  auto it = map_.find(Key{table, row});
-  if (it != map_.end()) EraseIt(it->second);
+  const uint32_t n = FindNode(table, row);
+  if (n != kNil) EraseNode(n);
 }
 
 void RowCache::EraseTable(uint32_t table) {
-  for (auto it = lru_.begin(); it != lru_.end();) {
-    auto next = std::next(it);
-    if (it->key.table == table) EraseIt(it);
-    it = next;
+  for (uint32_t n = head_; n != kNil;) {
+    const uint32_t next = nodes_[n].next;
+    if (nodes_[n].table == table) EraseNode(n);
+    n = next;
   }
 }
 
 void RowCache::Clear() {
-  map_.clear();
-  lru_.clear();
+  nodes_.clear();
+  free_nodes_.clear();
+  slots_.clear();
+  mask_ = 0;
+  size_ = 0;
+  head_ = tail_ = kNil;
   bytes_ = 0;
 }
 
-void RowCache::EraseIt(List::iterator it) {
-  bytes_ -= it->charge;
-  map_.erase(it->key);
-  lru_.erase(it);
+void RowCache::EraseNode(uint32_t n) {
+  Node& x = nodes_[n];
+  bytes_ -= x.charge;
+  EraseSlot(x.table, x.row);
+  Unlink(n);
+  x.value = CachedRow();  // frees its strings now
+  x.charge = 0;
+  free_nodes_.push_back(n);
 }
 
 void RowCache::EvictToCapacity() {
-  while (bytes_ > capacity_ && !lru_.empty()) {
-    EraseIt(std::prev(lru_.end()));
+  while (bytes_ > capacity_ && tail_ != kNil) {
+    EraseNode(tail_);
     ++counters_.evictions;
   }
 }

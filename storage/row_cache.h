@@ -8,6 +8,11 @@
 // what goes in and keeps it exactly equal to what RocksDB would return (see
 // docs/storage-format.md section 12).
 //
+// Layout: entries live in one vector (a slab with a free list) linked into an
+// intrusive LRU list by index; a flat open-addressing table maps (table, row)
+// to an entry index. A lookup touches the table slot and the entry, nothing is
+// allocated per lookup, and no list or hash node is allocated per row.
+//
 // Thread-compatibility: not thread-safe; ShardStore guards it with a mutex.
 // Pointers returned by Lookup/Peek stay valid until the next call that inserts,
 // erases or evicts.
@@ -16,9 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 namespace pace {
 
@@ -70,33 +74,47 @@ class RowCache {
 
   size_t capacity() const { return capacity_; }
   size_t bytes() const { return bytes_; }
-  size_t entries() const { return map_.size(); }
+  size_t entries() const { return size_; }
   const RowCacheCounters& counters() const { return counters_; }
 
  private:
-  struct Key {
-    uint32_t table;
-    uint64_t row;
-    bool operator==(const Key& o) const { return table == o.table && row == o.row; }
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const;
-  };
-  struct Entry {
-    Key key;
-    size_t charge;
+  static constexpr uint32_t kNil = UINT32_MAX;
+  struct Node {
+    uint32_t table = 0;
+    uint32_t prev = kNil;  // towards the most recently used
+    uint32_t next = kNil;  // towards the least recently used
+    uint64_t row = 0;
+    size_t charge = 0;
     CachedRow value;
   };
-  using List = std::list<Entry>;
+  // A slot of the open-addressing table; node == kNil: empty.
+  struct Slot {
+    uint64_t row = 0;
+    uint32_t table = 0;
+    uint32_t node = kNil;
+  };
 
   static size_t ChargeOf(const CachedRow& v);
-  void EraseIt(List::iterator it);
+  size_t Home(uint32_t table, uint64_t row) const;
+  // The node of (table, row), or kNil.
+  uint32_t FindNode(uint32_t table, uint64_t row) const;
+  void InsertSlot(uint32_t table, uint64_t row, uint32_t node);
+  void EraseSlot(uint32_t table, uint64_t row);
+  void GrowSlots();
+  void Unlink(uint32_t n);
+  void PushFront(uint32_t n);
+  void EraseNode(uint32_t n);
   void EvictToCapacity();
 
   const size_t capacity_;
   size_t bytes_ = 0;
-  List lru_;  // most recently used first
-  std::unordered_map<Key, List::iterator, KeyHash> map_;
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> free_nodes_;
+  uint32_t head_ = kNil;  // most recently used
+  uint32_t tail_ = kNil;  // least recently used
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;  // cached rows
   RowCacheCounters counters_;
 };
 
