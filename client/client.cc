@@ -315,6 +315,11 @@ Status Worker::BatchInc(const Table& t, const std::vector<uint64_t>& rows,
   return Status::OK();
 }
 
+Status Worker::Prefetch(const Table& t, const std::vector<uint64_t>& rows) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return impl_->client_->Prefetch(impl_->clock_, impl_->stats_.get(), ts, rows);
+}
+
 Status Worker::Clock() { return impl_->client_->ClockWorker(&impl_->clock_, impl_->stats_.get()); }
 
 Status Worker::GlobalBarrier() {

@@ -129,6 +129,10 @@ class Client::Impl : public client::ChannelListener {
   // value that satisfies the read rule for a worker at clock c.
   template <typename Fn>
   Status ReadRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row, Fn&& fn);
+  // Worker::Prefetch: one Read per shard for the rows that are neither fresh
+  // for clock c, nor pushed, nor in flight. Never blocks.
+  Status Prefetch(ClockT c, client::WorkerStats* ws, client::TableState* t,
+                  const std::vector<uint64_t>& rows);
   // Dense Inc of t->format.width elements of type T (checked by the caller).
   template <typename T>
   void IncDense(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,

@@ -174,7 +174,10 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
         if (read && subscribe) e->subscribed = true;
         if (!read) e->table->pushes_applied.fetch_add(1, std::memory_order_relaxed);
       }
-      if (st.waiters > 0) st.cv.notify_all();
+      // Only a waiter of this row can make progress (others wait for their
+      // own row, or for PushDone, which wakes every stripe): waking a stripe
+      // per pushed row cost a futex wake per row.
+      if (e->waiters > 0) st.cv.notify_all();
       EvictLocked(st);
     }
     st.MaybeErase(e);

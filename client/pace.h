@@ -212,6 +212,19 @@ class Worker {
   // the client.
   Status Read(const Table& t, uint64_t row, const std::function<void(const RowView&)>& fn);
 
+  // Starts fetching rows this worker is about to read, without blocking. Rows
+  // that are cached fresh enough for the worker's current clock, kept fresh by
+  // pushes (essp, subscribed) or already being fetched are skipped; the rest
+  // are requested with one Read per shard (subscribing under essp), so that
+  // the later Gets hit the cache instead of paying one round trip each. Use it
+  // at the start of a clock for the rows the clock will touch: on the first
+  // clock after start or resume every row is a miss, and under ssp/bsp stale
+  // rows are pulled, never pushed. Prefetched rows beyond the cache budget may
+  // be evicted before they are read. Duplicates in `rows` are fine.
+  // Errors: NotFound/InvalidArgument for a bad table handle, Unavailable if a
+  // shard has been unreachable for shard_timeout_ms.
+  Status Prefetch(const Table& t, const std::vector<uint64_t>& rows);
+
   // Dense additive updates of width elements.
   Status Inc(const Table& t, uint64_t row, const float* delta);
   Status Inc(const Table& t, uint64_t row, const double* delta);

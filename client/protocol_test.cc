@@ -188,6 +188,79 @@ TEST_F(ProtocolTest, EsspSubscribesOnceAndPushDoneRefreshesVersions) {
   EXPECT_EQ(s.tables[0].staleness_hist, (std::vector<uint64_t>{2, 1, 0}));
 }
 
+TEST_F(ProtocolTest, PrefetchBatchesMissesIntoOneReadAndNeverBlocks) {
+  Open();
+  Table t = Create("p", Consistency::kSsp, 1, 3);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  // Row 1 is cached (fresh) first; Prefetch must skip it.
+  int64_t x = 0;
+  auto f = AsyncGet(w.get(), t, 1, &x);
+  net::Read first;
+  ASSERT_TRUE(ch_->Next(&first));
+  ch_->Deliver(net::ReadReply{first.req_id, 0, 0, {{3, 1, I64({10})}}});
+  ASSERT_TRUE(f.get().ok());
+
+  // Returns at once with nothing answered, sending one Read for the misses
+  // (duplicates collapsed).
+  ASSERT_TRUE(w->Prefetch(t, {1, 2, 3, 2, 4}).ok());
+  net::Read r;
+  ASSERT_TRUE(ch_->Next(&r));
+  EXPECT_EQ(r.rows, (std::vector<uint64_t>{2, 3, 4}));
+  EXPECT_EQ(r.min_version, 0);  // clock 0, s = 1
+  EXPECT_FALSE(r.subscribe);
+  // Prefetching again while those are in flight sends nothing.
+  ASSERT_TRUE(w->Prefetch(t, {2, 3, 4}).ok());
+  // A Get of a prefetched row waits for that Read instead of sending its own.
+  f = AsyncGet(w.get(), t, 3, &x);
+  EXPECT_EQ(f.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  ch_->Deliver(
+      net::ReadReply{r.req_id, 0, 0, {{3, 2, I64({20})}, {3, 3, I64({30})}, {3, 4, I64({40})}}});
+  ASSERT_TRUE(f.get().ok());
+  EXPECT_EQ(x, 30);
+  for (uint64_t row : {2, 4}) {
+    ASSERT_TRUE(w->Read(t, row, [&](const RowView& v) { x = v.dense<int64_t>()[0]; }).ok());
+    EXPECT_EQ(x, static_cast<int64_t>(row) * 10);
+  }
+  EXPECT_EQ(ch_->All<net::Read>().size(), 2u);
+  ClientStats s = client_->Stats();
+  EXPECT_EQ(s.tables[0].rows_fetched, 4u);  // row 1's Get + three prefetched
+
+  // Under ssp, rows that became too stale are prefetched again with the
+  // worker's current bound: at clock 3 (s = 1) that is version 2.
+  ASSERT_TRUE(w->Clock().ok());
+  ASSERT_TRUE(w->Clock().ok());
+  ASSERT_TRUE(w->Clock().ok());
+  ch_->SkipAll();
+  ASSERT_TRUE(w->Prefetch(t, {2}).ok());
+  ASSERT_TRUE(ch_->Next(&r));
+  EXPECT_EQ(r.rows, (std::vector<uint64_t>{2}));
+  EXPECT_EQ(r.min_version, 2);
+}
+
+TEST_F(ProtocolTest, PrefetchSubscribesUnderEsspAndSkipsSubscribedRows) {
+  Open();
+  Table t = Create("q", Consistency::kEssp, 1, 4);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  ASSERT_TRUE(w->Prefetch(t, {7, 8}).ok());
+  net::Read r;
+  ASSERT_TRUE(ch_->Next(&r));
+  EXPECT_TRUE(r.subscribe);
+  ch_->Deliver(net::ReadReply{r.req_id, 0, 0, {{4, 7, I64({1})}, {4, 8, I64({2})}}});
+  // Wait until the reply is installed (a Get then hits).
+  int64_t x = 0;
+  ASSERT_TRUE(w->Read(t, 8, [&](const RowView& v) { x = v.dense<int64_t>()[0]; }).ok());
+  EXPECT_EQ(x, 2);
+  // Several clocks later the rows are stale, but pushes refresh subscribed
+  // rows: no Read is sent.
+  ASSERT_TRUE(w->Clock().ok());
+  ASSERT_TRUE(w->Clock().ok());
+  ASSERT_TRUE(w->Clock().ok());
+  ASSERT_TRUE(w->Prefetch(t, {7, 8}).ok());
+  EXPECT_EQ(ch_->All<net::Read>().size(), 1u);
+}
+
 TEST_F(ProtocolTest, ReconnectResendsBatchesReadsAndSubscriptions) {
   Open();
   Table t = Create("s", Consistency::kSsp, 0, 4);

@@ -66,6 +66,63 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
   return Status::OK();
 }
 
+Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
+                              const std::vector<uint64_t>& rows) {
+  // One Read carries at most this many bytes of row values, so that a large
+  // prefetch neither makes one huge reply frame nor holds the shard for long.
+  constexpr size_t kMaxReadBytes = size_t{4} << 20;
+  // Sparse rows are sized as if dense: an upper bound.
+  const size_t row_bytes = std::max<size_t>(t->format.dense_bytes(), 64);
+  const size_t max_rows = std::max<size_t>(1, kMaxReadBytes / row_bytes);
+  const Version need = t->policy.MinVersion(c);
+  std::vector<net::Read> reads(num_shards());
+  uint64_t fetched = 0;
+  auto send = [&](uint32_t k) {
+    net::Read& r = reads[k];
+    if (r.rows.empty()) return;
+    r.req_id = NextReqId();
+    r.table = t->schema.id;
+    r.min_version = need;
+    r.subscribe = t->push;
+    {
+      ShardState& sh = *shards_[k];
+      std::lock_guard<std::mutex> l(sh.mu);
+      sh.requests.emplace(r.req_id, InFlight{r, nullptr});
+    }
+    SendToShard(k, std::move(r));
+    r = net::Read();
+  };
+  for (uint64_t row : rows) {
+    RowKey key{t->schema.id, row};
+    const size_t hash = RowKeyHash()(key);
+    CacheStripe& st = StripeForHash(hash);
+    uint32_t shard;
+    {
+      std::lock_guard<client::SpinMutex> l(st.mu);
+      CacheEntry* e = st.Find(key, hash);
+      if (e != nullptr) {
+        if (e->has_value && t->policy.IsFresh(EffectiveVersion(*e), c)) continue;
+        if (t->push && e->subscribed) continue;  // the next push refreshes it
+        if (e->ReadInFlightAtMost(need)) continue;
+      } else {
+        e = st.FindOrCreate(key, ShardOfKey(key), t);
+      }
+      // Recorded before the Read leaves (under the stripe lock, as SendRead
+      // does), so the reply finds the row pinned and a Get does not ask again.
+      e->reads_in_flight.push_back(need);
+      shard = e->shard;
+    }
+    RETURN_IF_ERROR(ShardHealth(shard));
+    reads[shard].rows.push_back(row);
+    ++fetched;
+    if (reads[shard].rows.size() >= max_rows) send(shard);
+  }
+  for (uint32_t k = 0; k < num_shards(); ++k) send(k);
+  client::TableCounters* tc = Counters(ws, t);
+  if (tc != nullptr && fetched > 0) tc->fetched.Add(fetched);
+  return Status::OK();
+}
+
 void Client::Impl::SendRead(CacheEntry* e, Version min_version, bool subscribe) {
   uint64_t id = NextReqId();
   net::Read r;

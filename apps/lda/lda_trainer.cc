@@ -141,7 +141,7 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
   // Every worker reads the completed stats rows, so that the reporting
   // worker does not fall behind the others (see pace_mf's trainer).
   std::vector<double> clock_end_seconds;
-  apps::StatsRowReader reader(st, run, 0);
+  apps::StatsRowReader reader(st, run, 0, sh->end_clock);
   auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
     const double* app = row.data() + MeasureCols::kCount;
     LdaReport rep;
@@ -215,13 +215,32 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
   RETURN_IF_ERROR(worker->GlobalBarrier());
   if (reporter) sh->sampling_start_ns = apps::NowNs();
 
+  // The distinct words of one clock's window, for Worker::Prefetch.
+  std::vector<uint8_t> word_seen(p.vocab);
+  std::vector<uint64_t> words;
+  auto prefetch = [&](const apps::Window& win) -> Status {
+    words.clear();
+    for (size_t j = 0; j < win.count && !docs.ids.empty(); ++j) {
+      for (uint32_t word : corpus_->docs[docs.ids[(win.start + j) % docs.ids.size()]]) {
+        if (!word_seen[word]) {
+          word_seen[word] = 1;
+          words.push_back(word);
+        }
+      }
+    }
+    for (uint64_t word : words) word_seen[word] = 0;
+    return worker->Prefetch(wt, words);
+  };
+
+  const ClockT sampling_start_clock = worker->clock();
   for (ClockT c = worker->clock(); c < sh->end_clock; c = worker->clock()) {
     if (failed.load()) return Status::Aborted("another worker failed");
     apps::MaybeStraggle(run, client_->client_id(), w, c);
+    const apps::Window win = apps::MinibatchWindow(docs.ids.size(), options_.minibatch, c - 1);
+    if (apps::ShouldPrefetch(run, c, sampling_start_clock)) RETURN_IF_ERROR(prefetch(win));
     RETURN_IF_ERROR(worker->Get(tt, 0, nk.data()));
     nk_base = nk;
     apps::Rng rng(apps::DeriveSeed(run.seed, 0x5A3B, part_id, static_cast<uint64_t>(c)));
-    const apps::Window win = apps::MinibatchWindow(docs.ids.size(), options_.minibatch, c - 1);
     uint64_t tokens = 0;
     for (size_t j = 0; j < win.count; ++j) {
       tokens += SweepDoc(*corpus_, &docs, (win.start + j) % docs.ids.size(), nk.data(), word_row, p,

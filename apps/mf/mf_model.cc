@@ -93,7 +93,6 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
   std::vector<float> users, items;
   InitFactors(data.users.size(), width, o.init_scale, apps::DeriveSeed(o.seed, 1), &users);
   InitFactors(data.items.size(), width, o.init_scale, apps::DeriveSeed(o.seed, 2), &items);
-  const std::vector<uint32_t> order = ShuffledOrder(data.train.size(), o.seed);
   const RegWeights reg = ComputeRegWeights(data);
   SgdParams p;
   p.rank = o.rank;
@@ -112,10 +111,10 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
   const auto start = Clock::now();
   for (int64_t clock = 0; clock < o.clocks; ++clock) {
     p.lr = static_cast<float>(StepSize(o.lr, clock, o.lr_power));
-    Window w = MinibatchWindow(order.size(), o.minibatch, clock);
+    Window w = MinibatchWindow(data.train.size(), o.minibatch, clock);
     double sq = 0;
     for (size_t j = 0; j < w.count; ++j) {
-      const Rating& r = data.train[order[(w.start + j) % order.size()]];
+      const Rating& r = data.train[(w.start + j) % data.train.size()];
       float e = SgdUpdate(&users[size_t{r.user} * width], &items[size_t{r.item} * width], r.value,
                           reg.user[r.user], reg.item[r.item], p);
       sq += static_cast<double>(e) * e;

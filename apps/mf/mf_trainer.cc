@@ -76,7 +76,6 @@ Status MfTrainer::Setup() {
       apps::StatsTableSchema(options_.table_prefix + ".stats", MfStatsCols::kCount, options_.run);
   RETURN_IF_ERROR(apps::OpenJobTables(client_, options_.run, {users, items, stats}, &tables_));
   reg_ = ComputeRegWeights(*data_);
-  order_ = ShuffledOrder(data_->train.size(), options_.run.seed);
   return Status::OK();
 }
 
@@ -122,7 +121,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   }
   const uint32_t num_parts = client_->num_clients() * static_cast<uint32_t>(run.workers);
   const uint32_t part_id = client_->client_id() * static_cast<uint32_t>(run.workers) + w;
-  const Range part = PartOf(order_.size(), part_id, num_parts);
+  const Range part = PartOf(data_->train.size(), part_id, num_parts);
   const Range test_part = PartOf(data_->test.size(), part_id, num_parts);
   apps::RowBuffer<float> ubuf(data_->users.size(), width_), ibuf(data_->items.size(), width_);
   const std::vector<float> zero(width_, 0.0f);
@@ -161,7 +160,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   // clocks old). The first reader of a row fetches it; the others mostly hit
   // the process cache.
   std::vector<double> clock_end_seconds;  // of this worker, by clock - start_clock
-  apps::StatsRowReader reader(st, run, sh->start_clock);
+  apps::StatsRowReader reader(st, run, sh->start_clock, sh->end_clock);
   auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
     const double* app = row.data() + MeasureCols::kCount;
     MfReport rep;
@@ -182,6 +181,29 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     return Status::OK();
   };
 
+  // The distinct rows of one clock's window, for Worker::Prefetch.
+  std::vector<uint8_t> user_seen(data_->users.size()), item_seen(data_->items.size());
+  std::vector<uint64_t> user_rows, item_rows;
+  auto prefetch = [&](const Window& win) -> Status {
+    user_rows.clear();
+    item_rows.clear();
+    for (size_t j = 0; j < win.count; ++j) {
+      const Rating& r = data_->train[part.begin + (win.start + j) % part.size()];
+      if (!user_seen[r.user]) {
+        user_seen[r.user] = 1;
+        user_rows.push_back(data_->users.raw(r.user));
+      }
+      if (!item_seen[r.item]) {
+        item_seen[r.item] = 1;
+        item_rows.push_back(data_->items.raw(r.item));
+      }
+    }
+    std::fill(user_seen.begin(), user_seen.end(), 0);
+    std::fill(item_seen.begin(), item_seen.end(), 0);
+    RETURN_IF_ERROR(worker->Prefetch(ut, user_rows));
+    return worker->Prefetch(it, item_rows);
+  };
+
   std::vector<double> cols(MeasureCols::kCount + MfStatsCols::kCount);
   double* app = cols.data() + MeasureCols::kCount;
   int64_t interval_start = apps::NowNs();
@@ -190,9 +212,10 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     apps::MaybeStraggle(run, client_->client_id(), w, c);
     p.lr = static_cast<float>(StepSize(options_.lr, c, options_.lr_power));
     const Window win = MinibatchWindow(part.size(), options_.minibatch, c);
+    if (apps::ShouldPrefetch(run, c, sh->start_clock)) RETURN_IF_ERROR(prefetch(win));
     double train_sq = 0;
     for (size_t j = 0; j < win.count; ++j) {
-      const Rating& r = data_->train[order_[part.begin + (win.start + j) % part.size()]];
+      const Rating& r = data_->train[part.begin + (win.start + j) % part.size()];
       float* u = user_row(r.user);
       float* v = item_row(r.item);
       const float e = SgdUpdate(u, v, r.value, reg_.user[r.user], reg_.item[r.item], p);

@@ -116,7 +116,6 @@ class MfTrainer {
   const MfTrainOptions options_;
   const uint32_t width_;
   RegWeights reg_;
-  std::vector<uint32_t> order_;
   std::vector<Table> tables_;
 };
 

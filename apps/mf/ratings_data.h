@@ -107,7 +107,9 @@ struct MfDataset {
   uint64_t test_unknown = 0;
 };
 
-// Builds the dataset. With a non-empty `test_raw`, that is the test set;
+// Builds the dataset. The training ratings are stored in a random order that
+// is a pure function of `seed` (SGD visits them in that order and workers take
+// contiguous parts of it). With a non-empty `test_raw`, that is the test set;
 // otherwise, if test_fraction > 0, rating i of `train_raw` goes to the test
 // set iff a hash of (seed, i) falls below test_fraction (the same split in
 // every process). Ids are interned from the training ratings only.

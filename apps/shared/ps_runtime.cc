@@ -187,10 +187,17 @@ void ProcessMeasure::TakeDelta(double* cols) {
   }
 }
 
-StatsRowReader::StatsRowReader(Table stats, const RunOptions& o, ClockT first_clock)
+bool ShouldPrefetch(const RunOptions& o, ClockT c, ClockT start_clock) {
+  if (c == start_clock) return true;
+  return o.consistency == Consistency::kBsp || o.consistency == Consistency::kSsp;
+}
+
+StatsRowReader::StatsRowReader(Table stats, const RunOptions& o, ClockT first_clock,
+                               ClockT end_clock)
     : stats_(stats),
       poll_(o.consistency != Consistency::kAsync),
       lag_(EffectiveBound(o)),
+      end_clock_(end_clock),
       next_(first_clock) {}
 
 Status StatsRowReader::ReadRow(Worker* worker, ClockT r, const RowFn& fn, bool* complete) {
@@ -215,7 +222,12 @@ Status StatsRowReader::Poll(Worker* worker, const RowFn& fn) {
     if (!complete) break;  // retried at a later clock
     ++next_;
   }
-  return Status::OK();
+  // The row read at the next Poll is fetched now, in the background: reading
+  // it then would wait for the shard to get through the batch just sent. Not
+  // the rows Finish reads: the read rule does not make a cached copy of those
+  // complete, while a row first read after the final barrier is.
+  if (next_ >= end_clock_ - lag_) return Status::OK();
+  return worker->Prefetch(stats_, {static_cast<uint64_t>(next_)});
 }
 
 Status StatsRowReader::Finish(Worker* worker, ClockT end_clock, const RowFn& fn) {

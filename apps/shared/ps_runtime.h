@@ -73,6 +73,12 @@ TableSchema StatsTableSchema(const std::string& name, uint32_t app_columns, cons
 Status OpenJobTables(Client* client, const RunOptions& o, const std::vector<TableSchema>& schemas,
                      std::vector<Table>* tables);
 
+// Whether a worker should Worker::Prefetch the model rows clock `c` will
+// touch: on the first clock of the run (every row is a miss: one batched
+// round trip instead of one per row) and on every clock under bsp/ssp (stale
+// rows are pulled, never pushed). Under essp/async later clocks need nothing.
+bool ShouldPrefetch(const RunOptions& o, ClockT c, ClockT start_clock);
+
 // Sleeps straggler_ms with probability straggler_prob, as a pure function of
 // (seed, client, worker, clock). Returns the seconds slept.
 double MaybeStraggle(const RunOptions& o, ClientId client, int worker, ClockT clock);
@@ -117,10 +123,12 @@ class ProcessMeasure {
 class StatsRowReader {
  public:
   using RowFn = std::function<Status(ClockT clock, const std::vector<double>& row)>;
-  StatsRowReader(Table stats, const RunOptions& o, ClockT first_clock);
+  // Reads rows first_clock .. end_clock - 1.
+  StatsRowReader(Table stats, const RunOptions& o, ClockT first_clock, ClockT end_clock);
 
   // Call after each Clock(): reads rows r <= worker->clock() - 1 - s, which
-  // the read rule guarantees complete. Nothing during async runs.
+  // the read rule guarantees complete, and prefetches the row the next Poll
+  // reads. Nothing during async runs.
   Status Poll(Worker* worker, const RowFn& fn);
   // Call at the end of the run: waits for every process to finish `end_clock`
   // clocks (GlobalBarrier) and reads the remaining rows.
@@ -132,6 +140,7 @@ class StatsRowReader {
   const Table stats_;
   const bool poll_;
   const int64_t lag_;
+  const ClockT end_clock_;
   ClockT next_;
 };
 
