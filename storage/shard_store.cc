@@ -122,6 +122,14 @@ rocksdb::Options ShardStore::Impl::MakeRocksOptions() const {
   // ApplyBatch writes each batch's row keys in key order; a per-table insert
   // hint makes each memtable insert start from the previous one's position.
   o.memtable_insert_with_hint_prefix_extractor = std::make_shared<RowKeyTablePrefix>();
+  if (row_cache_ != nullptr) {
+    // ApplyBatch writes cached dense rows as Puts of their new value; with
+    // this the memtable overwrites a row's Put in place (same size) instead of
+    // adding an entry per row and batch. Requires single-threaded memtable
+    // writes (batches are written one at a time anyway).
+    o.inplace_update_support = true;
+    o.allow_concurrent_memtable_write = false;
+  }
   o.level_compaction_dynamic_level_bytes = true;
   o.max_background_jobs = 2;
   o.keep_log_file_num = 4;
@@ -431,6 +439,12 @@ Status ShardStore::Impl::DropTable(const std::string& name) {
   if (row_cache_ != nullptr) apply_lock.lock();
   RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "drop table '" + name + "'"));
   if (row_cache_ != nullptr) {
+    // A Put updated in place keeps its old sequence number, so it must never
+    // land on an entry older than the range deletion: flush the memtable that
+    // holds the dropped rows (a table may be created again with the same id),
+    // which also retires the WAL that replays them.
+    RETURN_IF_ERROR(
+        FromRocks(db_->Flush(rocksdb::FlushOptions()), "flush after drop table '" + name + "'"));
     by_id_.at(id)->dropped = true;
     std::lock_guard<std::mutex> cache_lock(cache_mu_);
     row_cache_->EraseTable(id);

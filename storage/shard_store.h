@@ -38,7 +38,9 @@ struct ShardStoreOptions {
   // Budget of the in-memory row cache, in MiB: the materialized values of
   // recently read rows, kept exactly equal to the stored ones by ApplyBatch
   // (write-through), so reads of hot rows skip RocksDB's merge-on-read.
-  // 0 disables it. Default: 256.
+  // ApplyBatch writes a cached dense row changed once by a batch as a Put of
+  // its new value, which the memtable overwrites in place, instead of one more
+  // merge operand. 0 disables it. Default: 256.
   size_t row_cache_mb = 256;
   // fsync the WAL before ApplyBatch returns. Default: false (WAL written, not synced).
   bool sync = false;
@@ -145,7 +147,9 @@ class ShardStore {
   Status MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
                   std::vector<std::string>* values) const;
   // Calls fn(row, value) for every written row of `table` with row >=
-  // start_row, in increasing row order, until fn returns false.
+  // start_row, in increasing row order, until fn returns false. With the row
+  // cache on (and not read_only), ApplyBatch waits while a scan runs, so fn
+  // must not write to this store.
   Status Scan(uint32_t table, uint64_t start_row,
               const std::function<bool(uint64_t row, std::string_view value)>& fn) const;
 

@@ -89,6 +89,18 @@ Status ShardStore::Impl::ApplyBatch(ClientId client, ClockT clock,
   std::vector<const TableEntry*> entry_of;
   std::vector<std::string_view> bytes_of;
   std::deque<std::string> stripped_rows;  // stable addresses for bytes_of
+  // Cached dense rows changed once by this batch are written as a Put of their
+  // new stored value (the cached sum plus the delta), which the memtable
+  // updates in place (inplace_update_support) instead of adding one more merge
+  // operand per row and clock. put_rows lists them; put_values holds their
+  // tagged values, one after another.
+  struct PutRow {
+    uint32_t delta;  // index into deltas
+    CachedRow* cached;
+    size_t offset;  // of the tagged value in put_values
+  };
+  std::vector<PutRow> put_rows;
+  std::string put_values;
   if (cache) {
     entry_of.resize(deltas.size());
     bytes_of.resize(deltas.size());
@@ -97,10 +109,22 @@ Status ShardStore::Impl::ApplyBatch(ClientId client, ClockT clock,
 
   // Held shared across the write so DropTable cannot interleave with it.
   std::shared_lock<std::shared_mutex> catalog_lock(catalog_mu_);
+  // With the cache on, batches of all clients are built and written one at a
+  // time so cached rows see their deltas in RocksDB's order, and the cached
+  // sums the Puts are computed from cannot change before the write.
+  std::unique_lock<std::mutex> apply_lock(apply_mu_, std::defer_lock);
+  std::unique_lock<std::mutex> cache_lock(cache_mu_, std::defer_lock);
+  if (cache) {
+    apply_lock.lock();
+    cache_lock.lock();
+    put_values.reserve(reserve);
+    put_rows.reserve(deltas.size());
+  }
   const TableEntry* entry = nullptr;
   char key[sf::kRowKeySize];
   const rocksdb::Slice key_slice(key, sf::kRowKeySize);
-  for (const uint32_t i : order) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    const uint32_t i = order[k];
     const RowDelta& d = deltas[i];
     if (entry == nullptr || entry->schema.id != d.table) {
       auto it = by_id_.find(d.table);
@@ -127,31 +151,88 @@ Status ShardStore::Impl::ApplyBatch(ClientId client, ClockT clock,
       bytes_of[i] = bytes;
     }
     sf::EncodeRowKey(d.table, d.row, key);
-    const rocksdb::Slice value_parts[2] = {rocksdb::Slice(&entry->tag, 1),
-                                           rocksdb::Slice(bytes.data(), bytes.size())};
-    rocksdb::Status s =
-        batch.Merge(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
+    CachedRow* cached = nullptr;
+    if (cache && entry->format.kind == RowKind::kDense) {
+      auto same_row = [&deltas, &d](uint32_t j) {
+        return deltas[j].table == d.table && deltas[j].row == d.row;
+      };
+      const bool once =
+          (k == 0 || !same_row(order[k - 1])) && (k + 1 == order.size() || !same_row(order[k + 1]));
+      if (once) cached = row_cache_->Peek(d.table, d.row);
+    }
+    rocksdb::Status s;
+    if (cached != nullptr) {
+      // The merge operator's arithmetic (row_merge.cc): a lone operand is the
+      // sum; a later one is added to it.
+      const size_t offset = put_values.size();
+      put_values.push_back(entry->tag);
+      if (cached->written) {
+        put_values.append(cached->sum);
+        AddDenseUnaligned(entry->format.type, put_values.data() + offset + 1, bytes.data(),
+                          entry->format.width);
+      } else {
+        put_values.append(bytes.data(), bytes.size());
+      }
+      put_rows.push_back(PutRow{i, cached, offset});
+      s = batch.Put(key_slice, rocksdb::Slice(put_values.data() + offset, 1 + bytes.size()));
+    } else {
+      const rocksdb::Slice value_parts[2] = {rocksdb::Slice(&entry->tag, 1),
+                                             rocksdb::Slice(bytes.data(), bytes.size())};
+      s = batch.Merge(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
+    }
     if (!s.ok()) return FromRocks(s, "build batch");
   }
+  if (cache) cache_lock.unlock();
   rocksdb::Status s = batch.Put(sf::ClockKey(client), sf::EncodeClock(clock + 1));
   if (!s.ok()) return FromRocks(s, "build batch");
-  // With the cache on, batches of all clients are written one at a time so
-  // cached rows see their deltas in RocksDB's order.
-  std::unique_lock<std::mutex> apply_lock(apply_mu_, std::defer_lock);
-  if (cache) apply_lock.lock();
   RETURN_IF_ERROR(FromRocks(
       db_->Write(write_options_, &batch),
       "apply batch of client " + std::to_string(client) + " clock " + std::to_string(clock)));
-  if (cache) UpdateCachedRows(entry_of, deltas, bytes_of);
+  if (cache) {
+    std::vector<bool> done(deltas.size(), false);
+    {
+      std::lock_guard<std::mutex> lock(cache_mu_);
+      // Recharging may evict: only after every pointer in put_rows was used.
+      std::vector<uint32_t> grown;
+      for (const PutRow& p : put_rows) {
+        CachedRow* c = p.cached;
+        if (!c->written) grown.push_back(p.delta);
+        c->sum.assign(put_values.data() + p.offset + 1, bytes_of[p.delta].size());
+        c->written = true;
+        done[p.delta] = true;
+      }
+      for (uint32_t i : grown) row_cache_->Recharge(deltas[i].table, deltas[i].row);
+    }
+    // Rows written as merges (sparse, or changed twice by this batch).
+    if (put_rows.size() < deltas.size()) UpdateCachedRows(entry_of, deltas, bytes_of, done);
+    MaybeFlushForWal(batch.GetDataSize());
+  }
   applied_[client].store(clock + 1, std::memory_order_release);
   return Status::OK();
 }
 
+void ShardStore::Impl::MaybeFlushForWal(size_t batch_bytes) {
+  // In-place updates do not fill the memtable, so without this the WAL (which
+  // RocksDB drops only when the memtables it covers are flushed) would grow
+  // without bound. Flush once the WAL written since the last forced flush
+  // reaches twice a memtable's size.
+  wal_bytes_since_flush_ += batch_bytes;
+  if (wal_bytes_since_flush_ < 2 * (options_.write_buffer_mb << 20)) return;
+  wal_bytes_since_flush_ = 0;
+  rocksdb::FlushOptions fo;
+  fo.wait = false;
+  fo.allow_write_stall = true;
+  rocksdb::Status s = db_->Flush(fo);
+  if (!s.ok()) LOG(WARNING) << "flush of " << dir_ << " to bound the WAL: " << s.ToString();
+}
+
 void ShardStore::Impl::UpdateCachedRows(const std::vector<const TableEntry*>& entries,
                                         const std::vector<RowDelta>& deltas,
-                                        const std::vector<std::string_view>& bytes) {
+                                        const std::vector<std::string_view>& bytes,
+                                        const std::vector<bool>& skip) {
   std::lock_guard<std::mutex> cache_lock(cache_mu_);
   for (size_t i = 0; i < deltas.size(); ++i) {
+    if (skip[i]) continue;
     CachedRow* c = row_cache_->Peek(deltas[i].table, deltas[i].row);
     if (c == nullptr) continue;
     const RowFormat& f = entries[i]->format;
@@ -315,6 +396,11 @@ RowCacheStats ShardStore::Impl::row_cache_stats() const {
 Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
                               const std::function<bool(uint64_t, std::string_view)>& fn) const {
   ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
+  // With the row cache on, ApplyBatch updates Puts in place in the memtable
+  // (inplace_update_support), which a concurrent iterator could see half
+  // written: no batch is written during a scan.
+  std::unique_lock<std::mutex> apply_lock(apply_mu_, std::defer_lock);
+  if (row_cache_ != nullptr && !options_.read_only) apply_lock.lock();
   const TableSchema& schema = e->schema;
   const bool zero_init = schema.init.kind == InitKind::kZeros || schema.kind == RowKind::kSparse;
   std::string end = sf::TableRowsEnd(table);

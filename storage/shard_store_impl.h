@@ -95,9 +95,13 @@ class ShardStore::Impl {
   // Adds a validated batch's deltas to the rows it touches that are cached.
   // REQUIRES: apply_mu_ held, the batch written.
   // entries[i] is the table of deltas[i], bytes[i] the payload written for it.
+  // Deltas with skip[i] set were already applied to the cache.
   void UpdateCachedRows(const std::vector<const TableEntry*>& entries,
                         const std::vector<RowDelta>& deltas,
-                        const std::vector<std::string_view>& bytes);
+                        const std::vector<std::string_view>& bytes, const std::vector<bool>& skip);
+  // Flushes the memtable (without waiting) once enough WAL has been written
+  // since the last such flush. REQUIRES: apply_mu_ held (row cache on).
+  void MaybeFlushForWal(size_t batch_bytes);
 
   // Constant after Open().
   const ShardStoreOptions options_;
@@ -121,6 +125,9 @@ class ShardStore::Impl {
   const std::unique_ptr<RowCache> row_cache_;
   mutable std::mutex apply_mu_;
   mutable std::mutex cache_mu_;
+  // Bytes of batches written since the last MaybeFlushForWal flush. Guarded
+  // by apply_mu_.
+  size_t wal_bytes_since_flush_ = 0;
 
   // Catalog, protected by catalog_mu_. ApplyBatch holds it shared across its
   // write so a concurrent DropTable cannot interleave with it.
