@@ -134,7 +134,9 @@ PushPlan SubscriptionRegistry::PlanPush() {
       rows.emplace_back(s.row, i);
     }
     t.dirty.clear();
-    std::sort(rows.begin(), rows.end());
+    // Rows marked in key order (one batch, as the shard marks them) are
+    // sorted already.
+    if (!std::is_sorted(rows.begin(), rows.end())) std::sort(rows.begin(), rows.end());
     for (const auto& [row, i] : rows) {
       const uint32_t index = static_cast<uint32_t>(plan.rows.size());
       plan.rows.push_back(RowKey{table, row});

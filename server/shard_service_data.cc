@@ -116,6 +116,15 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
     bytes += static_cast<int64_t>(u.bytes.size());
   }
   counters_.delta_bytes_in.fetch_add(bytes, std::memory_order_relaxed);
+  // In row-key order (deltas of one row keep their batch order): the store
+  // then writes them without sorting again, and the rows are marked dirty in
+  // the order a push sends them, so planning the push need not sort either.
+  auto key_less = [](const RowDelta& a, const RowDelta& b) {
+    return a.table != b.table ? a.table < b.table : a.row < b.row;
+  };
+  if (!std::is_sorted(deltas.begin(), deltas.end(), key_less)) {
+    std::stable_sort(deltas.begin(), deltas.end(), key_less);
+  }
 
   std::lock_guard<std::mutex> lock(mu_);
   bool duplicate = false;
