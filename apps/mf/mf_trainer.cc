@@ -52,7 +52,7 @@ struct MfTrainer::Shared {
   uint64_t export_stale_rows = 0;
 };
 
-MfTrainer::MfTrainer(Client* client, const MfDataset* data, MfTrainOptions options)
+MfTrainer::MfTrainer(Client* client, MfDataset* data, MfTrainOptions options)
     : client_(client),
       data_(data),
       options_(std::move(options)),
@@ -76,6 +76,8 @@ Status MfTrainer::Setup() {
       apps::StatsTableSchema(options_.table_prefix + ".stats", MfStatsCols::kCount, options_.run);
   RETURN_IF_ERROR(apps::OpenJobTables(client_, options_.run, {users, items, stats}, &tables_));
   reg_ = ComputeRegWeights(*data_);
+  parts_ =
+      PartitionByUser(client_->num_clients() * static_cast<uint32_t>(options_.run.workers), data_);
   return Status::OK();
 }
 
@@ -121,7 +123,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   }
   const uint32_t num_parts = client_->num_clients() * static_cast<uint32_t>(run.workers);
   const uint32_t part_id = client_->client_id() * static_cast<uint32_t>(run.workers) + w;
-  const Range part = PartOf(data_->train.size(), part_id, num_parts);
+  const Range part{parts_[part_id], parts_[part_id + 1]};
   const Range test_part = PartOf(data_->test.size(), part_id, num_parts);
   apps::RowBuffer<float> ubuf(data_->users.size(), width_), ibuf(data_->items.size(), width_);
   const std::vector<float> zero(width_, 0.0f);

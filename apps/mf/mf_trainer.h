@@ -11,8 +11,9 @@
 // initializer, so no worker has to write initial values.
 //
 // Each process reads the whole training file; worker g of the job's
-// T = num_clients * workers takes part g of the seeded shuffle, and each clock
-// processes a minibatch fraction of it (mf_model.h).
+// T = num_clients * workers takes part g of PartitionByUser (every user's
+// ratings in one part, in the seeded shuffled order), and each clock processes
+// a minibatch fraction of it (mf_model.h).
 //
 // An MfTrainer is used from one thread; it starts and joins its workers.
 #ifndef PACE_APPS_MF_MF_TRAINER_H_
@@ -81,7 +82,8 @@ struct MfTrainSummary {
 class MfTrainer {
  public:
   // `client` and `data` must outlive the trainer.
-  MfTrainer(Client* client, const MfDataset* data, MfTrainOptions options);
+  // Setup reorders data->train into the workers' parts (PartitionByUser).
+  MfTrainer(Client* client, MfDataset* data, MfTrainOptions options);
 
   // Creates or opens the tables (fresh vs --resume rules of OpenJobTables).
   Status Setup();
@@ -112,7 +114,8 @@ class MfTrainer {
   Status WorkerLoop(int index, Worker* worker, const std::atomic<bool>& failed, Shared* shared);
 
   Client* const client_;
-  const MfDataset* const data_;
+  MfDataset* const data_;
+  std::vector<size_t> parts_;  // PartitionByUser offsets, set by Setup
   const MfTrainOptions options_;
   const uint32_t width_;
   RegWeights reg_;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <queue>
+#include <utility>
 
 #include "apps/shared/partition.h"
 #include "apps/shared/random.h"
@@ -219,6 +221,41 @@ Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<R
     for (const RawRating& r : test_raw) add_test(r);
   }
   return Status::OK();
+}
+
+std::vector<size_t> PartitionByUser(uint32_t num_parts, MfDataset* data) {
+  std::vector<size_t> offsets(num_parts + 1, 0);
+  std::vector<Rating>& train = data->train;
+  if (num_parts <= 1) {
+    offsets.back() = train.size();
+    return offsets;
+  }
+  std::vector<uint64_t> count(data->users.size(), 0);
+  for (const Rating& r : train) ++count[r.user];
+  std::vector<uint32_t> users(count.size());
+  for (uint32_t u = 0; u < users.size(); ++u) users[u] = u;
+  std::stable_sort(users.begin(), users.end(),
+                   [&](uint32_t a, uint32_t b) { return count[a] > count[b]; });
+  // Min-heap of (load, part): the least loaded part, lower part on ties.
+  using Load = std::pair<uint64_t, uint32_t>;
+  std::priority_queue<Load, std::vector<Load>, std::greater<Load>> parts;
+  for (uint32_t p = 0; p < num_parts; ++p) parts.push({0, p});
+  std::vector<uint32_t> part_of(count.size(), 0);
+  for (uint32_t u : users) {
+    Load least = parts.top();
+    parts.pop();
+    part_of[u] = least.second;
+    parts.push({least.first + count[u], least.second});
+  }
+  // Counting sort by part, stable.
+  std::vector<size_t> next(num_parts + 1, 0);
+  for (const Rating& r : train) ++next[part_of[r.user] + 1];
+  for (uint32_t p = 0; p < num_parts; ++p) next[p + 1] += next[p];
+  offsets = next;
+  std::vector<Rating> sorted(train.size());
+  for (const Rating& r : train) sorted[next[part_of[r.user]]++] = r;
+  train.swap(sorted);
+  return offsets;
 }
 
 }  // namespace mf

@@ -118,6 +118,17 @@ struct MfDataset {
 Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<RawRating>& test_raw,
                     double test_fraction, uint64_t seed, MfDataset* out);
 
+// Splits the training ratings into `num_parts` parts, one per worker of the
+// job: all ratings of a user go to one part, so a user's factors are updated
+// by one worker only (never stale for it, and no two workers contend for
+// them). Users are dealt greedily, most ratings first (ties: lower index), to
+// the part with the fewest ratings so far (ties: lower part), which balances
+// parts to within one user's ratings. Reorders data->train stably (each part
+// contiguous, the existing order kept within it) and returns the num_parts + 1
+// part offsets. Deterministic, so every process computes the same parts; with
+// one part the order is unchanged. REQUIRES: num_parts >= 1.
+std::vector<size_t> PartitionByUser(uint32_t num_parts, MfDataset* data);
+
 }  // namespace mf
 }  // namespace pace
 

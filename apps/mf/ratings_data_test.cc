@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <vector>
 
 namespace pace {
 namespace mf {
@@ -140,6 +144,53 @@ TEST_F(RatingsDataTest, TestFractionSplitIsDeterministic) {
   EXPECT_NE(a.test.size(), c.test.size());
   EXPECT_EQ(a.train.size() + a.test.size(), 10000u);
   EXPECT_FALSE(BuildDataset(train, {}, 1.0, 7, &a).ok());
+}
+
+// Skewed users (user u has u + 1 ratings): every user's ratings land in one
+// part, parts are contiguous and balanced to within one user's ratings, the
+// shuffled order is kept within a part, and one part changes nothing.
+TEST(PartitionByUserTest, UsersStayTogetherPartsBalanceOrderIsKept) {
+  std::vector<RawRating> raw;
+  for (uint64_t u = 0; u < 40; ++u) {
+    for (uint64_t k = 0; k <= u; ++k) raw.push_back(RawRating{u, 1000 + k, 1.0f + k});
+  }
+  MfDataset one, data;
+  ASSERT_TRUE(BuildDataset(raw, {}, 0, 7, &one).ok());
+  ASSERT_TRUE(BuildDataset(raw, {}, 0, 7, &data).ok());
+  const std::vector<Rating> shuffled = data.train;
+  std::vector<size_t> whole = PartitionByUser(1, &one);
+  EXPECT_EQ(whole, (std::vector<size_t>{0, shuffled.size()}));
+  for (size_t i = 0; i < shuffled.size(); ++i) {
+    ASSERT_EQ(one.train[i].user, shuffled[i].user);
+    ASSERT_EQ(one.train[i].item, shuffled[i].item);
+  }
+
+  const uint32_t parts = 3;
+  std::vector<size_t> off = PartitionByUser(parts, &data);
+  ASSERT_EQ(off.size(), parts + 1);
+  EXPECT_EQ(off.front(), 0u);
+  EXPECT_EQ(off.back(), shuffled.size());
+  std::map<uint32_t, uint32_t> part_of_user;
+  size_t smallest = SIZE_MAX, largest = 0;
+  for (uint32_t p = 0; p < parts; ++p) {
+    ASSERT_LE(off[p], off[p + 1]);
+    smallest = std::min(smallest, off[p + 1] - off[p]);
+    largest = std::max(largest, off[p + 1] - off[p]);
+    for (size_t i = off[p]; i < off[p + 1]; ++i) {
+      auto [it, fresh] = part_of_user.emplace(data.train[i].user, p);
+      EXPECT_EQ(it->second, p) << "user " << data.train[i].user << " is in two parts";
+    }
+    // Within the part, ratings keep their relative order of the shuffle.
+    std::vector<std::pair<uint32_t, uint32_t>> want, got;
+    for (const Rating& r : shuffled) {
+      if (part_of_user.count(r.user) && part_of_user[r.user] == p) want.push_back({r.user, r.item});
+    }
+    for (size_t i = off[p]; i < off[p + 1]; ++i)
+      got.push_back({data.train[i].user, data.train[i].item});
+    EXPECT_EQ(got, want);
+  }
+  EXPECT_EQ(part_of_user.size(), 40u);
+  EXPECT_LE(largest - smallest, 40u);  // the largest user has 40 ratings
 }
 
 }  // namespace
