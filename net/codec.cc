@@ -1,10 +1,12 @@
 #include "net/codec.h"
 
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "common/schema.h"
 #include "net/schema/pace_generated.h"
@@ -200,6 +202,64 @@ struct BodyEncoder {
     auto message = Str(b, m.message);
     return MakeBody(fb::CreateError(b, m.req_id, static_cast<fb::StatusCode>(m.code), message));
   }
+};
+
+// Serves the builder's buffer from a FrameBufferPool block (or a plain block
+// without a pool), placed at the block's end: the builder grows downwards, so
+// the bytes a frame touches are always the block's tail, which stays mapped
+// from one use of the block to the next. Not thread-safe; one per encode.
+class BlockAllocator : public flatbuffers::Allocator {
+ public:
+  explicit BlockAllocator(FrameBufferPool* pool) : pool_(pool) {}
+  ~BlockAllocator() override {
+    for (const Live& l : live_) Give(l.block);
+  }
+
+  uint8_t* allocate(size_t size) override {
+    FrameBufferPool::Block block =
+        pool_ != nullptr ? pool_->Acquire(size) : FrameBufferPool::Block{new char[size], size};
+    uint8_t* p = reinterpret_cast<uint8_t*>(block.data + block.capacity - size);
+    live_.push_back(Live{block, p});
+    return p;
+  }
+
+  void deallocate(uint8_t* p, size_t) override {
+    for (size_t i = 0; i < live_.size(); ++i) {
+      if (live_[i].start == p) {
+        Give(live_[i].block);
+        live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
+        return;
+      }
+    }
+  }
+
+  // Hands the block holding `p` (returned by allocate) to the caller.
+  FrameBufferPool::Block Take(uint8_t* p) {
+    for (size_t i = 0; i < live_.size(); ++i) {
+      if (live_[i].start == p) {
+        FrameBufferPool::Block block = live_[i].block;
+        live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
+        return block;
+      }
+    }
+    return FrameBufferPool::Block();
+  }
+
+ private:
+  struct Live {
+    FrameBufferPool::Block block;
+    uint8_t* start;
+  };
+  void Give(FrameBufferPool::Block block) {
+    if (pool_ != nullptr) {
+      pool_->Release(block);
+    } else {
+      FrameBufferPool::Free(block);
+    }
+  }
+
+  FrameBufferPool* const pool_;
+  std::vector<Live> live_;
 };
 
 // ---------------------------------------------------------------------------
@@ -424,7 +484,50 @@ Status DecodeBody(const fb::Message& msg, Message* out) {
 
 }  // namespace
 
-Status EncodeFrame(const Message& m, std::string* out) {
+EncodedFrame::~EncodedFrame() { Reset(); }
+
+EncodedFrame::EncodedFrame(EncodedFrame&& other) noexcept { *this = std::move(other); }
+
+EncodedFrame& EncodedFrame::operator=(EncodedFrame&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    pool_ = std::move(other.pool_);
+    block_ = other.block_;
+    head_ = other.head_;
+    head_size_ = other.head_size_;
+    padding_ = other.padding_;
+    other.block_ = FrameBufferPool::Block();
+    other.head_ = nullptr;
+    other.head_size_ = other.padding_ = 0;
+  }
+  return *this;
+}
+
+void EncodedFrame::Reset() {
+  if (pool_ != nullptr) {
+    pool_->Release(block_);
+  } else {
+    FrameBufferPool::Free(block_);
+  }
+  pool_ = nullptr;
+  block_ = FrameBufferPool::Block();
+  head_ = nullptr;
+  head_size_ = padding_ = 0;
+}
+
+std::string_view EncodedFrame::padding() const {
+  static constexpr char kZeros[kPayloadAlignment] = {};
+  return std::string_view(kZeros, padding_);
+}
+
+void EncodedFrame::AppendTo(std::string* out) const {
+  out->reserve(out->size() + size());
+  out->append(head());
+  out->append(padding());
+}
+
+Status EncodeFrame(const Message& m, EncodedFrame* out, std::shared_ptr<FrameBufferPool> pool) {
+  out->Reset();
   SizeCheck check;
   std::visit(check, m);
   RETURN_IF_ERROR(check.status);
@@ -433,7 +536,9 @@ Status EncodeFrame(const Message& m, std::string* out) {
                                      std::to_string(check.bytes) +
                                      " bytes exceeds the 2 GiB wire limit");
   }
-  FlatBufferBuilder b(check.bytes);
+  BlockAllocator allocator(pool.get());
+  // Room for the length prefix, pushed in front of the finished buffer.
+  FlatBufferBuilder b(check.bytes + 2 * kPayloadAlignment, &allocator);
   // Aligns the buffer to 8 bytes, so that its scalars are aligned whenever
   // the payload starts at an 8-byte boundary.
   b.Align(kPayloadAlignment);
@@ -448,13 +553,25 @@ Status EncodeFrame(const Message& m, std::string* out) {
       (kFrameHeaderBytes + size + kPayloadAlignment - 1) / kPayloadAlignment * kPayloadAlignment;
   size_t padded = frame_size - kFrameHeaderBytes;
   uint32_t len = static_cast<uint32_t>(padded);
-  char header[kFrameHeaderBytes] = {
-      static_cast<char>(len & 0xff), static_cast<char>((len >> 8) & 0xff),
-      static_cast<char>((len >> 16) & 0xff), static_cast<char>((len >> 24) & 0xff)};
-  out->reserve(out->size() + kFrameHeaderBytes + padded);
-  out->append(header, kFrameHeaderBytes);
-  out->append(reinterpret_cast<const char*>(b.GetBufferPointer()), size);
-  out->append(padded - size, '\0');
+  const uint8_t header[kFrameHeaderBytes] = {
+      static_cast<uint8_t>(len & 0xff), static_cast<uint8_t>((len >> 8) & 0xff),
+      static_cast<uint8_t>((len >> 16) & 0xff), static_cast<uint8_t>((len >> 24) & 0xff)};
+  // The builder grows downwards: the prefix lands right before the payload.
+  b.PushBytes(header, kFrameHeaderBytes);
+  size_t reserved = 0, offset = 0;
+  uint8_t* raw = b.ReleaseRaw(reserved, offset);
+  out->pool_ = std::move(pool);
+  out->block_ = allocator.Take(raw);
+  out->head_ = reinterpret_cast<const char*>(raw + offset);
+  out->head_size_ = kFrameHeaderBytes + size;
+  out->padding_ = padded - size;
+  return Status::OK();
+}
+
+Status EncodeFrame(const Message& m, std::string* out) {
+  EncodedFrame frame;
+  RETURN_IF_ERROR(EncodeFrame(m, &frame));
+  frame.AppendTo(out);
   return Status::OK();
 }
 

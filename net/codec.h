@@ -14,10 +14,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
+#include "net/frame_pool.h"
 #include "net/messages.h"
 
 namespace pace::net {
@@ -39,6 +41,46 @@ struct DecodeOptions {
   // 1,000,000.
   uint32_t max_tables = 1000000;
 };
+
+// One encoded frame, ready to send without another copy: the length prefix
+// and the FlatBuffer stay in the buffer they were built in (recycled through
+// a FrameBufferPool if one was given), followed by the zero padding.
+// Move-only; thread-compatible.
+class EncodedFrame {
+ public:
+  EncodedFrame() = default;
+  ~EncodedFrame();
+  EncodedFrame(EncodedFrame&& other) noexcept;
+  EncodedFrame& operator=(EncodedFrame&& other) noexcept;
+  EncodedFrame(const EncodedFrame&) = delete;
+  EncodedFrame& operator=(const EncodedFrame&) = delete;
+
+  // Bytes on the wire: length prefix, payload (FlatBuffer and padding).
+  size_t size() const { return head_size_ + padding_; }
+  // The wire bytes are head() followed by padding() (which may be empty).
+  std::string_view head() const { return std::string_view(head_, head_size_); }
+  std::string_view padding() const;
+  // Appends the wire bytes to `*out`.
+  void AppendTo(std::string* out) const;
+
+ private:
+  friend Status EncodeFrame(const Message& m, EncodedFrame* out,
+                            std::shared_ptr<FrameBufferPool> pool);
+  void Reset();
+
+  std::shared_ptr<FrameBufferPool> pool_;  // null: block_ is freed directly
+  FrameBufferPool::Block block_;           // owns head_
+  const char* head_ = nullptr;             // length prefix + FlatBuffer
+  size_t head_size_ = 0;
+  size_t padding_ = 0;  // zero bytes after head_, < kPayloadAlignment
+};
+
+// Encodes `m` as one frame into `*out` (replacing what it held), building the
+// FlatBuffer in a block taken from `pool` if given (a block the frame gives
+// back when destroyed). Errors: as the std::string overload; on error `*out`
+// is empty.
+Status EncodeFrame(const Message& m, EncodedFrame* out,
+                   std::shared_ptr<FrameBufferPool> pool = nullptr);
 
 // Appends one frame (length prefix + payload) holding `m` to `*out`.
 // Errors: InvalidArgument if `m` holds a value that cannot be sent (an enum

@@ -20,6 +20,8 @@ using boost::system::error_code;
 constexpr size_t kDiscardBufBytes = 16 << 10;
 // Frames gathered into one write.
 constexpr size_t kMaxFramesPerWrite = 64;
+// Bytes one sendmsg call may take (the kernel takes what fits its buffer).
+constexpr size_t kMaxBytesPerSend = size_t{1} << 30;
 
 std::atomic<uint64_t> g_next_connection_id{1};
 
@@ -130,7 +132,7 @@ void Connection::Start(MessageCallback on_message, CloseCallback on_close) {
   });
 }
 
-bool Connection::Enqueue(std::string frame, bool force, Status* error) {
+bool Connection::Enqueue(EncodedFrame frame, bool force, Status* error) {
   size_t size = frame.size();
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_ && !force) {
@@ -158,8 +160,8 @@ bool Connection::Enqueue(std::string frame, bool force, Status* error) {
 }
 
 Status Connection::Send(const Message& m) {
-  std::string frame;
-  RETURN_IF_ERROR(EncodeFrame(m, &frame));
+  EncodedFrame frame;
+  RETURN_IF_ERROR(EncodeFrame(m, &frame, options_.frame_pool));
   // The peer would refuse it (both sides use the same limit by default):
   // fail here, where the error names the message.
   if (frame.size() - kFrameHeaderBytes > options_.max_frame_bytes) {
@@ -286,7 +288,6 @@ void Connection::ProcessFrames() {
 
 void Connection::DoWrite() {
   if (phase_ == Phase::kClosed || !writing_.empty()) return;
-  std::vector<asio::const_buffer> buffers;
   bool idle = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -303,10 +304,16 @@ void Connection::DoWrite() {
     if (phase_ == Phase::kClosing) FinishFlush();
     return;
   }
-  buffers.reserve(writing_.size());
-  for (const std::string& f : writing_) buffers.push_back(asio::buffer(f));
+  write_buffers_.clear();
+  for (const EncodedFrame& f : writing_) {
+    write_buffers_.push_back(asio::buffer(f.head()));
+    if (!f.padding().empty()) write_buffers_.push_back(asio::buffer(f.padding()));
+  }
+  // The default completion condition (transfer_all) caps every send at 64 KiB;
+  // this one lets each sendmsg take as much as the kernel accepts.
   asio::async_write(
-      socket_, buffers,
+      socket_, write_buffers_,
+      [](const error_code& ec, size_t) { return ec ? 0 : kMaxBytesPerSend; },
       asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, size_t n) {
         self->Guarded("OnWrite", [&] { self->OnWrite(ec, n); });
       }));
@@ -314,8 +321,9 @@ void Connection::DoWrite() {
 
 void Connection::OnWrite(const error_code& ec, size_t n) {
   size_t written = 0;
-  for (const std::string& f : writing_) written += f.size();
+  for (const EncodedFrame& f : writing_) written += f.size();
   writing_.clear();
+  write_buffers_.clear();
   if (phase_ == Phase::kClosed) return;
   if (ec) {
     FinalClose(Status::Unavailable("write to " + peer_ + " failed: " + ec.message()));
@@ -352,8 +360,8 @@ void Connection::DoShutdown(const Status& reason) {
     accepting_ = false;
   }
   if (!reason.ok()) {
-    std::string frame;
-    Status s = EncodeFrame(Error{0, reason.code(), reason.message()}, &frame);
+    EncodedFrame frame;
+    Status s = EncodeFrame(Error{0, reason.code(), reason.message()}, &frame, options_.frame_pool);
     Status ignored;
     if (s.ok()) Enqueue(std::move(frame), /*force=*/true, &ignored);
   }
@@ -396,7 +404,7 @@ void Connection::FinalClose(const Status& reason) {
     accepting_ = false;
     queue_.clear();
     size_t in_flight = 0;
-    for (const std::string& f : writing_) in_flight += f.size();
+    for (const EncodedFrame& f : writing_) in_flight += f.size();
     if (counters_ != nullptr) {
       counters_->queued_bytes.fetch_sub(queued_bytes_ - in_flight, std::memory_order_relaxed);
     }

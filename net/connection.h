@@ -4,7 +4,9 @@
 // files include it (it exposes Boost types).
 //
 // A Connection owns its socket, a strand on which every handler and callback
-// runs, a FrameReader and an outbound queue of encoded frames. It reads
+// runs, a FrameReader and an outbound queue of encoded frames (each still in
+// the buffer it was built in; a write gathers up to 64 queued frames and asks
+// the kernel for all their bytes at once). It reads
 // frames, verifies and decodes them (net/codec.h) and hands messages to a
 // callback; a bad frame makes it send Error{code, message} and close
 // (docs/wire-protocol.md, "Errors"). Its lifetime is shared: pending handlers
@@ -13,6 +15,7 @@
 #define PACE_NET_CONNECTION_H_
 
 #include <atomic>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -51,6 +54,9 @@ struct ConnectionOptions {
   // to close its side before closing anyway.
   int linger_ms = 1000;
   DecodeOptions decode;
+  // Outbound frames are built in blocks from this pool (shared by the
+  // connections of one Server or RemoteShard). Null: plain allocations.
+  std::shared_ptr<FrameBufferPool> frame_pool;
 };
 
 // Counters shared by the connections of one Server or RemoteShard. The owner
@@ -135,7 +141,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void DoShutdown(const Status& reason);
   void FinishFlush();
   void FinalClose(const Status& reason);
-  bool Enqueue(std::string frame, bool force, Status* error);
+  bool Enqueue(EncodedFrame frame, bool force, Status* error);
 
   // Constant after construction.
   const uint64_t id_;
@@ -158,13 +164,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool read_paused_ = false;
   bool got_message_ = false;
   bool fin_sent_ = false;
-  bool peer_eof_ = false;             // the peer closed its side
-  std::vector<std::string> writing_;  // frames of the write in flight
+  bool peer_eof_ = false;                                 // the peer closed its side
+  std::vector<EncodedFrame> writing_;                     // frames of the write in flight
+  std::vector<boost::asio::const_buffer> write_buffers_;  // their bytes
   std::atomic<bool> abort_requested_{false};
 
   mutable std::mutex mu_;
   // Protected by mu_.
-  std::deque<std::string> queue_;
+  std::deque<EncodedFrame> queue_;
   size_t queued_bytes_ = 0;     // queue_ plus writing_
   bool write_pending_ = false;  // a DoWrite is posted or a write in flight
   bool accepting_ = true;       // false once shutting down

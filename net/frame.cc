@@ -8,8 +8,14 @@ namespace pace::net {
 namespace {
 
 constexpr size_t kMinReadSize = 64 << 10;
-// An idle reader whose buffer grew beyond this gives the memory back.
+// An idle reader keeps a buffer of up to kShrinkAbove bytes. A larger one
+// (grown for large frames) is kept while such frames keep coming, so that
+// each does not regrow it through fresh, page-faulting memory; it is given
+// back once kSmallFramesBeforeShrink frames in a row used less than a quarter
+// of it, and at once when idle if it exceeds kMaxKeptCapacity.
 constexpr size_t kShrinkAbove = 1 << 20;
+constexpr size_t kMaxKeptCapacity = 16 << 20;
+constexpr uint32_t kSmallFramesBeforeShrink = 64;
 
 uint32_t ReadLe32(const char* p) {
   const auto* u = reinterpret_cast<const unsigned char*>(p);
@@ -28,9 +34,11 @@ void FrameReader::Reserve(size_t n) {
   size_t live = end_ - start_;
   if (live == 0) {
     start_ = end_ = kFrameHeaderBytes;
-    if (capacity_ > kShrinkAbove && kFrameHeaderBytes + n < capacity_ / 4) {
+    if (capacity_ > kShrinkAbove && kFrameHeaderBytes + n < capacity_ / 4 &&
+        (capacity_ > kMaxKeptCapacity || small_frames_ >= kSmallFramesBeforeShrink)) {
       buf_.reset();
       capacity_ = 0;
+      small_frames_ = 0;
     }
   }
   if (buf_ != nullptr && capacity_ - end_ >= n) return;
@@ -70,7 +78,8 @@ size_t FrameReader::SuggestedReadSize() const {
   size_t need = kFrameHeaderBytes + static_cast<size_t>(len) -
                 std::min<size_t>(live, kFrameHeaderBytes + len);
   if (need <= kMinReadSize) return kMinReadSize;
-  return std::min(need, std::max(kMinReadSize, live));
+  // Grow by doubling what arrived, or use the room the buffer already has.
+  return std::min(need, std::max({kMinReadSize, live, capacity_ - end_}));
 }
 
 Status FrameReader::Next(std::string_view* payload) {
@@ -92,6 +101,11 @@ Status FrameReader::Next(std::string_view* payload) {
   if (live - kFrameHeaderBytes < len) return Status::OK();
   *payload = std::string_view(buf_.get() + start_ + kFrameHeaderBytes, len);
   start_ += kFrameHeaderBytes + len;
+  if (kFrameHeaderBytes + static_cast<size_t>(len) < capacity_ / 4) {
+    if (small_frames_ < kSmallFramesBeforeShrink) ++small_frames_;
+  } else {
+    small_frames_ = 0;
+  }
   return Status::OK();
 }
 

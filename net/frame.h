@@ -46,7 +46,8 @@ class FrameReader {
 
   // A good size for the next Prepare: at least 64 KiB, more while a large
   // frame is partly received (doubling what is buffered, so memory follows
-  // the bytes that actually arrived).
+  // the bytes that actually arrived, or the free room the buffer already has:
+  // a buffer grown for large frames is kept while they keep coming).
   size_t SuggestedReadSize() const;
 
   // On success sets `*payload` to the next complete payload (a view valid
@@ -68,7 +69,9 @@ class FrameReader {
   size_t capacity_ = 0;
   size_t start_ = 0;  // first unconsumed byte
   size_t end_ = 0;    // one past the last received byte
-  Status error_;      // sticky
+  // Frames in a row that used less than a quarter of the buffer (capped).
+  uint32_t small_frames_ = 0;
+  Status error_;  // sticky
 };
 
 }  // namespace pace::net

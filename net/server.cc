@@ -107,6 +107,8 @@ class Server::Impl {
   std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   internal::ConnectionCounters counters_;
+  // Outbound frame buffers, recycled across the sessions.
+  const std::shared_ptr<FrameBufferPool> frame_pool_ = std::make_shared<FrameBufferPool>();
 
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> sessions_active_{0};
@@ -203,6 +205,7 @@ void Server::Impl::OnAccept(const error_code& ec, tcp::socket socket) {
   copts.first_message_timeout_ms = options_.handshake_timeout_ms;
   copts.linger_ms = options_.linger_ms;
   copts.decode = options_.decode;
+  copts.frame_pool = frame_pool_;
   std::shared_ptr<Connection> conn = Connection::Create(std::move(socket), copts, &counters_);
   {
     // Registered before Start, so that its on_close (which unregisters it)
