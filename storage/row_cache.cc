@@ -20,11 +20,15 @@ size_t RowCache::ChargeOf(const CachedRow& v) {
 }
 
 size_t RowCache::Home(uint32_t table, uint64_t row) const {
-  uint64_t h = row * 0x9E3779B97F4A7C15ull ^ (uint64_t{table} << 32 | table);
+  // Rows r and r + 1 of a block of kBlock consecutive rows get consecutive
+  // home slots (blocks are hashed), so a batch or read in row order walks the
+  // table nearly sequentially instead of missing the CPU cache once per row.
+  constexpr uint64_t kBlock = 8;
+  uint64_t h = (row / kBlock) * 0x9E3779B97F4A7C15ull ^ (uint64_t{table} << 32 | table);
   h ^= h >> 29;
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 32;
-  return static_cast<size_t>(h) & mask_;
+  return static_cast<size_t>(h * kBlock + row % kBlock) & mask_;
 }
 
 uint32_t RowCache::FindNode(uint32_t table, uint64_t row) const {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
 #include <string>
+#include <utility>
 
 namespace pace {
 namespace {
@@ -115,6 +118,57 @@ TEST(RowCacheTest, ChargesTheInitializerToo) {
   c.Insert(5, 5, std::move(r));
   EXPECT_EQ(c.bytes(), ChargeOf(400));
   EXPECT_FALSE(c.Peek(5, 5)->written);
+}
+
+// Random inserts, erases and lookups of dense, strided and random row ids in
+// two tables against a std::map (no evictions: a large budget).
+TEST(RowCacheTest, MatchesAMapUnderRandomOperations) {
+  RowCache c(size_t{1} << 30);
+  std::map<std::pair<uint32_t, uint64_t>, std::string> model;
+  std::mt19937_64 rng(5);
+  auto random_key = [&rng]() -> std::pair<uint32_t, uint64_t> {
+    const uint32_t table = 1 + static_cast<uint32_t>(rng() % 2);
+    switch (rng() % 3) {
+      case 0:
+        return {table, rng() % 4000};  // dense
+      case 1:
+        return {table, (rng() % 500) * 64};  // strided: same offset in a block
+      default:
+        return {table, rng()};
+    }
+  };
+  for (int step = 0; step < 100000; ++step) {
+    const auto key = random_key();
+    const int op = static_cast<int>(rng() % 4);
+    if (op == 0) {
+      c.Erase(key.first, key.second);
+      model.erase(key);
+    } else if (op == 1) {
+      CachedRow r = RowOf(20, static_cast<char>('a' + step % 26));
+      model[key] = r.sum;
+      c.Insert(key.first, key.second, std::move(r));
+    } else {
+      const CachedRow* got =
+          op == 2 ? c.Lookup(key.first, key.second) : c.Peek(key.first, key.second);
+      auto it = model.find(key);
+      ASSERT_EQ(got != nullptr, it != model.end()) << "step " << step;
+      if (got != nullptr) ASSERT_EQ(got->sum, it->second) << "step " << step;
+    }
+    if (step % 10000 == 0) {
+      ASSERT_EQ(c.entries(), model.size());
+      for (const auto& [k, v] : model) {
+        const CachedRow* got = c.Peek(k.first, k.second);
+        ASSERT_NE(got, nullptr) << k.first << "/" << k.second;
+        ASSERT_EQ(got->sum, v);
+      }
+    }
+  }
+  c.EraseTable(1);
+  for (auto it = model.begin(); it != model.end();) {
+    it = it->first.first == 1 ? model.erase(it) : std::next(it);
+  }
+  ASSERT_EQ(c.entries(), model.size());
+  for (const auto& [k, v] : model) ASSERT_NE(c.Peek(k.first, k.second), nullptr);
 }
 
 }  // namespace
