@@ -34,8 +34,7 @@ void FrameReader::Reserve(size_t n) {
   size_t live = end_ - start_;
   if (live == 0) {
     start_ = end_ = kFrameHeaderBytes;
-    if (capacity_ > kShrinkAbove && kFrameHeaderBytes + n < capacity_ / 4 &&
-        (capacity_ > kMaxKeptCapacity || small_frames_ >= kSmallFramesBeforeShrink)) {
+    if (capacity_ > kShrinkAbove && !KeepsLargeBuffer() && kFrameHeaderBytes + n < capacity_ / 4) {
       buf_.reset();
       capacity_ = 0;
       small_frames_ = 0;
@@ -70,9 +69,17 @@ char* FrameReader::Prepare(size_t n) {
 
 void FrameReader::Commit(size_t n) { end_ += n; }
 
+bool FrameReader::KeepsLargeBuffer() const {
+  return capacity_ > kShrinkAbove && capacity_ <= kMaxKeptCapacity &&
+         small_frames_ < kSmallFramesBeforeShrink;
+}
+
 size_t FrameReader::SuggestedReadSize() const {
   size_t live = end_ - start_;
-  if (live < kFrameHeaderBytes || !error_.ok()) return kMinReadSize;
+  if (!error_.ok()) return kMinReadSize;
+  // Idle with a kept buffer: the next large frame can arrive in one read.
+  if (live == 0 && KeepsLargeBuffer()) return capacity_ - kFrameHeaderBytes;
+  if (live < kFrameHeaderBytes) return kMinReadSize;
   uint32_t len = ReadLe32(buf_.get() + start_);
   if (len == 0 || len > max_frame_bytes_) return kMinReadSize;
   size_t need = kFrameHeaderBytes + static_cast<size_t>(len) -

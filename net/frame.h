@@ -63,6 +63,8 @@ class FrameReader {
  private:
   // Makes room for `n` more bytes after end_, keeping start_'s offset mod 8.
   void Reserve(size_t n);
+  // True while a buffer grown for large frames is worth keeping.
+  bool KeepsLargeBuffer() const;
 
   const uint32_t max_frame_bytes_;
   std::unique_ptr<char[]> buf_;
