@@ -52,8 +52,10 @@ class FrameBufferPool {
 
   // For tests and monitoring.
   size_t pooled_bytes() const;
-  uint64_t reused() const;     // Acquire calls served by an idle block
-  uint64_t allocated() const;  // Acquire calls that allocated
+  // Acquire calls of a poolable size (min_block_bytes..max_block_bytes)
+  // served by an idle block, and those that had to allocate.
+  uint64_t reused() const;
+  uint64_t allocated() const;
 
  private:
   const FrameBufferPoolOptions options_;
