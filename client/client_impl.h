@@ -298,7 +298,9 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
   client::CacheEntry* e = st.Find(key, hash);
   Version v = 0;
   if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c)) {
-    e->referenced = true;
+    // Written only when it changes: threads reading the same rows then share
+    // the entry's cache line instead of bouncing it between cores.
+    if (!e->referenced) e->referenced = true;
     fn(*e, v);
     lock.unlock();
     if (tc != nullptr) {

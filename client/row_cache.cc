@@ -128,8 +128,10 @@ const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c) {
   // newly sealed clock is always >= e->applied: it belongs in the value.
   if (e->has_value) {
     size_t before = e->value.capacity();
+    const char* data = e->value.data();
     AddRowUnchecked(e->table->format, &e->value, p->delta);
     bytes = bytes - before + e->value.capacity();
+    if (e->value.data() != data) map.SetValueHint(e->key, RowKeyHash()(e->key), e->value.data());
   }
   if (p != &e->open) return p;
   // Move the sealed delta out of the open slot; promote another open one.
@@ -163,6 +165,7 @@ void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version 
   }
   e->referenced = true;
   bytes = bytes - old_charge + Charge(*e);
+  map.SetValueHint(e->key, RowKeyHash()(e->key), e->value.data());
 }
 
 std::string_view ReaderView(const CacheEntry& e, const RowFormat& f, std::string* scratch) {
@@ -186,6 +189,7 @@ void CacheStripe::DropValue(CacheEntry* e) {
   e->ring_index = -1;
   e->has_value = false;
   std::string().swap(e->value);
+  map.SetValueHint(e->key, RowKeyHash()(e->key), nullptr);
 }
 
 void CacheStripe::MaybeErase(CacheEntry* e) {
