@@ -92,7 +92,7 @@ size_t SubscriptionRegistry::RemoveSubscriber(SubscriberId sub) {
   return removed;
 }
 
-void SubscriptionRegistry::MarkDirty(const RowKey& key) {
+void SubscriptionRegistry::MarkDirty(const RowKey& key, SubscriberId writer) {
   if (last_table_ == nullptr || last_table_id_ != key.table) {
     auto it = tables_.find(key.table);
     if (it == tables_.end()) return;
@@ -103,8 +103,12 @@ void SubscriptionRegistry::MarkDirty(const RowKey& key) {
   const uint32_t i = t.index.Find(key.row);
   if (i == RowSlotMap::kNone) return;
   Slot& s = t.slots[i];
-  if (s.dirty) return;
+  if (s.dirty) {
+    if (s.only_writer != writer) s.only_writer = kNoWriter;
+    return;
+  }
   s.dirty = true;
+  s.only_writer = writer;
   t.dirty.push_back(i);
   ++num_dirty_;
 }
@@ -131,6 +135,8 @@ PushPlan SubscriptionRegistry::PlanPush() {
       Slot& s = t.slots[i];
       if (!s.dirty) continue;  // lost its subscribers, or listed twice
       s.dirty = false;
+      // Changed only by its sole subscriber: nobody needs it.
+      if (s.subs.size() == 1 && s.subs[0] == s.only_writer) continue;
       rows.emplace_back(s.row, i);
     }
     t.dirty.clear();
@@ -145,7 +151,10 @@ PushPlan SubscriptionRegistry::PlanPush() {
         plan.subscribers[0].row_indices.push_back(index);
         continue;
       }
-      for (SubscriberId sub : subs) entry_of(sub).row_indices.push_back(index);
+      const SubscriberId skip = t.slots[i].only_writer;
+      for (SubscriberId sub : subs) {
+        if (sub != skip) entry_of(sub).row_indices.push_back(index);
+      }
     }
   }
   num_dirty_ = 0;

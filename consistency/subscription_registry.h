@@ -62,8 +62,16 @@ class SubscriptionRegistry {
   // Forgets `sub` and all its subscriptions. Returns how many were removed.
   size_t RemoveSubscriber(SubscriberId sub);
 
-  // Records that `key` changed. A no-op unless someone subscribes to it.
-  void MarkDirty(const RowKey& key);
+  // A writer that is nobody's subscriber id (see MarkDirty).
+  static constexpr SubscriberId kNoWriter = ~SubscriberId{0};
+
+  // Records that `key` changed, by subscriber `writer`'s batch (its session),
+  // or kNoWriter when that is unknown. A no-op unless someone subscribes to
+  // it. A row changed since the last PlanPush only by one subscriber's own
+  // batches is not pushed to that subscriber: its cache already holds its
+  // own updates (read-my-writes), so the value would be exactly what it has.
+  // (In a one-process job nothing is pushed back at all.)
+  void MarkDirty(const RowKey& key, SubscriberId writer = kNoWriter);
   // Returns what to push for the changes since the last call and clears the
   // dirty set.
   PushPlan PlanPush();
@@ -82,6 +90,9 @@ class SubscriptionRegistry {
   struct Slot {
     uint64_t row = 0;
     bool dirty = false;  // changed since the last PlanPush (and in `dirty`)
+    // While dirty: the one subscriber whose batches made every change since
+    // the last PlanPush (it is not pushed the row), or kNoWriter.
+    SubscriberId only_writer = kNoWriter;
     // Its subscribers; few per row (at most one per client process). Empty:
     // the slot is free.
     std::vector<SubscriberId> subs;

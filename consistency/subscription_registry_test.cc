@@ -54,6 +54,32 @@ TEST(SubscriptionRegistryTest, PlansChangedSubscribedRowsPerSubscriber) {
   EXPECT_TRUE(plan.subscribers[1].row_indices.empty());
 }
 
+// A row changed only by one subscriber's own batches is not pushed back to
+// it (its cache has its own updates); a change by anyone else is.
+TEST(SubscriptionRegistryTest, OwnChangesAreNotPushedBackToTheWriter) {
+  SubscriptionRegistry reg;
+  reg.Subscribe(1, 7, {10, 11, 12, 13});
+  reg.Subscribe(2, 7, {11, 13});
+  reg.MarkDirty({7, 10}, 1);  // only 1 subscribes, only 1 wrote: nobody
+  reg.MarkDirty({7, 11}, 1);  // 2 gets it, 1 does not
+  reg.MarkDirty({7, 12}, 1);
+  reg.MarkDirty({7, 12}, 2);  // 2 wrote it too: 1 gets it
+  reg.MarkDirty({7, 13}, 2);
+  reg.MarkDirty({7, 13});  // unknown writer: everybody
+  PushPlan plan = reg.PlanPush();
+  EXPECT_EQ(plan.rows, (std::vector<RowKey>{{7, 11}, {7, 12}, {7, 13}}));
+  EXPECT_EQ(RowsFor(plan, 1), (std::vector<RowKey>{{7, 12}, {7, 13}}));
+  EXPECT_EQ(RowsFor(plan, 2), (std::vector<RowKey>{{7, 11}, {7, 13}}));
+
+  // The writer is forgotten at each plan: a later change by 2 alone goes to 1.
+  reg.MarkDirty({7, 11}, 2);
+  reg.MarkDirty({7, 10}, 1);
+  plan = reg.PlanPush();
+  EXPECT_EQ(plan.rows, (std::vector<RowKey>{{7, 11}}));
+  EXPECT_EQ(RowsFor(plan, 1), (std::vector<RowKey>{{7, 11}}));
+  EXPECT_TRUE(RowsFor(plan, 2).empty());
+}
+
 TEST(SubscriptionRegistryTest, UnsubscribedRowsAreNoLongerPlanned) {
   SubscriptionRegistry reg;
   reg.Subscribe(1, 1, {1, 2});

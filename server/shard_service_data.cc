@@ -156,7 +156,7 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
     return;
   }
   counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
-  for (const RowDelta& d : deltas) subs_.MarkDirty(RowKey{d.table, d.row});
+  for (const RowDelta& d : deltas) subs_.MarkDirty(RowKey{d.table, d.row}, s->id());
   const Version old_clock = clocks_.Min();
   const Version new_clock = clocks_.Set(hello.client_id, store_->AppliedClock(hello.client_id),
                                         NowMs(std::chrono::steady_clock::now()));

@@ -350,17 +350,17 @@ TEST_F(ShardServiceTest, SubscribersGetChangedRowsThenPushDone) {
   ApplyOk(c0, 0, {Delta(t, 1, 1, 0), Delta(t, 3, 3, 0)});
   Apply(c1, 0, {Delta(t, 4, 4, 0), Delta(t, 3, 30, 0)});  // clock -> 1
 
+  // Row 1 changed only by c0's own batch: not pushed back to it (its cache
+  // has its own updates). Row 3 was changed by c1 too.
   auto m0 = c0->Take();
   ASSERT_EQ(m0.size(), 2u);
   const auto* push = std::get_if<net::Push>(&m0[0]);
   ASSERT_NE(push, nullptr);
   EXPECT_EQ(push->version, 1);
   EXPECT_EQ(push->applied_clock, 1);
-  ASSERT_EQ(push->rows.size(), 2u);
-  EXPECT_EQ(push->rows[0].row, 1u);
-  EXPECT_EQ(DecodeDense<int64_t>(push->rows[0].bytes), (V{1, 0}));
-  EXPECT_EQ(push->rows[1].row, 3u);
-  EXPECT_EQ(DecodeDense<int64_t>(push->rows[1].bytes), (V{33, 0}));
+  ASSERT_EQ(push->rows.size(), 1u);
+  EXPECT_EQ(push->rows[0].row, 3u);
+  EXPECT_EQ(DecodeDense<int64_t>(push->rows[0].bytes), (V{33, 0}));
   const auto* done = std::get_if<net::PushDone>(&m0[1]);
   ASSERT_NE(done, nullptr);
   EXPECT_EQ(done->version, 1);
@@ -381,8 +381,8 @@ TEST_F(ShardServiceTest, SubscribersGetChangedRowsThenPushDone) {
   // still gets PushDone.
   service_->OnMessage(c0, net::Unsubscribe{t, {1}});
   EXPECT_EQ(service_->NumSubscriptions(), 3u);
-  ApplyOk(c0, 1, {Delta(t, 1, 1, 0), Delta(t, 2, 2, 0)});
-  Apply(c1, 1);  // clock -> 2
+  ApplyOk(c0, 1, {Delta(t, 1, 1, 0)});
+  Apply(c1, 1, {Delta(t, 1, 1, 0), Delta(t, 2, 2, 0)});  // clock -> 2
   m0 = c0->Take();
   ASSERT_EQ(m0.size(), 2u);
   push = std::get_if<net::Push>(&m0[0]);
@@ -409,8 +409,8 @@ TEST_F(ShardServiceTest, ParkedSubscribingReadSubscribesWhenAnswered) {
   auto m0 = c0->Take();
   ASSERT_EQ(MessagesOfType<net::ReadReply>(m0).size(), 1u);
   EXPECT_EQ(service_->NumSubscriptions(), 1u);
-  ApplyOk(c0, 1, {Delta(t, 1, 1, 0)});
-  Apply(c1, 1);  // clock -> 2
+  ApplyOk(c0, 1);
+  Apply(c1, 1, {Delta(t, 1, 1, 0)});  // clock -> 2
   auto pushes = MessagesOfType<net::Push>(c0->Take());
   ASSERT_EQ(pushes.size(), 1u);
   EXPECT_EQ(DecodeDense<int64_t>(pushes[0].rows[0].bytes), (V{2, 0}));
@@ -419,10 +419,10 @@ TEST_F(ShardServiceTest, ParkedSubscribingReadSubscribesWhenAnswered) {
 TEST_F(ShardServiceTest, LargePushesAreSplitBeforePushDone) {
   ShardServiceOptions opt;
   opt.data_dir = root_ + "/shard";
-  opt.store.num_clients = 1;
+  opt.store.num_clients = 2;
   opt.max_push_bytes = 40;  // 16-byte rows: 3 rows per Push
   ASSERT_TRUE(ShardService::Open(opt, &service_).ok());
-  auto c0 = Connect(0);
+  auto c0 = Connect(0), c1 = Connect(1);
   uint32_t t = CreateTable(c0, "w");
   std::vector<uint64_t> rows;
   std::vector<net::RowData> deltas;
@@ -432,7 +432,8 @@ TEST_F(ShardServiceTest, LargePushesAreSplitBeforePushDone) {
   }
   Read(c0, 1, t, rows, 0, true);
   c0->Take();
-  Apply(c0, 0, deltas);
+  ApplyOk(c1, 0, deltas);  // c1 changes the rows c0 subscribes
+  Apply(c0, 0);            // clock -> 1
   auto msgs = c0->Take();
   ASSERT_EQ(msgs.size(), 5u);  // Ack, Push(3), Push(3), Push(1), PushDone
   EXPECT_EQ(std::get<net::Push>(msgs[1]).rows.size(), 3u);
@@ -524,13 +525,14 @@ TEST_F(ShardServiceTest, StatsReportClocksAndCounters) {
 }
 
 TEST_F(ShardServiceTest, StatsCountRowCacheHitsAndMisses) {
-  OpenService(1);
-  auto c0 = Connect(0);
+  OpenService(2);
+  auto c0 = Connect(0), c1 = Connect(1);
   uint32_t t = CreateTable(c0, "w");
   Read(c0, 1, t, {1, 2}, 0, /*subscribe=*/true);  // two misses
   ASSERT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 1u);
-  ApplyOk(c0, 0, {Delta(t, 1, 5, 6)});  // clock -> 1: row 1 pushed from the cache
-  Read(c0, 2, t, {2}, 0);               // a hit
+  ApplyOk(c1, 0, {Delta(t, 1, 5, 6)});
+  ApplyOk(c0, 0);          // clock -> 1: row 1 pushed to c0 from the cache
+  Read(c0, 2, t, {2}, 0);  // a hit
   ASSERT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 1u);
   EXPECT_EQ(Values(t, {1}), (std::vector<V>{{5, 6}}));  // one more hit
   net::StatsReply stats = service_->Stats();

@@ -102,15 +102,16 @@ void BM_EsspPushLoopback(benchmark::State& state) {
   std::string delta_bytes = EncodeDense(delta);
   ClockT clock = 0;
   for (auto _ : state) {
-    // Client 0 changes every row at this clock (not timed); the shard clock
-    // waits for client 1.
+    // Client 1 changes every row client 0 subscribes at this clock (not
+    // timed); the shard clock waits for client 0. (A row changed only by its
+    // subscriber's own batches is not pushed back to it.)
     net::Apply apply{clock, {}};
     apply.updates.reserve(rows);
     for (int r = 0; r < rows; ++r) apply.updates.push_back({table, ids[r], delta_bytes});
-    (void)c0->Send(std::move(apply));
-    sub.WaitFor([&] { return sub.acked >= clock; });
+    (void)c1->Send(std::move(apply));
+    other.WaitFor([&] { return other.acked >= clock; });
     auto start = std::chrono::steady_clock::now();
-    (void)c1->Send(net::Apply{clock, {}});  // advances the shard clock: push
+    (void)c0->Send(net::Apply{clock, {}});  // advances the shard clock: push
     sub.WaitFor([&] { return sub.done >= clock + 1; });
     auto end = std::chrono::steady_clock::now();
     state.SetIterationTime(std::chrono::duration<double>(end - start).count());
