@@ -41,8 +41,9 @@ class RowBuffer {
   // REQUIRES: Find(index) == nullptr.
   T* Slot(uint32_t index) {
     size_t s = rows_.size();
-    if (s / kBlockRows == blocks_.size()) {
-      blocks_.emplace_back(new T[2 * kBlockRows * static_cast<size_t>(width_)]);
+    if (s / kBlockRows == cur_blocks_.size()) {
+      cur_blocks_.emplace_back(new T[kBlockRows * static_cast<size_t>(width_)]);
+      orig_blocks_.emplace_back(new T[kBlockRows * static_cast<size_t>(width_)]);
     }
     slot_[index] = static_cast<int32_t>(s);
     rows_.push_back(index);
@@ -84,16 +85,16 @@ class RowBuffer {
 
  private:
   static constexpr size_t kBlockRows = 256;
-  // Block b holds rows b*kBlockRows.. : their current values, then their bases.
-  T* Cur(size_t s) { return blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
-  T* Orig(size_t s) {
-    return blocks_[s / kBlockRows].get() + (kBlockRows + s % kBlockRows) * width_;
-  }
+  // Rows b*kBlockRows.. : their current values in cur_blocks_[b], their bases
+  // in orig_blocks_[b]. Apart, so the hot loop's rows sit densely in cache.
+  T* Cur(size_t s) { return cur_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
+  T* Orig(size_t s) { return orig_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
 
   const uint32_t width_;
   std::vector<int32_t> slot_;
   std::vector<uint32_t> rows_;
-  std::vector<std::unique_ptr<T[]>> blocks_;
+  std::vector<std::unique_ptr<T[]>> cur_blocks_;
+  std::vector<std::unique_ptr<T[]>> orig_blocks_;
   std::vector<T> delta_;
 };
 
