@@ -81,14 +81,29 @@ Status GetMap(Worker::Impl* w, TableState* t, uint64_t row, std::map<uint32_t, T
                              });
 }
 
+// Dense Incs need a dense table of element type T.
 template <typename T>
-Status IncDense(Worker::Impl* w, TableState* t, uint64_t row, const T* delta) {
+Status CheckDenseInc(const TableState* t) {
   RETURN_IF_ERROR(CheckType<T>(t, "Inc"));
   if (t->format.kind != RowKind::kDense) {
     return Status::InvalidArgument("table '" + t->schema.name +
                                    "' is sparse: Inc with (column, delta) pairs");
   }
+  return Status::OK();
+}
+
+template <typename T>
+Status IncDense(Worker::Impl* w, TableState* t, uint64_t row, const T* delta) {
+  RETURN_IF_ERROR(CheckDenseInc<T>(t));
   w->client_->IncDense(w->clock_, w->stats_.get(), t, row, delta);
+  return Status::OK();
+}
+
+template <typename T>
+Status IncDenseRows(Worker::Impl* w, TableState* t, const std::vector<uint64_t>& rows,
+                    const T* deltas) {
+  RETURN_IF_ERROR(CheckDenseInc<T>(t));
+  w->client_->IncDenseRows(w->clock_, w->stats_.get(), t, rows, deltas);
   return Status::OK();
 }
 
@@ -228,6 +243,23 @@ Status Worker::Read(const Table& t, uint64_t row, const std::function<void(const
                                    view.version = v;
                                    fn(view);
                                  });
+}
+
+Status Worker::Inc(const Table& t, const std::vector<uint64_t>& rows, const float* deltas) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDenseRows(impl_.get(), ts, rows, deltas);
+}
+Status Worker::Inc(const Table& t, const std::vector<uint64_t>& rows, const double* deltas) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDenseRows(impl_.get(), ts, rows, deltas);
+}
+Status Worker::Inc(const Table& t, const std::vector<uint64_t>& rows, const int32_t* deltas) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDenseRows(impl_.get(), ts, rows, deltas);
+}
+Status Worker::Inc(const Table& t, const std::vector<uint64_t>& rows, const int64_t* deltas) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDenseRows(impl_.get(), ts, rows, deltas);
 }
 
 Status Worker::Inc(const Table& t, uint64_t row, const float* delta) {

@@ -21,6 +21,7 @@
 #ifndef PACE_CLIENT_CLIENT_IMPL_H_
 #define PACE_CLIENT_CLIENT_IMPL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -137,6 +138,11 @@ class Client::Impl : public client::ChannelListener {
   template <typename T>
   void IncDense(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
                 const T* delta);
+  // IncDense of rows[i] with deltas + i * width for every i, stripe by stripe
+  // with the lookups of the next rows prefetched.
+  template <typename T>
+  void IncDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
+                    const std::vector<uint64_t>& rows, const T* deltas);
   // Adds a delta (already validated for t's format) at clock c.
   void IncRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
               std::string_view delta);
@@ -342,6 +348,62 @@ void Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableStat
   }
   client::TableCounters* tc = Counters(ws, t);
   if (tc != nullptr) tc->incs.Add(1);
+}
+
+template <typename T>
+void Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
+                                const std::vector<uint64_t>& rows, const T* deltas) {
+  const size_t width = t->format.width;
+  const uint32_t table = t->schema.id;
+  struct Item {
+    size_t hash;
+    uint32_t index;  // into rows
+  };
+  std::vector<Item> items(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    items[i] = Item{RowKeyHash()(RowKey{table, rows[i]}), static_cast<uint32_t>(i)};
+  }
+  // One stripe lock per stripe; within a stripe, rows in their given order.
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return (a.hash & (kNumStripes - 1)) < (b.hash & (kNumStripes - 1));
+  });
+  constexpr size_t kAhead = 4;
+  std::vector<client::CacheEntry*> found(items.size(), nullptr);
+  for (size_t b = 0; b < items.size();) {
+    const size_t stripe = items[b].hash & (kNumStripes - 1);
+    size_t e = b;
+    while (e < items.size() && (items[e].hash & (kNumStripes - 1)) == stripe) ++e;
+    client::CacheStripe& st = stripes_[stripe];
+    std::lock_guard<client::SpinMutex> lock(st.mu);
+    // Software pipeline: look up row j + kAhead (its slot is usually in cache
+    // by then) and start loading its entry and delta; add row j.
+    auto look_ahead = [&](size_t j) {
+      const RowKey key{table, rows[items[j].index]};
+      client::CacheEntry* a = st.Find(key, items[j].hash);
+      found[j] = a;
+      if (a != nullptr) __builtin_prefetch(a);
+    };
+    for (size_t j = b; j < std::min(e, b + kAhead); ++j) look_ahead(j);
+    for (size_t j = b; j < e; ++j) {
+      if (j + kAhead < e) look_ahead(j + kAhead);
+      if (j + 1 < e && found[j + 1] != nullptr) __builtin_prefetch(found[j + 1]->open.delta.data());
+      const RowKey key{table, rows[items[j].index]};
+      const T* delta = deltas + static_cast<size_t>(items[j].index) * width;
+      client::CacheEntry* en = found[j];
+      if (en != nullptr && en->has_open && en->open.clock == c) {
+        client::AddInPlace(reinterpret_cast<T*>(en->open.delta.data()), delta, width);
+      } else {
+        // A new row (or a duplicate in this batch whose first occurrence
+        // created it), or a delta of another clock: the general path.
+        en = st.FindOrCreate(key, ShardOfKey(key), t);
+        st.AddDelta(en, c,
+                    std::string_view(reinterpret_cast<const char*>(delta), sizeof(T) * width));
+      }
+    }
+    b = e;
+  }
+  client::TableCounters* tc = Counters(ws, t);
+  if (tc != nullptr) tc->incs.Add(rows.size());
 }
 
 }  // namespace pace

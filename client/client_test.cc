@@ -402,6 +402,62 @@ TEST(ClientTest, TablesAndArgumentErrors) {
   EXPECT_EQ(m, (std::map<uint32_t, int64_t>{{0, 4}, {1, 1}, {2, 6}, {3, 1}}));
 }
 
+// The batched dense Inc adds exactly what one Inc per row adds (rows in any
+// order, across stripes, with duplicates, rows new and cached), and the
+// server ends up with the same totals.
+TEST(ClientTest, BatchedDenseIncEqualsOneIncPerRow) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  Table a, b;
+  TableSchema sa = CounterSchema(Consistency::kSsp, 1), sb = sa;
+  sa.name = "a";
+  sb.name = "b";
+  ASSERT_TRUE(client->CreateTable(sa, &a).ok());
+  ASSERT_TRUE(client->CreateTable(sb, &b).ok());
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  std::mt19937_64 rng(5);
+  int64_t got[kWidth], want[kWidth];
+  for (int clock = 0; clock < 3; ++clock) {
+    std::vector<uint64_t> rows;
+    std::vector<int64_t> deltas;
+    for (int i = 0; i < 500; ++i) {
+      rows.push_back(rng() % 300);  // duplicates, and rows read before
+      for (uint32_t k = 0; k < kWidth; ++k) deltas.push_back(static_cast<int64_t>(rng() % 7) - 3);
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ASSERT_TRUE(w->Inc(b, rows[i], deltas.data() + i * kWidth).ok());
+    }
+    ASSERT_TRUE(w->Inc(a, rows, deltas.data()).ok());
+    for (uint64_t r = 0; r < 300; r += 7) {
+      ASSERT_TRUE(w->Get(a, r, got).ok());
+      ASSERT_TRUE(w->Get(b, r, want).ok());
+      ASSERT_TRUE(std::equal(got, got + kWidth, want)) << "row " << r << " clock " << clock;
+    }
+    ASSERT_TRUE(w->Clock().ok());
+  }
+  ASSERT_TRUE(w->GlobalBarrier().ok());
+  // A fresh process reads what the shard stored.
+  w.reset();
+  client.reset();
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  ASSERT_TRUE(client->OpenTable("a", &a).ok());
+  ASSERT_TRUE(client->OpenTable("b", &b).ok());
+  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  for (uint64_t r = 0; r < 300; ++r) {
+    ASSERT_TRUE(w->Get(a, r, got).ok());
+    ASSERT_TRUE(w->Get(b, r, want).ok());
+    ASSERT_TRUE(std::equal(got, got + kWidth, want)) << "row " << r;
+  }
+  // Type and kind errors as for one row.
+  float f[kWidth] = {};
+  EXPECT_EQ(w->Inc(a, std::vector<uint64_t>{1}, f).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(w->Inc(a, std::vector<uint64_t>{}, want).ok());
+}
+
 TEST(ClientTest, SparseTables) {
   TempDir dir;
   ClientOptions o;

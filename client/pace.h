@@ -230,6 +230,14 @@ class Worker {
   Status Inc(const Table& t, uint64_t row, const double* delta);
   Status Inc(const Table& t, uint64_t row, const int32_t* delta);
   Status Inc(const Table& t, uint64_t row, const int64_t* delta);
+  // Dense updates of many rows: deltas[i * width, (i + 1) * width) is added to
+  // rows[i] (duplicates add up). The same as one Inc per row, faster for many
+  // rows: the cache lookups of consecutive rows overlap instead of waiting
+  // for each other. `deltas` holds rows.size() * width elements.
+  Status Inc(const Table& t, const std::vector<uint64_t>& rows, const float* deltas);
+  Status Inc(const Table& t, const std::vector<uint64_t>& rows, const double* deltas);
+  Status Inc(const Table& t, const std::vector<uint64_t>& rows, const int32_t* deltas);
+  Status Inc(const Table& t, const std::vector<uint64_t>& rows, const int64_t* deltas);
   // One cell (dense or sparse tables). The value is converted to the table's type.
   Status IncCell(const Table& t, uint64_t row, uint32_t col, double value);
   // Sparse updates: (column, delta) pairs, any order, duplicates summed.

@@ -132,9 +132,13 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     wbuf.Loaded();
     return row;
   };
+  std::vector<uint32_t> changed;
+  std::vector<uint64_t> changed_words;
+  std::vector<int32_t> deltas;
   auto flush_words = [&]() {
-    return wbuf.ForEachDelta(
-        [&](uint32_t word, const int32_t* d) { return worker->Inc(wt, word, d); });
+    wbuf.ChangedRows(&changed, &deltas);
+    changed_words.assign(changed.begin(), changed.end());
+    return worker->Inc(wt, changed_words, deltas.data());
   };
 
   const bool reporter = client_->client_id() == 0 && w == 0;

@@ -183,6 +183,17 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     return Status::OK();
   };
 
+  // Adds the clock's changes of one table's rows with one batched Inc.
+  std::vector<uint32_t> changed;
+  std::vector<uint64_t> changed_rows;
+  std::vector<float> deltas;
+  auto flush = [&](const apps::RowBuffer<float>& buf, const IdMap& ids, const Table& t) {
+    buf.ChangedRows(&changed, &deltas);
+    changed_rows.resize(changed.size());
+    for (size_t k = 0; k < changed.size(); ++k) changed_rows[k] = ids.raw(changed[k]);
+    return worker->Inc(t, changed_rows, deltas.data());
+  };
+
   // The distinct rows of one clock's window, for Worker::Prefetch.
   std::vector<uint8_t> user_seen(data_->users.size()), item_seen(data_->items.size());
   std::vector<uint64_t> user_rows, item_rows;
@@ -224,10 +235,8 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
       train_sq += static_cast<double>(e) * e;
     }
     RETURN_IF_ERROR(load_status);
-    RETURN_IF_ERROR(ubuf.ForEachDelta(
-        [&](uint32_t u, const float* d) { return worker->Inc(ut, data_->users.raw(u), d); }));
-    RETURN_IF_ERROR(ibuf.ForEachDelta(
-        [&](uint32_t i, const float* d) { return worker->Inc(it, data_->items.raw(i), d); }));
+    RETURN_IF_ERROR(flush(ubuf, data_->users, ut));
+    RETURN_IF_ERROR(flush(ibuf, data_->items, it));
 
     double test_sq = 0, test_n = 0;
     if ((c + 1) % run.eval_every == 0 || c + 1 == sh->end_clock) {

@@ -77,6 +77,29 @@ class RowBuffer {
     return R();
   }
 
+  // The loaded rows that changed: their indices in *indices and their
+  // deltas (current - base), width each, one after another in *deltas.
+  void ChangedRows(std::vector<uint32_t>* indices, std::vector<T>* deltas) const {
+    indices->clear();
+    deltas->clear();
+    for (size_t s = 0; s < rows_.size(); ++s) {
+      const T* cur = Cur(s);
+      const T* orig = Orig(s);
+      const size_t at = deltas->size();
+      deltas->resize(at + width_);
+      bool changed = false;
+      for (uint32_t c = 0; c < width_; ++c) {
+        (*deltas)[at + c] = cur[c] - orig[c];
+        changed |= (*deltas)[at + c] != T(0);
+      }
+      if (changed) {
+        indices->push_back(rows_[s]);
+      } else {
+        deltas->resize(at);
+      }
+    }
+  }
+
   // Forgets every loaded row (keeps the memory).
   void Clear() {
     for (uint32_t index : rows_) slot_[index] = -1;
@@ -87,8 +110,8 @@ class RowBuffer {
   static constexpr size_t kBlockRows = 256;
   // Rows b*kBlockRows.. : their current values in cur_blocks_[b], their bases
   // in orig_blocks_[b]. Apart, so the hot loop's rows sit densely in cache.
-  T* Cur(size_t s) { return cur_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
-  T* Orig(size_t s) { return orig_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
+  T* Cur(size_t s) const { return cur_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
+  T* Orig(size_t s) const { return orig_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
 
   const uint32_t width_;
   std::vector<int32_t> slot_;
