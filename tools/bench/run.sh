@@ -45,7 +45,7 @@ ratio_line "5 MF ratings/s, 2 workers vs plain SGD loop" "$two" "$base" 0.9
 echo "=== 6: end-to-end LDA, embedded, essp (pace_lda vs --baseline) ==="
 "$bin/pace_gen" corpus --docs=5000 --vocab=10000 --topics=50 --doc_len=150 --seed=2 \
   --out_docword="$work/docword.txt" --out_vocab="$work/vocab.txt" >/dev/null
-lda=("$bin/pace_lda" --docword="$work/docword.txt" --topics=50 --clocks=5 --topics_out=0)
+lda=("$bin/pace_lda" --docword="$work/docword.txt" --topics=50 --clocks=10 --topics_out=0)
 base=$(rate tokens "${lda[@]}" --baseline)
 one=$(rate tokens "${lda[@]}" --workers=1 --data_dir="$work/lda1")
 two=$(rate tokens "${lda[@]}" --workers=2 --data_dir="$work/lda2")
