@@ -26,6 +26,27 @@ rate() {
   local unit=$1; shift
   "$@" 2>&1 | awk -v u="$unit/s" '/^# done:/ { for (i = 1; i < NF; i++) if ($(i+1) == u) r = $i } END { print r + 0 }'
 }
+# The end-to-end runs are single processes of a second or two, so one run is
+# at the mercy of the machine: each of baseline, 1 worker and 2 workers runs
+# $reps times, interleaved, and the median counts.
+reps=${BENCH_REPS:-3}
+if [ -n "${BENCH_QUICK:-}" ]; then reps=${BENCH_REPS:-1}; fi
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# end_to_end UNIT DATA_PREFIX CMD...: sets base, one, two to median rates.
+end_to_end() {
+  local unit=$1 prefix=$2; shift 2
+  local b=() o=() t=()
+  for ((i = 0; i < reps; i++)); do
+    rm -rf "$work/$prefix"*
+    b+=("$(rate "$unit" "$@" --baseline)")
+    o+=("$(rate "$unit" "$@" --workers=1 --data_dir="$work/${prefix}1-$i")")
+    t+=("$(rate "$unit" "$@" --workers=2 --data_dir="$work/${prefix}2-$i")")
+  done
+  echo "  $unit/s, $reps runs each: baseline ${b[*]}; 1 worker ${o[*]}; 2 workers ${t[*]}"
+  base=$(median "${b[@]}")
+  one=$(median "${o[@]}")
+  two=$(median "${t[@]}")
+}
 ratio_line() {  # ratio_line LABEL SUBJECT BASELINE TARGET
   awk -v l="$1" -v s="$2" -v b="$3" -v t="$4" 'BEGIN {
     r = (b > 0) ? s / b : 0
@@ -36,9 +57,7 @@ echo "=== 5: end-to-end MF, embedded, essp (pace_mf vs --baseline) ==="
 "$bin/pace_gen" ratings --users=20000 --items=5000 --rank=8 --ratings=1000000 --noise=0.5 \
   --seed=3 --out="$work/ratings.txt" >/dev/null
 mf=("$bin/pace_mf" --train="$work/ratings.txt" --clocks=10 --consistency=essp)
-base=$(rate ratings "${mf[@]}" --baseline)
-one=$(rate ratings "${mf[@]}" --workers=1 --data_dir="$work/mf1")
-two=$(rate ratings "${mf[@]}" --workers=2 --data_dir="$work/mf2")
+end_to_end ratings mf "${mf[@]}"
 ratio_line "5 MF ratings/s, 1 worker vs plain SGD loop" "$one" "$base" 0.5
 ratio_line "5 MF ratings/s, 2 workers vs plain SGD loop" "$two" "$base" 0.9
 
@@ -46,9 +65,7 @@ echo "=== 6: end-to-end LDA, embedded, essp (pace_lda vs --baseline) ==="
 "$bin/pace_gen" corpus --docs=5000 --vocab=10000 --topics=50 --doc_len=150 --seed=2 \
   --out_docword="$work/docword.txt" --out_vocab="$work/vocab.txt" >/dev/null
 lda=("$bin/pace_lda" --docword="$work/docword.txt" --topics=50 --clocks=10 --topics_out=0)
-base=$(rate tokens "${lda[@]}" --baseline)
-one=$(rate tokens "${lda[@]}" --workers=1 --data_dir="$work/lda1")
-two=$(rate tokens "${lda[@]}" --workers=2 --data_dir="$work/lda2")
+end_to_end tokens lda "${lda[@]}"
 ratio_line "6 LDA tokens/s, 1 worker vs plain Gibbs loop" "$one" "$base" 0.5
 ratio_line "6 LDA tokens/s, 2 workers vs plain Gibbs loop" "$two" "$base" 0.9
 
