@@ -18,6 +18,7 @@ echo "=== 1, 2: client cache-hit Get and Inc (client_bench) ==="
 "$bin/client_bench" $min_time 2>/dev/null
 echo "=== 3: shard apply (storage_bench) ==="
 "$bin/storage_bench" 2>/dev/null
+"$bin/service_bench" 2>/dev/null  # 3d, report only: the shard service's cost of one MF clock
 echo "=== 4: push path over loopback (push_bench) ==="
 "$bin/push_bench" 2>/dev/null
 

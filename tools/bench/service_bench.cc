@@ -258,8 +258,8 @@ BENCHMARK(BM_ServiceApplyPushMf)->Unit(benchmark::kMillisecond)->MinTime(2.0)->U
 
 int main(int argc, char** argv) {
   pace::bench::Pair(
-      "3d shard service Apply + ESSP push, pace_mf shape: 25k rows x 17 f32, all subscribed "
-      "(report only)",
+      "3d shard service Apply of an ESSP clock, pace_mf shape: 25k rows x 17 f32, all "
+      "subscribed by the writer, so none pushed back (report only)",
       "BM_RawRocksDBWriteBatchMf", "BM_ServiceApplyPushMf", pace::bench::kRateRatioAtLeast, 0);
   return pace::bench::RunAndReport(argc, argv);
 }
