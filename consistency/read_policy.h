@@ -30,10 +30,14 @@ class ReadPolicy {
 
   // The min_version a worker at clock `c` requests on a miss or a too-stale
   // row: max(0, c - s); 0 for async (any value will do).
-  Version MinVersion(ClockT c) const;
+  Version MinVersion(ClockT c) const {
+    if (is_async()) return 0;
+    return c - staleness_ > 0 ? c - staleness_ : 0;
+  }
   // Whether a cached value of version `v` may serve a worker at clock `c`:
   // IsFreshEnough(v, c, s); always true for async (a cached value exists).
-  bool IsFresh(Version v, ClockT c) const;
+  // Inline: it runs on every cache hit.
+  bool IsFresh(Version v, ClockT c) const { return is_async() || IsFreshEnough(v, c, staleness_); }
   // The staleness of such a read, as recorded in the histogram: c - v.
   static int64_t Staleness(ClockT c, Version v) { return c - v; }
 
