@@ -12,9 +12,9 @@
 
 namespace pace {
 
-using ClockT = int64_t;    // a worker, process or applied clock
-using Version = int64_t;   // a shard clock stamped on a value
-using ClientId = uint32_t; // index of a client process in [0, num_clients)
+using ClockT = int64_t;     // a worker, process or applied clock
+using Version = int64_t;    // a shard clock stamped on a value
+using ClientId = uint32_t;  // index of a client process in [0, num_clients)
 
 // The read rule: a worker at clock `c` reading with staleness bound `s` may use
 // a value of version `v` iff v >= c - s.

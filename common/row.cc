@@ -26,8 +26,8 @@ Status ValidateSparse(const RowFormat& f, std::string_view b) {
   uint64_t want = 4 + static_cast<uint64_t>(n) * (4 + es);
   if (want != b.size()) {
     return Status::Corruption("sparse row claims " + std::to_string(n) + " entries (" +
-                              std::to_string(want) + " bytes) but has " +
-                              std::to_string(b.size()) + " bytes");
+                              std::to_string(want) + " bytes) but has " + std::to_string(b.size()) +
+                              " bytes");
   }
   const char* cols = b.data() + 4;
   uint32_t prev = 0;
@@ -137,10 +137,18 @@ void AddRowUnchecked(const RowFormat& f, std::string* value, std::string_view de
   }
   if (value->empty()) value->assign(4, '\0');
   switch (f.type) {
-    case ElementType::kF32: AddSparseTyped<float>(value, delta); break;
-    case ElementType::kF64: AddSparseTyped<double>(value, delta); break;
-    case ElementType::kI32: AddSparseTyped<int32_t>(value, delta); break;
-    case ElementType::kI64: AddSparseTyped<int64_t>(value, delta); break;
+    case ElementType::kF32:
+      AddSparseTyped<float>(value, delta);
+      break;
+    case ElementType::kF64:
+      AddSparseTyped<double>(value, delta);
+      break;
+    case ElementType::kI32:
+      AddSparseTyped<int32_t>(value, delta);
+      break;
+    case ElementType::kI64:
+      AddSparseTyped<int64_t>(value, delta);
+      break;
   }
 }
 

@@ -51,8 +51,8 @@ TEST(RowTest, DenseWrongSizeRejectedAndValueUnchanged) {
 TEST(RowTest, SparseAddMergesAndDropsZeros) {
   auto f = Fmt(RowKind::kSparse, ElementType::kI32, 100);
   std::string v = EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{1, 5}, {7, 2}});
-  std::string d =
-      EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{0, 1}, {7, -2}, {9, 0}, {50, 3}});
+  std::string d = EncodeSparse<int32_t>(
+      std::vector<std::pair<uint32_t, int32_t>>{{0, 1}, {7, -2}, {9, 0}, {50, 3}});
   ASSERT_TRUE(AddRow(f, &v, d).ok());
   auto got = DecodeSparse<int32_t>(v);
   std::vector<std::pair<uint32_t, int32_t>> want{{0, 1}, {1, 5}, {50, 3}};
@@ -63,7 +63,8 @@ TEST(RowTest, SparseAddMergesAndDropsZeros) {
 TEST(RowTest, SparseEachFloatType) {
   auto f = Fmt(RowKind::kSparse, ElementType::kF64, 0);
   std::string v;
-  ASSERT_TRUE(AddRow(f, &v, EncodeSparse<double>(std::map<uint32_t, double>{{4000000000u, 1.5}})).ok());
+  ASSERT_TRUE(
+      AddRow(f, &v, EncodeSparse<double>(std::map<uint32_t, double>{{4000000000u, 1.5}})).ok());
   ASSERT_TRUE(AddRow(f, &v, EncodeSparse<double>(std::map<uint32_t, double>{{3, 1}})).ok());
   auto got = DecodeSparse<double>(v);
   ASSERT_EQ(got.size(), 2u);
@@ -82,13 +83,15 @@ TEST(RowTest, SparseEachFloatType) {
 TEST(RowTest, SparseBadInputs) {
   auto f = Fmt(RowKind::kSparse, ElementType::kI32, 10);
   EXPECT_EQ(ValidateRow(f, "ab").code(), StatusCode::kCorruption);  // shorter than count
-  std::string huge(4, '\xff');                                       // count 2^32-1, no entries
+  std::string huge(4, '\xff');                                      // count 2^32-1, no entries
   EXPECT_EQ(ValidateRow(f, huge).code(), StatusCode::kCorruption);
   // Unsorted columns.
-  std::string unsorted = EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{5, 1}, {2, 1}});
+  std::string unsorted =
+      EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{5, 1}, {2, 1}});
   EXPECT_EQ(ValidateRow(f, unsorted).code(), StatusCode::kCorruption);
   // Duplicate columns.
-  std::string dup = EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{2, 1}, {2, 1}});
+  std::string dup =
+      EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{2, 1}, {2, 1}});
   EXPECT_FALSE(ValidateRow(f, dup).ok());
   // Column beyond the width.
   std::string wide = EncodeSparse<int32_t>(std::vector<std::pair<uint32_t, int32_t>>{{10, 1}});

@@ -22,37 +22,50 @@ bool IsIntegral(ElementType t) { return t == ElementType::kI32 || t == ElementTy
 
 std::string_view ElementTypeName(ElementType t) {
   switch (t) {
-    case ElementType::kF32: return "f32";
-    case ElementType::kF64: return "f64";
-    case ElementType::kI32: return "i32";
-    case ElementType::kI64: return "i64";
+    case ElementType::kF32:
+      return "f32";
+    case ElementType::kF64:
+      return "f64";
+    case ElementType::kI32:
+      return "i32";
+    case ElementType::kI64:
+      return "i64";
   }
   return "?";
 }
 
 std::string_view RowKindName(RowKind k) {
   switch (k) {
-    case RowKind::kDense: return "dense";
-    case RowKind::kSparse: return "sparse";
+    case RowKind::kDense:
+      return "dense";
+    case RowKind::kSparse:
+      return "sparse";
   }
   return "?";
 }
 
 std::string_view ConsistencyName(Consistency c) {
   switch (c) {
-    case Consistency::kBsp: return "bsp";
-    case Consistency::kSsp: return "ssp";
-    case Consistency::kEssp: return "essp";
-    case Consistency::kAsync: return "async";
+    case Consistency::kBsp:
+      return "bsp";
+    case Consistency::kSsp:
+      return "ssp";
+    case Consistency::kEssp:
+      return "essp";
+    case Consistency::kAsync:
+      return "async";
   }
   return "?";
 }
 
 std::string_view InitKindName(InitKind k) {
   switch (k) {
-    case InitKind::kZeros: return "zeros";
-    case InitKind::kUniform: return "uniform";
-    case InitKind::kNormal: return "normal";
+    case InitKind::kZeros:
+      return "zeros";
+    case InitKind::kUniform:
+      return "uniform";
+    case InitKind::kNormal:
+      return "normal";
   }
   return "?";
 }
@@ -164,7 +177,8 @@ Status ValidateSchema(const TableSchema& s) {
         return Status::InvalidArgument("table '" + s.name + "': uniform initializer needs a < b");
       }
       if (s.init.kind == InitKind::kNormal && !(s.init.b >= 0)) {
-        return Status::InvalidArgument("table '" + s.name + "': normal initializer needs stddev >= 0");
+        return Status::InvalidArgument("table '" + s.name +
+                                       "': normal initializer needs stddev >= 0");
       }
       break;
     default:
@@ -175,9 +189,12 @@ Status ValidateSchema(const TableSchema& s) {
 
 int64_t EffectiveStaleness(const TableSchema& s) {
   switch (s.consistency) {
-    case Consistency::kBsp: return 0;
-    case Consistency::kAsync: return std::numeric_limits<int64_t>::max() / 4;
-    default: return s.staleness;
+    case Consistency::kBsp:
+      return 0;
+    case Consistency::kAsync:
+      return std::numeric_limits<int64_t>::max() / 4;
+    default:
+      return s.staleness;
   }
 }
 

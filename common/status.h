@@ -21,21 +21,21 @@ namespace pace {
 // Wire-stable status codes. Never renumber; only append.
 enum class StatusCode : uint8_t {
   kOk = 0,
-  kInvalidArgument = 1,   // caller error: bad flag, bad schema, wrong width
-  kNotFound = 2,          // unknown table, missing file
-  kAlreadyExists = 3,     // table name taken with a different schema
-  kCorruption = 4,        // bytes on disk or on the wire fail validation
-  kIOError = 5,           // the OS or RocksDB failed
-  kUnavailable = 6,       // peer down, connection lost; retrying may help
-  kTimedOut = 7,          // a deadline passed
+  kInvalidArgument = 1,     // caller error: bad flag, bad schema, wrong width
+  kNotFound = 2,            // unknown table, missing file
+  kAlreadyExists = 3,       // table name taken with a different schema
+  kCorruption = 4,          // bytes on disk or on the wire fail validation
+  kIOError = 5,             // the OS or RocksDB failed
+  kUnavailable = 6,         // peer down, connection lost; retrying may help
+  kTimedOut = 7,            // a deadline passed
   kFailedPrecondition = 8,  // state does not allow the operation (e.g. clock gap)
-  kPermissionDenied = 9,  // wrong token
-  kOutOfRange = 10,       // value outside a permitted range
+  kPermissionDenied = 9,    // wrong token
+  kOutOfRange = 10,         // value outside a permitted range
   kResourceExhausted = 11,  // frame too large, budget exceeded
-  kAborted = 12,          // shut down while the operation was pending
+  kAborted = 12,            // shut down while the operation was pending
   kUnimplemented = 13,
-  kInternal = 14,         // a bug
-  kIncompatible = 15,     // wrong wire or on-disk format version
+  kInternal = 14,      // a bug
+  kIncompatible = 15,  // wrong wire or on-disk format version
 };
 
 // Returns a short name such as "InvalidArgument".
@@ -134,10 +134,10 @@ class [[nodiscard]] StatusOr {
 #define PACE_CONCAT_(a, b) PACE_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function if `expr` yields a non-OK Status.
-#define RETURN_IF_ERROR(expr)                        \
-  do {                                               \
-    ::pace::Status _pace_status = (expr);            \
-    if (!_pace_status.ok()) return _pace_status;     \
+#define RETURN_IF_ERROR(expr)                    \
+  do {                                           \
+    ::pace::Status _pace_status = (expr);        \
+    if (!_pace_status.ok()) return _pace_status; \
   } while (0)
 
 // ASSIGN_OR_RETURN(lhs, expr): evaluates a StatusOr; returns its Status on

@@ -55,9 +55,9 @@ struct Subscriber {
 
 void BM_EsspPushLoopback(benchmark::State& state) {
   const int rows = static_cast<int>(state.range(0));
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("pace-bench-push-" + std::to_string(getpid())))
-                        .string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("pace-bench-push-" + std::to_string(getpid())))
+          .string();
   std::filesystem::remove_all(dir);
   ShardServiceOptions options;
   options.data_dir = dir;
