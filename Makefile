@@ -79,6 +79,10 @@ format: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) --target format
 
 format-check: $(BUILD)/CMakeCache.txt
+	@command -v clang-format >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq clang-format >/dev/null; \
+	  else echo "run as root: apt-get install -y clang-format"; exit 1; fi; }
+	cmake -S . -B $(BUILD) >/dev/null
 	cmake --build $(BUILD) --target format-check
 
 clean:
