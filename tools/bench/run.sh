@@ -33,20 +33,39 @@ rate() {
 reps=${BENCH_REPS:-3}
 if [ -n "${BENCH_QUICK:-}" ]; then reps=${BENCH_REPS:-1}; fi
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-# end_to_end UNIT DATA_PREFIX CMD...: sets base, one, two to median rates.
+# Seconds per clock after the first SKIP clocks, from a run's --csv (column 2
+# is the time since the start at the end of each clock).
+per_clock() {
+  awk -F, -v k="$2" 'FNR == 1 { next } { n++; t[n] = $2 } END { print (n > k) ? (t[n] - t[k]) / (n - k) : 0 }' "$1"
+}
+# end_to_end UNIT DATA_PREFIX SKIP CMD...: sets base, one, two to median rates
+# over whole runs, and sbase, sone, stwo to median seconds per clock after the
+# first SKIP clocks (the steady state, without the cold start).
 end_to_end() {
-  local unit=$1 prefix=$2; shift 2
-  local b=() o=() t=()
+  local unit=$1 prefix=$2 skip=$3; shift 3
+  local b=() o=() t=() sb=() so=() st=()
   for ((i = 0; i < reps; i++)); do
     rm -rf "$work/$prefix"*
-    b+=("$(rate "$unit" "$@" --baseline)")
-    o+=("$(rate "$unit" "$@" --workers=1 --data_dir="$work/${prefix}1-$i")")
-    t+=("$(rate "$unit" "$@" --workers=2 --data_dir="$work/${prefix}2-$i")")
+    b+=("$(rate "$unit" "$@" --baseline --csv="$work/${prefix}b-$i.csv")")
+    o+=("$(rate "$unit" "$@" --workers=1 --data_dir="$work/${prefix}1-$i" --csv="$work/${prefix}o-$i.csv")")
+    t+=("$(rate "$unit" "$@" --workers=2 --data_dir="$work/${prefix}2-$i" --csv="$work/${prefix}t-$i.csv")")
+    sb+=("$(per_clock "$work/${prefix}b-$i.csv" "$skip")")
+    so+=("$(per_clock "$work/${prefix}o-$i.csv" "$skip")")
+    st+=("$(per_clock "$work/${prefix}t-$i.csv" "$skip")")
   done
   echo "  $unit/s, $reps runs each: baseline ${b[*]}; 1 worker ${o[*]}; 2 workers ${t[*]}"
+  echo "  seconds per clock after the first $skip: baseline ${sb[*]}; 1 worker ${so[*]}; 2 workers ${st[*]}"
   base=$(median "${b[@]}")
   one=$(median "${o[@]}")
   two=$(median "${t[@]}")
+  sbase=$(median "${sb[@]}")
+  sone=$(median "${so[@]}")
+  stwo=$(median "${st[@]}")
+}
+steady_line() {  # steady_line LABEL SUBJECT_SECONDS BASELINE_SECONDS (per clock)
+  awk -v l="$1" -v s="$2" -v b="$3" 'BEGIN {
+    r = (s > 0) ? b / s : 0
+    printf "RATIO %s: %.3f (%.1f vs %.1f ms per clock; report only)\n", l, r, s * 1000, b * 1000 }' | tee -a "$ratios"
 }
 ratio_line() {  # ratio_line LABEL SUBJECT BASELINE TARGET
   awk -v l="$1" -v s="$2" -v b="$3" -v t="$4" 'BEGIN {
@@ -58,17 +77,21 @@ echo "=== 5: end-to-end MF, embedded, essp (pace_mf vs --baseline) ==="
 "$bin/pace_gen" ratings --users=20000 --items=5000 --rank=8 --ratings=1000000 --noise=0.5 \
   --seed=3 --out="$work/ratings.txt" >/dev/null
 mf=("$bin/pace_mf" --train="$work/ratings.txt" --clocks=10 --consistency=essp)
-end_to_end ratings mf "${mf[@]}"
+end_to_end ratings mf 1 "${mf[@]}"
 ratio_line "5 MF ratings/s, 1 worker vs plain SGD loop" "$one" "$base" 0.5
 ratio_line "5 MF ratings/s, 2 workers vs plain SGD loop" "$two" "$base" 0.9
+steady_line "5s MF steady state (clocks 1-9), 1 worker" "$sone" "$sbase"
+steady_line "5s MF steady state (clocks 1-9), 2 workers" "$stwo" "$sbase"
 
 echo "=== 6: end-to-end LDA, embedded, essp (pace_lda vs --baseline) ==="
 "$bin/pace_gen" corpus --docs=5000 --vocab=10000 --topics=50 --doc_len=150 --seed=2 \
   --out_docword="$work/docword.txt" --out_vocab="$work/vocab.txt" >/dev/null
 lda=("$bin/pace_lda" --docword="$work/docword.txt" --topics=50 --clocks=10 --topics_out=0)
-end_to_end tokens lda "${lda[@]}"
+end_to_end tokens lda 2 "${lda[@]}"
 ratio_line "6 LDA tokens/s, 1 worker vs plain Gibbs loop" "$one" "$base" 0.5
 ratio_line "6 LDA tokens/s, 2 workers vs plain Gibbs loop" "$two" "$base" 0.9
+steady_line "6s LDA steady state (sampling clocks 2-10), 1 worker" "$sone" "$sbase"
+steady_line "6s LDA steady state (sampling clocks 2-10), 2 workers" "$stwo" "$sbase"
 
 echo "=== 7: SSP vs ESSP, s = 4: time to a fixed training loss, share of time blocked ==="
 for model in ssp essp; do
