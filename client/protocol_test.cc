@@ -238,6 +238,36 @@ TEST_F(ProtocolTest, PrefetchBatchesMissesIntoOneReadAndNeverBlocks) {
   EXPECT_EQ(r.min_version, 2);
 }
 
+// Sparse rows have no known size: their prefetches are cut into Reads of a
+// few rows each, so one reply cannot grow without bound.
+TEST_F(ProtocolTest, SparsePrefetchesAreCutIntoSmallReads) {
+  Open();
+  TableSchema schema;
+  schema.name = "sp";
+  schema.kind = RowKind::kSparse;
+  schema.type = ElementType::kF32;
+  schema.width = 0;
+  schema.consistency = Consistency::kSsp;
+  schema.staleness = 1;
+  Table t;
+  auto f = std::async(std::launch::async, [&] { return client_->CreateTable(schema, &t); });
+  net::CreateTable req;
+  ASSERT_TRUE(ch_->Next(&req));
+  TableSchema created = req.schema;
+  created.id = 5;
+  ch_->Deliver(net::TablesReply{req.req_id, {created}});
+  ASSERT_TRUE(f.get().ok());
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  std::vector<uint64_t> rows(100);
+  for (uint64_t r = 0; r < rows.size(); ++r) rows[r] = r;
+  ASSERT_TRUE(w->Prefetch(t, rows).ok());
+  std::vector<net::Read> reads = ch_->All<net::Read>();
+  ASSERT_EQ(reads.size(), 2u);
+  EXPECT_EQ(reads[0].rows.size(), 64u);
+  EXPECT_EQ(reads[1].rows.size(), 36u);
+}
+
 TEST_F(ProtocolTest, PrefetchSubscribesUnderEsspAndSkipsSubscribedRows) {
   Open();
   Table t = Create("q", Consistency::kEssp, 1, 4);

@@ -71,9 +71,13 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   // One Read carries at most this many bytes of row values, so that a large
   // prefetch neither makes one huge reply frame nor holds the shard for long.
   constexpr size_t kMaxReadBytes = size_t{4} << 20;
-  // Sparse rows are sized as if dense: an upper bound.
+  // Dense rows have a known size; a sparse row's size is unknown (it may be
+  // large), so sparse prefetches go a few rows per Read.
+  constexpr size_t kMaxSparseReadRows = 64;
   const size_t row_bytes = std::max<size_t>(t->format.dense_bytes(), 64);
-  const size_t max_rows = std::max<size_t>(1, kMaxReadBytes / row_bytes);
+  const size_t max_rows = t->format.kind == RowKind::kDense
+                              ? std::max<size_t>(1, kMaxReadBytes / row_bytes)
+                              : kMaxSparseReadRows;
   const Version need = t->policy.MinVersion(c);
   std::vector<net::Read> reads(num_shards());
   uint64_t fetched = 0;

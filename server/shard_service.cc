@@ -115,6 +115,7 @@ void ShardService::OnDisconnect(const SessionPtr& session) {
   const uint64_t id = session->id();
   std::lock_guard<std::mutex> lock(mu_);
   size_t parked = parked_.RemoveIf([id](const ParkedRead& p) { return p.session->id() == id; });
+  parked_per_session_.erase(id);
   size_t subs = subs_.RemoveSubscriber(id);
   sessions_.erase(id);
   VLOG(1) << "session " << id << " disconnected: dropped " << parked << " parked read(s), " << subs

@@ -65,6 +65,11 @@ struct ShardServiceOptions {
   // Rows of one Push message are cut into messages of at most about this many
   // value bytes (the PushDone still follows the last one). Default: 4 MiB.
   size_t max_push_bytes = size_t{4} << 20;
+  // Most Reads one session may have parked (waiting for the shard clock);
+  // more are refused with ResourceExhausted, so a client cannot make the
+  // shard buffer reads without bound. A well-behaved client has at most a few
+  // per row it waits for. Default: 1M.
+  size_t max_parked_reads_per_session = size_t{1} << 20;
   // Refuse Read/Apply rows that ShardOf() places on another shard. Default: true.
   bool check_placement = true;
 };
@@ -179,6 +184,8 @@ class ShardService : public net::ServiceHandler {
   mutable std::mutex mu_;
   ClockVector clocks_;
   ParkedReads<ParkedRead> parked_;
+  // Parked reads per session id (guarded by mu_).
+  std::unordered_map<uint64_t, size_t> parked_per_session_;
   SubscriptionRegistry subs_;
   // Connected sessions by id: where pushes go.
   std::unordered_map<uint64_t, SessionPtr> sessions_;

@@ -57,6 +57,16 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
     AnswerRead(s, m);
     return;
   }
+  size_t& parked = parked_per_session_[s->id()];
+  if (parked >= options_.max_parked_reads_per_session) {
+    return SendError(
+        s, m.req_id,
+        Status::ResourceExhausted("too many parked reads (" + std::to_string(parked) +
+                                  ") on this connection waiting for the shard clock to reach " +
+                                  std::to_string(m.min_version) + " (it is " +
+                                  std::to_string(clocks_.Min()) + ")"));
+  }
+  ++parked;
   counters_.parked_reads.fetch_add(1, std::memory_order_relaxed);
   const Version min_version = m.min_version;
   parked_.Park(min_version, ParkedRead{s, std::move(m)});
@@ -168,7 +178,11 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
 
 void ShardService::OnShardClockAdvanced(Version clock) {
   VLOG(2) << "shard " << shard_id_ << " clock -> " << clock;
-  for (ParkedRead& p : parked_.TakeReady(clock)) AnswerRead(p.session, p.read);
+  for (ParkedRead& p : parked_.TakeReady(clock)) {
+    auto it = parked_per_session_.find(p.session->id());
+    if (it != parked_per_session_.end() && --it->second == 0) parked_per_session_.erase(it);
+    AnswerRead(p.session, p.read);
+  }
   PushToSubscribers(clock);
 }
 

@@ -416,6 +416,34 @@ TEST_F(ShardServiceTest, ParkedSubscribingReadSubscribesWhenAnswered) {
   EXPECT_EQ(DecodeDense<int64_t>(pushes[0].rows[0].bytes), (V{2, 0}));
 }
 
+// A connection cannot park reads without bound: past the limit a Read that
+// would wait is refused (the session keeps being served), and answering the
+// parked ones frees room again.
+TEST_F(ShardServiceTest, ParkedReadsPerSessionAreBounded) {
+  ShardServiceOptions opt;
+  opt.data_dir = root_ + "/shard";
+  opt.store.num_clients = 1;
+  opt.max_parked_reads_per_session = 3;
+  ASSERT_TRUE(ShardService::Open(opt, &service_).ok());
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  for (uint64_t r = 0; r < 3; ++r) Read(c0, 10 + r, t, {r}, 1);
+  EXPECT_TRUE(c0->Take().empty());
+  EXPECT_EQ(service_->NumParkedReads(), 3u);
+  Read(c0, 20, t, {5}, 1);
+  auto errors = MessagesOfType<net::Error>(c0->Take());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].req_id, 20u);
+  EXPECT_EQ(errors[0].code, StatusCode::kResourceExhausted);
+  Read(c0, 21, t, {5}, 0);  // answerable at once: still served
+  EXPECT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 1u);
+  Apply(c0, 0);  // clock -> 1: the three parked reads are answered
+  EXPECT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 3u);
+  for (uint64_t r = 0; r < 3; ++r) Read(c0, 30 + r, t, {r}, 2);
+  EXPECT_TRUE(MessagesOfType<net::Error>(c0->Take()).empty());
+  EXPECT_EQ(service_->NumParkedReads(), 3u);
+}
+
 TEST_F(ShardServiceTest, LargePushesAreSplitBeforePushDone) {
   ShardServiceOptions opt;
   opt.data_dir = root_ + "/shard";
