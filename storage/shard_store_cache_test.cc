@@ -412,7 +412,9 @@ TEST(RowCacheStoreTest, InPlaceWritesKeepTheWalBoundedAndSurviveRestart) {
     ASSERT_TRUE(store->ApplyBatch(0, c, batch, &dup).ok());
     max_wal = std::max<uint64_t>(max_wal, wal_bytes());
   }
-  EXPECT_LT(max_wal, uint64_t{8} << 20) << "the WAL must be flushed away regularly";
+  // Without the forced flushes it passes 30 MiB; with them it stays near
+  // 2-4 MiB, more when the (background) flushes lag on a loaded machine.
+  EXPECT_LT(max_wal, uint64_t{16} << 20) << "the WAL must be flushed away regularly";
   std::string v;
   ASSERT_TRUE(store->Get(created.id, 7, &v).ok());
   std::vector<int64_t> want(64, kBatches);

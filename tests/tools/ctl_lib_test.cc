@@ -252,7 +252,9 @@ TEST_F(CtlCommandTest, DescribeAndStatsReportIdentityAndClocks) {
   EXPECT_EQ(j["identity"]["num_clients"].number, 2);
   EXPECT_EQ(j["applied_clocks"].size(), 2u);
   EXPECT_EQ(j["shard_clock"].number, 3);
-  EXPECT_GT(j["approximate_bytes"].number, 0);
+  // RocksDB's estimate; a few rows still in the memtable can estimate to 0.
+  ASSERT_TRUE(j.has("approximate_bytes"));
+  EXPECT_GE(j["approximate_bytes"].number, 0);
   ASSERT_EQ(Run({"stats"}), kExitOk) << err_;
   EXPECT_NE(out_.find("client 0: 3, client 1: 3"), std::string::npos) << out_;
   ASSERT_EQ(Run({"stats"}, Json()), kExitOk) << err_;
