@@ -15,9 +15,6 @@
 // bytes, same order) in one WriteBatch with the WAL on, as benchmark 3b does.
 #include <benchmark/benchmark.h>
 #include <rocksdb/db.h>
-#include <rocksdb/merge_operator.h>
-#include <rocksdb/options.h>
-#include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -37,6 +34,7 @@
 #include "server/shard_service.h"
 #include "storage/key_format.h"
 #include "tools/bench/ratio.h"
+#include "tools/bench/raw_rocksdb.h"
 
 namespace pace {
 namespace {
@@ -52,14 +50,6 @@ double CpuSeconds(int who) {
   getrusage(who, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-std::string TempDir(const char* name) {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("pace-bench-" + std::string(name) + "-" + std::to_string(getpid())))
-                        .string();
-  std::filesystem::remove_all(dir);
-  return dir;
 }
 
 // One update of the batch: table index (0 user, 1 item), row, delta.
@@ -86,40 +76,13 @@ std::vector<Update> MakeUpdates() {
   return u;
 }
 
-// Sums f32 rows (the work RocksDB does on flush/compaction for the store's own
-// operator).
-class FloatAdd : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& value,
-             std::string* new_value, rocksdb::Logger*) const override {
-    if (existing == nullptr) {
-      new_value->assign(value.data(), value.size());
-      return true;
-    }
-    new_value->assign(existing->data(), existing->size());
-    if (value.size() != existing->size()) return false;
-    AddDenseElements(ElementType::kF32, new_value->data(), value.data(), value.size() / 4);
-    return true;
-  }
-  const char* Name() const override { return "bench.FloatAdd"; }
-};
-
 void BM_RawRocksDBWriteBatchMf(benchmark::State& state) {
-  std::string dir = TempDir("svc-raw");
-  rocksdb::Options options;
-  options.create_if_missing = true;
-  options.write_buffer_size = 64 << 20;
-  options.max_write_buffer_number = 3;
-  options.merge_operator = std::make_shared<FloatAdd>();
-  rocksdb::BlockBasedTableOptions table;
-  table.block_cache = rocksdb::NewLRUCache(256 << 20);
-  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
-  rocksdb::DB* raw = nullptr;
-  if (!rocksdb::DB::Open(options, dir, &raw).ok()) {
+  std::string dir = bench::TempDir("svc-raw");
+  std::unique_ptr<rocksdb::DB> db = bench::OpenRawBaselineDb(dir);
+  if (db == nullptr) {
     state.SkipWithError("open failed");
     return;
   }
-  std::unique_ptr<rocksdb::DB> db(raw);
   const std::vector<Update> updates = MakeUpdates();
   rocksdb::WriteOptions wo;  // WAL on, no fsync
   char key[storage_format::kRowKeySize];
@@ -174,7 +137,7 @@ class CollectingSession : public net::Session {
 };
 
 void BM_ServiceApplyPushMf(benchmark::State& state) {
-  std::string dir = TempDir("svc");
+  std::string dir = bench::TempDir("svc");
   ShardServiceOptions options;  // store defaults: WAL on, sync off, row cache on
   options.data_dir = dir;
   std::unique_ptr<ShardService> service;

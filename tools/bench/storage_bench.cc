@@ -10,9 +10,6 @@
 // written as Puts of their sum, updated in place in the memtable).
 #include <benchmark/benchmark.h>
 #include <rocksdb/db.h>
-#include <rocksdb/merge_operator.h>
-#include <rocksdb/options.h>
-#include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 #include <unistd.h>
 
@@ -28,6 +25,7 @@
 #include "storage/key_format.h"
 #include "storage/shard_store.h"
 #include "tools/bench/ratio.h"
+#include "tools/bench/raw_rocksdb.h"
 
 namespace pace {
 namespace {
@@ -45,14 +43,6 @@ struct Shape {
 constexpr Shape kWide{kRows, kWidth, false, false};
 constexpr Shape kNarrow{25000, 17, true, false};
 constexpr Shape kNarrowCached{25000, 17, true, true};
-
-std::string TempDir(const char* name) {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("pace-bench-" + std::string(name) + "-" + std::to_string(getpid())))
-                        .string();
-  std::filesystem::remove_all(dir);
-  return dir;
-}
 
 std::vector<std::string> MakeDeltas(const Shape& shape) {
   std::vector<std::string> deltas(shape.rows);
@@ -72,40 +62,13 @@ std::vector<uint64_t> RowOrder(const Shape& shape) {
   return rows;
 }
 
-// A float-add merge operator for the raw baseline (the same work RocksDB would
-// do on flush/compaction for the store's own operator).
-class FloatAdd : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& value,
-             std::string* new_value, rocksdb::Logger*) const override {
-    if (existing == nullptr) {
-      new_value->assign(value.data(), value.size());
-      return true;
-    }
-    new_value->assign(existing->data(), existing->size());
-    if (value.size() != existing->size()) return false;
-    AddDenseElements(ElementType::kF32, new_value->data(), value.data(), value.size() / 4);
-    return true;
-  }
-  const char* Name() const override { return "bench.FloatAdd"; }
-};
-
 void RawRocksDBWriteBatch(benchmark::State& state, const Shape& shape) {
-  std::string dir = TempDir("raw");
-  rocksdb::Options options;
-  options.create_if_missing = true;
-  options.write_buffer_size = 64 << 20;
-  options.max_write_buffer_number = 3;
-  options.merge_operator = std::make_shared<FloatAdd>();
-  rocksdb::BlockBasedTableOptions table;
-  table.block_cache = rocksdb::NewLRUCache(256 << 20);
-  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
-  rocksdb::DB* raw = nullptr;
-  if (!rocksdb::DB::Open(options, dir, &raw).ok()) {
+  std::string dir = bench::TempDir("raw");
+  std::unique_ptr<rocksdb::DB> db = bench::OpenRawBaselineDb(dir);
+  if (db == nullptr) {
     state.SkipWithError("open failed");
     return;
   }
-  std::unique_ptr<rocksdb::DB> db(raw);
   auto deltas = MakeDeltas(shape);
   auto rows = RowOrder(shape);
   rocksdb::WriteOptions wo;  // WAL on, no fsync
@@ -127,7 +90,7 @@ void RawRocksDBWriteBatch(benchmark::State& state, const Shape& shape) {
 }
 
 void ShardStoreApplyBatch(benchmark::State& state, const Shape& shape) {
-  std::string dir = TempDir("store");
+  std::string dir = bench::TempDir("store");
   ShardStoreOptions options;  // defaults: WAL on, sync off
   std::unique_ptr<ShardStore> store;
   Status s = ShardStore::Open(options, dir, &store);
