@@ -194,6 +194,10 @@ class Client::Impl : public client::ChannelListener {
                     client::CacheEntry** entry, Version* version);
   // Sends Read{row, min_version, subscribe} for `e`. REQUIRES: e's stripe lock.
   void SendRead(client::CacheEntry* e, Version min_version, bool subscribe);
+  // Sends a cache-filling Read (any number of rows) to shard k with a fresh
+  // req_id, recorded for re-sending after a reconnect. The caller has added
+  // the rows' reads_in_flight.
+  void SendCacheRead(uint32_t k, net::Read r);
   // Evicts over-budget values of `st` (stripe lock held), sending
   // Unsubscribe for subscribed ones.
   void EvictLocked(client::CacheStripe& st);

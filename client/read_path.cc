@@ -84,16 +84,10 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   auto send = [&](uint32_t k) {
     net::Read& r = reads[k];
     if (r.rows.empty()) return;
-    r.req_id = NextReqId();
     r.table = t->schema.id;
     r.min_version = need;
     r.subscribe = t->push;
-    {
-      ShardState& sh = *shards_[k];
-      std::lock_guard<std::mutex> l(sh.mu);
-      sh.requests.emplace(r.req_id, InFlight{r, nullptr});
-    }
-    SendToShard(k, std::move(r));
+    SendCacheRead(k, std::move(r));
     r = net::Read();
   };
   for (uint64_t row : rows) {
@@ -128,20 +122,23 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
 }
 
 void Client::Impl::SendRead(CacheEntry* e, Version min_version, bool subscribe) {
-  uint64_t id = NextReqId();
   net::Read r;
-  r.req_id = id;
   r.table = e->key.table;
   r.rows.push_back(e->key.row);
   r.min_version = min_version;
   r.subscribe = subscribe;
-  ShardState& sh = *shards_[e->shard];
-  {
-    std::lock_guard<std::mutex> l(sh.mu);
-    sh.requests.emplace(id, InFlight{r, nullptr});
-  }
   e->reads_in_flight.push_back(min_version);
-  SendToShard(e->shard, std::move(r));
+  SendCacheRead(e->shard, std::move(r));
+}
+
+void Client::Impl::SendCacheRead(uint32_t k, net::Read r) {
+  r.req_id = NextReqId();
+  {
+    ShardState& sh = *shards_[k];
+    std::lock_guard<std::mutex> l(sh.mu);
+    sh.requests.emplace(r.req_id, InFlight{r, nullptr});
+  }
+  SendToShard(k, std::move(r));
 }
 
 void Client::Impl::EvictLocked(CacheStripe& st) {
