@@ -1,45 +1,8 @@
 #include "client/row_cache.h"
 
 #include <algorithm>
-#include <cstring>
-#include <type_traits>
 
 namespace pace::client {
-
-namespace {
-
-template <typename T>
-void AddCellTyped(char* data, uint32_t col, double value) {
-  T x;
-  std::memcpy(&x, data + sizeof(T) * col, sizeof(T));
-  if constexpr (std::is_integral_v<T>) {
-    // Wrap like AddRow does for integers.
-    using U = std::make_unsigned_t<T>;
-    x = static_cast<T>(static_cast<U>(x) + static_cast<U>(static_cast<T>(value)));
-  } else {
-    x = static_cast<T>(x + static_cast<T>(value));
-  }
-  std::memcpy(data + sizeof(T) * col, &x, sizeof(T));
-}
-
-void AddCell(ElementType t, char* data, uint32_t col, double value) {
-  switch (t) {
-    case ElementType::kF32:
-      AddCellTyped<float>(data, col, value);
-      break;
-    case ElementType::kF64:
-      AddCellTyped<double>(data, col, value);
-      break;
-    case ElementType::kI32:
-      AddCellTyped<int32_t>(data, col, value);
-      break;
-    case ElementType::kI64:
-      AddCellTyped<int64_t>(data, col, value);
-      break;
-  }
-}
-
-}  // namespace
 
 void EntryTable::Erase(const RowKey& key, size_t hash) {
   const size_t mask = slots_.size() - 1;
@@ -117,7 +80,7 @@ void CacheStripe::AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double val
     AddDelta(e, c, ZeroRow(f));  // registers the clock
     p = e->FindPending(c);
   }
-  AddCell(f.type, p->delta.data(), col, value);
+  ::pace::AddDenseCell(f.type, p->delta.data(), col, value);
 }
 
 const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c) {

@@ -34,13 +34,13 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "client/spin_mutex.h"
 #include "client/table_state.h"
 #include "common/clock.h"
+#include "common/element.h"
 #include "common/row.h"
 
 namespace pace::client {
@@ -112,19 +112,8 @@ struct CacheEntry {
   }
 };
 
-// dst[i] += src[i] for n elements; integers wrap (two's complement) like
-// AddRow. Inline so the hot Inc path is one vectorized loop per buffer.
-template <typename T>
-inline void AddInPlace(T* __restrict dst, const T* __restrict src, size_t n) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    for (size_t i = 0; i < n; ++i) {
-      dst[i] = static_cast<T>(static_cast<U>(dst[i]) + static_cast<U>(src[i]));
-    }
-  } else {
-    for (size_t i = 0; i < n; ++i) dst[i] += src[i];
-  }
-}
+// The element add of common/element.h (integers wrap, floats in order).
+using ::pace::AddInPlace;
 
 // What a reader sees of a dense row (value + open deltas), as T[width].
 // REQUIRES: e.has_value.
@@ -135,15 +124,7 @@ inline void ReadDense(const CacheEntry& e, size_t width, T* out) {
     std::memcpy(out, v, width * sizeof(T));
     return;
   }
-  const T* d = reinterpret_cast<const T*>(e.open.delta.data());
-  if constexpr (std::is_integral_v<T>) {  // one fused pass: out = value + delta
-    using U = std::make_unsigned_t<T>;
-    for (size_t i = 0; i < width; ++i) {
-      out[i] = static_cast<T>(static_cast<U>(v[i]) + static_cast<U>(d[i]));
-    }
-  } else {
-    for (size_t i = 0; i < width; ++i) out[i] = v[i] + d[i];
-  }
+  AddInto(out, v, reinterpret_cast<const T*>(e.open.delta.data()), width);
   if (!e.HasMoreOpenDeltas()) return;
   for (const PendingDelta& p : e.pending) {
     if (!p.sealed) AddInPlace(out, reinterpret_cast<const T*>(p.delta.data()), width);
