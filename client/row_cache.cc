@@ -4,38 +4,6 @@
 
 namespace pace::client {
 
-void EntryTable::Erase(const RowKey& key, size_t hash) {
-  const size_t mask = slots_.size() - 1;
-  size_t i = Home(hash, mask);
-  for (;; i = (i + 1) & mask) {
-    if (slots_[i].entry == nullptr) return;
-    if (slots_[i].row == key.row && slots_[i].table == key.table) break;
-  }
-  delete slots_[i].entry;
-  slots_[i] = Slot();
-  --size_;
-  // Shift later members of the probe run back into the hole.
-  for (size_t j = (i + 1) & mask; slots_[j].entry != nullptr; j = (j + 1) & mask) {
-    size_t home = Home(RowKeyHash()(slots_[j].entry->key), mask);
-    // Slot j may move to the hole i unless its home lies cyclically in (i, j].
-    bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-    if (!stays) {
-      slots_[i] = slots_[j];
-      slots_[j] = Slot();
-      i = j;
-    }
-  }
-}
-
-void EntryTable::Grow() {
-  std::vector<Slot> old;
-  old.swap(slots_);
-  slots_.assign(old.size() * 2, Slot());
-  for (const Slot& s : old) {
-    if (s.entry != nullptr) Place(s, RowKeyHash()(s.entry->key));
-  }
-}
-
 CacheEntry* CacheStripe::FindOrCreate(const RowKey& key, uint32_t shard, TableState* table) {
   const size_t hash = RowKeyHash()(key);
   CacheEntry* e = map.Find(key, hash);
