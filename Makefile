@@ -1,7 +1,7 @@
 # PaceDB front door. On a fresh Debian 12 machine:
 #   make demo   installs dependencies (as root), builds Release, trains MF on generated data
 #   make test   installs dependencies, builds Release, runs the test suite (ctest)
-# Other targets: build, asan, tsan, bench, format, format-check, clean.
+# Other targets: build, python, asan, tsan, bench, format, format-check, clean.
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -11,9 +11,9 @@ DEMO_DIR ?= $(BUILD)/demo
 
 DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflatbuffers-dev \
   flatbuffers-compiler libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev googletest \
-  libbenchmark-dev
+  libbenchmark-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-dev
 
-.PHONY: all deps build demo test asan asan-storage tsan fuzz bench format format-check clean
+.PHONY: all deps build python demo test asan asan-storage tsan fuzz bench format format-check clean
 
 all: build
 
@@ -36,6 +36,10 @@ $(BUILD)/CMakeCache.txt:
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
+
+# The pacedb Python module (python/README.md), into $(BUILD)/python/pacedb.
+python: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS) --target pacedb_python
 
 demo: build
 	@bash tools/demo.sh $(BUILD) $(DEMO_DIR)
