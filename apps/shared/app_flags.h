@@ -60,6 +60,13 @@ Status RunOptionsFromFlags(RunOptions* run);
 // without trailing newlines (as paced reads it).
 Status ClientOptionsFromFlags(ClientOptions* options);
 
+// Checks, before any work, that `dir` (the value of --`flag`) can be written:
+// an existing writable directory, or a missing one whose parent is a writable
+// directory. Creates nothing. InvalidArgument naming the flag otherwise.
+Status CheckOutputDir(const char* flag, const std::string& dir);
+// The same for an output file (its directory must exist and be writable).
+Status CheckOutputFile(const char* flag, const std::string& path);
+
 // Prints "<program>: <message>" on stderr and returns exit code 1.
 int UsageError(const char* program, const Status& s);
 
