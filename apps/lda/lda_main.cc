@@ -18,6 +18,7 @@
 #include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
 #include "client/pace.h"
+#include "tools/cli/cli.h"
 
 DEFINE_string(docword, "", "UCI bag-of-words docword.txt");
 DEFINE_string(docs, "", "or: one document of whitespace-separated tokens per line");
@@ -228,12 +229,20 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "collapsed Gibbs sampling LDA on PaceDB\n"
-      "  pace_lda --docword=FILE [--vocab=FILE] | --docs=FILE [flags]   (see docs/apps.md)");
+  pace::cli::ProgramInfo info;
+  info.name = "pace_lda";
+  info.summary = "collapsed Gibbs sampling LDA on PaceDB";
+  info.usage =
+      "pace_lda --docword=FILE [--vocab=FILE] [flags]     a UCI bag-of-words corpus\n"
+      "pace_lda --docs=FILE [flags]                       one document of tokens per line";
+  info.groups = pace::apps::AppFlagGroups({"docword", "vocab", "docs"}, {"topics", "alpha", "beta"},
+                                          {"table_prefix"}, {"topics_out"});
+  info.footer =
+      "Exit codes: 0 ok, 1 usage or input error, 2 training failed. Documentation: "
+      "docs/apps.md";
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "30");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pace::cli::ParseCommandLine(info, &argc, &argv);
   if (argc > 1) {
     std::fprintf(stderr, "pace_lda: unexpected argument '%s'\n", argv[1]);
     return 1;

@@ -19,6 +19,7 @@
 #include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
 #include "client/pace.h"
+#include "tools/cli/cli.h"
 
 DEFINE_string(train, "", "training ratings file (csv, tsv, dat or plain; see --format)");
 DEFINE_string(test, "", "test ratings file (same formats)");
@@ -289,12 +290,24 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "SGD matrix factorization on PaceDB\n"
-      "  pace_mf --train=FILE [--test=FILE | --test_fraction=F] [flags]   (see docs/apps.md)");
+  pace::cli::ProgramInfo info;
+  info.name = "pace_mf";
+  info.summary = "SGD matrix factorization on PaceDB";
+  info.usage =
+      "pace_mf --train=FILE [--test=FILE | --test_fraction=F] [flags]        embedded in "
+      "--data_dir\n"
+      "pace_mf --train=FILE ... --servers=H:P,... --client_id=I --num_clients=N   on paced shards\n"
+      "pace_mf --train=FILE ... --resume                  continue the stored job";
+  info.groups = pace::apps::AppFlagGroups(
+      {"train", "test", "test_fraction", "format"},
+      {"rank", "lr", "lr_power", "lambda", "bias_lambda", "biases", "init_scale"}, {"table_prefix"},
+      {"export"});
+  info.footer =
+      "Exit codes: 0 ok, 1 usage or input error, 2 training failed. Documentation: "
+      "docs/apps.md";
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "60");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pace::cli::ParseCommandLine(info, &argc, &argv);
   if (argc > 1) {
     std::fprintf(stderr, "pace_mf: unexpected argument '%s'\n", argv[1]);
     return 1;

@@ -39,6 +39,28 @@ DEFINE_bool(baseline, false,
 namespace pace {
 namespace apps {
 
+std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
+                                          const std::vector<std::string>& model,
+                                          const std::vector<std::string>& job,
+                                          const std::vector<std::string>& output) {
+  auto join = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  return {
+      {"data", join(data, {"skip_bad_lines"})},
+      {"model", join(model, {"minibatch", "consistency", "staleness", "seed"})},
+      {"job",
+       join({"clocks", "workers", "data_dir", "resume"}, join(job, {"eval_every", "baseline"}))},
+      {"output", join(output, {"csv", "staleness_hist"})},
+      {"cluster (without --servers the run is embedded)",
+       {"servers", "client_id", "num_clients", "token_file"}},
+      {"memory", {"cache_mb", "block_cache_mb"}},
+      {"experiments", {"straggler_ms", "straggler_prob"}},
+      {"logging", {"minloglevel"}},
+  };
+}
+
 void SetFlagDefault(const char* name, const char* value) {
   gflags::SetCommandLineOptionWithMode(name, value, gflags::SET_FLAGS_DEFAULT);
 }

@@ -10,10 +10,12 @@
 #include <gflags/gflags.h>
 
 #include <string>
+#include <vector>
 
 #include "apps/shared/ps_runtime.h"
 #include "client/pace.h"
 #include "common/status.h"
+#include "tools/cli/cli.h"
 
 DECLARE_string(consistency);
 DECLARE_int32(staleness);
@@ -39,6 +41,13 @@ DECLARE_bool(baseline);
 
 namespace pace {
 namespace apps {
+
+// The --help groups of an app: data / model / job / output / cluster / memory
+// / experiments / logging, the app's own flags first in each.
+std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
+                                          const std::vector<std::string>& model,
+                                          const std::vector<std::string>& job,
+                                          const std::vector<std::string>& output);
 
 // Changes a shared flag's default for this binary; call before parsing.
 void SetFlagDefault(const char* name, const char* value);

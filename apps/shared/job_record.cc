@@ -1,5 +1,6 @@
 #include "apps/shared/job_record.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -115,7 +116,9 @@ std::string ShortestDouble(double v) {
   char buf[40];
   for (int p = 1; p <= 17; ++p) {
     std::snprintf(buf, sizeof(buf), "%.*g", p, v);
-    if (std::strtod(buf, nullptr) == v) break;
+    if (std::strtod(buf, nullptr) != v) continue;
+    // 10, not 1e+01: exponents only where %g would use them at full precision.
+    if (std::strchr(buf, 'e') == nullptr || std::fabs(v) < 1e-4 || std::fabs(v) >= 1e15) break;
   }
   return buf;
 }
