@@ -12,8 +12,11 @@ DEMO_DIR ?= $(BUILD)/demo
 DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflatbuffers-dev \
   flatbuffers-compiler libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev googletest \
   libbenchmark-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-dev
+# Optional: what the tests that need them skip without (mpirun for the MPI
+# launch test, gnuplot for the experiment figures). `make deps-optional`.
+OPTIONAL_PACKAGES := openmpi-bin gnuplot-nox
 
-.PHONY: all deps build python demo test asan asan-storage tsan fuzz bench format format-check clean
+.PHONY: all deps deps-optional build python demo test asan asan-storage tsan fuzz bench format format-check clean
 
 all: build
 
@@ -30,6 +33,9 @@ deps:
 	    exit 1; \
 	  fi; \
 	fi
+
+deps-optional:
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(OPTIONAL_PACKAGES)"
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release

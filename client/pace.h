@@ -67,7 +67,9 @@ struct ClientOptions {
   // How long to keep trying to connect at Open. Default: 10000.
   int64_t connect_timeout_ms = 10000;
   // A shard unreachable for longer than this makes Get/Clock return
-  // Unavailable instead of blocking forever. Default: 60000.
+  // Unavailable instead of blocking forever. A connection that goes silent
+  // (link down, host gone) counts as lost after half of it (TCP keepalive and
+  // TCP_USER_TIMEOUT), so such calls fail within ~1.5x. Default: 60000.
   int64_t shard_timeout_ms = 60000;
   // A shard's transient answer to a request (an Error the shard marks
   // retriable: too many parked reads, a failed read of its store, shutting

@@ -30,7 +30,9 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
       v = EffectiveVersion(*e);
       if (t->policy.IsFresh(v, c)) break;
     }
-    result = ShardHealth(e->shard);
+    // Any lost shard, not only this row's: a wait on a reachable shard's
+    // clock can depend on this process's batches to the lost one.
+    result = AllShardsHealth();
     if (!result.ok()) break;
     // Subscribed rows are refreshed by pushes; everything else is pulled.
     if (!(t->push && e->subscribed)) {
