@@ -49,10 +49,10 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
     }
     // Woken by the row's value arriving (InstallRow), a PushDone, the Read's
     // marks being released, or a health change (NotifyAll); the deadline is
-    // when an away shard's timeout runs out.
+    // when the first away shard's timeout runs out.
     ++e->waiters;
     ++st.waiters;
-    client::WaitUntil(st.cv, lock, HealthDeadline(e->shard));
+    client::WaitUntil(st.cv, lock, AllShardsHealthDeadline());
     --e->waiters;
     --st.waiters;
   }
