@@ -62,7 +62,7 @@ def cpp_run(bin_dir, data_dir, iters):
 def main(argv):
     bin_dir = argv[0] if argv else "build/bin"
     quick = "--quick" in argv or bool(os.environ.get("BENCH_QUICK"))
-    iters, reps = (5, 1) if quick else (10, 7)
+    iters, reps = (5, 3) if quick else (10, 7)
     print(f"=== 8: Python get_many + inc_many, {ROWS} rows x {WIDTH} f32 (vs the same calls "
           "in C++) ===")
     work = tempfile.mkdtemp(prefix="pace-pybench-")
