@@ -1,8 +1,8 @@
 #include "apps/shared/app_flags.h"
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+
+#include "common/token_file.h"
 
 DEFINE_string(consistency, "essp", "consistency model of the model tables: bsp|ssp|essp|async");
 DEFINE_int32(staleness, 1, "staleness bound s (ssp, essp; must be 0 for bsp; ignored by async)");
@@ -66,21 +66,6 @@ Status RunOptionsFromFlags(RunOptions* run) {
   return ValidateRunOptions(*run);
 }
 
-namespace {
-
-Status ReadToken(const std::string& path, std::string* token) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot read --token_file=" + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *token = ss.str();
-  while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) token->pop_back();
-  if (token->empty()) return Status::InvalidArgument("--token_file=" + path + " is empty");
-  return Status::OK();
-}
-
-}  // namespace
-
 Status ClientOptionsFromFlags(ClientOptions* o) {
   *o = ClientOptions();
   if (FLAGS_cache_mb < 1) return Status::InvalidArgument("--cache_mb must be >= 1");
@@ -89,7 +74,7 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   o->block_cache_mb = static_cast<size_t>(FLAGS_block_cache_mb);
   if (FLAGS_data_dir.empty()) return Status::InvalidArgument("--data_dir must not be empty");
   o->data_dir = FLAGS_data_dir;
-  if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadToken(FLAGS_token_file, &o->token));
+  if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadTokenFile(FLAGS_token_file, &o->token));
   const bool id_given = FlagWasSet("client_id") || FlagWasSet("num_clients");
   if (FLAGS_servers.empty()) {
     if (id_given && (FLAGS_num_clients > 1 || FLAGS_client_id > 0)) {
