@@ -105,7 +105,10 @@ Status Client::Impl::Create(const ClientOptions& options,
     sh.known_clock.store(w.shard_clock);
   }
   impl->start_clock_ = start;
-  impl->process_clock_ = start;
+  {
+    MutexLock l(&impl->clock_mu_);  // channels already deliver messages
+    impl->process_clock_ = start;
+  }
   for (auto& sh : impl->shards_) {
     sh->acked_through.store(start);
     sh->sent_through.store(start);
@@ -138,22 +141,23 @@ Status Client::Impl::Call(uint32_t k, net::Message request, net::Message* reply)
   ShardState& sh = *shards_[k];
   auto rpc = std::make_shared<RpcCall>();
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     sh.requests.emplace(id, InFlight{request, rpc});
   }
   SendToShard(k, std::move(request));
-  std::unique_lock<std::mutex> l(rpc->mu);
+  rpc->mu.Lock();
   while (!rpc->done) {
     Status h = ShardHealth(k);
     if (!h.ok()) {
-      l.unlock();
-      std::lock_guard<std::mutex> g(sh.mu);
+      rpc->mu.Unlock();
+      MutexLock g(&sh.mu);
       sh.requests.erase(id);
       return h;
     }
-    rpc->cv.wait_for(l, std::chrono::milliseconds(50));
+    rpc->cv.WaitFor(&rpc->mu, std::chrono::milliseconds(50));
   }
   *reply = std::move(rpc->reply);
+  rpc->mu.Unlock();
   if (auto* err = std::get_if<net::Error>(reply)) return err->ToStatus();
   return Status::OK();
 }
@@ -161,7 +165,7 @@ Status Client::Impl::Call(uint32_t k, net::Message request, net::Message* reply)
 // --- Tables ------------------------------------------------------------------
 
 TableState* Client::Impl::RegisterTable(const TableSchema& schema) {
-  std::lock_guard<std::mutex> l(tables_mu_);
+  MutexLock l(&tables_mu_);
   auto it = tables_.find(schema.id);
   if (it != tables_.end()) return it->second.get();
   auto t = std::make_unique<TableState>(schema, static_cast<uint32_t>(tables_.size()), this);
@@ -171,12 +175,12 @@ TableState* Client::Impl::RegisterTable(const TableSchema& schema) {
 }
 
 uint32_t Client::Impl::AnyTableId() {
-  std::lock_guard<std::mutex> l(tables_mu_);
+  MutexLock l(&tables_mu_);
   return tables_.empty() ? 0 : tables_.begin()->first;
 }
 
 TableState* Client::Impl::FindTableById(uint32_t id) {
-  std::lock_guard<std::mutex> l(tables_mu_);
+  MutexLock l(&tables_mu_);
   auto it = tables_.find(id);
   return it == tables_.end() ? nullptr : it->second.get();
 }
@@ -245,7 +249,7 @@ Status Client::Impl::ListTables(std::vector<TableSchema>* tables) {
 // --- Workers and clocks ------------------------------------------------------
 
 ClockT Client::Impl::RegisterWorker(std::shared_ptr<client::WorkerStats>* stats) {
-  std::lock_guard<std::mutex> l(clock_mu_);
+  MutexLock l(&clock_mu_);
   ++worker_clocks_[process_clock_];
   *stats = std::make_shared<client::WorkerStats>();
   worker_stats_.push_back(*stats);
@@ -262,32 +266,37 @@ void MoveWorker(std::map<ClockT, int>* clocks, ClockT from) {
 }  // namespace
 
 void Client::Impl::DeregisterWorker(ClockT clock) {
-  std::unique_lock<std::mutex> l(clock_mu_);
+  clock_mu_.Lock();
   MoveWorker(&worker_clocks_, clock);
-  if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) return;
+  if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) {
+    clock_mu_.Unlock();
+    return;
+  }
   ClockT from = process_clock_;
   process_clock_ = worker_clocks_.begin()->first;
   ClockT to = process_clock_;
-  std::unique_lock<std::mutex> s(send_mu_);
-  l.unlock();
+  send_mu_.Lock();  // hand over: batches leave in clock order
+  clock_mu_.Unlock();
   SendClocks(from, to);
+  send_mu_.Unlock();
 }
 
 Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
   RETURN_IF_ERROR(AllShardsHealth());
-  {
-    std::unique_lock<std::mutex> l(clock_mu_);
-    MoveWorker(&worker_clocks_, *clock);
-    ++*clock;
-    ++worker_clocks_[*clock];
-    if (worker_clocks_.begin()->first > process_clock_) {
-      ClockT from = process_clock_;
-      process_clock_ = worker_clocks_.begin()->first;
-      ClockT to = process_clock_;
-      std::unique_lock<std::mutex> s(send_mu_);  // hand over: batches leave in clock order
-      l.unlock();
-      SendClocks(from, to);
-    }
+  clock_mu_.Lock();
+  MoveWorker(&worker_clocks_, *clock);
+  ++*clock;
+  ++worker_clocks_[*clock];
+  if (worker_clocks_.begin()->first > process_clock_) {
+    ClockT from = process_clock_;
+    process_clock_ = worker_clocks_.begin()->first;
+    ClockT to = process_clock_;
+    send_mu_.Lock();  // hand over: batches leave in clock order
+    clock_mu_.Unlock();
+    SendClocks(from, to);
+    send_mu_.Unlock();
+  } else {
+    clock_mu_.Unlock();
   }
   const ClockT c = *clock;
   auto caught_up = [&] {
@@ -332,7 +341,7 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
       applies[k].clock = c;
       rows_sent_.fetch_add(applies[k].updates.size(), std::memory_order_relaxed);
       {
-        std::lock_guard<std::mutex> l(sh.mu);
+        MutexLock l(&sh.mu);
         sh.unacked.push_back(SentBatch{c, std::move(keys[k])});
       }
       sh.sent_through.store(c + 1, std::memory_order_release);
@@ -443,7 +452,7 @@ Status Client::Impl::GlobalBarrier(ClockT c, client::WorkerStats* ws) {
 Status Client::Impl::ShardHealth(uint32_t k) const {
   const ShardState& sh = *shards_[k];
   if (sh.failed.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     return sh.fatal;
   }
   if (!sh.connected.load(std::memory_order_acquire)) {
@@ -465,7 +474,7 @@ Status Client::Impl::AllShardsHealth() const {
 void Client::Impl::SetFatal(uint32_t k, const Status& s) {
   ShardState& sh = *shards_[k];
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     if (!sh.fatal.ok()) return;
     sh.fatal = s.WithPrefix(sh.channel->Describe());
     LOG(ERROR) << sh.fatal.ToString();
@@ -496,7 +505,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
   RawStats r;
   std::vector<const TableState*> tables;
   {
-    std::lock_guard<std::mutex> l(tables_mu_);
+    MutexLock l(&tables_mu_);
     tables.resize(tables_.size());
     for (const auto& [id, t] : tables_) tables[t->index] = t.get();
   }
@@ -506,7 +515,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
     r.tables[i].pushes = tables[i]->pushes_applied.load();
     r.tables[i].evictions = tables[i]->evictions.load();
   }
-  std::lock_guard<std::mutex> l(clock_mu_);
+  MutexLock l(&clock_mu_);
   for (const auto& ws : worker_stats_) {
     r.get_blocked_ns += ws->get_blocked_ns.Get();
     r.clock_blocked_ns += ws->clock_blocked_ns.Get();
@@ -536,13 +545,13 @@ ClientStats Client::Impl::Stats() const {
   RawStats r = RawTotals();
   RawStats base;
   {
-    std::lock_guard<std::mutex> l(stats_mu_);
+    MutexLock l(&stats_mu_);
     base = baseline_;
   }
   ClientStats s;
   std::vector<const TableState*> tables(r.tables.size());
   {
-    std::lock_guard<std::mutex> l(tables_mu_);
+    MutexLock l(&tables_mu_);
     for (const auto& [id, t] : tables_) {
       if (t->index < tables.size()) tables[t->index] = t.get();
     }
@@ -598,7 +607,7 @@ ClientStats Client::Impl::Stats() const {
 
 void Client::Impl::ResetStats() {
   RawStats r = RawTotals();
-  std::lock_guard<std::mutex> l(stats_mu_);
+  MutexLock l(&stats_mu_);
   baseline_ = std::move(r);
 }
 

@@ -42,6 +42,7 @@
 #include "client/table_state.h"
 #include "client/worker_stats.h"
 #include "common/hash.h"
+#include "common/mutex.h"
 #include "net/messages.h"
 
 namespace pace {
@@ -49,10 +50,10 @@ namespace client {
 
 // A request/reply exchange (CreateTable, ListTables, DescribeTable, Stats).
 struct RpcCall {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  net::Message reply;
+  Mutex mu;
+  CondVar cv;
+  bool done GUARDED_BY(mu) = false;
+  net::Message reply GUARDED_BY(mu);
 };
 
 // A request in flight, re-sent after a reconnect. Reads have no RpcCall.
@@ -85,10 +86,10 @@ struct ShardState {
   std::atomic<int64_t> disconnected_since_ms{0};
   std::atomic<bool> failed{false};
 
-  mutable std::mutex mu;
-  std::deque<SentBatch> unacked;          // guarded by mu, clock order
-  std::map<uint64_t, InFlight> requests;  // guarded by mu, by req_id
-  Status fatal;                           // guarded by mu; set once
+  mutable Mutex mu;
+  std::deque<SentBatch> unacked GUARDED_BY(mu);          // clock order
+  std::map<uint64_t, InFlight> requests GUARDED_BY(mu);  // by req_id
+  Status fatal GUARDED_BY(mu);                           // set once
 };
 
 inline int64_t NowMs() {
@@ -210,11 +211,11 @@ class Client::Impl : public client::ChannelListener {
   // Wakes every waiter (stripes, progress, rpcs) to re-check state.
   void NotifyAll();
 
-  // Sends batches for clocks [from, to). REQUIRES: send_mu_ held.
-  void SendClocks(ClockT from, ClockT to);
+  // Sends batches for clocks [from, to).
+  void SendClocks(ClockT from, ClockT to) REQUIRES(send_mu_);
   // Builds shard k's Apply for an unacked batch from the entries' pending
-  // deltas. REQUIRES: send_mu_ held.
-  net::Apply RebuildBatch(const client::SentBatch& b);
+  // deltas.
+  net::Apply RebuildBatch(const client::SentBatch& b) REQUIRES(send_mu_);
   void SendToShard(uint32_t k, net::Message m);
   // Request/reply with shard k; waits for the reply (or health failure).
   Status Call(uint32_t k, net::Message request, net::Message* reply);
@@ -248,15 +249,15 @@ class Client::Impl : public client::ChannelListener {
 
   mutable client::CacheStripe stripes_[kNumStripes];
 
-  mutable std::mutex tables_mu_;
-  std::map<uint32_t, std::unique_ptr<client::TableState>> tables_;  // guarded by tables_mu_
+  mutable Mutex tables_mu_;
+  std::map<uint32_t, std::unique_ptr<client::TableState>> tables_ GUARDED_BY(tables_mu_);
 
-  mutable std::mutex clock_mu_;
-  std::map<ClockT, int> worker_clocks_;                             // guarded by clock_mu_
-  ClockT process_clock_ = 0;                                        // guarded by clock_mu_
-  std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_;  // guarded by clock_mu_
+  mutable Mutex clock_mu_ ACQUIRED_BEFORE(send_mu_);
+  std::map<ClockT, int> worker_clocks_ GUARDED_BY(clock_mu_);
+  ClockT process_clock_ GUARDED_BY(clock_mu_) = 0;
+  std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_ GUARDED_BY(clock_mu_);
 
-  std::mutex send_mu_;  // orders Apply batches per shard
+  Mutex send_mu_;  // orders Apply batches per shard
 
   std::mutex progress_mu_;
   std::condition_variable progress_cv_;  // acks, shard clocks, health changes
@@ -267,8 +268,8 @@ class Client::Impl : public client::ChannelListener {
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, rows_sent_{0}, rows_received_{0},
       batches_sent_{0}, batches_resent_{0};
 
-  // ResetStats baseline (raw totals at the last reset). Guarded by stats_mu_.
-  mutable std::mutex stats_mu_;
+  // ResetStats baseline (raw totals at the last reset).
+  mutable Mutex stats_mu_;
   struct RawTable {
     std::vector<uint64_t> hist;
     uint64_t staleness_sum = 0, reads = 0, hits = 0, blocked = 0, fetched = 0, incs = 0, pushes = 0,
@@ -280,7 +281,7 @@ class Client::Impl : public client::ChannelListener {
              rows_sent = 0, rows_received = 0, batches_sent = 0, batches_resent = 0;
   };
   RawStats RawTotals() const;
-  RawStats baseline_;
+  RawStats baseline_ GUARDED_BY(stats_mu_);
 };
 
 class Worker::Impl {

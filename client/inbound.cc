@@ -41,17 +41,17 @@ void Client::Impl::HandleReply(uint32_t k, uint64_t req_id, net::Message m) {
   ShardState& sh = *shards_[k];
   InFlight req;
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     auto it = sh.requests.find(req_id);
     if (it == sh.requests.end()) return;  // answered before a reconnect, or abandoned
     req = std::move(it->second);
     sh.requests.erase(it);
   }
   if (req.rpc != nullptr) {
-    std::lock_guard<std::mutex> l(req.rpc->mu);
+    MutexLock l(&req.rpc->mu);
     req.rpc->reply = std::move(m);
     req.rpc->done = true;
-    req.rpc->cv.notify_all();
+    req.rpc->cv.SignalAll();
     return;
   }
   // An Error answering one of our Reads: the shard cannot serve the row
@@ -76,7 +76,7 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
   ShardState& sh = *shards_[k];
   InFlight req;
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     auto it = sh.requests.find(r.req_id);
     if (it == sh.requests.end()) return;
     req = std::move(it->second);
@@ -84,10 +84,10 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
   }
   if (req.rpc != nullptr) {  // a barrier probe, not a cache fill
     NoteShardClock(k, r.version);
-    std::lock_guard<std::mutex> l(req.rpc->mu);
+    MutexLock l(&req.rpc->mu);
     req.rpc->reply = std::move(r);
     req.rpc->done = true;
-    req.rpc->cv.notify_all();
+    req.rpc->cv.SignalAll();
     return;
   }
   const auto* read = std::get_if<net::Read>(&req.msg);
@@ -192,7 +192,7 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   ShardState& sh = *shards_[k];
   std::vector<SentBatch> done;
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     while (!sh.unacked.empty() && sh.unacked.front().clock <= a.clock) {
       done.push_back(std::move(sh.unacked.front()));
       sh.unacked.pop_front();
@@ -228,13 +228,13 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
     return;
   }
   NoteShardClock(k, w.shard_clock);
-  std::lock_guard<std::mutex> send_lock(send_mu_);  // no new batches meanwhile
+  MutexLock send_lock(&send_mu_);  // no new batches meanwhile
   // 1. Unacknowledged batches, in clock order (the shard skips duplicates).
   //    sh.unacked only changes under send_mu_ (append) or on this thread
   //    (Acks), so it is stable here.
   std::vector<const SentBatch*> batches;
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     for (const SentBatch& b : sh.unacked) batches.push_back(&b);
   }
   for (const SentBatch* b : batches) {
@@ -245,7 +245,7 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   // 2. Requests in flight (reads, table calls).
   std::vector<net::Message> again;
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     for (const auto& [id, req] : sh.requests) again.push_back(req.msg);
   }
   for (net::Message& m : again) SendToShard(k, std::move(m));
