@@ -14,12 +14,11 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/token_file.h"
 #include "net/address.h"
 #include "net/server.h"
 #include "server/shard_service.h"
@@ -49,17 +48,6 @@ DEFINE_int32(checkpoint_keep, 3, "periodic checkpoints to keep (oldest are delet
 
 namespace pace {
 namespace {
-
-Status ReadTokenFile(const std::string& path, std::string* token) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot read --token_file=" + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *token = ss.str();
-  while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) token->pop_back();
-  if (token->empty()) return Status::InvalidArgument("--token_file=" + path + " is empty");
-  return Status::OK();
-}
 
 Status ValidateFlags() {
   if (FLAGS_data_dir.empty()) return Status::InvalidArgument("--data_dir is required");

@@ -14,15 +14,6 @@ namespace pace {
 
 namespace {
 
-// Names of net::Message alternatives, in variant order (net::MessageName lives
-// in pace_net, which this library does not need to link).
-constexpr const char* kMessageNames[] = {
-    "Hello",       "Welcome",      "Read",        "ReadReply",   "Apply",      "Ack",
-    "Push",        "PushDone",     "Unsubscribe", "CreateTable", "ListTables", "DescribeTable",
-    "TablesReply", "StatsRequest", "StatsReply",  "Error"};
-static_assert(std::variant_size_v<net::Message> == std::size(kMessageNames),
-              "kMessageNames must list every net::Message alternative");
-
 constexpr int64_t kMaxWarnIntervalMs = 10 * 60 * 1000;
 
 // One applied clock per client of the job, whatever the store returned.
@@ -139,7 +130,7 @@ void ShardService::OnMessage(const SessionPtr& s, net::Message m) {
     s->Close(Status::OK());
     return;
   }
-  const char* name = kMessageNames[m.index()];
+  const char* name = net::MessageName(m);
   LOG(WARNING) << "session " << s->id() << " (client " << s->hello().client_id << ") sent a "
                << name << " message, which clients may not send; closing";
   s->Close(Status::InvalidArgument(std::string("unexpected ") + name + " message from a client"));
