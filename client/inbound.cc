@@ -207,13 +207,16 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   // Published before purging: InstallRow then refuses values that would need
   // the purged deltas (only for shard k, whose messages we handle in order).
   sh.acked_through.store(done.back().clock + 1, std::memory_order_release);
+  uint64_t purged = 0;
   for (const SentBatch& b : done) {
     for (const RowKey& key : b.keys) {
       CacheStripe& st = StripeFor(key);
       std::lock_guard<client::SpinMutex> l(st.mu);
-      st.PurgeAcked(key, b.clock);
+      purged += st.PurgeAcked(key, b.clock);
     }
   }
+  unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
+  sh.purged_through.store(done.back().clock + 1, std::memory_order_release);
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
 }
