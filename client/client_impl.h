@@ -13,7 +13,8 @@
 // Lock order (outer first): clock_mu_ -> send_mu_ -> CacheStripe::mu ->
 // ShardState::mu -> channel internals. Inbound handlers never hold a stripe
 // lock and a ShardState::mu at the same time except in that order, and never
-// take clock_mu_ or send_mu_ except OnReconnect (send_mu_ first). Channel Send
+// take clock_mu_ or send_mu_ except OnDisconnect and OnReconnect (send_mu_
+// first). Channel Send
 // is a leaf (it never calls back), so it may be called under any of them.
 //
 // Thread-safety: all public methods are safe to call concurrently; a worker's

@@ -223,8 +223,17 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
 
 void Client::Impl::OnDisconnect(uint32_t k, const Status& why) {
   ShardState& sh = *shards_[k];
-  sh.disconnected_since_ms.store(NowMs());
-  sh.connected.store(false, std::memory_order_release);
+  {
+    // Under send_mu_: a SendClocks that saw `connected` has sent its batch
+    // before this returns, so before the channel can have a new connection
+    // (it makes one only after OnDisconnect); later batches only queue until
+    // OnReconnect re-sends them in clock order. Without it a batch could
+    // reach the new connection ahead of the older ones OnReconnect re-sends
+    // (the shard then refuses it: a clock gap).
+    std::lock_guard<std::mutex> send_lock(send_mu_);
+    sh.disconnected_since_ms.store(NowMs());
+    sh.connected.store(false, std::memory_order_release);
+  }
   LOG(WARNING) << sh.channel->Describe() << " disconnected: " << why.ToString() << "; reconnecting";
   NotifyAll();
 }

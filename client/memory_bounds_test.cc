@@ -86,7 +86,7 @@ TEST_F(MemoryBoundsTest, UnacknowledgedBatchesStayWithinTheirBound) {
   auto job = std::async(std::launch::async, [&]() -> Status {
     std::vector<int64_t> delta(kWidth);
     for (int c = 0; c < kClocks; ++c) {
-      for (uint64_t r = 4 * c; r < 4 * c + 4; ++r) {
+      for (uint64_t r = 4 * static_cast<uint64_t>(c); r < 4 * static_cast<uint64_t>(c) + 4; ++r) {
         for (uint32_t i = 0; i < kWidth; ++i) delta[i] = static_cast<int64_t>(r * 1000 + i);
         RETURN_IF_ERROR(w->Inc(t, r, delta.data()));
       }

@@ -250,8 +250,10 @@ class Worker {
   // clock after start or resume every row is a miss, and under ssp/bsp stale
   // rows are pulled, never pushed. Prefetched rows beyond the cache budget may
   // be evicted before they are read. Duplicates in `rows` are fine.
-  // Errors: NotFound/InvalidArgument for a bad table handle, Unavailable if a
-  // shard has been unreachable for shard_timeout_ms.
+  // Errors: NotFound/InvalidArgument for a bad table handle; a shard's health
+  // error (Unavailable if it has been unreachable for shard_timeout_ms, or
+  // the error that failed it): its rows are skipped, the other shards' rows
+  // are still requested.
   Status Prefetch(const Table& t, const std::vector<uint64_t>& rows);
 
   // Dense additive updates of width elements.
