@@ -251,6 +251,10 @@ HoldbackReport ShardService::CheckHoldback(std::chrono::steady_clock::time_point
   HoldbackReport r;
   const int64_t now_ms = NowMs(now);
   std::lock_guard<std::mutex> lock(mu_);
+  // The timer that calls this also retries pushes that could not read
+  // their rows (else subscribers waiting for them wait for the next clock,
+  // which may never come).
+  engine_.RetryPushes();
   const ClockVector& clocks = engine_.clocks();
   r.shard_clock = clocks.Min();
   r.held_back = clocks.HoldsBack();

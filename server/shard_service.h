@@ -105,8 +105,9 @@ class ShardService : public net::ServiceHandler {
 
   // Logs a glog WARNING naming the client(s) holding back the shard clock if
   // some client has waited at least holdback_warn_ms for them. Repeats for the
-  // same stall at doubling intervals. The paced binary calls this from a timer;
-  // `now` is the steady clock.
+  // same stall at doubling intervals. Also retries ESSP pushes that could not
+  // read their rows. The paced binary calls this from a timer; `now` is the
+  // steady clock.
   HoldbackReport CheckHoldback(std::chrono::steady_clock::time_point now);
 
   Version ShardClock() const;
