@@ -39,8 +39,14 @@ class SessionPeer : public Peer {
   void SendReadAnswer(ReadAnswer a) override {
     session_->Send(net::ReadReply{a.req_id, a.version, a.applied_clock, ToRowData(a.rows)});
   }
+  // The engine's read errors are a full park queue (ResourceExhausted), a
+  // store read that failed (IOError, Unavailable) or a shutdown (Aborted):
+  // asking again may succeed. Anything else is final.
   void SendReadError(uint64_t req_id, const Status& st) override {
-    session_->Send(net::Error{req_id, st.code(), st.message()});
+    const StatusCode c = st.code();
+    const bool retriable = c == StatusCode::kResourceExhausted || c == StatusCode::kIOError ||
+                           c == StatusCode::kUnavailable || c == StatusCode::kAborted;
+    session_->Send(net::Error{req_id, c, st.message(), retriable});
   }
   void SendPush(PushBatch p) override {
     session_->Send(net::Push{p.version, p.applied_clock, ToRowData(p.rows)});

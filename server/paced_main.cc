@@ -23,6 +23,7 @@
 #include "net/address.h"
 #include "net/server.h"
 #include "server/shard_service.h"
+#include "tools/cli/cli.h"
 
 DEFINE_string(listen, "127.0.0.1:7100",
               "host:port to listen on (binds loopback unless told otherwise)");
@@ -226,10 +227,22 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "PaceDB shard server.\n  paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 "
-      "--num_shards=1 --num_clients=N [--token_file=F] [--sync]");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pace::cli::ProgramInfo info;
+  info.name = "paced";
+  info.summary = "a PaceDB shard server";
+  info.usage =
+      "paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 --num_shards=1 --num_clients=N\n"
+      "      [--token_file=F] [--sync]";
+  info.groups = {
+      {"store", {"data_dir", "sync", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"}},
+      {"cluster",
+       {"listen", "shard", "num_shards", "num_clients", "token_file", "holdback_warn_ms"}},
+      {"memory", {"block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb"}},
+      {"threads", {"io_threads"}},
+      {"logging", {"minloglevel"}},
+  };
+  info.footer = "SIGTERM/SIGINT: a clean stop. Documentation: README.md (\"paced\")";
+  pace::cli::ParseCommandLine(info, &argc, &argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   return pace::Run();

@@ -15,8 +15,10 @@
 #include "apps/lda/lda_model.h"
 #include "apps/lda/lda_trainer.h"
 #include "apps/shared/app_flags.h"
+#include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
 #include "client/pace.h"
+#include "tools/cli/cli.h"
 
 DEFINE_string(docword, "", "UCI bag-of-words docword.txt");
 DEFINE_string(docs, "", "or: one document of whitespace-separated tokens per line");
@@ -118,6 +120,32 @@ int RunBaseline(const Corpus& corpus, const LdaTrainOptions& o, apps::ReportWrit
   return 0;
 }
 
+// The flags that shape the model and a fingerprint of the corpus as loaded.
+apps::JobDescription DescribeJob(const Corpus& corpus, const LdaTrainOptions& o) {
+  apps::JobDescription job;
+  job.app = kProgram;
+  job.table_prefix = o.table_prefix;
+  job.resumable = false;
+  apps::InputFingerprint fp;
+  fp.AddValue(corpus.vocab_size);
+  for (const std::vector<uint32_t>& doc : corpus.docs) {
+    fp.AddValue(static_cast<uint64_t>(doc.size()));
+    if (!doc.empty()) fp.Add(doc.data(), doc.size() * sizeof(uint32_t));
+  }
+  job.input = fp.value();
+  job.input_desc = FLAGS_docword.empty() ? FLAGS_docs : FLAGS_docword;
+  job.flags = {
+      {"topics", std::to_string(o.params.topics)},
+      {"alpha", apps::ShortestDouble(o.params.alpha)},
+      {"beta", apps::ShortestDouble(o.params.beta)},
+      {"minibatch", apps::ShortestDouble(o.minibatch)},
+      {"consistency", std::string(ConsistencyName(o.run.consistency))},
+      {"staleness", std::to_string(o.run.staleness)},
+      {"seed", std::to_string(o.run.seed)},
+  };
+  return job;
+}
+
 int Run() {
   LdaTrainOptions options;
   Status s = OptionsFromFlags(&options);
@@ -127,16 +155,19 @@ int Run() {
     s = apps::ClientOptionsFromFlags(&client_options);
     if (!s.ok()) return apps::UsageError(kProgram, s);
   }
+  s = apps::CheckOutputFile("csv", FLAGS_csv);
+  if (s.ok()) s = apps::CheckOutputFile("staleness_hist", FLAGS_staleness_hist);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
   Corpus corpus;
   s = LoadCorpus(&corpus);
   if (!s.ok()) return apps::UsageError(kProgram, s);
 
   apps::ReportWriter report(Columns(), stdout);
-  if (!FLAGS_csv.empty()) {
-    s = report.OpenCsv(FLAGS_csv);
-    if (!s.ok()) return apps::UsageError(kProgram, s);
-  }
   if (FLAGS_baseline) {
+    if (!FLAGS_csv.empty()) {
+      s = report.OpenCsv(FLAGS_csv);
+      if (!s.ok()) return apps::UsageError(kProgram, s);
+    }
     int rc = RunBaseline(corpus, options, &report);
     s = report.Close();
     return rc != 0 ? rc : (s.ok() ? 0 : apps::UsageError(kProgram, s));
@@ -145,6 +176,12 @@ int Run() {
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
   if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
+  s = apps::CheckAndRecordJob(client.get(), DescribeJob(corpus, options), options.run.resume);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
+  if (!FLAGS_csv.empty()) {
+    s = report.OpenCsv(FLAGS_csv, /*append=*/options.run.resume);
+    if (!s.ok()) return apps::UsageError(kProgram, s);
+  }
   LdaTrainer trainer(client.get(), &corpus, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
@@ -192,12 +229,20 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "collapsed Gibbs sampling LDA on PaceDB\n"
-      "  pace_lda --docword=FILE [--vocab=FILE] | --docs=FILE [flags]   (see docs/apps.md)");
+  pace::cli::ProgramInfo info;
+  info.name = "pace_lda";
+  info.summary = "collapsed Gibbs sampling LDA on PaceDB";
+  info.usage =
+      "pace_lda --docword=FILE [--vocab=FILE] [flags]     a UCI bag-of-words corpus\n"
+      "pace_lda --docs=FILE [flags]                       one document of tokens per line";
+  info.groups = pace::apps::AppFlagGroups({"docword", "vocab", "docs"}, {"topics", "alpha", "beta"},
+                                          {"table_prefix"}, {"topics_out"});
+  info.footer =
+      "Exit codes: 0 ok, 1 usage or input error, 2 training failed. Documentation: "
+      "docs/apps.md";
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "30");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pace::cli::ParseCommandLine(info, &argc, &argv);
   if (argc > 1) {
     std::fprintf(stderr, "pace_lda: unexpected argument '%s'\n", argv[1]);
     return 1;

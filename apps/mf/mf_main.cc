@@ -16,8 +16,10 @@
 #include "apps/mf/mf_trainer.h"
 #include "apps/mf/ratings_data.h"
 #include "apps/shared/app_flags.h"
+#include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
 #include "client/pace.h"
+#include "tools/cli/cli.h"
 
 DEFINE_string(train, "", "training ratings file (csv, tsv, dat or plain; see --format)");
 DEFINE_string(test, "", "test ratings file (same formats)");
@@ -133,6 +135,42 @@ int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWrit
   return 0;
 }
 
+// The flags that shape the model and a fingerprint of the data it learns from
+// (the split train/test sets as loaded: covers the files, --format,
+// --test_fraction and --seed).
+apps::JobDescription DescribeJob(const MfDataset& data, const MfTrainOptions& o) {
+  apps::JobDescription job;
+  job.app = kProgram;
+  job.table_prefix = o.table_prefix;
+  apps::InputFingerprint fp;
+  for (const std::vector<Rating>* set : {&data.train, &data.test}) {
+    fp.AddValue(static_cast<uint64_t>(set->size()));
+    for (const Rating& r : *set) {
+      // Unknown test ids (not in train) count as themselves: kUnknown.
+      fp.AddValue(r.user == IdMap::kUnknown ? ~0ull : data.users.raw(r.user));
+      fp.AddValue(r.item == IdMap::kUnknown ? ~0ull : data.items.raw(r.item));
+      fp.AddValue(r.value);
+    }
+  }
+  job.input = fp.value();
+  job.input_desc = FLAGS_train + (FLAGS_test.empty() ? "" : " + " + FLAGS_test);
+  using apps::ShortestDouble;
+  job.flags = {
+      {"rank", std::to_string(o.rank)},
+      {"biases", o.biases ? "true" : "false"},
+      {"init_scale", ShortestDouble(o.init_scale)},
+      {"lr", ShortestDouble(o.lr)},
+      {"lr_power", ShortestDouble(o.lr_power)},
+      {"lambda", ShortestDouble(o.lambda)},
+      {"bias_lambda", ShortestDouble(o.bias_lambda)},
+      {"minibatch", ShortestDouble(o.minibatch)},
+      {"consistency", std::string(ConsistencyName(o.run.consistency))},
+      {"staleness", std::to_string(o.run.staleness)},
+      {"seed", std::to_string(o.run.seed)},
+  };
+  return job;
+}
+
 int Run() {
   MfTrainOptions options;
   Status s = OptionsFromFlags(&options);
@@ -142,6 +180,10 @@ int Run() {
     s = apps::ClientOptionsFromFlags(&client_options);
     if (!s.ok()) return apps::UsageError(kProgram, s);
   }
+  s = apps::CheckOutputDir("export", FLAGS_export);
+  if (s.ok()) s = apps::CheckOutputFile("csv", FLAGS_csv);
+  if (s.ok()) s = apps::CheckOutputFile("staleness_hist", FLAGS_staleness_hist);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
   MfDataset data;
   s = LoadData(&data);
   if (!s.ok()) return apps::UsageError(kProgram, s);
@@ -150,11 +192,11 @@ int Run() {
     std::printf("# bias baseline (mean + user + item biases): test RMSE %.4f\n", *bias_rmse);
 
   apps::ReportWriter report(Columns(), stdout);
-  if (!FLAGS_csv.empty()) {
-    s = report.OpenCsv(FLAGS_csv);
-    if (!s.ok()) return apps::UsageError(kProgram, s);
-  }
   if (FLAGS_baseline) {
+    if (!FLAGS_csv.empty()) {
+      s = report.OpenCsv(FLAGS_csv);
+      if (!s.ok()) return apps::UsageError(kProgram, s);
+    }
     int rc = RunBaseline(data, options, &report);
     s = report.Close();
     return rc != 0 ? rc : (s.ok() ? 0 : apps::UsageError(kProgram, s));
@@ -163,6 +205,12 @@ int Run() {
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
   if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
+  s = apps::CheckAndRecordJob(client.get(), DescribeJob(data, options), options.run.resume);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
+  if (!FLAGS_csv.empty()) {
+    s = report.OpenCsv(FLAGS_csv, /*append=*/options.run.resume);
+    if (!s.ok()) return apps::UsageError(kProgram, s);
+  }
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
@@ -242,12 +290,24 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "SGD matrix factorization on PaceDB\n"
-      "  pace_mf --train=FILE [--test=FILE | --test_fraction=F] [flags]   (see docs/apps.md)");
+  pace::cli::ProgramInfo info;
+  info.name = "pace_mf";
+  info.summary = "SGD matrix factorization on PaceDB";
+  info.usage =
+      "pace_mf --train=FILE [--test=FILE | --test_fraction=F] [flags]        embedded in "
+      "--data_dir\n"
+      "pace_mf --train=FILE ... --servers=H:P,... --client_id=I --num_clients=N   on paced shards\n"
+      "pace_mf --train=FILE ... --resume                  continue the stored job";
+  info.groups = pace::apps::AppFlagGroups(
+      {"train", "test", "test_fraction", "format"},
+      {"rank", "lr", "lr_power", "lambda", "bias_lambda", "biases", "init_scale"}, {"table_prefix"},
+      {"export"});
+  info.footer =
+      "Exit codes: 0 ok, 1 usage or input error, 2 training failed. Documentation: "
+      "docs/apps.md";
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "60");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pace::cli::ParseCommandLine(info, &argc, &argv);
   if (argc > 1) {
     std::fprintf(stderr, "pace_mf: unexpected argument '%s'\n", argv[1]);
     return 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 namespace pace {
 namespace apps {
@@ -65,8 +66,23 @@ ReportWriter::~ReportWriter() {
   if (csv_ != nullptr) std::fclose(csv_);
 }
 
-Status ReportWriter::OpenCsv(const std::string& path) {
+Status ReportWriter::OpenCsv(const std::string& path, bool append) {
   if (csv_ != nullptr) std::fclose(csv_);
+  csv_ = nullptr;
+  if (append) {
+    std::ifstream in(path);
+    std::string first;
+    if (in && std::getline(in, first) && !first.empty()) {
+      if (first != CsvHeader()) {
+        return Status::InvalidArgument("CSV file '" + path + "' has another header ('" + first +
+                                       "'): give a new --csv file");
+      }
+      csv_ = std::fopen(path.c_str(), "a");
+      if (csv_ == nullptr) return Status::IOError("cannot open CSV file '" + path + "' to append");
+      csv_path_ = path;
+      return Status::OK();
+    }
+  }
   csv_ = std::fopen(path.c_str(), "w");
   if (csv_ == nullptr) return Status::IOError("cannot open CSV file '" + path + "' for writing");
   csv_path_ = path;

@@ -76,8 +76,10 @@ class ReportWriter {
   ReportWriter(const ReportWriter&) = delete;
   ReportWriter& operator=(const ReportWriter&) = delete;
 
-  // Creates (truncates) the CSV file and writes its header line.
-  Status OpenCsv(const std::string& path);
+  // Creates (truncates) the CSV file and writes its header line. With
+  // `append` (a resumed job), an existing non-empty file is kept and the new
+  // lines go after its own; InvalidArgument if its header is another one.
+  Status OpenCsv(const std::string& path, bool append = false);
   // Prints the console header.
   void PrintHeader();
   // REQUIRES: values.size() == number of columns.

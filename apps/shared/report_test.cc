@@ -73,6 +73,35 @@ TEST(ReportWriterTest, CsvHasExactColumnsAndEmptyMissingValues) {
   EXPECT_FALSE(w.OpenCsv("/nonexistent/dir/x.csv").ok());
 }
 
+TEST(ReportWriterTest, AppendKeepsEarlierLinesAndRefusesAnotherHeader) {
+  std::string path =
+      ::testing::TempDir() + "/report_append_" + std::to_string(::getpid()) + ".csv";
+  auto read = [&] {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  {
+    ReportWriter w({{"clock", ColumnFormat::kInteger}, {"x", ColumnFormat::kNumber}}, nullptr);
+    ASSERT_TRUE(w.OpenCsv(path, /*append=*/true).ok());  // missing: created with a header
+    ASSERT_TRUE(w.AddLine({0.0, 1.0}).ok());
+    ASSERT_TRUE(w.Close().ok());
+  }
+  {
+    ReportWriter w({{"clock", ColumnFormat::kInteger}, {"x", ColumnFormat::kNumber}}, nullptr);
+    ASSERT_TRUE(w.OpenCsv(path, /*append=*/true).ok());
+    ASSERT_TRUE(w.AddLine({1.0, 2.0}).ok());
+    ASSERT_TRUE(w.Close().ok());
+  }
+  EXPECT_EQ(read(), "clock,x\n0,1\n1,2\n");
+  ReportWriter other({{"clock", ColumnFormat::kInteger}, {"y", ColumnFormat::kNumber}}, nullptr);
+  Status s = other.OpenCsv(path, /*append=*/true);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(read(), "clock,x\n0,1\n1,2\n");
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace apps
 }  // namespace pace
