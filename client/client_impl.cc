@@ -300,7 +300,7 @@ Status OneTable(const net::Message& reply, const char* what, TableSchema* out) {
 Status Client::Impl::CreateTable(const TableSchema& schema, TableState** state) {
   TableSchema req = schema;
   req.id = 0;
-  if (req.consistency == Consistency::kBsp) req.staleness = 0;
+  req.staleness = static_cast<uint32_t>(ReadPolicy::BoundFor(req.consistency, req.staleness));
   RETURN_IF_ERROR(ValidateSchema(req));
   net::Message reply;
   RETURN_IF_ERROR(Call(0, net::CreateTable{NextReqId(), req}, &reply));
