@@ -17,6 +17,7 @@
 #include "apps/shared/app_flags.h"
 #include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
+#include "apps/shared/stop_signal.h"
 #include "client/pace.h"
 #include "tools/cli/cli.h"
 
@@ -195,6 +196,7 @@ int Run() {
   LdaTrainSummary summary;
   s = trainer.Train(
       [&](const LdaReport& r) {
+        apps::NoteClocksComplete(r.clock + 1);
         Status w =
             report.AddLine({static_cast<double>(r.clock), r.seconds, r.loglik, r.tokens_per_s,
                             r.staleness_mean, static_cast<double>(r.staleness_p99), r.blocked_pct});
@@ -243,6 +245,10 @@ int main(int argc, char** argv) {
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "30");
   pace::cli::ParseCommandLine(info, &argc, &argv);
+  // pace_lda cannot resume: a signal stops it at once (grace 0).
+  pace::apps::InstallStopSignal(
+      {"pace_lda", " (pace_lda cannot resume: rerun without --resume, with another --data_dir)",
+       0});
   if (argc > 1) {
     std::fprintf(stderr, "pace_lda: unexpected argument '%s'\n", argv[1]);
     return 1;

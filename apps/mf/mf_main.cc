@@ -7,6 +7,7 @@
 // Exit code 0 on success, 1 on a usage or input error, 2 if training failed.
 #include <gflags/gflags.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "apps/shared/app_flags.h"
 #include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
+#include "apps/shared/stop_signal.h"
 #include "client/pace.h"
 #include "tools/cli/cli.h"
 
@@ -229,6 +231,7 @@ int Run() {
   MfTrainSummary summary;
   s = trainer.Train(
       [&](const MfReport& r) {
+        apps::NoteClocksComplete(r.clock + 1);
         Status w =
             report.AddLine({static_cast<double>(r.clock), r.seconds, r.train_loss, r.test_rmse,
                             r.staleness_mean, static_cast<double>(r.staleness_p99), r.blocked_pct});
@@ -240,6 +243,17 @@ int Run() {
     return 2;
   }
   if (!write_status.ok()) return apps::UsageError(kProgram, write_status);
+  if (summary.stopped) {
+    // Every clock before the stop clock is acknowledged (Train flushed).
+    s = report.Close();
+    const ClockT at = std::max(apps::StopClock(), summary.start_clock);
+    if (at == 0) {
+      std::fprintf(stderr, "%s: stopped before clock 0; nothing was trained\n", kProgram);
+    } else {
+      apps::PrintStopped(at);
+    }
+    return 128 + apps::StopSignalNumber();
+  }
   if (!FLAGS_staleness_hist.empty()) {
     s = apps::WriteStalenessHistogram(client->Stats(),
                                       {trainer.user_table().name(), trainer.item_table().name()},
@@ -308,6 +322,7 @@ int main(int argc, char** argv) {
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "60");
   pace::cli::ParseCommandLine(info, &argc, &argv);
+  pace::apps::InstallStopSignal({"pace_mf", "; rerun the same command with --resume", 10});
   if (argc > 1) {
     std::fprintf(stderr, "pace_mf: unexpected argument '%s'\n", argv[1]);
     return 1;

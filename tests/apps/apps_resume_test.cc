@@ -5,6 +5,7 @@
 // refused run creates nothing (no table, no data dir, no CSV file). Also:
 // --csv on --resume appends, --export=DIR is checked before training.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -203,6 +204,47 @@ TEST_F(AppsResumeTest, RefusalsBeforeAnyStoreExists) {
   r = Run(args);
   ExpectRefused(r, {"--export"}, "", "");
   EXPECT_FALSE(Exists(Path("exp")));
+}
+
+// SIGINT / SIGTERM stop pace_mf at a clock boundary with one line naming the
+// clock, and --resume continues exactly there.
+TEST_F(AppsResumeTest, SignalStopsAtAClockAndResumeContinuesThere) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    const std::string data = Path("signal-data-" + std::to_string(sig));
+    std::vector<std::string> args = Mf(data, 1000000);
+    args[0] = BinaryDir() + "/pace_mf";
+    const std::string err_path = Path("signal.err." + std::to_string(sig));
+    Subprocess p;
+    ASSERT_TRUE(p.Start(args, err_path).ok());
+    std::string line;
+    bool training = false;
+    while (!training && p.ReadLine(&line, kTimeoutMs).ok()) {
+      training = line.find("     2 ") == 0;  // the clock-2 line
+    }
+    ASSERT_TRUE(training) << ReadFile(err_path);
+    p.Signal(sig);
+    while (p.ReadLine(&line, kTimeoutMs).ok()) {
+    }
+    int st = 0;
+    ASSERT_TRUE(p.Wait(kTimeoutMs, &st).ok());
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 128 + sig);
+    const std::string err = ReadFile(err_path);
+    const std::string prefix = "pace_mf: stopped at clock ";
+    ASSERT_EQ(err.find(prefix), 0u) << err;
+    EXPECT_NE(err.find("; rerun the same command with --resume\n"), std::string::npos) << err;
+    const long long at = std::stoll(err.substr(prefix.size()));
+    EXPECT_GE(at, 3);
+
+    std::vector<std::string> resume = Mf(data, static_cast<int>(at) + 2);
+    resume.push_back("--resume");
+    RunResult r = Run(resume);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("resuming at clock " + std::to_string(at) + "\n"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("# done: clocks " + std::to_string(at) + ".."), std::string::npos)
+        << r.out;
+  }
 }
 
 }  // namespace
