@@ -39,10 +39,13 @@ constexpr char kProgram[] = "pace_lda";
 
 std::vector<apps::ReportColumn> Columns() {
   using apps::ColumnFormat;
-  return {{"clock", ColumnFormat::kInteger},         {"seconds", ColumnFormat::kSeconds},
-          {"loglik", ColumnFormat::kNumber},         {"tokens_per_s", ColumnFormat::kNumber},
-          {"staleness_mean", ColumnFormat::kNumber}, {"staleness_p99", ColumnFormat::kInteger},
-          {"blocked_pct", ColumnFormat::kNumber}};
+  return {{"clock", ColumnFormat::kInteger},
+          {"seconds", ColumnFormat::kSeconds},
+          {"loglik", ColumnFormat::kNumber, 1},
+          {"tokens_per_s", ColumnFormat::kNumber, 0},
+          {"staleness_mean", ColumnFormat::kNumber, 2},
+          {"staleness_p99", ColumnFormat::kInteger},
+          {"blocked_pct", ColumnFormat::kNumber, 1}};
 }
 
 Status LoadCorpus(Corpus* corpus) {
@@ -191,7 +194,10 @@ int Run() {
               client->client_id(), client->num_clients(), options.run.workers,
               apps::DescribeConsistency(options.run).c_str(), options.params.topics,
               options.params.alpha, options.params.beta);
-  if (client->client_id() == 0) report.PrintHeader();
+  if (client->client_id() == 0) {
+    report.SetProgress(0, options.run.clocks);
+    report.PrintHeader();
+  }
   Status write_status;
   LdaTrainSummary summary;
   s = trainer.Train(

@@ -46,10 +46,13 @@ constexpr char kProgram[] = "pace_mf";
 
 std::vector<apps::ReportColumn> Columns() {
   using apps::ColumnFormat;
-  return {{"clock", ColumnFormat::kInteger},         {"seconds", ColumnFormat::kSeconds},
-          {"train_loss", ColumnFormat::kNumber},     {"test_rmse", ColumnFormat::kNumber},
-          {"staleness_mean", ColumnFormat::kNumber}, {"staleness_p99", ColumnFormat::kInteger},
-          {"blocked_pct", ColumnFormat::kNumber}};
+  return {{"clock", ColumnFormat::kInteger},
+          {"seconds", ColumnFormat::kSeconds},
+          {"train_loss", ColumnFormat::kNumber, 4},
+          {"test_rmse", ColumnFormat::kNumber, 4},
+          {"staleness_mean", ColumnFormat::kNumber, 2},
+          {"staleness_p99", ColumnFormat::kInteger},
+          {"blocked_pct", ColumnFormat::kNumber, 1}};
 }
 
 Status LoadData(MfDataset* data) {
@@ -226,7 +229,10 @@ int Run() {
       client->start_clock() > 0
           ? (", resuming at clock " + std::to_string(client->start_clock())).c_str()
           : "");
-  if (client->client_id() == 0 && client->start_clock() < options.run.clocks) report.PrintHeader();
+  if (client->client_id() == 0 && client->start_clock() < options.run.clocks) {
+    report.SetProgress(client->start_clock(), options.run.clocks);
+    report.PrintHeader();
+  }
   Status write_status;
   MfTrainSummary summary;
   s = trainer.Train(

@@ -100,16 +100,78 @@ std::string ReportWriter::CsvHeader() const {
   return h;
 }
 
+void ReportWriter::SetProgress(int64_t first_clock, int64_t end_clock) {
+  first_clock_ = first_clock;
+  end_clock_ = end_clock;
+}
+
+namespace {
+
+// The console width of column 0: "clock" or "clock/end".
+int FirstWidth(int64_t end_clock) {
+  if (end_clock <= 0) return 6;
+  const int digits = static_cast<int>(std::to_string(end_clock).size());
+  return std::max(6, 2 * digits + 1);
+}
+
+std::string Duration(double seconds) {
+  char buf[32];
+  const long long s = std::llround(std::max(0.0, seconds));
+  if (s < 60) {
+    std::snprintf(buf, sizeof(buf), "%llds", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds", s / 60, s % 60);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+  }
+  return buf;
+}
+
+}  // namespace
+
 void ReportWriter::PrintHeader() {
   if (console_ == nullptr) return;
   std::string line;
   for (size_t i = 0; i < columns_.size(); ++i) {
     char buf[64];
-    std::snprintf(buf, sizeof(buf), i == 0 ? "%6s" : " %14s", columns_[i].name.c_str());
+    if (i == 0) {
+      std::snprintf(buf, sizeof(buf), "%*s", FirstWidth(end_clock_), columns_[i].name.c_str());
+    } else {
+      std::snprintf(buf, sizeof(buf), " %14s", columns_[i].name.c_str());
+    }
     line += buf;
   }
+  if (end_clock_ > 0) line += "      eta";
   std::fprintf(console_, "%s\n", line.c_str());
   std::fflush(console_);
+}
+
+std::string ReportWriter::ConsoleValue(size_t col, const std::optional<double>& v) const {
+  if (!v.has_value()) return "-";
+  if (col == 0 && end_clock_ > 0) {
+    return Format(col, v) + "/" + std::to_string(end_clock_);
+  }
+  const int decimals = columns_[col].console_decimals;
+  if (columns_[col].format == ColumnFormat::kNumber && decimals >= 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.*f", decimals, *v);
+    return buf;
+  }
+  return Format(col, v);
+}
+
+std::string ReportWriter::Eta(const std::vector<std::optional<double>>& values) const {
+  if (values.empty() || !values[0].has_value()) return "-";
+  const int64_t clock = std::llround(*values[0]);
+  const int64_t done = clock - first_clock_ + 1;
+  const int64_t left = end_clock_ - 1 - clock;
+  if (left <= 0) return "done";
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    if (columns_[i].format != ColumnFormat::kSeconds || !values[i].has_value()) continue;
+    if (done <= 0) break;
+    return Duration(*values[i] / static_cast<double>(done) * static_cast<double>(left));
+  }
+  return "-";
 }
 
 std::string ReportWriter::Format(size_t col, const std::optional<double>& v) const {
@@ -147,10 +209,18 @@ Status ReportWriter::AddLine(const std::vector<std::optional<double>>& values) {
   if (console_ != nullptr) {
     std::string line;
     for (size_t i = 0; i < values.size(); ++i) {
-      std::string v = Format(i, values[i]);
-      if (v.empty()) v = "-";
+      const std::string v = ConsoleValue(i, values[i]);
       char buf[64];
-      std::snprintf(buf, sizeof(buf), i == 0 ? "%6s" : " %14s", v.c_str());
+      if (i == 0) {
+        std::snprintf(buf, sizeof(buf), "%*s", FirstWidth(end_clock_), v.c_str());
+      } else {
+        std::snprintf(buf, sizeof(buf), " %14s", v.c_str());
+      }
+      line += buf;
+    }
+    if (end_clock_ > 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), " %8s", Eta(values).c_str());
       line += buf;
     }
     std::fprintf(console_, "%s\n", line.c_str());
