@@ -289,6 +289,15 @@ int Run() {
       std::printf("; test RMSE %.4f (bias baseline %.4f)", *summary.final_test_rmse, *bias_rmse);
     }
     std::printf("\n");
+    if (summary.final_test_rmse && bias_rmse && *summary.final_test_rmse >= *bias_rmse &&
+        client->client_id() == 0) {
+      std::printf(
+          "# hint: the factors do not beat the bias baseline (%.4f >= %.4f). The step size %g "
+          "may be too small for this data: try a new job (another --data_dir) with --lr=%g, or "
+          "more clocks (--clocks=%lld --resume); see docs/apps.md, \"Defaults\"\n",
+          *summary.final_test_rmse, *bias_rmse, options.lr, options.lr * 2.5,
+          static_cast<long long>(options.run.clocks * 2));
+    }
   }
   if (!options.export_dir.empty() && client->client_id() == 0) {
     std::printf("# exported factors to %s/{user,item}_factors.csv", options.export_dir.c_str());

@@ -333,3 +333,29 @@ TEST_F(AppsCliTest, LdaUsageErrors) {
 
 }  // namespace
 }  // namespace pace
+
+namespace pace {
+namespace {
+
+// A run whose factors end worse than the bias baseline says what to try.
+TEST_F(AppsCliTest, MfHintsWhenTheBiasBaselineWins) {
+  RunResult r = Run({"pace_gen", "ratings", "--users=100", "--items=80", "--rank=2",
+                     "--ratings=3000", "--mean=3", "--bias_std=0.5", "--seed=3",
+                     "--out=" + Path("biased.txt"), "--test_out=" + Path("biased_test.txt"),
+                     "--test_fraction=0.1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Run({"pace_mf", "--train=" + Path("biased.txt"), "--test=" + Path("biased_test.txt"),
+           "--data_dir=" + Path("hint"), "--biases=false", "--lr=0.0001", "--clocks=2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# hint: the factors do not beat the bias baseline"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("--lr="), std::string::npos) << r.out;
+  // A good fit gets no hint.
+  GenerateRatings();
+  r = Run(MfArgs(Path("good")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("# hint"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace pace
