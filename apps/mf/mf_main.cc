@@ -8,6 +8,7 @@
 #include <gflags/gflags.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -289,14 +290,22 @@ int Run() {
       std::printf("; test RMSE %.4f (bias baseline %.4f)", *summary.final_test_rmse, *bias_rmse);
     }
     std::printf("\n");
-    if (summary.final_test_rmse && bias_rmse && *summary.final_test_rmse >= *bias_rmse &&
-        client->client_id() == 0) {
-      std::printf(
-          "# hint: the factors do not beat the bias baseline (%.4f >= %.4f). The step size %g "
-          "may be too small for this data: try a new job (another --data_dir) with --lr=%g, or "
-          "more clocks (--clocks=%lld --resume); see docs/apps.md, \"Defaults\"\n",
-          *summary.final_test_rmse, *bias_rmse, options.lr, options.lr * 2.5,
-          static_cast<long long>(options.run.clocks * 2));
+    if (summary.final_test_rmse && bias_rmse && client->client_id() == 0) {
+      const double rmse = *summary.final_test_rmse;
+      if (!std::isfinite(rmse)) {
+        std::printf(
+            "# hint: training diverged (test RMSE %g): the step size %g is too large for this "
+            "data; try a new job (another --data_dir) with --lr=%g; see docs/apps.md, "
+            "\"Defaults\"\n",
+            rmse, options.lr, options.lr / 4);
+      } else if (rmse >= *bias_rmse) {
+        std::printf(
+            "# hint: the factors do not beat the bias baseline (%.4f >= %.4f). The step size %g "
+            "may be too small for this data: try a new job (another --data_dir) with --lr=%g, "
+            "or more clocks (--clocks=%lld --resume); see docs/apps.md, \"Defaults\"\n",
+            rmse, *bias_rmse, options.lr, options.lr * 2.5,
+            static_cast<long long>(options.run.clocks * 2));
+      }
     }
   }
   if (!options.export_dir.empty() && client->client_id() == 0) {
