@@ -195,8 +195,13 @@ TEST_F(AppsResumeTest, RefusalsBeforeAnyStoreExists) {
     ExpectRefused(r, {"--servers", var}, "", "");
     EXPECT_FALSE(Exists(Path("launched")));
   }
-  // A launcher of one process is an ordinary embedded run.
+  // A launcher of one process is an ordinary embedded run, and so is one
+  // process in a larger allocation that says it is the only one.
   r = Run(Mf(Path("one"), 1), {"OMPI_COMM_WORLD_SIZE=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> alone = Mf(Path("alone"), 1);
+  alone.push_back("--num_clients=1");
+  r = Run(alone, {"SLURM_NTASKS=4"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   // --export into a directory that cannot be created: refused before training.
   args = Mf(Path("exp"), 3);
