@@ -3,6 +3,7 @@
 // processes over loopback, their CSV contract, and their usage errors.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <cstdio>
@@ -355,6 +356,36 @@ TEST_F(AppsCliTest, MfHintsWhenTheBiasBaselineWins) {
   r = Run(MfArgs(Path("good")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("# hint"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace pace
+
+namespace pace {
+namespace {
+
+// --train=FILE.gz (any gzip file, by its magic bytes) trains exactly as the
+// plain file does.
+TEST_F(AppsCliTest, MfReadsGzipInput) {
+  GenerateRatings();
+  const std::string text = ReadFile(Path("train.txt"));
+  gzFile gz = gzopen(Path("train.txt.gz").c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(gz), Z_OK);
+  auto args = [&](const std::string& train, const std::string& dir) {
+    return std::vector<std::string>{"pace_mf", "--train=" + Path(train),
+                                    "--test=" + Path("test.txt"), "--data_dir=" + Path(dir),
+                                    "--workers=1", "--clocks=5"};
+  };
+  RunResult plain = Run(args("train.txt", "plain"));
+  RunResult packed = Run(args("train.txt.gz", "packed"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(packed.exit_code, 0) << packed.err;
+  EXPECT_GT(FinalRmse(plain.out), 0);
+  EXPECT_EQ(FinalRmse(plain.out), FinalRmse(packed.out)) << packed.out;
+  EXPECT_NE(packed.out.find("train.txt.gz: 54"), std::string::npos) << packed.out;
 }
 
 }  // namespace
