@@ -5,6 +5,7 @@
 //
 // Exit code 0 on success, 1 on a usage or input error, 2 if training failed.
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 
 #include <cstdio>
 #include <memory>
@@ -251,6 +252,8 @@ int main(int argc, char** argv) {
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "30");
   pace::cli::ParseCommandLine(info, &argc, &argv);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
   // pace_lda cannot resume: a signal stops it at once (grace 0).
   pace::apps::InstallStopSignal(
       {"pace_lda", " (pace_lda cannot resume: rerun without --resume, with another --data_dir)",

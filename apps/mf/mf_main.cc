@@ -6,6 +6,7 @@
 //
 // Exit code 0 on success, 1 on a usage or input error, 2 if training failed.
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 
 #include <algorithm>
 #include <cmath>
@@ -346,6 +347,8 @@ int main(int argc, char** argv) {
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "60");
   pace::cli::ParseCommandLine(info, &argc, &argv);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
   pace::apps::InstallStopSignal({"pace_mf", "; rerun the same command with --resume", 10});
   if (argc > 1) {
     std::fprintf(stderr, "pace_mf: unexpected argument '%s'\n", argv[1]);
