@@ -340,10 +340,10 @@ namespace {
 
 // A run whose factors end worse than the bias baseline says what to try.
 TEST_F(AppsCliTest, MfHintsWhenTheBiasBaselineWins) {
-  RunResult r = Run({"pace_gen", "ratings", "--users=100", "--items=80", "--rank=2",
-                     "--ratings=3000", "--mean=3", "--bias_std=0.5", "--seed=3",
-                     "--out=" + Path("biased.txt"), "--test_out=" + Path("biased_test.txt"),
-                     "--test_fraction=0.1"});
+  RunResult r =
+      Run({"pace_gen", "ratings", "--users=100", "--items=80", "--rank=2", "--ratings=3000",
+           "--mean=3", "--bias_std=0.5", "--seed=3", "--out=" + Path("biased.txt"),
+           "--test_out=" + Path("biased_test.txt"), "--test_fraction=0.1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = Run({"pace_mf", "--train=" + Path("biased.txt"), "--test=" + Path("biased_test.txt"),
            "--data_dir=" + Path("hint"), "--biases=false", "--lr=0.0001", "--clocks=2"});
@@ -375,9 +375,12 @@ TEST_F(AppsCliTest, MfReadsGzipInput) {
             static_cast<int>(text.size()));
   ASSERT_EQ(gzclose(gz), Z_OK);
   auto args = [&](const std::string& train, const std::string& dir) {
-    return std::vector<std::string>{"pace_mf", "--train=" + Path(train),
-                                    "--test=" + Path("test.txt"), "--data_dir=" + Path(dir),
-                                    "--workers=1", "--clocks=5"};
+    return std::vector<std::string>{"pace_mf",
+                                    "--train=" + Path(train),
+                                    "--test=" + Path("test.txt"),
+                                    "--data_dir=" + Path(dir),
+                                    "--workers=1",
+                                    "--clocks=5"};
   };
   RunResult plain = Run(args("train.txt", "plain"));
   RunResult packed = Run(args("train.txt.gz", "packed"));
