@@ -31,7 +31,12 @@ DEFINE_double(test_fraction, 0.0,
               "hold out this fraction of --train as the test set (when --test is not given)");
 DEFINE_string(format, "auto", "input format: auto|csv|tsv|dat|plain");
 DEFINE_int32(rank, 16, "rank K of the user and item factors");
-DEFINE_double(lr, 0.08, "initial step size eta0; clock t uses eta0 / (t + 1)^lr_power");
+DEFINE_double(lr, 0.08,
+              "initial step size eta0; clock t uses eta0 / (t + 1)^lr_power (not given: chosen "
+              "by --lr_search)");
+DEFINE_bool(lr_search, true,
+            "without --lr, pick eta0 from 0.03, 0.08, 0.2 by a short run of the baseline SGD on "
+            "10% of the training ratings held out");
 DEFINE_double(lr_power, 1.0, "step size decay exponent (0.5: eta0 / sqrt(t + 1))");
 DEFINE_double(lambda, 4, "l2 weight on the factors in the objective (see docs/apps.md)");
 DEFINE_double(bias_lambda, 10, "l2 weight on the user and item biases in the objective");
@@ -115,7 +120,7 @@ std::optional<double> BiasBaseline(const MfDataset& data) {
               [&](const Rating& r) { return m.Predict(r.user, r.item); });
 }
 
-int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWriter* report) {
+PlainMfOptions PlainOptions(const MfTrainOptions& o) {
   PlainMfOptions p;
   p.rank = o.rank;
   p.biases = o.biases;
@@ -128,6 +133,34 @@ int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWrit
   p.eval_every = o.run.eval_every;
   p.seed = o.run.seed;
   p.init_scale = o.init_scale;
+  return p;
+}
+
+// Without --lr: eta0 from a short search on held-out training ratings
+// (SearchStepSize), the same in every process.
+void ChooseStepSize(const MfDataset& data, MfTrainOptions* o) {
+  if (!FLAGS_lr_search || apps::FlagWasSet("lr")) return;
+  const std::vector<double> candidates = {0.03, 0.08, 0.2};
+  // 60 clocks (the default job), fewer on large data (at most ~20M steps per
+  // candidate, at least 10 clocks); a function of the data only, so a
+  // resumed run picks the same.
+  const int64_t clocks = std::clamp<int64_t>(
+      static_cast<int64_t>(20000000 / std::max<size_t>(1, data.train.size())), 10, 60);
+  StepSizeSearch found = SearchStepSize(data, PlainOptions(*o), candidates, clocks);
+  if (found.heldout_rmse.empty()) return;
+  o->lr = found.lr;
+  std::printf(
+      "# step size --lr=%g, from a %lld-clock search on 10%% of the training ratings held "
+      "out (RMSE",
+      o->lr, static_cast<long long>(found.clocks));
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    std::printf("%s %g: %.4f", k ? "," : "", candidates[k], found.heldout_rmse[k]);
+  }
+  std::printf("); --lr=X sets it\n");
+}
+
+int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWriter* report) {
+  PlainMfOptions p = PlainOptions(o);
   std::printf("# baseline: single-threaded SGD in plain memory, no parameter server\n");
   report->PrintHeader();
   Status write_status;
@@ -197,6 +230,7 @@ int Run() {
   std::optional<double> bias_rmse = BiasBaseline(data);
   if (bias_rmse)
     std::printf("# bias baseline (mean + user + item biases): test RMSE %.4f\n", *bias_rmse);
+  ChooseStepSize(data, &options);
 
   apps::ReportWriter report(Columns(), stdout);
   if (FLAGS_baseline) {
@@ -236,10 +270,12 @@ int Run() {
     report.PrintHeader();
   }
   Status write_status;
+  double best_rmse = INFINITY;  // the lowest test RMSE of any clock
   MfTrainSummary summary;
   s = trainer.Train(
       [&](const MfReport& r) {
         apps::NoteClocksComplete(r.clock + 1);
+        if (r.test_rmse && *r.test_rmse < best_rmse) best_rmse = *r.test_rmse;
         Status w =
             report.AddLine({static_cast<double>(r.clock), r.seconds, r.train_loss, r.test_rmse,
                             r.staleness_mean, static_cast<double>(r.staleness_p99), r.blocked_pct});
@@ -299,6 +335,13 @@ int Run() {
             "data; try a new job (another --data_dir) with --lr=%g; see docs/apps.md, "
             "\"Defaults\"\n",
             rmse, options.lr, options.lr / 4);
+      } else if (rmse >= *bias_rmse && best_rmse < rmse * 0.999) {
+        std::printf(
+            "# hint: the factors do not beat the bias baseline (%.4f >= %.4f) and the test RMSE "
+            "rose from %.4f during training (overfitting): try a new job (another --data_dir) "
+            "with a smaller step (--lr=%g) or more regularization (--lambda=%g); see "
+            "docs/apps.md, \"Defaults\"\n",
+            rmse, *bias_rmse, best_rmse, options.lr / 2.5, options.lambda * 2);
       } else if (rmse >= *bias_rmse) {
         std::printf(
             "# hint: the factors do not beat the bias baseline (%.4f >= %.4f). The step size %g "
@@ -339,8 +382,8 @@ int main(int argc, char** argv) {
       "pace_mf --train=FILE ... --resume                  continue the stored job";
   info.groups = pace::apps::AppFlagGroups(
       {"train", "test", "test_fraction", "format"},
-      {"rank", "lr", "lr_power", "lambda", "bias_lambda", "biases", "init_scale"}, {"table_prefix"},
-      {"export"});
+      {"rank", "lr", "lr_search", "lr_power", "lambda", "bias_lambda", "biases", "init_scale"},
+      {"table_prefix"}, {"export"});
   info.footer =
       "Exit codes: 0 ok, 1 usage or input error, 2 training failed. Documentation: "
       "docs/apps.md";
