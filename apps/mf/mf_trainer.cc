@@ -227,7 +227,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     if (failed.load()) return Status::Aborted("another worker failed");
     if (apps::StopBefore(c)) {
       sh->stopped = true;
-      return Status::OK();
+      break;
     }
     apps::MaybeStraggle(run, client_->client_id(), w, c);
     p.lr = static_cast<float>(StepSize(options_.lr, c, options_.lr_power));
@@ -284,7 +284,14 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
           reader.Poll(worker, [](ClockT, const std::vector<double>&) { return Status::OK(); }));
     }
   }
-  if (!reporter || sh->stopped.load()) return Status::OK();
+  if (!reporter) return Status::OK();
+  if (sh->stopped.load()) {
+    // Report every clock before the stop clock, so that the lines (and a
+    // --csv that --resume appends to) have no gap. With other processes,
+    // which stop at their own clocks, the barrier could wait for ever.
+    if (client_->num_clients() > 1) return Status::OK();
+    return reader.Finish(worker, std::min(apps::StopClock(), sh->end_clock), emit);
+  }
   RETURN_IF_ERROR(reader.Finish(worker, sh->end_clock, emit));
   if (!options_.export_dir.empty()) {
     RETURN_IF_ERROR(Export(worker, options_.export_dir, sh->end_clock, &sh->export_stale_rows));

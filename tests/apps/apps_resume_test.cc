@@ -216,8 +216,10 @@ TEST_F(AppsResumeTest, RefusalsBeforeAnyStoreExists) {
 TEST_F(AppsResumeTest, SignalStopsAtAClockAndResumeContinuesThere) {
   for (int sig : {SIGINT, SIGTERM}) {
     const std::string data = Path("signal-data-" + std::to_string(sig));
+    const std::string csv = Path("signal-" + std::to_string(sig) + ".csv");
     std::vector<std::string> args = Mf(data, 1000000);
     args[0] = BinaryDir() + "/pace_mf";
+    args.push_back("--csv=" + csv);
     const std::string err_path = Path("signal.err." + std::to_string(sig));
     Subprocess p;
     ASSERT_TRUE(p.Start(args, err_path).ok());
@@ -242,14 +244,23 @@ TEST_F(AppsResumeTest, SignalStopsAtAClockAndResumeContinuesThere) {
     const long long at = std::stoll(err.substr(prefix.size()));
     EXPECT_GE(at, 3);
 
+    // Every clock before the stop is reported.
+    EXPECT_EQ(CountLines(ReadFile(csv)), 1u + static_cast<size_t>(at)) << ReadFile(csv);
     std::vector<std::string> resume = Mf(data, static_cast<int>(at) + 2);
     resume.push_back("--resume");
+    resume.push_back("--csv=" + csv);
     RunResult r = Run(resume);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("resuming at clock " + std::to_string(at) + "\n"), std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("# done: clocks " + std::to_string(at) + ".."), std::string::npos)
         << r.out;
+    // One CSV of clocks 0 .. at + 1 without a gap or a second header.
+    const std::string text = ReadFile(csv);
+    EXPECT_EQ(CountLines(text), 1u + static_cast<size_t>(at) + 2u) << text;
+    for (long long c = 0; c < at + 2; ++c) {
+      EXPECT_NE(text.find("\n" + std::to_string(c) + ","), std::string::npos) << c << "\n" << text;
+    }
   }
 }
 
