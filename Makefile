@@ -1,7 +1,7 @@
 # PaceDB front door. On a fresh Debian 12 machine:
 #   make demo   installs dependencies (as root), builds Release, trains MF on generated data
 #   make test   installs dependencies, builds Release, runs the test suite (ctest)
-# Other targets: build, asan, tsan, bench, format, format-check, clean.
+# Other targets: build, python, asan, tsan, bench, format, format-check, clean.
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -11,9 +11,12 @@ DEMO_DIR ?= $(BUILD)/demo
 
 DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflatbuffers-dev \
   flatbuffers-compiler libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev googletest \
-  libbenchmark-dev
+  libbenchmark-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-dev
+# Optional: what the tests that need them skip without (mpirun for the MPI
+# launch test, gnuplot for the experiment figures). `make deps-optional`.
+OPTIONAL_PACKAGES := openmpi-bin gnuplot-nox
 
-.PHONY: all deps build demo test asan asan-storage tsan fuzz bench format format-check clean
+.PHONY: all deps deps-optional build python demo test asan asan-storage tsan fuzz bench format format-check clean
 
 all: build
 
@@ -31,11 +34,18 @@ deps:
 	  fi; \
 	fi
 
+deps-optional:
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(OPTIONAL_PACKAGES)"
+
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
+
+# The pacedb Python module (python/README.md), into $(BUILD)/python/pacedb.
+python: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS) --target pacedb_python
 
 demo: build
 	@bash tools/demo.sh $(BUILD) $(DEMO_DIR)

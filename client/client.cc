@@ -290,21 +290,8 @@ Status Worker::IncCell(const Table& t, uint64_t row, uint32_t col, double value)
     impl_->client_->IncDenseCell(impl_->clock_, impl_->stats_.get(), ts, row, col, value);
     return Status::OK();
   }
-  std::string enc;
-  switch (f.type) {
-    case ElementType::kF32:
-      enc = OneCellSparse<float>(col, value);
-      break;
-    case ElementType::kF64:
-      enc = OneCellSparse<double>(col, value);
-      break;
-    case ElementType::kI32:
-      enc = OneCellSparse<int32_t>(col, value);
-      break;
-    case ElementType::kI64:
-      enc = OneCellSparse<int64_t>(col, value);
-      break;
-  }
+  std::string enc = VisitElementType(
+      f.type, [&](auto zero) { return OneCellSparse<decltype(zero)>(col, value); });
   impl_->client_->IncRow(impl_->clock_, impl_->stats_.get(), ts, row, enc);
   return Status::OK();
 }

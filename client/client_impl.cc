@@ -57,6 +57,12 @@ Client::Impl::Impl(const ClientOptions& options, bool embedded)
 }
 
 Client::Impl::~Impl() {
+  {
+    std::lock_guard<std::mutex> l(retry_mu_);
+    retry_stop_ = true;  // no retry thread starts from now on
+    retry_cv_.notify_all();
+  }
+  if (retry_thread_.joinable()) retry_thread_.join();
   for (auto& sh : shards_) sh->channel->Shutdown();
 }
 
@@ -70,6 +76,13 @@ Status Client::Impl::Create(const ClientOptions& options,
                                    std::to_string(options.num_clients));
   }
   if (options.cache_mb == 0) return Status::InvalidArgument("cache_mb must be >= 1");
+  if (options.retry_backoff_min_ms < 1 ||
+      options.retry_backoff_max_ms < options.retry_backoff_min_ms) {
+    return Status::InvalidArgument("retry_backoff_min_ms (" +
+                                   std::to_string(options.retry_backoff_min_ms) +
+                                   ") must be >= 1 and <= retry_backoff_max_ms (" +
+                                   std::to_string(options.retry_backoff_max_ms) + ")");
+  }
   if (channels.empty()) return Status::InvalidArgument("no shards");
   std::unique_ptr<Impl> impl(new Impl(options, embedded));
   const uint32_t n = static_cast<uint32_t>(channels.size());
@@ -119,41 +132,130 @@ void Client::Impl::SendToShard(uint32_t k, net::Message m) {
   shards_[k]->channel->Send(std::move(m));
 }
 
-Status Client::Impl::Call(uint32_t k, net::Message request, net::Message* reply) {
-  uint64_t id = std::visit(
-      [](const auto& body) -> uint64_t {
+namespace {
+
+// The req_id field of a request that expects a reply, or nullptr.
+uint64_t* ReqIdOf(net::Message* m) {
+  return std::visit(
+      [](auto& body) -> uint64_t* {
         using T = std::decay_t<decltype(body)>;
         if constexpr (std::is_same_v<T, net::CreateTable> || std::is_same_v<T, net::ListTables> ||
                       std::is_same_v<T, net::DescribeTable> ||
                       std::is_same_v<T, net::StatsRequest> || std::is_same_v<T, net::Read>) {
-          return body.req_id;
+          return &body.req_id;
         } else {
-          return 0;
+          return nullptr;
         }
       },
-      request);
-  CHECK_NE(id, 0u) << "Call needs a request with a req_id";
+      *m);
+}
+
+}  // namespace
+
+Status Client::Impl::Call(uint32_t k, net::Message request, net::Message* reply) {
+  uint64_t* req_id = ReqIdOf(&request);
+  CHECK(req_id != nullptr && *req_id != 0) << "Call needs a request with a req_id";
   ShardState& sh = *shards_[k];
-  auto rpc = std::make_shared<RpcCall>();
-  {
-    std::lock_guard<std::mutex> l(sh.mu);
-    sh.requests.emplace(id, InFlight{request, rpc});
-  }
-  SendToShard(k, std::move(request));
-  std::unique_lock<std::mutex> l(rpc->mu);
-  while (!rpc->done) {
-    Status h = ShardHealth(k);
-    if (!h.ok()) {
-      l.unlock();
-      std::lock_guard<std::mutex> g(sh.mu);
-      sh.requests.erase(id);
-      return h;
+  InFlight attempts;  // counts the retriable errors
+  for (;;) {
+    const uint64_t id = *req_id;
+    auto rpc = std::make_shared<RpcCall>();
+    {
+      std::lock_guard<std::mutex> l(sh.mu);
+      sh.requests.emplace(id, InFlight{request, rpc});
     }
-    rpc->cv.wait_for(l, std::chrono::milliseconds(50));
+    SendToShard(k, request);
+    {
+      // Woken by the reply (HandleReply) or a health change (NotifyAll).
+      std::unique_lock<std::mutex> l(rpc->mu);
+      while (!rpc->done) {
+        Status h = ShardHealth(k);
+        if (!h.ok()) {
+          l.unlock();
+          std::lock_guard<std::mutex> g(sh.mu);
+          sh.requests.erase(id);
+          return h;
+        }
+        client::WaitUntil(rpc->cv, l, HealthDeadline(k));
+      }
+      *reply = std::move(rpc->reply);
+    }
+    const auto* err = std::get_if<net::Error>(reply);
+    if (err == nullptr) return Status::OK();
+    Status why = err->ToStatus();
+    if (!err->retriable) return why;
+    Status final;
+    const int64_t delay_ms = NextRetryDelayMs(&attempts, why, &final);
+    if (delay_ms < 0) return final;
+    // Back off; only a health change ends the wait early.
+    const client::Deadline due =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms);
+    {
+      std::unique_lock<std::mutex> l(progress_mu_);
+      for (;;) {
+        Status h = ShardHealth(k);
+        if (!h.ok()) return h;
+        if (std::chrono::steady_clock::now() >= due) break;
+        client::WaitUntil(progress_cv_, l, std::min(due, HealthDeadline(k)));
+      }
+    }
+    requests_retried_.fetch_add(1, std::memory_order_relaxed);
+    *req_id = NextReqId();
   }
-  *reply = std::move(rpc->reply);
-  if (auto* err = std::get_if<net::Error>(reply)) return err->ToStatus();
-  return Status::OK();
+}
+
+int64_t Client::Impl::NextRetryDelayMs(InFlight* req, const Status& why, Status* final) {
+  const int64_t now = NowMs();
+  if (req->retries == 0) req->first_error_ms = now;
+  ++req->retries;
+  const int64_t failing_ms = now - req->first_error_ms;
+  if (failing_ms >= options_.shard_timeout_ms) {
+    *final =
+        why.WithPrefix("still failing after " + std::to_string(req->retries - 1) +
+                       " retries over " + std::to_string(failing_ms) + " ms (shard_timeout_ms " +
+                       std::to_string(options_.shard_timeout_ms) + "); last error");
+    return -1;
+  }
+  int64_t delay = options_.retry_backoff_min_ms;
+  for (int i = 1; i < req->retries && delay < options_.retry_backoff_max_ms; ++i) delay *= 2;
+  return std::min(delay, options_.retry_backoff_max_ms);
+}
+
+void Client::Impl::ScheduleRetry(uint32_t k, InFlight req, int64_t delay_ms) {
+  std::lock_guard<std::mutex> l(retry_mu_);
+  if (retry_stop_) return;  // the client is being destroyed
+  if (!retry_thread_.joinable()) retry_thread_ = std::thread([this] { RetryLoop(); });
+  retries_.emplace(std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms),
+                   PendingRetry{k, std::move(req)});
+  retry_cv_.notify_one();
+}
+
+void Client::Impl::RetryLoop() {
+  std::unique_lock<std::mutex> l(retry_mu_);
+  while (!retry_stop_) {
+    if (retries_.empty()) {
+      retry_cv_.wait(l);
+      continue;
+    }
+    auto it = retries_.begin();
+    if (std::chrono::steady_clock::now() < it->first) {
+      retry_cv_.wait_until(l, it->first);
+      continue;
+    }
+    PendingRetry r = std::move(it->second);
+    retries_.erase(it);
+    l.unlock();
+    // Only cache-filling Reads are queued (Call retries in its own thread).
+    if (auto* read = std::get_if<net::Read>(&r.req.msg)) {
+      if (shards_[r.shard]->failed.load(std::memory_order_acquire)) {
+        ReleaseReadMarks(*read);  // nobody will answer it
+      } else {
+        requests_retried_.fetch_add(1, std::memory_order_relaxed);
+        SendCacheRead(r.shard, std::move(*read), r.req.retries, r.req.first_error_ms);
+      }
+    }
+    l.lock();
+  }
 }
 
 // --- Tables ------------------------------------------------------------------
@@ -375,7 +477,8 @@ Status Client::Impl::WaitProgress(const std::function<bool()>& done,
         result = h.WithPrefix(what);
         break;
       }
-      progress_cv_.wait_for(l, std::chrono::milliseconds(50));
+      // Woken by acks, replies, pushes and health changes.
+      client::WaitUntil(progress_cv_, l, AllShardsHealthDeadline());
     }
   }
   if (ws != nullptr) {
@@ -460,6 +563,20 @@ Status Client::Impl::AllShardsHealth() const {
   return Status::OK();
 }
 
+client::Deadline Client::Impl::HealthDeadline(uint32_t k) const {
+  const ShardState& sh = *shards_[k];
+  if (sh.connected.load(std::memory_order_acquire)) return client::kNoDeadline;
+  // ShardHealth fails once away > shard_timeout_ms (whole milliseconds).
+  return client::Deadline(
+      std::chrono::milliseconds(sh.disconnected_since_ms.load() + options_.shard_timeout_ms + 1));
+}
+
+client::Deadline Client::Impl::AllShardsHealthDeadline() const {
+  client::Deadline d = client::kNoDeadline;
+  for (uint32_t k = 0; k < num_shards(); ++k) d = std::min(d, HealthDeadline(k));
+  return d;
+}
+
 void Client::Impl::SetFatal(uint32_t k, const Status& s) {
   ShardState& sh = *shards_[k];
   {
@@ -477,8 +594,25 @@ void Client::Impl::NotifyAll() {
     std::lock_guard<client::SpinMutex> l(st.mu);
     st.cv.notify_all();
   }
-  std::lock_guard<std::mutex> l(progress_mu_);
-  progress_cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> l(progress_mu_);
+    progress_cv_.notify_all();
+  }
+  // Calls waiting for a reply. Collected under ShardState::mu, notified after
+  // it is released (Call holds RpcCall::mu while it takes ShardState::mu).
+  for (auto& sh : shards_) {
+    std::vector<std::shared_ptr<RpcCall>> rpcs;
+    {
+      std::lock_guard<std::mutex> l(sh->mu);
+      for (const auto& [id, req] : sh->requests) {
+        if (req.rpc != nullptr) rpcs.push_back(req.rpc);
+      }
+    }
+    for (const auto& rpc : rpcs) {
+      std::lock_guard<std::mutex> l(rpc->mu);
+      rpc->cv.notify_all();
+    }
+  }
 }
 
 void Client::Impl::NoteShardClock(uint32_t k, Version v) {
@@ -527,6 +661,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
   r.rows_received = rows_received_.load();
   r.batches_sent = batches_sent_.load();
   r.batches_resent = batches_resent_.load();
+  r.requests_retried = requests_retried_.load();
   return r;
 }
 
@@ -594,6 +729,7 @@ ClientStats Client::Impl::Stats() const {
   s.rows_received = r.rows_received - base.rows_received;
   s.batches_sent = r.batches_sent - base.batches_sent;
   s.batches_resent = r.batches_resent - base.batches_resent;
+  s.requests_retried = r.requests_retried - base.requests_retried;
   uint64_t cache = 0;
   for (CacheStripe& st : stripes_) {
     std::lock_guard<client::SpinMutex> l(st.mu);

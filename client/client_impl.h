@@ -33,6 +33,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -56,9 +57,16 @@ struct RpcCall {
 };
 
 // A request in flight, re-sent after a reconnect. Reads have no RpcCall.
+// A cache-filling Read owns the reads_in_flight marks of its rows: from the
+// moment they are added until the Read is answered, or released when it fails
+// (ReleaseReadMarks); it keeps them while it waits to be retried.
 struct InFlight {
   net::Message msg;
   std::shared_ptr<RpcCall> rpc;
+  // Retriable errors that answered this request so far, and when the first
+  // of them came (NowMs).
+  int retries = 0;
+  int64_t first_error_ms = 0;
 };
 
 // A sent, unacknowledged Apply: its clock and the rows it carried (their
@@ -95,6 +103,20 @@ inline int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+using Deadline = std::chrono::steady_clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+
+// cv.wait(lock) until notified or `deadline` (kNoDeadline: no timeout).
+// Spurious wake-ups are possible: callers re-check their condition in a loop.
+template <typename Cv, typename Lock>
+void WaitUntil(Cv& cv, Lock& lock, Deadline deadline) {
+  if (deadline == kNoDeadline) {
+    cv.wait(lock);
+  } else {
+    cv.wait_until(lock, deadline);
+  }
 }
 
 // Approximate encoded size of a message's payload (row bytes + keys + a fixed
@@ -196,8 +218,12 @@ class Client::Impl : public client::ChannelListener {
   void SendRead(client::CacheEntry* e, Version min_version, bool subscribe);
   // Sends a cache-filling Read (any number of rows) to shard k with a fresh
   // req_id, recorded for re-sending after a reconnect. The caller has added
-  // the rows' reads_in_flight.
-  void SendCacheRead(uint32_t k, net::Read r);
+  // the rows' reads_in_flight (only SendRead and ReadGatherer do).
+  void SendCacheRead(uint32_t k, net::Read r, int retries = 0, int64_t first_error_ms = 0);
+  // Removes the reads_in_flight marks of a Read that will not be answered and
+  // wakes the rows' waiters (they send their own Read or see the failure).
+  void ReleaseReadMarks(const net::Read& r);
+  class ReadGatherer;
   // Evicts over-budget values of `st` (stripe lock held), sending
   // Unsubscribe for subscribed ones.
   void EvictLocked(client::CacheStripe& st);
@@ -206,9 +232,25 @@ class Client::Impl : public client::ChannelListener {
   // a fatal protocol error).
   Status ShardHealth(uint32_t k) const;
   Status AllShardsHealth() const;
+  // When ShardHealth(k) (AllShardsHealth) turns bad by time alone: a
+  // disconnected shard's shard_timeout_ms runs out. kNoDeadline if connected.
+  // Every other change of health notifies (SetFatal, OnDisconnect,
+  // OnReconnect call NotifyAll), so waiters need no poll interval.
+  client::Deadline HealthDeadline(uint32_t k) const;
+  client::Deadline AllShardsHealthDeadline() const;
   void SetFatal(uint32_t k, const Status& s);
   // Wakes every waiter (stripes, progress, rpcs) to re-check state.
   void NotifyAll();
+
+  // --- Retries of retriable shard errors ------------------------------------
+  // After a retriable error `why` answering *req: counts it and returns the
+  // backoff (ms) before sending the request again, or -1 once it has been
+  // failing for shard_timeout_ms (*final is then the status to fail with).
+  int64_t NextRetryDelayMs(client::InFlight* req, const Status& why, Status* final);
+  // Queues a cache-filling Read to be re-sent to shard k after delay_ms.
+  void ScheduleRetry(uint32_t k, client::InFlight req, int64_t delay_ms);
+  // The retry thread: re-sends queued Reads when due (started on first use).
+  void RetryLoop();
 
   // Sends batches for clocks [from, to). REQUIRES: send_mu_ held.
   void SendClocks(ClockT from, ClockT to);
@@ -263,9 +305,19 @@ class Client::Impl : public client::ChannelListener {
 
   std::atomic<uint64_t> next_req_id_{1};
 
+  struct PendingRetry {
+    uint32_t shard;
+    client::InFlight req;
+  };
+  std::mutex retry_mu_;
+  std::condition_variable retry_cv_;                       // a retry was queued, or stop
+  std::multimap<client::Deadline, PendingRetry> retries_;  // guarded by retry_mu_, by due time
+  bool retry_stop_ = false;                                // guarded by retry_mu_
+  std::thread retry_thread_;                               // started under retry_mu_
+
   // Client-wide counters (not on hot paths).
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, rows_sent_{0}, rows_received_{0},
-      batches_sent_{0}, batches_resent_{0};
+      batches_sent_{0}, batches_resent_{0}, requests_retried_{0};
 
   // ResetStats baseline (raw totals at the last reset). Guarded by stats_mu_.
   mutable std::mutex stats_mu_;
@@ -277,7 +329,8 @@ class Client::Impl : public client::ChannelListener {
   struct RawStats {
     std::vector<RawTable> tables;  // by table index
     uint64_t get_blocked_ns = 0, clock_blocked_ns = 0, bytes_sent = 0, bytes_received = 0,
-             rows_sent = 0, rows_received = 0, batches_sent = 0, batches_resent = 0;
+             rows_sent = 0, rows_received = 0, batches_sent = 0, batches_resent = 0,
+             requests_retried = 0;
   };
   RawStats RawTotals() const;
   RawStats baseline_;

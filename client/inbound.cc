@@ -54,21 +54,26 @@ void Client::Impl::HandleReply(uint32_t k, uint64_t req_id, net::Message m) {
     req.rpc->cv.notify_all();
     return;
   }
-  // An Error answering one of our Reads: the shard cannot serve the row
-  // (e.g. an unknown table). Nothing to retry: fail the shard loudly.
+  // An Error answering one of our cache-filling Reads. A transient one (the
+  // shard marks it retriable: busy, a failed store read) is retried with
+  // backoff, the rows keeping their marks so that Gets wait for it instead of
+  // asking again; any other (e.g. an unknown table) cannot succeed by asking
+  // again: release the marks and fail the shard with the shard's message.
   if (const auto* read = std::get_if<net::Read>(&req.msg)) {
-    for (uint64_t row : read->rows) {
-      RowKey key{read->table, row};
-      CacheStripe& st = StripeFor(key);
-      std::lock_guard<client::SpinMutex> l(st.mu);
-      if (CacheEntry* e = st.Find(key)) {
-        e->ReadAnswered(read->min_version);
-        st.MaybeErase(e);
-      }
-    }
     const auto* err = std::get_if<net::Error>(&m);
-    SetFatal(k, (err ? err->ToStatus() : Status::Internal(net::MessageName(m)))
-                    .WithPrefix("Read of table " + std::to_string(read->table) + " failed"));
+    Status why = err ? err->ToStatus() : Status::Internal(net::MessageName(m));
+    if (err != nullptr && err->retriable && !sh.failed.load(std::memory_order_acquire)) {
+      Status final;
+      const int64_t delay_ms = NextRetryDelayMs(&req, why, &final);
+      if (delay_ms >= 0) {
+        ScheduleRetry(k, std::move(req), delay_ms);
+        return;
+      }
+      why = final;
+    }
+    // Failed first: the waiters the release wakes then see why.
+    SetFatal(k, why.WithPrefix("Read of table " + std::to_string(read->table) + " failed"));
+    ReleaseReadMarks(*read);
   }
 }
 

@@ -67,8 +67,19 @@ struct ClientOptions {
   // How long to keep trying to connect at Open. Default: 10000.
   int64_t connect_timeout_ms = 10000;
   // A shard unreachable for longer than this makes Get/Clock return
-  // Unavailable instead of blocking forever. Default: 60000.
+  // Unavailable instead of blocking forever. A connection that goes silent
+  // (link down, host gone) counts as lost after half of it (TCP keepalive and
+  // TCP_USER_TIMEOUT), so such calls fail within ~1.5x. Default: 60000.
   int64_t shard_timeout_ms = 60000;
+  // A shard's transient answer to a request (an Error the shard marks
+  // retriable: too many parked reads, a failed read of its store, shutting
+  // down) is not fatal: the request is sent again after a backoff that starts
+  // at retry_backoff_min_ms and doubles up to retry_backoff_max_ms. A request
+  // that keeps failing for shard_timeout_ms fails its shard with the last
+  // error. Errors the shard does not mark retriable (unknown table, bad rows)
+  // fail at once with the shard's message. Defaults: 1, 200.
+  int64_t retry_backoff_min_ms = 1;
+  int64_t retry_backoff_max_ms = 200;
 };
 
 // A handle to a table. Cheap to copy. Valid while its Client lives.
@@ -130,7 +141,10 @@ struct ClientStats {
   uint64_t rows_received = 0;
   uint64_t batches_sent = 0;
   uint64_t batches_resent = 0;  // re-sent after a reconnect
-  uint64_t cache_bytes = 0;     // current cache size
+  // Requests sent again after a retriable shard error (ClientOptions::
+  // retry_backoff_min_ms).
+  uint64_t requests_retried = 0;
+  uint64_t cache_bytes = 0;  // current cache size
 };
 
 class Worker;

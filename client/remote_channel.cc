@@ -12,6 +12,10 @@ namespace {
 // Each reconnect attempt runs RemoteShard::Connect for at most this long
 // (it backs off internally), then starts over.
 constexpr int kReconnectSliceMs = 2000;
+// Between failed slices the loop backs off from the min to the max (doubling),
+// woken early only by Shutdown.
+constexpr int64_t kReconnectBackoffMinMs = 10;
+constexpr int64_t kReconnectBackoffMaxMs = 100;
 }  // namespace
 
 RemoteChannel::RemoteChannel(uint32_t shard, net::RemoteShardOptions options)
@@ -114,6 +118,7 @@ void RemoteChannel::ReconnectLoop() {
     }
     std::unique_ptr<net::RemoteShard> conn;
     Status s;
+    int64_t backoff_ms = kReconnectBackoffMinMs;
     for (;;) {
       {
         std::lock_guard<std::mutex> g(mu_);
@@ -122,8 +127,10 @@ void RemoteChannel::ReconnectLoop() {
       s = ConnectOnce(kReconnectSliceMs, &conn, gen);
       if (s.ok()) break;
       VLOG(1) << Describe() << ": reconnect attempt failed: " << s.ToString();
+      const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
+      backoff_ms = std::min(2 * backoff_ms, kReconnectBackoffMaxMs);
       std::unique_lock<std::mutex> g(mu_);
-      cv_.wait_for(g, std::chrono::milliseconds(100), [&] { return stopping_; });
+      cv_.wait_until(g, next, [&] { return stopping_; });
     }
     net::Welcome welcome = conn->welcome();
     {

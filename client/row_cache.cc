@@ -1,77 +1,8 @@
 #include "client/row_cache.h"
 
 #include <algorithm>
-#include <cstring>
-#include <type_traits>
 
 namespace pace::client {
-
-namespace {
-
-template <typename T>
-void AddCellTyped(char* data, uint32_t col, double value) {
-  T x;
-  std::memcpy(&x, data + sizeof(T) * col, sizeof(T));
-  if constexpr (std::is_integral_v<T>) {
-    // Wrap like AddRow does for integers.
-    using U = std::make_unsigned_t<T>;
-    x = static_cast<T>(static_cast<U>(x) + static_cast<U>(static_cast<T>(value)));
-  } else {
-    x = static_cast<T>(x + static_cast<T>(value));
-  }
-  std::memcpy(data + sizeof(T) * col, &x, sizeof(T));
-}
-
-void AddCell(ElementType t, char* data, uint32_t col, double value) {
-  switch (t) {
-    case ElementType::kF32:
-      AddCellTyped<float>(data, col, value);
-      break;
-    case ElementType::kF64:
-      AddCellTyped<double>(data, col, value);
-      break;
-    case ElementType::kI32:
-      AddCellTyped<int32_t>(data, col, value);
-      break;
-    case ElementType::kI64:
-      AddCellTyped<int64_t>(data, col, value);
-      break;
-  }
-}
-
-}  // namespace
-
-void EntryTable::Erase(const RowKey& key, size_t hash) {
-  const size_t mask = slots_.size() - 1;
-  size_t i = Home(hash, mask);
-  for (;; i = (i + 1) & mask) {
-    if (slots_[i].entry == nullptr) return;
-    if (slots_[i].row == key.row && slots_[i].table == key.table) break;
-  }
-  delete slots_[i].entry;
-  slots_[i] = Slot();
-  --size_;
-  // Shift later members of the probe run back into the hole.
-  for (size_t j = (i + 1) & mask; slots_[j].entry != nullptr; j = (j + 1) & mask) {
-    size_t home = Home(RowKeyHash()(slots_[j].entry->key), mask);
-    // Slot j may move to the hole i unless its home lies cyclically in (i, j].
-    bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-    if (!stays) {
-      slots_[i] = slots_[j];
-      slots_[j] = Slot();
-      i = j;
-    }
-  }
-}
-
-void EntryTable::Grow() {
-  std::vector<Slot> old;
-  old.swap(slots_);
-  slots_.assign(old.size() * 2, Slot());
-  for (const Slot& s : old) {
-    if (s.entry != nullptr) Place(s, RowKeyHash()(s.entry->key));
-  }
-}
 
 CacheEntry* CacheStripe::FindOrCreate(const RowKey& key, uint32_t shard, TableState* table) {
   const size_t hash = RowKeyHash()(key);
@@ -117,7 +48,7 @@ void CacheStripe::AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double val
     AddDelta(e, c, ZeroRow(f));  // registers the clock
     p = e->FindPending(c);
   }
-  AddCell(f.type, p->delta.data(), col, value);
+  ::pace::AddDenseCell(f.type, p->delta.data(), col, value);
 }
 
 const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c) {

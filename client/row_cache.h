@@ -34,13 +34,14 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "client/spin_mutex.h"
 #include "client/table_state.h"
 #include "common/clock.h"
+#include "common/element.h"
+#include "common/flat_table.h"
 #include "common/row.h"
 
 namespace pace::client {
@@ -112,19 +113,8 @@ struct CacheEntry {
   }
 };
 
-// dst[i] += src[i] for n elements; integers wrap (two's complement) like
-// AddRow. Inline so the hot Inc path is one vectorized loop per buffer.
-template <typename T>
-inline void AddInPlace(T* __restrict dst, const T* __restrict src, size_t n) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    for (size_t i = 0; i < n; ++i) {
-      dst[i] = static_cast<T>(static_cast<U>(dst[i]) + static_cast<U>(src[i]));
-    }
-  } else {
-    for (size_t i = 0; i < n; ++i) dst[i] += src[i];
-  }
-}
+// The element add of common/element.h (integers wrap, floats in order).
+using ::pace::AddInPlace;
 
 // What a reader sees of a dense row (value + open deltas), as T[width].
 // REQUIRES: e.has_value.
@@ -135,15 +125,7 @@ inline void ReadDense(const CacheEntry& e, size_t width, T* out) {
     std::memcpy(out, v, width * sizeof(T));
     return;
   }
-  const T* d = reinterpret_cast<const T*>(e.open.delta.data());
-  if constexpr (std::is_integral_v<T>) {  // one fused pass: out = value + delta
-    using U = std::make_unsigned_t<T>;
-    for (size_t i = 0; i < width; ++i) {
-      out[i] = static_cast<T>(static_cast<U>(v[i]) + static_cast<U>(d[i]));
-    }
-  } else {
-    for (size_t i = 0; i < width; ++i) out[i] = v[i] + d[i];
-  }
+  AddInto(out, v, reinterpret_cast<const T*>(e.open.delta.data()), width);
   if (!e.HasMoreOpenDeltas()) return;
   for (const PendingDelta& p : e.pending) {
     if (!p.sealed) AddInPlace(out, reinterpret_cast<const T*>(p.delta.data()), width);
@@ -158,8 +140,8 @@ std::string_view ReaderView(const CacheEntry& e, const RowFormat& f, std::string
 // slots (at most half full), the ring slot, malloc headers.
 inline constexpr size_t kEntryOverheadBytes = sizeof(CacheEntry) + 2 * 24 + 8 + 16;
 
-// RowKey -> CacheEntry*: open addressing with linear probing over slots that
-// hold the key inline, so a lookup touches one slot and then the entry (a
+// RowKey -> CacheEntry*: a FlatTable (common/flat_table.h) whose slots hold
+// the key inline, so a lookup touches one slot and then the entry (a
 // node-based std::unordered_map touches two to four lines more). Entries are
 // heap-allocated and owned here; their addresses are stable until Erase.
 // `hash` is RowKeyHash of the key. Thread-compatible.
@@ -167,53 +149,42 @@ class EntryTable {
  public:
   EntryTable() : slots_(16) {}
   ~EntryTable() {
-    for (Slot& s : slots_) delete s.entry;
+    slots_.ForEach([](Slot& s) { delete s.entry; });
   }
   EntryTable(const EntryTable&) = delete;
   EntryTable& operator=(const EntryTable&) = delete;
 
   CacheEntry* Find(const RowKey& key, size_t hash) const {
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = Home(hash, mask);; i = (i + 1) & mask) {
-      const Slot& s = slots_[i];
-      if (s.entry == nullptr) return nullptr;
-      if (s.row == key.row && s.table == key.table) {
-        // Start loading the value while the caller loads the entry: the two
-        // cache misses of a hit then overlap instead of following each other.
-        __builtin_prefetch(s.value_hint);
-        __builtin_prefetch(s.value_hint + 64);
-        return s.entry;
-      }
-    }
+    const Slot* s = slots_.Find(Home(hash), Match{key});
+    if (s == nullptr) return nullptr;
+    // Start loading the value while the caller loads the entry: the two
+    // cache misses of a hit then overlap instead of following each other.
+    __builtin_prefetch(s->value_hint);
+    __builtin_prefetch(s->value_hint + 64);
+    return s->entry;
   }
   // Records where the entry's value bytes are, for Find's prefetch (only a
   // hint: a stale one costs a useless prefetch, never a wrong result).
   void SetValueHint(const RowKey& key, size_t hash, const char* data) {
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = Home(hash, mask); slots_[i].entry != nullptr; i = (i + 1) & mask) {
-      if (slots_[i].row == key.row && slots_[i].table == key.table) {
-        slots_[i].value_hint = data;
-        return;
-      }
-    }
+    Slot* s = slots_.Find(Home(hash), Match{key});
+    if (s != nullptr) s->value_hint = data;
   }
   // REQUIRES: no entry for the key.
   CacheEntry* Insert(const RowKey& key, size_t hash) {
-    if (2 * (size_ + 1) > slots_.size()) Grow();
     CacheEntry* e = new CacheEntry;
     e->key = key;
-    Place(Slot{key.row, key.table, e}, hash);
-    ++size_;
+    slots_.Insert(Home(hash), Slot{key.row, key.table, e, nullptr});
     return e;
   }
-  // Deletes the entry (backward-shift deletion: no tombstones).
-  void Erase(const RowKey& key, size_t hash);
-  size_t size() const { return size_; }
+  // Deletes the entry.
+  void Erase(const RowKey& key, size_t hash) {
+    Slot removed;
+    if (slots_.Erase(Home(hash), Match{key}, &removed)) delete removed.entry;
+  }
+  size_t size() const { return slots_.size(); }
   template <typename F>
   void ForEach(F&& f) {
-    for (Slot& s : slots_) {
-      if (s.entry != nullptr) f(s.entry);
-    }
+    slots_.ForEach([&f](Slot& s) { f(s.entry); });
   }
 
  private:
@@ -223,18 +194,18 @@ class EntryTable {
     CacheEntry* entry = nullptr;
     const char* value_hint = nullptr;  // see SetValueHint
   };
-  // The stripe is chosen by the hash's low bits: use higher ones here.
-  static size_t Home(size_t hash, size_t mask) { return (hash >> 17) & mask; }
-  void Place(Slot s, size_t hash) {
-    const size_t mask = slots_.size() - 1;
-    size_t i = Home(hash, mask);
-    while (slots_[i].entry != nullptr) i = (i + 1) & mask;
-    slots_[i] = s;
-  }
-  void Grow();
+  // The stripe is chosen by the hash's low bits: probe with higher ones.
+  static size_t Home(size_t hash) { return hash >> 17; }
+  struct Policy {
+    static bool IsEmpty(const Slot& s) { return s.entry == nullptr; }
+    static size_t Hash(const Slot& s) { return Home(RowKeyHash()(RowKey{s.table, s.row})); }
+  };
+  struct Match {
+    RowKey key;
+    bool operator()(const Slot& s) const { return s.row == key.row && s.table == key.table; }
+  };
 
-  std::vector<Slot> slots_;  // size is a power of two
-  size_t size_ = 0;
+  FlatTable<Slot, Policy> slots_;
 };
 
 struct alignas(64) CacheStripe {

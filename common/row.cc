@@ -1,7 +1,7 @@
 #include "common/row.h"
 
+#include <algorithm>
 #include <cmath>
-#include <type_traits>
 
 #include "common/hash.h"
 
@@ -47,26 +47,6 @@ Status ValidateSparse(const RowFormat& f, std::string_view b) {
   return Status::OK();
 }
 
-// dst[i] += src[i] through memcpy, so buffers need no alignment (row bytes
-// come from the network and from RocksDB); compilers turn it into plain loads.
-template <typename T>
-void AddTyped(void* dst, const void* src, size_t n) {
-  char* d = static_cast<char*>(dst);
-  const char* s = static_cast<const char*>(src);
-  for (size_t i = 0; i < n; ++i) {
-    T a, b;
-    std::memcpy(&a, d + i * sizeof(T), sizeof(T));
-    std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-    if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      a = static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-    } else {
-      a += b;
-    }
-    std::memcpy(d + i * sizeof(T), &a, sizeof(T));
-  }
-}
-
 template <typename T>
 void AddSparseTyped(std::string* value, std::string_view delta) {
   auto a = DecodeSparse<T>(*value);
@@ -81,8 +61,7 @@ void AddSparseTyped(std::string* value, std::string_view delta) {
       if (d[j].second != T(0)) out.push_back(d[j]);
       ++j;
     } else {
-      T sum = a[i].second;
-      AddTyped<T>(&sum, &d[j].second, 1);
+      T sum = AddElement(a[i].second, d[j].second);
       if (sum != T(0)) out.emplace_back(a[i].first, sum);
       ++i;
       ++j;
@@ -110,20 +89,14 @@ Status ValidateRow(const RowFormat& f, std::string_view bytes) {
 }
 
 void AddDenseElements(ElementType t, void* dst, const void* src, size_t n) {
-  switch (t) {
-    case ElementType::kF32:
-      AddTyped<float>(dst, src, n);
-      break;
-    case ElementType::kF64:
-      AddTyped<double>(dst, src, n);
-      break;
-    case ElementType::kI32:
-      AddTyped<int32_t>(dst, src, n);
-      break;
-    case ElementType::kI64:
-      AddTyped<int64_t>(dst, src, n);
-      break;
-  }
+  VisitElementType(t, [&](auto zero) { AddUnaligned<decltype(zero)>(dst, src, n); });
+}
+
+void AddDenseCell(ElementType t, void* data, uint32_t col, double value) {
+  VisitElementType(t, [&](auto zero) {
+    using T = decltype(zero);
+    StoreElement<T>(data, col, AddElement(LoadElement<T>(data, col), static_cast<T>(value)));
+  });
 }
 
 void AddRowUnchecked(const RowFormat& f, std::string* value, std::string_view delta) {
@@ -136,20 +109,7 @@ void AddRowUnchecked(const RowFormat& f, std::string* value, std::string_view de
     return;
   }
   if (value->empty()) value->assign(4, '\0');
-  switch (f.type) {
-    case ElementType::kF32:
-      AddSparseTyped<float>(value, delta);
-      break;
-    case ElementType::kF64:
-      AddSparseTyped<double>(value, delta);
-      break;
-    case ElementType::kI32:
-      AddSparseTyped<int32_t>(value, delta);
-      break;
-    case ElementType::kI64:
-      AddSparseTyped<int64_t>(value, delta);
-      break;
-  }
+  VisitElementType(f.type, [&](auto zero) { AddSparseTyped<decltype(zero)>(value, delta); });
 }
 
 Status AddRow(const RowFormat& f, std::string* value, std::string_view delta) {
@@ -202,29 +162,31 @@ std::string ZeroRow(const RowFormat& f) {
 }
 
 double DenseElementAsDouble(ElementType t, const char* data, size_t i) {
-  switch (t) {
-    case ElementType::kF32: {
-      float x;
-      std::memcpy(&x, data + 4 * i, 4);
-      return x;
+  return VisitElementType(
+      t, [&](auto zero) { return static_cast<double>(LoadElement<decltype(zero)>(data, i)); });
+}
+
+bool SparseHasZero(const RowFormat& f, std::string_view row) {
+  return VisitElementType(f.type, [&](auto zero) {
+    using T = decltype(zero);
+    const uint32_t n = SparseCount(row);
+    const char* vals = row.data() + 4 + 4 * static_cast<size_t>(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (LoadElement<T>(vals, i) == T(0)) return true;
     }
-    case ElementType::kF64: {
-      double x;
-      std::memcpy(&x, data + 8 * i, 8);
-      return x;
-    }
-    case ElementType::kI32: {
-      int32_t x;
-      std::memcpy(&x, data + 4 * i, 4);
-      return x;
-    }
-    case ElementType::kI64: {
-      int64_t x;
-      std::memcpy(&x, data + 8 * i, 8);
-      return static_cast<double>(x);
-    }
-  }
-  return 0;
+    return false;
+  });
+}
+
+void StripSparseZeros(const RowFormat& f, std::string_view row, std::string* out) {
+  VisitElementType(f.type, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<std::pair<uint32_t, T>> entries = DecodeSparse<T>(row);
+    entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                 [](const std::pair<uint32_t, T>& e) { return e.second == T(0); }),
+                  entries.end());
+    *out = EncodeSparse(entries);
+  });
 }
 
 uint32_t SparseCount(std::string_view bytes) {

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/element.h"
 #include "common/schema.h"
 #include "common/status.h"
 
@@ -57,8 +58,19 @@ Status AddRow(const RowFormat& f, std::string* value, std::string_view delta);
 // empty). For hot paths whose inputs were validated on entry.
 void AddRowUnchecked(const RowFormat& f, std::string* value, std::string_view delta);
 
-// Element-wise dst[i] += src[i] for `n` elements of type `t`.
+// Element-wise dst[i] += src[i] for `n` elements of type `t` (the add of
+// common/element.h); neither pointer needs alignment.
 void AddDenseElements(ElementType t, void* dst, const void* src, size_t n);
+
+// One cell of a dense row: element `col` += `value` converted to the element
+// type (static_cast, then the add of common/element.h). REQUIRES: col < width.
+void AddDenseCell(ElementType t, void* data, uint32_t col, double value);
+
+// For a valid sparse row of format `f`: true if it has an explicit zero entry
+// (allowed in deltas, never stored).
+bool SparseHasZero(const RowFormat& f, std::string_view row);
+// *out = `row` without its zero entries. REQUIRES: a valid sparse row.
+void StripSparseZeros(const RowFormat& f, std::string_view row, std::string* out);
 
 // The initializer's value for one cell: a pure function of
 // (table id, row, column, seed). Zeros for the zeros initializer.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "common/hash.h"
 
@@ -117,11 +118,9 @@ TEST(RowTest, InitializersAreDeterministicAndInRange) {
   EXPECT_EQ(a, b);
   auto v = DecodeDense<float>(a);
   ASSERT_EQ(v.size(), 64u);
-  double sum = 0;
   for (float x : v) {
     EXPECT_GE(x, -0.5f);
     EXPECT_LT(x, 0.5f);
-    sum += x;
   }
   EXPECT_NE(v[0], v[1]);
   std::string other;
@@ -171,6 +170,55 @@ TEST(RowTest, PlacementIsStable) {
   for (uint64_t r = 0; r < 4000; ++r) counts[ShardOf(1, r, 4)]++;
   for (uint32_t c : counts) EXPECT_NEAR(c, 1000, 150);
   EXPECT_EQ(Mix64(0), 0xE220A8397B1DCDAFull);
+}
+
+TEST(ElementTest, AddWrapsIntegersAndAddsFloatsInOrder) {
+  EXPECT_EQ(AddElement<int32_t>(INT32_MAX, 1), INT32_MIN);
+  EXPECT_EQ(AddElement<int64_t>(INT64_MIN, -1), INT64_MAX);
+  // (a + b) + c != a + (b + c) here: sums are taken left to right.
+  float a = 1e8f, b = -1e8f, c = 1.0f;
+  float v[1] = {a};
+  const float d1[1] = {b}, d2[1] = {c};
+  AddInPlace(v, d1, 1);
+  AddInPlace(v, d2, 1);
+  EXPECT_EQ(v[0], (a + b) + c);
+  EXPECT_NE(v[0], a + (b + c));
+  int32_t out[2];
+  const int32_t x[2] = {INT32_MAX, 3}, y[2] = {2, -5};
+  AddInto(out, x, y, 2);
+  EXPECT_EQ(out[0], INT32_MIN + 1);
+  EXPECT_EQ(out[1], -2);
+}
+
+TEST(ElementTest, VisitMapsEachTypeToItsCxxType) {
+  EXPECT_EQ(VisitElementType(ElementType::kF32, [](auto z) { return sizeof(z); }), 4u);
+  EXPECT_EQ(VisitElementType(ElementType::kF64, [](auto z) { return sizeof(z); }), 8u);
+  EXPECT_TRUE(VisitElementType(ElementType::kI32,
+                               [](auto z) { return std::is_same_v<decltype(z), int32_t>; }));
+  EXPECT_TRUE(VisitElementType(ElementType::kI64,
+                               [](auto z) { return std::is_same_v<decltype(z), int64_t>; }));
+}
+
+TEST(RowTest, DenseCellAndUnalignedAdd) {
+  std::string v = std::string(1, 'x') + EncodeDense<int64_t>({INT64_MAX, 7});
+  AddDenseCell(ElementType::kI64, v.data() + 1, 0, 1.0);  // odd address, wraps
+  AddDenseCell(ElementType::kI64, v.data() + 1, 1, -9.0);
+  EXPECT_EQ(DecodeDense<int64_t>(v.substr(1)), (std::vector<int64_t>{INT64_MIN, -2}));
+  std::string f = EncodeDense<float>({1.5f});
+  AddDenseCell(ElementType::kF32, f.data(), 0, 0.25);
+  EXPECT_EQ(DecodeDense<float>(f)[0], 1.75f);
+  EXPECT_EQ(DenseElementAsDouble(ElementType::kI32, EncodeDense<int32_t>({-3}).data(), 0), -3.0);
+}
+
+TEST(RowTest, SparseZerosFoundAndStripped) {
+  auto f = Fmt(RowKind::kSparse, ElementType::kF64, 0);
+  std::string d =
+      EncodeSparse<double>(std::vector<std::pair<uint32_t, double>>{{1, 0.0}, {4, 2.0}, {9, 0.0}});
+  EXPECT_TRUE(SparseHasZero(f, d));
+  std::string out;
+  StripSparseZeros(f, d, &out);
+  EXPECT_EQ(DecodeSparse<double>(out), (std::vector<std::pair<uint32_t, double>>{{4, 2.0}}));
+  EXPECT_FALSE(SparseHasZero(f, out));
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ ShardService::ShardService(const ShardServiceOptions& options, std::unique_ptr<S
 ShardService::~ShardService() {
   std::lock_guard<std::mutex> lock(mu_);
   for (ParkedRead& p : parked_.TakeReady(INT64_MAX)) {
-    p.session->Send(net::Error{p.read.req_id, StatusCode::kAborted, "shard shutting down"});
+    p.session->Send(
+        net::Error{p.read.req_id, StatusCode::kAborted, "shard shutting down", /*retriable=*/true});
   }
 }
 
@@ -144,9 +145,10 @@ void ShardService::OnMessage(const SessionPtr& s, net::Message m) {
   s->Close(Status::InvalidArgument(std::string("unexpected ") + name + " message from a client"));
 }
 
-void ShardService::SendError(const SessionPtr& s, uint64_t req_id, const Status& st) {
+void ShardService::SendError(const SessionPtr& s, uint64_t req_id, const Status& st,
+                             bool retriable) {
   counters_.request_errors.fetch_add(1, std::memory_order_relaxed);
-  s->Send(net::Error{req_id, st.code(), st.message()});
+  s->Send(net::Error{req_id, st.code(), st.message(), retriable});
 }
 
 // --- Catalog -------------------------------------------------------------------

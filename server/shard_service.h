@@ -155,7 +155,8 @@ class ShardService : public net::ServiceHandler {
   void HandleListTables(const SessionPtr& s, const net::ListTables& m);
   void HandleDescribeTable(const SessionPtr& s, const net::DescribeTable& m);
   void HandleStats(const SessionPtr& s, const net::StatsRequest& m);
-  void SendError(const SessionPtr& s, uint64_t req_id, const Status& st);
+  // `retriable`: the condition is transient (net::Error::retriable).
+  void SendError(const SessionPtr& s, uint64_t req_id, const Status& st, bool retriable = false);
 
   // Checks that every row belongs to this shard (if check_placement).
   Status CheckPlacement(uint32_t table, uint64_t row) const;

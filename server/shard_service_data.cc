@@ -64,7 +64,8 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
         Status::ResourceExhausted("too many parked reads (" + std::to_string(parked) +
                                   ") on this connection waiting for the shard clock to reach " +
                                   std::to_string(m.min_version) + " (it is " +
-                                  std::to_string(clocks_.Min()) + ")"));
+                                  std::to_string(clocks_.Min()) + ")"),
+        /*retriable=*/true);
   }
   ++parked;
   counters_.parked_reads.fetch_add(1, std::memory_order_relaxed);
@@ -77,7 +78,11 @@ void ShardService::AnswerRead(const SessionPtr& s, const net::Read& read) {
   Status st = store_->MultiGet(read.table, read.rows, &values);
   if (!st.ok() || values.size() != read.rows.size()) {
     if (st.ok()) st = Status::Internal("MultiGet returned a wrong number of values");
-    return SendError(s, read.req_id, st);
+    // A store read that failed (IOError, Unavailable, Aborted) may succeed if asked again.
+    const bool transient = st.code() == StatusCode::kIOError ||
+                           st.code() == StatusCode::kUnavailable ||
+                           st.code() == StatusCode::kAborted;
+    return SendError(s, read.req_id, st, transient);
   }
   net::ReadReply reply;
   reply.req_id = read.req_id;

@@ -19,7 +19,7 @@ size_t RowCache::ChargeOf(const CachedRow& v) {
   return kEntryOverhead + HeapBytes(v.sum) + HeapBytes(v.init);
 }
 
-size_t RowCache::Home(uint32_t table, uint64_t row) const {
+size_t RowCache::HashOf(uint32_t table, uint64_t row) {
   // Rows r and r + 1 of a block of kBlock consecutive rows get consecutive
   // home slots (blocks are hashed), so a batch or read in row order walks the
   // table nearly sequentially instead of missing the CPU cache once per row.
@@ -28,58 +28,13 @@ size_t RowCache::Home(uint32_t table, uint64_t row) const {
   h ^= h >> 29;
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 32;
-  return static_cast<size_t>(h * kBlock + row % kBlock) & mask_;
+  return static_cast<size_t>(h * kBlock + row % kBlock);
 }
 
 uint32_t RowCache::FindNode(uint32_t table, uint64_t row) const {
-  if (size_ == 0) return kNil;
-  for (size_t i = Home(table, row);; i = (i + 1) & mask_) {
-    const Slot& s = slots_[i];
-    if (s.node == kNil) return kNil;
-    if (s.row == row && s.table == table) return s.node;
-  }
-}
-
-void RowCache::GrowSlots() {
-  std::vector<Slot> old;
-  old.swap(slots_);
-  const size_t cap = old.empty() ? 64 : old.size() * 2;
-  slots_.assign(cap, Slot{});
-  mask_ = cap - 1;
-  for (const Slot& s : old) {
-    if (s.node == kNil) continue;
-    size_t i = Home(s.table, s.row);
-    while (slots_[i].node != kNil) i = (i + 1) & mask_;
-    slots_[i] = s;
-  }
-}
-
-void RowCache::InsertSlot(uint32_t table, uint64_t row, uint32_t node) {
-  if ((size_ + 1) * 2 > slots_.size()) GrowSlots();
-  size_t i = Home(table, row);
-  while (slots_[i].node != kNil) i = (i + 1) & mask_;
-  slots_[i] = Slot{row, table, node};
-  ++size_;
-}
-
-void RowCache::EraseSlot(uint32_t table, uint64_t row) {
-  if (size_ == 0) return;
-  size_t i = Home(table, row);
-  for (;; i = (i + 1) & mask_) {
-    if (slots_[i].node == kNil) return;
-    if (slots_[i].row == row && slots_[i].table == table) break;
-  }
-  // Backward-shift deletion: later entries of the probe run move into the
-  // hole unless their home is cyclically in (hole, j].
-  for (size_t j = (i + 1) & mask_; slots_[j].node != kNil; j = (j + 1) & mask_) {
-    const size_t home = Home(slots_[j].table, slots_[j].row);
-    const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
-    if (stays) continue;
-    slots_[i] = slots_[j];
-    i = j;
-  }
-  slots_[i].node = kNil;
-  --size_;
+  const Slot* s = slots_.Find(
+      HashOf(table, row), [table, row](const Slot& x) { return x.row == row && x.table == table; });
+  return s == nullptr ? kNil : s->node;
 }
 
 void RowCache::Unlink(uint32_t n) {
@@ -144,7 +99,7 @@ void RowCache::Insert(uint32_t table, uint64_t row, CachedRow value) {
   x.charge = charge;
   x.value = std::move(value);
   PushFront(n);
-  InsertSlot(table, row, n);
+  slots_.Insert(HashOf(table, row), Slot{row, table, n});
   bytes_ += charge;
   ++counters_.inserts;
   EvictToCapacity();
@@ -176,9 +131,7 @@ void RowCache::EraseTable(uint32_t table) {
 void RowCache::Clear() {
   nodes_.clear();
   free_nodes_.clear();
-  slots_.clear();
-  mask_ = 0;
-  size_ = 0;
+  slots_.Clear();
   head_ = tail_ = kNil;
   bytes_ = 0;
 }
@@ -186,7 +139,10 @@ void RowCache::Clear() {
 void RowCache::EraseNode(uint32_t n) {
   Node& x = nodes_[n];
   bytes_ -= x.charge;
-  EraseSlot(x.table, x.row);
+  const uint32_t table = x.table;
+  const uint64_t row = x.row;
+  slots_.Erase(HashOf(table, row),
+               [table, row](const Slot& s) { return s.row == row && s.table == table; });
   Unlink(n);
   x.value = CachedRow();  // frees its strings now
   x.charge = 0;

@@ -9,8 +9,8 @@
 // docs/storage-format.md section 12).
 //
 // Layout: entries live in one vector (a slab with a free list) linked into an
-// intrusive LRU list by index; a flat open-addressing table maps (table, row)
-// to an entry index. A lookup touches the table slot and the entry, nothing is
+// intrusive LRU list by index; a FlatTable (common/flat_table.h) maps
+// (table, row) to an entry index. A lookup touches the table slot and the entry, nothing is
 // allocated per lookup, and no list or hash node is allocated per row.
 //
 // Thread-compatibility: not thread-safe; ShardStore guards it with a mutex.
@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "common/flat_table.h"
 
 namespace pace {
 
@@ -74,7 +76,7 @@ class RowCache {
 
   size_t capacity() const { return capacity_; }
   size_t bytes() const { return bytes_; }
-  size_t entries() const { return size_; }
+  size_t entries() const { return slots_.size(); }
   const RowCacheCounters& counters() const { return counters_; }
 
  private:
@@ -87,20 +89,21 @@ class RowCache {
     size_t charge = 0;
     CachedRow value;
   };
-  // A slot of the open-addressing table; node == kNil: empty.
+  // A slot of the (table, row) -> node table; node == kNil: empty.
   struct Slot {
     uint64_t row = 0;
     uint32_t table = 0;
     uint32_t node = kNil;
   };
+  struct SlotPolicy {
+    static bool IsEmpty(const Slot& s) { return s.node == kNil; }
+    static size_t Hash(const Slot& s) { return HashOf(s.table, s.row); }
+  };
 
   static size_t ChargeOf(const CachedRow& v);
-  size_t Home(uint32_t table, uint64_t row) const;
+  static size_t HashOf(uint32_t table, uint64_t row);
   // The node of (table, row), or kNil.
   uint32_t FindNode(uint32_t table, uint64_t row) const;
-  void InsertSlot(uint32_t table, uint64_t row, uint32_t node);
-  void EraseSlot(uint32_t table, uint64_t row);
-  void GrowSlots();
   void Unlink(uint32_t n);
   void PushFront(uint32_t n);
   void EraseNode(uint32_t n);
@@ -110,11 +113,9 @@ class RowCache {
   size_t bytes_ = 0;
   std::vector<Node> nodes_;
   std::vector<uint32_t> free_nodes_;
-  uint32_t head_ = kNil;  // most recently used
-  uint32_t tail_ = kNil;  // least recently used
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t size_ = 0;  // cached rows
+  uint32_t head_ = kNil;               // most recently used
+  uint32_t tail_ = kNil;               // least recently used
+  FlatTable<Slot, SlotPolicy> slots_;  // one slot per cached row
   RowCacheCounters counters_;
 };
 

@@ -2,11 +2,8 @@
 
 #include <rocksdb/slice.h>
 
-#include <algorithm>
-#include <cstring>
 #include <deque>
 #include <new>
-#include <type_traits>
 
 namespace pace {
 
@@ -14,23 +11,6 @@ namespace {
 
 std::string_view View(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
 std::string_view View(std::string_view s) { return s; }
-
-template <typename T>
-void AddUnalignedTyped(char* dst, const char* src, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    T a;
-    T b;
-    std::memcpy(&a, dst + i * sizeof(T), sizeof(T));
-    std::memcpy(&b, src + i * sizeof(T), sizeof(T));
-    if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      a = static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-    } else {
-      a += b;
-    }
-    std::memcpy(dst + i * sizeof(T), &a, sizeof(T));
-  }
-}
 
 // Checks one tagged merge input against the format of the first one.
 Status CheckInput(std::string_view v, std::string_view first, const RowFormat& f) {
@@ -87,7 +67,7 @@ Status MergeTagged(const std::string_view* base, const Ops& ops, std::string* ou
     out->assign(first.data(), first.size());
     size_t elems = (first.size() - 1) / ElementSize(f.type);
     for (size_t i = start; i < n; ++i) {
-      AddDenseUnaligned(f.type, out->data() + 1, View(ops[i]).data() + 1, elems);
+      AddDenseElements(f.type, out->data() + 1, View(ops[i]).data() + 1, elems);
     }
     return Status::OK();
   }
@@ -166,59 +146,7 @@ class RowAddMergeOperator : public rocksdb::MergeOperator {
   }
 };
 
-template <typename T>
-bool SparseHasZeroTyped(std::string_view row) {
-  uint32_t n = SparseCount(row);
-  const char* vals = row.data() + 4 + 4 * static_cast<size_t>(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    T v;
-    std::memcpy(&v, vals + sizeof(T) * i, sizeof(T));
-    if (v == T(0)) return true;
-  }
-  return false;
-}
-
-template <typename T>
-void StripSparseZerosTyped(std::string_view row, std::string* out) {
-  std::vector<std::pair<uint32_t, T>> entries = DecodeSparse<T>(row);
-  entries.erase(std::remove_if(entries.begin(), entries.end(),
-                               [](const std::pair<uint32_t, T>& e) { return e.second == T(0); }),
-                entries.end());
-  *out = EncodeSparse(entries);
-}
-
 }  // namespace
-
-bool SparseHasZero(const RowFormat& f, std::string_view row) {
-  switch (f.type) {
-    case ElementType::kF32:
-      return SparseHasZeroTyped<float>(row);
-    case ElementType::kF64:
-      return SparseHasZeroTyped<double>(row);
-    case ElementType::kI32:
-      return SparseHasZeroTyped<int32_t>(row);
-    case ElementType::kI64:
-      return SparseHasZeroTyped<int64_t>(row);
-  }
-  return false;
-}
-
-void StripSparseZeros(const RowFormat& f, std::string_view row, std::string* out) {
-  switch (f.type) {
-    case ElementType::kF32:
-      StripSparseZerosTyped<float>(row, out);
-      break;
-    case ElementType::kF64:
-      StripSparseZerosTyped<double>(row, out);
-      break;
-    case ElementType::kI32:
-      StripSparseZerosTyped<int32_t>(row, out);
-      break;
-    case ElementType::kI64:
-      StripSparseZerosTyped<int64_t>(row, out);
-      break;
-  }
-}
 
 uint8_t RowTag(RowKind kind, ElementType type) {
   return static_cast<uint8_t>((static_cast<uint8_t>(kind) << 4) | static_cast<uint8_t>(type));
@@ -249,23 +177,6 @@ Status ParseStoredRow(const RowFormat& f, std::string_view stored, std::string_v
   return Status::OK();
 }
 
-void AddDenseUnaligned(ElementType t, char* dst, const char* src, size_t n) {
-  switch (t) {
-    case ElementType::kF32:
-      AddUnalignedTyped<float>(dst, src, n);
-      break;
-    case ElementType::kF64:
-      AddUnalignedTyped<double>(dst, src, n);
-      break;
-    case ElementType::kI32:
-      AddUnalignedTyped<int32_t>(dst, src, n);
-      break;
-    case ElementType::kI64:
-      AddUnalignedTyped<int64_t>(dst, src, n);
-      break;
-  }
-}
-
 void ComposeRow(const TableSchema& s, uint64_t row, const std::string_view* payload,
                 std::string* out) {
   bool zero_init = s.init.kind == InitKind::kZeros || s.kind == RowKind::kSparse;
@@ -275,7 +186,7 @@ void ComposeRow(const TableSchema& s, uint64_t row, const std::string_view* payl
   }
   InitRow(s, row, out);
   if (payload != nullptr) {
-    AddDenseUnaligned(s.type, out->data(), payload->data(), s.width);
+    AddDenseElements(s.type, out->data(), payload->data(), s.width);
   }
 }
 

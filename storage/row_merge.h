@@ -36,15 +36,12 @@ bool ParseRowTag(uint8_t tag, RowKind* kind, ElementType* type);
 // format `f` and sets *payload to its untagged row bytes. Corruption if not.
 Status ParseStoredRow(const RowFormat& f, std::string_view stored, std::string_view* payload);
 
-// dst[i] += src[i] for n elements of type t; neither pointer needs alignment.
-// Integers wrap like common/row.h.
-void AddDenseUnaligned(ElementType t, char* dst, const char* src, size_t n);
-
-// For a valid sparse row of format `f`: true if it has an explicit zero entry
-// (allowed in deltas, never stored, see common/row.h).
-bool SparseHasZero(const RowFormat& f, std::string_view row);
-// *out = `row` without its zero entries. REQUIRES: a valid sparse row.
-void StripSparseZeros(const RowFormat& f, std::string_view row, std::string* out);
+// The element add of common/element.h (integers wrap, floats in order), by
+// its historical storage name. SparseHasZero and StripSparseZeros are in
+// common/row.h.
+inline void AddDenseUnaligned(ElementType t, char* dst, const char* src, size_t n) {
+  AddDenseElements(t, dst, src, n);
+}
 
 // *out = the initializer's value of `row` plus `payload` (the stored delta sum,
 // validated by ParseStoredRow; nullptr when the row was never written).

@@ -107,13 +107,6 @@ void ReportWriter::SetProgress(int64_t first_clock, int64_t end_clock) {
 
 namespace {
 
-// The console width of column 0: "clock" or "clock/end".
-int FirstWidth(int64_t end_clock) {
-  if (end_clock <= 0) return 6;
-  const int digits = static_cast<int>(std::to_string(end_clock).size());
-  return std::max(6, 2 * digits + 1);
-}
-
 std::string Duration(double seconds) {
   char buf[32];
   const long long s = std::llround(std::max(0.0, seconds));
@@ -134,23 +127,15 @@ void ReportWriter::PrintHeader() {
   std::string line;
   for (size_t i = 0; i < columns_.size(); ++i) {
     char buf[64];
-    if (i == 0) {
-      std::snprintf(buf, sizeof(buf), "%*s", FirstWidth(end_clock_), columns_[i].name.c_str());
-    } else {
-      std::snprintf(buf, sizeof(buf), " %14s", columns_[i].name.c_str());
-    }
+    std::snprintf(buf, sizeof(buf), i == 0 ? "%6s" : " %14s", columns_[i].name.c_str());
     line += buf;
   }
-  if (end_clock_ > 0) line += "      eta";
   std::fprintf(console_, "%s\n", line.c_str());
   std::fflush(console_);
 }
 
 std::string ReportWriter::ConsoleValue(size_t col, const std::optional<double>& v) const {
   if (!v.has_value()) return "-";
-  if (col == 0 && end_clock_ > 0) {
-    return Format(col, v) + "/" + std::to_string(end_clock_);
-  }
   const int decimals = columns_[col].console_decimals;
   if (columns_[col].format == ColumnFormat::kNumber && decimals >= 0) {
     char buf[64];
@@ -169,9 +154,9 @@ std::string ReportWriter::Eta(const std::vector<std::optional<double>>& values) 
   for (size_t i = 0; i < columns_.size(); ++i) {
     if (columns_[i].format != ColumnFormat::kSeconds || !values[i].has_value()) continue;
     if (done <= 0) break;
-    return Duration(*values[i] / static_cast<double>(done) * static_cast<double>(left));
+    return "eta " + Duration(*values[i] / static_cast<double>(done) * static_cast<double>(left));
   }
-  return "-";
+  return "";
 }
 
 std::string ReportWriter::Format(size_t col, const std::optional<double>& v) const {
@@ -211,17 +196,14 @@ Status ReportWriter::AddLine(const std::vector<std::optional<double>>& values) {
     for (size_t i = 0; i < values.size(); ++i) {
       const std::string v = ConsoleValue(i, values[i]);
       char buf[64];
-      if (i == 0) {
-        std::snprintf(buf, sizeof(buf), "%*s", FirstWidth(end_clock_), v.c_str());
-      } else {
-        std::snprintf(buf, sizeof(buf), " %14s", v.c_str());
-      }
+      std::snprintf(buf, sizeof(buf), i == 0 ? "%6s" : " %14s", v.c_str());
       line += buf;
     }
-    if (end_clock_ > 0) {
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), " %8s", Eta(values).c_str());
-      line += buf;
+    if (end_clock_ > 0 && !values.empty() && values[0].has_value()) {
+      // Progress after the columns (not a column: the header and the CSV
+      // stay the contract of docs/apps.md).
+      line += "   " + std::to_string(std::llround(*values[0])) + "/" + std::to_string(end_clock_) +
+              " " + Eta(values);
     }
     std::fprintf(console_, "%s\n", line.c_str());
     std::fflush(console_);

@@ -83,10 +83,10 @@ class ReportWriter {
   // `append` (a resumed job), an existing non-empty file is kept and the new
   // lines go after its own; InvalidArgument if its header is another one.
   Status OpenCsv(const std::string& path, bool append = false);
-  // Console only: the first column shows "clock/end_clock" and a last
-  // column "eta" estimates the time left from the average seconds per clock
-  // since first_clock (the seconds column, cumulative). Call before
-  // PrintHeader.
+  // Console only: each line ends with "clock/end_clock" and "eta 1m05s",
+  // the time left from the average seconds per clock since first_clock (the
+  // seconds column, cumulative), or "done" on the last clock. The header
+  // and the CSV do not change.
   void SetProgress(int64_t first_clock, int64_t end_clock);
   // Prints the console header.
   void PrintHeader();
