@@ -97,3 +97,13 @@ format-check: $(BUILD)/CMakeCache.txt
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+
+# Installs the binaries, the client library (PaceDB::client, pacedb.pc) and its headers.
+PREFIX ?= /usr/local
+.PHONY: install package
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package of the same files: build/pacedb_VERSION_ARCH.deb (install with apt-get install ./FILE).
+package: build
+	cd $(BUILD) && cpack -G DEB

@@ -5,6 +5,7 @@
 //
 // Exit code 0 on success, 1 on a usage or input error, 2 if training failed.
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 
 #include <cstdio>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "apps/shared/app_flags.h"
 #include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
+#include "apps/shared/stop_signal.h"
 #include "client/pace.h"
 #include "tools/cli/cli.h"
 
@@ -38,10 +40,13 @@ constexpr char kProgram[] = "pace_lda";
 
 std::vector<apps::ReportColumn> Columns() {
   using apps::ColumnFormat;
-  return {{"clock", ColumnFormat::kInteger},         {"seconds", ColumnFormat::kSeconds},
-          {"loglik", ColumnFormat::kNumber},         {"tokens_per_s", ColumnFormat::kNumber},
-          {"staleness_mean", ColumnFormat::kNumber}, {"staleness_p99", ColumnFormat::kInteger},
-          {"blocked_pct", ColumnFormat::kNumber}};
+  return {{"clock", ColumnFormat::kInteger},
+          {"seconds", ColumnFormat::kSeconds},
+          {"loglik", ColumnFormat::kNumber, 1},
+          {"tokens_per_s", ColumnFormat::kNumber, 0},
+          {"staleness_mean", ColumnFormat::kNumber, 2},
+          {"staleness_p99", ColumnFormat::kInteger},
+          {"blocked_pct", ColumnFormat::kNumber, 1}};
 }
 
 Status LoadCorpus(Corpus* corpus) {
@@ -190,11 +195,15 @@ int Run() {
               client->client_id(), client->num_clients(), options.run.workers,
               apps::DescribeConsistency(options.run).c_str(), options.params.topics,
               options.params.alpha, options.params.beta);
-  if (client->client_id() == 0) report.PrintHeader();
+  if (client->client_id() == 0) {
+    report.SetProgress(0, options.run.clocks);
+    report.PrintHeader();
+  }
   Status write_status;
   LdaTrainSummary summary;
   s = trainer.Train(
       [&](const LdaReport& r) {
+        apps::NoteClocksComplete(r.clock + 1);
         Status w =
             report.AddLine({static_cast<double>(r.clock), r.seconds, r.loglik, r.tokens_per_s,
                             r.staleness_mean, static_cast<double>(r.staleness_p99), r.blocked_pct});
@@ -243,6 +252,12 @@ int main(int argc, char** argv) {
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "30");
   pace::cli::ParseCommandLine(info, &argc, &argv);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  // pace_lda cannot resume: a signal stops it at once (grace 0).
+  pace::apps::InstallStopSignal(
+      {"pace_lda", " (pace_lda cannot resume: rerun without --resume, with another --data_dir)",
+       0});
   if (argc > 1) {
     std::fprintf(stderr, "pace_lda: unexpected argument '%s'\n", argv[1]);
     return 1;

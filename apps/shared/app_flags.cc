@@ -106,7 +106,8 @@ Status CheckNoLauncherWithoutServers() {
           std::string("the launcher started ") + std::to_string(n) + " processes (" + var + "=" +
           v +
           ") but there is no --servers: an embedded run is one process; start paced shards "
-          "and pass --servers=HOST:PORT,..., or run a single process");
+          "and pass --servers=HOST:PORT,..., or run a single process (if this is the only one, "
+          "say so with --num_clients=1)");
     }
   }
   return Status::OK();
@@ -125,7 +126,9 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadTokenFile(FLAGS_token_file, &o->token));
   const bool id_given = FlagWasSet("client_id") || FlagWasSet("num_clients");
   if (FLAGS_servers.empty()) {
-    RETURN_IF_ERROR(CheckNoLauncherWithoutServers());
+    if (!(FlagWasSet("num_clients") && FLAGS_num_clients == 1)) {
+      RETURN_IF_ERROR(CheckNoLauncherWithoutServers());
+    }
     struct stat st;
     if (FLAGS_resume && ::stat(FLAGS_data_dir.c_str(), &st) != 0) {
       return Status::FailedPrecondition("--resume: the data dir " + FLAGS_data_dir +

@@ -74,8 +74,7 @@ TEST(ReportWriterTest, CsvHasExactColumnsAndEmptyMissingValues) {
 }
 
 TEST(ReportWriterTest, AppendKeepsEarlierLinesAndRefusesAnotherHeader) {
-  std::string path =
-      ::testing::TempDir() + "/report_append_" + std::to_string(::getpid()) + ".csv";
+  std::string path = ::testing::TempDir() + "/report_append_" + std::to_string(::getpid()) + ".csv";
   auto read = [&] {
     std::ifstream in(path);
     std::stringstream ss;
@@ -100,6 +99,29 @@ TEST(ReportWriterTest, AppendKeepsEarlierLinesAndRefusesAnotherHeader) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_EQ(read(), "clock,x\n0,1\n1,2\n");
   std::remove(path.c_str());
+}
+
+TEST(ReportWriterTest, ConsoleShowsClockOfEndEtaAndFixedDecimals) {
+  FILE* console = std::tmpfile();
+  ASSERT_NE(console, nullptr);
+  ReportWriter w({{"clock", ColumnFormat::kInteger},
+                  {"seconds", ColumnFormat::kSeconds},
+                  {"rmse", ColumnFormat::kNumber, 4}},
+                 console);
+  w.SetProgress(2, 12);
+  w.PrintHeader();
+  ASSERT_TRUE(w.AddLine({2.0, 10.0, 0.5}).ok());     // 1 clock in 10 s: 9 left, 90 s
+  ASSERT_TRUE(w.AddLine({11.0, 100.0, 0.25}).ok());  // the last clock
+  std::rewind(console);
+  char buf[4096];
+  size_t n = std::fread(buf, 1, sizeof(buf), console);
+  std::fclose(console);
+  const std::string out(buf, n);
+  // The header is unchanged; the progress follows the columns.
+  EXPECT_EQ(out.find(" clock        seconds           rmse\n"), 0u) << out;
+  EXPECT_NE(out.find("0.5000   2/12 eta 1m30s\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("0.2500   11/12 "), std::string::npos) << out;
+  EXPECT_NE(out.find("done\n"), std::string::npos) << out;
 }
 
 }  // namespace

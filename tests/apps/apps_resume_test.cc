@@ -5,6 +5,7 @@
 // refused run creates nothing (no table, no data dir, no CSV file). Also:
 // --csv on --resume appends, --export=DIR is checked before training.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -108,7 +109,7 @@ class AppsResumeTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_EQ(CountLines(r.err), 1u) << r.err;
     for (const std::string& e : expect) EXPECT_NE(r.err.find(e), std::string::npos) << r.err;
-    EXPECT_EQ(r.out.find("clock "), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("seconds"), std::string::npos) << r.out;  // no clock table
     if (!data_dir.empty()) {
       EXPECT_EQ(Tables(data_dir), tables_before);
     }
@@ -194,8 +195,13 @@ TEST_F(AppsResumeTest, RefusalsBeforeAnyStoreExists) {
     ExpectRefused(r, {"--servers", var}, "", "");
     EXPECT_FALSE(Exists(Path("launched")));
   }
-  // A launcher of one process is an ordinary embedded run.
+  // A launcher of one process is an ordinary embedded run, and so is one
+  // process in a larger allocation that says it is the only one.
   r = Run(Mf(Path("one"), 1), {"OMPI_COMM_WORLD_SIZE=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> alone = Mf(Path("alone"), 1);
+  alone.push_back("--num_clients=1");
+  r = Run(alone, {"SLURM_NTASKS=4"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   // --export into a directory that cannot be created: refused before training.
   args = Mf(Path("exp"), 3);
@@ -203,6 +209,58 @@ TEST_F(AppsResumeTest, RefusalsBeforeAnyStoreExists) {
   r = Run(args);
   ExpectRefused(r, {"--export"}, "", "");
   EXPECT_FALSE(Exists(Path("exp")));
+}
+
+// SIGINT / SIGTERM stop pace_mf at a clock boundary with one line naming the
+// clock, and --resume continues exactly there.
+TEST_F(AppsResumeTest, SignalStopsAtAClockAndResumeContinuesThere) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    const std::string data = Path("signal-data-" + std::to_string(sig));
+    const std::string csv = Path("signal-" + std::to_string(sig) + ".csv");
+    std::vector<std::string> args = Mf(data, 1000000);
+    args[0] = BinaryDir() + "/pace_mf";
+    args.push_back("--csv=" + csv);
+    const std::string err_path = Path("signal.err." + std::to_string(sig));
+    Subprocess p;
+    ASSERT_TRUE(p.Start(args, err_path).ok());
+    std::string line;
+    bool training = false;
+    while (!training && p.ReadLine(&line, kTimeoutMs).ok()) {
+      training = line.find("     2 ") == 0;  // the clock-2 line
+    }
+    ASSERT_TRUE(training) << ReadFile(err_path);
+    p.Signal(sig);
+    while (p.ReadLine(&line, kTimeoutMs).ok()) {
+    }
+    int st = 0;
+    ASSERT_TRUE(p.Wait(kTimeoutMs, &st).ok());
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 128 + sig);
+    const std::string err = ReadFile(err_path);
+    const std::string prefix = "pace_mf: stopped at clock ";
+    ASSERT_EQ(err.find(prefix), 0u) << err;
+    EXPECT_NE(err.find("; rerun the same command with --resume\n"), std::string::npos) << err;
+    const long long at = std::stoll(err.substr(prefix.size()));
+    EXPECT_GE(at, 3);
+
+    // Every clock before the stop is reported.
+    EXPECT_EQ(CountLines(ReadFile(csv)), 1u + static_cast<size_t>(at)) << ReadFile(csv);
+    std::vector<std::string> resume = Mf(data, static_cast<int>(at) + 2);
+    resume.push_back("--resume");
+    resume.push_back("--csv=" + csv);
+    RunResult r = Run(resume);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("resuming at clock " + std::to_string(at) + "\n"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("# done: clocks " + std::to_string(at) + ".."), std::string::npos)
+        << r.out;
+    // One CSV of clocks 0 .. at + 1 without a gap or a second header.
+    const std::string text = ReadFile(csv);
+    EXPECT_EQ(CountLines(text), 1u + static_cast<size_t>(at) + 2u) << text;
+    for (long long c = 0; c < at + 2; ++c) {
+      EXPECT_NE(text.find("\n" + std::to_string(c) + ","), std::string::npos) << c << "\n" << text;
+    }
+  }
 }
 
 }  // namespace
