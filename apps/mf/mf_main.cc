@@ -17,6 +17,7 @@
 #include "apps/mf/ratings_data.h"
 #include "apps/shared/app_flags.h"
 #include "apps/shared/report.h"
+#include "client/metrics.h"
 #include "client/pace.h"
 
 DEFINE_string(train, "", "training ratings file (csv, tsv, dat or plain; see --format)");
@@ -33,6 +34,10 @@ DEFINE_bool(biases, true, "model a global mean and user and item biases");
 DEFINE_double(init_scale, 0.01, "factors start uniform in [-init_scale, init_scale)");
 DEFINE_string(export, "", "write the learned factors as CSV into this directory at the end");
 DEFINE_string(table_prefix, "mf", "names of the tables: PREFIX.user, PREFIX.item, PREFIX.stats");
+
+DEFINE_string(metrics_listen, "",
+              "host:port serving this process's Prometheus metrics at /metrics (port 0: any "
+              "free port; empty: none); see docs/operations.md");
 
 namespace pace {
 namespace mf {
@@ -163,6 +168,13 @@ int Run() {
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
   if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
+  std::unique_ptr<ClientMetricsServer> metrics;
+  if (!FLAGS_metrics_listen.empty()) {
+    s = ClientMetricsServer::Start(FLAGS_metrics_listen, client.get(), &metrics);
+    if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--metrics_listen"));
+    std::printf("# metrics on %s\n", metrics->address().c_str());
+    std::fflush(stdout);
+  }
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
