@@ -1,7 +1,8 @@
 # PaceDB front door. On a fresh Debian 12 machine:
 #   make demo   installs dependencies (as root), builds Release, trains MF on generated data
 #   make test   installs dependencies, builds Release, runs the test suite (ctest)
-# Other targets: build, python, asan, tsan, bench, format, format-check, clean.
+# Other targets: build, python, asan, tsan (asan-build, tsan-build: build only), bench, format,
+# format-check, clean.
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -16,7 +17,8 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflat
 # launch test, gnuplot for the experiment figures). `make deps-optional`.
 OPTIONAL_PACKAGES := openmpi-bin gnuplot-nox
 
-.PHONY: all deps deps-optional build python demo test asan asan-storage tsan fuzz bench format format-check clean
+.PHONY: all deps deps-optional build python demo test asan asan-build asan-storage tsan tsan-build fuzz bench format \
+  format-check clean
 
 all: build
 
@@ -53,17 +55,24 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)'
 
-# Sanitizer builds: ASan + UBSan, and TSan, each in its own build dir.
-asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan
-	cmake --build build-asan -j$(JOBS)
-	cd build-asan && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
+# Sanitizer builds: ASan + UBSan, and TSan, each in its own build dir, on the
+# whole default suite (multi-process tests start the sanitizer builds of the
+# binaries). Fails on a failed test or on any sanitizer report from any process
+# (cmake/sanitizer_reports.sh). SAN_JOBS: build and ctest parallelism.
+SAN_JOBS ?= 2
+SAN_CMAKE_ARGS ?=
+asan-build: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+	cmake --build build-asan -j$(SAN_JOBS)
 
-# ASan+UBSan on the common and storage suites only (what CI runs; faster than `make asan`).
+asan: asan-build
+	bash cmake/sanitizer_reports.sh build-asan -j$(SAN_JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
+
+# ASan+UBSan on the common and storage suites only (faster than `make asan`).
 asan-storage: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan
-	cmake --build build-asan -j$(JOBS) --target storage_suite
-	cd build-asan && ctest --output-on-failure -R '^(common|storage)_'
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+	cmake --build build-asan -j$(SAN_JOBS) --target storage_suite
+	bash cmake/sanitizer_reports.sh build-asan -R '^(common|storage)_'
 
 # libFuzzer run of the frame decoder + message verifier (needs clang; installs it as root).
 FUZZ_SECONDS ?= 60
@@ -77,10 +86,12 @@ fuzz: deps
 	build-fuzz/bin/net_frame_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	  -print_final_stats=1 build-fuzz/corpus
 
-tsan: deps
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=tsan
-	cmake --build build-tsan -j$(JOBS)
-	cd build-tsan && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
+tsan-build: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=tsan $(SAN_CMAKE_ARGS)
+	cmake --build build-tsan -j$(SAN_JOBS)
+
+tsan: tsan-build
+	bash cmake/sanitizer_reports.sh build-tsan -j$(SAN_JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
 
 bench: build
 	@bash tools/bench/run.sh $(BUILD)

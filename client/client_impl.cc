@@ -76,6 +76,7 @@ Status Client::Impl::Create(const ClientOptions& options,
                                    std::to_string(options.num_clients));
   }
   if (options.cache_mb == 0) return Status::InvalidArgument("cache_mb must be >= 1");
+  if (options.unacked_mb == 0) return Status::InvalidArgument("unacked_mb must be >= 1");
   if (options.retry_backoff_min_ms < 1 ||
       options.retry_backoff_max_ms < options.retry_backoff_min_ms) {
     return Status::InvalidArgument("retry_backoff_min_ms (" +
@@ -119,6 +120,7 @@ Status Client::Impl::Create(const ClientOptions& options,
   impl->process_clock_ = start;
   for (auto& sh : impl->shards_) {
     sh->acked_through.store(start);
+    sh->purged_through.store(start);
     sh->sent_through.store(start);
   }
   client->reset(new Client(std::move(impl)));
@@ -298,7 +300,7 @@ Status OneTable(const net::Message& reply, const char* what, TableSchema* out) {
 Status Client::Impl::CreateTable(const TableSchema& schema, TableState** state) {
   TableSchema req = schema;
   req.id = 0;
-  if (req.consistency == Consistency::kBsp) req.staleness = 0;
+  req.staleness = static_cast<uint32_t>(ReadPolicy::BoundFor(req.consistency, req.staleness));
   RETURN_IF_ERROR(ValidateSchema(req));
   net::Message reply;
   RETURN_IF_ERROR(Call(0, net::CreateTable{NextReqId(), req}, &reply));
@@ -390,11 +392,13 @@ Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
     }
   }
   const ClockT c = *clock;
+  const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;
   auto caught_up = [&] {
     for (const auto& sh : shards_) {
       if (c - sh->acked_through.load(std::memory_order_acquire) > kMaxClocksInFlight) return false;
     }
-    return true;
+    // HandleAck lowers unacked_bytes_ before it notifies progress_cv_.
+    return unacked_bytes_.load(std::memory_order_acquire) <= unacked_budget;
   };
   if (caught_up()) return Status::OK();
   return WaitProgress(
@@ -427,6 +431,12 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
       }
       if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
     }
+    uint64_t sealed = 0;
+    for (const net::Apply& a : applies) {
+      for (const net::RowData& u : a.updates) sealed += u.bytes.size();
+    }
+    // Counted before any Ack of this batch can arrive.
+    unacked_bytes_.fetch_add(sealed, std::memory_order_acq_rel);
     for (uint32_t k = 0; k < n; ++k) {
       ShardState& sh = *shards_[k];
       applies[k].clock = c;
@@ -496,7 +506,7 @@ Status Client::Impl::Flush() {
   return WaitProgress(
       [&] {
         for (size_t k = 0; k < shards_.size(); ++k) {
-          if (shards_[k]->acked_through.load() < target[k]) return false;
+          if (shards_[k]->purged_through.load() < target[k]) return false;
         }
         return true;
       },
@@ -730,12 +740,17 @@ ClientStats Client::Impl::Stats() const {
   s.batches_sent = r.batches_sent - base.batches_sent;
   s.batches_resent = r.batches_resent - base.batches_resent;
   s.requests_retried = r.requests_retried - base.requests_retried;
-  uint64_t cache = 0;
+  uint64_t cache = 0, open = 0;
   for (CacheStripe& st : stripes_) {
     std::lock_guard<client::SpinMutex> l(st.mu);
     cache += st.bytes;
+    open += st.open_bytes;
   }
   s.cache_bytes = cache;
+  s.cache_budget_bytes = uint64_t{options_.cache_mb} << 20;
+  s.open_delta_bytes = open;
+  s.unacked_bytes = unacked_bytes_.load(std::memory_order_acquire);
+  s.unacked_budget_bytes = uint64_t{options_.unacked_mb} << 20;
   return s;
 }
 

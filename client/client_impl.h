@@ -13,7 +13,8 @@
 // Lock order (outer first): clock_mu_ -> send_mu_ -> CacheStripe::mu ->
 // ShardState::mu -> channel internals. Inbound handlers never hold a stripe
 // lock and a ShardState::mu at the same time except in that order, and never
-// take clock_mu_ or send_mu_ except OnReconnect (send_mu_ first). Channel Send
+// take clock_mu_ or send_mu_ except OnDisconnect and OnReconnect (send_mu_
+// first). Channel Send
 // is a leaf (it never calls back), so it may be called under any of them.
 //
 // Thread-safety: all public methods are safe to call concurrently; a worker's
@@ -85,8 +86,10 @@ struct ShardState {
   std::atomic<Version> pushed_version{0};
   // Highest shard clock this process has seen (replies, pushes, stats).
   std::atomic<Version> known_clock{0};
-  // Every batch of clock < acked_through is acknowledged (and purged).
+  // Every batch of clock < acked_through is acknowledged; its deltas are
+  // purged (and out of unacked_bytes_) once purged_through passes it too.
   std::atomic<ClockT> acked_through{0};
+  std::atomic<ClockT> purged_through{0};
   // Every batch of clock < sent_through has been sent.
   std::atomic<ClockT> sent_through{0};
   std::atomic<bool> connected{true};
@@ -318,6 +321,10 @@ class Client::Impl : public client::ChannelListener {
   // Client-wide counters (not on hot paths).
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, rows_sent_{0}, rows_received_{0},
       batches_sent_{0}, batches_resent_{0}, requests_retried_{0};
+  // Bytes of the sealed deltas of sent, unacknowledged batches (the sizes
+  // SendClocks sealed, minus what HandleAck purged). Bounded by
+  // options_.unacked_mb at Clock().
+  std::atomic<uint64_t> unacked_bytes_{0};
 
   // ResetStats baseline (raw totals at the last reset). Guarded by stats_mu_.
   mutable std::mutex stats_mu_;

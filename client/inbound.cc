@@ -207,21 +207,33 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   // Published before purging: InstallRow then refuses values that would need
   // the purged deltas (only for shard k, whose messages we handle in order).
   sh.acked_through.store(done.back().clock + 1, std::memory_order_release);
+  uint64_t purged = 0;
   for (const SentBatch& b : done) {
     for (const RowKey& key : b.keys) {
       CacheStripe& st = StripeFor(key);
       std::lock_guard<client::SpinMutex> l(st.mu);
-      st.PurgeAcked(key, b.clock);
+      purged += st.PurgeAcked(key, b.clock);
     }
   }
+  unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
+  sh.purged_through.store(done.back().clock + 1, std::memory_order_release);
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
 }
 
 void Client::Impl::OnDisconnect(uint32_t k, const Status& why) {
   ShardState& sh = *shards_[k];
-  sh.disconnected_since_ms.store(NowMs());
-  sh.connected.store(false, std::memory_order_release);
+  {
+    // Under send_mu_: a SendClocks that saw `connected` has sent its batch
+    // before this returns, so before the channel can have a new connection
+    // (it makes one only after OnDisconnect); later batches only queue until
+    // OnReconnect re-sends them in clock order. Without it a batch could
+    // reach the new connection ahead of the older ones OnReconnect re-sends
+    // (the shard then refuses it: a clock gap).
+    std::lock_guard<std::mutex> send_lock(send_mu_);
+    sh.disconnected_since_ms.store(NowMs());
+    sh.connected.store(false, std::memory_order_release);
+  }
   LOG(WARNING) << sh.channel->Describe() << " disconnected: " << why.ToString() << "; reconnecting";
   NotifyAll();
 }

@@ -230,7 +230,8 @@ struct alignas(64) CacheStripe {
   // Erases the entry if it holds nothing: no value, no pending, not pinned.
   void MaybeErase(CacheEntry* e);
   // Removes pending deltas of clocks <= c (acknowledged by the shard).
-  void PurgeAcked(const RowKey& key, ClockT c);
+  // Returns their bytes.
+  size_t PurgeAcked(const RowKey& key, ClockT c);
 
   // Removes and returns the entries with a delta of clock `c`.
   std::vector<CacheEntry*> TakeDirty(ClockT c);
@@ -265,7 +266,10 @@ struct alignas(64) CacheStripe {
   size_t hand = 0;
   size_t bytes = 0;   // sum of Charge() over `ring`
   size_t budget = 0;  // cache budget / number of stripes
-  int waiters = 0;    // readers blocked in this stripe
+  // Bytes of the open (not yet sent) deltas of this stripe's rows. (Sealed
+  // ones are counted client-wide, per batch: Client::Impl::unacked_bytes_.)
+  size_t open_bytes = 0;
+  int waiters = 0;  // readers blocked in this stripe
   // Open and sending clocks -> entries with a delta of that clock (few clocks).
   std::vector<std::pair<ClockT, std::vector<CacheEntry*>>> dirty;
 };

@@ -84,14 +84,17 @@ TEST_F(RowCacheTest, AckPurgesSealedDeltasAndErasesEmptyEntries) {
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.AddDelta(e, 0, Dense({1, 1}));
   st_.AddDelta(e, 1, Dense({1, 1}));
+  EXPECT_EQ(st_.open_bytes, 32u);  // two open deltas of 2 x i64
   st_.Seal(e, 0);
-  st_.PurgeAcked(RowKey{1, 1}, 0);
+  EXPECT_EQ(st_.open_bytes, 16u);
+  EXPECT_EQ(st_.PurgeAcked(RowKey{1, 1}, 0), 16u);  // the sealed delta's bytes
   ASSERT_EQ(st_.Find(RowKey{1, 1}), e);
   EXPECT_TRUE(e->pending.empty());
   EXPECT_TRUE(e->has_open);  // clock 1 is still open: never purged
   st_.Seal(e, 1);
   EXPECT_FALSE(e->has_open);
-  st_.PurgeAcked(RowKey{1, 1}, 1);
+  EXPECT_EQ(st_.open_bytes, 0u);
+  EXPECT_EQ(st_.PurgeAcked(RowKey{1, 1}, 1), 16u);
   EXPECT_EQ(st_.Find(RowKey{1, 1}), nullptr);
 }
 
@@ -155,6 +158,13 @@ TEST_F(RowCacheTest, DenseCellAndSparseRows) {
   std::string scratch;
   auto v = DecodeSparse<int64_t>(ReaderView(*s, sparse.format, &scratch));
   EXPECT_EQ(v, (std::vector<std::pair<uint32_t, int64_t>>{{1, 2}, {7, 1}}));
+  // Open bytes follow the sparse delta's size as it grows: the dense one's
+  // 16 plus the coalesced sparse delta's current encoding.
+  EXPECT_EQ(st_.open_bytes, 16u + s->open.delta.size());
+  const size_t sparse_bytes = s->open.delta.size();
+  st_.Seal(s, 0);
+  EXPECT_EQ(st_.open_bytes, 16u);
+  EXPECT_EQ(st_.PurgeAcked(RowKey{2, 1}, 0), sparse_bytes);
 }
 
 TEST(EntryTableTest, MatchesAStdMapUnderRandomInsertsAndErases) {

@@ -73,6 +73,15 @@ class CondVar {
     l.release();
     return ok;
   }
+  // Waits for a signal or `timeout`, whichever comes first (or a spurious
+  // wakeup). Returns false on timeout.
+  template <typename Rep, typename Period>
+  bool WaitFor(Mutex* mu, const std::chrono::duration<Rep, Period>& timeout) REQUIRES(mu) {
+    std::unique_lock<std::mutex> l(mu->native(), std::adopt_lock);
+    const bool signaled = cv_.wait_for(l, timeout) == std::cv_status::no_timeout;
+    l.release();
+    return signaled;
+  }
   void Signal() { cv_.notify_one(); }
   void SignalAll() { cv_.notify_all(); }
 

@@ -118,7 +118,12 @@ void ShardEngine::OnShardClockAdvanced(Version clock) {
   PushToSubscribers(clock);
 }
 
+void ShardEngine::RetryPushes() {
+  if (push_retry_pending_) PushToSubscribers(clocks_.Min());
+}
+
 void ShardEngine::PushToSubscribers(Version clock) {
+  push_retry_pending_ = false;
   PushPlan plan = subs_.PlanPush();
   if (plan.subscribers.empty()) return;
 
@@ -174,6 +179,7 @@ void ShardEngine::PushToSubscribers(Version clock) {
     for (uint32_t i : entry.row_indices) {
       if (!read_ok[i]) {
         complete = false;
+        push_retry_pending_ = true;
         subs_.MarkDirty(plan.rows[i]);
         continue;
       }

@@ -16,7 +16,10 @@
 //     to its subscribers, except to a subscriber whose own batches alone
 //     changed it (its cache already holds its own updates, read-my-writes).
 //     A row that cannot be read is not declared current: that subscriber gets
-//     no PushDone this time, and the row is retried at the next advance.
+//     no PushDone this time, and the push is retried by RetryPushes (which
+//     the owner calls from a timer while push_retry_pending()) or at the next
+//     advance. Without the timer a job whose every worker waits for that
+//     push would never advance again (the simulation found this).
 //
 // Contract with the store (VersionedRows): ReadRows returns values holding
 // exactly the batches reported through OnBatchApplied so far — no fewer and
@@ -179,6 +182,12 @@ class ShardEngine {
   }
   Version Publish();
 
+  // True if a push could not read some rows (see above).
+  bool push_retry_pending() const { return push_retry_pending_; }
+  // Pushes again, stamped with the current shard clock, what is still
+  // pending (and anything changed since, which is equally valid to push).
+  void RetryPushes();
+
   // The applied clock stamped on values sent to `id`: its client's a_p, or
   // the shard clock for observers and unknown peers.
   ClockT AppliedClockFor(PeerId id) const;
@@ -216,6 +225,7 @@ class ShardEngine {
   ShardEngineCounters counters_;
   // The shard clock parked reads and pushes were last processed for.
   Version published_;
+  bool push_retry_pending_ = false;
 };
 
 }  // namespace pace

@@ -228,6 +228,27 @@ TEST_F(ShardEngineTest, UnreadableRowWithholdsPushDoneAndIsRetried) {
   EXPECT_EQ(peer(0).dones[0].first, 2);
 }
 
+TEST_F(ShardEngineTest, RetryPushesCompletesAFailedPushWithoutANewClock) {
+  Start(2);
+  engine_->Read(1, Req(1, {1}, 0, true));
+  Apply(1, {1}, "v1");
+  rows_.failing.insert(RowKey{1, 1});
+  Apply(0, {}, "");  // C = 1, the row cannot be read
+  EXPECT_TRUE(engine_->push_retry_pending());
+  EXPECT_TRUE(peer(0).dones.empty());
+  engine_->RetryPushes();  // still failing: still pending
+  EXPECT_TRUE(engine_->push_retry_pending());
+  EXPECT_TRUE(peer(0).dones.empty());
+  rows_.failing.clear();
+  engine_->RetryPushes();
+  EXPECT_FALSE(engine_->push_retry_pending());
+  EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=v1"});
+  ASSERT_EQ(peer(0).dones.size(), 1u);
+  EXPECT_EQ(peer(0).dones[0].first, 1);
+  engine_->RetryPushes();  // nothing pending: nothing sent
+  EXPECT_EQ(peer(0).dones.size(), 1u);
+}
+
 TEST_F(ShardEngineTest, LargePushesAreCutByBytes) {
   ShardEngineOptions o;
   o.max_push_bytes = 10;

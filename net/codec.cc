@@ -646,13 +646,4 @@ Status DecodePayload(std::string_view payload, Message* out, const DecodeOptions
              " (sent by a newer wire version?)");
 }
 
-const char* MessageName(const Message& m) {
-  static constexpr const char* kNames[] = {
-      "Hello",       "Welcome",      "Read",        "ReadReply",   "Apply",      "Ack",
-      "Push",        "PushDone",     "Unsubscribe", "CreateTable", "ListTables", "DescribeTable",
-      "TablesReply", "StatsRequest", "StatsReply",  "Error"};
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == std::variant_size_v<Message>);
-  return kNames[m.index()];
-}
-
 }  // namespace pace::net

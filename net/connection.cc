@@ -34,23 +34,25 @@ void RaiseTo(std::atomic<size_t>* peak, size_t value) {
 }  // namespace
 
 void ConnectionCounters::AddLive() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++live_;
 }
 
 void ConnectionCounters::RemoveLive() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (--live_ == 0) cv_.notify_all();
+  MutexLock lock(&mu_);
+  if (--live_ == 0) cv_.SignalAll();
 }
 
 int ConnectionCounters::live() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return live_;
 }
 
 bool ConnectionCounters::WaitUntilNoneLive(int timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return live_ == 0; });
+  MutexLock lock(&mu_);
+  return cv_.WaitUntil(&mu_,
+                       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms),
+                       [&]() REQUIRES(mu_) { return live_ == 0; });
 }
 
 std::shared_ptr<Connection> Connection::Create(asio::ip::tcp::socket socket,
@@ -134,7 +136,7 @@ void Connection::Start(MessageCallback on_message, CloseCallback on_close) {
 
 bool Connection::Enqueue(EncodedFrame frame, bool force, Status* error) {
   size_t size = frame.size();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!accepting_ && !force) {
     *error = Status::Unavailable("connection to " + peer_ + " is closed");
     return false;
@@ -187,7 +189,7 @@ void Connection::Shutdown(const Status& reason) {
 void Connection::Abort(const Status& reason) {
   abort_requested_.store(true);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     accepting_ = false;
   }
   asio::post(strand_, [self = shared_from_this(), reason] {
@@ -196,7 +198,7 @@ void Connection::Abort(const Status& reason) {
 }
 
 size_t Connection::queued_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return queued_bytes_;
 }
 
@@ -290,7 +292,7 @@ void Connection::DoWrite() {
   if (phase_ == Phase::kClosed || !writing_.empty()) return;
   bool idle = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (queue_.empty()) {
       write_pending_ = false;
       idle = true;
@@ -332,7 +334,7 @@ void Connection::OnWrite(const error_code& ec, size_t n) {
   bool more;
   size_t queued;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     queued_bytes_ -= written;
     if (counters_ != nullptr) counters_->queued_bytes.fetch_sub(written, std::memory_order_relaxed);
     queued = queued_bytes_;
@@ -356,7 +358,7 @@ void Connection::DoShutdown(const Status& reason) {
   close_reason_ = reason;
   first_message_timer_.cancel();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     accepting_ = false;
   }
   if (!reason.ok()) {
@@ -373,7 +375,7 @@ void Connection::DoShutdown(const Status& reason) {
   DoRead();
   bool idle;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     idle = !write_pending_;
   }
   if (idle) FinishFlush();
@@ -400,7 +402,7 @@ void Connection::FinalClose(const Status& reason) {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     accepting_ = false;
     queue_.clear();
     size_t in_flight = 0;

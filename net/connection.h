@@ -20,16 +20,15 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "net/codec.h"
 #include "net/frame.h"
@@ -76,9 +75,9 @@ class ConnectionCounters {
   bool WaitUntilNoneLive(int timeout_ms);
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  int live_ = 0;  // protected by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  int live_ GUARDED_BY(mu_) = 0;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -169,12 +168,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<boost::asio::const_buffer> write_buffers_;  // their bytes
   std::atomic<bool> abort_requested_{false};
 
-  mutable std::mutex mu_;
-  // Protected by mu_.
-  std::deque<EncodedFrame> queue_;
-  size_t queued_bytes_ = 0;     // queue_ plus writing_
-  bool write_pending_ = false;  // a DoWrite is posted or a write in flight
-  bool accepting_ = true;       // false once shutting down
+  mutable Mutex mu_;
+  std::deque<EncodedFrame> queue_ GUARDED_BY(mu_);
+  size_t queued_bytes_ GUARDED_BY(mu_) = 0;     // queue_ plus writing_
+  bool write_pending_ GUARDED_BY(mu_) = false;  // a DoWrite is posted or a write in flight
+  bool accepting_ GUARDED_BY(mu_) = true;       // false once shutting down
 };
 
 }  // namespace pace::net::internal

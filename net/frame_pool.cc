@@ -25,7 +25,7 @@ FrameBufferPool::~FrameBufferPool() {
 
 FrameBufferPool::Block FrameBufferPool::Acquire(size_t n) {
   if (n >= options_.min_block_bytes && n <= options_.max_block_bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto best = idle_.end();
     for (auto it = idle_.begin(); it != idle_.end(); ++it) {
       if (it->capacity >= n && (best == idle_.end() || it->capacity < best->capacity)) best = it;
@@ -53,7 +53,7 @@ void FrameBufferPool::Release(Block block) {
   }
   std::vector<Block> evicted;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Make room by dropping smaller idle blocks; keep the larger ones.
     std::sort(idle_.begin(), idle_.end(),
               [](const Block& a, const Block& b) { return a.capacity < b.capacity; });
@@ -80,17 +80,17 @@ void FrameBufferPool::Release(Block block) {
 void FrameBufferPool::Free(Block block) { delete[] block.data; }
 
 size_t FrameBufferPool::pooled_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return pooled_bytes_;
 }
 
 uint64_t FrameBufferPool::reused() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return reused_;
 }
 
 uint64_t FrameBufferPool::allocated() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return allocated_;
 }
 

@@ -9,8 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace pace::net {
 
@@ -59,12 +60,11 @@ class FrameBufferPool {
 
  private:
   const FrameBufferPoolOptions options_;
-  mutable std::mutex mu_;
-  // Protected by mu_.
-  std::vector<Block> idle_;
-  size_t pooled_bytes_ = 0;
-  uint64_t reused_ = 0;
-  uint64_t allocated_ = 0;
+  mutable Mutex mu_;
+  std::vector<Block> idle_ GUARDED_BY(mu_);
+  size_t pooled_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t reused_ GUARDED_BY(mu_) = 0;
+  uint64_t allocated_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace pace::net

@@ -9,6 +9,7 @@
 #define PACE_NET_MESSAGES_H_
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <variant>
@@ -162,8 +163,17 @@ using Message = std::variant<Hello, Welcome, Read, ReadReply, Apply, Ack, Push, 
                              Unsubscribe, CreateTable, ListTables, DescribeTable, TablesReply,
                              StatsRequest, StatsReply, Error>;
 
-// A short name for logs, e.g. "Apply".
-const char* MessageName(const Message& m);
+// A short name for logs, e.g. "Apply". Inline, so layers that only hold
+// messages (server/) need not link the codec.
+inline const char* MessageName(const Message& m) {
+  static constexpr const char* kNames[] = {
+      "Hello",       "Welcome",      "Read",        "ReadReply",   "Apply",      "Ack",
+      "Push",        "PushDone",     "Unsubscribe", "CreateTable", "ListTables", "DescribeTable",
+      "TablesReply", "StatsRequest", "StatsReply",  "Error"};
+  static_assert(std::size(kNames) == std::variant_size_v<Message>,
+                "kNames must list every Message alternative");
+  return kNames[m.index()];
+}
 
 }  // namespace pace::net
 

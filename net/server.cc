@@ -12,12 +12,12 @@
 #include <boost/asio/strand.hpp>
 #include <chrono>
 #include <future>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "net/auth.h"
 #include "net/connection.h"
 
@@ -114,16 +114,15 @@ class Server::Impl {
   std::atomic<uint64_t> sessions_active_{0};
   std::atomic<uint64_t> refused_{0};
 
-  mutable std::mutex mu_;
-  // Protected by mu_.
-  bool started_ = false;
-  bool stopping_ = false;
-  std::unordered_map<uint64_t, std::shared_ptr<Connection>> conns_;
+  mutable Mutex mu_;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::unordered_map<uint64_t, std::shared_ptr<Connection>> conns_ GUARDED_BY(mu_);
 };
 
 Status Server::Impl::Start(ServiceHandler* handler) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (started_) return Status::FailedPrecondition("server already started");
   }
   if (handler == nullptr) return Status::InvalidArgument("Server::Start: handler is null");
@@ -157,7 +156,7 @@ Status Server::Impl::Start(ServiceHandler* handler) {
   if (ec) return Status::IOError(where + ": " + ec.message());
   handler_ = handler;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     started_ = true;
   }
   work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
@@ -210,7 +209,7 @@ void Server::Impl::OnAccept(const error_code& ec, tcp::socket socket) {
   {
     // Registered before Start, so that its on_close (which unregisters it)
     // cannot run first.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return;  // dropping `conn` closes the socket
     conns_.emplace(conn->id(), conn);
   }
@@ -284,14 +283,14 @@ void Server::Impl::OnPeerClosed(Peer* peer, const Status& reason) {
     sessions_active_.fetch_sub(1, std::memory_order_relaxed);
     peer->session = nullptr;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   conns_.erase(peer->conn_id);
 }
 
 void Server::Impl::Stop() {
   std::vector<std::shared_ptr<Connection>> conns;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!started_ || stopping_) return;
     stopping_ = true;
     for (auto& entry : conns_) conns.push_back(entry.second);

@@ -14,14 +14,15 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/token_file.h"
 #include "net/address.h"
+#include "net/metrics_http.h"
 #include "net/server.h"
+#include "server/metrics.h"
 #include "server/shard_service.h"
 #include "tools/cli/cli.h"
 
@@ -46,20 +47,12 @@ DEFINE_int64(checkpoint_every, 0,
              "write a checkpoint every K shard clocks into --checkpoint_dir (0: never)");
 DEFINE_string(checkpoint_dir, "", "where periodic checkpoints go; default DATA_DIR/checkpoints");
 DEFINE_int32(checkpoint_keep, 3, "periodic checkpoints to keep (oldest are deleted)");
+DEFINE_string(metrics_listen, "",
+              "host:port serving Prometheus metrics at /metrics (port 0: any free port; "
+              "empty: none); see docs/operations.md");
 
 namespace pace {
 namespace {
-
-Status ReadTokenFile(const std::string& path, std::string* token) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot read --token_file=" + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *token = ss.str();
-  while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) token->pop_back();
-  if (token->empty()) return Status::InvalidArgument("--token_file=" + path + " is empty");
-  return Status::OK();
-}
 
 Status ValidateFlags() {
   if (FLAGS_data_dir.empty()) return Status::InvalidArgument("--data_dir is required");
@@ -199,6 +192,25 @@ int Run() {
             << ":" << server.port() << ", " << tables.size() << " table(s), shard clock "
             << service->ShardClock() << (FLAGS_sync ? ", sync" : "");
   for (const auto& t : tables) LOG(INFO) << "  table " << DescribeSchema(t);
+  std::unique_ptr<net::MetricsHttpServer> metrics;
+  if (!FLAGS_metrics_listen.empty()) {
+    ShardMetricsLimits limits;
+    limits.block_cache_bytes = uint64_t{FLAGS_block_cache_mb} << 20;
+    limits.write_buffer_bytes = uint64_t{FLAGS_write_buffer_mb} << 20;
+    limits.row_cache_bytes = uint64_t{FLAGS_row_cache_mb} << 20;
+    limits.sync = FLAGS_sync;
+    s = net::MetricsHttpServer::Start(
+        FLAGS_metrics_listen,
+        [&service, &server, limits] {
+          return RenderShardMetrics(service.get(), server.stats(), limits);
+        },
+        &metrics);
+    if (!s.ok()) {
+      std::fprintf(stderr, "paced: --metrics_listen: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::printf("paced metrics on %s:%u\n", metrics->host().c_str(), metrics->port());
+  }
   // A machine-readable line for scripts and tests (port 0 picks a free port).
   std::printf("paced listening on %s:%u\n", server_options.host.c_str(), server.port());
   std::fflush(stdout);
@@ -217,6 +229,7 @@ int Run() {
     checkpointer.MaybeCheckpoint();
   }
   LOG(INFO) << "paced: signal " << signo << ", shutting down";
+  metrics.reset();
   server.Stop();    // stops accepting, closes sessions, waits for in-flight handlers
   service.reset();  // closes RocksDB
   LOG(INFO) << "paced: clean exit";

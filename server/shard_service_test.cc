@@ -12,6 +12,7 @@
 
 #include "common/hash.h"
 #include "common/row.h"
+#include "common/scoped_temp_dir.h"
 #include "server/testing/fake_session.h"
 
 namespace pace {
@@ -22,15 +23,10 @@ using net::Message;
 class ShardServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/pace_shard_service_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = dir_.path();
+    ASSERT_FALSE(root_.empty());
   }
-  void TearDown() override {
-    service_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
-  }
+  void TearDown() override { service_.reset(); }
 
   void OpenService(uint32_t num_clients, uint32_t num_shards = 1, uint32_t shard_id = 0) {
     service_.reset();
@@ -117,6 +113,7 @@ class ShardServiceTest : public ::testing::Test {
     return out;
   }
 
+  ScopedTempDir dir_;
   std::string root_;
   std::unique_ptr<ShardService> service_;
 };

@@ -19,6 +19,7 @@
 #include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
 #include "apps/shared/stop_signal.h"
+#include "client/metrics.h"
 #include "client/pace.h"
 #include "tools/cli/cli.h"
 
@@ -31,6 +32,10 @@ DEFINE_double(beta, 0.01, "Dirichlet prior of the topic-word distributions");
 DEFINE_int32(topics_out, 10, "print the N most frequent words of every topic at the end (0: no)");
 DEFINE_string(table_prefix, "lda",
               "names of the tables: PREFIX.word_topic, PREFIX.topic_totals, PREFIX.stats");
+
+DEFINE_string(metrics_listen, "",
+              "host:port serving this process's Prometheus metrics at /metrics (port 0: any "
+              "free port; empty: none); see docs/operations.md");
 
 namespace pace {
 namespace lda {
@@ -186,6 +191,13 @@ int Run() {
   if (!FLAGS_csv.empty()) {
     s = report.OpenCsv(FLAGS_csv, /*append=*/options.run.resume);
     if (!s.ok()) return apps::UsageError(kProgram, s);
+  }
+  std::unique_ptr<ClientMetricsServer> metrics;
+  if (!FLAGS_metrics_listen.empty()) {
+    s = ClientMetricsServer::Start(FLAGS_metrics_listen, client.get(), &metrics);
+    if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--metrics_listen"));
+    std::printf("# metrics on %s\n", metrics->address().c_str());
+    std::fflush(stdout);
   }
   LdaTrainer trainer(client.get(), &corpus, options);
   s = trainer.Setup();

@@ -22,6 +22,7 @@
 #include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
 #include "apps/shared/stop_signal.h"
+#include "client/metrics.h"
 #include "client/pace.h"
 #include "tools/cli/cli.h"
 
@@ -44,6 +45,10 @@ DEFINE_bool(biases, true, "model a global mean and user and item biases");
 DEFINE_double(init_scale, 0.01, "factors start uniform in [-init_scale, init_scale)");
 DEFINE_string(export, "", "write the learned factors as CSV into this directory at the end");
 DEFINE_string(table_prefix, "mf", "names of the tables: PREFIX.user, PREFIX.item, PREFIX.stats");
+
+DEFINE_string(metrics_listen, "",
+              "host:port serving this process's Prometheus metrics at /metrics (port 0: any "
+              "free port; empty: none); see docs/operations.md");
 
 namespace pace {
 namespace mf {
@@ -251,6 +256,13 @@ int Run() {
   if (!FLAGS_csv.empty()) {
     s = report.OpenCsv(FLAGS_csv, /*append=*/options.run.resume);
     if (!s.ok()) return apps::UsageError(kProgram, s);
+  }
+  std::unique_ptr<ClientMetricsServer> metrics;
+  if (!FLAGS_metrics_listen.empty()) {
+    s = ClientMetricsServer::Start(FLAGS_metrics_listen, client.get(), &metrics);
+    if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--metrics_listen"));
+    std::printf("# metrics on %s\n", metrics->address().c_str());
+    std::fflush(stdout);
   }
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();

@@ -5,8 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+
+#include "common/token_file.h"
 
 DEFINE_string(consistency, "essp", "consistency model of the model tables: bsp|ssp|essp|async");
 DEFINE_int32(staleness, 1, "staleness bound s (ssp, essp; must be 0 for bsp; ignored by async)");
@@ -94,17 +94,6 @@ Status RunOptionsFromFlags(RunOptions* run) {
 
 namespace {
 
-Status ReadToken(const std::string& path, std::string* token) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot read --token_file=" + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *token = ss.str();
-  while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) token->pop_back();
-  if (token->empty()) return Status::InvalidArgument("--token_file=" + path + " is empty");
-  return Status::OK();
-}
-
 // A launcher (mpirun, srun) that started more than one process of an
 // embedded run would start that many independent jobs on one data dir.
 Status CheckNoLauncherWithoutServers() {
@@ -134,7 +123,7 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   o->block_cache_mb = static_cast<size_t>(FLAGS_block_cache_mb);
   if (FLAGS_data_dir.empty()) return Status::InvalidArgument("--data_dir must not be empty");
   o->data_dir = FLAGS_data_dir;
-  if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadToken(FLAGS_token_file, &o->token));
+  if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadTokenFile(FLAGS_token_file, &o->token));
   const bool id_given = FlagWasSet("client_id") || FlagWasSet("num_clients");
   if (FLAGS_servers.empty()) {
     if (!(FlagWasSet("num_clients") && FLAGS_num_clients == 1)) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fstream>
 
+#include "common/percentile.h"
+
 namespace pace {
 namespace apps {
 
@@ -42,14 +44,8 @@ StalenessSummary SummarizeStaleness(const double* cols) {
   s.mean = cols[MeasureCols::kReads] > 0
                ? cols[MeasureCols::kStalenessSum] / cols[MeasureCols::kReads]
                : 0.0;
-  double acc = 0;
-  for (int i = 0; i < MeasureCols::kHistBuckets; ++i) {
-    acc += cols[MeasureCols::kHist + i];
-    if (acc >= 0.99 * total - 1e-9) {
-      s.p99 = i;
-      break;
-    }
-  }
+  s.p99 = static_cast<int64_t>(
+      HistogramPercentile(cols + MeasureCols::kHist, MeasureCols::kHistBuckets, 0.99));
   return s;
 }
 

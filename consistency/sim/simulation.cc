@@ -122,10 +122,17 @@ class FakeStore : public VersionedRows {
     int64_t value = 0;
     Provenance prov;
   };
-  explicit FakeStore(uint32_t num_clients) : applied(num_clients, 0) {}
+  FakeStore(uint32_t num_clients, Rng* rng, double fail_chance)
+      : applied(num_clients, 0), rng_(rng), fail_chance_(fail_chance) {}
   Status ReadRows(uint32_t table, const std::vector<uint64_t>& rows,
                   std::vector<std::string>* values) override {
     values->clear();
+    // Reads of several rows (pushes: the simulated clients read one row per
+    // Read, and a client fails on a read error) sometimes fail, as a disk
+    // may: the engine must then withhold PushDone and retry.
+    if (rows.size() > 1 && fail_chance_ > 0 && rng_->Chance(fail_chance_)) {
+      return Status::IOError("injected read failure");
+    }
     for (uint64_t r : rows) {
       auto it = committed.find(RowKey{table, r});
       values->push_back(it == committed.end() ? EncodeRow(0, {})
@@ -137,6 +144,10 @@ class FakeStore : public VersionedRows {
   // What survives a crash: the committed rows and applied clocks.
   std::map<RowKey, Row> committed;
   std::vector<ClockT> applied;
+
+ private:
+  Rng* const rng_;
+  const double fail_chance_;
 };
 
 struct Connection {
@@ -155,12 +166,14 @@ struct QueuedBatch {
 };
 
 struct Shard {
-  explicit Shard(uint32_t num_clients) : store(num_clients) {}
+  Shard(uint32_t num_clients, Rng* rng, double fail_chance)
+      : store(num_clients, rng, fail_chance) {}
   FakeStore store;
   std::unique_ptr<ShardEngine> engine;  // null while crashed
   std::vector<QueuedBatch> queue;       // received, not yet committed
   uint64_t incarnation = 0;
   bool commit_scheduled = false;
+  bool retry_scheduled = false;
   PeerId next_peer = 1;
 };
 
@@ -180,7 +193,7 @@ struct Entry {
   Version version = 0;
   ClockT applied = 0;
   bool subscribed = false;
-  bool waiting = false;
+  int waiters = 0;  // workers blocked on this row
   std::vector<Version> reads_in_flight;
   std::vector<Pending> pending;
 
@@ -209,13 +222,18 @@ struct ShardView {
   std::map<uint64_t, ReadRequest> requests;  // in flight, re-sent after a reconnect
 };
 
-struct Client {
-  ClientId id = 0;
+struct Worker {
   ClockT clock = 0;
   std::vector<std::vector<Op>> script;  // ops per clock; the last has no Clock()
   size_t op = 0;
   bool blocked = false;
   bool done = false;
+};
+
+struct Client {
+  ClientId id = 0;
+  ClockT clock = 0;  // the process clock: the minimum of its workers' clocks
+  std::vector<Worker> workers;
   uint64_t next_req = 1;
   std::map<RowKey, Entry> entries;
   std::vector<ShardView> shards;
@@ -267,10 +285,12 @@ class World {
   void DropConnection(ClientId c, uint32_t k);
 
   // --- clients ---------------------------------------------------------------
-  void ClientStep(ClientId c);
-  bool ClientGet(Client& cl, const RowKey& key);
-  void ClientInc(Client& cl, const RowKey& key, int64_t delta);
-  void ClientClock(Client& cl);
+  void ClientStep(ClientId c, size_t w);
+  bool ClientGet(Client& cl, ClockT c, const RowKey& key);
+  void ClientInc(Client& cl, ClockT c, const RowKey& key, int64_t delta);
+  void WorkerClock(Client& cl, Worker& w);
+  void SendBatches(Client& cl);
+  void RetryBlocked(ClientId c);
   void ClientEvict(Client& cl);
   void ClientReceive(ClientId c, uint32_t k, ToClient m);
   void InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT a, bool read,
@@ -282,7 +302,7 @@ class World {
     if (!e.subscribed) return e.version;
     return std::max(e.version, cl.shards[ShardOfKey(key)].pushed_version);
   }
-  void CheckRead(const Client& cl, const RowKey& key, const Entry& e, Version v);
+  void CheckRead(const Client& cl, ClockT c, const RowKey& key, const Entry& e, Version v);
   bool Finished() const;
   void FinalChecks();
 
@@ -305,6 +325,7 @@ class World {
   int64_t clocks_ = 3;
   bool group_publish_ = false;
   double evict_chance_ = 0;
+  double read_fail_chance_ = 0;
   std::vector<TableSpec> tables_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<Client> clients_;
@@ -341,13 +362,15 @@ void World::Configure() {
   clocks_ = rng_.Between(2, 6);
   group_publish_ = rng_.Chance(0.5);
   evict_chance_ = rng_.Chance(0.5) ? 0.0 : 0.15;
+  read_fail_chance_ = rng_.Chance(0.7) ? 0.0 : 0.2;
   const uint32_t num_tables = static_cast<uint32_t>(rng_.Between(1, 2));
   static constexpr Consistency kModels[] = {Consistency::kBsp, Consistency::kSsp,
                                             Consistency::kEssp, Consistency::kAsync};
   std::ostringstream cfg;
   cfg << num_shards << " shard(s), " << num_clients << " client(s), " << clocks_
       << " clocks, delay<=" << max_delay_ << (group_publish_ ? ", group commit" : "")
-      << (evict_chance_ > 0 ? ", evictions" : "") << ", tables:";
+      << (evict_chance_ > 0 ? ", evictions" : "")
+      << (read_fail_chance_ > 0 ? ", failing push reads" : "") << ", tables:";
   for (uint32_t t = 0; t < num_tables; ++t) {
     TableSpec s;
     s.id = t + 1;
@@ -358,7 +381,7 @@ void World::Configure() {
     cfg << " " << ConsistencyName(s.consistency) << " s=" << s.staleness << " x" << s.rows;
   }
   for (uint32_t k = 0; k < num_shards; ++k) {
-    shards_.push_back(std::make_unique<Shard>(num_clients));
+    shards_.push_back(std::make_unique<Shard>(num_clients, &rng_, read_fail_chance_));
     shards_.back()->engine = std::make_unique<ShardEngine>(
         ShardEngineOptions{}, shards_.back()->store.applied, 0, &shards_.back()->store);
   }
@@ -368,24 +391,28 @@ void World::Configure() {
     Client& cl = clients_[c];
     cl.id = c;
     cl.shards.resize(num_shards);
-    for (int64_t clock = 0; clock <= clocks_; ++clock) {
-      std::vector<Op> ops;
-      const int64_t n = clock == clocks_ ? 0 : rng_.Between(0, 4);
-      for (int64_t i = 0; i < n; ++i) {
-        const TableSpec& t = tables_[rng_.Below(num_tables)];
-        Op op;
-        op.is_get = rng_.Chance(0.5);
-        op.key = RowKey{t.id, static_cast<uint64_t>(rng_.Below(t.rows))};
-        op.delta = rng_.Between(1, 1000) * (rng_.Chance(0.5) ? 1 : -1);
-        ops.push_back(op);
-      }
-      if (clock == clocks_) {  // the last clock reads every row
-        for (const TableSpec& t : tables_) {
-          for (uint64_t r = 0; r < t.rows; ++r) ops.push_back(Op{true, RowKey{t.id, r}, 0});
+    cl.workers.resize(static_cast<size_t>(rng_.Between(1, 2)));
+    for (Worker& w : cl.workers) {
+      for (int64_t clock = 0; clock <= clocks_; ++clock) {
+        std::vector<Op> ops;
+        const int64_t n = clock == clocks_ ? 0 : rng_.Between(0, 4);
+        for (int64_t i = 0; i < n; ++i) {
+          const TableSpec& t = tables_[rng_.Below(num_tables)];
+          Op op;
+          op.is_get = rng_.Chance(0.5);
+          op.key = RowKey{t.id, static_cast<uint64_t>(rng_.Below(t.rows))};
+          op.delta = rng_.Between(1, 1000) * (rng_.Chance(0.5) ? 1 : -1);
+          ops.push_back(op);
         }
+        if (clock == clocks_) {  // the last clock reads every row
+          for (const TableSpec& t : tables_) {
+            for (uint64_t r = 0; r < t.rows; ++r) ops.push_back(Op{true, RowKey{t.id, r}, 0});
+          }
+        }
+        w.script.push_back(std::move(ops));
       }
-      cl.script.push_back(std::move(ops));
     }
+    cfg << (c == 0 ? ", workers per client:" : "") << " " << cl.workers.size();
   }
   // Faults at random moments of the expected run.
   const int64_t horizon = clocks_ * (max_delay_ * 4 + 10);
@@ -538,6 +565,7 @@ void World::Crash(uint32_t k) {
   sh.engine.reset();
   sh.queue.clear();
   sh.commit_scheduled = false;
+  sh.retry_scheduled = false;
   ++sh.incarnation;
   At(now_ + Delay() * 2, [this, k] { Restart(k); });
 }
@@ -554,50 +582,65 @@ void World::Restart(uint32_t k) {
 
 // --- clients -----------------------------------------------------------------------
 
-void World::ClientStep(ClientId c) {
+void World::ClientStep(ClientId c, size_t wi) {
   Client& cl = clients_[c];
-  if (cl.done || cl.blocked) return;
+  Worker& w = cl.workers[wi];
+  if (w.done || w.blocked) return;
   if (evict_chance_ > 0 && rng_.Chance(evict_chance_)) ClientEvict(cl);
-  const std::vector<Op>& ops = cl.script[cl.clock];
-  if (cl.op < ops.size()) {
-    const Op& op = ops[cl.op];
+  const std::vector<Op>& ops = w.script[w.clock];
+  if (w.op < ops.size()) {
+    const Op& op = ops[w.op];
     if (op.is_get) {
-      if (!ClientGet(cl, op.key)) {
-        cl.blocked = true;
+      if (!ClientGet(cl, w.clock, op.key)) {
+        w.blocked = true;
+        ++cl.entries[op.key].waiters;
         return;
       }
     } else {
-      ClientInc(cl, op.key, op.delta);
+      ClientInc(cl, w.clock, op.key, op.delta);
     }
-    ++cl.op;
-  } else if (cl.clock == clocks_) {
-    cl.done = true;
+    ++w.op;
+  } else if (w.clock == clocks_) {
+    w.done = true;
     return;
   } else {
-    ClientClock(cl);
+    WorkerClock(cl, w);
   }
-  At(now_ + rng_.Between(0, 3), [this, c] { ClientStep(c); });
+  At(now_ + rng_.Between(0, 3), [this, c, wi] { ClientStep(c, wi); });
 }
 
-bool World::ClientGet(Client& cl, const RowKey& key) {
+void World::RetryBlocked(ClientId c) {
+  Client& cl = clients_[c];
+  for (size_t wi = 0; wi < cl.workers.size(); ++wi) {
+    Worker& w = cl.workers[wi];
+    if (!w.blocked) continue;
+    const Op& op = w.script[w.clock][w.op];
+    if (ClientGet(cl, w.clock, op.key)) {
+      w.blocked = false;
+      --cl.entries[op.key].waiters;
+      ++w.op;
+      At(now_ + rng_.Between(0, 3), [this, c, wi] { ClientStep(c, wi); });
+    }
+  }
+}
+
+bool World::ClientGet(Client& cl, ClockT c, const RowKey& key) {
   const ReadPolicy policy = Policy(key.table);
   Entry& e = cl.entries[key];
   Version v = 0;
-  if (e.has_value && policy.IsFresh(v = EffectiveVersion(cl, key, e), cl.clock)) {
-    e.waiting = false;
-    CheckRead(cl, key, e, v);
+  if (e.has_value && policy.IsFresh(v = EffectiveVersion(cl, key, e), c)) {
+    CheckRead(cl, c, key, e, v);
     return true;
   }
   // Subscribed rows are refreshed by pushes; everything else is pulled.
   if (!(policy.uses_push() && e.subscribed)) {
-    const Version need = policy.MinVersion(cl.clock);
+    const Version need = policy.MinVersion(c);
     if (!e.ReadInFlightAtMost(need)) SendRead(cl, key, e, need, policy.uses_push());
   }
-  e.waiting = true;
   return false;
 }
 
-void World::CheckRead(const Client& cl, const RowKey& key, const Entry& e, Version v) {
+void World::CheckRead(const Client& cl, ClockT c, const RowKey& key, const Entry& e, Version v) {
   ++result_.reads_checked;
   int64_t value = e.value;
   Provenance prov = e.prov;
@@ -609,7 +652,7 @@ void World::CheckRead(const Client& cl, const RowKey& key, const Entry& e, Versi
   }
   std::sort(prov.begin(), prov.end());
   std::ostringstream where;
-  where << "client " << cl.id << " at clock " << cl.clock << " read row " << key.table << "/"
+  where << "client " << cl.id << " (a worker at clock " << c << ") read row " << key.table << "/"
         << key.row << " (version " << v << ", applied " << e.applied << ")";
   if (std::adjacent_find(prov.begin(), prov.end()) != prov.end()) {
     return Fail(where.str() + ": a batch counted twice");
@@ -626,30 +669,39 @@ void World::CheckRead(const Client& cl, const RowKey& key, const Entry& e, Versi
                 std::to_string(expect) + " of the updates it holds");
   }
   const ReadPolicy policy = Policy(key.table);
-  for (const auto& [c, d] : truth) {
-    const bool own = c.first == cl.id;
-    const bool required = own || (!policy.is_async() && c.second < cl.clock - policy.staleness());
-    if (required && !std::binary_search(prov.begin(), prov.end(), c)) {
-      return Fail(where.str() + ": lacks client " + std::to_string(c.first) +
-                  "'s update of clock " + std::to_string(c.second) +
+  for (const auto& [u, d] : truth) {
+    const bool own = u.first == cl.id;
+    const bool required = own || (!policy.is_async() && u.second < c - policy.staleness());
+    if (required && !std::binary_search(prov.begin(), prov.end(), u)) {
+      return Fail(where.str() + ": lacks client " + std::to_string(u.first) +
+                  "'s update of clock " + std::to_string(u.second) +
                   (own ? " (read-my-writes)" : " (read rule)"));
     }
   }
 }
 
-void World::ClientInc(Client& cl, const RowKey& key, int64_t delta) {
+void World::ClientInc(Client& cl, ClockT c, const RowKey& key, int64_t delta) {
   Entry& e = cl.entries[key];
-  ledger_[key][{cl.id, cl.clock}] += delta;
+  ledger_[key][{cl.id, c}] += delta;
   for (Pending& p : e.pending) {
-    if (!p.sealed && p.clock == cl.clock) {
+    if (!p.sealed && p.clock == c) {
       p.delta += delta;
       return;
     }
   }
-  e.pending.push_back(Pending{cl.clock, false, delta});
+  e.pending.push_back(Pending{c, false, delta});
 }
 
-void World::ClientClock(Client& cl) {
+void World::WorkerClock(Client& cl, Worker& w) {
+  ++w.clock;
+  w.op = 0;
+  ClockT min = w.clock;
+  for (const Worker& o : cl.workers) min = std::min(min, o.clock);
+  while (cl.clock < min) SendBatches(cl);  // the process clock advanced
+}
+
+// Seals the process clock's deltas and sends each shard its batch.
+void World::SendBatches(Client& cl) {
   std::vector<SentBatch> batches(shards_.size());
   for (auto& [key, e] : cl.entries) {
     for (Pending& p : e.pending) {
@@ -668,13 +720,12 @@ void World::ClientClock(Client& cl) {
     SendToShard(cl.id, k, ApplyMsg{cl.clock, std::move(batches[k].deltas)});
   }
   ++cl.clock;
-  cl.op = 0;
 }
 
 void World::ClientEvict(Client& cl) {
   std::vector<RowKey> candidates;
   for (auto& [key, e] : cl.entries) {
-    if (e.has_value && !e.waiting && e.reads_in_flight.empty()) candidates.push_back(key);
+    if (e.has_value && e.waiters == 0 && e.reads_in_flight.empty()) candidates.push_back(key);
   }
   if (candidates.empty()) return;
   const RowKey key = candidates[rng_.Below(static_cast<int64_t>(candidates.size()))];
@@ -737,7 +788,7 @@ void World::InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT 
       e.value = 0;
       e.prov.clear();
     }
-    if (e.waiting || !read) SendRead(cl, key, e, v, Policy(key.table).uses_push());
+    if (e.waiters > 0 || !read) SendRead(cl, key, e, v, Policy(key.table).uses_push());
     return;
   }
   if (!e.has_value || v >= e.version) InstallValue(cl, e, value, std::move(prov), v, a);
@@ -786,14 +837,7 @@ void World::ClientReceive(ClientId c, uint32_t k, ToClient m) {
   } else if (auto* err = std::get_if<ReadErrorMsg>(&m)) {
     return Fail("client " + std::to_string(c) + " got a read error: " + err->why);
   }
-  if (cl.blocked) {
-    const Op& op = cl.script[cl.clock][cl.op];
-    if (ClientGet(cl, op.key)) {
-      cl.blocked = false;
-      ++cl.op;
-      At(now_ + rng_.Between(0, 3), [this, c] { ClientStep(c); });
-    }
-  }
+  RetryBlocked(c);
 }
 
 void World::ClientReconnected(Client& cl, uint32_t k) {
@@ -822,7 +866,9 @@ void World::ClientReconnected(Client& cl, uint32_t k) {
 
 bool World::Finished() const {
   for (const Client& cl : clients_) {
-    if (!cl.done) return false;
+    for (const Worker& w : cl.workers) {
+      if (!w.done) return false;
+    }
     for (const ShardView& sh : cl.shards) {
       if (!sh.unacked.empty()) return false;
     }
@@ -867,7 +913,9 @@ SimResult World::Run() {
     for (uint32_t k = 0; k < shards_.size(); ++k) Connect(c, k);
   }
   for (ClientId c = 0; c < clients_.size(); ++c) {
-    At(rng_.Between(0, 3), [this, c] { ClientStep(c); });
+    for (size_t w = 0; w < clients_[c].workers.size(); ++w) {
+      At(rng_.Between(0, 3), [this, c, w] { ClientStep(c, w); });
+    }
   }
   while (result_.ok && !events_.empty() && !Finished()) {
     if (++result_.events > options_.max_events) {
@@ -878,13 +926,28 @@ SimResult World::Run() {
     events_.pop();
     now_ = ev.time;
     ev.fn();
+    // The shard's retry timer for pushes that could not read their rows.
+    for (uint32_t k = 0; k < shards_.size(); ++k) {
+      Shard& sh = *shards_[k];
+      if (sh.engine == nullptr || !sh.engine->push_retry_pending() || sh.retry_scheduled) continue;
+      sh.retry_scheduled = true;
+      const uint64_t inc = sh.incarnation;
+      At(now_ + max_delay_, [this, k, inc] {
+        Shard& s = *shards_[k];
+        if (s.incarnation != inc) return;
+        s.retry_scheduled = false;
+        if (s.engine != nullptr) s.engine->RetryPushes();
+      });
+    }
   }
   if (result_.ok && !Finished()) {
     std::ostringstream why;
     why << "deadlock: nothing left to happen;";
     for (const Client& cl : clients_) {
-      why << " client " << cl.id << " at clock " << cl.clock << (cl.blocked ? " blocked" : "")
-          << (cl.done ? " done" : "");
+      for (const Worker& w : cl.workers) {
+        why << " client " << cl.id << " worker at clock " << w.clock
+            << (w.blocked ? " blocked" : "") << (w.done ? " done" : "");
+      }
     }
     Fail(why.str());
   }

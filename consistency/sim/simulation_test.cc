@@ -13,7 +13,7 @@
 #include <string>
 
 #ifndef PACE_SIM_DEFAULT_SCHEDULES
-#define PACE_SIM_DEFAULT_SCHEDULES 20000
+#define PACE_SIM_DEFAULT_SCHEDULES 10000
 #endif
 
 namespace pace::sim {

@@ -5,6 +5,11 @@ the same run. Prints one RATIO line (C++ seconds / Python seconds per
 get_many + inc_many pair with out=, i.e. Python's share of C++'s throughput;
 target >= 0.7) and appends it to $PACE_BENCH_OUT if set.
 
+Each side's figure is the fastest call of a run (the least disturbed by other
+load: C++ and Python run in turn, not at the same instant, so medians of a
+busy machine compare different moments), then the median over interleaved
+runs.
+
     PYTHONPATH=build/python python3 python/bench/batch_bench.py build/bin [--quick]
 """
 import os
@@ -43,7 +48,7 @@ def python_run(data_dir, iters):
         get_s.append(t1 - t0)
         inc_s.append(t2 - t1)
         alloc_s.append(t3 - t2)
-    return statistics.median(get_s), statistics.median(inc_s), statistics.median(alloc_s)
+    return min(get_s), min(inc_s), min(alloc_s)
 
 
 def cpp_run(bin_dir, data_dir, iters):
@@ -57,7 +62,7 @@ def cpp_run(bin_dir, data_dir, iters):
 def main(argv):
     bin_dir = argv[0] if argv else "build/bin"
     quick = "--quick" in argv or bool(os.environ.get("BENCH_QUICK"))
-    iters, reps = (5, 1) if quick else (20, 3)
+    iters, reps = (5, 3) if quick else (10, 7)
     print(f"=== 8: Python get_many + inc_many, {ROWS} rows x {WIDTH} f32 (vs the same calls "
           "in C++) ===")
     work = tempfile.mkdtemp(prefix="pace-pybench-")

@@ -269,7 +269,7 @@ Safe to use from many threads; each thread gets its own worker().)doc")
           [](const std::shared_ptr<PyClient>& c) {
             PyWorker* w = nullptr;
             {
-              std::lock_guard<std::mutex> l(c->mu);
+              MutexLock l(&c->mu);
               auto it = c->thread_workers.find(std::this_thread::get_id());
               if (it != c->thread_workers.end()) w = it->second;
             }

@@ -12,13 +12,13 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "client/pace.h"
+#include "common/mutex.h"
 #include "common/schema.h"
 #include "common/status.h"
 
@@ -73,8 +73,8 @@ struct PyClient {
   std::string data_dir;
   size_t cache_mb = 0;
   // The worker each thread created last (client.global_barrier() uses it).
-  std::mutex mu;
-  std::unordered_map<std::thread::id, PyWorker*> thread_workers;
+  Mutex mu;
+  std::unordered_map<std::thread::id, PyWorker*> thread_workers GUARDED_BY(mu);
 };
 
 struct PyTable {

@@ -11,13 +11,13 @@ namespace python {
 
 PyWorker::PyWorker(std::shared_ptr<PyClient> owner, std::unique_ptr<Worker> worker)
     : owner_(std::move(owner)), worker_(std::move(worker)), creator_(std::this_thread::get_id()) {
-  std::lock_guard<std::mutex> l(owner_->mu);
+  MutexLock l(&owner_->mu);
   owner_->thread_workers[creator_] = this;
 }
 
 PyWorker::~PyWorker() {
   {
-    std::lock_guard<std::mutex> l(owner_->mu);
+    MutexLock l(&owner_->mu);
     auto it = owner_->thread_workers.find(creator_);
     if (it != owner_->thread_workers.end() && it->second == this) owner_->thread_workers.erase(it);
   }

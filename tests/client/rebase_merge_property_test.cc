@@ -25,7 +25,6 @@
 #include <deque>
 #include <iterator>
 #include <memory>
-#include <random>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -33,6 +32,7 @@
 
 #include "client/row_cache.h"
 #include "common/element.h"
+#include "common/random.h"
 #include "common/row.h"
 #include "storage/row_merge.h"
 #include "storage/storage_test_util.h"
@@ -43,15 +43,16 @@ namespace {
 constexpr int kSchedules = 400;  // per run, over all formats
 constexpr int kStepsPerSchedule = 120;
 
+// Draws from the Rng of common/random.h.
 class Random {
  public:
-  explicit Random(uint64_t seed) : gen_(seed) {}
-  uint64_t Below(uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(gen_); }
+  explicit Random(uint64_t seed) : rng_(seed) {}
+  uint64_t Below(uint64_t n) { return rng_.UniformInt(n); }
   bool OneIn(uint64_t n) { return Below(n) == 0; }
-  uint64_t Bits() { return gen_(); }
+  uint64_t Bits() { return rng_.Next(); }
 
  private:
-  std::mt19937_64 gen_;
+  Rng rng_;
 };
 
 // A random element: floats of mixed magnitudes and signs (so sums round and

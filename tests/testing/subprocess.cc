@@ -100,17 +100,6 @@ std::string BinaryDir() {
   return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
 }
 
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "pace-test-XXXXXX").string();
-  char* p = mkdtemp(tmpl.data());
-  path_ = p ? p : "";
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-}
-
 Status StartPaced(Subprocess* proc, const std::string& data_dir, uint32_t shard,
                   uint32_t num_shards, uint32_t num_clients, const std::vector<std::string>& extra,
                   uint16_t* port, uint16_t fixed_port) {

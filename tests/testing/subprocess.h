@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scoped_temp_dir.h"
 #include "common/status.h"
 
 namespace pace::testing {
@@ -46,15 +47,7 @@ class Subprocess {
 std::string BinaryDir();
 
 // A fresh empty temporary directory, removed by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempDir = ::pace::ScopedTempDir;
 
 // Starts `paced` on an ephemeral loopback port and returns its port, parsed
 // from its "paced listening on HOST:PORT" line. `extra` flags are appended.

@@ -2,12 +2,11 @@
 // tables, describe, get, stats. pacectl connects as an observer: it never
 // counts toward the shard clock and may not Apply.
 #include <chrono>
-#include <fstream>
 #include <future>
 #include <map>
-#include <sstream>
 
 #include "common/row.h"
+#include "common/token_file.h"
 #include "net/address.h"
 #include "net/remote_shard.h"
 #include "tools/ctl/commands.h"
@@ -17,17 +16,6 @@
 namespace pace::ctl {
 
 namespace {
-
-Status ReadTokenFile(const std::string& path, std::string* token) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot read --token_file=" + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *token = ss.str();
-  while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) token->pop_back();
-  if (token->empty()) return Status::InvalidArgument("--token_file=" + path + " is empty");
-  return Status::OK();
-}
 
 // A connection to one shard server and the helpers to wait for its replies.
 class Online {
