@@ -97,6 +97,7 @@ on_host() {
 # start_shard K [NAME]: paced shard K of 2 on host K, port 7100 (a fixed port
 # is safe: the address is this run's own), log NAME (default paced$K); waits
 # until it listens. Sets SHARD_PID[K]. Extra flags: SHARD_FLAGS.
+# shellcheck disable=SC2034  # used by the scripts that source this file
 declare -a SHARD_PID
 SHARD_FLAGS=()
 NUM_CLIENTS=3
@@ -105,7 +106,8 @@ start_shard() {
   on_host "$name" "$k" "$BIN/paced" --listen="$(host_ip "$k"):7100" \
     --data_dir="$LOG_DIR/shard$k" --shard="$k" --num_shards=2 --num_clients="$NUM_CLIENTS" \
     --token_file="$LOG_DIR/job.token" "${SHARD_FLAGS[@]}"
-  SHARD_PID[$k]=$LAST_PID
+  # shellcheck disable=SC2034  # read by the scripts that source this file
+  SHARD_PID[k]=$LAST_PID
   for ((i = 0; i < 200; i++)); do
     grep -qs "^paced listening on" "$LOG_DIR/$name.log" && return 0
     kill -0 "$LAST_PID" 2>/dev/null || fail "paced shard $k exited: $(cat "$LOG_DIR/$name.log")"
@@ -114,6 +116,7 @@ start_shard() {
   fail "paced shard $k did not start"
 }
 
+# shellcheck disable=SC2034  # used by the scripts that source this file
 SERVERS="$(host_ip 0):7100,$(host_ip 1):7100"
 
 # link_down H / link_up H: the switch port of host H (the host sees its
