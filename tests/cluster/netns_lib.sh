@@ -3,7 +3,7 @@
 # network namespaces joined by a bridge, the processes started in them, and a
 # teardown that runs on every exit (success, failure, signal).
 #
-# Layout of one run (names unique per run: pc<pid><random>):
+# Layout of one run (names unique per run: pc<pid>-<random>-):
 #   ${NS}h0 10.77.0.1   ${NS}h1 10.77.0.2   ${NS}h2 10.77.0.3   (each: eth0, lo)
 #   ${NS}sw: the switch, bridge br0 with one veth port per host (p0, p1, p2)
 # The addresses exist only inside these namespaces; nothing is added to the
@@ -13,7 +13,7 @@
 # exits 77, which ctest reports as skipped (SKIP_RETURN_CODE 77), with the
 # reason on stderr.
 
-NS=pc$$$((RANDOM % 1000))
+NS=pc$$-$((RANDOM % 1000))-
 HOSTS=3
 PIDS=()
 LOG_DIR=
@@ -51,6 +51,18 @@ teardown() {
   exit "$rc"
 }
 
+# Namespaces of earlier runs whose script is gone (killed with SIGKILL, so
+# its teardown never ran) and that hold no process: deleted.
+sweep_stale() {
+  local n pid
+  for n in $(ip netns list 2>/dev/null | awk '{ print $1 }' | grep -E '^pc[0-9]+-[0-9]+-(h[0-9]|sw)$'); do
+    pid=${n#pc}
+    pid=${pid%%-*}
+    kill -0 "$pid" 2>/dev/null && continue
+    [ -z "$(ip netns pids "$n" 2>/dev/null)" ] && ip netns del "$n" 2>/dev/null
+  done
+}
+
 # netns_init BIN_DIR: checks permissions, builds the namespaces, sets BIN.
 netns_init() {
   BIN=$1
@@ -59,6 +71,7 @@ netns_init() {
   trap teardown EXIT
   trap 'exit 130' INT TERM
   ip netns add "${NS}sw" 2>/dev/null || skip "ip netns add is not permitted here"
+  sweep_stale
   LOG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/pace-cluster.XXXXXX")
   ip -n "${NS}sw" link add br0 type bridge || fail "cannot create a bridge"
   ip -n "${NS}sw" link set br0 up
