@@ -33,6 +33,7 @@ host_ip() { echo "10.77.0.$(($1 + 1))"; }
 teardown() {
   local rc=$? p h
   trap - EXIT INT TERM
+  exec 3>&2 2>/dev/null  # no "Killed" job notices for the processes we end
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   for h in h0 h1 h2 sw; do
     # Anything still running inside our namespaces was started by this run.
@@ -40,6 +41,7 @@ teardown() {
   done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
   for h in h0 h1 h2 sw; do ip netns del "${NS}$h" 2>/dev/null; done
+  exec 2>&3 3>&-
   if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -n "$LOG_DIR" ]; then
     for f in "$LOG_DIR"/*.log; do
       [ -f "$f" ] || continue
