@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "net/address.h"
@@ -30,7 +31,9 @@ std::string FormatValue(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) {
     std::snprintf(buf, sizeof(buf), "%.0f", v);
   } else {
-    std::snprintf(buf, sizeof(buf), "%.17g", v);
+    // The shortest of %.15g / %.17g that reads back as the same double.
+    std::snprintf(buf, sizeof(buf), "%.15g", v);
+    if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof(buf), "%.17g", v);
   }
   return buf;
 }

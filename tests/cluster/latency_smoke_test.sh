@@ -17,10 +17,11 @@ BUILD=$build LATENCIES=2 USERS=300 ITEMS=200 RATINGS=20000 CLOCKS=4 S=2 S_LIST=2
   { cat "$out/lat.log"; fail "latency.sh exited $?"; }
 [ -s "$out/lat/latency.png" ] || fail "no latency.png"
 csv=$out/lat/latency_summary.csv
-[ "$(head -1 "$csv")" = "latency_ms,model,mean_staleness,reads_0_2_pct,s,final_test_rmse,seconds,blocked_pct" ] ||
+[ "$(head -1 "$csv")" = "latency_ms,model,mean_staleness,reads_0_2_pct,s,final_test_rmse,seconds,blocked_pct,seconds_to_clock_n_minus_2" ] ||
   fail "header: $(head -1 "$csv")"
 [ "$(grep -c '^2,ssp,[0-9.]*,[0-9.]*,2,' "$csv")" = 1 ] || fail "no ssp row: $(cat "$csv")"
 [ "$(grep -c '^2,essp,[0-9.]*,[0-9.]*,2,' "$csv")" = 1 ] || fail "no essp row: $(cat "$csv")"
-# The runs really went through proxies.
+awk -F, 'NR > 1 && $9 + 0 <= 0 { bad = 1 } END { exit bad }' "$csv" ||
+  fail "no training time before the last clock: $(cat "$csv")"
 ls "$out"/lat/lat-2/staleness/runs/*.csv >/dev/null || fail "no staleness runs"
 echo "latency.sh OK"

@@ -3,7 +3,7 @@
 # network namespaces joined by a bridge, the processes started in them, and a
 # teardown that runs on every exit (success, failure, signal).
 #
-# Layout of one run (names unique per run: pc<pid><random>):
+# Layout of one run (names unique per run: pc<pid>-<random>-):
 #   ${NS}h0 10.77.0.1   ${NS}h1 10.77.0.2   ${NS}h2 10.77.0.3   (each: eth0, lo)
 #   ${NS}sw: the switch, bridge br0 with one veth port per host (p0, p1, p2)
 # The addresses exist only inside these namespaces; nothing is added to the
@@ -13,7 +13,7 @@
 # exits 77, which ctest reports as skipped (SKIP_RETURN_CODE 77), with the
 # reason on stderr.
 
-NS=pc$$$((RANDOM % 1000))
+NS=pc$$-$((RANDOM % 1000))-
 HOSTS=3
 PIDS=()
 LOG_DIR=
@@ -33,6 +33,7 @@ host_ip() { echo "10.77.0.$(($1 + 1))"; }
 teardown() {
   local rc=$? p h
   trap - EXIT INT TERM
+  exec 3>&2 2>/dev/null  # no "Killed" job notices for the processes we end
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   for h in h0 h1 h2 sw; do
     # Anything still running inside our namespaces was started by this run.
@@ -40,6 +41,7 @@ teardown() {
   done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
   for h in h0 h1 h2 sw; do ip netns del "${NS}$h" 2>/dev/null; done
+  exec 2>&3 3>&-
   if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -n "$LOG_DIR" ]; then
     for f in "$LOG_DIR"/*.log; do
       [ -f "$f" ] || continue
@@ -51,6 +53,18 @@ teardown() {
   exit "$rc"
 }
 
+# Namespaces of earlier runs whose script is gone (killed with SIGKILL, so
+# its teardown never ran) and that hold no process: deleted.
+sweep_stale() {
+  local n pid
+  for n in $(ip netns list 2>/dev/null | awk '{ print $1 }' | grep -E '^pc[0-9]+-[0-9]+-(h[0-9]|sw)$'); do
+    pid=${n#pc}
+    pid=${pid%%-*}
+    kill -0 "$pid" 2>/dev/null && continue
+    [ -z "$(ip netns pids "$n" 2>/dev/null)" ] && ip netns del "$n" 2>/dev/null
+  done
+}
+
 # netns_init BIN_DIR: checks permissions, builds the namespaces, sets BIN.
 netns_init() {
   BIN=$1
@@ -59,6 +73,7 @@ netns_init() {
   trap teardown EXIT
   trap 'exit 130' INT TERM
   ip netns add "${NS}sw" 2>/dev/null || skip "ip netns add is not permitted here"
+  sweep_stale
   LOG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/pace-cluster.XXXXXX")
   ip -n "${NS}sw" link add br0 type bridge || fail "cannot create a bridge"
   ip -n "${NS}sw" link set br0 up
@@ -97,6 +112,7 @@ on_host() {
 # start_shard K [NAME]: paced shard K of 2 on host K, port 7100 (a fixed port
 # is safe: the address is this run's own), log NAME (default paced$K); waits
 # until it listens. Sets SHARD_PID[K]. Extra flags: SHARD_FLAGS.
+# shellcheck disable=SC2034  # used by the scripts that source this file
 declare -a SHARD_PID
 SHARD_FLAGS=()
 NUM_CLIENTS=3
@@ -105,7 +121,8 @@ start_shard() {
   on_host "$name" "$k" "$BIN/paced" --listen="$(host_ip "$k"):7100" \
     --data_dir="$LOG_DIR/shard$k" --shard="$k" --num_shards=2 --num_clients="$NUM_CLIENTS" \
     --token_file="$LOG_DIR/job.token" "${SHARD_FLAGS[@]}"
-  SHARD_PID[$k]=$LAST_PID
+  # shellcheck disable=SC2034  # read by the scripts that source this file
+  SHARD_PID[k]=$LAST_PID
   for ((i = 0; i < 200; i++)); do
     grep -qs "^paced listening on" "$LOG_DIR/$name.log" && return 0
     kill -0 "$LAST_PID" 2>/dev/null || fail "paced shard $k exited: $(cat "$LOG_DIR/$name.log")"
@@ -114,6 +131,7 @@ start_shard() {
   fail "paced shard $k did not start"
 }
 
+# shellcheck disable=SC2034  # used by the scripts that source this file
 SERVERS="$(host_ip 0):7100,$(host_ip 1):7100"
 
 # link_down H / link_up H: the switch port of host H (the host sees its

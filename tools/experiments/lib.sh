@@ -7,7 +7,8 @@
 # processes of $WORKERS workers each (all on loopback). With PROXY_DELAY_MS
 # set (> 0), clients reach each shard through a pace_delay_proxy
 # (tools/proxy/) adding that one-way delay (plus uniform [0, PROXY_JITTER_MS])
-# per chunk in each direction.
+# per chunk in each direction. MF_EXTRA_FLAGS (word-split) is added to every
+# pace_mf command line, e.g. MF_EXTRA_FLAGS=--eval_every=1000.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
@@ -114,7 +115,7 @@ start_shards() {
         sleep 0.1
       done
       [ -n "$port" ] || die "pace_delay_proxy for shard $k did not start (see $dir/proxy$k.log)"
-      ports[$k]="127.0.0.1:$port"
+      ports[k]="127.0.0.1:$port"
     done
   fi
   SERVERS=$(IFS=,; echo "${ports[*]}")
@@ -132,9 +133,10 @@ run_job() {
   for ((i = 0; i < CLIENTS; i++)); do
     local extra=()
     [ "$i" = 0 ] && extra=(--csv="$out/$name.csv")
+    # shellcheck disable=SC2086  # MF_EXTRA_FLAGS is a list of words
     "$BIN/pace_mf" --train="$TRAIN" --test="$TEST" --servers="$SERVERS" --client_id=$i \
       --num_clients="$CLIENTS" --workers="$WORKERS" --staleness_hist="$out/$name.hist.$i.csv" \
-      "${extra[@]}" "$@" >"$out/$name.client-$i.log" 2>&1 &
+      "${extra[@]}" ${MF_EXTRA_FLAGS:-} "$@" >"$out/$name.client-$i.log" 2>&1 &
     pids+=($!)
   done
   for i in "${!pids[@]}"; do
