@@ -219,6 +219,27 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     RETURN_IF_ERROR(worker->Prefetch(ut, user_rows));
     return worker->Prefetch(it, item_rows);
   };
+  // The distinct rows the test ratings read: fetched in one Read per shard
+  // before evaluating, not one round trip per missing row.
+  auto prefetch_test = [&]() -> Status {
+    user_rows.clear();
+    item_rows.clear();
+    for (size_t j = test_part.begin; j < test_part.end; ++j) {
+      const Rating& r = data_->test[j];
+      if (r.user != IdMap::kUnknown && !user_seen[r.user]) {
+        user_seen[r.user] = 1;
+        user_rows.push_back(data_->users.raw(r.user));
+      }
+      if (r.item != IdMap::kUnknown && !item_seen[r.item]) {
+        item_seen[r.item] = 1;
+        item_rows.push_back(data_->items.raw(r.item));
+      }
+    }
+    std::fill(user_seen.begin(), user_seen.end(), 0);
+    std::fill(item_seen.begin(), item_seen.end(), 0);
+    RETURN_IF_ERROR(worker->Prefetch(ut, user_rows));
+    return worker->Prefetch(it, item_rows);
+  };
 
   std::vector<double> cols(MeasureCols::kCount + MfStatsCols::kCount);
   double* app = cols.data() + MeasureCols::kCount;
@@ -247,6 +268,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
 
     double test_sq = 0, test_n = 0;
     if ((c + 1) % run.eval_every == 0 || c + 1 == sh->end_clock) {
+      RETURN_IF_ERROR(prefetch_test());
       for (size_t j = test_part.begin; j < test_part.end; ++j) {
         const Rating& r = data_->test[j];
         const float* u = r.user == IdMap::kUnknown ? zero.data() : user_row(r.user);
