@@ -652,6 +652,28 @@ TEST_F(PacectlTest, TwoShardJobMergedExportAndServers) {
   EXPECT_NE(r.err.find("does not fit --rows="), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp_.path() + "/small.npy"));
 
+  // Online export over --servers: rows 0..N-1 from their owners, the same
+  // array as the merged offline export (training has finished).
+  const std::string online_npy = tmp_.path() + "/online.npy";
+  r = Run({servers, "export", "mf.item", "--format=npy", "--out=" + online_npy,
+           "--rows=" + std::to_string(n + 5), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json oj = MustParse(r.out);
+  EXPECT_EQ(oj["shards"].number, 2);
+  EXPECT_EQ(oj["shape"][0].number, n + 5);
+  EXPECT_EQ(ReadFile(online_npy), ReadFile(npy));
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path() + "/online.rows.npy"));
+  r = Run({servers, "export", "mf.item", "--format=csv", "--out=-", "--rows=" + std::to_string(n)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(static_cast<size_t>(std::count(r.out.begin(), r.out.end(), '\n')), n + 1);
+  r = Run({servers, "export", "mf.item", "--format=npy", "--out=" + online_npy});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("needs --rows=N"), std::string::npos) << r.err;
+  r = Run({"--server=" + addr[0], "export", "mf.item", "--format=npy", "--out=" + online_npy,
+           "--rows=3"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--servers=A,B"), std::string::npos) << r.err;
+
   // Merged CSV: one line per written row, in row order.
   r = Run(
       {"--data_dir=" + dirs[0] + "," + dirs[1], "export", "mf.item", "--format=csv", "--out=-"});

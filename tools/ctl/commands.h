@@ -80,6 +80,8 @@ Status OfflineGet(const CtlContext& ctx, const Args& args);
 Status OfflineScan(const CtlContext& ctx, const Args& args);
 Status OfflineStats(const CtlContext& ctx, const Args& args);
 Status OfflineExport(const CtlContext& ctx, const Args& args);
+// InvalidArgument unless --format is csv or npy and --out is set.
+Status CheckExportFlags(const CtlOptions& options);
 Status OfflineVerify(const CtlContext& ctx, const Args& args);
 
 // --- Checkpoints (checkpoint_commands.cc) -------------------------------------
@@ -94,6 +96,7 @@ Status OnlineTables(const CtlContext& ctx, const Args& args);
 Status OnlineDescribe(const CtlContext& ctx, const Args& args);
 Status OnlineGet(const CtlContext& ctx, const Args& args);
 Status OnlineStats(const CtlContext& ctx, const Args& args);
+Status OnlineExport(const CtlContext& ctx, const Args& args);
 
 }  // namespace pace::ctl
 

@@ -41,7 +41,7 @@ const std::vector<CommandSpec>& Commands() {
        1,
        1,
        OfflineExport,
-       nullptr,
+       OnlineExport,
        {"format", "out", "rows", "max_rows"}},
       {"verify", "verify", 0, 0, OfflineVerify, nullptr, {}},
       {"checkpoint create",

@@ -176,8 +176,6 @@ Status WriteNpy(const ShardStore& store, const TableSchema& schema, const NpyPla
   return StreamStatus(*out, "npy export");
 }
 
-namespace {
-
 void WriteCsvHeader(const TableSchema& schema, std::ostream* out) {
   if (schema.kind == RowKind::kDense) {
     *out << "row";
@@ -211,6 +209,8 @@ uint64_t AppendCsvLines(const TableSchema& schema, uint64_t row, std::string_vie
   }
   return n;
 }
+
+namespace {
 
 uint32_t OwnerOf(const TableSchema& schema, uint64_t row, size_t num_shards) {
   return num_shards <= 1 ? 0 : ShardOf(schema.id, row, static_cast<uint32_t>(num_shards));

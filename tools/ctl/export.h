@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/schema.h"
@@ -82,6 +83,11 @@ Status WriteMergedNpy(const std::vector<const ShardStore*>& shards, const TableS
 // The CSV of ExportCsv, rows in increasing order from their owners.
 Status WriteMergedCsv(const std::vector<const ShardStore*>& shards, const TableSchema& schema,
                       const MergedPlan& plan, std::ostream* out, ExportStats* stats);
+// The CSV header line of `schema` ("row,c0,..." or "row,col,value").
+void WriteCsvHeader(const TableSchema& schema, std::ostream* out);
+// Appends the CSV lines of one row's value to `line`; returns how many.
+uint64_t AppendCsvLines(const TableSchema& schema, uint64_t row, std::string_view value,
+                        std::string* line);
 // A 1-D "<u8" npy array of `rows`.
 Status WriteRowIdsNpy(const std::vector<uint64_t>& rows, std::ostream* out);
 

@@ -1,61 +1,12 @@
-// pacectl export NAME --format=csv|npy --out=FILE (offline).
-#include <unistd.h>
-
-#include <cstdio>
-#include <fstream>
-
+// pacectl export NAME --format=csv|npy --out=FILE (offline; online: online_commands.cc).
 #include "tools/ctl/commands.h"
 #include "tools/ctl/export.h"
 #include "tools/ctl/json_writer.h"
+#include "tools/ctl/output_file.h"
 
 namespace pace::ctl {
 
 namespace {
-
-// Writes to a temporary file beside `path` and renames it over `path` on
-// Commit, so a failed export never leaves a truncated file behind. "-" writes
-// to `stdout_stream` instead.
-class OutputFile {
- public:
-  OutputFile(std::string path, std::ostream* stdout_stream)
-      : path_(std::move(path)), stdout_(stdout_stream) {}
-  ~OutputFile() {
-    if (!tmp_.empty()) {
-      file_.close();
-      std::remove(tmp_.c_str());
-    }
-  }
-
-  Status Open() {
-    if (path_ == "-") return Status::OK();
-    tmp_ = path_ + ".pacectl-tmp-" + std::to_string(::getpid());
-    file_.rdbuf()->pubsetbuf(buffer_, sizeof(buffer_));  // must precede open()
-    file_.open(tmp_, std::ios::binary | std::ios::trunc);
-    if (!file_) {
-      tmp_.clear();
-      return Status::IOError("cannot write --out=" + path_);
-    }
-    return Status::OK();
-  }
-  std::ostream* stream() { return path_ == "-" ? stdout_ : &file_; }
-  Status Commit() {
-    if (path_ == "-") return Status::OK();
-    file_.close();
-    if (!file_) return Status::IOError("write " + tmp_ + " failed");
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      return Status::IOError("rename " + tmp_ + " to " + path_ + " failed");
-    }
-    tmp_.clear();
-    return Status::OK();
-  }
-
- private:
-  const std::string path_;
-  std::ostream* const stdout_;
-  std::string tmp_;  // non-empty while a temp file exists
-  std::ofstream file_;
-  char buffer_[1 << 16];
-};
 
 // NAME.npy -> NAME.rows.npy; other names get ".rows.npy" appended.
 std::string RowIdsPath(const std::string& out) {
@@ -68,18 +19,24 @@ std::string RowIdsPath(const std::string& out) {
 
 }  // namespace
 
-Status OfflineExport(const CtlContext& ctx, const Args& args) {
-  const std::string& format = ctx.options.format;
+Status CheckExportFlags(const CtlOptions& options) {
+  const std::string& format = options.format;
   if (format != "csv" && format != "npy") {
     return Status::InvalidArgument(format.empty()
                                        ? "export needs --format=csv or --format=npy"
                                        : "--format must be csv or npy, got '" + format + "'");
   }
-  if (ctx.options.out.empty()) {
+  if (options.out.empty()) {
     return Status::InvalidArgument("export needs --out=FILE (or --out=- for stdout)");
   }
+  return Status::OK();
+}
+
+Status OfflineExport(const CtlContext& ctx, const Args& args) {
+  RETURN_IF_ERROR(CheckExportFlags(ctx.options));
+  const std::string& format = ctx.options.format;
   if (ctx.options.rows != 0 && format != "npy") {
-    return Status::InvalidArgument("--rows applies only to --format=npy");
+    return Status::InvalidArgument("--rows applies only to --format=npy (offline)");
   }
   OfflineSet set;
   RETURN_IF_ERROR(OpenOfflineSet(ctx.options, &set));

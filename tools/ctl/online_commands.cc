@@ -13,7 +13,9 @@
 #include "net/address.h"
 #include "net/remote_shard.h"
 #include "tools/ctl/commands.h"
+#include "tools/ctl/export.h"
 #include "tools/ctl/json_writer.h"
+#include "tools/ctl/output_file.h"
 #include "tools/ctl/value_format.h"
 
 namespace pace::ctl {
@@ -379,6 +381,117 @@ Status OnlineStats(const CtlContext& ctx, const Args&) {
     }
   }
   ctx.out << AlignColumns(rows);
+  return Status::OK();
+}
+
+// export online: rows [0, --rows) of the table, each read from its owning
+// shard, chunk by chunk. The protocol has no scan, so the rows to export are
+// given (--rows) and no row-id file is written.
+Status OnlineExport(const CtlContext& ctx, const Args& args) {
+  RETURN_IF_ERROR(CheckExportFlags(ctx.options));
+  const std::string& format = ctx.options.format;
+  const uint64_t n = ctx.options.rows;
+  if (n == 0) {
+    return Status::InvalidArgument(
+        "export online needs --rows=N (rows 0..N-1 are read; the server cannot list written "
+        "rows), or export offline with --data_dir (every written row, ids in FILE.rows.npy)");
+  }
+  OnlineSet set;
+  std::unique_ptr<Online> single;
+  RETURN_IF_ERROR(ConnectAll(ctx.options, &set, &single));
+  TableSchema t;
+  if (single != nullptr) {
+    ASSIGN_OR_RETURN(t, single->FindTable(args[0]));
+    const net::Welcome& wl = single->welcome();
+    if (wl.num_shards > 1) {
+      return Status::InvalidArgument(
+          ctx.options.server + " is shard " + std::to_string(wl.shard_id) + " of " +
+          std::to_string(wl.num_shards) +
+          "; export the whole table with --servers=A,B,... (every shard, in shard id order)");
+    }
+  } else {
+    ASSIGN_OR_RETURN(t, set.FindTable(args[0]));
+  }
+  if (format == "npy" && t.kind != RowKind::kDense) {
+    return Status::InvalidArgument("table '" + t.name +
+                                   "' is sparse; npy export needs a dense table (use "
+                                   "--format=csv for row,col,value triples)");
+  }
+  const size_t num = single != nullptr ? 1 : set.size();
+  const RowFormat rf = RowFormat::Of(t);
+  const size_t row_bytes = t.kind == RowKind::kDense ? rf.dense_bytes() : 64;
+  const uint64_t chunk = std::max<uint64_t>(1, std::min<uint64_t>(4096, (4u << 20) / row_bytes));
+  OutputFile file(ctx.options.out, &ctx.out);
+  RETURN_IF_ERROR(file.Open());
+  std::ostream* out = file.stream();
+  if (format == "npy") {
+    *out << NpyHeader(t.type, n, t.width);
+  } else {
+    WriteCsvHeader(t, out);
+  }
+  Version low = std::numeric_limits<Version>::max(), high = 0;
+  uint64_t lines = 0;
+  std::string text;
+  for (uint64_t a = 0; a < n; a += chunk) {
+    const uint64_t b = std::min(n, a + chunk);
+    std::vector<std::vector<uint64_t>> by_shard(num);
+    for (uint64_t r = a; r < b; ++r) {
+      by_shard[num == 1 ? 0 : ShardOf(t.id, r, static_cast<uint32_t>(num))].push_back(r);
+    }
+    std::map<uint64_t, std::string> by_row;
+    for (size_t k = 0; k < num; ++k) {
+      if (by_shard[k].empty()) continue;
+      Version v = std::numeric_limits<Version>::max();
+      RETURN_IF_ERROR(ReadFrom(single != nullptr ? *single : set[k], t, by_shard[k], &by_row, &v));
+      low = std::min(low, v);
+      high = std::max(high, v);
+    }
+    text.clear();
+    for (const auto& [row, value] : by_row) {
+      if (format == "npy") {
+        text += value;
+      } else {
+        lines += AppendCsvLines(t, row, value, &text);
+      }
+    }
+    out->write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!out->good()) return Status::IOError("export: write failed");
+  }
+  out->flush();
+  RETURN_IF_ERROR(file.Commit());
+  if (ctx.options.out == "-") return Status::OK();
+  if (low > high) low = high;
+  if (ctx.options.json) {
+    JsonWriter w(&ctx.out);
+    w.BeginObject();
+    w.Member("table", t.name);
+    w.Member("format", format);
+    w.Member("out", ctx.options.out);
+    w.MemberUint("shards", num);
+    w.MemberInt("min_version", low);
+    w.MemberInt("max_version", high);
+    if (format == "npy") {
+      w.Member("dtype", NpyDescr(t.type));
+      w.Key("shape");
+      w.BeginArray();
+      w.Uint(n);
+      w.Uint(t.width);
+      w.EndArray();
+    } else {
+      w.MemberUint("lines", lines);
+    }
+    w.EndObject();
+    ctx.out << '\n';
+    return Status::OK();
+  }
+  ctx.out << "exported table " << t.name << " to " << ctx.options.out << ": ";
+  if (format == "npy") {
+    ctx.out << "npy " << NpyDescr(t.type) << " shape (" << n << ", " << t.width << ")";
+  } else {
+    ctx.out << "csv, " << lines << " lines";
+  }
+  ctx.out << " from rows 0.." << n - 1 << " of " << num << (num == 1 ? " shard" : " shards")
+          << ", versions " << low << ".." << high << "\n";
   return Status::OK();
 }
 
