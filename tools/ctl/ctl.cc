@@ -219,7 +219,8 @@ std::string UsageText() {
        "  --start=R --limit=N     scan: first row, most rows (0: all)\n"
        "  --format=csv|npy --out=FILE --max_rows=N   export (npy: dense tables, at most N rows;\n"
        "                          default 50000000; row ids in FILE.rows.npy)\n"
-       "  --rows=N                export npy: the array's rows (e.g. the vocabulary size)\n"
+       "  --rows=N                export npy: the array's rows (e.g. the vocabulary size);\n"
+       "                          online export (required): rows 0..N-1\n"
        "  --connect_timeout_ms=MS --timeout_ms=MS   online time limits (defaults 5000, 30000)\n"
        "  --block_cache_mb=M      RocksDB block cache for offline reads (default 32)\n"
        "\n"
@@ -253,7 +254,9 @@ std::string FlagHelp(const std::string& flag) {
        "--data_dir=DIR[,DIR]    the shard's data directory (offline); several: one job"},
       {"server", "--server=HOST:PORT      a running paced (online)"},
       {"servers", "--servers=H:P,H:P       every shard of a running job, index = shard id"},
-      {"rows", "--rows=N                npy: the array's rows (default: max written row + 1)"},
+      {"rows",
+       "--rows=N                npy: the array's rows (default: max written row + 1);\n"
+       "                          online (required): export rows 0..N-1"},
       {"token_file", "--token_file=F          file holding the job token (online)"},
       {"json", "--json                  one JSON document on stdout"},
       {"connect_timeout_ms", "--connect_timeout_ms=MS online: time to connect (default 5000)"},
@@ -279,9 +282,10 @@ std::string CommandHelpText(const std::vector<std::string>& words) {
   }
   if (cmd == nullptr) return UsageText();
   const std::string name = cmd->name;
-  std::string u = "usage: pacectl [--data_dir=DIR | --server=HOST:PORT] " +
-                  std::string(cmd->usage) + "\n\n" + CommandSummary(name) + ".\n\n";
-  u += cmd->online != nullptr ? "Offline on --data_dir, or online with --server.\n"
+  std::string u =
+      "usage: pacectl [--data_dir=DIR[,DIR] | --server=HOST:PORT | --servers=H:P,H:P] " +
+      std::string(cmd->usage) + "\n\n" + CommandSummary(name) + ".\n\n";
+  u += cmd->online != nullptr ? "Offline on --data_dir, or online with --server / --servers.\n"
                               : "Offline only (--data_dir).\n";
   u += "\nFlags:\n";
   for (const char* f : cmd->extra_flags) u += "  " + FlagHelp(f) + "\n";
