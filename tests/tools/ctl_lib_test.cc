@@ -2,12 +2,14 @@
 // commands run in-process (RunCtl) on a sample store.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sstream>
 
+#include "common/hash.h"
 #include "common/row.h"
 #include "storage/shard_store.h"
 #include "tests/testing/subprocess.h"
@@ -417,6 +419,84 @@ TEST_F(CtlCommandTest, CheckpointCreateListRestoreRoundTrip) {
   ASSERT_EQ(Run({"scan", "counts"}, restore), kExitOk) << err_;
   EXPECT_EQ(out_, "row 1: 11 22 33\nrow 3: 0 1 8\n");
   EXPECT_EQ(Run({"checkpoint", "restore", ckpts + "/c1"}, restore), kExitUserError);  // not empty
+}
+
+// Two real stores, shards 0 and 1 of one job, each holding the rows it owns,
+// plus one row shard 0 holds but shard 1 owns (as a bug would leave it): the
+// merged export takes every row from its owner and skips the stray copy.
+TEST(MergedExportTest, EachRowComesFromItsOwningShard) {
+  pace::testing::TempDir tmp;
+  std::unique_ptr<ShardStore> shard[2];
+  TableSchema t;
+  t.name = "v";
+  t.kind = RowKind::kDense;
+  t.type = ElementType::kI64;
+  t.width = 2;
+  t.init.kind = InitKind::kZeros;
+  for (uint32_t k = 0; k < 2; ++k) {
+    ShardStoreOptions o;
+    o.shard_id = k;
+    o.num_shards = 2;
+    ASSERT_TRUE(ShardStore::Open(o, tmp.path() + "/s" + std::to_string(k), &shard[k]).ok());
+    ASSERT_TRUE(shard[k]->CreateTable(t, &t).ok());
+  }
+  // Rows 0..19 hold (row, 100 + row) on their owner; row 7 is never written.
+  std::vector<std::string> values(20);
+  std::vector<RowDelta> deltas[2];
+  uint64_t stray = 20;  // a row shard 1 owns; shard 0 gets a stray copy
+  for (uint64_t r = 0; r < 20; ++r) {
+    const uint32_t k = ShardOf(t.id, r, 2);
+    if (k == 1 && stray == 20) stray = r;
+    values[r] = EncodeDense<int64_t>({static_cast<int64_t>(r), 100 + static_cast<int64_t>(r)});
+    if (r != 7) deltas[k].push_back(RowDelta{t.id, r, values[r]});
+  }
+  ASSERT_LT(stray, 20u);
+  const std::string junk = EncodeDense<int64_t>({-5, -5});
+  deltas[0].push_back(RowDelta{t.id, stray, junk});
+  std::sort(deltas[0].begin(), deltas[0].end(),
+            [](const RowDelta& a, const RowDelta& b) { return a.row < b.row; });
+  bool dup = false;
+  for (uint32_t k = 0; k < 2; ++k) ASSERT_TRUE(shard[k]->ApplyBatch(0, 0, deltas[k], &dup).ok());
+
+  const std::vector<const ShardStore*> shards = {shard[0].get(), shard[1].get()};
+  MergedPlan plan;
+  ASSERT_TRUE(PlanMerged(shards, t, true, 0, 1000, &plan).ok());
+  EXPECT_EQ(plan.rows, 20u);
+  EXPECT_EQ(plan.foreign_rows, 1u);
+  std::vector<uint64_t> want;
+  for (uint64_t r = 0; r < 20; ++r) {
+    if (r != 7) want.push_back(r);
+  }
+  EXPECT_EQ(plan.written, want);
+  std::ostringstream out;
+  ExportStats stats;
+  ASSERT_TRUE(WriteMergedNpy(shards, t, plan, &out, &stats).ok());
+  const std::string file = out.str();
+  const std::string header = NpyHeader(t.type, 20, 2);
+  ASSERT_EQ(file.size(), header.size() + 20 * 16);
+  EXPECT_EQ(file.substr(0, header.size()), header);
+  std::vector<int64_t> v = DecodeDense<int64_t>(file.substr(header.size()));
+  for (uint64_t r = 0; r < 20; ++r) {
+    EXPECT_EQ(v[2 * r], r == 7 ? 0 : static_cast<int64_t>(r)) << r;
+    EXPECT_EQ(v[2 * r + 1], r == 7 ? 0 : 100 + static_cast<int64_t>(r)) << r;
+  }
+  std::ostringstream csv;
+  ASSERT_TRUE(WriteMergedCsv(shards, t, plan, &csv, &stats).ok());
+  EXPECT_EQ(csv.str().substr(0, 26), "row,c0,c1\n0,0,100\n1,1,101\n");
+  EXPECT_EQ(stats.lines, 19u);
+  std::ostringstream ids;
+  ASSERT_TRUE(WriteRowIdsNpy(plan.written, &ids).ok());
+  const std::string ids_header = NpyHeaderU64(19);
+  EXPECT_NE(ids_header.find("'descr': '<u8', 'fortran_order': False, 'shape': (19,)"),
+            std::string::npos);
+  ASSERT_EQ(ids.str().size(), ids_header.size() + 19 * 8);
+  EXPECT_EQ(DecodeDense<uint64_t>(ids.str().substr(ids_header.size())), want);
+  // --rows: sized up, or refused when a written row does not fit.
+  ASSERT_TRUE(PlanMerged(shards, t, true, 25, 1000, &plan).ok());
+  EXPECT_EQ(plan.rows, 25u);
+  Status s = PlanMerged(shards, t, true, 19, 1000, &plan);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("written row 19"), std::string::npos) << s.ToString();
 }
 
 }  // namespace

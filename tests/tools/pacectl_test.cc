@@ -8,8 +8,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
+#include "common/hash.h"
 #include "common/row.h"
 #include "storage/shard_store.h"
 #include "tests/testing/subprocess.h"
@@ -454,6 +456,238 @@ TEST_F(PacectlTest, OnlineAgainstRunningPaced) {
   r = Offline({"get", "counts", "1"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "row 1: 11 22 33\n");
+}
+
+// A real 2-shard job: two paced shard servers and one pace_mf client. The
+// merged export of both data dirs is one array equal, row for row, to what
+// `pacectl get` shows on each row's owning shard; --servers routes get by the
+// placement hash and aggregates tables/stats.
+TEST_F(PacectlTest, TwoShardJobMergedExportAndServers) {
+  for (const char* bin : {"paced", "pace_mf", "pace_gen"}) {
+    if (!std::filesystem::exists(BinaryDir() + "/" + bin)) {
+      GTEST_SKIP() << bin << " is not built in " << BinaryDir();
+    }
+  }
+  const std::string train = tmp_.path() + "/train.txt";
+  {
+    Subprocess gen;
+    ASSERT_TRUE(gen.Start({BinaryDir() + "/pace_gen", "ratings", "--users=60", "--items=50",
+                           "--rank=2", "--ratings=1500", "--seed=3", "--out=" + train},
+                          tmp_.path() + "/gen.err")
+                    .ok());
+    int status = 0;
+    ASSERT_TRUE(gen.Wait(60000, &status).ok());
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << ReadFile(tmp_.path() + "/gen.err");
+  }
+  Subprocess shard[2];
+  uint16_t port[2];
+  std::string dirs[2], addr[2];
+  for (uint32_t k = 0; k < 2; ++k) {
+    dirs[k] = tmp_.path() + "/shard" + std::to_string(k);
+    Status s = testing::StartPaced(&shard[k], dirs[k], k, 2, 1, {}, &port[k]);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    addr[k] = "127.0.0.1:" + std::to_string(port[k]);
+  }
+  const std::string servers = "--servers=" + addr[0] + "," + addr[1];
+  {
+    Subprocess mf;
+    const std::string err = tmp_.path() + "/mf.err";
+    ASSERT_TRUE(mf.Start({BinaryDir() + "/pace_mf", "--train=" + train, "--clocks=3", "--rank=3",
+                          servers, "--client_id=0", "--num_clients=1"},
+                         err)
+                    .ok());
+    std::string line;
+    while (mf.ReadLine(&line, 120000).ok()) {
+    }
+    int status = 0;
+    ASSERT_TRUE(mf.Wait(120000, &status).ok());
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(err);
+  }
+
+  // Online over both shards.
+  Result r = Run({servers, "tables", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_GE(MustParse(r.out)["tables"].size(), 3u) << r.out;
+  r = Run({servers, "stats", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json st = MustParse(r.out);
+  ASSERT_EQ(st["shards"].size(), 2u) << r.out;
+  EXPECT_EQ(st["shards"][1]["identity"]["shard_id"].number, 1);
+  EXPECT_EQ(st["shard_clock"].number,
+            std::min(st["shards"][0]["shard_clock"].number, st["shards"][1]["shard_clock"].number));
+  r = Run({servers, "describe", "mf.item"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("server " + addr[1]), std::string::npos) << r.out;
+  // Listed out of shard order: refused, naming the mismatch.
+  r = Run({"--servers=" + addr[1] + "," + addr[0], "tables"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("in shard id order"), std::string::npos) << r.err;
+
+  // Merged offline export, beside the running shards.
+  const std::string npy = tmp_.path() + "/item.npy";
+  r = Run({"--data_dir=" + dirs[0] + "," + dirs[1], "export", "mf.item", "--format=npy",
+           "--out=" + npy, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json ex = MustParse(r.out);
+  EXPECT_EQ(ex["shards"].number, 2);
+  const uint64_t n = static_cast<uint64_t>(ex["shape"][0].number);
+  const uint32_t width = static_cast<uint32_t>(ex["shape"][1].number);
+  ASSERT_GT(n, 10u);
+  ASSERT_EQ(width, 4u);  // rank 3 + bias
+  std::string dict, data;
+  ParseNpy(ReadFile(npy), &dict, &data);
+  const std::vector<float> merged = DecodeDense<float>(data);
+  ASSERT_EQ(merged.size(), n * width);
+
+  // Each shard alone: the row ids it holds (NAME.rows.npy); the merged ids are
+  // their union, and every shard holds only rows it owns.
+  auto row_ids = [&](const std::string& path) {
+    std::string d, bytes;
+    ParseNpy(ReadFile(path), &d, &bytes);
+    EXPECT_NE(d.find("'descr': '<u8'"), std::string::npos) << d;
+    return DecodeDense<uint64_t>(bytes);
+  };
+  std::vector<uint64_t> union_ids;
+  uint32_t table_id = 0;
+  for (uint32_t k = 0; k < 2; ++k) {
+    const std::string one = tmp_.path() + "/item" + std::to_string(k) + ".npy";
+    r = Run({"--data_dir=" + dirs[k], "export", "mf.item", "--format=npy", "--out=" + one});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("shard " + std::to_string(k) + " of 2"), std::string::npos) << r.err;
+    if (table_id == 0) {
+      ShardStoreOptions o;
+      o.read_only = true;
+      o.check_identity = false;
+      std::unique_ptr<ShardStore> store;
+      ASSERT_TRUE(ShardStore::Open(o, dirs[k], &store).ok());
+      table_id = store->FindTable("mf.item").value().id;
+    }
+    std::vector<uint64_t> ids = row_ids(tmp_.path() + "/item" + std::to_string(k) + ".rows.npy");
+    ASSERT_FALSE(ids.empty());
+    for (uint64_t id : ids) EXPECT_EQ(ShardOf(table_id, id, 2), k) << id;
+    union_ids.insert(union_ids.end(), ids.begin(), ids.end());
+  }
+  std::sort(union_ids.begin(), union_ids.end());
+  EXPECT_EQ(row_ids(tmp_.path() + "/item.rows.npy"), union_ids);
+  EXPECT_EQ(union_ids.back() + 1, n);
+
+  // Every row of the merged array equals `pacectl get` on its owning shard
+  // (--server=that shard alone), and `get` over --servers routes the same.
+  std::vector<std::string> owned[2];
+  std::vector<std::string> all = {servers, "get", "mf.item", "--json"};
+  for (uint64_t row = 0; row < n; ++row) {
+    owned[ShardOf(table_id, row, 2)].push_back(std::to_string(row));
+    all.push_back(std::to_string(row));
+  }
+  std::map<uint64_t, std::vector<float>> got;
+  for (uint32_t k = 0; k < 2; ++k) {
+    std::vector<std::string> a = {"--server=" + addr[k], "get", "mf.item", "--json"};
+    a.insert(a.end(), owned[k].begin(), owned[k].end());
+    r = Run(a);
+    ASSERT_EQ(r.code, 0) << r.err;
+    Json j = MustParse(r.out);
+    ASSERT_EQ(j["rows"].size(), owned[k].size());
+    for (const Json& row : j["rows"].items) {
+      for (uint32_t c = 0; c < width; ++c) {
+        got[static_cast<uint64_t>(row["row"].number)].push_back(
+            std::strtof(row["values"][c].text.c_str(), nullptr));
+      }
+    }
+  }
+  ASSERT_EQ(got.size(), n);
+  for (uint64_t row = 0; row < n; ++row) {
+    for (uint32_t c = 0; c < width; ++c) {
+      EXPECT_EQ(merged[row * width + c], got[row][c]) << "row " << row << " col " << c;
+    }
+  }
+  r = Run(all);
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json routed = MustParse(r.out);
+  ASSERT_EQ(routed["rows"].size(), n);
+  for (uint64_t row = 0; row < n; ++row) {
+    for (uint32_t c = 0; c < width; ++c) {
+      EXPECT_EQ(std::strtof(routed["rows"][row]["values"][c].text.c_str(), nullptr),
+                merged[row * width + c]);
+    }
+  }
+  // A single --server refuses a row the other shard owns.
+  r = Run({"--server=" + addr[0], "get", "mf.item", owned[1][0]});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("lives on shard 1"), std::string::npos) << r.err;
+
+  // Offline get over both dirs (repeated --data_dir) routes the same way.
+  uint64_t w1 = 0, w0 = 0;  // written rows owned by shard 1 and shard 0
+  for (uint64_t id : union_ids) (ShardOf(table_id, id, 2) == 1 ? w1 : w0) = id;
+  r = Run({"--data_dir=" + dirs[0], "--data_dir=" + dirs[1], "get", "mf.item", std::to_string(w1),
+           std::to_string(w0), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json off = MustParse(r.out);
+  ASSERT_EQ(off["rows"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const uint64_t row = i == 0 ? w1 : w0;
+    EXPECT_TRUE(off["rows"][i]["written"].b) << row;
+    for (uint32_t c = 0; c < width; ++c) {
+      EXPECT_EQ(std::strtof(off["rows"][i]["values"][c].text.c_str(), nullptr),
+                merged[row * width + c]);
+    }
+  }
+
+  // --rows sizes the array; the extra rows hold their initializer's values.
+  r = Run({"--data_dir=" + dirs[0] + "," + dirs[1], "export", "mf.item", "--format=npy",
+           "--out=" + npy, "--rows=" + std::to_string(n + 5), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(MustParse(r.out)["shape"][0].number, n + 5);
+  ParseNpy(ReadFile(npy), &dict, &data);
+  const std::vector<float> sized = DecodeDense<float>(data);
+  ASSERT_EQ(sized.size(), (n + 5) * width);
+  EXPECT_TRUE(std::equal(merged.begin(), merged.end(), sized.begin()));
+  r = Run({servers, "get", "mf.item", std::to_string(n + 4), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(std::strtof(MustParse(r.out)["rows"][0]["values"][2].text.c_str(), nullptr),
+            sized[(n + 4) * width + 2]);
+  r = Run({"--data_dir=" + dirs[0] + "," + dirs[1], "export", "mf.item", "--format=npy",
+           "--out=" + tmp_.path() + "/small.npy", "--rows=" + std::to_string(n - 1)});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("does not fit --rows="), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path() + "/small.npy"));
+
+  // Online export over --servers: rows 0..N-1 from their owners, the same
+  // array as the merged offline export (training has finished).
+  const std::string online_npy = tmp_.path() + "/online.npy";
+  r = Run({servers, "export", "mf.item", "--format=npy", "--out=" + online_npy,
+           "--rows=" + std::to_string(n + 5), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json oj = MustParse(r.out);
+  EXPECT_EQ(oj["shards"].number, 2);
+  EXPECT_EQ(oj["shape"][0].number, n + 5);
+  EXPECT_EQ(ReadFile(online_npy), ReadFile(npy));
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path() + "/online.rows.npy"));
+  r = Run({servers, "export", "mf.item", "--format=csv", "--out=-", "--rows=" + std::to_string(n)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(static_cast<size_t>(std::count(r.out.begin(), r.out.end(), '\n')), n + 1);
+  r = Run({servers, "export", "mf.item", "--format=npy", "--out=" + online_npy});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("needs --rows=N"), std::string::npos) << r.err;
+  r = Run({"--server=" + addr[0], "export", "mf.item", "--format=npy", "--out=" + online_npy,
+           "--rows=3"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--servers=A,B"), std::string::npos) << r.err;
+
+  // Merged CSV: one line per written row, in row order.
+  r = Run(
+      {"--data_dir=" + dirs[0] + "," + dirs[1], "export", "mf.item", "--format=csv", "--out=-"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(static_cast<size_t>(std::count(r.out.begin(), r.out.end(), '\n')),
+            union_ids.size() + 1);
+
+  // Not the shards of one job: refused.
+  r = Run({"--data_dir=" + dirs[0] + "," + dirs[0], "tables"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("are both shard 0"), std::string::npos) << r.err;
+  r = Run({"--data_dir=" + dirs[0] + "," + dirs[1], "verify"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("takes one --data_dir"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -52,6 +52,9 @@ std::string IdentityText(uint32_t shard_id, uint32_t num_shards, uint32_t num_cl
 Status CheckRowPlacement(const TableSchema& table, uint64_t row, uint32_t shard_id,
                          uint32_t num_shards);
 
+// The comma-separated items of `list` (empty items dropped).
+std::vector<std::string> SplitList(const std::string& list);
+
 // --- Offline (offline_commands.cc, export_command.cc, verify_command.cc) ------
 
 // Opens options.data_dir read-only without an identity check.
@@ -59,12 +62,26 @@ Status OpenOffline(const CtlOptions& options, std::unique_ptr<ShardStore>* store
 // The table called `name`, or UnknownTable.
 StatusOr<TableSchema> FindOfflineTable(const ShardStore& store, std::string_view name);
 
+// The stores of options.data_dir: one store, or (a comma-separated list) the
+// shards of one job, ordered by shard id. Errors: a list whose identities do
+// not form shards 0..n-1 of one n-shard job.
+struct OfflineSet {
+  std::vector<std::unique_ptr<ShardStore>> owned;
+  std::vector<const ShardStore*> shards;  // index = shard id (one entry: a single store)
+};
+Status OpenOfflineSet(const CtlOptions& options, OfflineSet* set);
+// The table called `name` on every shard; InvalidArgument if the shards
+// disagree on its schema.
+StatusOr<TableSchema> FindTableOnAll(const OfflineSet& set, std::string_view name);
+
 Status OfflineTables(const CtlContext& ctx, const Args& args);
 Status OfflineDescribe(const CtlContext& ctx, const Args& args);
 Status OfflineGet(const CtlContext& ctx, const Args& args);
 Status OfflineScan(const CtlContext& ctx, const Args& args);
 Status OfflineStats(const CtlContext& ctx, const Args& args);
 Status OfflineExport(const CtlContext& ctx, const Args& args);
+// InvalidArgument unless --format is csv or npy and --out is set.
+Status CheckExportFlags(const CtlOptions& options);
 Status OfflineVerify(const CtlContext& ctx, const Args& args);
 
 // --- Checkpoints (checkpoint_commands.cc) -------------------------------------
@@ -79,6 +96,7 @@ Status OnlineTables(const CtlContext& ctx, const Args& args);
 Status OnlineDescribe(const CtlContext& ctx, const Args& args);
 Status OnlineGet(const CtlContext& ctx, const Args& args);
 Status OnlineStats(const CtlContext& ctx, const Args& args);
+Status OnlineExport(const CtlContext& ctx, const Args& args);
 
 }  // namespace pace::ctl
 

@@ -37,12 +37,12 @@ const std::vector<CommandSpec>& Commands() {
       {"scan", "scan NAME [--start=R] [--limit=N]", 1, 1, OfflineScan, nullptr, {"start", "limit"}},
       {"stats", "stats", 0, 0, OfflineStats, OnlineStats, {}},
       {"export",
-       "export NAME --format=csv|npy --out=FILE [--max_rows=N]",
+       "export NAME --format=csv|npy --out=FILE [--rows=N] [--max_rows=N]",
        1,
        1,
        OfflineExport,
-       nullptr,
-       {"format", "out", "max_rows"}},
+       OnlineExport,
+       {"format", "out", "rows", "max_rows"}},
       {"verify", "verify", 0, 0, OfflineVerify, nullptr, {}},
       {"checkpoint create",
        "checkpoint create DIR  (--data_dir: the store)",
@@ -66,7 +66,7 @@ const std::vector<CommandSpec>& Commands() {
 // Flags every command accepts (mode, output and tuning flags).
 const std::vector<const char*>& GlobalFlags() {
   static const std::vector<const char*> flags = {
-      "data_dir",           "server",     "token_file",    "json",
+      "data_dir",           "server",     "servers",       "token_file", "json",
       "connect_timeout_ms", "timeout_ms", "block_cache_mb"};
   return flags;
 }
@@ -98,14 +98,24 @@ Status CheckFlags(const CommandSpec& cmd, const CtlOptions& o) {
 // Chooses the handler for `cmd` from --data_dir / --server.
 Status ChooseHandler(const CommandSpec& cmd, const CtlOptions& o, Handler* handler) {
   const std::string name = cmd.name;
-  if (!o.data_dir.empty() && !o.server.empty()) {
+  if (!o.data_dir.empty() && (!o.server.empty() || !o.servers.empty())) {
     return Status::InvalidArgument(
         "pass either --data_dir (offline) or --server (online), not both");
   }
-  if (!o.server.empty()) {
+  if (!o.server.empty() && !o.servers.empty()) {
+    return Status::InvalidArgument(
+        "pass either --server=HOST:PORT (one shard) or --servers=A,B,... (every shard of the "
+        "job), not both");
+  }
+  if (SplitList(o.data_dir).size() > 1 && name != "tables" && name != "get" && name != "export") {
+    return Status::InvalidArgument("'" + name +
+                                   "' takes one --data_dir; several (the shards of a job) work "
+                                   "with tables, get and export");
+  }
+  if (!o.server.empty() || !o.servers.empty()) {
     if (cmd.online == nullptr) {
       return Status::InvalidArgument(
-          "'" + name + "' works offline only: pass --data_dir=DIR instead of --server " +
+          "'" + name + "' works offline only: pass --data_dir=DIR instead of --server(s) " +
           "(offline inspection works while paced runs)" +
           (name == "checkpoint create" ? "; a running paced writes checkpoints itself with "
                                          "--checkpoint_every=K"
@@ -184,6 +194,9 @@ std::string UsageText() {
       "Offline (read-only, also while paced runs):  pacectl --data_dir=DIR COMMAND ...\n"
       "Online (against a running paced):            pacectl --server=HOST:PORT "
       "[--token_file=F] COMMAND ...\n"
+      "A whole job:   --data_dir=A,B,... (offline: tables, get, export merged)\n"
+      "               --servers=H:P,H:P,... (online, index = shard id: get routed by row,\n"
+      "               tables/describe/stats over all shards)\n"
       "\n"
       "Commands:\n";
   std::vector<std::vector<std::string>> rows;
@@ -197,13 +210,17 @@ std::string UsageText() {
   u += AlignColumns(rows);
   u += "\n"
        "Flags:\n"
-       "  --data_dir=DIR          the shard's data directory (offline mode; restore target)\n"
+       "  --data_dir=DIR[,DIR]    the shard's data directory (offline mode; restore target);\n"
+       "                          several: the shards of one job (also --data_dir=A --data_dir=B)\n"
        "  --server=HOST:PORT      a paced to ask (online mode)\n"
+       "  --servers=H:P,H:P       every shard of the job, index = shard id (online mode)\n"
        "  --token_file=F          file holding the job token (online)\n"
        "  --json                  one JSON document on stdout\n"
        "  --start=R --limit=N     scan: first row, most rows (0: all)\n"
        "  --format=csv|npy --out=FILE --max_rows=N   export (npy: dense tables, at most N rows;\n"
-       "                          default 50000000)\n"
+       "                          default 50000000; row ids in FILE.rows.npy)\n"
+       "  --rows=N                export npy: the array's rows (e.g. the vocabulary size);\n"
+       "                          online export (required): rows 0..N-1\n"
        "  --connect_timeout_ms=MS --timeout_ms=MS   online time limits (defaults 5000, 30000)\n"
        "  --block_cache_mb=M      RocksDB block cache for offline reads (default 32)\n"
        "\n"
@@ -233,8 +250,13 @@ const char* CommandSummary(const std::string& name) {
 
 std::string FlagHelp(const std::string& flag) {
   static const std::map<std::string, const char*> help = {
-      {"data_dir", "--data_dir=DIR          the shard's data directory (offline)"},
+      {"data_dir",
+       "--data_dir=DIR[,DIR]    the shard's data directory (offline); several: one job"},
       {"server", "--server=HOST:PORT      a running paced (online)"},
+      {"servers", "--servers=H:P,H:P       every shard of a running job, index = shard id"},
+      {"rows",
+       "--rows=N                npy: the array's rows (default: max written row + 1);\n"
+       "                          online (required): export rows 0..N-1"},
       {"token_file", "--token_file=F          file holding the job token (online)"},
       {"json", "--json                  one JSON document on stdout"},
       {"connect_timeout_ms", "--connect_timeout_ms=MS online: time to connect (default 5000)"},
@@ -260,16 +282,18 @@ std::string CommandHelpText(const std::vector<std::string>& words) {
   }
   if (cmd == nullptr) return UsageText();
   const std::string name = cmd->name;
-  std::string u = "usage: pacectl [--data_dir=DIR | --server=HOST:PORT] " +
-                  std::string(cmd->usage) + "\n\n" + CommandSummary(name) + ".\n\n";
-  u += cmd->online != nullptr ? "Offline on --data_dir, or online with --server.\n"
+  std::string u =
+      "usage: pacectl [--data_dir=DIR[,DIR] | --server=HOST:PORT | --servers=H:P,H:P] " +
+      std::string(cmd->usage) + "\n\n" + CommandSummary(name) + ".\n\n";
+  u += cmd->online != nullptr ? "Offline on --data_dir, or online with --server / --servers.\n"
                               : "Offline only (--data_dir).\n";
   u += "\nFlags:\n";
   for (const char* f : cmd->extra_flags) u += "  " + FlagHelp(f) + "\n";
   for (const char* f : GlobalFlags()) {
     if (cmd->online == nullptr &&
-        (std::strcmp(f, "server") == 0 || std::strcmp(f, "token_file") == 0 ||
-         std::strcmp(f, "connect_timeout_ms") == 0 || std::strcmp(f, "timeout_ms") == 0)) {
+        (std::strcmp(f, "server") == 0 || std::strcmp(f, "servers") == 0 ||
+         std::strcmp(f, "token_file") == 0 || std::strcmp(f, "connect_timeout_ms") == 0 ||
+         std::strcmp(f, "timeout_ms") == 0)) {
       continue;
     }
     u += "  " + FlagHelp(f) + "\n";

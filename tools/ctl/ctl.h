@@ -25,10 +25,15 @@ struct CtlOptions {
   // Offline mode: the shard's data directory, opened read-only (works beside
   // a running paced). For `checkpoint restore`, the directory to restore into.
   // Default: "" (unset).
+  // Several shards of one job: a comma-separated list (any order; each
+  // store's identity names its shard). Accepted by tables, get and export.
   std::string data_dir;
   // Online mode: "host:port" of a paced. Exactly one of data_dir / server is
   // needed by most commands. Default: "" (unset).
   std::string server;
+  // Online mode over a whole job: "host:port,..." of every shard, index =
+  // shard id (as the clients' --servers). Default: "" (unset).
+  std::string servers;
   // File holding the job's token (online). Default: "" (no token).
   std::string token_file;
   // Machine output: one JSON document on stdout. Default: false.
@@ -43,6 +48,9 @@ struct CtlOptions {
   uint64_t limit = 0;
   // export --format=npy: refuse arrays with more rows. Default: 50M.
   uint64_t max_rows = 50'000'000;
+  // export --format=npy: the array's number of rows (e.g. the vocabulary
+  // size); 0: max written row + 1. Default: 0.
+  uint64_t rows = 0;
   // Online: time to connect and handshake, and to wait for each reply.
   // Defaults: 5000 ms, 30000 ms.
   int connect_timeout_ms = 5000;

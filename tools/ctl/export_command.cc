@@ -1,95 +1,77 @@
-// pacectl export NAME --format=csv|npy --out=FILE (offline).
-#include <unistd.h>
-
-#include <cstdio>
-#include <fstream>
-
+// pacectl export NAME --format=csv|npy --out=FILE (offline; online: online_commands.cc).
 #include "tools/ctl/commands.h"
 #include "tools/ctl/export.h"
 #include "tools/ctl/json_writer.h"
+#include "tools/ctl/output_file.h"
 
 namespace pace::ctl {
 
 namespace {
 
-// Writes to a temporary file beside `path` and renames it over `path` on
-// Commit, so a failed export never leaves a truncated file behind. "-" writes
-// to `stdout_stream` instead.
-class OutputFile {
- public:
-  OutputFile(std::string path, std::ostream* stdout_stream)
-      : path_(std::move(path)), stdout_(stdout_stream) {}
-  ~OutputFile() {
-    if (!tmp_.empty()) {
-      file_.close();
-      std::remove(tmp_.c_str());
-    }
+// NAME.npy -> NAME.rows.npy; other names get ".rows.npy" appended.
+std::string RowIdsPath(const std::string& out) {
+  const std::string ext = ".npy";
+  if (out.size() > ext.size() && out.compare(out.size() - ext.size(), ext.size(), ext) == 0) {
+    return out.substr(0, out.size() - ext.size()) + ".rows.npy";
   }
-
-  Status Open() {
-    if (path_ == "-") return Status::OK();
-    tmp_ = path_ + ".pacectl-tmp-" + std::to_string(::getpid());
-    file_.rdbuf()->pubsetbuf(buffer_, sizeof(buffer_));  // must precede open()
-    file_.open(tmp_, std::ios::binary | std::ios::trunc);
-    if (!file_) {
-      tmp_.clear();
-      return Status::IOError("cannot write --out=" + path_);
-    }
-    return Status::OK();
-  }
-  std::ostream* stream() { return path_ == "-" ? stdout_ : &file_; }
-  Status Commit() {
-    if (path_ == "-") return Status::OK();
-    file_.close();
-    if (!file_) return Status::IOError("write " + tmp_ + " failed");
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      return Status::IOError("rename " + tmp_ + " to " + path_ + " failed");
-    }
-    tmp_.clear();
-    return Status::OK();
-  }
-
- private:
-  const std::string path_;
-  std::ostream* const stdout_;
-  std::string tmp_;  // non-empty while a temp file exists
-  std::ofstream file_;
-  char buffer_[1 << 16];
-};
+  return out + ".rows.npy";
+}
 
 }  // namespace
 
-Status OfflineExport(const CtlContext& ctx, const Args& args) {
-  const std::string& format = ctx.options.format;
+Status CheckExportFlags(const CtlOptions& options) {
+  const std::string& format = options.format;
   if (format != "csv" && format != "npy") {
     return Status::InvalidArgument(format.empty()
                                        ? "export needs --format=csv or --format=npy"
                                        : "--format must be csv or npy, got '" + format + "'");
   }
-  if (ctx.options.out.empty()) {
+  if (options.out.empty()) {
     return Status::InvalidArgument("export needs --out=FILE (or --out=- for stdout)");
   }
-  std::unique_ptr<ShardStore> store;
-  RETURN_IF_ERROR(OpenOffline(ctx.options, &store));
-  ASSIGN_OR_RETURN(TableSchema t, FindOfflineTable(*store, args[0]));
-  NpyPlan plan;
-  if (format == "npy") {
-    RETURN_IF_ERROR(PlanNpy(*store, t, ctx.options.max_rows, &plan));
-    if (store->identity().num_shards > 1) {
-      ctx.err << "pacectl: warning: this store is shard " << store->identity().shard_id << " of "
-              << store->identity().num_shards
-              << "; rows held by other shards appear with their initializer values\n";
-    }
+  return Status::OK();
+}
+
+Status OfflineExport(const CtlContext& ctx, const Args& args) {
+  RETURN_IF_ERROR(CheckExportFlags(ctx.options));
+  const std::string& format = ctx.options.format;
+  if (ctx.options.rows != 0 && format != "npy") {
+    return Status::InvalidArgument("--rows applies only to --format=npy (offline)");
+  }
+  OfflineSet set;
+  RETURN_IF_ERROR(OpenOfflineSet(ctx.options, &set));
+  ASSIGN_OR_RETURN(TableSchema t, FindTableOnAll(set, args[0]));
+  MergedPlan plan;
+  RETURN_IF_ERROR(
+      PlanMerged(set.shards, t, format == "npy", ctx.options.rows, ctx.options.max_rows, &plan));
+  const ShardIdentity& id = set.shards[0]->identity();
+  if (set.shards.size() == 1 && id.num_shards > 1) {
+    ctx.err << "pacectl: warning: this store is shard " << id.shard_id << " of " << id.num_shards
+            << "; rows held by other shards are missing"
+            << (format == "npy" ? " (their initializer values in the array)" : "")
+            << "; pass every shard's dir (--data_dir=A,B) for the whole table\n";
+  }
+  if (plan.foreign_rows != 0) {
+    ctx.err << "pacectl: warning: skipped " << plan.foreign_rows
+            << " row(s) stored on a shard that does not own them (pacectl verify names them)\n";
   }
   auto file = std::make_unique<OutputFile>(ctx.options.out, &ctx.out);
   RETURN_IF_ERROR(file->Open());
+  std::unique_ptr<OutputFile> rows_file;
+  const std::string rows_path = RowIdsPath(ctx.options.out);
+  if (format == "npy" && ctx.options.out != "-") {
+    rows_file = std::make_unique<OutputFile>(rows_path, &ctx.out);
+    RETURN_IF_ERROR(rows_file->Open());
+  }
   ExportStats stats;
   if (format == "npy") {
-    RETURN_IF_ERROR(WriteNpy(*store, t, plan, file->stream(), &stats));
+    RETURN_IF_ERROR(WriteMergedNpy(set.shards, t, plan, file->stream(), &stats));
+    if (rows_file != nullptr) RETURN_IF_ERROR(WriteRowIdsNpy(plan.written, rows_file->stream()));
   } else {
-    RETURN_IF_ERROR(ExportCsv(*store, t, file->stream(), &stats));
+    RETURN_IF_ERROR(WriteMergedCsv(set.shards, t, plan, file->stream(), &stats));
   }
   RETURN_IF_ERROR(file->Commit());
+  if (rows_file != nullptr) RETURN_IF_ERROR(rows_file->Commit());
   if (ctx.options.out == "-") return Status::OK();
   if (ctx.options.json) {
     JsonWriter w(&ctx.out);
@@ -98,7 +80,9 @@ Status OfflineExport(const CtlContext& ctx, const Args& args) {
     w.Member("format", format);
     w.Member("out", ctx.options.out);
     w.MemberUint("written_rows", stats.written_rows);
+    w.MemberUint("shards", set.shards.size());
     if (format == "npy") {
+      w.Member("rows_out", rows_path);
       w.Member("dtype", NpyDescr(t.type));
       w.Key("shape");
       w.BeginArray();
@@ -115,7 +99,9 @@ Status OfflineExport(const CtlContext& ctx, const Args& args) {
   ctx.out << "exported table " << t.name << " to " << ctx.options.out << ": ";
   if (format == "npy") {
     ctx.out << "npy " << NpyDescr(t.type) << " shape (" << stats.array_rows << ", " << t.width
-            << "), " << stats.written_rows << " written rows\n";
+            << "), " << stats.written_rows << " written rows (ids in " << rows_path << ")";
+    if (set.shards.size() > 1) ctx.out << ", merged from " << set.shards.size() << " shards";
+    ctx.out << "\n";
   } else {
     ctx.out << "csv, " << stats.lines << " lines from " << stats.written_rows << " written rows\n";
   }

@@ -1,5 +1,8 @@
 // pacectl's offline commands on a data dir: tables, describe, get, scan, stats.
 // Export and verify live in export_command.cc and verify_command.cc.
+#include <algorithm>
+
+#include "common/hash.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/json_writer.h"
 #include "tools/ctl/value_format.h"
@@ -57,10 +60,78 @@ StatusOr<TableSchema> FindOfflineTable(const ShardStore& store, std::string_view
   return UnknownTable(name, store.ListTables());
 }
 
+std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > start) items.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
+Status OpenOfflineSet(const CtlOptions& options, OfflineSet* set) {
+  const std::vector<std::string> dirs = SplitList(options.data_dir);
+  set->owned.clear();
+  set->shards.clear();
+  for (const std::string& dir : dirs) {
+    CtlOptions one = options;
+    one.data_dir = dir;
+    std::unique_ptr<ShardStore> store;
+    RETURN_IF_ERROR(OpenOffline(one, &store));
+    set->owned.push_back(std::move(store));
+  }
+  if (set->owned.size() == 1) {
+    set->shards.push_back(set->owned[0].get());
+    return Status::OK();
+  }
+  const size_t n = set->owned.size();
+  set->shards.assign(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    const ShardIdentity& id = set->owned[i]->identity();
+    if (id.num_shards != n) {
+      return Status::InvalidArgument(dirs[i] + " is shard " + std::to_string(id.shard_id) + " of " +
+                                     std::to_string(id.num_shards) + ", but " + std::to_string(n) +
+                                     " --data_dir were given: pass every shard of the job once");
+    }
+    if (set->shards[id.shard_id] != nullptr) {
+      return Status::InvalidArgument(dirs[i] + " and " + set->shards[id.shard_id]->dir() +
+                                     " are both shard " + std::to_string(id.shard_id));
+    }
+    set->shards[id.shard_id] = set->owned[i].get();
+  }
+  return Status::OK();
+}
+
+StatusOr<TableSchema> FindTableOnAll(const OfflineSet& set, std::string_view name) {
+  ASSIGN_OR_RETURN(TableSchema t, FindOfflineTable(*set.shards[0], name));
+  for (size_t k = 1; k < set.shards.size(); ++k) {
+    StatusOr<TableSchema> other = set.shards[k]->FindTable(name);
+    if (!other.ok() || !SameSchema(t, *other) || other->id != t.id) {
+      return Status::InvalidArgument(
+          "table '" + std::string(name) + "' differs between shard 0 (" + set.shards[0]->dir() +
+          ") and shard " + std::to_string(k) + " (" + set.shards[k]->dir() + "): " +
+          (other.ok() ? DescribeSchema(t) + " vs " + DescribeSchema(*other) : "missing there"));
+    }
+  }
+  return t;
+}
+
 Status OfflineTables(const CtlContext& ctx, const Args&) {
-  std::unique_ptr<ShardStore> store;
-  RETURN_IF_ERROR(OpenOffline(ctx.options, &store));
-  WriteTables(ctx, store->ListTables());
+  OfflineSet set;
+  RETURN_IF_ERROR(OpenOfflineSet(ctx.options, &set));
+  const std::vector<TableSchema> tables = set.shards[0]->ListTables();
+  for (size_t k = 1; k < set.shards.size(); ++k) {
+    if (set.shards[k]->ListTables().size() != tables.size()) {
+      return Status::InvalidArgument("shard 0 holds " + std::to_string(tables.size()) +
+                                     " tables but shard " + std::to_string(k) + " holds " +
+                                     std::to_string(set.shards[k]->ListTables().size()));
+    }
+    for (const TableSchema& t : tables) RETURN_IF_ERROR(FindTableOnAll(set, t.name).status());
+  }
+  WriteTables(ctx, tables);
   return Status::OK();
 }
 
@@ -93,27 +164,35 @@ Status OfflineDescribe(const CtlContext& ctx, const Args& args) {
 }
 
 Status OfflineGet(const CtlContext& ctx, const Args& args) {
-  std::unique_ptr<ShardStore> store;
-  RETURN_IF_ERROR(OpenOffline(ctx.options, &store));
-  ASSIGN_OR_RETURN(TableSchema t, FindOfflineTable(*store, args[0]));
+  OfflineSet set;
+  RETURN_IF_ERROR(OpenOfflineSet(ctx.options, &set));
+  ASSIGN_OR_RETURN(TableSchema t, FindTableOnAll(set, args[0]));
+  const size_t n = set.shards.size();
+  const ShardStore* store = set.shards[0];
   const ShardIdentity& id = store->identity();
   std::vector<uint64_t> rows(args.size() - 1);
   for (size_t i = 1; i < args.size(); ++i) {
     RETURN_IF_ERROR(ParseRow(args[i], &rows[i - 1]));
-    RETURN_IF_ERROR(CheckRowPlacement(t, rows[i - 1], id.shard_id, id.num_shards));
+    if (n == 1) RETURN_IF_ERROR(CheckRowPlacement(t, rows[i - 1], id.shard_id, id.num_shards));
   }
-  std::vector<std::string> values;
-  RETURN_IF_ERROR(store->MultiGet(t.id, rows, &values));
+  // Each row from the shard that owns it.
+  std::vector<std::string> values(rows.size());
   std::vector<int> written(rows.size());
+  // The job's clock: the least shard clock.
+  Version clock = store->ShardClock();
+  for (const ShardStore* s : set.shards) clock = std::min<Version>(clock, s->ShardClock());
   for (size_t i = 0; i < rows.size(); ++i) {
-    ASSIGN_OR_RETURN(bool w, IsWritten(*store, t.id, rows[i]));
+    const ShardStore* owner =
+        n == 1 ? store : set.shards[ShardOf(t.id, rows[i], static_cast<uint32_t>(n))];
+    RETURN_IF_ERROR(owner->Get(t.id, rows[i], &values[i]));
+    ASSIGN_OR_RETURN(bool w, IsWritten(*owner, t.id, rows[i]));
     written[i] = w ? 1 : 0;
   }
   if (ctx.options.json) {
     JsonWriter w(&ctx.out);
     w.BeginObject();
     w.Member("table", t.name);
-    w.MemberInt("shard_clock", store->ShardClock());
+    w.MemberInt("shard_clock", clock);
     w.Key("rows");
     w.BeginArray();
     for (size_t i = 0; i < rows.size(); ++i) WriteRowJson(&w, t, rows[i], values[i], written[i]);

@@ -18,12 +18,14 @@
 
 DEFINE_string(data_dir, "", "the shard's data directory (offline mode; checkpoint restore target)");
 DEFINE_string(server, "", "host:port of a running paced (online mode)");
+DEFINE_string(servers, "", "host:port,... of every shard of a running job (online mode)");
 DEFINE_string(token_file, "", "file holding the job token (online mode)");
 DEFINE_bool(json, false, "print one JSON document on stdout");
 DEFINE_string(format, "", "export: csv or npy");
 DEFINE_string(out, "", "export: output file, - for stdout");
 DEFINE_uint64(start, 0, "scan: first row to list");
 DEFINE_uint64(limit, 0, "scan: most rows to list (0: all)");
+DEFINE_uint64(rows, 0, "export --format=npy: the array's rows (0: max written row + 1)");
 DEFINE_uint64(max_rows, 50000000, "export --format=npy: refuse arrays with more rows");
 DEFINE_int32(connect_timeout_ms, 5000, "online: time to connect and handshake");
 DEFINE_int32(timeout_ms, 30000, "online: time to wait for each reply");
@@ -31,9 +33,31 @@ DEFINE_uint32(block_cache_mb, 32, "offline: RocksDB block cache, MiB");
 
 namespace {
 
-const char* const kFlagNames[] = {
-    "data_dir", "server",   "token_file",         "json",       "format",        "out", "start",
-    "limit",    "max_rows", "connect_timeout_ms", "timeout_ms", "block_cache_mb"};
+const char* const kFlagNames[] = {"data_dir",   "server",        "servers",  "token_file",
+                                  "json",       "format",        "out",      "start",
+                                  "limit",      "rows",          "max_rows", "connect_timeout_ms",
+                                  "timeout_ms", "block_cache_mb"};
+
+// Every value of a repeated --data_dir (gflags keeps only the last), joined
+// with commas.
+std::string AllDataDirs(int argc, char** argv) {
+  std::string dirs;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) break;
+    std::string a = argv[i];
+    if (a.rfind("-data_dir", 0) == 0) a = "-" + a;
+    std::string value;
+    if (a.rfind("--data_dir=", 0) == 0) {
+      value = a.substr(11);
+    } else if (a == "--data_dir" && i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      continue;
+    }
+    if (!value.empty()) dirs += (dirs.empty() ? "" : ",") + value;
+  }
+  return dirs;
+}
 
 bool Has(int argc, char** argv, std::initializer_list<const char*> names) {
   for (int i = 1; i < argc; ++i) {
@@ -65,18 +89,21 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(pace::ctl::UsageText());
   FLAGS_logtostderr = true;
   FLAGS_minloglevel = 1;  // warnings and errors only; --minloglevel=0 for more
+  const std::string all_data_dirs = AllDataDirs(argc, argv);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
 
   pace::ctl::CtlOptions options;
-  options.data_dir = FLAGS_data_dir;
+  options.data_dir = FLAGS_data_dir.empty() ? FLAGS_data_dir : all_data_dirs;
   options.server = FLAGS_server;
+  options.servers = FLAGS_servers;
   options.token_file = FLAGS_token_file;
   options.json = FLAGS_json;
   options.format = FLAGS_format;
   options.out = FLAGS_out;
   options.start = FLAGS_start;
   options.limit = FLAGS_limit;
+  options.rows = FLAGS_rows;
   options.max_rows = FLAGS_max_rows;
   options.connect_timeout_ms = FLAGS_connect_timeout_ms;
   options.timeout_ms = FLAGS_timeout_ms;
