@@ -206,14 +206,18 @@ int Run() {
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
   const ClockT end_clock = options.run.clocks + 1;
-  std::printf("# %s, client %u of %u, %d workers, %s, %d topics, alpha %g, beta %g%s\n",
-              client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
-              client->client_id(), client->num_clients(), options.run.workers,
-              apps::DescribeConsistency(options.run).c_str(), options.params.topics,
-              options.params.alpha, options.params.beta,
-              client->start_clock() > 0
-                  ? (", resuming at clock " + std::to_string(client->start_clock())).c_str()
-                  : "");
+  std::printf(
+      "# %s, client %u of %u, %d workers, %s, %d topics, alpha %g, beta %g%s\n",
+      client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
+      client->client_id(), client->num_clients(), options.run.workers,
+      apps::DescribeConsistency(options.run).c_str(), options.params.topics, options.params.alpha,
+      options.params.beta,
+      client->start_clock() > 0
+          ? (", resuming at clock " + std::to_string(client->start_clock()) +
+             (trainer.replays_clock() ? " (replayed from the assignments the interrupted run wrote)"
+                                      : ""))
+                .c_str()
+          : "");
   if (client->client_id() == 0 && client->start_clock() < end_clock) {
     report.SetProgress(client->start_clock(), options.run.clocks);
     report.PrintHeader();

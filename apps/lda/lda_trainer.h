@@ -98,6 +98,9 @@ class LdaTrainer {
                        uint64_t* stale_rows);
 
   const LdaParams& params() const { return params_; }
+  // After Setup on resume: whether the resumed clock is replayed from the
+  // assignments the interrupted run wrote at its end (see replay_z_).
+  bool replays_clock() const { return !replay_z_.empty(); }
 
  private:
   struct Shared;
