@@ -91,6 +91,10 @@ Status OptionsFromFlags(LdaTrainOptions* o) {
   if (FLAGS_topics_out < 0) return Status::InvalidArgument("--topics_out must be >= 0");
   o->collect_model = FLAGS_topics_out > 0;
   if (!FLAGS_baseline) o->state_dir = AssignmentsDir(FLAGS_data_dir);
+  // Embedded, the assignment files are as durable as the shard's WAL: fsynced
+  // with --sync. With --servers the shards' durability is paced's --sync,
+  // which this process cannot see: always fsync.
+  o->sync_state = FLAGS_sync || !FLAGS_servers.empty();
   return ValidateLdaOptions(*o);
 }
 

@@ -77,7 +77,7 @@ Status MakeAssignmentsDir(const std::string& dir) {
 }
 
 Status WriteAssignments(const std::string& dir, uint32_t client, const AssignmentsHeader& h,
-                        const std::vector<int32_t>& z) {
+                        const std::vector<int32_t>& z, bool sync) {
   std::string head(kMagic, sizeof(kMagic));
   Put(&head, kFormat);
   Put(&head, h.part);
@@ -95,13 +95,14 @@ Status WriteAssignments(const std::string& dir, uint32_t client, const Assignmen
   Status s = WriteAll(fd, head.data(), head.size(), tmp);
   if (s.ok()) s = WriteAll(fd, reinterpret_cast<const char*>(z.data()), zbytes, tmp);
   if (s.ok()) s = WriteAll(fd, reinterpret_cast<const char*>(&sum), sizeof(sum), tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = Errno("fsync of", tmp);
+  if (s.ok() && sync && ::fsync(fd) != 0) s = Errno("fsync of", tmp);
   ::close(fd);
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = Errno("renaming", tmp);
   if (!s.ok()) {
     ::unlink(tmp.c_str());
     return s;
   }
+  if (!sync) return Status::OK();
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return Errno("opening", dir);
   const bool synced = ::fsync(dfd) == 0;

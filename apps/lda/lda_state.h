@@ -4,7 +4,7 @@
 // Each worker (partition part of num_parts) writes the topic of every token of
 // its documents at the end of each clock c, before the clock's batch can be
 // sent, to DIR/lda-z.c<client>.p<part>.<c+1> ("the state at the start of clock
-// c+1"): write DIR/....tmp, fsync, rename, fsync DIR. It deletes its files of
+// c+1"): write DIR/....tmp, (fsync,) rename, (fsync DIR). It deletes its files of
 // clocks below the process's acknowledged clock. So whenever the shards'
 // applied clock for this client is A, the files of clock A exist (and those of
 // A+1 if clock A's batch went out). Format (little-endian): "PACELDAZ", u32
@@ -39,9 +39,11 @@ std::string AssignmentsPath(const std::string& dir, uint32_t client, uint32_t pa
 // Creates `dir` (and its parent) if missing.
 Status MakeAssignmentsDir(const std::string& dir);
 
-// Writes atomically (temp file, fsync, rename, fsync of the directory).
+// Writes atomically: a temp file, renamed. With `sync` the file is fsynced
+// before the rename and the directory after it (the file then survives
+// power loss; without, a crash of the process).
 Status WriteAssignments(const std::string& dir, uint32_t client, const AssignmentsHeader& h,
-                        const std::vector<int32_t>& z);
+                        const std::vector<int32_t>& z, bool sync);
 
 // Reads and checks a file against `expect` (every field, checksum, topics in
 // range). NotFound if missing; Corruption naming the file if it does not match.

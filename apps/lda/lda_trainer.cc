@@ -275,7 +275,7 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
       h.topics = static_cast<uint32_t>(k_count);
       h.clock = c + 1;
       h.tokens = docs.z.size();
-      RETURN_IF_ERROR(WriteAssignments(state_dir, client_id, h, docs.z)
+      RETURN_IF_ERROR(WriteAssignments(state_dir, client_id, h, docs.z, options_.sync_state)
                           .WithPrefix("writing the token assignments"));
     }
     RETURN_IF_ERROR(worker->Clock());

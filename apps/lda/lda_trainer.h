@@ -57,6 +57,9 @@ struct LdaTrainOptions {
   // Where the workers keep their token assignments (AssignmentsDir of
   // --data_dir). Empty: nowhere, and a stored job cannot be resumed.
   std::string state_dir;
+  // fsync the assignment files (and their directory) at every clock.
+  // Default: false.
+  bool sync_state = false;
 };
 
 Status ValidateLdaOptions(const LdaTrainOptions& o);
