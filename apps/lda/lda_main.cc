@@ -14,6 +14,7 @@
 
 #include "apps/lda/corpus_data.h"
 #include "apps/lda/lda_model.h"
+#include "apps/lda/lda_state.h"
 #include "apps/lda/lda_trainer.h"
 #include "apps/shared/app_flags.h"
 #include "apps/shared/job_record.h"
@@ -89,6 +90,11 @@ Status OptionsFromFlags(LdaTrainOptions* o) {
   o->table_prefix = FLAGS_table_prefix;
   if (FLAGS_topics_out < 0) return Status::InvalidArgument("--topics_out must be >= 0");
   o->collect_model = FLAGS_topics_out > 0;
+  if (!FLAGS_baseline) o->state_dir = AssignmentsDir(FLAGS_data_dir);
+  // Embedded, the assignment files are as durable as the shard's WAL: fsynced
+  // with --sync. With --servers the shards' durability is paced's --sync,
+  // which this process cannot see: always fsync.
+  o->sync_state = FLAGS_sync || !FLAGS_servers.empty();
   return ValidateLdaOptions(*o);
 }
 
@@ -135,7 +141,6 @@ apps::JobDescription DescribeJob(const Corpus& corpus, const LdaTrainOptions& o)
   apps::JobDescription job;
   job.app = kProgram;
   job.table_prefix = o.table_prefix;
-  job.resumable = false;
   apps::InputFingerprint fp;
   fp.AddValue(corpus.vocab_size);
   for (const std::vector<uint32_t>& doc : corpus.docs) {
@@ -152,6 +157,8 @@ apps::JobDescription DescribeJob(const Corpus& corpus, const LdaTrainOptions& o)
       {"consistency", std::string(ConsistencyName(o.run.consistency))},
       {"staleness", std::to_string(o.run.staleness)},
       {"seed", std::to_string(o.run.seed)},
+      // The documents' partition, which the workers' assignment files follow.
+      {"workers", std::to_string(o.run.workers)},
   };
   return job;
 }
@@ -202,13 +209,21 @@ int Run() {
   LdaTrainer trainer(client.get(), &corpus, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
-  std::printf("# %s, client %u of %u, %d workers, %s, %d topics, alpha %g, beta %g\n",
-              client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
-              client->client_id(), client->num_clients(), options.run.workers,
-              apps::DescribeConsistency(options.run).c_str(), options.params.topics,
-              options.params.alpha, options.params.beta);
-  if (client->client_id() == 0) {
-    report.SetProgress(0, options.run.clocks);
+  const ClockT end_clock = options.run.clocks + 1;
+  std::printf(
+      "# %s, client %u of %u, %d workers, %s, %d topics, alpha %g, beta %g%s\n",
+      client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
+      client->client_id(), client->num_clients(), options.run.workers,
+      apps::DescribeConsistency(options.run).c_str(), options.params.topics, options.params.alpha,
+      options.params.beta,
+      client->start_clock() > 0
+          ? (", resuming at clock " + std::to_string(client->start_clock()) +
+             (trainer.replays_clock() ? " (replayed from the assignments the interrupted run wrote)"
+                                      : ""))
+                .c_str()
+          : "");
+  if (client->client_id() == 0 && client->start_clock() < end_clock) {
+    report.SetProgress(client->start_clock(), options.run.clocks);
     report.PrintHeader();
   }
   Status write_status;
@@ -227,6 +242,24 @@ int Run() {
     return 2;
   }
   if (!write_status.ok()) return apps::UsageError(kProgram, write_status);
+  if (summary.stopped) {
+    // Every clock before the stop clock is acknowledged (Train flushed).
+    s = report.Close();
+    const ClockT at = std::max(apps::StopClock(), summary.start_clock);
+    if (at == 0) {
+      std::fprintf(stderr, "%s: stopped before clock 0; nothing was trained\n", kProgram);
+    } else {
+      apps::PrintStopped(at);
+    }
+    return 128 + apps::StopSignalNumber();
+  }
+  if (summary.start_clock >= end_clock) {
+    std::printf("# the job is already at clock %lld (--clocks=%lld): nothing to train\n",
+                static_cast<long long>(summary.start_clock),
+                static_cast<long long>(options.run.clocks));
+    s = report.Close();
+    return s.ok() ? 0 : apps::UsageError(kProgram, s);
+  }
   if (!FLAGS_staleness_hist.empty()) {
     s = apps::WriteStalenessHistogram(
         client->Stats(),
@@ -266,10 +299,7 @@ int main(int argc, char** argv) {
   pace::cli::ParseCommandLine(info, &argc, &argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  // pace_lda cannot resume: a signal stops it at once (grace 0).
-  pace::apps::InstallStopSignal(
-      {"pace_lda", " (pace_lda cannot resume: rerun without --resume, with another --data_dir)",
-       0});
+  pace::apps::InstallStopSignal({"pace_lda", "; rerun the same command with --resume", 10});
   if (argc > 1) {
     std::fprintf(stderr, "pace_lda: unexpected argument '%s'\n", argv[1]);
     return 1;

@@ -5,9 +5,11 @@
 #include <cstring>
 #include <memory>
 
+#include "apps/lda/lda_state.h"
 #include "apps/shared/partition.h"
 #include "apps/shared/report.h"
 #include "apps/shared/row_buffer.h"
+#include "apps/shared/stop_signal.h"
 
 namespace pace {
 namespace lda {
@@ -35,7 +37,12 @@ Status ValidateLdaOptions(const LdaTrainOptions& o) {
 struct LdaTrainer::Shared {
   int64_t start_ns = 0;
   int64_t sampling_start_ns = 0;  // set by the reporting worker after clock 0
+  ClockT start_clock = 0;
   ClockT end_clock = 0;
+  // done[w] = clocks worker w has ended (its Clock() returned).
+  std::unique_ptr<std::atomic<ClockT>[]> done;
+  int workers = 0;
+  std::atomic<bool> stopped{false};
   std::function<void(const LdaReport&)> on_report;
   std::unique_ptr<apps::ProcessMeasure> measure;
   std::atomic<uint64_t> tokens{0};
@@ -65,13 +72,73 @@ Status LdaTrainer::Setup() {
       apps::StatsTableSchema(options_.table_prefix + ".stats", LdaStatsCols::kCount, options_.run);
   RETURN_IF_ERROR(
       apps::OpenJobTables(client_, options_.run, {word_topic, totals, stats}, &tables_));
-  if (client_->start_clock() > 0) {
-    return Status::FailedPrecondition(
-        "the store holds an LDA job at clock " + std::to_string(client_->start_clock()) +
-        ": pace_lda keeps token assignments in the workers, so it cannot resume; start fresh "
-        "with another --data_dir (or delete it)");
-  }
+  start_clock_ = client_->start_clock();
   order_ = apps::ShuffledOrder(corpus_->docs.size(), options_.run.seed);
+  resume_z_.clear();
+  replay_z_.clear();
+  if (start_clock_ > 0 && options_.state_dir.empty()) {
+    return Status::FailedPrecondition(
+        "the store holds an LDA job at clock " + std::to_string(start_clock_) +
+        " and no directory of token assignments was given, so it cannot resume");
+  }
+  if (options_.state_dir.empty()) return Status::OK();
+  if (start_clock_ > 0) {
+    if (start_clock_ <= options_.run.clocks) RETURN_IF_ERROR(LoadResumeState());
+    return Status::OK();
+  }
+  RETURN_IF_ERROR(MakeAssignmentsDir(options_.state_dir));
+  // A fresh job: files of an earlier job of this client are stale.
+  for (int w = 0; w < options_.run.workers; ++w) {
+    const uint32_t part_id = client_->client_id() * static_cast<uint32_t>(options_.run.workers) + w;
+    RemoveAssignmentsBelow(options_.state_dir, client_->client_id(), part_id, INT64_MAX);
+  }
+  return Status::OK();
+}
+
+uint64_t LdaTrainer::PartTokens(uint32_t part_id) const {
+  const uint32_t num_parts = client_->num_clients() * static_cast<uint32_t>(options_.run.workers);
+  const apps::Range part = apps::PartOf(order_.size(), part_id, num_parts);
+  uint64_t tokens = 0;
+  for (size_t i = part.begin; i < part.end; ++i) tokens += corpus_->docs[order_[i]].size();
+  return tokens;
+}
+
+Status LdaTrainer::LoadResumeState() {
+  const int workers = options_.run.workers;
+  const uint32_t client = client_->client_id();
+  const uint32_t num_parts = client_->num_clients() * static_cast<uint32_t>(workers);
+  const std::string& dir = options_.state_dir;
+  resume_z_.assign(workers, {});
+  replay_z_.assign(workers, {});
+  bool replay = true;
+  for (int w = 0; w < workers; ++w) {
+    AssignmentsHeader h;
+    h.part = client * static_cast<uint32_t>(workers) + w;
+    h.num_parts = num_parts;
+    h.topics = static_cast<uint32_t>(params_.topics);
+    h.clock = start_clock_;
+    h.tokens = PartTokens(h.part);
+    Status s = ReadAssignments(dir, client, h, &resume_z_[w]);
+    if (s.code() == StatusCode::kNotFound) {
+      std::string found;
+      for (ClockT c : ListAssignments(dir, client, h.part)) {
+        found += (found.empty() ? "" : ", ") + std::to_string(c);
+      }
+      return Status::FailedPrecondition(
+          "the shards hold this client's clocks up to " + std::to_string(start_clock_) + ", but " +
+          dir + " has no token assignments of worker " + std::to_string(w) + " for clock " +
+          std::to_string(start_clock_) +
+          (found.empty() ? " (it has none)" : " (it has clocks " + found + ")") +
+          ", so the job cannot resume exactly (same --data_dir and --workers as the job?); "
+          "start fresh with another --data_dir");
+    }
+    RETURN_IF_ERROR(s.WithPrefix("--resume: token assignments"));
+    if (replay) {
+      h.clock = start_clock_ + 1;
+      replay = ReadAssignments(dir, client, h, &replay_z_[w]).ok();
+    }
+  }
+  if (!replay || start_clock_ >= options_.run.clocks + 1) replay_z_.clear();
   return Status::OK();
 }
 
@@ -80,7 +147,13 @@ Status LdaTrainer::Train(const std::function<void(const LdaReport&)>& on_report,
   if (tables_.empty()) return Status::FailedPrecondition("LdaTrainer::Setup was not called");
   *summary = LdaTrainSummary();
   Shared sh;
+  sh.start_clock = start_clock_;
   sh.end_clock = options_.run.clocks + 1;
+  summary->start_clock = start_clock_;
+  if (start_clock_ >= sh.end_clock) return Status::OK();
+  sh.workers = options_.run.workers;
+  sh.done.reset(new std::atomic<ClockT>[sh.workers]);
+  for (int i = 0; i < sh.workers; ++i) sh.done[i].store(start_clock_);
   sh.on_report = on_report;
   sh.measure = std::make_unique<apps::ProcessMeasure>(
       client_, std::vector<std::string>{tables_[0].name(), tables_[1].name()},
@@ -99,6 +172,7 @@ Status LdaTrainer::Train(const std::function<void(const LdaReport&)>& on_report,
   summary->final_loglik = sh.final_loglik;
   summary->word_topic = std::move(sh.word_topic);
   summary->stale_rows = sh.stale_rows;
+  summary->stopped = sh.stopped.load();
   return Status::OK();
 }
 
@@ -109,8 +183,9 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
   const apps::RunOptions& run = options_.run;
   const LdaParams& p = params_;
   const size_t k_count = static_cast<size_t>(p.topics);
-  if (worker->clock() != 0) {
-    return Status::Internal("LDA worker starts at clock " + std::to_string(worker->clock()));
+  if (worker->clock() != sh->start_clock) {
+    return Status::Internal("LDA worker starts at clock " + std::to_string(worker->clock()) +
+                            ", the client's resume clock is " + std::to_string(sh->start_clock));
   }
   const uint32_t num_parts = client_->num_clients() * static_cast<uint32_t>(run.workers);
   const uint32_t part_id = client_->client_id() * static_cast<uint32_t>(run.workers) + w;
@@ -144,13 +219,15 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
   const bool reporter = client_->client_id() == 0 && w == 0;
   // Every worker reads the completed stats rows, so that the reporting
   // worker does not fall behind the others (see pace_mf's trainer).
+  // Seconds since the start at the end of clock first_clock + i.
+  const ClockT first_clock = sh->start_clock;
   std::vector<double> clock_end_seconds;
-  apps::StatsRowReader reader(st, run, 0, sh->end_clock);
+  apps::StatsRowReader reader(st, run, first_clock, sh->end_clock);
   auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
     const double* app = row.data() + MeasureCols::kCount;
     LdaReport rep;
     rep.clock = c;
-    size_t i = static_cast<size_t>(c);
+    size_t i = static_cast<size_t>(c - first_clock);
     rep.seconds = i < clock_end_seconds.size() ? clock_end_seconds[i] : 0;
     rep.tokens = static_cast<uint64_t>(app[LdaStatsCols::kTokens]);
     if (rep.tokens > 0 && i > 0 && i < clock_end_seconds.size()) {
@@ -169,6 +246,10 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     return Status::OK();
   };
 
+  LocalDocs docs;
+  const std::string& state_dir = options_.state_dir;
+  const ClientId client_id = client_->client_id();
+  ClockT oldest_kept = sh->start_clock;  // of this worker's assignment files
   std::vector<double> cols(MeasureCols::kCount + LdaStatsCols::kCount);
   double* app = cols.data() + MeasureCols::kCount;
   int64_t interval_start = apps::NowNs();
@@ -185,7 +266,32 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     }
     const ClockT c = worker->clock();
     RETURN_IF_ERROR(worker->Inc(st, static_cast<uint64_t>(c), cols.data()));
+    if (!state_dir.empty()) {
+      // Before Clock(): the files of clock c + 1 exist before the batch of
+      // clock c can reach a shard.
+      AssignmentsHeader h;
+      h.part = part_id;
+      h.num_parts = num_parts;
+      h.topics = static_cast<uint32_t>(k_count);
+      h.clock = c + 1;
+      h.tokens = docs.z.size();
+      RETURN_IF_ERROR(WriteAssignments(state_dir, client_id, h, docs.z, options_.sync_state)
+                          .WithPrefix("writing the token assignments"));
+    }
     RETURN_IF_ERROR(worker->Clock());
+    sh->done[w].store(c + 1);
+    if (!state_dir.empty()) {
+      // Once every worker of the process ended clock p - 1, its batch is
+      // sent; after Flush it is acknowledged, so the shards' applied clock
+      // for this client is >= p and older files are never needed again.
+      ClockT p = c + 1;
+      for (int i = 0; i < sh->workers; ++i) p = std::min(p, sh->done[i].load());
+      if (p > oldest_kept) {
+        RETURN_IF_ERROR(client_->Flush());
+        RemoveAssignmentsBelow(state_dir, client_id, part_id, p);
+        oldest_kept = p;
+      }
+    }
     if (reporter) {
       clock_end_seconds.push_back(apps::SecondsSince(sh->start_ns));
       RETURN_IF_ERROR(reader.Poll(worker, emit));
@@ -196,28 +302,42 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     return Status::OK();
   };
 
-  // Clock 0: random assignments; their counts are added without reading.
-  LocalDocs docs;
-  std::fill(nk_delta.begin(), nk_delta.end(), 0);
-  InitLocalDocs(*corpus_,
-                std::vector<uint32_t>(order_.begin() + part.begin, order_.begin() + part.end), p,
-                run.seed, &docs, [&](uint32_t word, int k) {
-                  int32_t* row = wbuf.Find(word);
-                  if (row == nullptr) {
-                    row = wbuf.Slot(word);
-                    std::fill(row, row + k_count, 0);
-                    wbuf.Loaded();
-                  }
-                  ++row[k];
-                  ++nk_delta[k];
-                });
-  RETURN_IF_ERROR(flush_words());
-  wbuf.Clear();
-  RETURN_IF_ERROR(worker->Inc(tt, 0, nk_delta.data()));
-  RETURN_IF_ERROR(end_clock(0, std::nullopt, 0));
-  // Sampling starts from the complete initial counts.
-  RETURN_IF_ERROR(worker->GlobalBarrier());
-  if (reporter) sh->sampling_start_ns = apps::NowNs();
+  const std::vector<uint32_t> my_docs(order_.begin() + part.begin, order_.begin() + part.end);
+  const bool replay = sh->start_clock > 0 && !replay_z_.empty();
+  if (sh->start_clock > 0) {
+    // Resume: the assignments at the start of the resumed clock.
+    InitLocalDocs(*corpus_, my_docs, p, run.seed, &docs, [](uint32_t, int) {});
+    if (resume_z_[w].size() != docs.z.size()) {
+      return Status::Internal("LDA resume: the assignments do not fit the documents");
+    }
+    docs.z = resume_z_[w];
+    std::fill(docs.ndk.begin(), docs.ndk.end(), 0);
+    for (size_t i = 0; i < docs.ids.size(); ++i) {
+      for (size_t t = docs.offset[i]; t < docs.offset[i + 1]; ++t) {
+        ++docs.ndk[i * k_count + static_cast<size_t>(docs.z[t])];
+      }
+    }
+  } else {
+    // Clock 0: random assignments; their counts are added without reading.
+    std::fill(nk_delta.begin(), nk_delta.end(), 0);
+    InitLocalDocs(*corpus_, my_docs, p, run.seed, &docs, [&](uint32_t word, int k) {
+      int32_t* row = wbuf.Find(word);
+      if (row == nullptr) {
+        row = wbuf.Slot(word);
+        std::fill(row, row + k_count, 0);
+        wbuf.Loaded();
+      }
+      ++row[k];
+      ++nk_delta[k];
+    });
+    RETURN_IF_ERROR(flush_words());
+    wbuf.Clear();
+    RETURN_IF_ERROR(worker->Inc(tt, 0, nk_delta.data()));
+    RETURN_IF_ERROR(end_clock(0, std::nullopt, 0));
+    // Sampling starts from the complete initial counts.
+    RETURN_IF_ERROR(worker->GlobalBarrier());
+    if (reporter) sh->sampling_start_ns = apps::NowNs();
+  }
 
   // The distinct words of one clock's window, for Worker::Prefetch.
   std::vector<uint8_t> word_seen(p.vocab);
@@ -239,6 +359,10 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
   const ClockT sampling_start_clock = worker->clock();
   for (ClockT c = worker->clock(); c < sh->end_clock; c = worker->clock()) {
     if (failed.load()) return Status::Aborted("another worker failed");
+    if (apps::StopBefore(c)) {
+      sh->stopped = true;
+      break;
+    }
     apps::MaybeStraggle(run, client_->client_id(), w, c);
     const apps::Window win = apps::MinibatchWindow(docs.ids.size(), options_.minibatch, c - 1);
     if (apps::ShouldPrefetch(run, c, sampling_start_clock)) RETURN_IF_ERROR(prefetch(win));
@@ -246,9 +370,35 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     nk_base = nk;
     apps::Rng rng(apps::DeriveSeed(run.seed, 0x5A3B, part_id, static_cast<uint64_t>(c)));
     uint64_t tokens = 0;
-    for (size_t j = 0; j < win.count; ++j) {
-      tokens += SweepDoc(*corpus_, &docs, (win.start + j) % docs.ids.size(), nk.data(), word_row, p,
-                         cdf.data(), &rng);
+    if (replay && c == sh->start_clock) {
+      // Replays clock c as it was sampled before the crash (see replay_z_):
+      // its deltas are exactly the change of the assignments.
+      const std::vector<int32_t>& next = replay_z_[w];
+      for (size_t i = 0; i < docs.ids.size(); ++i) {
+        const std::vector<uint32_t>& doc = corpus_->docs[docs.ids[i]];
+        int32_t* ndk = &docs.ndk[i * k_count];
+        for (size_t j = 0; j < doc.size(); ++j) {
+          const size_t t = docs.offset[i] + j;
+          const int32_t from = docs.z[t], to = next[t];
+          if (from == to) continue;
+          int32_t* nwk = word_row(doc[j]);
+          --nwk[from];
+          ++nwk[to];
+          --nk[from];
+          ++nk[to];
+          --ndk[from];
+          ++ndk[to];
+          docs.z[t] = to;
+        }
+      }
+      for (size_t j = 0; j < win.count; ++j) {
+        tokens += corpus_->docs[docs.ids[(win.start + j) % docs.ids.size()]].size();
+      }
+    } else {
+      for (size_t j = 0; j < win.count; ++j) {
+        tokens += SweepDoc(*corpus_, &docs, (win.start + j) % docs.ids.size(), nk.data(), word_row,
+                           p, cdf.data(), &rng);
+      }
     }
     RETURN_IF_ERROR(load_status);
     RETURN_IF_ERROR(flush_words());
@@ -274,6 +424,11 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     RETURN_IF_ERROR(end_clock(static_cast<double>(tokens), ll_doc, ll_word));
   }
   if (!reporter) return Status::OK();
+  if (sh->stopped.load()) {
+    // Report every clock before the stop clock (see pace_mf's trainer).
+    if (client_->num_clients() > 1) return Status::OK();
+    return reader.Finish(worker, std::min(apps::StopClock(), sh->end_clock), emit);
+  }
   RETURN_IF_ERROR(reader.Finish(worker, sh->end_clock, emit));
   if (options_.collect_model) {
     RETURN_IF_ERROR(ReadWordTopic(worker, sh->end_clock, &sh->word_topic, &sh->stale_rows));

@@ -17,8 +17,11 @@
 // Clock 0 is the initialization (random assignments, counts added, then a
 // global barrier so every worker starts sampling from the complete counts);
 // clocks 1..clocks each sweep a minibatch fraction of each worker's
-// documents. Assignments live in the workers, so a stopped job cannot be
-// resumed (Setup fails with FailedPrecondition if the store is past clock 0).
+// documents. Assignments live in the workers; with state_dir set, each
+// worker also writes them to local files at every clock boundary
+// (lda_state.h), so that a job the store holds past clock 0 resumes exactly
+// at the client's applied clock (Setup fails with FailedPrecondition, one
+// line, if the files of that clock are missing or do not match).
 //
 // An LdaTrainer is used from one thread; it starts and joins its workers.
 #ifndef PACE_APPS_LDA_LDA_TRAINER_H_
@@ -51,6 +54,12 @@ struct LdaTrainOptions {
   std::string table_prefix = "lda";
   // Read the word-topic counts into the summary at the end. Default: false.
   bool collect_model = false;
+  // Where the workers keep their token assignments (AssignmentsDir of
+  // --data_dir). Empty: nowhere, and a stored job cannot be resumed.
+  std::string state_dir;
+  // fsync the assignment files (and their directory) at every clock.
+  // Default: false.
+  bool sync_state = false;
 };
 
 Status ValidateLdaOptions(const LdaTrainOptions& o);
@@ -75,6 +84,8 @@ struct LdaTrainSummary {
   // cache at a version older than the last clock (see MfTrainer::ReadFactors).
   std::vector<int32_t> word_topic;
   uint64_t stale_rows = 0;
+  ClockT start_clock = 0;  // the clock this run started at (> 0: resumed)
+  bool stopped = false;    // SIGINT/SIGTERM: the workers stopped at apps::StopClock()
 };
 
 class LdaTrainer {
@@ -90,6 +101,9 @@ class LdaTrainer {
                        uint64_t* stale_rows);
 
   const LdaParams& params() const { return params_; }
+  // After Setup on resume: whether the resumed clock is replayed from the
+  // assignments the interrupted run wrote at its end (see replay_z_).
+  bool replays_clock() const { return !replay_z_.empty(); }
 
  private:
   struct Shared;
@@ -99,8 +113,20 @@ class LdaTrainer {
   const Corpus* const corpus_;
   const LdaTrainOptions options_;
   LdaParams params_;
+  Status LoadResumeState();
+  // Tokens of the documents of partition `part_id`.
+  uint64_t PartTokens(uint32_t part_id) const;
+
   std::vector<uint32_t> order_;
   std::vector<Table> tables_;  // word_topic, topic_totals, stats
+  ClockT start_clock_ = 0;
+  // On resume at clock A > 0, per worker: the assignments at the start of
+  // clock A, and (if every worker wrote them before the crash) those at the
+  // end of clock A, which the workers then replay instead of resampling it:
+  // a shard that applied clock A's batch drops the replay as a duplicate,
+  // one that did not gets exactly the original deltas.
+  std::vector<std::vector<int32_t>> resume_z_;
+  std::vector<std::vector<int32_t>> replay_z_;
 };
 
 struct LdaStatsCols {

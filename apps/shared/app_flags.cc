@@ -22,6 +22,9 @@ DEFINE_int32(num_clients, -1,
 DEFINE_string(token_file, "", "file holding the job's shared secret (as given to paced)");
 DEFINE_int64(cache_mb, 1024, "client row cache budget in MiB");
 DEFINE_int64(block_cache_mb, 256, "embedded mode: the shard's RocksDB block cache in MiB");
+DEFINE_bool(sync, false,
+            "embedded mode: fsync the in-process shard's write-ahead log before every clock's "
+            "batch is acknowledged (survives power loss; with --servers give paced --sync)");
 DEFINE_string(csv, "", "also write the per-clock lines to this CSV file");
 DEFINE_uint64(seed, 1, "random seed (data order, initial values, sampling)");
 DEFINE_bool(resume, false, "continue the job stored in the data dir / servers");
@@ -50,8 +53,8 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
   return {
       {"data", join(data, {"skip_bad_lines"})},
       {"model", join(model, {"minibatch", "consistency", "staleness", "seed"})},
-      {"job",
-       join({"clocks", "workers", "data_dir", "resume"}, join(job, {"eval_every", "baseline"}))},
+      {"job", join({"clocks", "workers", "data_dir", "resume", "sync"},
+                   join(job, {"eval_every", "baseline"}))},
       {"output", join(output, {"csv", "staleness_hist"})},
       {"cluster (without --servers the run is embedded)",
        {"servers", "client_id", "num_clients", "token_file"}},
@@ -123,6 +126,7 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   o->block_cache_mb = static_cast<size_t>(FLAGS_block_cache_mb);
   if (FLAGS_data_dir.empty()) return Status::InvalidArgument("--data_dir must not be empty");
   o->data_dir = FLAGS_data_dir;
+  o->sync = FLAGS_sync;
   if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadTokenFile(FLAGS_token_file, &o->token));
   const bool id_given = FlagWasSet("client_id") || FlagWasSet("num_clients");
   if (FLAGS_servers.empty()) {
@@ -140,6 +144,11 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
           "--client_id/--num_clients need --servers (without it the run is embedded, one process)");
     }
     return Status::OK();
+  }
+  if (FLAGS_sync) {
+    return Status::InvalidArgument(
+        "--sync is for embedded runs (the shard in this process); with --servers, start paced "
+        "with --sync");
   }
   RETURN_IF_ERROR(ParseServers(FLAGS_servers, o).WithPrefix("--servers"));
   if (id_given) {

@@ -1,6 +1,6 @@
 // Command-line flags shared by pace_mf and pace_lda (issue 5's contract:
 // --consistency, --staleness, --workers, --clocks, --data_dir, --servers,
-// --client_id, --num_clients, --token_file, --cache_mb, --block_cache_mb,
+// --client_id, --num_clients, --token_file, --cache_mb, --block_cache_mb, --sync,
 // --csv, --seed, --resume, plus --eval_every, --straggler_ms,
 // --straggler_prob, --staleness_hist, --skip_bad_lines, --minibatch,
 // --baseline), and their conversion into RunOptions and ClientOptions.
@@ -28,6 +28,7 @@ DECLARE_int32(num_clients);
 DECLARE_string(token_file);
 DECLARE_int64(cache_mb);
 DECLARE_int64(block_cache_mb);
+DECLARE_bool(sync);
 DECLARE_string(csv);
 DECLARE_uint64(seed);
 DECLARE_bool(resume);
@@ -62,7 +63,9 @@ bool FlagWasSet(const char* name);
 // RunOptions from the flags. InvalidArgument naming the flag.
 Status RunOptionsFromFlags(RunOptions* run);
 
-// ClientOptions from the flags: embedded on --data_dir without --servers;
+// ClientOptions from the flags: embedded on --data_dir without --servers
+// (--sync: the embedded shard fsyncs before every Ack; InvalidArgument with
+// --servers, where paced has its own --sync);
 // otherwise --servers, with --client_id/--num_clients, or when those are not
 // given the launcher's environment (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE,
 // SLURM_PROCID/NTASKS), else 0 of 1. The token is the --token_file contents
