@@ -297,6 +297,22 @@ Status OneTable(const net::Message& reply, const char* what, TableSchema* out) {
 
 }  // namespace
 
+Status Client::Impl::CreateOnOtherShards(const TableSchema& created) {
+  net::Message reply;
+  for (uint32_t k = 1; k < num_shards(); ++k) {
+    TableSchema with_id = created;
+    RETURN_IF_ERROR(Call(k, net::CreateTable{NextReqId(), with_id}, &reply));
+    TableSchema other;
+    RETURN_IF_ERROR(OneTable(reply, "CreateTable", &other));
+    if (other.id != created.id || !SameSchema(other, created)) {
+      return Status::FailedPrecondition(
+          "shard " + std::to_string(k) + " disagrees with shard 0 about table '" + created.name +
+          "': " + DescribeSchema(other) + " vs " + DescribeSchema(created));
+    }
+  }
+  return Status::OK();
+}
+
 Status Client::Impl::CreateTable(const TableSchema& schema, TableState** state) {
   TableSchema req = schema;
   req.id = 0;
@@ -310,18 +326,7 @@ Status Client::Impl::CreateTable(const TableSchema& schema, TableState** state) 
     return Status::AlreadyExists("table '" + req.name +
                                  "' exists with another schema: " + DescribeSchema(created));
   }
-  for (uint32_t k = 1; k < num_shards(); ++k) {
-    TableSchema with_id = req;
-    with_id.id = created.id;
-    RETURN_IF_ERROR(Call(k, net::CreateTable{NextReqId(), with_id}, &reply));
-    TableSchema other;
-    RETURN_IF_ERROR(OneTable(reply, "CreateTable", &other));
-    if (other.id != created.id || !SameSchema(other, created)) {
-      return Status::FailedPrecondition(
-          "shard " + std::to_string(k) + " disagrees with shard 0 about table '" + req.name +
-          "': " + DescribeSchema(other) + " vs " + DescribeSchema(created));
-    }
-  }
+  RETURN_IF_ERROR(CreateOnOtherShards(created));
   *state = RegisterTable(created);
   return Status::OK();
 }
@@ -331,6 +336,10 @@ Status Client::Impl::OpenTable(std::string_view name, TableState** state) {
   RETURN_IF_ERROR(Call(0, net::DescribeTable{NextReqId(), std::string(name)}, &reply));
   TableSchema schema;
   RETURN_IF_ERROR(OneTable(reply, "DescribeTable", &schema));
+  // Another client may be creating the table right now: shard 0 has it, the
+  // others may not yet. Creating it there (same id; a no-op where it exists)
+  // keeps a Read of ours from reaching a shard that does not know the table.
+  RETURN_IF_ERROR(CreateOnOtherShards(schema));
   *state = RegisterTable(schema);
   return Status::OK();
 }

@@ -139,6 +139,9 @@ class Client::Impl : public client::ChannelListener {
 
   // --- Tables -------------------------------------------------------------
   Status CreateTable(const TableSchema& schema, client::TableState** state);
+  // Creates `created` (as shard 0 answered it, with its id) on shards 1..n-1,
+  // or checks that they hold the same schema.
+  Status CreateOnOtherShards(const TableSchema& created);
   Status OpenTable(std::string_view name, client::TableState** state);
   Status ListTables(std::vector<TableSchema>* tables);
 
