@@ -126,6 +126,13 @@ void RemoteChannel::ReconnectLoop() {
       }
       s = ConnectOnce(kReconnectSliceMs, &conn, gen);
       if (s.ok()) break;
+      if (s.code() == StatusCode::kAlreadyExists) {
+        // Fenced: another process holds our client id at this shard
+        // (docs/wire-protocol.md, Hello). Retrying cannot help; fail loudly.
+        LOG(ERROR) << Describe() << ": " << s.ToString();
+        listener_->OnMessage(shard_, net::Error{0, s.code(), s.message()});
+        return;
+      }
       VLOG(1) << Describe() << ": reconnect attempt failed: " << s.ToString();
       const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
       backoff_ms = std::min(2 * backoff_ms, kReconnectBackoffMaxMs);
