@@ -20,6 +20,12 @@ constexpr int64_t kMaxWarnIntervalMs = 10 * 60 * 1000;
 // A client id reserved by OnHello whose OnConnect has not come this long
 // after (the Welcome could not be sent) is free again.
 constexpr int64_t kReservationExpiryMs = 2000;
+// Why a session is closed when a newer connection of the same client
+// process (same Hello.incarnation) replaces it. AlreadyExists: a client that
+// still hears it (two Clients with one id in one process) must not reconnect.
+constexpr const char* kReplaced =
+    "replaced by a newer connection of the same client process (same client id and "
+    "incarnation)";
 
 // One applied clock per client of the job, whatever the store returned.
 std::vector<ClockT> ClocksFor(std::vector<ClockT> clocks, uint32_t num_clients) {
@@ -117,8 +123,7 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
         // seen die yet: fence the old session.
         LOG(INFO) << "client " << hello.client_id << " reconnected; closing its old session "
                   << owner.session->id();
-        owner.session->Close(
-            Status::Aborted("replaced by a newer connection of the same client process"));
+        owner.session->Close(Status::AlreadyExists(kReplaced));
       }
     }
     owners_[hello.client_id] = Owner{hello.incarnation, nullptr, now_ms};
@@ -147,8 +152,7 @@ void ShardService::OnConnect(const SessionPtr& session) {
       owners_[hello.client_id] = Owner{hello.incarnation, session, 0};
     } else if (it->second.incarnation == hello.incarnation && hello.incarnation != 0) {
       // Two connections of one process raced: the later one wins.
-      it->second.session->Close(
-          Status::Aborted("replaced by a newer connection of the same client process"));
+      it->second.session->Close(Status::AlreadyExists(kReplaced));
       it->second.session = session;
     } else {
       // Our reservation expired and another process took the id.
