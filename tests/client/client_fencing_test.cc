@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/pace.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
@@ -240,6 +241,42 @@ TEST_F(FencingTest, ZombieThatWakesUpAfterItsReplacementFinishedFailsOnADuplicat
   const std::string fail = ExpectFail(zombie.get(), "zombie");
   EXPECT_TRUE(Contains(fail, "another process is client 0, or this job was resumed twice")) << fail;
   other->Kill();  // it would wait for client 0 forever
+}
+
+// Two Clients with one client id in one process share the incarnation: the
+// newer one replaces the older one's sessions, and the older one fails with
+// the message instead of reconnecting and taking the id back.
+TEST_F(FencingTest, SecondClientWithTheSameIdInOneProcessReplacesTheFirst) {
+  StartShards();
+  if (HasFatalFailure()) return;
+  ClientOptions o;
+  ASSERT_TRUE(ParseServers(Servers(), &o).ok());
+  o.client_id = 0;
+  o.num_clients = kClients;
+  std::unique_ptr<Client> first, second;
+  ASSERT_TRUE(Client::Open(o, &first).ok());
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(first->RegisterWorker(&w).ok());
+  ASSERT_TRUE(w->Clock().ok());
+  ASSERT_TRUE(first->Flush().ok());
+  ASSERT_TRUE(Client::Open(o, &second).ok());
+  EXPECT_EQ(second->start_clock(), 1);
+  TableSchema schema;
+  schema.name = "t";
+  schema.type = ElementType::kI64;
+  schema.width = 1;
+  Table t;
+  Status s;
+  for (int i = 0; i < 200 && s.ok(); ++i) {  // until the first hears it
+    s = first->CreateTable(schema, &t);
+    if (s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "replaced by a newer connection")) << s.ToString();
+  std::unique_ptr<Worker> w2;
+  ASSERT_TRUE(second->RegisterWorker(&w2).ok());
+  ASSERT_TRUE(w2->Clock().ok());
+  EXPECT_TRUE(second->Flush().ok());
 }
 
 }  // namespace
