@@ -115,6 +115,7 @@ Status Client::Impl::Create(const ClientOptions& options,
     }
     start = k == 0 ? w.applied_clock : std::min(start, w.applied_clock);
     sh.known_clock.store(w.shard_clock);
+    sh.duplicates_below.store(w.applied_clock);
   }
   impl->start_clock_ = start;
   impl->process_clock_ = start;

@@ -92,6 +92,11 @@ struct ShardState {
   std::atomic<ClockT> purged_through{0};
   // Every batch of clock < sent_through has been sent.
   std::atomic<ClockT> sent_through{0};
+  // An Ack{duplicate} is expected only below this clock: batches the shard
+  // had applied before this process started (its first Welcome's
+  // applied_clock) or that were re-sent after a reconnect. A duplicate at or
+  // above it is a batch someone else sent as this client: fatal.
+  std::atomic<ClockT> duplicates_below{0};
   std::atomic<bool> connected{true};
   std::atomic<int64_t> disconnected_since_ms{0};
   std::atomic<bool> failed{false};

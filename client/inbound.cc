@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <variant>
 
@@ -195,6 +196,18 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
 
 void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   ShardState& sh = *shards_[k];
+  if (a.duplicate && a.clock >= sh.duplicates_below.load(std::memory_order_acquire)) {
+    // This process sent batch a.clock to shard k only once, after the shard
+    // said it had not applied it: another sender applied it first.
+    const std::string id = std::to_string(client_id());
+    SetFatal(k, Status::FailedPrecondition(
+                    "shard " + std::to_string(k) + " acknowledged batch " +
+                    std::to_string(a.clock) + " of client " + id +
+                    " as already applied, but this process sent it only once: another process "
+                    "is client " +
+                    id + ", or this job was resumed twice (its work would be dropped)"));
+    return;
+  }
   std::vector<SentBatch> done;
   {
     std::lock_guard<std::mutex> l(sh.mu);
@@ -254,6 +267,11 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
     std::lock_guard<std::mutex> l(sh.mu);
     for (const SentBatch& b : sh.unacked) batches.push_back(&b);
   }
+  // The shard may have applied any of these already (their Acks were lost).
+  // Not w.applied_clock: batches above what we sent are someone else's.
+  ClockT dup_below = sh.duplicates_below.load();
+  if (!batches.empty()) dup_below = std::max(dup_below, batches.back()->clock + 1);
+  sh.duplicates_below.store(dup_below, std::memory_order_release);
   for (const SentBatch* b : batches) {
     net::Apply apply = RebuildBatch(*b);
     batches_resent_.fetch_add(1, std::memory_order_relaxed);

@@ -1,8 +1,12 @@
 // Client::Open (choosing embedded or remote channels) and the option helpers
 // ParseServers and ClientIdFromEnvironment.
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -13,6 +17,24 @@
 #include "net/address.h"
 
 namespace pace {
+
+namespace {
+
+// Random, nonzero, the same for every Client of this process: the Hello
+// incarnation that lets a reconnect of this process replace its old session
+// at a shard while a different process with the same client id is refused.
+uint64_t ProcessIncarnation() {
+  static const uint64_t incarnation = [] {
+    std::random_device rd;
+    uint64_t x = (uint64_t{rd()} << 32) ^ rd();
+    x ^= static_cast<uint64_t>(getpid()) << 17;
+    x ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    return x == 0 ? 1 : x;
+  }();
+  return incarnation;
+}
+
+}  // namespace
 
 Status Client::Open(const ClientOptions& options, std::unique_ptr<Client>* client) {
   std::vector<std::unique_ptr<client::ShardChannel>> channels;
@@ -33,6 +55,7 @@ Status Client::Open(const ClientOptions& options, std::unique_ptr<Client>* clien
       ro.hello.client_id = options.client_id;
       ro.hello.token = options.token;
       ro.hello.role = net::Hello::kClientProcess;
+      ro.hello.incarnation = ProcessIncarnation();
       ro.connect_timeout_ms = static_cast<int>(options.connect_timeout_ms);
       // A silent shard (link down, host gone) counts as disconnected after
       // half the shard timeout, so calls fail within ~1.5 x shard_timeout_ms.

@@ -351,6 +351,56 @@ TEST_F(ProtocolTest, ReconnectResendsBatchesReadsAndSubscriptions) {
   EXPECT_EQ(x, 42);
 }
 
+// Fencing (docs/wire-protocol.md, Ack): a duplicate Ack for a batch this
+// process sent once means another process applied it as this client: fatal,
+// never a silent drop.
+TEST_F(ProtocolTest, DuplicateAckForABatchSentOnceIsFatal) {
+  Open();
+  Table t = Create("s", Consistency::kSsp, 0, 4);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  int64_t one = 1;
+  ASSERT_TRUE(w->Inc(t, 1, &one).ok());
+  ASSERT_TRUE(w->Clock().ok());
+  net::Apply sent;
+  ASSERT_TRUE(ch_->Next(&sent));
+  EXPECT_EQ(sent.clock, 0);
+  ch_->Deliver(net::Ack{0, true});
+  Status s = client_->Flush();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("another process is client 0"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("resumed twice"), std::string::npos) << s.ToString();
+}
+
+TEST_F(ProtocolTest, DuplicateAckForAResentBatchIsExpected) {
+  Open();
+  Table t = Create("s", Consistency::kSsp, 0, 4);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  int64_t one = 1;
+  ASSERT_TRUE(w->Inc(t, 1, &one).ok());
+  ASSERT_TRUE(w->Clock().ok());
+  net::Apply first;
+  ASSERT_TRUE(ch_->Next(&first));
+  ch_->listener()->OnDisconnect(0, Status::Unavailable("test"));
+  net::Welcome w2;
+  w2.num_shards = 1;
+  w2.applied_clock = 1;  // batch 0 was applied, its Ack lost
+  ch_->listener()->OnReconnect(0, w2);
+  net::Apply resent;
+  ASSERT_TRUE(ch_->Next(&resent));
+  EXPECT_EQ(resent.clock, 0);
+  ch_->Deliver(net::Ack{0, true});
+  EXPECT_TRUE(client_->Flush().ok());
+  // The next batch was sent once, after the reconnect: a duplicate is fatal.
+  ASSERT_TRUE(w->Clock().ok());
+  net::Apply next;
+  ASSERT_TRUE(ch_->Next(&next));
+  EXPECT_EQ(next.clock, 1);
+  ch_->Deliver(net::Ack{1, true});
+  EXPECT_EQ(client_->Flush().code(), StatusCode::kFailedPrecondition);
+}
+
 TEST_F(ProtocolTest, ShardAwayTooLongMakesCallsUnavailable) {
   ClientOptions o;
   o.shard_timeout_ms = 100;

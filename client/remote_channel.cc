@@ -96,16 +96,23 @@ void RemoteChannel::OnConnLost(uint64_t gen, const Status& why) {
     if (gen != gen_ || stopping_) return;
     lost_ = true;
     ready_ = false;
+    fenced_ = why.code() == StatusCode::kAlreadyExists;
     cv_.notify_all();
   }
   listener_->OnDisconnect(shard_, why);
+  if (why.code() == StatusCode::kAlreadyExists) {
+    // Fenced by a newer session with our client id: reconnecting would take
+    // the id back from it. Fail loudly instead.
+    LOG(ERROR) << Describe() << ": " << why.ToString();
+    listener_->OnMessage(shard_, net::Error{0, why.code(), why.message()});
+  }
 }
 
 void RemoteChannel::ReconnectLoop() {
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
     cv_.wait(l, [&] { return stopping_ || lost_; });
-    if (stopping_) return;
+    if (stopping_ || fenced_) return;
     bool notified_listener = !ready_;  // OnConnLost ran (not a local send failure)
     std::unique_ptr<net::RemoteShard> old = std::move(conn_);
     uint64_t gen = ++gen_;  // callbacks of `old` are ignored from now on
@@ -126,6 +133,13 @@ void RemoteChannel::ReconnectLoop() {
       }
       s = ConnectOnce(kReconnectSliceMs, &conn, gen);
       if (s.ok()) break;
+      if (s.code() == StatusCode::kAlreadyExists) {
+        // Fenced: another process holds our client id at this shard
+        // (docs/wire-protocol.md, Hello). Retrying cannot help; fail loudly.
+        LOG(ERROR) << Describe() << ": " << s.ToString();
+        listener_->OnMessage(shard_, net::Error{0, s.code(), s.message()});
+        return;
+      }
       VLOG(1) << Describe() << ": reconnect attempt failed: " << s.ToString();
       const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
       backoff_ms = std::min(2 * backoff_ms, kReconnectBackoffMaxMs);

@@ -56,8 +56,11 @@ class RemoteChannel : public ShardChannel {
   uint64_t gen_ = 0;                        // guarded by mu_
   bool ready_ = false;                      // guarded by mu_: listener knows about conn_
   bool lost_ = false;                       // guarded by mu_: conn_ dropped, reconnect needed
-  bool stopping_ = false;                   // guarded by mu_
-  std::deque<net::Message> held_;           // guarded by mu_: arrived before ready_
+  // Guarded by mu_: the shard closed us with AlreadyExists (another session
+  // holds our client id, docs/wire-protocol.md, Hello): never reconnect.
+  bool fenced_ = false;
+  bool stopping_ = false;          // guarded by mu_
+  std::deque<net::Message> held_;  // guarded by mu_: arrived before ready_
   std::thread reconnect_thread_;
 };
 

@@ -139,8 +139,8 @@ struct BodyEncoder {
 
   Body operator()(const Hello& m) {
     auto token = Str(b, m.token);
-    return MakeBody(
-        fb::CreateHello(b, m.wire_version, m.client_id, token, static_cast<fb::Role>(m.role)));
+    return MakeBody(fb::CreateHello(b, m.wire_version, m.client_id, token,
+                                    static_cast<fb::Role>(m.role), m.incarnation));
   }
   Body operator()(const Welcome& m) {
     return MakeBody(fb::CreateWelcome(b, m.wire_version, m.shard_id, m.num_shards, m.num_clients,
@@ -350,6 +350,7 @@ Status Decode(const fb::Hello& t, Hello* m) {
     return Bad("Hello.role has unknown value " + std::to_string(role));
   }
   m->role = static_cast<Hello::Role>(role);
+  m->incarnation = t.incarnation();
   return Status::OK();
 }
 

@@ -41,6 +41,11 @@ struct Hello {
   // tool such as pacectl connects as kObserver and may not Apply.
   enum Role : uint8_t { kClientProcess = 0, kObserver = 1 };
   Role role = kClientProcess;
+  // Random per client process (nonzero; 0 = unknown, e.g. an older client).
+  // A shard holds one live session per client id: a Hello with the live
+  // session's incarnation replaces it (a reconnect of the same process), any
+  // other is refused (docs/wire-protocol.md).
+  uint64_t incarnation = 0;
 };
 
 // Shard → client, reply to a valid Hello.

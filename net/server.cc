@@ -35,11 +35,12 @@ std::atomic<uint64_t> g_next_session_id{1};
 // Holding one does not keep the connection (or the server) alive.
 class ServerSession : public Session {
  public:
-  ServerSession(uint64_t id, Hello hello, std::weak_ptr<Connection> conn)
-      : id_(id), hello_(std::move(hello)), conn_(std::move(conn)) {}
+  ServerSession(uint64_t id, Hello hello, std::weak_ptr<Connection> conn, std::string peer)
+      : id_(id), hello_(std::move(hello)), conn_(std::move(conn)), peer_(std::move(peer)) {}
 
   uint64_t id() const override { return id_; }
   const Hello& hello() const override { return hello_; }
+  std::string peer() const override { return peer_; }
 
   void Send(Message m) override {
     std::shared_ptr<Connection> conn = conn_.lock();
@@ -63,6 +64,7 @@ class ServerSession : public Session {
   const uint64_t id_;
   const Hello hello_;
   const std::weak_ptr<Connection> conn_;
+  const std::string peer_;
 };
 
 }  // namespace
@@ -268,7 +270,7 @@ void Server::Impl::OnPeerMessage(Peer* peer, Message m) {
     return;
   }
   peer->session = std::make_shared<ServerSession>(g_next_session_id.fetch_add(1), std::move(*hello),
-                                                  peer->conn);
+                                                  peer->conn, conn->peer());
   sessions_active_.fetch_add(1, std::memory_order_relaxed);
   LOG(INFO) << "client " << peer->session->hello().client_id << " connected from " << conn->peer()
             << " (session " << peer->session->id() << ")";

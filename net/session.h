@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "common/status.h"
 #include "net/messages.h"
@@ -23,6 +24,9 @@ class Session {
   // Unique per process for the life of the process.
   virtual uint64_t id() const = 0;
   virtual const Hello& hello() const = 0;
+  // Where the peer connects from ("host:port"), for messages; empty if the
+  // transport has no address (in-process).
+  virtual std::string peer() const { return std::string(); }
   // Queues `m` for delivery. Never blocks on the network.
   virtual void Send(Message m) = 0;
   // Sends an Error (if `reason` is not OK) and closes the session.

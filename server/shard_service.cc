@@ -17,6 +17,15 @@ namespace pace {
 namespace {
 
 constexpr int64_t kMaxWarnIntervalMs = 10 * 60 * 1000;
+// A client id reserved by OnHello whose OnConnect has not come this long
+// after (the Welcome could not be sent) is free again.
+constexpr int64_t kReservationExpiryMs = 2000;
+// Why a session is closed when a newer connection of the same client
+// process (same Hello.incarnation) replaces it. AlreadyExists: a client that
+// still hears it (two Clients with one id in one process) must not reconnect.
+constexpr const char* kReplaced =
+    "replaced by a newer connection of the same client process (same client id and "
+    "incarnation)";
 
 // One applied clock per client of the job, whatever the store returned.
 std::vector<ClockT> ClocksFor(std::vector<ClockT> clocks, uint32_t num_clients) {
@@ -87,6 +96,38 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
                                    " client process(es)");
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (hello.role == net::Hello::kClientProcess) {
+    // Fencing: one live session per client id (docs/wire-protocol.md, Hello).
+    const int64_t now_ms = NowMs(std::chrono::steady_clock::now());
+    auto it = owners_.find(hello.client_id);
+    if (it != owners_.end()) {
+      Owner& owner = it->second;
+      const bool stale_reservation =
+          owner.session == nullptr && now_ms - owner.reserved_ms > kReservationExpiryMs;
+      const bool same_process = hello.incarnation != 0 && hello.incarnation == owner.incarnation;
+      if (!stale_reservation && !same_process) {
+        const std::string where =
+            owner.session == nullptr
+                ? std::string("a connection being accepted")
+                : (owner.session->peer().empty() ? std::string("this process (in-process)")
+                                                 : owner.session->peer()) +
+                      " (session " + std::to_string(owner.session->id()) + ")";
+        const std::string k = std::to_string(hello.client_id);
+        LOG(WARNING) << "refused a second Hello as client " << k << ": it is connected from "
+                     << where;
+        return Status::AlreadyExists("client " + k + " is already connected from " + where +
+                                     "; another process is running as client " + k);
+      }
+      if (same_process && owner.session != nullptr) {
+        // A reconnect of the same process whose old connection we have not
+        // seen die yet: fence the old session.
+        LOG(INFO) << "client " << hello.client_id << " reconnected; closing its old session "
+                  << owner.session->id();
+        owner.session->Close(Status::AlreadyExists(kReplaced));
+      }
+    }
+    owners_[hello.client_id] = Owner{hello.incarnation, nullptr, now_ms};
+  }
   welcome->wire_version = net::kWireVersion;
   welcome->shard_id = shard_id_;
   welcome->num_shards = num_shards_;
@@ -102,6 +143,25 @@ void ShardService::OnConnect(const SessionPtr& session) {
   std::lock_guard<std::mutex> lock(mu_);
   sessions_[session->id()] = session;
   EnsurePeer(session);
+  const net::Hello& hello = session->hello();
+  if (hello.role == net::Hello::kClientProcess) {
+    auto it = owners_.find(hello.client_id);
+    if (it == owners_.end() ||
+        (it->second.session == nullptr && it->second.incarnation == hello.incarnation)) {
+      // Ours (or an expired reservation nobody took): this session is the owner.
+      owners_[hello.client_id] = Owner{hello.incarnation, session, 0};
+    } else if (it->second.incarnation == hello.incarnation && hello.incarnation != 0) {
+      // Two connections of one process raced: the later one wins.
+      it->second.session->Close(Status::AlreadyExists(kReplaced));
+      it->second.session = session;
+    } else {
+      // Our reservation expired and another process took the id.
+      session->Close(Status::AlreadyExists("client " + std::to_string(hello.client_id) +
+                                           " is already connected; another process is running "
+                                           "as client " +
+                                           std::to_string(hello.client_id)));
+    }
+  }
   VLOG(1) << "session " << session->id() << " connected: client " << session->hello().client_id
           << (session->hello().role == net::Hello::kObserver ? " (observer)" : "");
 }
@@ -111,6 +171,10 @@ void ShardService::OnDisconnect(const SessionPtr& session) {
   std::lock_guard<std::mutex> lock(mu_);
   const ShardEngine::Dropped dropped = engine_.Disconnect(id);
   sessions_.erase(id);
+  if (session->hello().role == net::Hello::kClientProcess) {
+    auto it = owners_.find(session->hello().client_id);
+    if (it != owners_.end() && it->second.session == session) owners_.erase(it);
+  }
   VLOG(1) << "session " << id << " disconnected: dropped " << dropped.parked << " parked read(s), "
           << dropped.subscriptions << " subscription(s)";
 }

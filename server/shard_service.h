@@ -175,6 +175,17 @@ class ShardService : public net::ServiceHandler {
   ShardEngine engine_;
   // Connected sessions by id (for the holdback warning).
   std::unordered_map<uint64_t, SessionPtr> sessions_;
+  // Fencing: the one live session of each client process id, by client id
+  // (docs/wire-protocol.md, Hello). Reserved by OnHello (session null until
+  // OnConnect; a reservation whose OnConnect never came expires), released
+  // by OnDisconnect of that session or replaced by a Hello with the same
+  // incarnation.
+  struct Owner {
+    uint64_t incarnation = 0;
+    SessionPtr session;       // null: reserved by OnHello, not connected yet
+    int64_t reserved_ms = 0;  // steady clock, when reserved
+  };
+  std::unordered_map<ClientId, Owner> owners_;
   // Holdback warning rate limit: the stall last warned about and when next.
   Version warned_clock_ = -1;
   int64_t warned_since_ms_ = 0;

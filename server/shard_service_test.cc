@@ -141,6 +141,58 @@ TEST_F(ShardServiceTest, HelloChecksClientIdAndFillsWelcome) {
   EXPECT_TRUE(service_->OnHello(h, &w).ok());
 }
 
+// Fencing (docs/wire-protocol.md, Hello): one live session per client id; a
+// Hello with the live session's incarnation replaces it (a reconnect of the
+// same process), any other is refused until that session is gone.
+TEST_F(ShardServiceTest, SecondHelloForALiveClientIdIsRefusedUnlessSameIncarnation) {
+  OpenService(2);
+  auto hello = [](ClientId id, uint64_t incarnation) {
+    net::Hello h;
+    h.client_id = id;
+    h.incarnation = incarnation;
+    return h;
+  };
+  auto a = std::make_shared<FakeSession>(hello(0, 5));
+  net::Welcome w;
+  ASSERT_TRUE(service_->OnHello(a->hello(), &w).ok());
+  service_->OnConnect(a);
+
+  for (uint64_t other : {uint64_t{6}, uint64_t{0}}) {
+    Status st = service_->OnHello(hello(0, other), &w);
+    EXPECT_EQ(st.code(), StatusCode::kAlreadyExists) << st.ToString();
+    EXPECT_NE(st.message().find("client 0 is already connected from"), std::string::npos)
+        << st.ToString();
+    EXPECT_NE(st.message().find("another process is running as client 0"), std::string::npos)
+        << st.ToString();
+  }
+  EXPECT_FALSE(a->closed());
+  // Other ids and observers are not affected.
+  auto c1 = std::make_shared<FakeSession>(hello(1, 6));
+  ASSERT_TRUE(service_->OnHello(c1->hello(), &w).ok());
+  service_->OnConnect(c1);
+  ASSERT_TRUE(service_->OnHello(FakeSession::Observer(0)->hello(), &w).ok());
+
+  // The same process reconnecting replaces its old session.
+  ApplyOk(a, 0);
+  auto b = std::make_shared<FakeSession>(hello(0, 5));
+  ASSERT_TRUE(service_->OnHello(b->hello(), &w).ok());
+  EXPECT_EQ(w.applied_clock, 1);
+  EXPECT_TRUE(a->closed());
+  service_->OnConnect(b);
+  service_->OnDisconnect(a);  // the old connection's end does not free the id
+  EXPECT_EQ(service_->OnHello(hello(0, 7), &w).code(), StatusCode::kAlreadyExists);
+  ApplyOk(b, 1);
+
+  // Once the owner is gone, another process may take the id (a --resume).
+  service_->OnDisconnect(b);
+  auto c = std::make_shared<FakeSession>(hello(0, 7));
+  ASSERT_TRUE(service_->OnHello(c->hello(), &w).ok());
+  EXPECT_EQ(w.applied_clock, 2);
+  service_->OnConnect(c);
+  ApplyOk(c, 2);
+  EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{3, 0}));
+}
+
 TEST_F(ShardServiceTest, WelcomeReportsAppliedClockAfterRestart) {
   OpenService(2);
   auto c0 = Connect(0);

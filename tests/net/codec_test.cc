@@ -117,6 +117,7 @@ TEST(CodecTest, EveryEnumValueRoundTrips) {
   }
   ExpectRoundTrip(Hello{kWireVersion, 1, "t", Hello::kClientProcess});
   ExpectRoundTrip(Hello{kWireVersion, 1, "t", Hello::kObserver});
+  ExpectRoundTrip(Hello{kWireVersion, 1, "t", Hello::kClientProcess, UINT64_MAX});
 }
 
 TEST(CodecTest, EmptyAndLargeRowBlocks) {

@@ -71,6 +71,7 @@ void Compare(Diff& d, const Hello& a, const Hello& b) {
   d.Field("client_id", a.client_id, b.client_id);
   d.Field("token", a.token, b.token);
   d.Field("role", a.role, b.role);
+  d.Field("incarnation", a.incarnation, b.incarnation);
 }
 void Compare(Diff& d, const Welcome& a, const Welcome& b) {
   d.Field("wire_version", a.wire_version, b.wire_version);

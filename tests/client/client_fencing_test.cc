@@ -1,0 +1,283 @@
+// Client fencing with real processes (docs/wire-protocol.md, Hello and Ack):
+// 2 `paced` shards, client processes (pace_client_proc) over loopback. A
+// second process with a client id that is connected is refused with a clear
+// message while the real one trains, and the real one's totals stay exact; a
+// zombie and its --resume'd replacement never both run silently: one of them
+// fails with the message.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/pace.h"
+#include "tests/testing/subprocess.h"
+
+namespace pace {
+namespace {
+
+using testing::BinaryDir;
+using testing::StartPaced;
+using testing::Subprocess;
+using testing::TempDir;
+
+constexpr uint32_t kShards = 2;
+constexpr uint32_t kClients = 2;
+
+// (table, row) -> value.
+using Totals = std::map<std::pair<std::string, uint64_t>, int64_t>;
+
+bool Contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+class FencingTest : public ::testing::Test {
+ protected:
+  void StartShards() {
+    for (uint32_t k = 0; k < kShards; ++k) {
+      dirs_.push_back(dir_.path() + "/shard" + std::to_string(k));
+      shards_.push_back(std::make_unique<Subprocess>());
+      ports_.push_back(0);
+      ASSERT_TRUE(
+          StartPaced(shards_[k].get(), dirs_[k], k, kShards, kClients, {}, &ports_[k]).ok());
+    }
+  }
+  std::string Servers() const {
+    std::string s;
+    for (uint16_t p : ports_)
+      s += (s.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
+    return s;
+  }
+  // Starts a client process (mode run or verify) and, for run, waits for
+  // its "START" line: it is connected to every shard.
+  std::unique_ptr<Subprocess> StartClient(uint32_t id, const std::string& mode,
+                                          const std::string& name, int clocks = 30,
+                                          bool wait_start = true) {
+    auto p = std::make_unique<Subprocess>();
+    std::vector<std::string> argv = {BinaryDir() + "/pace_client_proc",
+                                     "--servers=" + Servers(),
+                                     "--client_id=" + std::to_string(id),
+                                     "--num_clients=" + std::to_string(kClients),
+                                     "--mode=" + mode,
+                                     "--clocks=" + std::to_string(clocks),
+                                     "--sleep_us=30000",
+                                     "--seed=" + std::to_string(id + 11),
+                                     "--shard_timeout_ms=20000"};
+    Status s = p->Start(argv, dir_.path() + "/" + name + ".stderr.log");
+    EXPECT_TRUE(s.ok()) << name << ": " << s.ToString();
+    if (s.ok() && wait_start) {
+      std::string line;
+      s = p->ReadLine(&line, 120000);
+      EXPECT_TRUE(s.ok()) << name << ": " << s.ToString();
+      EXPECT_EQ(line.rfind("START", 0), 0u) << name << ": " << line;
+    }
+    return p;
+  }
+  // Reads a process's stdout until "OK" (adding TOTAL/ROW lines to `totals`)
+  // and expects exit 0.
+  void Collect(Subprocess* p, const char* prefix, Totals* totals, const std::string& who) {
+    std::string line;
+    for (;;) {
+      Status s = p->ReadLine(&line, 120000);
+      ASSERT_TRUE(s.ok()) << who << ": " << s.ToString() << " (stderr in " << dir_.path() << ")";
+      if (line == "OK") break;
+      ASSERT_NE(line.rfind("FAIL", 0), 0u) << who << ": " << line;
+      std::istringstream in(line);
+      std::string tag, table;
+      uint64_t row;
+      int64_t value;
+      if (in >> tag >> table >> row >> value && tag == prefix) (*totals)[{table, row}] += value;
+    }
+    int status = 0;
+    ASSERT_TRUE(p->Wait(30000, &status).ok()) << who;
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << who << " status " << status;
+  }
+  // Expects the process to print a FAIL line (returned) and exit 1.
+  std::string ExpectFail(Subprocess* p, const std::string& who) {
+    std::string line, fail;
+    while (p->ReadLine(&line, 120000).ok()) {
+      EXPECT_NE(line, "OK") << who << " was expected to fail";
+      if (line.rfind("FAIL", 0) == 0) fail = line;
+    }
+    int status = 0;
+    EXPECT_TRUE(p->Wait(30000, &status).ok()) << who;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << who << " status " << status;
+    EXPECT_FALSE(fail.empty()) << who << " printed no FAIL line";
+    std::printf("%s: %s\n", who.c_str(), fail.c_str());
+    return fail;
+  }
+  // Gives the clients time to apply some clocks (the test does not depend
+  // on how many).
+  static void LetThemTrain() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+  // SIGKILLs every shard and restarts it on its port: every client
+  // connection is lost.
+  void RestartShards() {
+    for (uint32_t k = 0; k < kShards; ++k) {
+      shards_[k]->Signal(SIGKILL);
+      int status = 0;
+      ASSERT_TRUE(shards_[k]->Wait(30000, &status).ok());
+      auto restarted = std::make_unique<Subprocess>();
+      uint16_t port = 0;
+      ASSERT_TRUE(
+          StartPaced(restarted.get(), dirs_[k], k, kShards, kClients, {}, &port, ports_[k]).ok());
+      shards_[k] = std::move(restarted);
+    }
+  }
+  // The stored totals equal `expected` exactly (and are not all zero).
+  void Verify(const Totals& expected) {
+    std::unique_ptr<Subprocess> v = StartClient(0, "verify", "verify", 0, false);
+    Totals stored;
+    Collect(v.get(), "ROW", &stored, "verifier");
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(stored.size(), expected.size());
+    int64_t sum = 0;
+    for (const auto& [key, value] : expected) {
+      EXPECT_EQ(stored.at(key), value) << key.first << " row " << key.second;
+      sum += value;
+    }
+    EXPECT_GT(sum, 0);
+  }
+
+  TempDir dir_;
+  std::vector<std::string> dirs_;
+  std::vector<std::unique_ptr<Subprocess>> shards_;
+  std::vector<uint16_t> ports_;
+};
+
+TEST_F(FencingTest, RogueSecondProcessIsRefusedWhileTheRealOneTrains) {
+  StartShards();
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Subprocess> real = StartClient(0, "run", "client0");
+  std::unique_ptr<Subprocess> other = StartClient(1, "run", "client1");
+  if (HasFailure()) return;
+  // The rogue starts while both train (30 clocks x 30 ms each).
+  std::unique_ptr<Subprocess> rogue = StartClient(0, "run", "rogue", 30, false);
+  const std::string fail = ExpectFail(rogue.get(), "rogue");
+  EXPECT_TRUE(Contains(fail, "client 0 is already connected from 127.0.0.1:")) << fail;
+  EXPECT_TRUE(Contains(fail, "another process is running as client 0")) << fail;
+  Totals expected;
+  Collect(real.get(), "TOTAL", &expected, "client 0");
+  Collect(other.get(), "TOTAL", &expected, "client 1");
+  if (HasFatalFailure()) return;
+  Verify(expected);
+}
+
+// A zombie (stopped: its connections stay open) and a --resume'd replacement
+// for the same client id: the replacement is refused with the message; the
+// zombie, continued, finishes with exact totals.
+TEST_F(FencingTest, ReplacementOfALiveZombieIsRefusedAndNothingIsDropped) {
+  StartShards();
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Subprocess> zombie = StartClient(0, "run", "zombie");
+  std::unique_ptr<Subprocess> other = StartClient(1, "run", "client1");
+  if (HasFailure()) return;
+  LetThemTrain();
+  zombie->Signal(SIGSTOP);
+  std::unique_ptr<Subprocess> replacement = StartClient(0, "run", "replacement", 30, false);
+  const std::string fail = ExpectFail(replacement.get(), "replacement");
+  EXPECT_TRUE(Contains(fail, "another process is running as client 0")) << fail;
+  zombie->Signal(SIGCONT);
+  Totals expected;
+  Collect(zombie.get(), "TOTAL", &expected, "zombie");
+  Collect(other.get(), "TOTAL", &expected, "client 1");
+  if (HasFatalFailure()) return;
+  Verify(expected);
+}
+
+// The zombie loses its connections (both shards restart while it is
+// stopped), its replacement takes the id, then the zombie wakes up: the
+// zombie fails loudly (refused, or a duplicate Ack for a batch it sent once)
+// instead of having its batches dropped; the replacement finishes.
+TEST_F(FencingTest, ZombieThatWakesUpAfterItsReplacementFailsLoudly) {
+  StartShards();
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Subprocess> zombie = StartClient(0, "run", "zombie", 60);
+  // Client 1 runs ahead: the replacement (60 clocks from where the zombie
+  // stopped) must not wait for it; it is killed at the end.
+  std::unique_ptr<Subprocess> other = StartClient(1, "run", "client1", 200);
+  if (HasFailure()) return;
+  LetThemTrain();
+  zombie->Signal(SIGSTOP);
+  RestartShards();
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Subprocess> replacement = StartClient(0, "run", "replacement", 60);
+  if (HasFailure()) return;
+  zombie->Signal(SIGCONT);
+  const std::string fail = ExpectFail(zombie.get(), "zombie");
+  EXPECT_TRUE(Contains(fail, "another process is running as client 0") ||
+              Contains(fail, "another process is client 0"))
+      << fail;
+  Totals ignored;
+  Collect(replacement.get(), "TOTAL", &ignored, "replacement");
+  other->Kill();  // it would wait for client 0 forever
+}
+
+// As above, but the zombie wakes up after its replacement finished and left:
+// the shards accept its reconnect, and the first batch it sends that the
+// replacement had already applied comes back Ack{duplicate}: fatal, with the
+// message, not a silent drop.
+TEST_F(FencingTest, ZombieThatWakesUpAfterItsReplacementFinishedFailsOnADuplicateAck) {
+  StartShards();
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Subprocess> zombie = StartClient(0, "run", "zombie", 60);
+  std::unique_ptr<Subprocess> other = StartClient(1, "run", "client1", 200);
+  if (HasFailure()) return;
+  LetThemTrain();
+  zombie->Signal(SIGSTOP);
+  RestartShards();
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Subprocess> replacement = StartClient(0, "run", "replacement", 60);
+  if (HasFailure()) return;
+  Totals ignored;
+  Collect(replacement.get(), "TOTAL", &ignored, "replacement");
+  zombie->Signal(SIGCONT);
+  const std::string fail = ExpectFail(zombie.get(), "zombie");
+  EXPECT_TRUE(Contains(fail, "another process is client 0, or this job was resumed twice")) << fail;
+  other->Kill();  // it would wait for client 0 forever
+}
+
+// Two Clients with one client id in one process share the incarnation: the
+// newer one replaces the older one's sessions, and the older one fails with
+// the message instead of reconnecting and taking the id back.
+TEST_F(FencingTest, SecondClientWithTheSameIdInOneProcessReplacesTheFirst) {
+  StartShards();
+  if (HasFatalFailure()) return;
+  ClientOptions o;
+  ASSERT_TRUE(ParseServers(Servers(), &o).ok());
+  o.client_id = 0;
+  o.num_clients = kClients;
+  std::unique_ptr<Client> first, second;
+  ASSERT_TRUE(Client::Open(o, &first).ok());
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(first->RegisterWorker(&w).ok());
+  ASSERT_TRUE(w->Clock().ok());
+  ASSERT_TRUE(first->Flush().ok());
+  ASSERT_TRUE(Client::Open(o, &second).ok());
+  EXPECT_EQ(second->start_clock(), 1);
+  TableSchema schema;
+  schema.name = "t";
+  schema.type = ElementType::kI64;
+  schema.width = 1;
+  Table t;
+  Status s;
+  for (int i = 0; i < 200 && s.ok(); ++i) {  // until the first hears it
+    s = first->CreateTable(schema, &t);
+    if (s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "replaced by a newer connection")) << s.ToString();
+  std::unique_ptr<Worker> w2;
+  ASSERT_TRUE(second->RegisterWorker(&w2).ok());
+  ASSERT_TRUE(w2->Clock().ok());
+  EXPECT_TRUE(second->Flush().ok());
+}
+
+}  // namespace
+}  // namespace pace
