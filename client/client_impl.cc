@@ -268,6 +268,10 @@ void MoveWorker(std::map<ClockT, int>* clocks, ClockT from) {
 void Client::Impl::DeregisterWorker(ClockT clock) {
   clock_mu_.Lock();
   MoveWorker(&worker_clocks_, clock);
+  AdvanceProcessClockAndUnlock();
+}
+
+void Client::Impl::AdvanceProcessClockAndUnlock() {
   if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) {
     clock_mu_.Unlock();
     return;
@@ -287,17 +291,7 @@ Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
   MoveWorker(&worker_clocks_, *clock);
   ++*clock;
   ++worker_clocks_[*clock];
-  if (worker_clocks_.begin()->first > process_clock_) {
-    ClockT from = process_clock_;
-    process_clock_ = worker_clocks_.begin()->first;
-    ClockT to = process_clock_;
-    send_mu_.Lock();  // hand over: batches leave in clock order
-    clock_mu_.Unlock();
-    SendClocks(from, to);
-    send_mu_.Unlock();
-  } else {
-    clock_mu_.Unlock();
-  }
+  AdvanceProcessClockAndUnlock();
   const ClockT c = *clock;
   auto caught_up = [&] {
     for (const auto& sh : shards_) {

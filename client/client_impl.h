@@ -211,6 +211,10 @@ class Client::Impl : public client::ChannelListener {
   // Wakes every waiter (stripes, progress, rpcs) to re-check state.
   void NotifyAll();
 
+  // If the slowest worker's clock passed process_clock_, advances it and sends
+  // the batches of the clocks passed (taking send_mu_ before releasing
+  // clock_mu_, so batches leave in clock order). Releases clock_mu_.
+  void AdvanceProcessClockAndUnlock() RELEASE(clock_mu_);
   // Sends batches for clocks [from, to).
   void SendClocks(ClockT from, ClockT to) REQUIRES(send_mu_);
   // Builds shard k's Apply for an unacked batch from the entries' pending
