@@ -1,7 +1,7 @@
 # PaceDB front door. On a fresh Debian 12 machine:
 #   make demo   installs dependencies (as root), builds Release, trains MF on generated data
 #   make test   installs dependencies, builds Release, runs the test suite (ctest)
-# Other targets: build, asan, tsan, bench, format, format-check, clean.
+# Other targets: build, asan, tsan, fuzz, thread-safety, bench, format, format-check, clean.
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -13,7 +13,8 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflat
   flatbuffers-compiler libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev googletest \
   libbenchmark-dev
 
-.PHONY: all deps build demo test asan asan-storage tsan fuzz bench format format-check clean
+.PHONY: all deps build demo test asan asan-storage tsan fuzz bench format format-check clean \
+  thread-safety
 
 all: build
 
@@ -72,6 +73,15 @@ tsan: deps
 	cmake --build build-tsan -j$(JOBS)
 	cd build-tsan && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
 
+# clang's thread-safety analysis (-Wthread-safety -Werror) over the whole tree, in build-tsa
+# (needs clang; installs it as root, as `make fuzz` does). Compiles everything, runs nothing.
+thread-safety: deps
+	@command -v clang++ >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq clang >/dev/null; \
+	  else echo "run as root: apt-get install -y clang"; exit 1; fi; }
+	CXX=clang++ cmake -S . -B build-tsa -DCMAKE_BUILD_TYPE=Debug -DPACE_THREAD_SAFETY=ON
+	cmake --build build-tsa -j$(JOBS)
+
 bench: build
 	@bash tools/bench/run.sh $(BUILD)
 
@@ -86,4 +96,4 @@ format-check: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) --target format-check
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-tsa
