@@ -28,6 +28,7 @@
 
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -39,8 +40,8 @@
 #include "common/element.h"
 #include "common/random.h"
 #include "common/row.h"
+#include "common/scoped_temp_dir.h"
 #include "storage/row_merge.h"
-#include "storage/storage_test_util.h"
 
 namespace pace::client {
 namespace {
@@ -268,7 +269,10 @@ class RebaseMergePropertyTest : public ::testing::Test {
     db_.reset(db);
   }
 
-  testing_util::ScopedTempDir dir_;
+  // In memory where there is a tmpfs: the test flushes often and waits for
+  // each flush's fsyncs, which only slow it down.
+  ScopedTempDir dir_{"pace-rebase-test",
+                     std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : ""};
   std::unique_ptr<rocksdb::DB> db_;
 };
 
