@@ -310,7 +310,7 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
     std::vector<net::Apply> applies(n);
     std::vector<std::vector<RowKey>> keys(n);
     for (CacheStripe& st : stripes_) {
-      std::lock_guard<client::SpinMutex> l(st.mu);
+      client::SpinLock l(&st.mu);
       const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
       for (size_t i = 0; i < dirty.size(); ++i) {
         // Rows are scattered in memory: start loading the entries a few rows
@@ -354,7 +354,7 @@ net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {
   a.updates.reserve(b.keys.size());
   for (const RowKey& key : b.keys) {
     CacheStripe& st = StripeFor(key);
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     CacheEntry* e = st.Find(key);
     const client::PendingDelta* p = e == nullptr ? nullptr : e->FindPending(b.clock);
     if (p == nullptr) {
@@ -479,7 +479,7 @@ void Client::Impl::SetFatal(uint32_t k, const Status& s) {
 
 void Client::Impl::NotifyAll() {
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     st.cv.notify_all();
   }
   std::lock_guard<std::mutex> l(progress_mu_);
@@ -592,7 +592,7 @@ ClientStats Client::Impl::Stats() const {
   s.batches_resent = r.batches_resent - base.batches_resent;
   uint64_t cache = 0;
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     cache += st.bytes;
   }
   s.cache_bytes = cache;
