@@ -1,7 +1,8 @@
 # PaceDB front door. On a fresh Debian 12 machine:
 #   make demo   installs dependencies (as root), builds Release, trains MF on generated data
 #   make test   installs dependencies, builds Release, runs the test suite (ctest)
-# Other targets: build, asan, tsan, fuzz, thread-safety, bench, format, format-check, clean.
+# Other targets: build, python, asan, tsan (asan-build, tsan-build: build only), fuzz,
+# thread-safety, bench, format, format-check, clean.
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -11,10 +12,13 @@ DEMO_DIR ?= $(BUILD)/demo
 
 DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflatbuffers-dev \
   flatbuffers-compiler libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev googletest \
-  libbenchmark-dev
+  libbenchmark-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-dev
+# Optional: what the tests that need them skip without (mpirun for the MPI
+# launch test, gnuplot for the experiment figures). `make deps-optional`.
+OPTIONAL_PACKAGES := openmpi-bin gnuplot-nox
 
-.PHONY: all deps build demo test asan asan-storage tsan fuzz bench format format-check clean \
-  thread-safety
+.PHONY: all deps deps-optional build python demo test asan asan-build asan-storage tsan tsan-build fuzz bench format \
+  format-check clean thread-safety
 
 all: build
 
@@ -32,11 +36,18 @@ deps:
 	  fi; \
 	fi
 
+deps-optional:
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(OPTIONAL_PACKAGES)"
+
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
+
+# The pacedb Python module (python/README.md), into $(BUILD)/python/pacedb.
+python: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS) --target pacedb_python
 
 demo: build
 	@bash tools/demo.sh $(BUILD) $(DEMO_DIR)
@@ -44,17 +55,24 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)'
 
-# Sanitizer builds: ASan + UBSan, and TSan, each in its own build dir.
-asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan
-	cmake --build build-asan -j$(JOBS)
-	cd build-asan && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
+# Sanitizer builds: ASan + UBSan, and TSan, each in its own build dir, on the
+# whole default suite (multi-process tests start the sanitizer builds of the
+# binaries). Fails on a failed test or on any sanitizer report from any process
+# (cmake/sanitizer_reports.sh). SAN_JOBS: build and ctest parallelism.
+SAN_JOBS ?= 2
+SAN_CMAKE_ARGS ?=
+asan-build: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+	cmake --build build-asan -j$(SAN_JOBS)
 
-# ASan+UBSan on the common and storage suites only (what CI runs; faster than `make asan`).
+asan: asan-build
+	bash cmake/sanitizer_reports.sh build-asan -j$(SAN_JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
+
+# ASan+UBSan on the common and storage suites only (faster than `make asan`).
 asan-storage: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan
-	cmake --build build-asan -j$(JOBS) --target storage_suite
-	cd build-asan && ctest --output-on-failure -R '^(common|storage)_'
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+	cmake --build build-asan -j$(SAN_JOBS) --target storage_suite
+	bash cmake/sanitizer_reports.sh build-asan -R '^(common|storage)_'
 
 # libFuzzer run of the frame decoder + message verifier (needs clang; installs it as root).
 FUZZ_SECONDS ?= 60
@@ -68,10 +86,12 @@ fuzz: deps
 	build-fuzz/bin/net_frame_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	  -print_final_stats=1 build-fuzz/corpus
 
-tsan: deps
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=tsan
-	cmake --build build-tsan -j$(JOBS)
-	cd build-tsan && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
+tsan-build: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=tsan $(SAN_CMAKE_ARGS)
+	cmake --build build-tsan -j$(SAN_JOBS)
+
+tsan: tsan-build
+	bash cmake/sanitizer_reports.sh build-tsan -j$(SAN_JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
 
 # clang's thread-safety analysis (-Wthread-safety -Werror) over the whole tree, in build-tsa
 # (needs clang; installs it as root, as `make fuzz` does). Compiles everything, runs nothing.
@@ -97,3 +117,13 @@ format-check: $(BUILD)/CMakeCache.txt
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-tsa
+
+# Installs the binaries, the client library (PaceDB::client, pacedb.pc) and its headers.
+PREFIX ?= /usr/local
+.PHONY: install package
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package of the same files: build/pacedb_VERSION_ARCH.deb (install with apt-get install ./FILE).
+package: build
+	cd $(BUILD) && cpack -G DEB

@@ -9,8 +9,6 @@
 #include <utility>
 #include <variant>
 
-#include "common/percentile.h"
-
 namespace pace {
 
 using client::CacheEntry;
@@ -59,6 +57,12 @@ Client::Impl::Impl(const ClientOptions& options, bool embedded)
 }
 
 Client::Impl::~Impl() {
+  {
+    std::lock_guard<std::mutex> l(retry_mu_);
+    retry_stop_ = true;  // no retry thread starts from now on
+    retry_cv_.notify_all();
+  }
+  if (retry_thread_.joinable()) retry_thread_.join();
   for (auto& sh : shards_) sh->channel->Shutdown();
 }
 
@@ -72,6 +76,14 @@ Status Client::Impl::Create(const ClientOptions& options,
                                    std::to_string(options.num_clients));
   }
   if (options.cache_mb == 0) return Status::InvalidArgument("cache_mb must be >= 1");
+  if (options.unacked_mb == 0) return Status::InvalidArgument("unacked_mb must be >= 1");
+  if (options.retry_backoff_min_ms < 1 ||
+      options.retry_backoff_max_ms < options.retry_backoff_min_ms) {
+    return Status::InvalidArgument("retry_backoff_min_ms (" +
+                                   std::to_string(options.retry_backoff_min_ms) +
+                                   ") must be >= 1 and <= retry_backoff_max_ms (" +
+                                   std::to_string(options.retry_backoff_max_ms) + ")");
+  }
   if (channels.empty()) return Status::InvalidArgument("no shards");
   std::unique_ptr<Impl> impl(new Impl(options, embedded));
   const uint32_t n = static_cast<uint32_t>(channels.size());
@@ -105,12 +117,10 @@ Status Client::Impl::Create(const ClientOptions& options,
     sh.known_clock.store(w.shard_clock);
   }
   impl->start_clock_ = start;
-  {
-    MutexLock l(&impl->clock_mu_);  // channels already deliver messages
-    impl->process_clock_ = start;
-  }
+  impl->process_clock_ = start;
   for (auto& sh : impl->shards_) {
     sh->acked_through.store(start);
+    sh->purged_through.store(start);
     sh->sent_through.store(start);
   }
   client->reset(new Client(std::move(impl)));
@@ -124,48 +134,136 @@ void Client::Impl::SendToShard(uint32_t k, net::Message m) {
   shards_[k]->channel->Send(std::move(m));
 }
 
-Status Client::Impl::Call(uint32_t k, net::Message request, net::Message* reply) {
-  uint64_t id = std::visit(
-      [](const auto& body) -> uint64_t {
+namespace {
+
+// The req_id field of a request that expects a reply, or nullptr.
+uint64_t* ReqIdOf(net::Message* m) {
+  return std::visit(
+      [](auto& body) -> uint64_t* {
         using T = std::decay_t<decltype(body)>;
         if constexpr (std::is_same_v<T, net::CreateTable> || std::is_same_v<T, net::ListTables> ||
                       std::is_same_v<T, net::DescribeTable> ||
                       std::is_same_v<T, net::StatsRequest> || std::is_same_v<T, net::Read>) {
-          return body.req_id;
+          return &body.req_id;
         } else {
-          return 0;
+          return nullptr;
         }
       },
-      request);
-  CHECK_NE(id, 0u) << "Call needs a request with a req_id";
+      *m);
+}
+
+}  // namespace
+
+Status Client::Impl::Call(uint32_t k, net::Message request, net::Message* reply) {
+  uint64_t* req_id = ReqIdOf(&request);
+  CHECK(req_id != nullptr && *req_id != 0) << "Call needs a request with a req_id";
   ShardState& sh = *shards_[k];
-  auto rpc = std::make_shared<RpcCall>();
-  {
-    MutexLock l(&sh.mu);
-    sh.requests.emplace(id, InFlight{request, rpc});
-  }
-  SendToShard(k, std::move(request));
-  rpc->mu.Lock();
-  while (!rpc->done) {
-    Status h = ShardHealth(k);
-    if (!h.ok()) {
-      rpc->mu.Unlock();
-      MutexLock g(&sh.mu);
-      sh.requests.erase(id);
-      return h;
+  InFlight attempts;  // counts the retriable errors
+  for (;;) {
+    const uint64_t id = *req_id;
+    auto rpc = std::make_shared<RpcCall>();
+    {
+      std::lock_guard<std::mutex> l(sh.mu);
+      sh.requests.emplace(id, InFlight{request, rpc});
     }
-    rpc->cv.WaitFor(&rpc->mu, std::chrono::milliseconds(50));
+    SendToShard(k, request);
+    {
+      // Woken by the reply (HandleReply) or a health change (NotifyAll).
+      std::unique_lock<std::mutex> l(rpc->mu);
+      while (!rpc->done) {
+        Status h = ShardHealth(k);
+        if (!h.ok()) {
+          l.unlock();
+          std::lock_guard<std::mutex> g(sh.mu);
+          sh.requests.erase(id);
+          return h;
+        }
+        client::WaitUntil(rpc->cv, l, HealthDeadline(k));
+      }
+      *reply = std::move(rpc->reply);
+    }
+    const auto* err = std::get_if<net::Error>(reply);
+    if (err == nullptr) return Status::OK();
+    Status why = err->ToStatus();
+    if (!err->retriable) return why;
+    Status final;
+    const int64_t delay_ms = NextRetryDelayMs(&attempts, why, &final);
+    if (delay_ms < 0) return final;
+    // Back off; only a health change ends the wait early.
+    const client::Deadline due =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms);
+    {
+      std::unique_lock<std::mutex> l(progress_mu_);
+      for (;;) {
+        Status h = ShardHealth(k);
+        if (!h.ok()) return h;
+        if (std::chrono::steady_clock::now() >= due) break;
+        client::WaitUntil(progress_cv_, l, std::min(due, HealthDeadline(k)));
+      }
+    }
+    requests_retried_.fetch_add(1, std::memory_order_relaxed);
+    *req_id = NextReqId();
   }
-  *reply = std::move(rpc->reply);
-  rpc->mu.Unlock();
-  if (auto* err = std::get_if<net::Error>(reply)) return err->ToStatus();
-  return Status::OK();
+}
+
+int64_t Client::Impl::NextRetryDelayMs(InFlight* req, const Status& why, Status* final) {
+  const int64_t now = NowMs();
+  if (req->retries == 0) req->first_error_ms = now;
+  ++req->retries;
+  const int64_t failing_ms = now - req->first_error_ms;
+  if (failing_ms >= options_.shard_timeout_ms) {
+    *final =
+        why.WithPrefix("still failing after " + std::to_string(req->retries - 1) +
+                       " retries over " + std::to_string(failing_ms) + " ms (shard_timeout_ms " +
+                       std::to_string(options_.shard_timeout_ms) + "); last error");
+    return -1;
+  }
+  int64_t delay = options_.retry_backoff_min_ms;
+  for (int i = 1; i < req->retries && delay < options_.retry_backoff_max_ms; ++i) delay *= 2;
+  return std::min(delay, options_.retry_backoff_max_ms);
+}
+
+void Client::Impl::ScheduleRetry(uint32_t k, InFlight req, int64_t delay_ms) {
+  std::lock_guard<std::mutex> l(retry_mu_);
+  if (retry_stop_) return;  // the client is being destroyed
+  if (!retry_thread_.joinable()) retry_thread_ = std::thread([this] { RetryLoop(); });
+  retries_.emplace(std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms),
+                   PendingRetry{k, std::move(req)});
+  retry_cv_.notify_one();
+}
+
+void Client::Impl::RetryLoop() {
+  std::unique_lock<std::mutex> l(retry_mu_);
+  while (!retry_stop_) {
+    if (retries_.empty()) {
+      retry_cv_.wait(l);
+      continue;
+    }
+    auto it = retries_.begin();
+    if (std::chrono::steady_clock::now() < it->first) {
+      retry_cv_.wait_until(l, it->first);
+      continue;
+    }
+    PendingRetry r = std::move(it->second);
+    retries_.erase(it);
+    l.unlock();
+    // Only cache-filling Reads are queued (Call retries in its own thread).
+    if (auto* read = std::get_if<net::Read>(&r.req.msg)) {
+      if (shards_[r.shard]->failed.load(std::memory_order_acquire)) {
+        ReleaseReadMarks(*read);  // nobody will answer it
+      } else {
+        requests_retried_.fetch_add(1, std::memory_order_relaxed);
+        SendCacheRead(r.shard, std::move(*read), r.req.retries, r.req.first_error_ms);
+      }
+    }
+    l.lock();
+  }
 }
 
 // --- Tables ------------------------------------------------------------------
 
 TableState* Client::Impl::RegisterTable(const TableSchema& schema) {
-  MutexLock l(&tables_mu_);
+  std::lock_guard<std::mutex> l(tables_mu_);
   auto it = tables_.find(schema.id);
   if (it != tables_.end()) return it->second.get();
   auto t = std::make_unique<TableState>(schema, static_cast<uint32_t>(tables_.size()), this);
@@ -175,12 +273,12 @@ TableState* Client::Impl::RegisterTable(const TableSchema& schema) {
 }
 
 uint32_t Client::Impl::AnyTableId() {
-  MutexLock l(&tables_mu_);
+  std::lock_guard<std::mutex> l(tables_mu_);
   return tables_.empty() ? 0 : tables_.begin()->first;
 }
 
 TableState* Client::Impl::FindTableById(uint32_t id) {
-  MutexLock l(&tables_mu_);
+  std::lock_guard<std::mutex> l(tables_mu_);
   auto it = tables_.find(id);
   return it == tables_.end() ? nullptr : it->second.get();
 }
@@ -202,7 +300,7 @@ Status OneTable(const net::Message& reply, const char* what, TableSchema* out) {
 Status Client::Impl::CreateTable(const TableSchema& schema, TableState** state) {
   TableSchema req = schema;
   req.id = 0;
-  if (req.consistency == Consistency::kBsp) req.staleness = 0;
+  req.staleness = static_cast<uint32_t>(ReadPolicy::BoundFor(req.consistency, req.staleness));
   RETURN_IF_ERROR(ValidateSchema(req));
   net::Message reply;
   RETURN_IF_ERROR(Call(0, net::CreateTable{NextReqId(), req}, &reply));
@@ -249,7 +347,7 @@ Status Client::Impl::ListTables(std::vector<TableSchema>* tables) {
 // --- Workers and clocks ------------------------------------------------------
 
 ClockT Client::Impl::RegisterWorker(std::shared_ptr<client::WorkerStats>* stats) {
-  MutexLock l(&clock_mu_);
+  std::lock_guard<std::mutex> l(clock_mu_);
   ++worker_clocks_[process_clock_];
   *stats = std::make_shared<client::WorkerStats>();
   worker_stats_.push_back(*stats);
@@ -266,38 +364,41 @@ void MoveWorker(std::map<ClockT, int>* clocks, ClockT from) {
 }  // namespace
 
 void Client::Impl::DeregisterWorker(ClockT clock) {
-  clock_mu_.Lock();
+  std::unique_lock<std::mutex> l(clock_mu_);
   MoveWorker(&worker_clocks_, clock);
-  AdvanceProcessClockAndUnlock();
-}
-
-void Client::Impl::AdvanceProcessClockAndUnlock() {
-  if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) {
-    clock_mu_.Unlock();
-    return;
-  }
+  if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) return;
   ClockT from = process_clock_;
   process_clock_ = worker_clocks_.begin()->first;
   ClockT to = process_clock_;
-  send_mu_.Lock();  // hand over: batches leave in clock order
-  clock_mu_.Unlock();
+  std::unique_lock<std::mutex> s(send_mu_);
+  l.unlock();
   SendClocks(from, to);
-  send_mu_.Unlock();
 }
 
 Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
   RETURN_IF_ERROR(AllShardsHealth());
-  clock_mu_.Lock();
-  MoveWorker(&worker_clocks_, *clock);
-  ++*clock;
-  ++worker_clocks_[*clock];
-  AdvanceProcessClockAndUnlock();
+  {
+    std::unique_lock<std::mutex> l(clock_mu_);
+    MoveWorker(&worker_clocks_, *clock);
+    ++*clock;
+    ++worker_clocks_[*clock];
+    if (worker_clocks_.begin()->first > process_clock_) {
+      ClockT from = process_clock_;
+      process_clock_ = worker_clocks_.begin()->first;
+      ClockT to = process_clock_;
+      std::unique_lock<std::mutex> s(send_mu_);  // hand over: batches leave in clock order
+      l.unlock();
+      SendClocks(from, to);
+    }
+  }
   const ClockT c = *clock;
+  const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;
   auto caught_up = [&] {
     for (const auto& sh : shards_) {
       if (c - sh->acked_through.load(std::memory_order_acquire) > kMaxClocksInFlight) return false;
     }
-    return true;
+    // HandleAck lowers unacked_bytes_ before it notifies progress_cv_.
+    return unacked_bytes_.load(std::memory_order_acquire) <= unacked_budget;
   };
   if (caught_up()) return Status::OK();
   return WaitProgress(
@@ -310,7 +411,7 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
     std::vector<net::Apply> applies(n);
     std::vector<std::vector<RowKey>> keys(n);
     for (CacheStripe& st : stripes_) {
-      client::SpinLock l(&st.mu);
+      std::lock_guard<client::SpinMutex> l(st.mu);
       const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
       for (size_t i = 0; i < dirty.size(); ++i) {
         // Rows are scattered in memory: start loading the entries a few rows
@@ -330,12 +431,18 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
       }
       if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
     }
+    uint64_t sealed = 0;
+    for (const net::Apply& a : applies) {
+      for (const net::RowData& u : a.updates) sealed += u.bytes.size();
+    }
+    // Counted before any Ack of this batch can arrive.
+    unacked_bytes_.fetch_add(sealed, std::memory_order_acq_rel);
     for (uint32_t k = 0; k < n; ++k) {
       ShardState& sh = *shards_[k];
       applies[k].clock = c;
       rows_sent_.fetch_add(applies[k].updates.size(), std::memory_order_relaxed);
       {
-        MutexLock l(&sh.mu);
+        std::lock_guard<std::mutex> l(sh.mu);
         sh.unacked.push_back(SentBatch{c, std::move(keys[k])});
       }
       sh.sent_through.store(c + 1, std::memory_order_release);
@@ -354,7 +461,7 @@ net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {
   a.updates.reserve(b.keys.size());
   for (const RowKey& key : b.keys) {
     CacheStripe& st = StripeFor(key);
-    client::SpinLock l(&st.mu);
+    std::lock_guard<client::SpinMutex> l(st.mu);
     CacheEntry* e = st.Find(key);
     const client::PendingDelta* p = e == nullptr ? nullptr : e->FindPending(b.clock);
     if (p == nullptr) {
@@ -380,7 +487,8 @@ Status Client::Impl::WaitProgress(const std::function<bool()>& done,
         result = h.WithPrefix(what);
         break;
       }
-      progress_cv_.wait_for(l, std::chrono::milliseconds(50));
+      // Woken by acks, replies, pushes and health changes.
+      client::WaitUntil(progress_cv_, l, AllShardsHealthDeadline());
     }
   }
   if (ws != nullptr) {
@@ -398,7 +506,7 @@ Status Client::Impl::Flush() {
   return WaitProgress(
       [&] {
         for (size_t k = 0; k < shards_.size(); ++k) {
-          if (shards_[k]->acked_through.load() < target[k]) return false;
+          if (shards_[k]->purged_through.load() < target[k]) return false;
         }
         return true;
       },
@@ -446,7 +554,7 @@ Status Client::Impl::GlobalBarrier(ClockT c, client::WorkerStats* ws) {
 Status Client::Impl::ShardHealth(uint32_t k) const {
   const ShardState& sh = *shards_[k];
   if (sh.failed.load(std::memory_order_acquire)) {
-    MutexLock l(&sh.mu);
+    std::lock_guard<std::mutex> l(sh.mu);
     return sh.fatal;
   }
   if (!sh.connected.load(std::memory_order_acquire)) {
@@ -465,10 +573,24 @@ Status Client::Impl::AllShardsHealth() const {
   return Status::OK();
 }
 
+client::Deadline Client::Impl::HealthDeadline(uint32_t k) const {
+  const ShardState& sh = *shards_[k];
+  if (sh.connected.load(std::memory_order_acquire)) return client::kNoDeadline;
+  // ShardHealth fails once away > shard_timeout_ms (whole milliseconds).
+  return client::Deadline(
+      std::chrono::milliseconds(sh.disconnected_since_ms.load() + options_.shard_timeout_ms + 1));
+}
+
+client::Deadline Client::Impl::AllShardsHealthDeadline() const {
+  client::Deadline d = client::kNoDeadline;
+  for (uint32_t k = 0; k < num_shards(); ++k) d = std::min(d, HealthDeadline(k));
+  return d;
+}
+
 void Client::Impl::SetFatal(uint32_t k, const Status& s) {
   ShardState& sh = *shards_[k];
   {
-    MutexLock l(&sh.mu);
+    std::lock_guard<std::mutex> l(sh.mu);
     if (!sh.fatal.ok()) return;
     sh.fatal = s.WithPrefix(sh.channel->Describe());
     LOG(ERROR) << sh.fatal.ToString();
@@ -479,11 +601,28 @@ void Client::Impl::SetFatal(uint32_t k, const Status& s) {
 
 void Client::Impl::NotifyAll() {
   for (CacheStripe& st : stripes_) {
-    client::SpinLock l(&st.mu);
+    std::lock_guard<client::SpinMutex> l(st.mu);
     st.cv.notify_all();
   }
-  std::lock_guard<std::mutex> l(progress_mu_);
-  progress_cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> l(progress_mu_);
+    progress_cv_.notify_all();
+  }
+  // Calls waiting for a reply. Collected under ShardState::mu, notified after
+  // it is released (Call holds RpcCall::mu while it takes ShardState::mu).
+  for (auto& sh : shards_) {
+    std::vector<std::shared_ptr<RpcCall>> rpcs;
+    {
+      std::lock_guard<std::mutex> l(sh->mu);
+      for (const auto& [id, req] : sh->requests) {
+        if (req.rpc != nullptr) rpcs.push_back(req.rpc);
+      }
+    }
+    for (const auto& rpc : rpcs) {
+      std::lock_guard<std::mutex> l(rpc->mu);
+      rpc->cv.notify_all();
+    }
+  }
 }
 
 void Client::Impl::NoteShardClock(uint32_t k, Version v) {
@@ -499,7 +638,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
   RawStats r;
   std::vector<const TableState*> tables;
   {
-    MutexLock l(&tables_mu_);
+    std::lock_guard<std::mutex> l(tables_mu_);
     tables.resize(tables_.size());
     for (const auto& [id, t] : tables_) tables[t->index] = t.get();
   }
@@ -509,7 +648,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
     r.tables[i].pushes = tables[i]->pushes_applied.load();
     r.tables[i].evictions = tables[i]->evictions.load();
   }
-  MutexLock l(&clock_mu_);
+  std::lock_guard<std::mutex> l(clock_mu_);
   for (const auto& ws : worker_stats_) {
     r.get_blocked_ns += ws->get_blocked_ns.Get();
     r.clock_blocked_ns += ws->clock_blocked_ns.Get();
@@ -532,6 +671,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
   r.rows_received = rows_received_.load();
   r.batches_sent = batches_sent_.load();
   r.batches_resent = batches_resent_.load();
+  r.requests_retried = requests_retried_.load();
   return r;
 }
 
@@ -539,13 +679,13 @@ ClientStats Client::Impl::Stats() const {
   RawStats r = RawTotals();
   RawStats base;
   {
-    MutexLock l(&stats_mu_);
+    std::lock_guard<std::mutex> l(stats_mu_);
     base = baseline_;
   }
   ClientStats s;
   std::vector<const TableState*> tables(r.tables.size());
   {
-    MutexLock l(&tables_mu_);
+    std::lock_guard<std::mutex> l(tables_mu_);
     for (const auto& [id, t] : tables_) {
       if (t->index < tables.size()) tables[t->index] = t.get();
     }
@@ -571,8 +711,17 @@ ClientStats Client::Impl::Stats() const {
     uint64_t n = 0;
     for (uint64_t x : cur.hist) n += x;
     ts.staleness_mean = n == 0 ? 0.0 : static_cast<double>(cur.staleness_sum) / n;
-    ts.staleness_p99 =
-        static_cast<int64_t>(HistogramPercentile(cur.hist.data(), cur.hist.size(), 0.99));
+    if (n > 0) {
+      uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(0.99 * n)));
+      uint64_t seen = 0;
+      for (size_t j = 0; j < cur.hist.size(); ++j) {
+        seen += cur.hist[j];
+        if (seen >= rank) {
+          ts.staleness_p99 = static_cast<int64_t>(j);
+          break;
+        }
+      }
+    }
     ts.reads = cur.reads;
     ts.reads_cache_hit = cur.hits;
     ts.reads_blocked = cur.blocked;
@@ -590,18 +739,24 @@ ClientStats Client::Impl::Stats() const {
   s.rows_received = r.rows_received - base.rows_received;
   s.batches_sent = r.batches_sent - base.batches_sent;
   s.batches_resent = r.batches_resent - base.batches_resent;
-  uint64_t cache = 0;
+  s.requests_retried = r.requests_retried - base.requests_retried;
+  uint64_t cache = 0, open = 0;
   for (CacheStripe& st : stripes_) {
-    client::SpinLock l(&st.mu);
+    std::lock_guard<client::SpinMutex> l(st.mu);
     cache += st.bytes;
+    open += st.open_bytes;
   }
   s.cache_bytes = cache;
+  s.cache_budget_bytes = uint64_t{options_.cache_mb} << 20;
+  s.open_delta_bytes = open;
+  s.unacked_bytes = unacked_bytes_.load(std::memory_order_acquire);
+  s.unacked_budget_bytes = uint64_t{options_.unacked_mb} << 20;
   return s;
 }
 
 void Client::Impl::ResetStats() {
   RawStats r = RawTotals();
-  MutexLock l(&stats_mu_);
+  std::lock_guard<std::mutex> l(stats_mu_);
   baseline_ = std::move(r);
 }
 

@@ -13,7 +13,8 @@
 // Lock order (outer first): clock_mu_ -> send_mu_ -> CacheStripe::mu ->
 // ShardState::mu -> channel internals. Inbound handlers never hold a stripe
 // lock and a ShardState::mu at the same time except in that order, and never
-// take clock_mu_ or send_mu_ except OnReconnect (send_mu_ first). Channel Send
+// take clock_mu_ or send_mu_ except OnDisconnect and OnReconnect (send_mu_
+// first). Channel Send
 // is a leaf (it never calls back), so it may be called under any of them.
 //
 // Thread-safety: all public methods are safe to call concurrently; a worker's
@@ -33,6 +34,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -42,7 +44,6 @@
 #include "client/table_state.h"
 #include "client/worker_stats.h"
 #include "common/hash.h"
-#include "common/mutex.h"
 #include "net/messages.h"
 
 namespace pace {
@@ -50,16 +51,23 @@ namespace client {
 
 // A request/reply exchange (CreateTable, ListTables, DescribeTable, Stats).
 struct RpcCall {
-  Mutex mu;
-  CondVar cv;
-  bool done GUARDED_BY(mu) = false;
-  net::Message reply GUARDED_BY(mu);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  net::Message reply;
 };
 
 // A request in flight, re-sent after a reconnect. Reads have no RpcCall.
+// A cache-filling Read owns the reads_in_flight marks of its rows: from the
+// moment they are added until the Read is answered, or released when it fails
+// (ReleaseReadMarks); it keeps them while it waits to be retried.
 struct InFlight {
   net::Message msg;
   std::shared_ptr<RpcCall> rpc;
+  // Retriable errors that answered this request so far, and when the first
+  // of them came (NowMs).
+  int retries = 0;
+  int64_t first_error_ms = 0;
 };
 
 // A sent, unacknowledged Apply: its clock and the rows it carried (their
@@ -78,24 +86,40 @@ struct ShardState {
   std::atomic<Version> pushed_version{0};
   // Highest shard clock this process has seen (replies, pushes, stats).
   std::atomic<Version> known_clock{0};
-  // Every batch of clock < acked_through is acknowledged (and purged).
+  // Every batch of clock < acked_through is acknowledged; its deltas are
+  // purged (and out of unacked_bytes_) once purged_through passes it too.
   std::atomic<ClockT> acked_through{0};
+  std::atomic<ClockT> purged_through{0};
   // Every batch of clock < sent_through has been sent.
   std::atomic<ClockT> sent_through{0};
   std::atomic<bool> connected{true};
   std::atomic<int64_t> disconnected_since_ms{0};
   std::atomic<bool> failed{false};
 
-  mutable Mutex mu;
-  std::deque<SentBatch> unacked GUARDED_BY(mu);          // clock order
-  std::map<uint64_t, InFlight> requests GUARDED_BY(mu);  // by req_id
-  Status fatal GUARDED_BY(mu);                           // set once
+  mutable std::mutex mu;
+  std::deque<SentBatch> unacked;          // guarded by mu, clock order
+  std::map<uint64_t, InFlight> requests;  // guarded by mu, by req_id
+  Status fatal;                           // guarded by mu; set once
 };
 
 inline int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+using Deadline = std::chrono::steady_clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+
+// cv.wait(lock) until notified or `deadline` (kNoDeadline: no timeout).
+// Spurious wake-ups are possible: callers re-check their condition in a loop.
+template <typename Cv, typename Lock>
+void WaitUntil(Cv& cv, Lock& lock, Deadline deadline) {
+  if (deadline == kNoDeadline) {
+    cv.wait(lock);
+  } else {
+    cv.wait_until(lock, deadline);
+  }
 }
 
 // Approximate encoded size of a message's payload (row bytes + keys + a fixed
@@ -191,35 +215,51 @@ class Client::Impl : public client::ChannelListener {
   // Slow path of ReadRow: waits (stripe lock held in `lock`) until the row has
   // a fresh enough value; on OK *entry and *version are set.
   Status WaitForRow(ClockT c, client::WorkerStats* ws, client::TableState* t, const RowKey& key,
-                    client::CacheStripe& st, client::SpinUniqueLock& lock,
-                    client::CacheEntry** entry, Version* version) REQUIRES(st.mu);
+                    client::CacheStripe& st, std::unique_lock<client::SpinMutex>& lock,
+                    client::CacheEntry** entry, Version* version);
   // Sends Read{row, min_version, subscribe} for `e`. REQUIRES: e's stripe lock.
   void SendRead(client::CacheEntry* e, Version min_version, bool subscribe);
   // Sends a cache-filling Read (any number of rows) to shard k with a fresh
   // req_id, recorded for re-sending after a reconnect. The caller has added
-  // the rows' reads_in_flight.
-  void SendCacheRead(uint32_t k, net::Read r);
+  // the rows' reads_in_flight (only SendRead and ReadGatherer do).
+  void SendCacheRead(uint32_t k, net::Read r, int retries = 0, int64_t first_error_ms = 0);
+  // Removes the reads_in_flight marks of a Read that will not be answered and
+  // wakes the rows' waiters (they send their own Read or see the failure).
+  void ReleaseReadMarks(const net::Read& r);
+  class ReadGatherer;
   // Evicts over-budget values of `st` (stripe lock held), sending
   // Unsubscribe for subscribed ones.
-  void EvictLocked(client::CacheStripe& st) REQUIRES(st.mu);
+  void EvictLocked(client::CacheStripe& st);
 
   // OK, or why shard `k` cannot serve now (gone longer than the timeout, or
   // a fatal protocol error).
   Status ShardHealth(uint32_t k) const;
   Status AllShardsHealth() const;
+  // When ShardHealth(k) (AllShardsHealth) turns bad by time alone: a
+  // disconnected shard's shard_timeout_ms runs out. kNoDeadline if connected.
+  // Every other change of health notifies (SetFatal, OnDisconnect,
+  // OnReconnect call NotifyAll), so waiters need no poll interval.
+  client::Deadline HealthDeadline(uint32_t k) const;
+  client::Deadline AllShardsHealthDeadline() const;
   void SetFatal(uint32_t k, const Status& s);
   // Wakes every waiter (stripes, progress, rpcs) to re-check state.
   void NotifyAll();
 
-  // If the slowest worker's clock passed process_clock_, advances it and sends
-  // the batches of the clocks passed (taking send_mu_ before releasing
-  // clock_mu_, so batches leave in clock order). Releases clock_mu_.
-  void AdvanceProcessClockAndUnlock() RELEASE(clock_mu_);
-  // Sends batches for clocks [from, to).
-  void SendClocks(ClockT from, ClockT to) REQUIRES(send_mu_);
+  // --- Retries of retriable shard errors ------------------------------------
+  // After a retriable error `why` answering *req: counts it and returns the
+  // backoff (ms) before sending the request again, or -1 once it has been
+  // failing for shard_timeout_ms (*final is then the status to fail with).
+  int64_t NextRetryDelayMs(client::InFlight* req, const Status& why, Status* final);
+  // Queues a cache-filling Read to be re-sent to shard k after delay_ms.
+  void ScheduleRetry(uint32_t k, client::InFlight req, int64_t delay_ms);
+  // The retry thread: re-sends queued Reads when due (started on first use).
+  void RetryLoop();
+
+  // Sends batches for clocks [from, to). REQUIRES: send_mu_ held.
+  void SendClocks(ClockT from, ClockT to);
   // Builds shard k's Apply for an unacked batch from the entries' pending
-  // deltas.
-  net::Apply RebuildBatch(const client::SentBatch& b) REQUIRES(send_mu_);
+  // deltas. REQUIRES: send_mu_ held.
+  net::Apply RebuildBatch(const client::SentBatch& b);
   void SendToShard(uint32_t k, net::Message m);
   // Request/reply with shard k; waits for the reply (or health failure).
   Status Call(uint32_t k, net::Message request, net::Message* reply);
@@ -253,27 +293,41 @@ class Client::Impl : public client::ChannelListener {
 
   mutable client::CacheStripe stripes_[kNumStripes];
 
-  mutable Mutex tables_mu_;
-  std::map<uint32_t, std::unique_ptr<client::TableState>> tables_ GUARDED_BY(tables_mu_);
+  mutable std::mutex tables_mu_;
+  std::map<uint32_t, std::unique_ptr<client::TableState>> tables_;  // guarded by tables_mu_
 
-  mutable Mutex clock_mu_ ACQUIRED_BEFORE(send_mu_);
-  std::map<ClockT, int> worker_clocks_ GUARDED_BY(clock_mu_);
-  ClockT process_clock_ GUARDED_BY(clock_mu_) = 0;
-  std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_ GUARDED_BY(clock_mu_);
+  mutable std::mutex clock_mu_;
+  std::map<ClockT, int> worker_clocks_;                             // guarded by clock_mu_
+  ClockT process_clock_ = 0;                                        // guarded by clock_mu_
+  std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_;  // guarded by clock_mu_
 
-  Mutex send_mu_;  // orders Apply batches per shard
+  std::mutex send_mu_;  // orders Apply batches per shard
 
   std::mutex progress_mu_;
   std::condition_variable progress_cv_;  // acks, shard clocks, health changes
 
   std::atomic<uint64_t> next_req_id_{1};
 
+  struct PendingRetry {
+    uint32_t shard;
+    client::InFlight req;
+  };
+  std::mutex retry_mu_;
+  std::condition_variable retry_cv_;                       // a retry was queued, or stop
+  std::multimap<client::Deadline, PendingRetry> retries_;  // guarded by retry_mu_, by due time
+  bool retry_stop_ = false;                                // guarded by retry_mu_
+  std::thread retry_thread_;                               // started under retry_mu_
+
   // Client-wide counters (not on hot paths).
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, rows_sent_{0}, rows_received_{0},
-      batches_sent_{0}, batches_resent_{0};
+      batches_sent_{0}, batches_resent_{0}, requests_retried_{0};
+  // Bytes of the sealed deltas of sent, unacknowledged batches (the sizes
+  // SendClocks sealed, minus what HandleAck purged). Bounded by
+  // options_.unacked_mb at Clock().
+  std::atomic<uint64_t> unacked_bytes_{0};
 
-  // ResetStats baseline (raw totals at the last reset).
-  mutable Mutex stats_mu_;
+  // ResetStats baseline (raw totals at the last reset). Guarded by stats_mu_.
+  mutable std::mutex stats_mu_;
   struct RawTable {
     std::vector<uint64_t> hist;
     uint64_t staleness_sum = 0, reads = 0, hits = 0, blocked = 0, fetched = 0, incs = 0, pushes = 0,
@@ -282,10 +336,11 @@ class Client::Impl : public client::ChannelListener {
   struct RawStats {
     std::vector<RawTable> tables;  // by table index
     uint64_t get_blocked_ns = 0, clock_blocked_ns = 0, bytes_sent = 0, bytes_received = 0,
-             rows_sent = 0, rows_received = 0, batches_sent = 0, batches_resent = 0;
+             rows_sent = 0, rows_received = 0, batches_sent = 0, batches_resent = 0,
+             requests_retried = 0;
   };
   RawStats RawTotals() const;
-  RawStats baseline_ GUARDED_BY(stats_mu_);
+  RawStats baseline_;
 };
 
 class Worker::Impl {
@@ -309,7 +364,7 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
   const size_t hash = RowKeyHash()(key);
   client::CacheStripe& st = StripeForHash(hash);
   client::TableCounters* tc = Counters(ws, t);
-  client::SpinUniqueLock lock(&st.mu);
+  std::unique_lock<client::SpinMutex> lock(st.mu);
   client::CacheEntry* e = st.Find(key, hash);
   Version v = 0;
   if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c)) {
@@ -342,7 +397,7 @@ void Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableStat
   const size_t hash = RowKeyHash()(key);
   client::CacheStripe& st = StripeForHash(hash);
   {
-    client::SpinLock lock(&st.mu);
+    std::lock_guard<client::SpinMutex> lock(st.mu);
     client::CacheEntry* e = st.Find(key, hash);
     if (e != nullptr && e->has_open && e->open.clock == c) {
       // Common case: this row already has a delta of this clock.
@@ -383,10 +438,10 @@ void Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Table
     size_t e = b;
     while (e < items.size() && (items[e].hash & (kNumStripes - 1)) == stripe) ++e;
     client::CacheStripe& st = stripes_[stripe];
-    client::SpinLock lock(&st.mu);
+    std::lock_guard<client::SpinMutex> lock(st.mu);
     // Software pipeline: look up row j + kAhead (its slot is usually in cache
     // by then) and start loading its entry and delta; add row j.
-    auto look_ahead = [&](size_t j) REQUIRES(st.mu) {
+    auto look_ahead = [&](size_t j) {
       const RowKey key{table, rows[items[j].index]};
       client::CacheEntry* a = st.Find(key, items[j].hash);
       found[j] = a;

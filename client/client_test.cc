@@ -20,12 +20,22 @@
 #include "client/client_impl.h"
 #include "client/embedded_channel.h"
 #include "client/pace.h"
-#include "common/scoped_temp_dir.h"
 
 namespace pace {
 namespace {
 
-using TempDir = ScopedTempDir;
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "pace_client_XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 constexpr uint32_t kWidth = 4;
 

@@ -41,34 +41,39 @@ void Client::Impl::HandleReply(uint32_t k, uint64_t req_id, net::Message m) {
   ShardState& sh = *shards_[k];
   InFlight req;
   {
-    MutexLock l(&sh.mu);
+    std::lock_guard<std::mutex> l(sh.mu);
     auto it = sh.requests.find(req_id);
     if (it == sh.requests.end()) return;  // answered before a reconnect, or abandoned
     req = std::move(it->second);
     sh.requests.erase(it);
   }
   if (req.rpc != nullptr) {
-    MutexLock l(&req.rpc->mu);
+    std::lock_guard<std::mutex> l(req.rpc->mu);
     req.rpc->reply = std::move(m);
     req.rpc->done = true;
-    req.rpc->cv.SignalAll();
+    req.rpc->cv.notify_all();
     return;
   }
-  // An Error answering one of our Reads: the shard cannot serve the row
-  // (e.g. an unknown table). Nothing to retry: fail the shard loudly.
+  // An Error answering one of our cache-filling Reads. A transient one (the
+  // shard marks it retriable: busy, a failed store read) is retried with
+  // backoff, the rows keeping their marks so that Gets wait for it instead of
+  // asking again; any other (e.g. an unknown table) cannot succeed by asking
+  // again: release the marks and fail the shard with the shard's message.
   if (const auto* read = std::get_if<net::Read>(&req.msg)) {
-    for (uint64_t row : read->rows) {
-      RowKey key{read->table, row};
-      CacheStripe& st = StripeFor(key);
-      client::SpinLock l(&st.mu);
-      if (CacheEntry* e = st.Find(key)) {
-        e->ReadAnswered(read->min_version);
-        st.MaybeErase(e);
-      }
-    }
     const auto* err = std::get_if<net::Error>(&m);
-    SetFatal(k, (err ? err->ToStatus() : Status::Internal(net::MessageName(m)))
-                    .WithPrefix("Read of table " + std::to_string(read->table) + " failed"));
+    Status why = err ? err->ToStatus() : Status::Internal(net::MessageName(m));
+    if (err != nullptr && err->retriable && !sh.failed.load(std::memory_order_acquire)) {
+      Status final;
+      const int64_t delay_ms = NextRetryDelayMs(&req, why, &final);
+      if (delay_ms >= 0) {
+        ScheduleRetry(k, std::move(req), delay_ms);
+        return;
+      }
+      why = final;
+    }
+    // Failed first: the waiters the release wakes then see why.
+    SetFatal(k, why.WithPrefix("Read of table " + std::to_string(read->table) + " failed"));
+    ReleaseReadMarks(*read);
   }
 }
 
@@ -76,7 +81,7 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
   ShardState& sh = *shards_[k];
   InFlight req;
   {
-    MutexLock l(&sh.mu);
+    std::lock_guard<std::mutex> l(sh.mu);
     auto it = sh.requests.find(r.req_id);
     if (it == sh.requests.end()) return;
     req = std::move(it->second);
@@ -84,10 +89,10 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
   }
   if (req.rpc != nullptr) {  // a barrier probe, not a cache fill
     NoteShardClock(k, r.version);
-    MutexLock l(&req.rpc->mu);
+    std::lock_guard<std::mutex> l(req.rpc->mu);
     req.rpc->reply = std::move(r);
     req.rpc->done = true;
-    req.rpc->cv.SignalAll();
+    req.rpc->cv.notify_all();
     return;
   }
   const auto* read = std::get_if<net::Read>(&req.msg);
@@ -132,7 +137,7 @@ void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
   if (d.version > cur) sh.pushed_version.store(d.version, std::memory_order_release);
   NoteShardClock(k, d.version);
   for (CacheStripe& st : stripes_) {
-    client::SpinLock l(&st.mu);
+    std::lock_guard<client::SpinMutex> l(st.mu);
     if (st.waiters > 0) st.cv.notify_all();
   }
   std::lock_guard<std::mutex> l(progress_mu_);
@@ -146,7 +151,7 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
   CacheStripe& st = StripeFor(key);
   Status bad;
   {
-    client::SpinLock l(&st.mu);
+    std::lock_guard<client::SpinMutex> l(st.mu);
     CacheEntry* e = st.Find(key);
     if (e == nullptr) return;  // nobody holds or wants the row any more
     if (read) e->ReadAnswered(read_min);
@@ -192,7 +197,7 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   ShardState& sh = *shards_[k];
   std::vector<SentBatch> done;
   {
-    MutexLock l(&sh.mu);
+    std::lock_guard<std::mutex> l(sh.mu);
     while (!sh.unacked.empty() && sh.unacked.front().clock <= a.clock) {
       done.push_back(std::move(sh.unacked.front()));
       sh.unacked.pop_front();
@@ -202,21 +207,33 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   // Published before purging: InstallRow then refuses values that would need
   // the purged deltas (only for shard k, whose messages we handle in order).
   sh.acked_through.store(done.back().clock + 1, std::memory_order_release);
+  uint64_t purged = 0;
   for (const SentBatch& b : done) {
     for (const RowKey& key : b.keys) {
       CacheStripe& st = StripeFor(key);
-      client::SpinLock l(&st.mu);
-      st.PurgeAcked(key, b.clock);
+      std::lock_guard<client::SpinMutex> l(st.mu);
+      purged += st.PurgeAcked(key, b.clock);
     }
   }
+  unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
+  sh.purged_through.store(done.back().clock + 1, std::memory_order_release);
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
 }
 
 void Client::Impl::OnDisconnect(uint32_t k, const Status& why) {
   ShardState& sh = *shards_[k];
-  sh.disconnected_since_ms.store(NowMs());
-  sh.connected.store(false, std::memory_order_release);
+  {
+    // Under send_mu_: a SendClocks that saw `connected` has sent its batch
+    // before this returns, so before the channel can have a new connection
+    // (it makes one only after OnDisconnect); later batches only queue until
+    // OnReconnect re-sends them in clock order. Without it a batch could
+    // reach the new connection ahead of the older ones OnReconnect re-sends
+    // (the shard then refuses it: a clock gap).
+    std::lock_guard<std::mutex> send_lock(send_mu_);
+    sh.disconnected_since_ms.store(NowMs());
+    sh.connected.store(false, std::memory_order_release);
+  }
   LOG(WARNING) << sh.channel->Describe() << " disconnected: " << why.ToString() << "; reconnecting";
   NotifyAll();
 }
@@ -228,13 +245,13 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
     return;
   }
   NoteShardClock(k, w.shard_clock);
-  MutexLock send_lock(&send_mu_);  // no new batches meanwhile
+  std::lock_guard<std::mutex> send_lock(send_mu_);  // no new batches meanwhile
   // 1. Unacknowledged batches, in clock order (the shard skips duplicates).
   //    sh.unacked only changes under send_mu_ (append) or on this thread
   //    (Acks), so it is stable here.
   std::vector<const SentBatch*> batches;
   {
-    MutexLock l(&sh.mu);
+    std::lock_guard<std::mutex> l(sh.mu);
     for (const SentBatch& b : sh.unacked) batches.push_back(&b);
   }
   for (const SentBatch* b : batches) {
@@ -245,14 +262,14 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   // 2. Requests in flight (reads, table calls).
   std::vector<net::Message> again;
   {
-    MutexLock l(&sh.mu);
+    std::lock_guard<std::mutex> l(sh.mu);
     for (const auto& [id, req] : sh.requests) again.push_back(req.msg);
   }
   for (net::Message& m : again) SendToShard(k, std::move(m));
   // 3. Subscriptions live in the old session: subscribe again. Until the
   //    reply, the row keeps the version the old session vouched for.
   for (CacheStripe& st : stripes_) {
-    client::SpinLock l(&st.mu);
+    std::lock_guard<client::SpinMutex> l(st.mu);
     st.map.ForEach([&](CacheEntry* e) {
       if (e->shard != k || !e->subscribed) return;
       e->version = EffectiveVersion(*e);

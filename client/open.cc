@@ -1,5 +1,6 @@
 // Client::Open (choosing embedded or remote channels) and the option helpers
 // ParseServers and ClientIdFromEnvironment.
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -33,6 +34,10 @@ Status Client::Open(const ClientOptions& options, std::unique_ptr<Client>* clien
       ro.hello.token = options.token;
       ro.hello.role = net::Hello::kClientProcess;
       ro.connect_timeout_ms = static_cast<int>(options.connect_timeout_ms);
+      // A silent shard (link down, host gone) counts as disconnected after
+      // half the shard timeout, so calls fail within ~1.5 x shard_timeout_ms.
+      ro.dead_peer_timeout_ms =
+          static_cast<int>(std::min<int64_t>(options.shard_timeout_ms / 2, 1 << 30));
       channels.push_back(std::make_unique<client::RemoteChannel>(static_cast<uint32_t>(k), ro));
     }
   }

@@ -64,11 +64,34 @@ struct ClientOptions {
   // Process cache budget across all tables, in MiB. Rows are evicted (LRU)
   // beyond it; un-sent updates are never lost by eviction. Default: 1024.
   size_t cache_mb = 1024;
+  // Bound on the deltas of sent, not yet acknowledged batches (kept so that
+  // they can be re-sent after a reconnect), in MiB. A Clock() whose batch
+  // takes them beyond it blocks until the shards' acknowledgements bring them
+  // back within it (or until every batch is acknowledged, if one batch alone
+  // is larger), so they exceed it by at most the batch being sent. Nothing
+  // else changes: the read rule, read-my-writes and exact totals hold.
+  // Open deltas (updates of clocks whose batch is not sent yet) are not
+  // bounded separately: they are the rows the process's workers touch between
+  // the slowest worker's clock and the fastest one's; sending part of a clock
+  // early would need a partial batch the wire protocol cannot express yet.
+  // ClientStats reports all three. Default: 256.
+  size_t unacked_mb = 256;
   // How long to keep trying to connect at Open. Default: 10000.
   int64_t connect_timeout_ms = 10000;
   // A shard unreachable for longer than this makes Get/Clock return
-  // Unavailable instead of blocking forever. Default: 60000.
+  // Unavailable instead of blocking forever. A connection that goes silent
+  // (link down, host gone) counts as lost after half of it (TCP keepalive and
+  // TCP_USER_TIMEOUT), so such calls fail within ~1.5x. Default: 60000.
   int64_t shard_timeout_ms = 60000;
+  // A shard's transient answer to a request (an Error the shard marks
+  // retriable: too many parked reads, a failed read of its store, shutting
+  // down) is not fatal: the request is sent again after a backoff that starts
+  // at retry_backoff_min_ms and doubles up to retry_backoff_max_ms. A request
+  // that keeps failing for shard_timeout_ms fails its shard with the last
+  // error. Errors the shard does not mark retriable (unknown table, bad rows)
+  // fail at once with the shard's message. Defaults: 1, 200.
+  int64_t retry_backoff_min_ms = 1;
+  int64_t retry_backoff_max_ms = 200;
 };
 
 // A handle to a table. Cheap to copy. Valid while its Client lives.
@@ -130,7 +153,15 @@ struct ClientStats {
   uint64_t rows_received = 0;
   uint64_t batches_sent = 0;
   uint64_t batches_resent = 0;  // re-sent after a reconnect
-  uint64_t cache_bytes = 0;     // current cache size
+  // Requests sent again after a retriable shard error (ClientOptions::
+  // retry_backoff_min_ms).
+  uint64_t requests_retried = 0;
+  // Memory, in bytes, against its bound (ClientOptions).
+  uint64_t cache_bytes = 0;           // current cache size (values and entries)
+  uint64_t cache_budget_bytes = 0;    // cache_mb
+  uint64_t open_delta_bytes = 0;      // updates of clocks whose batch is not sent yet
+  uint64_t unacked_bytes = 0;         // deltas of sent batches waiting for their Ack
+  uint64_t unacked_budget_bytes = 0;  // unacked_mb
 };
 
 class Worker;
@@ -221,8 +252,10 @@ class Worker {
   // clock after start or resume every row is a miss, and under ssp/bsp stale
   // rows are pulled, never pushed. Prefetched rows beyond the cache budget may
   // be evicted before they are read. Duplicates in `rows` are fine.
-  // Errors: NotFound/InvalidArgument for a bad table handle, Unavailable if a
-  // shard has been unreachable for shard_timeout_ms.
+  // Errors: NotFound/InvalidArgument for a bad table handle; a shard's health
+  // error (Unavailable if it has been unreachable for shard_timeout_ms, or
+  // the error that failed it): its rows are skipped, the other shards' rows
+  // are still requested.
   Status Prefetch(const Table& t, const std::vector<uint64_t>& rows);
 
   // Dense additive updates of width elements.

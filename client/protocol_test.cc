@@ -63,6 +63,18 @@ class ProtocolTest : public ::testing::Test {
     });
   }
 
+  // True once table `index` has counted `n` blocked reads (within 10 s): a
+  // Get started in another thread is then waiting in the client, not about
+  // to start.
+  bool WaitBlocked(size_t index, uint64_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (client_->Stats().tables.at(index).reads_blocked < n) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
   std::unique_ptr<Client> client_;
   ScriptedChannel* ch_ = nullptr;
 };
@@ -167,7 +179,7 @@ TEST_F(ProtocolTest, EsspSubscribesOnceAndPushDoneRefreshesVersions) {
   ASSERT_TRUE(w->Clock().ok());
   ASSERT_TRUE(w->Clock().ok());  // worker at 2 needs v >= 1: waits for a push
   f = AsyncGet(w.get(), t, 9, &x, &v);
-  EXPECT_EQ(f.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  ASSERT_TRUE(WaitBlocked(0, 2));
   ch_->Deliver(net::PushDone{1, 1});  // row unchanged, current as of 1
   ASSERT_TRUE(f.get().ok());
   EXPECT_EQ(x, 5);
@@ -213,7 +225,7 @@ TEST_F(ProtocolTest, PrefetchBatchesMissesIntoOneReadAndNeverBlocks) {
   ASSERT_TRUE(w->Prefetch(t, {2, 3, 4}).ok());
   // A Get of a prefetched row waits for that Read instead of sending its own.
   f = AsyncGet(w.get(), t, 3, &x);
-  EXPECT_EQ(f.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  ASSERT_TRUE(WaitBlocked(0, 2));
   ch_->Deliver(
       net::ReadReply{r.req_id, 0, 0, {{3, 2, I64({20})}, {3, 3, I64({30})}, {3, 4, I64({40})}}});
   ASSERT_TRUE(f.get().ok());

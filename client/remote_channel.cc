@@ -12,6 +12,10 @@ namespace {
 // Each reconnect attempt runs RemoteShard::Connect for at most this long
 // (it backs off internally), then starts over.
 constexpr int kReconnectSliceMs = 2000;
+// Between failed slices the loop backs off from the min to the max (doubling),
+// woken early only by Shutdown.
+constexpr int64_t kReconnectBackoffMinMs = 10;
+constexpr int64_t kReconnectBackoffMaxMs = 100;
 }  // namespace
 
 RemoteChannel::RemoteChannel(uint32_t shard, net::RemoteShardOptions options)
@@ -38,32 +42,31 @@ Status RemoteChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
   std::unique_ptr<net::RemoteShard> conn;
   uint64_t gen;
   {
-    MutexLock l(&mu_);
+    std::lock_guard<std::mutex> l(mu_);
     gen = ++gen_;
   }
   RETURN_IF_ERROR(ConnectOnce(options_.connect_timeout_ms, &conn, gen));
   *welcome = conn->welcome();
   {
-    MutexLock l(&mu_);
+    std::lock_guard<std::mutex> l(mu_);
     conn_ = std::move(conn);
   }
   reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
   // The listener is ready once Start returns; deliver anything that came.
-  mu_.Lock();
+  std::unique_lock<std::mutex> l(mu_);
   while (!held_.empty()) {
     net::Message m = std::move(held_.front());
     held_.pop_front();
-    mu_.Unlock();
+    l.unlock();
     listener_->OnMessage(shard_, std::move(m));
-    mu_.Lock();
+    l.lock();
   }
   ready_ = true;
-  mu_.Unlock();
   return Status::OK();
 }
 
 void RemoteChannel::Send(net::Message m) {
-  MutexLock l(&mu_);
+  std::lock_guard<std::mutex> l(mu_);
   if (conn_ == nullptr || lost_) return;
   Status s = conn_->Send(std::move(m));
   if (!s.ok() && !s.IsUnavailable()) {
@@ -71,13 +74,13 @@ void RemoteChannel::Send(net::Message m) {
     // everything unacknowledged is re-sent on a fresh one.
     LOG(ERROR) << Describe() << ": send failed (" << s.ToString() << "); reconnecting";
     lost_ = true;
-    cv_.SignalAll();
+    cv_.notify_all();
   }
 }
 
 void RemoteChannel::OnConnMessage(uint64_t gen, net::Message m) {
   {
-    MutexLock l(&mu_);
+    std::lock_guard<std::mutex> l(mu_);
     if (gen != gen_) return;
     if (!ready_) {
       held_.push_back(std::move(m));
@@ -89,61 +92,60 @@ void RemoteChannel::OnConnMessage(uint64_t gen, net::Message m) {
 
 void RemoteChannel::OnConnLost(uint64_t gen, const Status& why) {
   {
-    MutexLock l(&mu_);
+    std::lock_guard<std::mutex> l(mu_);
     if (gen != gen_ || stopping_) return;
     lost_ = true;
     ready_ = false;
-    cv_.SignalAll();
+    cv_.notify_all();
   }
   listener_->OnDisconnect(shard_, why);
 }
 
 void RemoteChannel::ReconnectLoop() {
-  mu_.Lock();
+  std::unique_lock<std::mutex> l(mu_);
   for (;;) {
-    cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || lost_; });
-    if (stopping_) {
-      mu_.Unlock();
-      return;
-    }
+    cv_.wait(l, [&] { return stopping_ || lost_; });
+    if (stopping_) return;
     bool notified_listener = !ready_;  // OnConnLost ran (not a local send failure)
     std::unique_ptr<net::RemoteShard> old = std::move(conn_);
     uint64_t gen = ++gen_;  // callbacks of `old` are ignored from now on
     ready_ = false;
     held_.clear();
-    mu_.Unlock();
+    l.unlock();
     old.reset();  // closes it and joins its I/O thread (not from a callback)
     if (!notified_listener) {
       listener_->OnDisconnect(shard_, Status::Unavailable("connection reset after a send error"));
     }
     std::unique_ptr<net::RemoteShard> conn;
     Status s;
+    int64_t backoff_ms = kReconnectBackoffMinMs;
     for (;;) {
       {
-        MutexLock g(&mu_);
+        std::lock_guard<std::mutex> g(mu_);
         if (stopping_) return;
       }
       s = ConnectOnce(kReconnectSliceMs, &conn, gen);
       if (s.ok()) break;
       VLOG(1) << Describe() << ": reconnect attempt failed: " << s.ToString();
-      MutexLock g(&mu_);
-      cv_.WaitUntil(&mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(100),
-                    [&]() REQUIRES(mu_) { return stopping_; });
+      const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
+      backoff_ms = std::min(2 * backoff_ms, kReconnectBackoffMaxMs);
+      std::unique_lock<std::mutex> g(mu_);
+      cv_.wait_until(g, next, [&] { return stopping_; });
     }
     net::Welcome welcome = conn->welcome();
     {
-      MutexLock g(&mu_);
+      std::lock_guard<std::mutex> g(mu_);
       conn_ = std::move(conn);
       lost_ = false;
     }
     listener_->OnReconnect(shard_, welcome);
-    mu_.Lock();
+    l.lock();
     while (!held_.empty()) {
       net::Message m = std::move(held_.front());
       held_.pop_front();
-      mu_.Unlock();
+      l.unlock();
       listener_->OnMessage(shard_, std::move(m));
-      mu_.Lock();
+      l.lock();
     }
     if (gen == gen_) ready_ = true;
   }
@@ -152,13 +154,13 @@ void RemoteChannel::ReconnectLoop() {
 void RemoteChannel::Shutdown() {
   std::unique_ptr<net::RemoteShard> conn;
   {
-    MutexLock l(&mu_);
+    std::lock_guard<std::mutex> l(mu_);
     stopping_ = true;
-    cv_.SignalAll();
+    cv_.notify_all();
   }
   if (reconnect_thread_.joinable()) reconnect_thread_.join();
   {
-    MutexLock l(&mu_);
+    std::lock_guard<std::mutex> l(mu_);
     conn = std::move(conn_);
     ++gen_;  // late callbacks of `conn` are ignored
   }

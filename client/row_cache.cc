@@ -19,6 +19,7 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
   const RowFormat& f = e->table->format;
   PendingDelta* p = e->FindPending(c);
   if (p == nullptr) {
+    open_bytes += delta.size();
     if (!e->has_open) {
       e->open.clock = c;
       e->open.sealed = false;
@@ -37,7 +38,9 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
   } else if (f.kind == RowKind::kDense) {
     AddDenseElements(f.type, p->delta.data(), delta.data(), f.width);
   } else {
-    AddRowUnchecked(f, &p->delta, delta);
+    const size_t before = p->delta.size();
+    AddRowUnchecked(f, &p->delta, delta);  // a sparse delta may grow
+    if (!p->sealed) open_bytes = open_bytes - before + p->delta.size();
   }
 }
 
@@ -55,6 +58,7 @@ const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c) {
   PendingDelta* p = e->FindPending(c);
   if (p == nullptr || p->sealed) return p;
   p->sealed = true;
+  open_bytes -= p->delta.size();
   // A value's applied clock never exceeds the number of batches sent, so a
   // newly sealed clock is always >= e->applied: it belongs in the value.
   if (e->has_value) {
@@ -129,12 +133,16 @@ void CacheStripe::MaybeErase(CacheEntry* e) {
   map.Erase(key, RowKeyHash()(key));
 }
 
-void CacheStripe::PurgeAcked(const RowKey& key, ClockT c) {
+size_t CacheStripe::PurgeAcked(const RowKey& key, ClockT c) {
   CacheEntry* e = Find(key);
-  if (e == nullptr) return;
+  if (e == nullptr) return 0;
   auto& pd = e->pending;
-  auto keep = std::remove_if(pd.begin(), pd.end(),
-                             [c](const PendingDelta& p) { return p.sealed && p.clock <= c; });
+  auto acked = [c](const PendingDelta& p) { return p.sealed && p.clock <= c; };
+  size_t purged = 0;
+  for (const PendingDelta& p : pd) {
+    if (acked(p)) purged += p.delta.size();
+  }
+  auto keep = std::remove_if(pd.begin(), pd.end(), acked);
   // Recycle one buffer for the row's next open delta (no allocation per
   // row per clock in steady state).
   if (keep != pd.end() && !e->has_open && e->open.delta.capacity() < pd.back().delta.capacity()) {
@@ -143,6 +151,7 @@ void CacheStripe::PurgeAcked(const RowKey& key, ClockT c) {
   }
   pd.erase(keep, pd.end());
   MaybeErase(e);
+  return purged;
 }
 
 std::vector<CacheEntry*> CacheStripe::TakeDirty(ClockT c) {

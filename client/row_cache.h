@@ -23,8 +23,7 @@
 // reads in flight are not evicted.
 //
 // Thread-safety: every member of a CacheStripe and of its entries is guarded
-// by CacheStripe::mu (the stripe's members are annotated GUARDED_BY; hold it
-// with SpinLock / SpinUniqueLock so clang's analysis sees it).
+// by CacheStripe::mu.
 #ifndef PACE_CLIENT_ROW_CACHE_H_
 #define PACE_CLIENT_ROW_CACHE_H_
 
@@ -211,35 +210,36 @@ class EntryTable {
 
 struct alignas(64) CacheStripe {
   // Finds the entry for `key` or nullptr.
-  CacheEntry* Find(const RowKey& key) REQUIRES(mu) { return map.Find(key, RowKeyHash()(key)); }
-  CacheEntry* Find(const RowKey& key, size_t hash) REQUIRES(mu) { return map.Find(key, hash); }
-  CacheEntry* FindOrCreate(const RowKey& key, uint32_t shard, TableState* table) REQUIRES(mu);
+  CacheEntry* Find(const RowKey& key) { return map.Find(key, RowKeyHash()(key)); }
+  CacheEntry* Find(const RowKey& key, size_t hash) { return map.Find(key, hash); }
+  CacheEntry* FindOrCreate(const RowKey& key, uint32_t shard, TableState* table);
 
   // Adds a validated delta to the row's open delta of clock `c`, registering
   // the entry in the clock's dirty list on its first delta of that clock.
-  void AddDelta(CacheEntry* e, ClockT c, std::string_view delta) REQUIRES(mu);
+  void AddDelta(CacheEntry* e, ClockT c, std::string_view delta);
   // One cell of a dense row: element `col` += `value` (converted).
-  void AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double value) REQUIRES(mu);
+  void AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double value);
   // Marks the row's delta of clock `c` sent and folds it into the value.
   // Returns it (nullptr if none).
-  const PendingDelta* Seal(CacheEntry* e, ClockT c) REQUIRES(mu);
+  const PendingDelta* Seal(CacheEntry* e, ClockT c);
 
   // Installs a server value (validated) per the invariant above.
-  void InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a) REQUIRES(mu);
+  void InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a);
   // Forgets the value (keeps the oplog). Does not touch `subscribed`.
-  void DropValue(CacheEntry* e) REQUIRES(mu);
+  void DropValue(CacheEntry* e);
   // Erases the entry if it holds nothing: no value, no pending, not pinned.
-  void MaybeErase(CacheEntry* e) REQUIRES(mu);
+  void MaybeErase(CacheEntry* e);
   // Removes pending deltas of clocks <= c (acknowledged by the shard).
-  void PurgeAcked(const RowKey& key, ClockT c) REQUIRES(mu);
+  // Returns their bytes.
+  size_t PurgeAcked(const RowKey& key, ClockT c);
 
   // Removes and returns the entries with a delta of clock `c`.
-  std::vector<CacheEntry*> TakeDirty(ClockT c) REQUIRES(mu);
+  std::vector<CacheEntry*> TakeDirty(ClockT c);
 
   // Evicts values (CLOCK order) until bytes <= budget or nothing is
   // evictable. Calls on_evict(entry) before each value is dropped.
   template <typename OnEvict>
-  void EvictOverBudget(OnEvict&& on_evict) REQUIRES(mu) {
+  void EvictOverBudget(OnEvict&& on_evict) {
     size_t spins = 0;
     while (bytes > budget && !ring.empty() && spins < 2 * ring.size() + 2) {
       if (hand >= ring.size()) hand = 0;
@@ -261,14 +261,17 @@ struct alignas(64) CacheStripe {
 
   SpinMutex mu;
   std::condition_variable_any cv;  // a value arrived or shard state changed
-  EntryTable map GUARDED_BY(mu);
-  std::vector<CacheEntry*> ring GUARDED_BY(mu);  // entries with a value
-  size_t hand GUARDED_BY(mu) = 0;
-  size_t bytes GUARDED_BY(mu) = 0;   // sum of Charge() over `ring`
-  size_t budget GUARDED_BY(mu) = 0;  // cache budget / number of stripes
-  int waiters GUARDED_BY(mu) = 0;    // readers blocked in this stripe
+  EntryTable map;
+  std::vector<CacheEntry*> ring;  // entries with a value
+  size_t hand = 0;
+  size_t bytes = 0;   // sum of Charge() over `ring`
+  size_t budget = 0;  // cache budget / number of stripes
+  // Bytes of the open (not yet sent) deltas of this stripe's rows. (Sealed
+  // ones are counted client-wide, per batch: Client::Impl::unacked_bytes_.)
+  size_t open_bytes = 0;
+  int waiters = 0;  // readers blocked in this stripe
   // Open and sending clocks -> entries with a delta of that clock (few clocks).
-  std::vector<std::pair<ClockT, std::vector<CacheEntry*>>> dirty GUARDED_BY(mu);
+  std::vector<std::pair<ClockT, std::vector<CacheEntry*>>> dirty;
 };
 
 }  // namespace pace::client

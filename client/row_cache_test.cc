@@ -34,7 +34,6 @@ class RowCacheTest : public ::testing::Test {
 };
 
 TEST_F(RowCacheTest, ReadersSeeValuePlusOpenDeltasAndRebasedServerValues) {
-  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   st_.budget = 1 << 20;
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 5}, 0, &table_);
   st_.AddDelta(e, 0, Dense({1, 2}));
@@ -70,7 +69,6 @@ TEST_F(RowCacheTest, ReadersSeeValuePlusOpenDeltasAndRebasedServerValues) {
 }
 
 TEST_F(RowCacheTest, DirtyListsPerClock) {
-  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   CacheEntry* a = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   CacheEntry* b = st_.FindOrCreate(RowKey{1, 2}, 0, &table_);
   st_.AddDelta(a, 3, Dense({1, 1}));
@@ -83,23 +81,24 @@ TEST_F(RowCacheTest, DirtyListsPerClock) {
 }
 
 TEST_F(RowCacheTest, AckPurgesSealedDeltasAndErasesEmptyEntries) {
-  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.AddDelta(e, 0, Dense({1, 1}));
   st_.AddDelta(e, 1, Dense({1, 1}));
+  EXPECT_EQ(st_.open_bytes, 32u);  // two open deltas of 2 x i64
   st_.Seal(e, 0);
-  st_.PurgeAcked(RowKey{1, 1}, 0);
+  EXPECT_EQ(st_.open_bytes, 16u);
+  EXPECT_EQ(st_.PurgeAcked(RowKey{1, 1}, 0), 16u);  // the sealed delta's bytes
   ASSERT_EQ(st_.Find(RowKey{1, 1}), e);
   EXPECT_TRUE(e->pending.empty());
   EXPECT_TRUE(e->has_open);  // clock 1 is still open: never purged
   st_.Seal(e, 1);
   EXPECT_FALSE(e->has_open);
-  st_.PurgeAcked(RowKey{1, 1}, 1);
+  EXPECT_EQ(st_.open_bytes, 0u);
+  EXPECT_EQ(st_.PurgeAcked(RowKey{1, 1}, 1), 16u);
   EXPECT_EQ(st_.Find(RowKey{1, 1}), nullptr);
 }
 
 TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
-  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.InstallValue(e, Dense({0, 0}), 0, 0);  // keeps the entry alive
   st_.AddDelta(e, 0, Dense({1, 1}));
@@ -112,7 +111,6 @@ TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
 }
 
 TEST_F(RowCacheTest, EvictionKeepsOplogAndSkipsPinned) {
-  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   const size_t one = kEntryOverheadBytes + 16;
   st_.budget = 2 * one + one / 2;  // room for two rows
   std::vector<CacheEntry*> es;
@@ -143,7 +141,6 @@ TEST_F(RowCacheTest, EvictionKeepsOplogAndSkipsPinned) {
 }
 
 TEST_F(RowCacheTest, DenseCellAndSparseRows) {
-  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.InstallValue(e, Dense({1, 1}), 0, 0);
   st_.AddDenseCell(e, 0, 1, 41.0);
@@ -161,6 +158,13 @@ TEST_F(RowCacheTest, DenseCellAndSparseRows) {
   std::string scratch;
   auto v = DecodeSparse<int64_t>(ReaderView(*s, sparse.format, &scratch));
   EXPECT_EQ(v, (std::vector<std::pair<uint32_t, int64_t>>{{1, 2}, {7, 1}}));
+  // Open bytes follow the sparse delta's size as it grows: the dense one's
+  // 16 plus the coalesced sparse delta's current encoding.
+  EXPECT_EQ(st_.open_bytes, 16u + s->open.delta.size());
+  const size_t sparse_bytes = s->open.delta.size();
+  st_.Seal(s, 0);
+  EXPECT_EQ(st_.open_bytes, 16u);
+  EXPECT_EQ(st_.PurgeAcked(RowKey{2, 1}, 0), sparse_bytes);
 }
 
 TEST(EntryTableTest, MatchesAStdMapUnderRandomInsertsAndErases) {

@@ -3,8 +3,9 @@
 // and connection events, in an exact order.
 //
 // Optional auto mode answers every Read with a value from a callback (version
-// and applied clock set by the test) and acks every Apply, from its own
-// thread (never inside Send).
+// and applied clock set by the test, or following the Applies) and acks every
+// Apply, from its own thread (never inside Send); it can answer the next Reads
+// with an Error instead (FailReads).
 #ifndef PACE_CLIENT_SCRIPTED_CHANNEL_TEST_UTIL_H_
 #define PACE_CLIENT_SCRIPTED_CHANNEL_TEST_UTIL_H_
 
@@ -80,16 +81,32 @@ class ScriptedChannel : public ShardChannel {
     }
     return out;
   }
+  // Auto mode: the next n Reads are answered with Error{their req_id, code,
+  // message, retriable} instead of values.
+  void FailReads(int n, StatusCode code, std::string message, bool retriable) {
+    std::lock_guard<std::mutex> l(mu_);
+    fail_reads_ = n;
+    fail_ = net::Error{0, code, std::move(message), retriable};
+  }
+  // Reads answered with an Error by FailReads so far.
+  int failed_reads() {
+    std::lock_guard<std::mutex> l(mu_);
+    return failed_reads_;
+  }
   void SkipAll() {
     std::lock_guard<std::mutex> l(mu_);
     cursor_ = sent_.size();
   }
 
   // Auto mode: value(table, row) answers Reads at version `version` (applied
-  // = version); Applies are acked.
-  void StartAuto(std::function<std::string(uint32_t, uint64_t)> value, Version version) {
+  // = version); Applies are acked. With on_apply, each Apply is passed to it
+  // before its Ack and the version becomes its clock + 1 (the shard clock of a
+  // job with one client process).
+  void StartAuto(std::function<std::string(uint32_t, uint64_t)> value, Version version,
+                 std::function<void(const net::Apply&)> on_apply = nullptr) {
     value_ = std::move(value);
     version_ = version;
+    on_apply_ = std::move(on_apply);
     {
       std::lock_guard<std::mutex> l(mu_);
       auto_ = true;
@@ -105,12 +122,27 @@ class ScriptedChannel : public ShardChannel {
       if (stop_) return;
       net::Message m = std::move(pending_auto_.front());
       pending_auto_.pop_front();
+      bool fail = false;
+      net::Error e;
+      if (std::holds_alternative<net::Read>(m) && fail_reads_ > 0) {
+        --fail_reads_;
+        ++failed_reads_;
+        fail = true;
+        e = fail_;
+      }
       l.unlock();
-      if (auto* r = std::get_if<net::Read>(&m)) {
+      if (auto* r = std::get_if<net::Read>(&m); r != nullptr && fail) {
+        e.req_id = r->req_id;
+        Deliver(std::move(e));
+      } else if (r != nullptr) {
         net::ReadReply reply{r->req_id, version_, version_, {}};
         for (uint64_t row : r->rows) reply.rows.push_back({r->table, row, value_(r->table, row)});
         Deliver(std::move(reply));
       } else if (auto* a = std::get_if<net::Apply>(&m)) {
+        if (on_apply_) {
+          on_apply_(*a);
+          version_ = a->clock + 1;
+        }
         Deliver(net::Ack{a->clock, false});
       }
       l.lock();
@@ -127,7 +159,12 @@ class ScriptedChannel : public ShardChannel {
   bool auto_ = false;
   bool stop_ = false;
   std::deque<net::Message> pending_auto_;
+  int fail_reads_ = 0;    // guarded by mu_
+  int failed_reads_ = 0;  // guarded by mu_
+  net::Error fail_;       // guarded by mu_
+  // Set before the auto thread starts, then used only by it.
   std::function<std::string(uint32_t, uint64_t)> value_;
+  std::function<void(const net::Apply&)> on_apply_;
   Version version_ = 0;
   std::thread auto_thread_;
 };

@@ -21,20 +21,21 @@ struct TableState {
       : schema(s),
         format(RowFormat::Of(s)),
         policy(ReadPolicy::For(s)),
-        push(s.consistency == Consistency::kEssp || s.consistency == Consistency::kAsync),
+        push(policy.uses_push()),
         index(index_in_client),
-        hist_bound(std::min<int64_t>(s.consistency == Consistency::kBsp ? 0 : s.staleness,
-                                     StalenessHistogram::kMaxTrackedStaleness)),
+        hist_bound(policy.histogram_bound()),
         owner(owner_client) {}
 
   const TableSchema schema;
   const RowFormat format;
   const ReadPolicy policy;
-  // essp and async rows subscribe to pushes on their first read.
+  // policy.uses_push(): essp and async rows subscribe to pushes on their
+  // first read and are never pulled again while subscribed.
   const bool push;
   // Dense index within the client (for per-worker counters).
   const uint32_t index;
-  // Staleness histogram buckets 0..hist_bound plus "> hist_bound".
+  // policy.histogram_bound(): staleness histogram buckets 0..hist_bound plus
+  // "> hist_bound".
   const int64_t hist_bound;
   // The Client::Impl that owns this table (to reject foreign handles).
   const void* const owner;

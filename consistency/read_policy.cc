@@ -2,10 +2,15 @@
 
 #include <algorithm>
 
+#include "consistency/staleness_histogram.h"
+
 namespace pace {
 
 ReadPolicy::ReadPolicy(Consistency consistency, int64_t staleness)
-    : consistency_(consistency),
-      staleness_(consistency == Consistency::kBsp ? 0 : std::max<int64_t>(staleness, 0)) {}
+    : consistency_(consistency), staleness_(BoundFor(consistency, staleness)) {}
+
+int64_t ReadPolicy::histogram_bound() const {
+  return std::min<int64_t>(staleness_, StalenessHistogram::kMaxTrackedStaleness);
+}
 
 }  // namespace pace

@@ -1,6 +1,14 @@
-// ReadPolicy: the read rule of one table (DESIGN.md section 1) as the client
-// applies it: which min_version to request and whether a cached version may be
-// used by a worker at clock c.
+// ReadPolicy: the client side of the protocol for one table (DESIGN.md section
+// 1), in one place: the bound s in effect ("bsp means s = 0" lives here and
+// nowhere else), whether the table's rows are kept fresh by shard pushes or
+// pulled by Reads, which min_version to request, whether a cached version may
+// serve a worker at clock c, and how far the staleness histogram tracks
+// staleness exactly.
+//
+// Pull or push: essp and async tables subscribe on their first read and are
+// refreshed by pushes (async never blocks once a row is cached, and without
+// pushes a cached async row would never change: docs/client-example.md);
+// bsp and ssp tables are pulled: a miss or a too-stale row sends a Read.
 //
 // A plain value; thread-compatible (and safe to share read-only).
 #ifndef PACE_CONSISTENCY_READ_POLICY_H_
@@ -15,18 +23,30 @@ namespace pace {
 
 class ReadPolicy {
  public:
-  // bsp forces s = 0; async ignores s; a negative s is treated as 0.
+  // bsp forces s = 0; a negative s is treated as 0. For async, s bounds no
+  // read; it only sets how far the histogram tracks staleness exactly.
   ReadPolicy(Consistency consistency, int64_t staleness);
   static ReadPolicy For(const TableSchema& schema) {
     return ReadPolicy(schema.consistency, schema.staleness);
   }
+  // The staleness a table of this consistency records: 0 for bsp, else
+  // max(s, 0). The one definition of "bsp means s = 0".
+  static int64_t BoundFor(Consistency consistency, int64_t staleness) {
+    return consistency == Consistency::kBsp ? 0 : (staleness > 0 ? staleness : 0);
+  }
 
   Consistency consistency() const { return consistency_; }
-  // The bound s in effect (0 for bsp; meaningless for async).
+  // The bound s in effect (0 for bsp; bounds no read for async).
   int64_t staleness() const { return staleness_; }
   bool is_async() const { return consistency_ == Consistency::kAsync; }
-  // True for essp: the shard pushes subscribed rows, reads subscribe.
-  bool uses_push() const { return consistency_ == Consistency::kEssp; }
+  // True for essp and async: reads subscribe and the shard pushes the rows;
+  // a subscribed row is never pulled again. False: every refresh is a Read.
+  bool uses_push() const {
+    return consistency_ == Consistency::kEssp || consistency_ == Consistency::kAsync;
+  }
+  // The staleness histogram's exact buckets 0..histogram_bound() (plus one
+  // "> bound" bucket): s, capped at StalenessHistogram::kMaxTrackedStaleness.
+  int64_t histogram_bound() const;
 
   // The min_version a worker at clock `c` requests on a miss or a too-stale
   // row: max(0, c - s); 0 for async (any value will do).

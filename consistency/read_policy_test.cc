@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "consistency/staleness_histogram.h"
+
 namespace pace {
 namespace {
 
@@ -40,6 +42,30 @@ TEST(ReadPolicyTest, AsyncNeverWaits) {
   EXPECT_TRUE(p.is_async());
   EXPECT_EQ(p.MinVersion(1000), 0);
   EXPECT_TRUE(p.IsFresh(0, 1000));
+  // Pushes keep async rows fresh: without them a cached row never changes.
+  EXPECT_TRUE(p.uses_push());
+}
+
+TEST(ReadPolicyTest, OnlyEsspAndAsyncArePushed) {
+  EXPECT_FALSE(ReadPolicy(Consistency::kBsp, 0).uses_push());
+  EXPECT_FALSE(ReadPolicy(Consistency::kSsp, 4).uses_push());
+  EXPECT_TRUE(ReadPolicy(Consistency::kEssp, 4).uses_push());
+  EXPECT_TRUE(ReadPolicy(Consistency::kAsync, 4).uses_push());
+}
+
+TEST(ReadPolicyTest, BoundForIsTheOneBspRule) {
+  EXPECT_EQ(ReadPolicy::BoundFor(Consistency::kBsp, 7), 0);
+  EXPECT_EQ(ReadPolicy::BoundFor(Consistency::kSsp, 7), 7);
+  EXPECT_EQ(ReadPolicy::BoundFor(Consistency::kEssp, -2), 0);
+  EXPECT_EQ(ReadPolicy::BoundFor(Consistency::kAsync, 64), 64);
+}
+
+TEST(ReadPolicyTest, HistogramBoundIsSCapped) {
+  EXPECT_EQ(ReadPolicy(Consistency::kBsp, 5).histogram_bound(), 0);
+  EXPECT_EQ(ReadPolicy(Consistency::kSsp, 3).histogram_bound(), 3);
+  EXPECT_EQ(ReadPolicy(Consistency::kAsync, 64).histogram_bound(), 64);
+  EXPECT_EQ(ReadPolicy(Consistency::kAsync, 1000000).histogram_bound(),
+            StalenessHistogram::kMaxTrackedStaleness);
 }
 
 TEST(ReadPolicyTest, StalenessIsClockMinusVersion) {

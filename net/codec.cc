@@ -200,7 +200,8 @@ struct BodyEncoder {
   }
   Body operator()(const Error& m) {
     auto message = Str(b, m.message);
-    return MakeBody(fb::CreateError(b, m.req_id, static_cast<fb::StatusCode>(m.code), message));
+    return MakeBody(
+        fb::CreateError(b, m.req_id, static_cast<fb::StatusCode>(m.code), message, m.retriable));
   }
 };
 
@@ -465,6 +466,7 @@ Status Decode(const fb::Error& t, Error* m) {
   }
   m->code = static_cast<StatusCode>(code);
   m->message = ToString(t.message());
+  m->retriable = t.retriable();
   return Status::OK();
 }
 

@@ -146,11 +146,15 @@ struct StatsReply {
 
 // Either direction. `req_id` names the request it answers (0: none, e.g. a
 // refused Hello or a bad frame). After an Error for a bad frame the sender
-// closes the connection.
+// closes the connection. `retriable`: the shard says the condition is
+// transient (too many parked reads, a failed read of its store, shutting
+// down): the same request may succeed later. Otherwise the request itself is
+// at fault (unknown table, bad rows) and sending it again cannot help.
 struct Error {
   uint64_t req_id = 0;
   StatusCode code = StatusCode::kInternal;
   std::string message;
+  bool retriable = false;
 
   Status ToStatus() const { return Status(code, message); }
 };

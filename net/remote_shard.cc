@@ -1,6 +1,9 @@
 #include "net/remote_shard.h"
 
 #include <glog/logging.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <boost/asio/connect.hpp>
@@ -165,6 +168,28 @@ Status RemoteShard::Impl::ConnectOnce(const tcp::resolver::results_type& endpoin
   return Status::OK();
 }
 
+namespace {
+
+// Keepalive probes every timeout/3 (at least 1 s) and TCP_USER_TIMEOUT: the
+// kernel aborts the connection once data or probes stay unacknowledged for
+// timeout_ms. Best effort: a failing setsockopt leaves the OS defaults.
+void SetDeadPeerTimeout(tcp::socket* socket, int timeout_ms) {
+  if (timeout_ms <= 0) return;
+  error_code ec;
+  socket->set_option(asio::socket_base::keep_alive(true), ec);
+  const int fd = socket->native_handle();
+  const int probe_s = std::max(1, timeout_ms / 3000);
+  const unsigned int user_timeout = static_cast<unsigned int>(timeout_ms);
+  bool ok = !ec;
+  ok &= setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &probe_s, sizeof(probe_s)) == 0;
+  ok &= setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &probe_s, sizeof(probe_s)) == 0;
+  ok &= setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout)) == 0;
+  if (!ok)
+    LOG(WARNING) << "cannot set TCP keepalive / TCP_USER_TIMEOUT; dead peers are noticed late";
+}
+
+}  // namespace
+
 Status RemoteShard::Impl::Connect() {
   if (options_.port == 0) return Status::InvalidArgument("RemoteShard: no port given");
   if (options_.connect_timeout_ms <= 0) {
@@ -186,7 +211,10 @@ Status RemoteShard::Impl::Connect() {
     } else {
       tcp::socket socket(io_);
       last = ConnectOnce(endpoints, deadline, &socket);
-      if (last.ok()) return Handshake(std::move(socket), deadline);
+      if (last.ok()) {
+        SetDeadPeerTimeout(&socket, options_.dead_peer_timeout_ms);
+        return Handshake(std::move(socket), deadline);
+      }
     }
     bool out_of_attempts =
         options_.max_connect_attempts > 0 && attempts >= options_.max_connect_attempts;

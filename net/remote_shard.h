@@ -66,6 +66,12 @@ struct RemoteShardOptions {
   int close_linger_ms = 1000;
   // Verifier limits for inbound payloads.
   DecodeOptions decode;
+  // If > 0: TCP keepalive probes and TCP_USER_TIMEOUT make the kernel drop
+  // the connection (the disconnect handler runs) when the server has not
+  // acknowledged data or probes for this long — a link down or a host gone
+  // without a reset, which TCP alone notices only after many minutes.
+  // 0: the OS defaults. Default: 0.
+  int dead_peer_timeout_ms = 0;
 };
 
 class RemoteShard {

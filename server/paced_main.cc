@@ -20,8 +20,11 @@
 
 #include "common/token_file.h"
 #include "net/address.h"
+#include "net/metrics_http.h"
 #include "net/server.h"
+#include "server/metrics.h"
 #include "server/shard_service.h"
+#include "tools/cli/cli.h"
 
 DEFINE_string(listen, "127.0.0.1:7100",
               "host:port to listen on (binds loopback unless told otherwise)");
@@ -44,6 +47,9 @@ DEFINE_int64(checkpoint_every, 0,
              "write a checkpoint every K shard clocks into --checkpoint_dir (0: never)");
 DEFINE_string(checkpoint_dir, "", "where periodic checkpoints go; default DATA_DIR/checkpoints");
 DEFINE_int32(checkpoint_keep, 3, "periodic checkpoints to keep (oldest are deleted)");
+DEFINE_string(metrics_listen, "",
+              "host:port serving Prometheus metrics at /metrics (port 0: any free port; "
+              "empty: none); see docs/operations.md");
 
 namespace pace {
 namespace {
@@ -186,6 +192,25 @@ int Run() {
             << ":" << server.port() << ", " << tables.size() << " table(s), shard clock "
             << service->ShardClock() << (FLAGS_sync ? ", sync" : "");
   for (const auto& t : tables) LOG(INFO) << "  table " << DescribeSchema(t);
+  std::unique_ptr<net::MetricsHttpServer> metrics;
+  if (!FLAGS_metrics_listen.empty()) {
+    ShardMetricsLimits limits;
+    limits.block_cache_bytes = uint64_t{FLAGS_block_cache_mb} << 20;
+    limits.write_buffer_bytes = uint64_t{FLAGS_write_buffer_mb} << 20;
+    limits.row_cache_bytes = uint64_t{FLAGS_row_cache_mb} << 20;
+    limits.sync = FLAGS_sync;
+    s = net::MetricsHttpServer::Start(
+        FLAGS_metrics_listen,
+        [&service, &server, limits] {
+          return RenderShardMetrics(service.get(), server.stats(), limits);
+        },
+        &metrics);
+    if (!s.ok()) {
+      std::fprintf(stderr, "paced: --metrics_listen: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::printf("paced metrics on %s:%u\n", metrics->host().c_str(), metrics->port());
+  }
   // A machine-readable line for scripts and tests (port 0 picks a free port).
   std::printf("paced listening on %s:%u\n", server_options.host.c_str(), server.port());
   std::fflush(stdout);
@@ -204,6 +229,7 @@ int Run() {
     checkpointer.MaybeCheckpoint();
   }
   LOG(INFO) << "paced: signal " << signo << ", shutting down";
+  metrics.reset();
   server.Stop();    // stops accepting, closes sessions, waits for in-flight handlers
   service.reset();  // closes RocksDB
   LOG(INFO) << "paced: clean exit";
@@ -214,10 +240,22 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "PaceDB shard server.\n  paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 "
-      "--num_shards=1 --num_clients=N [--token_file=F] [--sync]");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pace::cli::ProgramInfo info;
+  info.name = "paced";
+  info.summary = "a PaceDB shard server";
+  info.usage =
+      "paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 --num_shards=1 --num_clients=N\n"
+      "      [--token_file=F] [--sync]";
+  info.groups = {
+      {"store", {"data_dir", "sync", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"}},
+      {"cluster",
+       {"listen", "shard", "num_shards", "num_clients", "token_file", "holdback_warn_ms"}},
+      {"memory", {"block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb"}},
+      {"threads", {"io_threads"}},
+      {"logging", {"minloglevel"}},
+  };
+  info.footer = "SIGTERM/SIGINT: a clean stop. Documentation: README.md (\"paced\")";
+  pace::cli::ParseCommandLine(info, &argc, &argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   return pace::Run();

@@ -10,6 +10,8 @@
 #include <utility>
 #include <variant>
 
+#include "server/engine_adapters.h"
+
 namespace pace {
 
 namespace {
@@ -58,14 +60,14 @@ ShardService::ShardService(const ShardServiceOptions& options, std::unique_ptr<S
       shard_id_(store_->identity().shard_id),
       num_shards_(store_->identity().num_shards),
       num_clients_(store_->identity().num_clients),
-      clocks_(ClocksFor(store_->AppliedClocks(), num_clients_),
-              NowMs(std::chrono::steady_clock::now())) {}
+      rows_(std::make_unique<StoreRows>(store_.get())),
+      engine_(ShardEngineOptions{options.max_parked_reads_per_session, options.max_push_bytes},
+              ClocksFor(store_->AppliedClocks(), num_clients_),
+              NowMs(std::chrono::steady_clock::now()), rows_.get()) {}
 
 ShardService::~ShardService() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (ParkedRead& p : parked_.TakeReady(INT64_MAX)) {
-    p.session->Send(net::Error{p.read.req_id, StatusCode::kAborted, "shard shutting down"});
-  }
+  engine_.AbortParked(Status::Aborted("shard shutting down"));
 }
 
 int64_t ShardService::NowMs(std::chrono::steady_clock::time_point t) {
@@ -89,15 +91,17 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
   welcome->shard_id = shard_id_;
   welcome->num_shards = num_shards_;
   welcome->num_clients = num_clients_;
-  welcome->shard_clock = clocks_.Min();
+  const ClockVector& clocks = engine_.clocks();
+  welcome->shard_clock = clocks.Min();
   welcome->applied_clock =
-      hello.role == net::Hello::kClientProcess ? clocks_.Get(hello.client_id) : clocks_.Min();
+      hello.role == net::Hello::kClientProcess ? clocks.Get(hello.client_id) : clocks.Min();
   return Status::OK();
 }
 
 void ShardService::OnConnect(const SessionPtr& session) {
   std::lock_guard<std::mutex> lock(mu_);
   sessions_[session->id()] = session;
+  EnsurePeer(session);
   VLOG(1) << "session " << session->id() << " connected: client " << session->hello().client_id
           << (session->hello().role == net::Hello::kObserver ? " (observer)" : "");
 }
@@ -105,12 +109,10 @@ void ShardService::OnConnect(const SessionPtr& session) {
 void ShardService::OnDisconnect(const SessionPtr& session) {
   const uint64_t id = session->id();
   std::lock_guard<std::mutex> lock(mu_);
-  size_t parked = parked_.RemoveIf([id](const ParkedRead& p) { return p.session->id() == id; });
-  parked_per_session_.erase(id);
-  size_t subs = subs_.RemoveSubscriber(id);
+  const ShardEngine::Dropped dropped = engine_.Disconnect(id);
   sessions_.erase(id);
-  VLOG(1) << "session " << id << " disconnected: dropped " << parked << " parked read(s), " << subs
-          << " subscription(s)";
+  VLOG(1) << "session " << id << " disconnected: dropped " << dropped.parked << " parked read(s), "
+          << dropped.subscriptions << " subscription(s)";
 }
 
 // --- Dispatch ------------------------------------------------------------------
@@ -135,9 +137,10 @@ void ShardService::OnMessage(const SessionPtr& s, net::Message m) {
   s->Close(Status::InvalidArgument(std::string("unexpected ") + name + " message from a client"));
 }
 
-void ShardService::SendError(const SessionPtr& s, uint64_t req_id, const Status& st) {
+void ShardService::SendError(const SessionPtr& s, uint64_t req_id, const Status& st,
+                             bool retriable) {
   counters_.request_errors.fetch_add(1, std::memory_order_relaxed);
-  s->Send(net::Error{req_id, st.code(), st.message()});
+  s->Send(net::Error{req_id, st.code(), st.message(), retriable});
 }
 
 // --- Catalog -------------------------------------------------------------------
@@ -169,55 +172,57 @@ void ShardService::HandleDescribeTable(const SessionPtr& s, const net::DescribeT
 
 Version ShardService::ShardClock() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return clocks_.Min();
+  return engine_.shard_clock();
 }
 
 std::vector<ClockT> ShardService::AppliedClocks() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return clocks_.clocks();
+  return engine_.clocks().clocks();
 }
 
 size_t ShardService::NumParkedReads() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return parked_.size();
+  return engine_.num_parked();
 }
 
 size_t ShardService::NumSubscriptions() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return subs_.num_subscriptions();
+  return engine_.subscriptions().num_subscriptions();
 }
 
 net::StatsReply ShardService::Stats() const {
   net::StatsReply r;
   r.shard_id = shard_id_;
-  auto add = [&r](const char* name, const std::atomic<int64_t>& v) {
-    r.counters.emplace_back(name, v.load(std::memory_order_relaxed));
-  };
-  add("batches_applied", counters_.batches_applied);
-  add("duplicates", counters_.duplicates);
-  add("apply_errors", counters_.apply_errors);
-  add("reads", counters_.reads);
-  add("parked_reads", counters_.parked_reads);
-  add("rows_read", counters_.rows_read);
-  add("rows_pushed", counters_.rows_pushed);
-  add("pushes", counters_.pushes);
-  add("push_dones", counters_.push_dones);
-  add("delta_bytes_in", counters_.delta_bytes_in);
-  add("value_bytes_out", counters_.value_bytes_out);
-  add("request_errors", counters_.request_errors);
+  auto load = [](const std::atomic<int64_t>& v) { return v.load(std::memory_order_relaxed); };
+  std::lock_guard<std::mutex> lock(mu_);
+  const ShardEngineCounters& e = engine_.counters();
+  r.counters = {{"batches_applied", load(counters_.batches_applied)},
+                {"duplicates", load(counters_.duplicates)},
+                {"apply_errors", load(counters_.apply_errors)},
+                {"reads", load(counters_.reads)},
+                {"parked_reads", e.parked_reads},
+                {"rows_read", e.rows_read},
+                {"rows_pushed", e.rows_pushed},
+                {"pushes", e.pushes},
+                {"push_dones", e.push_dones},
+                {"delta_bytes_in", load(counters_.delta_bytes_in)},
+                {"value_bytes_out", e.value_bytes_out},
+                {"request_errors", load(counters_.request_errors) + e.read_errors}};
   const RowCacheStats cache = store_->row_cache_stats();
   r.counters.emplace_back("row_cache_hits", static_cast<int64_t>(cache.hits));
   r.counters.emplace_back("row_cache_misses", static_cast<int64_t>(cache.misses));
   r.counters.emplace_back("row_cache_evictions", static_cast<int64_t>(cache.evictions));
   r.counters.emplace_back("row_cache_rows", static_cast<int64_t>(cache.entries));
   r.counters.emplace_back("row_cache_bytes", static_cast<int64_t>(cache.bytes));
-  std::lock_guard<std::mutex> lock(mu_);
-  r.shard_clock = clocks_.Min();
-  r.applied_clocks = clocks_.clocks();
+  const ClockVector& clocks = engine_.clocks();
+  r.shard_clock = clocks.Min();
+  r.applied_clocks = clocks.clocks();
   r.counters.emplace_back("sessions", static_cast<int64_t>(sessions_.size()));
-  r.counters.emplace_back("parked_now", static_cast<int64_t>(parked_.size()));
-  r.counters.emplace_back("subscribers", static_cast<int64_t>(subs_.num_subscribers()));
-  r.counters.emplace_back("subscriptions", static_cast<int64_t>(subs_.num_subscriptions()));
+  r.counters.emplace_back("parked_now", static_cast<int64_t>(engine_.num_parked()));
+  r.counters.emplace_back("subscribers",
+                          static_cast<int64_t>(engine_.subscriptions().num_subscribers()));
+  r.counters.emplace_back("subscriptions",
+                          static_cast<int64_t>(engine_.subscriptions().num_subscriptions()));
   return r;
 }
 
@@ -238,11 +243,16 @@ HoldbackReport ShardService::CheckHoldback(std::chrono::steady_clock::time_point
   HoldbackReport r;
   const int64_t now_ms = NowMs(now);
   std::lock_guard<std::mutex> lock(mu_);
-  r.shard_clock = clocks_.Min();
-  r.held_back = clocks_.HoldsBack();
+  // The timer that calls this also retries pushes that could not read
+  // their rows (else subscribers waiting for them wait for the next clock,
+  // which may never come).
+  engine_.RetryPushes();
+  const ClockVector& clocks = engine_.clocks();
+  r.shard_clock = clocks.Min();
+  r.held_back = clocks.HoldsBack();
   if (!r.held_back) return r;
-  r.laggards = clocks_.Laggards();
-  const int64_t since = clocks_.held_back_since_ms();
+  r.laggards = clocks.Laggards();
+  const int64_t since = clocks.held_back_since_ms();
   r.stalled_ms = now_ms - since;
   if (options_.holdback_warn_ms <= 0 || r.stalled_ms < options_.holdback_warn_ms) return r;
   if (warned_clock_ != r.shard_clock || warned_since_ms_ != since) {  // a new stall
@@ -274,7 +284,7 @@ HoldbackReport ShardService::CheckHoldback(std::chrono::steady_clock::time_point
     }
     msg << (shown > 1 ? ", " : " ") << c << (connected[c] ? "" : " (not connected)");
   }
-  msg << "; the fastest client is at clock " << clocks_.Max();
+  msg << "; the fastest client is at clock " << clocks.Max();
   r.message = msg.str();
   r.warned = true;
   LOG(WARNING) << r.message;

@@ -1,7 +1,9 @@
 // ShardService: one shard of PaceDB as a net::ServiceHandler — the generic
-// versioned key-value service over a ShardStore plus the server side of the
+// versioned key-value service over a ShardStore, wired to the protocol engine
+// (consistency/shard_engine.h), which decides the server side of the
 // consistency models (DESIGN.md section 1): the shard clock, parked SSP reads,
-// ESSP subscriptions and pushes.
+// ESSP subscriptions and pushes. This class validates requests, applies
+// batches to the store and sends the Acks.
 //
 // Protocol summary (messages in net/messages.h):
 //   Hello(kClientProcess, id < num_clients) -> Welcome; kObserver: any id, no Apply.
@@ -42,9 +44,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "consistency/clock_vector.h"
-#include "consistency/parked_reads.h"
-#include "consistency/subscription_registry.h"
+#include "consistency/shard_engine.h"
 #include "net/messages.h"
 #include "net/session.h"
 #include "storage/shard_store.h"
@@ -105,8 +105,9 @@ class ShardService : public net::ServiceHandler {
 
   // Logs a glog WARNING naming the client(s) holding back the shard clock if
   // some client has waited at least holdback_warn_ms for them. Repeats for the
-  // same stall at doubling intervals. The paced binary calls this from a timer;
-  // `now` is the steady clock.
+  // same stall at doubling intervals. Also retries ESSP pushes that could not
+  // read their rows. The paced binary calls this from a timer; `now` is the
+  // steady clock.
   HoldbackReport CheckHoldback(std::chrono::steady_clock::time_point now);
 
   Version ShardClock() const;
@@ -127,22 +128,12 @@ class ShardService : public net::ServiceHandler {
 
  private:
   using SessionPtr = std::shared_ptr<net::Session>;
-  struct ParkedRead {
-    SessionPtr session;
-    net::Read read;
-  };
   struct Counters {
     std::atomic<int64_t> batches_applied{0};
     std::atomic<int64_t> duplicates{0};
     std::atomic<int64_t> apply_errors{0};
     std::atomic<int64_t> reads{0};
-    std::atomic<int64_t> parked_reads{0};
-    std::atomic<int64_t> rows_read{0};
-    std::atomic<int64_t> rows_pushed{0};
-    std::atomic<int64_t> pushes{0};
-    std::atomic<int64_t> push_dones{0};
     std::atomic<int64_t> delta_bytes_in{0};
-    std::atomic<int64_t> value_bytes_out{0};
     std::atomic<int64_t> request_errors{0};
   };
 
@@ -155,19 +146,14 @@ class ShardService : public net::ServiceHandler {
   void HandleListTables(const SessionPtr& s, const net::ListTables& m);
   void HandleDescribeTable(const SessionPtr& s, const net::DescribeTable& m);
   void HandleStats(const SessionPtr& s, const net::StatsRequest& m);
-  void SendError(const SessionPtr& s, uint64_t req_id, const Status& st);
+  // `retriable`: the condition is transient (net::Error::retriable).
+  void SendError(const SessionPtr& s, uint64_t req_id, const Status& st, bool retriable = false);
 
   // Checks that every row belongs to this shard (if check_placement).
   Status CheckPlacement(uint32_t table, uint64_t row) const;
-  // The applied clock to stamp on values sent to `s`: its a_p, or the shard
-  // clock for observers. REQUIRES: mu_ held.
-  ClockT AppliedClockFor(const net::Session& s) const;
-  // Reads the rows and sends the ReadReply (or an Error); subscribes if asked.
-  // REQUIRES: mu_ held and ShardClock >= read.min_version.
-  void AnswerRead(const SessionPtr& s, const net::Read& read);
-  // Answers ready parked reads and pushes to subscribers. REQUIRES: mu_ held.
-  void OnShardClockAdvanced(Version clock);
-  void PushToSubscribers(Version clock);
+  // Registers `s` with the engine if the transport never called OnConnect.
+  // REQUIRES: mu_ held.
+  void EnsurePeer(const SessionPtr& s);
   static int64_t NowMs(std::chrono::steady_clock::time_point t);
 
   // Constant after construction.
@@ -179,15 +165,15 @@ class ShardService : public net::ServiceHandler {
 
   Counters counters_;
 
-  // Serializes ApplyBatch with reads that are answered or pushed; guards
+  // The store as the engine reads it.
+  const std::unique_ptr<VersionedRows> rows_;
+
+  // Serializes ApplyBatch with the engine's calls (so that reads answered or
+  // pushed see each batch together with its applied clock); guards
   // everything below.
   mutable std::mutex mu_;
-  ClockVector clocks_;
-  ParkedReads<ParkedRead> parked_;
-  // Parked reads per session id (guarded by mu_).
-  std::unordered_map<uint64_t, size_t> parked_per_session_;
-  SubscriptionRegistry subs_;
-  // Connected sessions by id: where pushes go.
+  ShardEngine engine_;
+  // Connected sessions by id (for the holdback warning).
   std::unordered_map<uint64_t, SessionPtr> sessions_;
   // Holdback warning rate limit: the stall last warned about and when next.
   Version warned_clock_ = -1;

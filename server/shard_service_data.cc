@@ -1,21 +1,15 @@
-// ShardService: the data path — reads (answered or parked), batch application,
-// and what a shard-clock advance triggers (parked reads, ESSP pushes).
+// ShardService: the data path — request validation, batch application and
+// Acks; what to answer, park or push is the engine's (consistency/).
 #include <glog/logging.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "common/hash.h"
+#include "server/engine_adapters.h"
 #include "server/shard_service.h"
 
 namespace pace {
-
-namespace {
-
-// Rows reserved up front in one Push (messages are cut by bytes anyway).
-constexpr size_t kMaxReservedPushRows = size_t{1} << 16;
-
-}  // namespace
 
 Status ShardService::CheckPlacement(uint32_t table, uint64_t row) const {
   if (!options_.check_placement || num_shards_ <= 1) return Status::OK();
@@ -26,12 +20,11 @@ Status ShardService::CheckPlacement(uint32_t table, uint64_t row) const {
       std::to_string(owner) + ", not shard " + std::to_string(shard_id_));
 }
 
-ClockT ShardService::AppliedClockFor(const net::Session& s) const {
-  const net::Hello& h = s.hello();
-  if (h.role == net::Hello::kClientProcess && h.client_id < clocks_.num_clients()) {
-    return clocks_.Get(h.client_id);
-  }
-  return clocks_.Min();  // observers have no own updates: a = v
+void ShardService::EnsurePeer(const SessionPtr& s) {
+  if (engine_.IsConnected(s->id())) return;
+  const net::Hello& h = s->hello();
+  engine_.Connect(s->id(), std::make_shared<SessionPeer>(s),
+                  PeerInfo{h.role == net::Hello::kClientProcess, h.client_id});
 }
 
 // --- Reads -----------------------------------------------------------------------
@@ -52,55 +45,20 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
     Status st = CheckPlacement(m.table, row);
     if (!st.ok()) return SendError(s, m.req_id, st);
   }
+  ReadRequest read;
+  read.req_id = m.req_id;
+  read.table = m.table;
+  read.rows = std::move(m.rows);
+  read.min_version = m.min_version;
+  read.subscribe = m.subscribe;
   std::lock_guard<std::mutex> lock(mu_);
-  if (clocks_.Min() >= m.min_version) {
-    AnswerRead(s, m);
-    return;
-  }
-  size_t& parked = parked_per_session_[s->id()];
-  if (parked >= options_.max_parked_reads_per_session) {
-    return SendError(
-        s, m.req_id,
-        Status::ResourceExhausted("too many parked reads (" + std::to_string(parked) +
-                                  ") on this connection waiting for the shard clock to reach " +
-                                  std::to_string(m.min_version) + " (it is " +
-                                  std::to_string(clocks_.Min()) + ")"));
-  }
-  ++parked;
-  counters_.parked_reads.fetch_add(1, std::memory_order_relaxed);
-  const Version min_version = m.min_version;
-  parked_.Park(min_version, ParkedRead{s, std::move(m)});
-}
-
-void ShardService::AnswerRead(const SessionPtr& s, const net::Read& read) {
-  std::vector<std::string> values;
-  Status st = store_->MultiGet(read.table, read.rows, &values);
-  if (!st.ok() || values.size() != read.rows.size()) {
-    if (st.ok()) st = Status::Internal("MultiGet returned a wrong number of values");
-    return SendError(s, read.req_id, st);
-  }
-  net::ReadReply reply;
-  reply.req_id = read.req_id;
-  reply.version = clocks_.Min();
-  reply.applied_clock = AppliedClockFor(*s);
-  reply.rows.reserve(values.size());
-  int64_t bytes = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
-    bytes += static_cast<int64_t>(values[i].size());
-    reply.rows.push_back(net::RowData{read.table, read.rows[i], std::move(values[i])});
-  }
-  if (read.subscribe) {
-    subs_.Subscribe(s->id(), read.table, read.rows);
-    sessions_.emplace(s->id(), s);  // in case the transport never called OnConnect
-  }
-  counters_.rows_read.fetch_add(static_cast<int64_t>(reply.rows.size()), std::memory_order_relaxed);
-  counters_.value_bytes_out.fetch_add(bytes, std::memory_order_relaxed);
-  s->Send(std::move(reply));
+  EnsurePeer(s);
+  engine_.Read(s->id(), std::move(read));
 }
 
 void ShardService::HandleUnsubscribe(const SessionPtr& s, const net::Unsubscribe& m) {
   std::lock_guard<std::mutex> lock(mu_);
-  subs_.Unsubscribe(s->id(), m.table, m.rows);
+  engine_.Unsubscribe(s->id(), m.table, m.rows);
 }
 
 // --- Applies ---------------------------------------------------------------------
@@ -166,114 +124,15 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
     return;
   }
   counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
-  for (const RowDelta& d : deltas) subs_.MarkDirty(RowKey{d.table, d.row}, s->id());
-  const Version old_clock = clocks_.Min();
-  const Version new_clock = clocks_.Set(hello.client_id, store_->AppliedClock(hello.client_id),
-                                        NowMs(std::chrono::steady_clock::now()));
+  for (const RowDelta& d : deltas) engine_.MarkChanged(s->id(), RowKey{d.table, d.row});
   s->Send(net::Ack{m.clock, false});
-  if (new_clock > old_clock) OnShardClockAdvanced(new_clock);
-}
-
-// --- Shard clock advances ----------------------------------------------------------
-
-void ShardService::OnShardClockAdvanced(Version clock) {
-  VLOG(2) << "shard " << shard_id_ << " clock -> " << clock;
-  for (ParkedRead& p : parked_.TakeReady(clock)) {
-    auto it = parked_per_session_.find(p.session->id());
-    if (it != parked_per_session_.end() && --it->second == 0) parked_per_session_.erase(it);
-    AnswerRead(p.session, p.read);
+  const int64_t push_read_errors = engine_.counters().push_read_errors;
+  engine_.Advance(hello.client_id, store_->AppliedClock(hello.client_id),
+                  NowMs(std::chrono::steady_clock::now()));
+  if (engine_.counters().push_read_errors != push_read_errors) {
+    LOG_EVERY_N(ERROR, 100) << "shard " << shard_id_
+                            << ": reading rows for pushes failed; will retry at the next clock";
   }
-  PushToSubscribers(clock);
-}
-
-void ShardService::PushToSubscribers(Version clock) {
-  PushPlan plan = subs_.PlanPush();
-  if (plan.subscribers.empty()) return;
-
-  // Read every changed row once. plan.rows is sorted by table: one MultiGet
-  // per table.
-  const size_t n = plan.rows.size();
-  std::vector<std::string> values(n);
-  std::vector<bool> read_ok(n, false);
-  for (size_t begin = 0; begin < n;) {
-    const uint32_t table = plan.rows[begin].table;
-    size_t end = begin;
-    std::vector<uint64_t> ids;
-    while (end < n && plan.rows[end].table == table) ids.push_back(plan.rows[end++].row);
-    std::vector<std::string> vals;
-    Status st = store_->MultiGet(table, ids, &vals);
-    if (st.ok() && vals.size() == ids.size()) {
-      for (size_t i = 0; i < ids.size(); ++i) {
-        values[begin + i] = std::move(vals[i]);
-        read_ok[begin + i] = true;
-      }
-    } else {
-      LOG_EVERY_N(ERROR, 100) << "shard " << shard_id_ << ": reading " << ids.size()
-                              << " rows of table " << table
-                              << " for pushes failed: " << st.ToString()
-                              << "; will retry at the next clock";
-    }
-    begin = end;
-  }
-
-  // Each value is copied into the pushes of all but the last subscriber that
-  // gets it, and moved into that one's.
-  std::vector<uint32_t> uses(n, 0);
-  for (const PushPlan::Entry& entry : plan.subscribers) {
-    if (sessions_.count(entry.subscriber) == 0) continue;
-    for (uint32_t i : entry.row_indices) ++uses[i];
-  }
-
-  int64_t rows_pushed = 0, pushes = 0, push_dones = 0, bytes_out = 0;
-  for (const PushPlan::Entry& entry : plan.subscribers) {
-    auto it = sessions_.find(entry.subscriber);
-    if (it == sessions_.end()) continue;
-    const SessionPtr& s = it->second;
-    const ClockT applied = AppliedClockFor(*s);
-    // A row that could not be read must not be declared current: skip this
-    // subscriber's PushDone and retry the row at the next advance.
-    bool complete = true;
-    net::Push push{clock, applied, {}};
-    push.rows.reserve(std::min(entry.row_indices.size(), kMaxReservedPushRows));
-    size_t push_bytes = 0;
-    for (uint32_t i : entry.row_indices) {
-      if (!read_ok[i]) {
-        complete = false;
-        subs_.MarkDirty(plan.rows[i]);
-        continue;
-      }
-      push_bytes += values[i].size();
-      if (--uses[i] == 0) {
-        push.rows.push_back(
-            net::RowData{plan.rows[i].table, plan.rows[i].row, std::move(values[i])});
-      } else {
-        push.rows.push_back(net::RowData{plan.rows[i].table, plan.rows[i].row, values[i]});
-      }
-      if (push_bytes >= options_.max_push_bytes) {
-        rows_pushed += static_cast<int64_t>(push.rows.size());
-        bytes_out += static_cast<int64_t>(push_bytes);
-        ++pushes;
-        s->Send(std::move(push));
-        push = net::Push{clock, applied, {}};
-        push.rows.reserve(std::min(entry.row_indices.size(), kMaxReservedPushRows));
-        push_bytes = 0;
-      }
-    }
-    if (!push.rows.empty()) {
-      rows_pushed += static_cast<int64_t>(push.rows.size());
-      bytes_out += static_cast<int64_t>(push_bytes);
-      ++pushes;
-      s->Send(std::move(push));
-    }
-    if (complete) {
-      ++push_dones;
-      s->Send(net::PushDone{clock, applied});
-    }
-  }
-  counters_.rows_pushed.fetch_add(rows_pushed, std::memory_order_relaxed);
-  counters_.pushes.fetch_add(pushes, std::memory_order_relaxed);
-  counters_.push_dones.fetch_add(push_dones, std::memory_order_relaxed);
-  counters_.value_bytes_out.fetch_add(bytes_out, std::memory_order_relaxed);
 }
 
 }  // namespace pace

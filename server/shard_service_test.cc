@@ -432,6 +432,7 @@ TEST_F(ShardServiceTest, ParkedReadsPerSessionAreBounded) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].req_id, 20u);
   EXPECT_EQ(errors[0].code, StatusCode::kResourceExhausted);
+  EXPECT_TRUE(errors[0].retriable);
   Read(c0, 21, t, {5}, 0);  // answerable at once: still served
   EXPECT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 1u);
   Apply(c0, 0);  // clock -> 1: the three parked reads are answered

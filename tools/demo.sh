@@ -16,4 +16,12 @@ fi
 rm -rf "$demo/pace-data"
 "$bin/pace_mf" --train="$demo/train.txt" --test="$demo/test.txt" --data_dir="$demo/pace-data" \
   --csv="$demo/mf.csv"
-echo "demo: per-clock CSV in $demo/mf.csv; the model is in $demo/pace-data"
+cat <<NEXT
+demo: per-clock CSV in $demo/mf.csv; the model is in $demo/pace-data. Next, try:
+  $bin/pacectl --data_dir=$demo/pace-data tables
+  $bin/pacectl --data_dir=$demo/pace-data get mf.item 1 2
+  $bin/pacectl --data_dir=$demo/pace-data export mf.item --format=npy --out=$demo/items.npy
+  $bin/pace_mf --train=$demo/train.txt --test=$demo/test.txt --data_dir=$demo/pace-data --clocks=80 --resume
+  $bin/pace_mf --help
+and README.md "Use it" for LDA and a two-shard cluster.
+NEXT

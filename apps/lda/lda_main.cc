@@ -5,6 +5,7 @@
 //
 // Exit code 0 on success, 1 on a usage or input error, 2 if training failed.
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 
 #include <cstdio>
 #include <memory>
@@ -15,8 +16,12 @@
 #include "apps/lda/lda_model.h"
 #include "apps/lda/lda_trainer.h"
 #include "apps/shared/app_flags.h"
+#include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
+#include "apps/shared/stop_signal.h"
+#include "client/metrics.h"
 #include "client/pace.h"
+#include "tools/cli/cli.h"
 
 DEFINE_string(docword, "", "UCI bag-of-words docword.txt");
 DEFINE_string(docs, "", "or: one document of whitespace-separated tokens per line");
@@ -28,6 +33,10 @@ DEFINE_int32(topics_out, 10, "print the N most frequent words of every topic at 
 DEFINE_string(table_prefix, "lda",
               "names of the tables: PREFIX.word_topic, PREFIX.topic_totals, PREFIX.stats");
 
+DEFINE_string(metrics_listen, "",
+              "host:port serving this process's Prometheus metrics at /metrics (port 0: any "
+              "free port; empty: none); see docs/operations.md");
+
 namespace pace {
 namespace lda {
 namespace {
@@ -36,10 +45,13 @@ constexpr char kProgram[] = "pace_lda";
 
 std::vector<apps::ReportColumn> Columns() {
   using apps::ColumnFormat;
-  return {{"clock", ColumnFormat::kInteger},         {"seconds", ColumnFormat::kSeconds},
-          {"loglik", ColumnFormat::kNumber},         {"tokens_per_s", ColumnFormat::kNumber},
-          {"staleness_mean", ColumnFormat::kNumber}, {"staleness_p99", ColumnFormat::kInteger},
-          {"blocked_pct", ColumnFormat::kNumber}};
+  return {{"clock", ColumnFormat::kInteger},
+          {"seconds", ColumnFormat::kSeconds},
+          {"loglik", ColumnFormat::kNumber, 1},
+          {"tokens_per_s", ColumnFormat::kNumber, 0},
+          {"staleness_mean", ColumnFormat::kNumber, 2},
+          {"staleness_p99", ColumnFormat::kInteger},
+          {"blocked_pct", ColumnFormat::kNumber, 1}};
 }
 
 Status LoadCorpus(Corpus* corpus) {
@@ -118,6 +130,32 @@ int RunBaseline(const Corpus& corpus, const LdaTrainOptions& o, apps::ReportWrit
   return 0;
 }
 
+// The flags that shape the model and a fingerprint of the corpus as loaded.
+apps::JobDescription DescribeJob(const Corpus& corpus, const LdaTrainOptions& o) {
+  apps::JobDescription job;
+  job.app = kProgram;
+  job.table_prefix = o.table_prefix;
+  job.resumable = false;
+  apps::InputFingerprint fp;
+  fp.AddValue(corpus.vocab_size);
+  for (const std::vector<uint32_t>& doc : corpus.docs) {
+    fp.AddValue(static_cast<uint64_t>(doc.size()));
+    if (!doc.empty()) fp.Add(doc.data(), doc.size() * sizeof(uint32_t));
+  }
+  job.input = fp.value();
+  job.input_desc = FLAGS_docword.empty() ? FLAGS_docs : FLAGS_docword;
+  job.flags = {
+      {"topics", std::to_string(o.params.topics)},
+      {"alpha", apps::ShortestDouble(o.params.alpha)},
+      {"beta", apps::ShortestDouble(o.params.beta)},
+      {"minibatch", apps::ShortestDouble(o.minibatch)},
+      {"consistency", std::string(ConsistencyName(o.run.consistency))},
+      {"staleness", std::to_string(o.run.staleness)},
+      {"seed", std::to_string(o.run.seed)},
+  };
+  return job;
+}
+
 int Run() {
   LdaTrainOptions options;
   Status s = OptionsFromFlags(&options);
@@ -127,16 +165,19 @@ int Run() {
     s = apps::ClientOptionsFromFlags(&client_options);
     if (!s.ok()) return apps::UsageError(kProgram, s);
   }
+  s = apps::CheckOutputFile("csv", FLAGS_csv);
+  if (s.ok()) s = apps::CheckOutputFile("staleness_hist", FLAGS_staleness_hist);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
   Corpus corpus;
   s = LoadCorpus(&corpus);
   if (!s.ok()) return apps::UsageError(kProgram, s);
 
   apps::ReportWriter report(Columns(), stdout);
-  if (!FLAGS_csv.empty()) {
-    s = report.OpenCsv(FLAGS_csv);
-    if (!s.ok()) return apps::UsageError(kProgram, s);
-  }
   if (FLAGS_baseline) {
+    if (!FLAGS_csv.empty()) {
+      s = report.OpenCsv(FLAGS_csv);
+      if (!s.ok()) return apps::UsageError(kProgram, s);
+    }
     int rc = RunBaseline(corpus, options, &report);
     s = report.Close();
     return rc != 0 ? rc : (s.ok() ? 0 : apps::UsageError(kProgram, s));
@@ -145,6 +186,19 @@ int Run() {
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
   if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
+  s = apps::CheckAndRecordJob(client.get(), DescribeJob(corpus, options), options.run.resume);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
+  if (!FLAGS_csv.empty()) {
+    s = report.OpenCsv(FLAGS_csv, /*append=*/options.run.resume);
+    if (!s.ok()) return apps::UsageError(kProgram, s);
+  }
+  std::unique_ptr<ClientMetricsServer> metrics;
+  if (!FLAGS_metrics_listen.empty()) {
+    s = ClientMetricsServer::Start(FLAGS_metrics_listen, client.get(), &metrics);
+    if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--metrics_listen"));
+    std::printf("# metrics on %s\n", metrics->address().c_str());
+    std::fflush(stdout);
+  }
   LdaTrainer trainer(client.get(), &corpus, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
@@ -153,11 +207,15 @@ int Run() {
               client->client_id(), client->num_clients(), options.run.workers,
               apps::DescribeConsistency(options.run).c_str(), options.params.topics,
               options.params.alpha, options.params.beta);
-  if (client->client_id() == 0) report.PrintHeader();
+  if (client->client_id() == 0) {
+    report.SetProgress(0, options.run.clocks);
+    report.PrintHeader();
+  }
   Status write_status;
   LdaTrainSummary summary;
   s = trainer.Train(
       [&](const LdaReport& r) {
+        apps::NoteClocksComplete(r.clock + 1);
         Status w =
             report.AddLine({static_cast<double>(r.clock), r.seconds, r.loglik, r.tokens_per_s,
                             r.staleness_mean, static_cast<double>(r.staleness_p99), r.blocked_pct});
@@ -192,12 +250,26 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "collapsed Gibbs sampling LDA on PaceDB\n"
-      "  pace_lda --docword=FILE [--vocab=FILE] | --docs=FILE [flags]   (see docs/apps.md)");
+  pace::cli::ProgramInfo info;
+  info.name = "pace_lda";
+  info.summary = "collapsed Gibbs sampling LDA on PaceDB";
+  info.usage =
+      "pace_lda --docword=FILE [--vocab=FILE] [flags]     a UCI bag-of-words corpus\n"
+      "pace_lda --docs=FILE [flags]                       one document of tokens per line";
+  info.groups = pace::apps::AppFlagGroups({"docword", "vocab", "docs"}, {"topics", "alpha", "beta"},
+                                          {"table_prefix"}, {"topics_out"});
+  info.footer =
+      "Exit codes: 0 ok, 1 usage or input error, 2 training failed. Documentation: "
+      "docs/apps.md";
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "30");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pace::cli::ParseCommandLine(info, &argc, &argv);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  // pace_lda cannot resume: a signal stops it at once (grace 0).
+  pace::apps::InstallStopSignal(
+      {"pace_lda", " (pace_lda cannot resume: rerun without --resume, with another --data_dir)",
+       0});
   if (argc > 1) {
     std::fprintf(stderr, "pace_lda: unexpected argument '%s'\n", argv[1]);
     return 1;

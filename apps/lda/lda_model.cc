@@ -10,29 +10,29 @@ namespace pace {
 namespace lda {
 
 double WordRowLogLik(const int32_t* nwk, const LdaParams& p) {
-  const double lg_beta = std::lgamma(p.beta);
+  const double lg_beta = LogGamma(p.beta);
   double s = 0;
   for (int k = 0; k < p.topics; ++k) {
-    if (nwk[k] > 0) s += std::lgamma(nwk[k] + p.beta) - lg_beta;
+    if (nwk[k] > 0) s += LogGamma(nwk[k] + p.beta) - lg_beta;
   }
   return s;
 }
 
 double TotalsLogLik(const int32_t* nk, const LdaParams& p) {
   const double vbeta = p.vocab * p.beta;
-  const double lg_vbeta = std::lgamma(vbeta);
+  const double lg_vbeta = LogGamma(vbeta);
   double s = 0;
-  for (int k = 0; k < p.topics; ++k) s += lg_vbeta - std::lgamma(std::max(nk[k], 0) + vbeta);
+  for (int k = 0; k < p.topics; ++k) s += lg_vbeta - LogGamma(std::max(nk[k], 0) + vbeta);
   return s;
 }
 
 double DocLogLik(const int32_t* ndk, uint32_t doc_len, const LdaParams& p) {
   if (doc_len == 0) return 0;
   const double kalpha = p.topics * p.alpha;
-  const double lg_alpha = std::lgamma(p.alpha);
-  double s = std::lgamma(kalpha) - std::lgamma(doc_len + kalpha);
+  const double lg_alpha = LogGamma(p.alpha);
+  double s = LogGamma(kalpha) - LogGamma(doc_len + kalpha);
   for (int k = 0; k < p.topics; ++k) {
-    if (ndk[k] > 0) s += std::lgamma(ndk[k] + p.alpha) - lg_alpha;
+    if (ndk[k] > 0) s += LogGamma(ndk[k] + p.alpha) - lg_alpha;
   }
   return s;
 }

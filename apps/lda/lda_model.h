@@ -18,9 +18,12 @@
 //   log p(z)     = sum_d ( lgamma(K alpha) - lgamma(n_d + K alpha)
 //                          + sum_k [lgamma(n_dk + alpha) - lgamma(alpha)] )
 //
-// Thread-compatible.
+// Thread-compatible; the log-likelihood functions may run on several threads
+// at once (they use LogGamma, not std::lgamma).
 #ifndef PACE_APPS_LDA_LDA_MODEL_H_
 #define PACE_APPS_LDA_LDA_MODEL_H_
+
+#include <math.h>  // lgamma_r (POSIX; not in <cmath>)
 
 #include <cmath>
 #include <cstdint>
@@ -58,6 +61,15 @@ inline int SampleTopic(const int32_t* ndk, const int32_t* nwk, const int32_t* nk
     if (r < cdf[k]) return k;
   }
   return p.topics - 1;
+}
+
+// log |Gamma(x)|, safe to call from several threads at once. std::lgamma
+// stores the sign of Gamma(x) in the global `signgam` (POSIX), so two threads
+// evaluating the log-likelihood race on it; lgamma_r returns the sign through
+// an out-parameter instead and has no shared state.
+inline double LogGamma(double x) {
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
 }
 
 // sum_k [lgamma(n_wk + beta) - lgamma(beta)] of one word row.

@@ -6,7 +6,10 @@
 //
 // Exit code 0 on success, 1 on a usage or input error, 2 if training failed.
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -16,8 +19,12 @@
 #include "apps/mf/mf_trainer.h"
 #include "apps/mf/ratings_data.h"
 #include "apps/shared/app_flags.h"
+#include "apps/shared/job_record.h"
 #include "apps/shared/report.h"
+#include "apps/shared/stop_signal.h"
+#include "client/metrics.h"
 #include "client/pace.h"
+#include "tools/cli/cli.h"
 
 DEFINE_string(train, "", "training ratings file (csv, tsv, dat or plain; see --format)");
 DEFINE_string(test, "", "test ratings file (same formats)");
@@ -25,7 +32,12 @@ DEFINE_double(test_fraction, 0.0,
               "hold out this fraction of --train as the test set (when --test is not given)");
 DEFINE_string(format, "auto", "input format: auto|csv|tsv|dat|plain");
 DEFINE_int32(rank, 16, "rank K of the user and item factors");
-DEFINE_double(lr, 0.08, "initial step size eta0; clock t uses eta0 / (t + 1)^lr_power");
+DEFINE_double(lr, 0.08,
+              "initial step size eta0; clock t uses eta0 / (t + 1)^lr_power (not given: chosen "
+              "by --lr_search)");
+DEFINE_bool(lr_search, true,
+            "without --lr, pick eta0 from 0.03, 0.08, 0.2 by a short run of the baseline SGD on "
+            "10% of the training ratings held out");
 DEFINE_double(lr_power, 1.0, "step size decay exponent (0.5: eta0 / sqrt(t + 1))");
 DEFINE_double(lambda, 4, "l2 weight on the factors in the objective (see docs/apps.md)");
 DEFINE_double(bias_lambda, 10, "l2 weight on the user and item biases in the objective");
@@ -33,6 +45,10 @@ DEFINE_bool(biases, true, "model a global mean and user and item biases");
 DEFINE_double(init_scale, 0.01, "factors start uniform in [-init_scale, init_scale)");
 DEFINE_string(export, "", "write the learned factors as CSV into this directory at the end");
 DEFINE_string(table_prefix, "mf", "names of the tables: PREFIX.user, PREFIX.item, PREFIX.stats");
+
+DEFINE_string(metrics_listen, "",
+              "host:port serving this process's Prometheus metrics at /metrics (port 0: any "
+              "free port; empty: none); see docs/operations.md");
 
 namespace pace {
 namespace mf {
@@ -42,10 +58,13 @@ constexpr char kProgram[] = "pace_mf";
 
 std::vector<apps::ReportColumn> Columns() {
   using apps::ColumnFormat;
-  return {{"clock", ColumnFormat::kInteger},         {"seconds", ColumnFormat::kSeconds},
-          {"train_loss", ColumnFormat::kNumber},     {"test_rmse", ColumnFormat::kNumber},
-          {"staleness_mean", ColumnFormat::kNumber}, {"staleness_p99", ColumnFormat::kInteger},
-          {"blocked_pct", ColumnFormat::kNumber}};
+  return {{"clock", ColumnFormat::kInteger},
+          {"seconds", ColumnFormat::kSeconds},
+          {"train_loss", ColumnFormat::kNumber, 4},
+          {"test_rmse", ColumnFormat::kNumber, 4},
+          {"staleness_mean", ColumnFormat::kNumber, 2},
+          {"staleness_p99", ColumnFormat::kInteger},
+          {"blocked_pct", ColumnFormat::kNumber, 1}};
 }
 
 Status LoadData(MfDataset* data) {
@@ -106,7 +125,7 @@ std::optional<double> BiasBaseline(const MfDataset& data) {
               [&](const Rating& r) { return m.Predict(r.user, r.item); });
 }
 
-int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWriter* report) {
+PlainMfOptions PlainOptions(const MfTrainOptions& o) {
   PlainMfOptions p;
   p.rank = o.rank;
   p.biases = o.biases;
@@ -119,6 +138,34 @@ int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWrit
   p.eval_every = o.run.eval_every;
   p.seed = o.run.seed;
   p.init_scale = o.init_scale;
+  return p;
+}
+
+// Without --lr: eta0 from a short search on held-out training ratings
+// (SearchStepSize), the same in every process.
+void ChooseStepSize(const MfDataset& data, MfTrainOptions* o) {
+  if (!FLAGS_lr_search || apps::FlagWasSet("lr")) return;
+  const std::vector<double> candidates = {0.03, 0.08, 0.2};
+  // 60 clocks (the default job), fewer on large data (at most ~20M steps per
+  // candidate, at least 10 clocks); a function of the data only, so a
+  // resumed run picks the same.
+  const int64_t clocks = std::clamp<int64_t>(
+      static_cast<int64_t>(20000000 / std::max<size_t>(1, data.train.size())), 10, 60);
+  StepSizeSearch found = SearchStepSize(data, PlainOptions(*o), candidates, clocks);
+  if (found.heldout_rmse.empty()) return;
+  o->lr = found.lr;
+  std::printf(
+      "# step size --lr=%g, from a %lld-clock search on 10%% of the training ratings held "
+      "out (RMSE",
+      o->lr, static_cast<long long>(found.clocks));
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    std::printf("%s %g: %.4f", k ? "," : "", candidates[k], found.heldout_rmse[k]);
+  }
+  std::printf("); --lr=X sets it\n");
+}
+
+int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWriter* report) {
+  PlainMfOptions p = PlainOptions(o);
   std::printf("# baseline: single-threaded SGD in plain memory, no parameter server\n");
   report->PrintHeader();
   Status write_status;
@@ -133,6 +180,42 @@ int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWrit
   return 0;
 }
 
+// The flags that shape the model and a fingerprint of the data it learns from
+// (the split train/test sets as loaded: covers the files, --format,
+// --test_fraction and --seed).
+apps::JobDescription DescribeJob(const MfDataset& data, const MfTrainOptions& o) {
+  apps::JobDescription job;
+  job.app = kProgram;
+  job.table_prefix = o.table_prefix;
+  apps::InputFingerprint fp;
+  for (const std::vector<Rating>* set : {&data.train, &data.test}) {
+    fp.AddValue(static_cast<uint64_t>(set->size()));
+    for (const Rating& r : *set) {
+      // Unknown test ids (not in train) count as themselves: kUnknown.
+      fp.AddValue(r.user == IdMap::kUnknown ? ~0ull : data.users.raw(r.user));
+      fp.AddValue(r.item == IdMap::kUnknown ? ~0ull : data.items.raw(r.item));
+      fp.AddValue(r.value);
+    }
+  }
+  job.input = fp.value();
+  job.input_desc = FLAGS_train + (FLAGS_test.empty() ? "" : " + " + FLAGS_test);
+  using apps::ShortestDouble;
+  job.flags = {
+      {"rank", std::to_string(o.rank)},
+      {"biases", o.biases ? "true" : "false"},
+      {"init_scale", ShortestDouble(o.init_scale)},
+      {"lr", ShortestDouble(o.lr)},
+      {"lr_power", ShortestDouble(o.lr_power)},
+      {"lambda", ShortestDouble(o.lambda)},
+      {"bias_lambda", ShortestDouble(o.bias_lambda)},
+      {"minibatch", ShortestDouble(o.minibatch)},
+      {"consistency", std::string(ConsistencyName(o.run.consistency))},
+      {"staleness", std::to_string(o.run.staleness)},
+      {"seed", std::to_string(o.run.seed)},
+  };
+  return job;
+}
+
 int Run() {
   MfTrainOptions options;
   Status s = OptionsFromFlags(&options);
@@ -142,19 +225,24 @@ int Run() {
     s = apps::ClientOptionsFromFlags(&client_options);
     if (!s.ok()) return apps::UsageError(kProgram, s);
   }
+  s = apps::CheckOutputDir("export", FLAGS_export);
+  if (s.ok()) s = apps::CheckOutputFile("csv", FLAGS_csv);
+  if (s.ok()) s = apps::CheckOutputFile("staleness_hist", FLAGS_staleness_hist);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
   MfDataset data;
   s = LoadData(&data);
   if (!s.ok()) return apps::UsageError(kProgram, s);
   std::optional<double> bias_rmse = BiasBaseline(data);
   if (bias_rmse)
     std::printf("# bias baseline (mean + user + item biases): test RMSE %.4f\n", *bias_rmse);
+  ChooseStepSize(data, &options);
 
   apps::ReportWriter report(Columns(), stdout);
-  if (!FLAGS_csv.empty()) {
-    s = report.OpenCsv(FLAGS_csv);
-    if (!s.ok()) return apps::UsageError(kProgram, s);
-  }
   if (FLAGS_baseline) {
+    if (!FLAGS_csv.empty()) {
+      s = report.OpenCsv(FLAGS_csv);
+      if (!s.ok()) return apps::UsageError(kProgram, s);
+    }
     int rc = RunBaseline(data, options, &report);
     s = report.Close();
     return rc != 0 ? rc : (s.ok() ? 0 : apps::UsageError(kProgram, s));
@@ -163,6 +251,19 @@ int Run() {
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
   if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
+  s = apps::CheckAndRecordJob(client.get(), DescribeJob(data, options), options.run.resume);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
+  if (!FLAGS_csv.empty()) {
+    s = report.OpenCsv(FLAGS_csv, /*append=*/options.run.resume);
+    if (!s.ok()) return apps::UsageError(kProgram, s);
+  }
+  std::unique_ptr<ClientMetricsServer> metrics;
+  if (!FLAGS_metrics_listen.empty()) {
+    s = ClientMetricsServer::Start(FLAGS_metrics_listen, client.get(), &metrics);
+    if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--metrics_listen"));
+    std::printf("# metrics on %s\n", metrics->address().c_str());
+    std::fflush(stdout);
+  }
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
@@ -176,11 +277,17 @@ int Run() {
       client->start_clock() > 0
           ? (", resuming at clock " + std::to_string(client->start_clock())).c_str()
           : "");
-  if (client->client_id() == 0 && client->start_clock() < options.run.clocks) report.PrintHeader();
+  if (client->client_id() == 0 && client->start_clock() < options.run.clocks) {
+    report.SetProgress(client->start_clock(), options.run.clocks);
+    report.PrintHeader();
+  }
   Status write_status;
+  double best_rmse = INFINITY;  // the lowest test RMSE of any clock
   MfTrainSummary summary;
   s = trainer.Train(
       [&](const MfReport& r) {
+        apps::NoteClocksComplete(r.clock + 1);
+        if (r.test_rmse && *r.test_rmse < best_rmse) best_rmse = *r.test_rmse;
         Status w =
             report.AddLine({static_cast<double>(r.clock), r.seconds, r.train_loss, r.test_rmse,
                             r.staleness_mean, static_cast<double>(r.staleness_p99), r.blocked_pct});
@@ -192,6 +299,17 @@ int Run() {
     return 2;
   }
   if (!write_status.ok()) return apps::UsageError(kProgram, write_status);
+  if (summary.stopped) {
+    // Every clock before the stop clock is acknowledged (Train flushed).
+    s = report.Close();
+    const ClockT at = std::max(apps::StopClock(), summary.start_clock);
+    if (at == 0) {
+      std::fprintf(stderr, "%s: stopped before clock 0; nothing was trained\n", kProgram);
+    } else {
+      apps::PrintStopped(at);
+    }
+    return 128 + apps::StopSignalNumber();
+  }
   if (!FLAGS_staleness_hist.empty()) {
     s = apps::WriteStalenessHistogram(client->Stats(),
                                       {trainer.user_table().name(), trainer.item_table().name()},
@@ -221,6 +339,30 @@ int Run() {
       std::printf("; test RMSE %.4f (bias baseline %.4f)", *summary.final_test_rmse, *bias_rmse);
     }
     std::printf("\n");
+    if (summary.final_test_rmse && bias_rmse && client->client_id() == 0) {
+      const double rmse = *summary.final_test_rmse;
+      if (!std::isfinite(rmse)) {
+        std::printf(
+            "# hint: training diverged (test RMSE %g): the step size %g is too large for this "
+            "data; try a new job (another --data_dir) with --lr=%g; see docs/apps.md, "
+            "\"Defaults\"\n",
+            rmse, options.lr, options.lr / 4);
+      } else if (rmse >= *bias_rmse && best_rmse < rmse * 0.999) {
+        std::printf(
+            "# hint: the factors do not beat the bias baseline (%.4f >= %.4f) and the test RMSE "
+            "rose from %.4f during training (overfitting): try a new job (another --data_dir) "
+            "with a smaller step (--lr=%g) or more regularization (--lambda=%g); see "
+            "docs/apps.md, \"Defaults\"\n",
+            rmse, *bias_rmse, best_rmse, options.lr / 2.5, options.lambda * 2);
+      } else if (rmse >= *bias_rmse) {
+        std::printf(
+            "# hint: the factors do not beat the bias baseline (%.4f >= %.4f). The step size %g "
+            "may be too small for this data: try a new job (another --data_dir) with --lr=%g, "
+            "or more clocks (--clocks=%lld --resume); see docs/apps.md, \"Defaults\"\n",
+            rmse, *bias_rmse, options.lr, options.lr * 2.5,
+            static_cast<long long>(options.run.clocks * 2));
+      }
+    }
   }
   if (!options.export_dir.empty() && client->client_id() == 0) {
     std::printf("# exported factors to %s/{user,item}_factors.csv", options.export_dir.c_str());
@@ -242,12 +384,27 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "SGD matrix factorization on PaceDB\n"
-      "  pace_mf --train=FILE [--test=FILE | --test_fraction=F] [flags]   (see docs/apps.md)");
+  pace::cli::ProgramInfo info;
+  info.name = "pace_mf";
+  info.summary = "SGD matrix factorization on PaceDB";
+  info.usage =
+      "pace_mf --train=FILE [--test=FILE | --test_fraction=F] [flags]        embedded in "
+      "--data_dir\n"
+      "pace_mf --train=FILE ... --servers=H:P,... --client_id=I --num_clients=N   on paced shards\n"
+      "pace_mf --train=FILE ... --resume                  continue the stored job";
+  info.groups = pace::apps::AppFlagGroups(
+      {"train", "test", "test_fraction", "format"},
+      {"rank", "lr", "lr_search", "lr_power", "lambda", "bias_lambda", "biases", "init_scale"},
+      {"table_prefix"}, {"export"});
+  info.footer =
+      "Exit codes: 0 ok, 1 usage or input error, 2 training failed. Documentation: "
+      "docs/apps.md";
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "60");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pace::cli::ParseCommandLine(info, &argc, &argv);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  pace::apps::InstallStopSignal({"pace_mf", "; rerun the same command with --resume", 10});
   if (argc > 1) {
     std::fprintf(stderr, "pace_mf: unexpected argument '%s'\n", argv[1]);
     return 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 
 #include "apps/shared/random.h"
@@ -136,6 +137,43 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
     summary.ratings_per_second = static_cast<double>(summary.ratings) / summary.seconds;
   }
   return summary;
+}
+
+StepSizeSearch SearchStepSize(const MfDataset& data, const PlainMfOptions& base,
+                              const std::vector<double>& candidates, int64_t clocks) {
+  StepSizeSearch out;
+  out.lr = base.lr;
+  out.candidates = candidates;
+  MfDataset fit = data;  // ids, mean and range as in the real run
+  fit.train.clear();
+  fit.test.clear();
+  const uint64_t seed = apps::DeriveSeed(base.seed, 0x57E9);
+  for (size_t i = 0; i < data.train.size(); ++i) {
+    if (apps::HashUniform(seed, i, 0) < 0.1) {
+      fit.test.push_back(data.train[i]);
+    } else {
+      fit.train.push_back(data.train[i]);
+    }
+  }
+  if (fit.test.empty() || fit.train.empty() || candidates.empty()) return out;
+  PlainMfOptions o = base;
+  // Not capped by base.clocks: the choice must not depend on --clocks, or
+  // a resumed run (other --clocks) would pick another eta0 than its job.
+  o.clocks = std::max<int64_t>(1, clocks);
+  o.eval_every = o.clocks;
+  out.clocks = o.clocks;
+  double best = INFINITY;
+  for (double lr : candidates) {
+    o.lr = lr;
+    const PlainMfSummary s = RunPlainMf(fit, o, nullptr);
+    const double rmse = s.final_test_rmse.value_or(INFINITY);
+    out.heldout_rmse.push_back(rmse);
+    if (std::isfinite(rmse) && rmse < best) {  // a diverged run (NaN) never wins
+      best = rmse;
+      out.lr = lr;
+    }
+  }
+  return out;
 }
 
 }  // namespace mf

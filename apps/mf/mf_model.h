@@ -159,6 +159,22 @@ struct PlainMfSummary {
 PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& options,
                           const std::function<void(const MfClockResult&)>& on_clock);
 
+// The step-size search of pace_mf when --lr is not given: holds out a
+// seeded 10% of the training ratings, runs the plain SGD (RunPlainMf with
+// `base`, for `clocks` clocks whatever base.clocks) once per candidate eta0
+// on the rest, and returns the candidate with the lowest RMSE on the held-out slice
+// (the first on ties; base.lr if there is nothing to hold out). Deterministic:
+// every process of a job picks the same value. *rmse_out (optional) gets each
+// candidate's held-out RMSE.
+struct StepSizeSearch {
+  double lr = 0;
+  std::vector<double> candidates;
+  std::vector<double> heldout_rmse;
+  int64_t clocks = 0;
+};
+StepSizeSearch SearchStepSize(const MfDataset& data, const PlainMfOptions& base,
+                              const std::vector<double>& candidates, int64_t clocks);
+
 }  // namespace mf
 }  // namespace pace
 

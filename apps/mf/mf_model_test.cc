@@ -150,6 +150,39 @@ TEST(PlainMfTest, FitsTinyLowRankMatrix) {
   EXPECT_GT(s.ratings_per_second, 0);
 }
 
+TEST(StepSizeSearchTest, PicksTheBestHeldOutCandidateDeterministically) {
+  std::vector<RawRating> raw;
+  apps::Rng rng(9);
+  std::vector<double> a(80), c(50);
+  for (double& x : a) x = rng.Uniform() * 2 - 1;
+  for (double& x : c) x = rng.Uniform() * 2 - 1;
+  for (uint64_t u = 0; u < 80; ++u) {
+    for (uint64_t i = 0; i < 50; ++i) {
+      if (rng.Uniform() < 0.5) raw.push_back({u, i, static_cast<float>(2 * a[u] * c[i])});
+    }
+  }
+  MfDataset d;
+  ASSERT_TRUE(BuildDataset(raw, {}, 0.1, 1, &d).ok());
+  PlainMfOptions o;
+  o.rank = 2;
+  o.biases = false;
+  o.lr_power = 0.5;
+  o.init_scale = 0.1;
+  o.lambda = 0.01;
+  o.clocks = 1000;  // ignored by the search
+  // 1e-6 learns nothing; 1e3 diverges (NaN) and must never win.
+  const std::vector<double> candidates = {1e-6, 0.1, 1e3};
+  StepSizeSearch s = SearchStepSize(d, o, candidates, 50);
+  EXPECT_EQ(s.clocks, 50);
+  ASSERT_EQ(s.heldout_rmse.size(), 3u);
+  EXPECT_EQ(s.lr, 0.1);
+  EXPECT_LT(s.heldout_rmse[1], s.heldout_rmse[0]);
+  EXPECT_FALSE(s.heldout_rmse[2] < s.heldout_rmse[1]);
+  StepSizeSearch again = SearchStepSize(d, o, candidates, 50);
+  EXPECT_EQ(again.lr, s.lr);
+  EXPECT_EQ(again.heldout_rmse[1], s.heldout_rmse[1]);
+}
+
 }  // namespace
 }  // namespace mf
 }  // namespace pace

@@ -11,6 +11,7 @@
 
 #include "apps/shared/report.h"
 #include "apps/shared/row_buffer.h"
+#include "apps/shared/stop_signal.h"
 
 namespace pace {
 namespace mf {
@@ -47,6 +48,7 @@ struct MfTrainer::Shared {
   std::function<void(const MfReport&)> on_report;
   std::unique_ptr<apps::ProcessMeasure> measure;
   std::atomic<uint64_t> ratings{0};
+  std::atomic<bool> stopped{false};  // SIGINT/SIGTERM: the workers stopped at StopClock()
   // Written by the reporting worker only.
   std::optional<double> final_test_rmse;
   uint64_t export_stale_rows = 0;
@@ -108,6 +110,7 @@ Status MfTrainer::Train(const std::function<void(const MfReport&)>& on_report,
     summary->ratings_per_second = static_cast<double>(summary->ratings) / summary->seconds;
   }
   summary->final_test_rmse = sh.final_test_rmse;
+  summary->stopped = sh.stopped.load();
   summary->export_stale_rows = sh.export_stale_rows;
   return Status::OK();
 }
@@ -222,6 +225,10 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   int64_t interval_start = apps::NowNs();
   for (ClockT c = worker->clock(); c < sh->end_clock; c = worker->clock()) {
     if (failed.load()) return Status::Aborted("another worker failed");
+    if (apps::StopBefore(c)) {
+      sh->stopped = true;
+      break;
+    }
     apps::MaybeStraggle(run, client_->client_id(), w, c);
     p.lr = static_cast<float>(StepSize(options_.lr, c, options_.lr_power));
     const Window win = MinibatchWindow(part.size(), options_.minibatch, c);
@@ -278,6 +285,13 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     }
   }
   if (!reporter) return Status::OK();
+  if (sh->stopped.load()) {
+    // Report every clock before the stop clock, so that the lines (and a
+    // --csv that --resume appends to) have no gap. With other processes,
+    // which stop at their own clocks, the barrier could wait for ever.
+    if (client_->num_clients() > 1) return Status::OK();
+    return reader.Finish(worker, std::min(apps::StopClock(), sh->end_clock), emit);
+  }
   RETURN_IF_ERROR(reader.Finish(worker, sh->end_clock, emit));
   if (!options_.export_dir.empty()) {
     RETURN_IF_ERROR(Export(worker, options_.export_dir, sh->end_clock, &sh->export_stale_rows));

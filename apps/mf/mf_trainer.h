@@ -77,6 +77,9 @@ struct MfTrainSummary {
   std::optional<double> final_test_rmse;
   // Rows the export read from cache at a version older than end_clock.
   uint64_t export_stale_rows = 0;
+  // SIGINT/SIGTERM (apps/shared/stop_signal.h): the workers stopped at
+  // apps::StopClock() instead of end_clock.
+  bool stopped = false;
 };
 
 class MfTrainer {

@@ -1,6 +1,10 @@
 #include "apps/shared/app_flags.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/token_file.h"
 
@@ -35,6 +39,28 @@ DEFINE_bool(baseline, false,
 namespace pace {
 namespace apps {
 
+std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
+                                          const std::vector<std::string>& model,
+                                          const std::vector<std::string>& job,
+                                          const std::vector<std::string>& output) {
+  auto join = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  return {
+      {"data", join(data, {"skip_bad_lines"})},
+      {"model", join(model, {"minibatch", "consistency", "staleness", "seed"})},
+      {"job",
+       join({"clocks", "workers", "data_dir", "resume"}, join(job, {"eval_every", "baseline"}))},
+      {"output", join(output, {"csv", "staleness_hist"})},
+      {"cluster (without --servers the run is embedded)",
+       {"servers", "client_id", "num_clients", "token_file"}},
+      {"memory", {"cache_mb", "block_cache_mb"}},
+      {"experiments", {"straggler_ms", "straggler_prob"}},
+      {"logging", {"minloglevel"}},
+  };
+}
+
 void SetFlagDefault(const char* name, const char* value) {
   gflags::SetCommandLineOptionWithMode(name, value, gflags::SET_FLAGS_DEFAULT);
 }
@@ -66,6 +92,29 @@ Status RunOptionsFromFlags(RunOptions* run) {
   return ValidateRunOptions(*run);
 }
 
+namespace {
+
+// A launcher (mpirun, srun) that started more than one process of an
+// embedded run would start that many independent jobs on one data dir.
+Status CheckNoLauncherWithoutServers() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    const char* v = std::getenv(var);
+    if (v == nullptr) continue;
+    long n = std::strtol(v, nullptr, 10);
+    if (n > 1) {
+      return Status::InvalidArgument(
+          std::string("the launcher started ") + std::to_string(n) + " processes (" + var + "=" +
+          v +
+          ") but there is no --servers: an embedded run is one process; start paced shards "
+          "and pass --servers=HOST:PORT,..., or run a single process (if this is the only one, "
+          "say so with --num_clients=1)");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ClientOptionsFromFlags(ClientOptions* o) {
   *o = ClientOptions();
   if (FLAGS_cache_mb < 1) return Status::InvalidArgument("--cache_mb must be >= 1");
@@ -77,6 +126,15 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadTokenFile(FLAGS_token_file, &o->token));
   const bool id_given = FlagWasSet("client_id") || FlagWasSet("num_clients");
   if (FLAGS_servers.empty()) {
+    if (!(FlagWasSet("num_clients") && FLAGS_num_clients == 1)) {
+      RETURN_IF_ERROR(CheckNoLauncherWithoutServers());
+    }
+    struct stat st;
+    if (FLAGS_resume && ::stat(FLAGS_data_dir.c_str(), &st) != 0) {
+      return Status::FailedPrecondition("--resume: the data dir " + FLAGS_data_dir +
+                                        " does not exist, so there is no job to resume: run "
+                                        "without --resume to start it (or fix --data_dir)");
+    }
     if (id_given && (FLAGS_num_clients > 1 || FLAGS_client_id > 0)) {
       return Status::InvalidArgument(
           "--client_id/--num_clients need --servers (without it the run is embedded, one process)");
@@ -93,6 +151,56 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
     o->num_clients = static_cast<uint32_t>(FLAGS_num_clients);
   } else {
     ClientIdFromEnvironment(o);  // else the defaults: 0 of 1
+  }
+  return Status::OK();
+}
+
+namespace {
+
+std::string Parent(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t slash = p.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : p.substr(0, slash);
+}
+
+bool WritableDir(const std::string& dir) {
+  struct stat st;
+  return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::access(dir.c_str(), W_OK) == 0;
+}
+
+}  // namespace
+
+Status CheckOutputDir(const char* flag, const std::string& dir) {
+  if (dir.empty()) return Status::OK();
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument(std::string("--") + flag + "=" + dir +
+                                     " exists and is not a directory");
+    }
+    if (::access(dir.c_str(), W_OK) != 0) {
+      return Status::InvalidArgument(std::string("--") + flag + "=" + dir + " is not writable");
+    }
+    return Status::OK();
+  }
+  if (!WritableDir(Parent(dir))) {
+    return Status::InvalidArgument(std::string("--") + flag + "=" + dir + ": cannot create it (" +
+                                   Parent(dir) + " is not a writable directory)");
+  }
+  return Status::OK();
+}
+
+Status CheckOutputFile(const char* flag, const std::string& path) {
+  if (path.empty()) return Status::OK();
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(std::string("--") + flag + "=" + path + " is a directory");
+  }
+  if (!WritableDir(Parent(path))) {
+    return Status::InvalidArgument(std::string("--") + flag + "=" + path + ": " + Parent(path) +
+                                   " is not a writable directory");
   }
   return Status::OK();
 }

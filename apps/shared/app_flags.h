@@ -10,10 +10,12 @@
 #include <gflags/gflags.h>
 
 #include <string>
+#include <vector>
 
 #include "apps/shared/ps_runtime.h"
 #include "client/pace.h"
 #include "common/status.h"
+#include "tools/cli/cli.h"
 
 DECLARE_string(consistency);
 DECLARE_int32(staleness);
@@ -40,6 +42,13 @@ DECLARE_bool(baseline);
 namespace pace {
 namespace apps {
 
+// The --help groups of an app: data / model / job / output / cluster / memory
+// / experiments / logging, the app's own flags first in each.
+std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
+                                          const std::vector<std::string>& model,
+                                          const std::vector<std::string>& job,
+                                          const std::vector<std::string>& output);
+
 // Changes a shared flag's default for this binary; call before parsing.
 void SetFlagDefault(const char* name, const char* value);
 
@@ -59,6 +68,13 @@ Status RunOptionsFromFlags(RunOptions* run);
 // SLURM_PROCID/NTASKS), else 0 of 1. The token is the --token_file contents
 // without trailing newlines (as paced reads it).
 Status ClientOptionsFromFlags(ClientOptions* options);
+
+// Checks, before any work, that `dir` (the value of --`flag`) can be written:
+// an existing writable directory, or a missing one whose parent is a writable
+// directory. Creates nothing. InvalidArgument naming the flag otherwise.
+Status CheckOutputDir(const char* flag, const std::string& dir);
+// The same for an output file (its directory must exist and be writable).
+Status CheckOutputFile(const char* flag, const std::string& path);
 
 // Prints "<program>: <message>" on stderr and returns exit code 1.
 int UsageError(const char* program, const Status& s);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include "common/percentile.h"
 
@@ -61,8 +62,23 @@ ReportWriter::~ReportWriter() {
   if (csv_ != nullptr) std::fclose(csv_);
 }
 
-Status ReportWriter::OpenCsv(const std::string& path) {
+Status ReportWriter::OpenCsv(const std::string& path, bool append) {
   if (csv_ != nullptr) std::fclose(csv_);
+  csv_ = nullptr;
+  if (append) {
+    std::ifstream in(path);
+    std::string first;
+    if (in && std::getline(in, first) && !first.empty()) {
+      if (first != CsvHeader()) {
+        return Status::InvalidArgument("CSV file '" + path + "' has another header ('" + first +
+                                       "'): give a new --csv file");
+      }
+      csv_ = std::fopen(path.c_str(), "a");
+      if (csv_ == nullptr) return Status::IOError("cannot open CSV file '" + path + "' to append");
+      csv_path_ = path;
+      return Status::OK();
+    }
+  }
   csv_ = std::fopen(path.c_str(), "w");
   if (csv_ == nullptr) return Status::IOError("cannot open CSV file '" + path + "' for writing");
   csv_path_ = path;
@@ -80,6 +96,28 @@ std::string ReportWriter::CsvHeader() const {
   return h;
 }
 
+void ReportWriter::SetProgress(int64_t first_clock, int64_t end_clock) {
+  first_clock_ = first_clock;
+  end_clock_ = end_clock;
+}
+
+namespace {
+
+std::string Duration(double seconds) {
+  char buf[32];
+  const long long s = std::llround(std::max(0.0, seconds));
+  if (s < 60) {
+    std::snprintf(buf, sizeof(buf), "%llds", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds", s / 60, s % 60);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+  }
+  return buf;
+}
+
+}  // namespace
+
 void ReportWriter::PrintHeader() {
   if (console_ == nullptr) return;
   std::string line;
@@ -90,6 +128,31 @@ void ReportWriter::PrintHeader() {
   }
   std::fprintf(console_, "%s\n", line.c_str());
   std::fflush(console_);
+}
+
+std::string ReportWriter::ConsoleValue(size_t col, const std::optional<double>& v) const {
+  if (!v.has_value()) return "-";
+  const int decimals = columns_[col].console_decimals;
+  if (columns_[col].format == ColumnFormat::kNumber && decimals >= 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.*f", decimals, *v);
+    return buf;
+  }
+  return Format(col, v);
+}
+
+std::string ReportWriter::Eta(const std::vector<std::optional<double>>& values) const {
+  if (values.empty() || !values[0].has_value()) return "-";
+  const int64_t clock = std::llround(*values[0]);
+  const int64_t done = clock - first_clock_ + 1;
+  const int64_t left = end_clock_ - 1 - clock;
+  if (left <= 0) return "done";
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    if (columns_[i].format != ColumnFormat::kSeconds || !values[i].has_value()) continue;
+    if (done <= 0) break;
+    return "eta " + Duration(*values[i] / static_cast<double>(done) * static_cast<double>(left));
+  }
+  return "";
 }
 
 std::string ReportWriter::Format(size_t col, const std::optional<double>& v) const {
@@ -127,11 +190,16 @@ Status ReportWriter::AddLine(const std::vector<std::optional<double>>& values) {
   if (console_ != nullptr) {
     std::string line;
     for (size_t i = 0; i < values.size(); ++i) {
-      std::string v = Format(i, values[i]);
-      if (v.empty()) v = "-";
+      const std::string v = ConsoleValue(i, values[i]);
       char buf[64];
       std::snprintf(buf, sizeof(buf), i == 0 ? "%6s" : " %14s", v.c_str());
       line += buf;
+    }
+    if (end_clock_ > 0 && !values.empty() && values[0].has_value()) {
+      // Progress after the columns (not a column: the header and the CSV
+      // stay the contract of docs/apps.md).
+      line += "   " + std::to_string(std::llround(*values[0])) + "/" + std::to_string(end_clock_) +
+              " " + Eta(values);
     }
     std::fprintf(console_, "%s\n", line.c_str());
     std::fflush(console_);

@@ -64,6 +64,9 @@ enum class ColumnFormat {
 struct ReportColumn {
   std::string name;
   ColumnFormat format = ColumnFormat::kNumber;
+  // kNumber on the console: this many decimals, fixed (so a column's values
+  // line up); -1: 6 significant digits. The CSV keeps 6 significant digits.
+  int console_decimals = -1;
 };
 
 // Writes a header and one line per AddLine, aligned on `console` (if not
@@ -76,8 +79,15 @@ class ReportWriter {
   ReportWriter(const ReportWriter&) = delete;
   ReportWriter& operator=(const ReportWriter&) = delete;
 
-  // Creates (truncates) the CSV file and writes its header line.
-  Status OpenCsv(const std::string& path);
+  // Creates (truncates) the CSV file and writes its header line. With
+  // `append` (a resumed job), an existing non-empty file is kept and the new
+  // lines go after its own; InvalidArgument if its header is another one.
+  Status OpenCsv(const std::string& path, bool append = false);
+  // Console only: each line ends with "clock/end_clock" and "eta 1m05s",
+  // the time left from the average seconds per clock since first_clock (the
+  // seconds column, cumulative), or "done" on the last clock. The header
+  // and the CSV do not change.
+  void SetProgress(int64_t first_clock, int64_t end_clock);
   // Prints the console header.
   void PrintHeader();
   // REQUIRES: values.size() == number of columns.
@@ -91,11 +101,15 @@ class ReportWriter {
 
  private:
   std::string Format(size_t col, const std::optional<double>& v) const;
+  std::string ConsoleValue(size_t col, const std::optional<double>& v) const;
+  std::string Eta(const std::vector<std::optional<double>>& values) const;
 
   const std::vector<ReportColumn> columns_;
   FILE* const console_;
   FILE* csv_ = nullptr;
   std::string csv_path_;
+  int64_t first_clock_ = 0;
+  int64_t end_clock_ = 0;  // 0: no progress columns
 };
 
 }  // namespace apps

@@ -73,6 +73,57 @@ TEST(ReportWriterTest, CsvHasExactColumnsAndEmptyMissingValues) {
   EXPECT_FALSE(w.OpenCsv("/nonexistent/dir/x.csv").ok());
 }
 
+TEST(ReportWriterTest, AppendKeepsEarlierLinesAndRefusesAnotherHeader) {
+  std::string path = ::testing::TempDir() + "/report_append_" + std::to_string(::getpid()) + ".csv";
+  auto read = [&] {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  {
+    ReportWriter w({{"clock", ColumnFormat::kInteger}, {"x", ColumnFormat::kNumber}}, nullptr);
+    ASSERT_TRUE(w.OpenCsv(path, /*append=*/true).ok());  // missing: created with a header
+    ASSERT_TRUE(w.AddLine({0.0, 1.0}).ok());
+    ASSERT_TRUE(w.Close().ok());
+  }
+  {
+    ReportWriter w({{"clock", ColumnFormat::kInteger}, {"x", ColumnFormat::kNumber}}, nullptr);
+    ASSERT_TRUE(w.OpenCsv(path, /*append=*/true).ok());
+    ASSERT_TRUE(w.AddLine({1.0, 2.0}).ok());
+    ASSERT_TRUE(w.Close().ok());
+  }
+  EXPECT_EQ(read(), "clock,x\n0,1\n1,2\n");
+  ReportWriter other({{"clock", ColumnFormat::kInteger}, {"y", ColumnFormat::kNumber}}, nullptr);
+  Status s = other.OpenCsv(path, /*append=*/true);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(read(), "clock,x\n0,1\n1,2\n");
+  std::remove(path.c_str());
+}
+
+TEST(ReportWriterTest, ConsoleShowsClockOfEndEtaAndFixedDecimals) {
+  FILE* console = std::tmpfile();
+  ASSERT_NE(console, nullptr);
+  ReportWriter w({{"clock", ColumnFormat::kInteger},
+                  {"seconds", ColumnFormat::kSeconds},
+                  {"rmse", ColumnFormat::kNumber, 4}},
+                 console);
+  w.SetProgress(2, 12);
+  w.PrintHeader();
+  ASSERT_TRUE(w.AddLine({2.0, 10.0, 0.5}).ok());     // 1 clock in 10 s: 9 left, 90 s
+  ASSERT_TRUE(w.AddLine({11.0, 100.0, 0.25}).ok());  // the last clock
+  std::rewind(console);
+  char buf[4096];
+  size_t n = std::fread(buf, 1, sizeof(buf), console);
+  std::fclose(console);
+  const std::string out(buf, n);
+  // The header is unchanged; the progress follows the columns.
+  EXPECT_EQ(out.find(" clock        seconds           rmse\n"), 0u) << out;
+  EXPECT_NE(out.find("0.5000   2/12 eta 1m30s\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("0.2500   11/12 "), std::string::npos) << out;
+  EXPECT_NE(out.find("done\n"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace apps
 }  // namespace pace

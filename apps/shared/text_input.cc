@@ -1,5 +1,7 @@
 #include "apps/shared/text_input.h"
 
+#include <zlib.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -9,6 +11,28 @@
 namespace pace {
 namespace apps {
 
+namespace {
+
+// A gzip file as a stdio stream (glibc fopencookie), so that getline reads it
+// like a plain one.
+ssize_t GzRead(void* cookie, char* buf, size_t size) {
+  const unsigned chunk = size > (1u << 30) ? (1u << 30) : static_cast<unsigned>(size);
+  const int n = gzread(static_cast<gzFile>(cookie), buf, chunk);
+  if (n < 0) errno = EIO;
+  return n;
+}
+
+int GzClose(void* cookie) { return gzclose(static_cast<gzFile>(cookie)) == Z_OK ? 0 : EOF; }
+
+bool IsGzip(FILE* f) {
+  unsigned char magic[2] = {0, 0};
+  const size_t n = std::fread(magic, 1, 2, f);
+  std::rewind(f);
+  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+}  // namespace
+
 Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* reader) {
   FILE* f = std::fopen(path.c_str(), "r");
   if (f == nullptr) {
@@ -16,6 +40,18 @@ Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* re
     std::string msg = "cannot open '" + path + "': " + std::strerror(err);
     if (err == ENOENT) return Status::NotFound(msg);
     return Status::IOError(msg);
+  }
+  if (IsGzip(f)) {
+    std::fclose(f);
+    gzFile gz = gzopen(path.c_str(), "rb");
+    if (gz == nullptr) return Status::IOError("cannot open '" + path + "' as gzip");
+    gzbuffer(gz, 1 << 17);
+    cookie_io_functions_t io = {GzRead, nullptr, nullptr, GzClose};
+    f = fopencookie(gz, "r", io);
+    if (f == nullptr) {
+      gzclose(gz);
+      return Status::IOError("cannot read '" + path + "' as gzip");
+    }
   }
   reader->reset(new LineReader(path, f));
   return Status::OK();

@@ -20,7 +20,8 @@ namespace apps {
 
 class LineReader {
  public:
-  // NotFound if the file does not exist, IOError if it cannot be opened.
+  // NotFound if the file does not exist, IOError if it cannot be opened. A
+  // gzip file (by its magic bytes, whatever its name) is read decompressed.
   static Status Open(const std::string& path, std::unique_ptr<LineReader>* reader);
   ~LineReader();
   LineReader(const LineReader&) = delete;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <fstream>
@@ -28,6 +29,27 @@ TEST(LineReaderTest, LinesNumbersAndCrlf) {
   EXPECT_EQ(got, (std::vector<std::string>{"one", "two", "", "last"}));
   EXPECT_EQ(r->line_number(), 4u);
   EXPECT_EQ(r->Where(), path + ":4");
+  std::remove(path.c_str());
+}
+
+TEST(LineReaderTest, ReadsGzipByItsMagicBytes) {
+  std::string text;
+  for (int i = 0; i < 50000; ++i) text += std::to_string(i) + " " + std::to_string(i * 7) + "\n";
+  const std::string path =
+      ::testing::TempDir() + "/text_input_test_" + std::to_string(::getpid()) + "_r.gz";
+  gzFile gz = gzopen(path.c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(gz), Z_OK);
+  std::unique_ptr<LineReader> r;
+  ASSERT_TRUE(LineReader::Open(path, &r).ok());
+  std::string_view line;
+  std::string got;
+  while (r->Next(&line)) got += std::string(line) + "\n";
+  EXPECT_TRUE(r->status().ok()) << r->status().ToString();
+  EXPECT_EQ(r->line_number(), 50000u);
+  EXPECT_TRUE(got == text);
   std::remove(path.c_str());
 }
 

@@ -3,6 +3,7 @@
 // processes over loopback, their CSV contract, and their usage errors.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <cstdio>
@@ -219,7 +220,10 @@ TEST_F(AppsCliTest, MfBaselineRunsWithoutAParameterServer) {
   RunResult r = Run(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("ratings/s (baseline, 1 thread)"), std::string::npos) << r.out;
-  EXPECT_EQ(Lines(r.out).size(), 4u + 1u + 40u + 1u);
+  // 5 "#" lines (data, split, bias baseline, step size search, baseline), the
+  // header, 40 clocks, the summary.
+  EXPECT_EQ(Lines(r.out).size(), 5u + 1u + 40u + 1u) << r.out;
+  EXPECT_NE(r.out.find("# step size --lr="), std::string::npos) << r.out;
 }
 
 // Two paced shards, two pace_mf client processes (2 workers each): the job
@@ -329,6 +333,98 @@ TEST_F(AppsCliTest, LdaUsageErrors) {
   r = Run({"pace_lda", "--docword=" + Path("bad.txt"), "--data_dir=" + Path("d")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(Path("bad.txt") + ":5: bad wordID"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace pace
+
+namespace pace {
+namespace {
+
+// A run whose factors end worse than the bias baseline says what to try.
+TEST_F(AppsCliTest, MfHintsWhenTheBiasBaselineWins) {
+  RunResult r =
+      Run({"pace_gen", "ratings", "--users=100", "--items=80", "--rank=2", "--ratings=3000",
+           "--mean=3", "--bias_std=0.5", "--seed=3", "--out=" + Path("biased.txt"),
+           "--test_out=" + Path("biased_test.txt"), "--test_fraction=0.1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Run({"pace_mf", "--train=" + Path("biased.txt"), "--test=" + Path("biased_test.txt"),
+           "--data_dir=" + Path("hint"), "--biases=false", "--lr=0.0001", "--clocks=2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# hint: the factors do not beat the bias baseline"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("--lr="), std::string::npos) << r.out;
+  // A good fit gets no hint.
+  GenerateRatings();
+  r = Run(MfArgs(Path("good")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("# hint"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace pace
+
+namespace pace {
+namespace {
+
+// --train=FILE.gz (any gzip file, by its magic bytes) trains exactly as the
+// plain file does.
+TEST_F(AppsCliTest, MfReadsGzipInput) {
+  GenerateRatings();
+  const std::string text = ReadFile(Path("train.txt"));
+  gzFile gz = gzopen(Path("train.txt.gz").c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(gz), Z_OK);
+  auto args = [&](const std::string& train, const std::string& dir) {
+    return std::vector<std::string>{"pace_mf",
+                                    "--train=" + Path(train),
+                                    "--test=" + Path("test.txt"),
+                                    "--data_dir=" + Path(dir),
+                                    "--workers=1",
+                                    "--clocks=5"};
+  };
+  RunResult plain = Run(args("train.txt", "plain"));
+  RunResult packed = Run(args("train.txt.gz", "packed"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(packed.exit_code, 0) << packed.err;
+  EXPECT_GT(FinalRmse(plain.out), 0);
+  EXPECT_EQ(FinalRmse(plain.out), FinalRmse(packed.out)) << packed.out;
+  EXPECT_NE(packed.out.find("train.txt.gz: 54"), std::string::npos) << packed.out;
+}
+
+}  // namespace
+}  // namespace pace
+
+namespace pace {
+namespace {
+
+// Without --lr, pace_mf picks the step size by a short held-out search: on
+// MovieLens-shaped data (600 users x 3,000 items, ~30 ratings per item,
+// strong structure) that is 0.2 and ends far below what 0.08 reaches; an
+// explicit --lr turns the search off.
+TEST_F(AppsCliTest, MfStepSizeSearchServesSparseData) {
+  RunResult r =
+      Run({"pace_gen", "ratings", "--users=600", "--items=3000", "--rank=8", "--ratings=100000",
+           "--noise=0.5", "--signal=1.0", "--mean=3.5", "--bias_std=0.4", "--min_rating=0.5",
+           "--max_rating=5", "--seed=7", "--out=" + Path("ml.txt"),
+           "--test_out=" + Path("ml_test.txt"), "--test_fraction=0.1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> base = {"pace_mf", "--train=" + Path("ml.txt"),
+                                         "--test=" + Path("ml_test.txt"), "--clocks=30"};
+  std::vector<std::string> searched = base;
+  searched.push_back("--data_dir=" + Path("searched"));
+  RunResult s = Run(searched);
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("# step size --lr=0.2, from a 60-clock search"), std::string::npos) << s.out;
+  std::vector<std::string> fixed = base;
+  fixed.push_back("--data_dir=" + Path("fixed"));
+  fixed.push_back("--lr=0.08");
+  RunResult f = Run(fixed);
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(f.out.find("# step size"), std::string::npos) << f.out;
+  EXPECT_LT(FinalRmse(s.out), 0.9 * FinalRmse(f.out)) << s.out << f.out;
 }
 
 }  // namespace

@@ -97,7 +97,16 @@ class MultiProcessTest : public ::testing::Test {
                               dir_.path() + "/client" + std::to_string(id) + ".stderr.log")
                       .ok());
     }
-    if (meanwhile) meanwhile();
+    if (meanwhile) {
+      // Every client has connected to every shard ("START") before the
+      // disturbance, however slowly the processes start (e.g. under TSan).
+      for (uint32_t id = 0; id < kClients; ++id) {
+        std::string line;
+        ASSERT_TRUE(clients[id]->ReadLine(&line, 120000).ok()) << "client " << id;
+        ASSERT_EQ(line.rfind("START", 0), 0u) << "client " << id << ": " << line;
+      }
+      meanwhile();
+    }
     for (uint32_t id = 0; id < kClients; ++id) {
       Collect(clients[id].get(), "TOTAL", expected, "client " + std::to_string(id));
       if (HasFatalFailure()) return;

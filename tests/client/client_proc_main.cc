@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -35,6 +36,7 @@ DEFINE_uint64(rows, 30, "rows per table");
 DEFINE_uint64(seed, 1, "random seed");
 DEFINE_int32(sleep_us, 0, "sleep per clock (simulated computation)");
 DEFINE_int64(shard_timeout_ms, 60000, "client shard timeout");
+DEFINE_string(token_file, "", "file holding the job's shared secret (first line)");
 
 namespace {
 
@@ -190,6 +192,11 @@ int main(int argc, char** argv) {
   o.client_id = FLAGS_client_id;
   o.num_clients = FLAGS_num_clients;
   o.shard_timeout_ms = FLAGS_shard_timeout_ms;
+  if (!FLAGS_token_file.empty()) {
+    std::ifstream in(FLAGS_token_file);
+    if (!std::getline(in, o.token) || o.token.empty())
+      return std::printf("FAIL cannot read --token_file=%s\n", FLAGS_token_file.c_str()), 1;
+  }
   std::unique_ptr<pace::Client> client;
   s = pace::Client::Open(o, &client);
   if (!s.ok()) return std::printf("FAIL open: %s\n", s.ToString().c_str()), 1;

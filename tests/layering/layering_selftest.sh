@@ -25,5 +25,14 @@ expect fail glog_in_header  net/a.h        '#include <glog/logging.h>'
 expect fail public_boost    client/pace.h  '#include <boost/asio.hpp>'
 expect fail public_net      client/pace.h  '#include "net/messages.h"'
 expect pass public_std      client/pace.h  '#include <vector>'
-echo "$((13 - fails)) passed, $fails failed"
+expect pass python_client  python/src/a.cc '#include "client/pace.h"'
+expect fail python_server  python/src/a.cc '#include "server/shard_service.h"'
+expect fail python_storage python/src/a.cc '#include "storage/shard_store.h"'
+expect pass python_offline python/src/offline.cc '#include "tools/ctl/export.h"'
+expect fail python_offline_net python/src/offline.cc '#include "net/messages.h"'
+expect pass python_pybind  python/src/a.cc '#include <pybind11/numpy.h>'
+expect fail client_pybind  client/a.cc    '#include <pybind11/pybind11.h>'
+expect fail python_rocks   python/src/offline.cc '#include <rocksdb/db.h>'
+total=$(grep -c '^expect ' "$0")
+echo "$((total - fails)) passed, $fails failed"
 [ $fails = 0 ]

@@ -146,6 +146,7 @@ void Compare(Diff& d, const Error& a, const Error& b) {
   d.Field("req_id", a.req_id, b.req_id);
   d.Field("code", a.code, b.code);
   d.Field("message", a.message, b.message);
+  d.Field("retriable", a.retriable, b.retriable);
 }
 
 }  // namespace
@@ -184,6 +185,7 @@ std::vector<Message> SampleMessages() {
   out.push_back(StatsRequest{99});
   out.push_back(StatsReply{4, 2, 10, {10, 11, kMax64}, {{"batches_applied", 5}, {"", kMin64}}});
   out.push_back(Error{6, StatusCode::kIncompatible, std::string("bad\0thing", 9)});
+  out.push_back(Error{7, StatusCode::kResourceExhausted, "busy", /*retriable=*/true});
   return out;
 }
 

@@ -113,6 +113,7 @@ s_ssp=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "after") print $(i+1) }' "$wo
 s_essp=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "after") print $(i+1) }' "$work/s7-essp.txt")
 awk -v a="$s_ssp" -v b="$s_essp" 'BEGIN { printf "RATIO 7 time to target loss, SSP / ESSP (s=4): %.3f (>1: ESSP faster; no target)\n", (b > 0) ? a / b : 0 }' | tee -a "$ratios"
 
+[ -d "$build/python/pacedb" ] && PYTHONPATH="$build/python" "${PACE_PYTHON:-/usr/bin/python3}" "$(dirname "$0")/../../python/bench/batch_bench.py" "$bin" || echo "(8: Python benchmark skipped: no $build/python/pacedb)"
 echo
 echo "=== summary (also in $ratios) ==="
 grep '^RATIO' "$ratios"

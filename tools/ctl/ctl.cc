@@ -3,6 +3,8 @@
 #include "tools/ctl/ctl.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 
 #include "tools/ctl/commands.h"
 #include "tools/ctl/value_format.h"
@@ -210,10 +212,76 @@ std::string UsageText() {
   return u;
 }
 
+namespace {
+
+const char* CommandSummary(const std::string& name) {
+  static const std::map<std::string, const char*> summaries = {
+      {"tables", "lists the tables: id, name, kind, type, width, consistency, initializer"},
+      {"describe", "one table's schema, row count estimate and clocks"},
+      {"get", "the current value of rows (composed as a client would read them)"},
+      {"scan", "lists the stored rows of a table in row order"},
+      {"stats", "the store's clocks (shard clock, per-client applied clocks) and sizes"},
+      {"export", "writes a table as CSV or a NumPy .npy array"},
+      {"verify", "checks every record of the store; exit 2 if corruption is found"},
+      {"checkpoint create", "a consistent RocksDB checkpoint of the store (hard links) + manifest"},
+      {"checkpoint list", "the checkpoints in DIR (default: DATA_DIR/checkpoints)"},
+      {"checkpoint restore", "makes a new data dir from a checkpoint"},
+  };
+  auto it = summaries.find(name);
+  return it == summaries.end() ? "" : it->second;
+}
+
+std::string FlagHelp(const std::string& flag) {
+  static const std::map<std::string, const char*> help = {
+      {"data_dir", "--data_dir=DIR          the shard's data directory (offline)"},
+      {"server", "--server=HOST:PORT      a running paced (online)"},
+      {"token_file", "--token_file=F          file holding the job token (online)"},
+      {"json", "--json                  one JSON document on stdout"},
+      {"connect_timeout_ms", "--connect_timeout_ms=MS online: time to connect (default 5000)"},
+      {"timeout_ms", "--timeout_ms=MS         online: time per reply (default 30000)"},
+      {"block_cache_mb", "--block_cache_mb=M      offline: RocksDB block cache (default 32)"},
+      {"start", "--start=R               first row to list (default 0)"},
+      {"limit", "--limit=N               most rows to list (default 0: all)"},
+      {"format", "--format=csv|npy        output format (npy: dense tables)"},
+      {"out", "--out=FILE              output file, - for stdout"},
+      {"max_rows", "--max_rows=N            npy: refuse arrays with more rows (default 50000000)"},
+  };
+  auto it = help.find(flag);
+  return it == help.end() ? "--" + flag : it->second;
+}
+
+}  // namespace
+
+std::string CommandHelpText(const std::vector<std::string>& words) {
+  const CommandSpec* cmd = nullptr;
+  if (!words.empty()) {
+    cmd = FindCommand(words[0]);
+    if (cmd == nullptr && words.size() >= 2) cmd = FindCommand(words[0] + " " + words[1]);
+  }
+  if (cmd == nullptr) return UsageText();
+  const std::string name = cmd->name;
+  std::string u = "usage: pacectl [--data_dir=DIR | --server=HOST:PORT] " +
+                  std::string(cmd->usage) + "\n\n" + CommandSummary(name) + ".\n\n";
+  u += cmd->online != nullptr ? "Offline on --data_dir, or online with --server.\n"
+                              : "Offline only (--data_dir).\n";
+  u += "\nFlags:\n";
+  for (const char* f : cmd->extra_flags) u += "  " + FlagHelp(f) + "\n";
+  for (const char* f : GlobalFlags()) {
+    if (cmd->online == nullptr &&
+        (std::strcmp(f, "server") == 0 || std::strcmp(f, "token_file") == 0 ||
+         std::strcmp(f, "connect_timeout_ms") == 0 || std::strcmp(f, "timeout_ms") == 0)) {
+      continue;
+    }
+    u += "  " + FlagHelp(f) + "\n";
+  }
+  u += "\nExit codes: 0 ok, 1 user error, 2 corruption found. Documentation: docs/pacectl.md\n";
+  return u;
+}
+
 int RunCtl(const std::vector<std::string>& args, const CtlOptions& options, std::ostream& out,
            std::ostream& err) {
   if (!args.empty() && (args[0] == "help" || args[0] == "--help")) {
-    out << UsageText();
+    out << CommandHelpText(std::vector<std::string>(args.begin() + 1, args.end()));
     return kExitOk;
   }
   const CommandSpec* cmd = nullptr;

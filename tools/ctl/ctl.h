@@ -62,6 +62,10 @@ int RunCtl(const std::vector<std::string>& args, const CtlOptions& options, std:
 
 // The usage text printed by `pacectl --help` / `pacectl help`.
 std::string UsageText();
+// `pacectl COMMAND --help`: the command's usage, what it does, its modes and
+// the flags it takes. `words` are the positional arguments before --help
+// ("export", or "checkpoint", "create"); UsageText() if they name no command.
+std::string CommandHelpText(const std::vector<std::string>& words);
 
 }  // namespace pace::ctl
 

@@ -8,10 +8,12 @@
 #include <glog/logging.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "tools/cli/cli.h"
 #include "tools/ctl/ctl.h"
 
 DEFINE_string(data_dir, "", "the shard's data directory (offline mode; checkpoint restore target)");
@@ -33,12 +35,11 @@ const char* const kFlagNames[] = {
     "data_dir", "server",   "token_file",         "json",       "format",        "out", "start",
     "limit",    "max_rows", "connect_timeout_ms", "timeout_ms", "block_cache_mb"};
 
-bool WantsHelp(int argc, char** argv) {
+bool Has(int argc, char** argv, std::initializer_list<const char*> names) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) return false;
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-help") == 0 ||
-        std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--helpshort") == 0) {
-      return true;
+    for (const char* n : names) {
+      if (std::strcmp(argv[i], n) == 0) return true;
     }
   }
   return false;
@@ -47,8 +48,18 @@ bool WantsHelp(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (WantsHelp(argc, argv)) {
-    std::cout << pace::ctl::UsageText();
+  // `pacectl --help`, `pacectl COMMAND --help` (the words before it name the
+  // command), `pacectl --version`; all exit 0.
+  if (Has(argc, argv, {"--help", "-help", "-h", "--helpshort"})) {
+    std::vector<std::string> words;
+    for (int i = 1; i < argc; ++i) {
+      if (argv[i][0] != '-') words.push_back(argv[i]);
+    }
+    std::cout << pace::ctl::CommandHelpText(words);
+    return pace::ctl::kExitOk;
+  }
+  if (Has(argc, argv, {"--version", "-version"})) {
+    std::cout << pace::cli::VersionText("pacectl") << "\n";
     return pace::ctl::kExitOk;
   }
   gflags::SetUsageMessage(pace::ctl::UsageText());

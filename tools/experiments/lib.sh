@@ -4,7 +4,10 @@
 # Sets ROOT (the repo), BUILD (from $BUILD, default build/; relative paths are
 # taken from the repo root), BIN; provides data generation, gnuplot, and
 # run_job, which runs one pace_mf job on 2 paced shards with $CLIENTS client
-# processes of $WORKERS workers each (all on loopback).
+# processes of $WORKERS workers each (all on loopback). With PROXY_DELAY_MS
+# set (> 0), clients reach each shard through a pace_delay_proxy
+# (tools/proxy/) adding that one-way delay (plus uniform [0, PROXY_JITTER_MS])
+# per chunk in each direction.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
@@ -19,7 +22,9 @@ die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
 need_binaries() {
   local b
-  for b in pace_mf pace_gen paced; do
+  local need=(pace_mf pace_gen paced)
+  [ "${PROXY_DELAY_MS:-0}" = 0 ] || need+=(pace_delay_proxy)
+  for b in "${need[@]}"; do
     [ -x "$BIN/$b" ] || die "$BIN/$b is missing: build first (make build, or BUILD=dir)"
   done
 }
@@ -96,6 +101,22 @@ start_shards() {
     [ -n "$port" ] || die "paced shard $k did not start (see $dir/paced$k.log)"
     ports+=("127.0.0.1:$port")
   done
+  if [ "${PROXY_DELAY_MS:-0}" != 0 ]; then
+    for ((k = 0; k < SHARDS; k++)); do
+      "$BIN/pace_delay_proxy" --listen=127.0.0.1:0 --target="${ports[$k]}" \
+        --delay_ms="$PROXY_DELAY_MS" --jitter_ms="${PROXY_JITTER_MS:-0}" --seed=$((k + 1)) \
+        >"$dir/proxy$k.log" 2>&1 &
+      PACED_PIDS+=($!)
+      port=
+      for ((i = 0; i < 100; i++)); do
+        port=$(sed -n 's/^proxy listening on .*:\([0-9]*\)$/\1/p' "$dir/proxy$k.log" 2>/dev/null | head -1)
+        [ -n "$port" ] && break
+        sleep 0.1
+      done
+      [ -n "$port" ] || die "pace_delay_proxy for shard $k did not start (see $dir/proxy$k.log)"
+      ports[$k]="127.0.0.1:$port"
+    done
+  fi
   SERVERS=$(IFS=,; echo "${ports[*]}")
 }
 

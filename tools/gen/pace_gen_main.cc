@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli/cli.h"
 #include "tools/gen/corpus_gen.h"
 #include "tools/gen/ratings_gen.h"
 
@@ -136,25 +137,35 @@ Status RunCorpus() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "synthetic datasets with known ground truth\n"
-      "  pace_gen ratings --users=N --items=M --rank=K --ratings=R --noise=SIGMA --seed=S "
-      "--out=FILE [--test_out=FILE --test_fraction=F] [--format=plain|csv|tsv|dat]\n"
-      "  pace_gen corpus --docs=D --vocab=V --topics=K --doc_len=L --alpha=A --beta=B --seed=S "
-      "--out_docword=FILE --out_vocab=FILE [--out_truth=FILE] [--out_docs=FILE]");
+  pace::cli::ProgramInfo info;
+  info.name = "pace_gen";
+  info.summary = "synthetic datasets with a known answer";
+  info.usage =
+      "pace_gen ratings --users=N --items=M --rank=K --ratings=R --noise=SIGMA --seed=S "
+      "--out=FILE\n"
+      "         [--test_out=FILE --test_fraction=F] [--format=plain|csv|tsv|dat]\n"
+      "pace_gen corpus --docs=D --vocab=V --topics=K --doc_len=L --alpha=A --beta=B --seed=S\n"
+      "         --out_docword=FILE --out_vocab=FILE [--out_truth=FILE] [--out_docs=FILE]";
+  info.groups = {
+      {"ratings (low-rank ratings with noise: a good fit reaches RMSE ~ noise)",
+       {"users", "items", "rank", "ratings", "noise", "signal", "mean", "bias_std", "min_rating",
+        "max_rating", "decimals", "out", "test_out", "test_fraction", "format"}},
+      {"corpus (documents drawn from an LDA model with known topics)",
+       {"docs", "vocab", "topics", "doc_len", "alpha", "beta", "out_docword", "out_vocab",
+        "out_truth", "out_docs"}},
+      {"both", {"seed"}},
+  };
+  info.footer = "Documentation: docs/apps.md";
   if (argc < 2 || argv[1][0] == '-') {
-    std::string arg = argc >= 2 ? argv[1] : "";
-    if (arg == "--help" || arg == "-h" || arg == "--helpshort") {
-      gflags::ParseCommandLineFlags(&argc, &argv, true);
-    }
-    std::fprintf(stderr, "%s\n", gflags::ProgramUsage());
+    pace::cli::ParseCommandLine(info, &argc, &argv);  // --help, --version: exit 0
+    std::fprintf(stderr, "usage:\n%s\n(pace_gen --help for the flags)\n", info.usage.c_str());
     return 1;
   }
   std::string command = argv[1];
   // Drop the subcommand so gflags sees only flags.
   for (int i = 1; i + 1 < argc; ++i) argv[i] = argv[i + 1];
   --argc;
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pace::cli::ParseCommandLine(info, &argc, &argv);
   if (argc > 1) {
     std::fprintf(stderr, "pace_gen: unexpected argument '%s'\n", argv[1]);
     return 1;

@@ -1,0 +1,230 @@
+#include "apps/shared/job_record.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "common/schema.h"
+
+namespace pace {
+namespace apps {
+namespace {
+
+using Entries = std::map<std::string, std::string>;
+
+constexpr char kSuffix[] = ".job";
+constexpr size_t kEntryBytes = kJobRecordWidth * sizeof(int64_t);
+constexpr uint64_t kMaxEntries = 256;
+
+TableSchema JobTableSchema(const std::string& prefix) {
+  TableSchema s;
+  s.name = prefix + kSuffix;
+  s.kind = RowKind::kDense;
+  s.type = ElementType::kI64;
+  s.width = kJobRecordWidth;
+  s.consistency = Consistency::kAsync;
+  s.staleness = 0;
+  return s;
+}
+
+bool IsJobTable(const TableSchema& s) {
+  const size_t n = std::strlen(kSuffix);
+  return s.name.size() > n && s.name.compare(s.name.size() - n, n, kSuffix) == 0 &&
+         s.kind == RowKind::kDense && s.type == ElementType::kI64 && s.width == kJobRecordWidth;
+}
+
+std::string Quote(const std::string& v) { return v.empty() ? "''" : v; }
+
+// Reads rows 0, 1, ... up to the first all-zero one.
+Status ReadEntries(Worker* worker, const Table& t, Entries* out) {
+  out->clear();
+  for (uint64_t r = 0; r < kMaxEntries; ++r) {
+    int64_t row[kJobRecordWidth];
+    RETURN_IF_ERROR(worker->Get(t, r, row).WithPrefix("reading the job record " + t.name()));
+    char bytes[kEntryBytes + 1];
+    std::memcpy(bytes, row, kEntryBytes);
+    bytes[kEntryBytes] = '\0';
+    std::string entry(bytes);
+    if (entry.empty()) break;
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    (*out)[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return Status::OK();
+}
+
+std::string Get(const Entries& e, const std::string& key) {
+  auto it = e.find(key);
+  return it == e.end() ? std::string() : it->second;
+}
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// "the pace_mf job 'mf' at clock 40"
+std::string NameJob(const Entries& e, ClockT clock) {
+  std::string app = Get(e, "app");
+  return "the " + (app.empty() ? std::string("unknown") : app) + " job '" + Get(e, "table_prefix") +
+         "' at clock " + std::to_string(clock);
+}
+
+// Why the stored record `e` is not the job `job`, or "" if it is.
+std::string Differences(const Entries& e, const JobDescription& job, ClockT first_clock) {
+  if (Get(e, "app") != job.app)
+    return "it is a " + Get(e, "app") + " job, not a " + job.app + " one";
+  std::string diff;
+  for (const auto& [key, value] : JobEntries(job, first_clock)) {
+    if (key.compare(0, 5, "flag.") != 0) continue;
+    auto it = e.find(key);
+    std::string stored = it == e.end() ? "(not recorded)" : it->second;
+    if (stored == value) continue;
+    if (!diff.empty()) diff += ", ";
+    const std::string flag = "--" + key.substr(5);
+    diff += "it has " + flag + "=" + Quote(stored) + ", this run " + flag + "=" + Quote(value);
+  }
+  if (!diff.empty()) return diff;
+  if (Get(e, "input") != Hex(job.input)) {
+    return "its input data differ from this run's (it was trained on " + Get(e, "input_desc") +
+           ", fingerprint " + Get(e, "input") + "; this run reads " + job.input_desc +
+           ", fingerprint " + Hex(job.input) + ")";
+  }
+  return "";
+}
+
+Status WriteEntries(Worker* worker, const Table& t, const JobDescription& job, ClockT first) {
+  uint64_t r = 0;
+  for (const auto& [key, value] : JobEntries(job, first)) {
+    std::string entry = key + "=" + value;
+    if (entry.size() > kEntryBytes - 1) entry.resize(kEntryBytes - 1);
+    int64_t row[kJobRecordWidth] = {};
+    std::memcpy(row, entry.data(), entry.size());
+    RETURN_IF_ERROR(worker->Inc(t, r++, row).WithPrefix("writing the job record"));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string ShortestDouble(double v) {
+  char buf[40];
+  for (int p = 1; p <= 17; ++p) {
+    std::snprintf(buf, sizeof(buf), "%.*g", p, v);
+    if (std::strtod(buf, nullptr) != v) continue;
+    // 10, not 1e+01: exponents only where %g would use them at full precision.
+    if (std::strchr(buf, 'e') == nullptr || std::fabs(v) < 1e-4 || std::fabs(v) >= 1e15) break;
+  }
+  return buf;
+}
+
+void InputFingerprint::Add(const void* data, size_t n) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    h_ ^= p[i];
+    h_ *= 1099511628211ull;
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> JobEntries(const JobDescription& job,
+                                                            ClockT first_clock) {
+  std::vector<std::pair<std::string, std::string>> e = {
+      {"format", std::to_string(kJobRecordFormat)},
+      {"app", job.app},
+      {"table_prefix", job.table_prefix},
+      {"first_clock", std::to_string(first_clock)},
+      {"input", Hex(job.input)},
+      {"input_desc", job.input_desc},
+  };
+  for (const auto& [name, value] : job.flags) e.emplace_back("flag." + name, value);
+  return e;
+}
+
+Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume) {
+  const std::string where = client->embedded() ? "the data dir" : "the servers";
+  const std::string holds = client->embedded() ? " holds " : " hold ";
+  const std::string fresh_advice =
+      client->embedded() ? "start a new job with another --data_dir (or delete this one)"
+                         : "start a new job on servers with fresh --data_dirs";
+  const ClockT clock = client->start_clock();
+  const std::string own_name = job.table_prefix + kSuffix;
+
+  std::vector<TableSchema> tables;
+  RETURN_IF_ERROR(client->ListTables(&tables).WithPrefix("listing the tables"));
+  std::unique_ptr<Worker> worker;
+  RETURN_IF_ERROR(client->RegisterWorker(&worker));
+  std::optional<Entries> own;
+  std::optional<Entries> other;
+  for (const TableSchema& schema : tables) {
+    if (!IsJobTable(schema)) continue;
+    Table t;
+    RETURN_IF_ERROR(client->OpenTable(schema.name, &t));
+    Entries e;
+    RETURN_IF_ERROR(ReadEntries(worker.get(), t, &e));
+    if (e.empty()) continue;  // not yet applied (another client's first clock in flight)
+    if (schema.name == own_name) {
+      own = std::move(e);
+    } else if (!other) {
+      other = std::move(e);
+    }
+  }
+  const std::string run = resume ? "--resume: " : "";
+
+  if (own) {
+    std::string why = Differences(*own, job, 0);
+    if (clock > 0 && !resume && !job.resumable) {
+      return Status::FailedPrecondition(where + holds + NameJob(*own, clock) + " (" + job.app +
+                                        " cannot continue a stored job): " + fresh_advice);
+    }
+    if (clock > 0 && !resume) {
+      return Status::FailedPrecondition(
+          where + holds + NameJob(*own, clock) + ": pass --resume to continue it" +
+          (why.empty() ? "" : " (with the job's flags and data: " + why + ")") + ", or " +
+          fresh_advice);
+    }
+    if (!why.empty()) {
+      return Status::FailedPrecondition(
+          run + where + holds + NameJob(*own, clock) + " and " + why + ": " +
+          (resume ? "rerun with the job's flags and data, or " : "") + fresh_advice);
+    }
+    if (clock > 0 && !job.resumable) {
+      return Status::FailedPrecondition(
+          run + where + holds + NameJob(*own, clock) + ", and " + job.app +
+          " cannot continue a stored job (it keeps its state in the workers): " + fresh_advice);
+    }
+    return Status::OK();
+  }
+  if (other) {
+    std::string advice = fresh_advice;
+    if (Get(*other, "app") == job.app) {
+      advice = "rerun with --table_prefix=" + Get(*other, "table_prefix") + ", or " + advice;
+    }
+    return Status::FailedPrecondition(run + where + holds + NameJob(*other, clock) + ", not a " +
+                                      job.app + " job with --table_prefix=" + job.table_prefix +
+                                      ": " + advice);
+  }
+  if (clock > 0) {
+    return Status::FailedPrecondition(
+        run + where + holds + "a job at clock " + std::to_string(clock) +
+        " without a job record (made by an older PaceDB or another program), so it cannot be "
+        "checked: " +
+        fresh_advice);
+  }
+  if (resume) {
+    return Status::FailedPrecondition("--resume: " + where + holds +
+                                      "no job to resume: run without --resume to start it");
+  }
+  if (client->client_id() != 0) return Status::OK();
+  Table t;
+  RETURN_IF_ERROR(client->CreateTable(JobTableSchema(job.table_prefix), &t)
+                      .WithPrefix("creating the job record"));
+  return WriteEntries(worker.get(), t, job, clock);
+}
+
+}  // namespace apps
+}  // namespace pace

@@ -1,0 +1,84 @@
+// The job record: what a store's clocks belong to (DESIGN.md "Jobs"), so that
+// --resume continues only the same job and refuses anything else.
+//
+// A store holds one job. Its record is the table PREFIX.job (dense i64 rows of
+// kJobRecordWidth, async, zeros): row r holds one NUL-padded "key=value" text
+// entry, rows 0, 1, ... up to the first all-zero row. Entries: format, app,
+// table_prefix, first_clock, input (a fingerprint of the input data),
+// input_desc (the input files, for messages), and flag.NAME for every flag
+// that shapes the model. Client 0 of a fresh job writes it with its first
+// clock's batch, so the record is durable exactly when the job's first clock
+// is. Format: docs/storage-format.md ("Job record").
+//
+// Uses only the public client API (client/pace.h).
+#ifndef PACE_APPS_SHARED_JOB_RECORD_H_
+#define PACE_APPS_SHARED_JOB_RECORD_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "client/pace.h"
+#include "common/status.h"
+
+namespace pace {
+namespace apps {
+
+constexpr uint32_t kJobRecordWidth = 16;  // 128 bytes per entry
+constexpr int kJobRecordFormat = 1;
+
+// What a run would train: compared entry by entry with the stored record.
+struct JobDescription {
+  std::string app;           // "pace_mf"
+  std::string table_prefix;  // "mf"
+  // Fingerprint of the input data as loaded (InputFingerprint), and the
+  // files it came from (for messages only).
+  uint64_t input = 0;
+  std::string input_desc;
+  // The flags that shape the model, as name and printed value.
+  std::vector<std::pair<std::string, std::string>> flags;
+  // False for apps that cannot continue a stored job (pace_lda keeps its
+  // token assignments in the workers): --resume of a job past clock 0 is then
+  // refused with advice.
+  bool resumable = true;
+};
+
+// 64-bit FNV-1a, for input fingerprints: feed the loaded data in a fixed order.
+class InputFingerprint {
+ public:
+  void Add(const void* data, size_t n);
+  template <typename T>
+  void AddValue(const T& v) {
+    Add(&v, sizeof(v));
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 1469598103934665603ull;
+};
+
+// The shortest "%g" text that reads back as v: 0.08, not 0.080000000000000002.
+std::string ShortestDouble(double v);
+
+// Checks the store behind `client` against the job `job` before anything is
+// created, and in client 0 of a fresh job starts recording it (the entries go
+// out with the first clock's batch). Call after Client::Open and before the
+// app creates its tables. Errors (one line: why and what to do), all
+// FailedPrecondition:
+// - resume: the store holds no job, another app's job, a job of another
+//   table prefix, or one whose flags or input data differ, or the app cannot
+//   resume;
+// - fresh (!resume): the store holds a job past clock 0, or a record of
+//   another job.
+Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume);
+
+// The "key=value" entries of a record (exposed for tests).
+std::vector<std::pair<std::string, std::string>> JobEntries(const JobDescription& job,
+                                                            ClockT first_clock);
+
+}  // namespace apps
+}  // namespace pace
+
+#endif  // PACE_APPS_SHARED_JOB_RECORD_H_

@@ -1,0 +1,202 @@
+// The client's memory accounting and bounds against scripted shards: open
+// deltas and unacknowledged batches are counted in bytes (ClientStats), a
+// Clock() whose batch takes the unacknowledged bytes beyond unacked_mb waits
+// for Acks, and the bound changes nothing else (read-my-writes, exact totals).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/client_impl.h"
+#include "client/pace.h"
+#include "client/scripted_channel_test_util.h"
+
+namespace pace {
+namespace {
+
+using client::ScriptedChannel;
+
+class MemoryBoundsTest : public ::testing::Test {
+ protected:
+  void Open(ClientOptions options) {
+    net::Welcome w;
+    w.num_shards = 1;
+    w.num_clients = options.num_clients;
+    auto ch = std::make_unique<ScriptedChannel>(0, w);
+    ch_ = ch.get();
+    std::vector<std::unique_ptr<client::ShardChannel>> chans;
+    chans.push_back(std::move(ch));
+    ASSERT_TRUE(Client::Impl::Create(options, std::move(chans), false, &client_).ok());
+  }
+
+  Table Create(uint32_t width, Consistency c, uint32_t s) {
+    TableSchema schema;
+    schema.name = "m";
+    schema.type = ElementType::kI64;
+    schema.width = width;
+    schema.consistency = c;
+    schema.staleness = s;
+    Table t;
+    auto f = std::async(std::launch::async, [&] { return client_->CreateTable(schema, &t); });
+    net::CreateTable req;
+    EXPECT_TRUE(ch_->Next(&req));
+    TableSchema created = req.schema;
+    created.id = 1;
+    ch_->Deliver(net::TablesReply{req.req_id, {created}});
+    EXPECT_TRUE(f.get().ok());
+    return t;
+  }
+
+  // f's result; after 10 s a test failure, and the shard is failed so that
+  // the blocked call returns instead of hanging.
+  Status Await(std::future<Status>& f) {
+    if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "call still blocked after 10 s";
+      ch_->Deliver(net::Error{0, StatusCode::kInternal, "test deadline"});
+    }
+    return f.get();
+  }
+
+  std::unique_ptr<Client> client_;
+  ScriptedChannel* ch_ = nullptr;
+};
+
+// Rows of 64 KiB; each clock updates 4 new rows: every batch carries exactly
+// 256 KiB of deltas. With unacked_mb = 1 the fifth unacknowledged batch must
+// wait for an Ack before the worker may go on.
+TEST_F(MemoryBoundsTest, UnacknowledgedBatchesStayWithinTheirBound) {
+  ClientOptions o;
+  o.unacked_mb = 1;
+  Open(o);
+  constexpr uint32_t kWidth = 8192;  // 64 KiB of i64
+  constexpr uint64_t kBatch = 4 * kWidth * sizeof(int64_t);
+  constexpr uint64_t kBound = uint64_t{1} << 20;
+  constexpr int kClocks = 8;
+  Table t = Create(kWidth, Consistency::kSsp, 100);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  std::atomic<int> clocks_done{0};
+  auto job = std::async(std::launch::async, [&]() -> Status {
+    std::vector<int64_t> delta(kWidth);
+    for (int c = 0; c < kClocks; ++c) {
+      for (uint64_t r = 4 * static_cast<uint64_t>(c); r < 4 * static_cast<uint64_t>(c) + 4; ++r) {
+        for (uint32_t i = 0; i < kWidth; ++i) delta[i] = static_cast<int64_t>(r * 1000 + i);
+        RETURN_IF_ERROR(w->Inc(t, r, delta.data()));
+      }
+      EXPECT_EQ(client_->Stats().open_delta_bytes, kBatch) << "clock " << c;
+      RETURN_IF_ERROR(w->Clock());
+      const ClientStats s = client_->Stats();
+      EXPECT_EQ(s.open_delta_bytes, 0u);
+      EXPECT_LE(s.unacked_bytes, kBound) << "after clock " << c;
+      clocks_done.store(c + 1);
+    }
+    return Status::OK();
+  });
+
+  std::map<uint64_t, std::vector<int64_t>> applied;  // what the shard received
+  auto receive = [&](ClockT clock) {
+    net::Apply a;
+    ASSERT_TRUE(ch_->Next(&a)) << "no Apply of clock " << clock;
+    ASSERT_EQ(a.clock, clock);
+    ASSERT_EQ(a.updates.size(), 4u);
+    for (const net::RowData& u : a.updates) applied[u.row] = DecodeDense<int64_t>(u.bytes);
+  };
+  for (ClockT c = 0; c < 5; ++c) receive(c);
+  // Batches 0..4 are out and unacknowledged: 1.25 MiB > 1 MiB. The fifth
+  // Clock() waits, so batch 5 is not sent.
+  net::Apply early;
+  EXPECT_FALSE(ch_->Next(&early, std::chrono::milliseconds(300)));
+  EXPECT_EQ(client_->Stats().unacked_bytes, 5 * kBatch);
+  EXPECT_EQ(clocks_done.load(), 4);
+  ch_->Deliver(net::Ack{0, false});  // back to 1 MiB: the worker goes on
+  for (ClockT c = 5; c < kClocks; ++c) {
+    receive(c);
+    ch_->Deliver(net::Ack{c - 4, false});
+  }
+  for (ClockT c = kClocks - 4; c < kClocks; ++c) ch_->Deliver(net::Ack{c, false});
+  ASSERT_TRUE(Await(job).ok());
+  EXPECT_EQ(client_->Stats().unacked_bytes, 0u);
+  ASSERT_EQ(applied.size(), 4u * kClocks);
+  for (const auto& [row, d] : applied) {
+    ASSERT_EQ(d.size(), kWidth);
+    EXPECT_EQ(d[7], static_cast<int64_t>(row * 1000 + 7));
+  }
+  EXPECT_EQ(client_->Stats().unacked_budget_bytes, kBound);
+}
+
+// Two workers under a tight bound against an auto shard: every read of a
+// worker's own rows includes all its updates, the shard ends with the exact
+// totals, and the unacknowledged bytes never exceed the bound by more than
+// the batch being sent.
+TEST_F(MemoryBoundsTest, ExactTotalsAndReadMyWritesHoldUnderTheBound) {
+  ClientOptions o;
+  o.unacked_mb = 1;
+  Open(o);
+  constexpr uint32_t kWidth = 1024;  // 8 KiB rows
+  constexpr int kRows = 64, kClocks = 12, kWorkers = 2;
+  constexpr uint64_t kMaxBatch = uint64_t{kRows} * kWidth * sizeof(int64_t);
+  Table t = Create(kWidth, Consistency::kSsp, 1);
+  std::mutex mu;
+  std::map<uint64_t, std::vector<int64_t>> stored;  // guarded by mu
+  ch_->StartAuto(
+      [&](uint32_t, uint64_t row) {
+        std::lock_guard<std::mutex> l(mu);
+        auto it = stored.find(row);
+        return EncodeDense(it == stored.end() ? std::vector<int64_t>(kWidth) : it->second);
+      },
+      0,
+      [&](const net::Apply& a) {
+        std::lock_guard<std::mutex> l(mu);
+        for (const net::RowData& u : a.updates) {
+          std::vector<int64_t> d = DecodeDense<int64_t>(u.bytes);
+          std::vector<int64_t>& v = stored[u.row];
+          v.resize(kWidth);
+          for (uint32_t i = 0; i < kWidth; ++i) v[i] += d[i];
+        }
+      });
+  std::atomic<uint64_t> max_unacked{0};
+  auto run = [&](int id) -> Status {
+    std::unique_ptr<Worker> w;
+    RETURN_IF_ERROR(client_->RegisterWorker(&w));
+    std::vector<int64_t> delta(kWidth), got(kWidth);
+    for (int c = 0; c < kClocks; ++c) {
+      for (uint64_t r = id; r < kRows; r += kWorkers) {  // each worker owns its rows
+        for (uint32_t i = 0; i < kWidth; ++i) delta[i] = static_cast<int64_t>(r + i + 1);
+        RETURN_IF_ERROR(w->Inc(t, r, delta.data()));
+        RETURN_IF_ERROR(w->Get(t, r, got.data()));
+        EXPECT_EQ(got[5], (c + 1) * static_cast<int64_t>(r + 6)) << "row " << r << " clock " << c;
+      }
+      RETURN_IF_ERROR(w->Clock());
+      uint64_t u = client_->Stats().unacked_bytes;
+      uint64_t m = max_unacked.load();
+      while (u > m && !max_unacked.compare_exchange_weak(m, u)) {
+      }
+    }
+    return Status::OK();
+  };
+  auto a = std::async(std::launch::async, run, 0);
+  auto b = std::async(std::launch::async, run, 1);
+  ASSERT_TRUE(Await(a).ok());
+  ASSERT_TRUE(Await(b).ok());
+  auto flush = std::async(std::launch::async, [&] { return client_->Flush(); });
+  ASSERT_TRUE(Await(flush).ok());
+  EXPECT_LE(max_unacked.load(), (uint64_t{1} << 20) + kMaxBatch);
+  EXPECT_EQ(client_->Stats().unacked_bytes, 0u);
+  std::lock_guard<std::mutex> l(mu);
+  ASSERT_EQ(stored.size(), static_cast<size_t>(kRows));
+  for (const auto& [row, v] : stored) {
+    for (uint32_t i : {0u, 5u, kWidth - 1}) {
+      EXPECT_EQ(v[i], kClocks * static_cast<int64_t>(row + i + 1)) << "row " << row;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pace

@@ -1,0 +1,202 @@
+#include "consistency/shard_engine.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace pace {
+
+namespace {
+
+// Rows reserved up front in one push (messages are cut by bytes anyway).
+constexpr size_t kMaxReservedPushRows = size_t{1} << 16;
+
+}  // namespace
+
+ShardEngine::ShardEngine(const ShardEngineOptions& options, std::vector<ClockT> applied_clocks,
+                         int64_t now_ms, VersionedRows* rows)
+    : options_(options),
+      rows_(rows),
+      clocks_(std::move(applied_clocks), now_ms),
+      published_(clocks_.Min()) {}
+
+void ShardEngine::Connect(PeerId id, std::shared_ptr<Peer> peer, PeerInfo info) {
+  if (info.is_client && info.client >= clocks_.num_clients()) info.is_client = false;
+  peers_.try_emplace(id, PeerState{std::move(peer), info, 0});
+}
+
+ShardEngine::Dropped ShardEngine::Disconnect(PeerId id) {
+  Dropped d;
+  if (peers_.erase(id) == 0) return d;
+  d.parked = parked_.RemoveIf([id](const Parked& p) { return p.peer == id; });
+  d.subscriptions = subs_.RemoveSubscriber(id);
+  return d;
+}
+
+void ShardEngine::AbortParked(const Status& why) {
+  for (Parked& p : parked_.TakeReady(INT64_MAX)) {
+    auto it = peers_.find(p.peer);
+    if (it == peers_.end()) continue;
+    it->second.parked = 0;
+    it->second.peer->SendReadError(p.read.req_id, why);
+  }
+}
+
+ClockT ShardEngine::AppliedClockFor(PeerId id) const {
+  auto it = peers_.find(id);
+  if (it == peers_.end() || !it->second.info.is_client) return clocks_.Min();
+  return clocks_.Get(it->second.info.client);
+}
+
+void ShardEngine::Read(PeerId id, ReadRequest read) {
+  auto it = peers_.find(id);
+  if (it == peers_.end()) return;
+  PeerState& p = it->second;
+  if (clocks_.Min() >= read.min_version) return Answer(id, p, read);
+  if (p.parked >= options_.max_parked_reads_per_peer) {
+    ++counters_.read_errors;
+    return p.peer->SendReadError(
+        read.req_id,
+        Status::ResourceExhausted("too many parked reads (" + std::to_string(p.parked) +
+                                  ") on this connection waiting for the shard clock to reach " +
+                                  std::to_string(read.min_version) + " (it is " +
+                                  std::to_string(clocks_.Min()) + ")"));
+  }
+  ++p.parked;
+  ++counters_.parked_reads;
+  const Version min_version = read.min_version;
+  parked_.Park(min_version, Parked{id, std::move(read)});
+}
+
+void ShardEngine::Answer(PeerId id, PeerState& p, const ReadRequest& read) {
+  std::vector<std::string> values;
+  Status st = rows_->ReadRows(read.table, read.rows, &values);
+  if (st.ok() && values.size() != read.rows.size()) {
+    st = Status::Internal("the store returned a wrong number of values");
+  }
+  if (!st.ok()) {
+    ++counters_.read_errors;
+    return p.peer->SendReadError(read.req_id, st);
+  }
+  ReadAnswer a;
+  a.req_id = read.req_id;
+  a.version = clocks_.Min();
+  a.applied_clock = p.info.is_client ? clocks_.Get(p.info.client) : clocks_.Min();
+  a.rows.reserve(values.size());
+  int64_t bytes = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    bytes += static_cast<int64_t>(values[i].size());
+    a.rows.push_back(RowValue{read.table, read.rows[i], std::move(values[i])});
+  }
+  if (read.subscribe) subs_.Subscribe(id, read.table, read.rows);
+  counters_.rows_read += static_cast<int64_t>(a.rows.size());
+  counters_.value_bytes_out += bytes;
+  p.peer->SendReadAnswer(std::move(a));
+}
+
+void ShardEngine::Unsubscribe(PeerId id, uint32_t table, const std::vector<uint64_t>& rows) {
+  subs_.Unsubscribe(id, table, rows);
+}
+
+Version ShardEngine::Publish() {
+  const Version clock = clocks_.Min();
+  if (clock > published_) {
+    published_ = clock;
+    OnShardClockAdvanced(clock);
+  } else if (clock < published_) {
+    published_ = clock;  // clocks moved back (a restore): nothing to answer
+  }
+  return clock;
+}
+
+void ShardEngine::OnShardClockAdvanced(Version clock) {
+  for (Parked& r : parked_.TakeReady(clock)) {
+    auto it = peers_.find(r.peer);
+    if (it == peers_.end()) continue;
+    --it->second.parked;
+    Answer(r.peer, it->second, r.read);
+  }
+  PushToSubscribers(clock);
+}
+
+void ShardEngine::RetryPushes() {
+  if (push_retry_pending_) PushToSubscribers(clocks_.Min());
+}
+
+void ShardEngine::PushToSubscribers(Version clock) {
+  push_retry_pending_ = false;
+  PushPlan plan = subs_.PlanPush();
+  if (plan.subscribers.empty()) return;
+
+  // Read every changed row once; plan.rows is sorted by table: one read per
+  // table.
+  const size_t n = plan.rows.size();
+  std::vector<std::string> values(n);
+  std::vector<bool> read_ok(n, false);
+  for (size_t begin = 0; begin < n;) {
+    const uint32_t table = plan.rows[begin].table;
+    size_t end = begin;
+    std::vector<uint64_t> ids;
+    while (end < n && plan.rows[end].table == table) ids.push_back(plan.rows[end++].row);
+    std::vector<std::string> vals;
+    Status st = rows_->ReadRows(table, ids, &vals);
+    if (st.ok() && vals.size() == ids.size()) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        values[begin + i] = std::move(vals[i]);
+        read_ok[begin + i] = true;
+      }
+    } else {
+      counters_.push_read_errors += static_cast<int64_t>(ids.size());
+    }
+    begin = end;
+  }
+
+  // Each value is copied into the pushes of all but the last subscriber that
+  // gets it, and moved into that one's.
+  std::vector<uint32_t> uses(n, 0);
+  for (const PushPlan::Entry& entry : plan.subscribers) {
+    if (peers_.count(entry.subscriber) == 0) continue;
+    for (uint32_t i : entry.row_indices) ++uses[i];
+  }
+
+  for (const PushPlan::Entry& entry : plan.subscribers) {
+    auto it = peers_.find(entry.subscriber);
+    if (it == peers_.end()) continue;
+    Peer& peer = *it->second.peer;
+    const ClockT applied =
+        it->second.info.is_client ? clocks_.Get(it->second.info.client) : clocks_.Min();
+    bool complete = true;
+    PushBatch push{clock, applied, {}};
+    push.rows.reserve(std::min(entry.row_indices.size(), kMaxReservedPushRows));
+    size_t push_bytes = 0;
+    auto flush = [&] {
+      counters_.rows_pushed += static_cast<int64_t>(push.rows.size());
+      counters_.value_bytes_out += static_cast<int64_t>(push_bytes);
+      ++counters_.pushes;
+      peer.SendPush(std::move(push));
+      push = PushBatch{clock, applied, {}};
+      push_bytes = 0;
+    };
+    for (uint32_t i : entry.row_indices) {
+      if (!read_ok[i]) {
+        complete = false;
+        push_retry_pending_ = true;
+        subs_.MarkDirty(plan.rows[i]);
+        continue;
+      }
+      push_bytes += values[i].size();
+      if (--uses[i] == 0) {
+        push.rows.push_back(RowValue{plan.rows[i].table, plan.rows[i].row, std::move(values[i])});
+      } else {
+        push.rows.push_back(RowValue{plan.rows[i].table, plan.rows[i].row, values[i]});
+      }
+      if (push_bytes >= options_.max_push_bytes) flush();
+    }
+    if (!push.rows.empty()) flush();
+    if (complete) {
+      ++counters_.push_dones;
+      peer.SendPushDone(clock, applied);
+    }
+  }
+}
+
+}  // namespace pace

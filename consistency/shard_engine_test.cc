@@ -1,0 +1,331 @@
+#include "consistency/shard_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pace {
+namespace {
+
+// Rows are strings; a row never written reads as "".
+class FakeRows : public VersionedRows {
+ public:
+  Status ReadRows(uint32_t table, const std::vector<uint64_t>& rows,
+                  std::vector<std::string>* values) override {
+    ++reads;
+    values->clear();
+    for (uint64_t r : rows) {
+      if (failing.count(RowKey{table, r}) != 0) return Status::IOError("injected");
+      auto it = data.find(RowKey{table, r});
+      values->push_back(it == data.end() ? "" : it->second);
+    }
+    return Status::OK();
+  }
+  std::map<RowKey, std::string> data;
+  std::set<RowKey> failing;
+  int reads = 0;
+};
+
+// Records what the engine sends.
+class FakePeer : public Peer {
+ public:
+  void SendReadAnswer(ReadAnswer a) override { answers.push_back(std::move(a)); }
+  void SendReadError(uint64_t req_id, const Status& st) override {
+    errors.emplace_back(req_id, st.code());
+  }
+  void SendPush(PushBatch p) override { pushes.push_back(std::move(p)); }
+  void SendPushDone(Version v, ClockT a) override { dones.emplace_back(v, a); }
+
+  // Rows pushed (all pushes), as "table/row=value".
+  std::vector<std::string> PushedRows() const {
+    std::vector<std::string> out;
+    for (const PushBatch& p : pushes) {
+      for (const RowValue& r : p.rows) {
+        out.push_back(std::to_string(r.table) + "/" + std::to_string(r.row) + "=" + r.bytes);
+      }
+    }
+    return out;
+  }
+  std::vector<ReadAnswer> answers;
+  std::vector<std::pair<uint64_t, StatusCode>> errors;
+  std::vector<PushBatch> pushes;
+  std::vector<std::pair<Version, ClockT>> dones;
+};
+
+ReadRequest Req(uint64_t id, std::vector<uint64_t> rows, Version min_version,
+                bool subscribe = false, uint32_t table = 1) {
+  ReadRequest r;
+  r.req_id = id;
+  r.table = table;
+  r.rows = std::move(rows);
+  r.min_version = min_version;
+  r.subscribe = subscribe;
+  return r;
+}
+
+class ShardEngineTest : public ::testing::Test {
+ protected:
+  void Start(uint32_t clients, ShardEngineOptions o = ShardEngineOptions()) {
+    engine_ = std::make_unique<ShardEngine>(o, std::vector<ClockT>(clients, 0), 0, &rows_);
+    for (uint32_t c = 0; c < clients; ++c) {
+      peers_.push_back(std::make_shared<FakePeer>());
+      engine_->Connect(c + 1, peers_.back(), PeerInfo{true, c});
+    }
+  }
+  // Client c's batch of `clock` changed `rows` of table 1 to `value`.
+  void Apply(ClientId c, std::vector<uint64_t> rows, const std::string& value) {
+    for (uint64_t r : rows) {
+      rows_.data[RowKey{1, r}] = value;
+      engine_->MarkChanged(c + 1, RowKey{1, r});
+    }
+    engine_->Advance(c, engine_->clocks().Get(c) + 1, 0);
+  }
+  FakePeer& peer(ClientId c) { return *peers_[c]; }
+
+  FakeRows rows_;
+  std::unique_ptr<ShardEngine> engine_;
+  std::vector<std::shared_ptr<FakePeer>> peers_;
+};
+
+TEST_F(ShardEngineTest, ReadIsAnsweredAtOnceWhenTheShardClockSuffices) {
+  Start(2);
+  rows_.data[RowKey{1, 7}] = "x";
+  engine_->Read(1, Req(5, {7}, 0));
+  ASSERT_EQ(peer(0).answers.size(), 1u);
+  const ReadAnswer& a = peer(0).answers[0];
+  EXPECT_EQ(a.req_id, 5u);
+  EXPECT_EQ(a.version, 0);
+  EXPECT_EQ(a.applied_clock, 0);
+  ASSERT_EQ(a.rows.size(), 1u);
+  EXPECT_EQ(a.rows[0].bytes, "x");
+}
+
+TEST_F(ShardEngineTest, ReadIsParkedUntilEveryClientReachesMinVersion) {
+  Start(2);
+  engine_->Read(1, Req(1, {3}, 1));
+  EXPECT_EQ(engine_->num_parked(), 1u);
+  Apply(0, {3}, "a");  // client 0 at 1, client 1 at 0: C stays 0
+  EXPECT_TRUE(peer(0).answers.empty());
+  Apply(1, {}, "");  // C = 1
+  ASSERT_EQ(peer(0).answers.size(), 1u);
+  EXPECT_EQ(peer(0).answers[0].version, 1);
+  EXPECT_EQ(peer(0).answers[0].applied_clock, 1);
+  EXPECT_EQ(peer(0).answers[0].rows[0].bytes, "a");
+  EXPECT_EQ(engine_->num_parked(), 0u);
+}
+
+TEST_F(ShardEngineTest, AnswerCarriesTheReadersOwnAppliedClock) {
+  Start(2);
+  Apply(0, {}, "");
+  Apply(0, {}, "");  // client 0 at 2, client 1 at 0
+  engine_->Read(1, Req(1, {0}, 0));
+  engine_->Read(2, Req(2, {0}, 0));
+  EXPECT_EQ(peer(0).answers.at(0).applied_clock, 2);
+  EXPECT_EQ(peer(1).answers.at(0).applied_clock, 0);
+  EXPECT_EQ(peer(0).answers.at(0).version, 0);
+}
+
+TEST_F(ShardEngineTest, ObserversGetTheShardClockAsAppliedClock) {
+  Start(1);
+  Apply(0, {}, "");
+  auto obs = std::make_shared<FakePeer>();
+  engine_->Connect(99, obs, PeerInfo{false, 0});
+  engine_->Read(99, Req(1, {0}, 0));
+  ASSERT_EQ(obs->answers.size(), 1u);
+  EXPECT_EQ(obs->answers[0].applied_clock, 1);
+  EXPECT_EQ(engine_->AppliedClockFor(99), 1);
+}
+
+TEST_F(ShardEngineTest, ParkedReadsPerPeerAreBounded) {
+  ShardEngineOptions o;
+  o.max_parked_reads_per_peer = 2;
+  Start(1, o);
+  engine_->Read(1, Req(1, {0}, 5));
+  engine_->Read(1, Req(2, {0}, 5));
+  engine_->Read(1, Req(3, {0}, 5));
+  ASSERT_EQ(peer(0).errors.size(), 1u);
+  EXPECT_EQ(peer(0).errors[0].first, 3u);
+  EXPECT_EQ(peer(0).errors[0].second, StatusCode::kResourceExhausted);
+  EXPECT_EQ(engine_->num_parked(), 2u);
+}
+
+TEST_F(ShardEngineTest, ReadErrorGoesToTheReader) {
+  Start(1);
+  rows_.failing.insert(RowKey{1, 4});
+  engine_->Read(1, Req(8, {4}, 0));
+  ASSERT_EQ(peer(0).errors.size(), 1u);
+  EXPECT_EQ(peer(0).errors[0], std::make_pair(uint64_t{8}, StatusCode::kIOError));
+}
+
+TEST_F(ShardEngineTest, DuplicateIsAClockBelowTheAppliedClock) {
+  Start(1);
+  EXPECT_FALSE(engine_->IsDuplicate(0, 0));
+  Apply(0, {}, "");
+  EXPECT_TRUE(engine_->IsDuplicate(0, 0));
+  EXPECT_FALSE(engine_->IsDuplicate(0, 1));
+  EXPECT_FALSE(engine_->IsDuplicate(7, 0));  // unknown client
+}
+
+TEST_F(ShardEngineTest, SubscribersGetChangedRowsThenPushDone) {
+  Start(2);
+  engine_->Read(1, Req(1, {1, 2}, 0, /*subscribe=*/true));
+  Apply(1, {1}, "b");  // client 1 changes row 1
+  Apply(0, {}, "");    // C = 1
+  EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=b"});
+  ASSERT_EQ(peer(0).dones.size(), 1u);
+  EXPECT_EQ(peer(0).dones[0], std::make_pair(Version{1}, ClockT{1}));
+  EXPECT_EQ(peer(0).pushes[0].version, 1);
+  // Client 1 subscribes to nothing: no marker either.
+  EXPECT_TRUE(peer(1).dones.empty());
+}
+
+TEST_F(ShardEngineTest, PushDoneAlsoWhenNothingChanged) {
+  Start(1);
+  engine_->Read(1, Req(1, {1}, 0, true));
+  Apply(0, {}, "");
+  EXPECT_TRUE(peer(0).pushes.empty());
+  EXPECT_EQ(peer(0).dones.size(), 1u);
+}
+
+TEST_F(ShardEngineTest, RowChangedOnlyByTheSubscriberIsNotPushedBack) {
+  Start(2);
+  engine_->Read(1, Req(1, {1, 2}, 0, true));
+  engine_->Read(2, Req(2, {1, 2}, 0, true));
+  Apply(0, {1}, "own");    // row 1 by client 0 only
+  Apply(1, {2}, "other");  // row 2 by client 1 only; C = 1
+  EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/2=other"});
+  EXPECT_EQ(peer(1).PushedRows(), std::vector<std::string>{"1/1=own"});
+}
+
+TEST_F(ShardEngineTest, RowChangedByTwoWritersIsPushedToBoth) {
+  Start(2);
+  engine_->Read(1, Req(1, {1}, 0, true));
+  engine_->Read(2, Req(2, {1}, 0, true));
+  Apply(0, {1}, "x");
+  Apply(1, {1}, "xy");
+  EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=xy"});
+  EXPECT_EQ(peer(1).PushedRows(), std::vector<std::string>{"1/1=xy"});
+}
+
+TEST_F(ShardEngineTest, UnreadableRowWithholdsPushDoneAndIsRetried) {
+  Start(2);
+  engine_->Read(1, Req(1, {1}, 0, true));
+  Apply(1, {1}, "v1");
+  rows_.failing.insert(RowKey{1, 1});
+  Apply(0, {}, "");  // C = 1, the row cannot be read
+  EXPECT_TRUE(peer(0).pushes.empty());
+  EXPECT_TRUE(peer(0).dones.empty());
+  rows_.failing.clear();
+  Apply(0, {}, "");
+  Apply(1, {}, "");  // C = 2: retried
+  EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=v1"});
+  ASSERT_EQ(peer(0).dones.size(), 1u);
+  EXPECT_EQ(peer(0).dones[0].first, 2);
+}
+
+TEST_F(ShardEngineTest, RetryPushesCompletesAFailedPushWithoutANewClock) {
+  Start(2);
+  engine_->Read(1, Req(1, {1}, 0, true));
+  Apply(1, {1}, "v1");
+  rows_.failing.insert(RowKey{1, 1});
+  Apply(0, {}, "");  // C = 1, the row cannot be read
+  EXPECT_TRUE(engine_->push_retry_pending());
+  EXPECT_TRUE(peer(0).dones.empty());
+  engine_->RetryPushes();  // still failing: still pending
+  EXPECT_TRUE(engine_->push_retry_pending());
+  EXPECT_TRUE(peer(0).dones.empty());
+  rows_.failing.clear();
+  engine_->RetryPushes();
+  EXPECT_FALSE(engine_->push_retry_pending());
+  EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=v1"});
+  ASSERT_EQ(peer(0).dones.size(), 1u);
+  EXPECT_EQ(peer(0).dones[0].first, 1);
+  engine_->RetryPushes();  // nothing pending: nothing sent
+  EXPECT_EQ(peer(0).dones.size(), 1u);
+}
+
+TEST_F(ShardEngineTest, LargePushesAreCutByBytes) {
+  ShardEngineOptions o;
+  o.max_push_bytes = 10;
+  Start(2, o);
+  engine_->Read(1, Req(1, {1, 2, 3}, 0, true));
+  Apply(1, {1, 2, 3}, std::string(6, 'z'));
+  Apply(0, {}, "");
+  EXPECT_EQ(peer(0).pushes.size(), 2u);  // 12 bytes, then 6
+  EXPECT_EQ(peer(0).PushedRows().size(), 3u);
+  EXPECT_EQ(peer(0).dones.size(), 1u);
+}
+
+TEST_F(ShardEngineTest, UnsubscribedRowsAreNotPushed) {
+  Start(2);
+  engine_->Read(1, Req(1, {1, 2}, 0, true));
+  engine_->Unsubscribe(1, 1, {1});
+  Apply(1, {1, 2}, "v");
+  Apply(0, {}, "");
+  EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/2=v"});
+}
+
+TEST_F(ShardEngineTest, DisconnectDropsParkedReadsAndSubscriptions) {
+  Start(2);
+  engine_->Read(1, Req(1, {1}, 0, true));
+  engine_->Read(1, Req(2, {1}, 3));
+  ShardEngine::Dropped d = engine_->Disconnect(1);
+  EXPECT_EQ(d.parked, 1u);
+  EXPECT_EQ(d.subscriptions, 1u);
+  EXPECT_FALSE(engine_->IsConnected(1));
+  Apply(1, {1}, "v");
+  Apply(0, {}, "");
+  EXPECT_TRUE(peer(0).pushes.empty());
+  EXPECT_TRUE(peer(0).dones.empty());
+  engine_->Read(1, Req(3, {1}, 0));  // unknown peer: ignored
+  EXPECT_EQ(peer(0).answers.size(), 1u);
+}
+
+TEST_F(ShardEngineTest, GroupPublishAnswersOnceAfterEveryBatchIsRecorded) {
+  Start(2);
+  engine_->Read(1, Req(1, {1}, 1));
+  rows_.data[RowKey{1, 1}] = "ab";
+  engine_->MarkChanged(1, RowKey{1, 1});
+  engine_->RecordApplied(0, 1, 0);
+  engine_->MarkChanged(2, RowKey{1, 1});
+  engine_->RecordApplied(1, 1, 0);
+  EXPECT_TRUE(peer(0).answers.empty());  // nothing until Publish
+  EXPECT_EQ(engine_->Publish(), 1);
+  ASSERT_EQ(peer(0).answers.size(), 1u);
+  EXPECT_EQ(peer(0).answers[0].version, 1);
+  EXPECT_EQ(peer(0).answers[0].applied_clock, 1);
+  EXPECT_EQ(engine_->Publish(), 1);  // idempotent
+  EXPECT_EQ(peer(0).answers.size(), 1u);
+}
+
+TEST_F(ShardEngineTest, AbortParkedAnswersEveryWaiter) {
+  Start(1);
+  engine_->Read(1, Req(1, {1}, 4));
+  engine_->Read(1, Req(2, {1}, 9));
+  engine_->AbortParked(Status::Aborted("shutting down"));
+  ASSERT_EQ(peer(0).errors.size(), 2u);
+  EXPECT_EQ(peer(0).errors[0].second, StatusCode::kAborted);
+  EXPECT_EQ(engine_->num_parked(), 0u);
+}
+
+TEST_F(ShardEngineTest, ParkedReadsAreAnsweredInArrivalOrder) {
+  Start(1);
+  engine_->Read(1, Req(1, {1}, 2));
+  engine_->Read(1, Req(2, {1}, 1));
+  engine_->Read(1, Req(3, {1}, 2));
+  Apply(0, {}, "");
+  ASSERT_EQ(peer(0).answers.size(), 1u);
+  EXPECT_EQ(peer(0).answers[0].req_id, 2u);
+  Apply(0, {}, "");
+  ASSERT_EQ(peer(0).answers.size(), 3u);
+  EXPECT_EQ(peer(0).answers[1].req_id, 1u);
+  EXPECT_EQ(peer(0).answers[2].req_id, 3u);
+}
+
+}  // namespace
+}  // namespace pace

@@ -1,0 +1,965 @@
+#include "consistency/sim/simulation.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/schema.h"
+#include "consistency/read_policy.h"
+#include "consistency/shard_engine.h"
+
+namespace pace::sim {
+
+namespace {
+
+// splitmix64: small, fast, and the same on every platform.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n); 0 when n == 0.
+  int64_t Below(int64_t n) { return n <= 0 ? 0 : static_cast<int64_t>(Next() % uint64_t(n)); }
+  int64_t Between(int64_t lo, int64_t hi) { return lo + Below(hi - lo + 1); }
+  bool Chance(double p) { return static_cast<double>(Next() >> 11) * 0x1.0p-53 < p; }
+
+ private:
+  uint64_t s_;
+};
+
+// (client, clock): one coalesced batch's contribution to a row.
+using Contribution = std::pair<uint32_t, int64_t>;
+using Provenance = std::vector<Contribution>;
+
+// A row's bytes in the simulation: its i64 value, then its provenance.
+std::string EncodeRow(int64_t value, const Provenance& prov) {
+  std::string out(sizeof(int64_t) * (1 + 2 * prov.size()), '\0');
+  char* p = out.data();
+  std::memcpy(p, &value, 8);
+  p += 8;
+  for (const Contribution& c : prov) {
+    const int64_t client = c.first;
+    std::memcpy(p, &client, 8);
+    std::memcpy(p + 8, &c.second, 8);
+    p += 16;
+  }
+  return out;
+}
+
+bool DecodeRow(const std::string& bytes, int64_t* value, Provenance* prov) {
+  if (bytes.size() < 8 || (bytes.size() - 8) % 16 != 0) return false;
+  const char* p = bytes.data();
+  std::memcpy(value, p, 8);
+  prov->clear();
+  for (size_t off = 8; off < bytes.size(); off += 16) {
+    int64_t client, clock;
+    std::memcpy(&client, p + off, 8);
+    std::memcpy(&clock, p + off + 8, 8);
+    prov->emplace_back(static_cast<uint32_t>(client), clock);
+  }
+  return true;
+}
+
+struct ApplyMsg {
+  ClockT clock = 0;
+  std::vector<std::pair<RowKey, int64_t>> deltas;
+};
+struct UnsubscribeMsg {
+  uint32_t table = 0;
+  std::vector<uint64_t> rows;
+};
+using ToShard = std::variant<ReadRequest, ApplyMsg, UnsubscribeMsg>;
+
+struct ReadErrorMsg {
+  uint64_t req_id = 0;
+  std::string why;
+};
+struct PushDoneMsg {
+  Version version = 0;
+  ClockT applied = 0;
+};
+struct AckMsg {
+  ClockT clock = 0;
+  bool duplicate = false;
+};
+using ToClient = std::variant<ReadAnswer, ReadErrorMsg, PushBatch, PushDoneMsg, AckMsg>;
+
+struct TableSpec {
+  uint32_t id = 0;
+  Consistency consistency = Consistency::kSsp;
+  int64_t staleness = 0;
+  uint32_t rows = 0;
+};
+
+struct Op {
+  bool is_get = false;
+  RowKey key;
+  int64_t delta = 0;
+};
+
+class World;
+
+// ---------------------------------------------------------------------------
+// The shard: the real engine over an in-memory store.
+
+class FakeStore : public VersionedRows {
+ public:
+  struct Row {
+    int64_t value = 0;
+    Provenance prov;
+  };
+  FakeStore(uint32_t num_clients, Rng* rng, double fail_chance)
+      : applied(num_clients, 0), rng_(rng), fail_chance_(fail_chance) {}
+  Status ReadRows(uint32_t table, const std::vector<uint64_t>& rows,
+                  std::vector<std::string>* values) override {
+    values->clear();
+    // Reads of several rows (pushes: the simulated clients read one row per
+    // Read, and a client fails on a read error) sometimes fail, as a disk
+    // may: the engine must then withhold PushDone and retry.
+    if (rows.size() > 1 && fail_chance_ > 0 && rng_->Chance(fail_chance_)) {
+      return Status::IOError("injected read failure");
+    }
+    for (uint64_t r : rows) {
+      auto it = committed.find(RowKey{table, r});
+      values->push_back(it == committed.end() ? EncodeRow(0, {})
+                                              : EncodeRow(it->second.value, it->second.prov));
+    }
+    return Status::OK();
+  }
+
+  // What survives a crash: the committed rows and applied clocks.
+  std::map<RowKey, Row> committed;
+  std::vector<ClockT> applied;
+
+ private:
+  Rng* const rng_;
+  const double fail_chance_;
+};
+
+struct Connection {
+  uint64_t epoch = 0;
+  bool up = false;
+  PeerId peer = 0;
+  int64_t last_to_shard = 0;  // FIFO: a message never overtakes an earlier one
+  int64_t last_to_client = 0;
+};
+
+struct QueuedBatch {
+  ClientId client = 0;
+  uint64_t epoch = 0;  // of the connection it came on (where the Ack goes)
+  PeerId peer = 0;
+  ApplyMsg msg;
+};
+
+struct Shard {
+  Shard(uint32_t num_clients, Rng* rng, double fail_chance)
+      : store(num_clients, rng, fail_chance) {}
+  FakeStore store;
+  std::unique_ptr<ShardEngine> engine;  // null while crashed
+  std::vector<QueuedBatch> queue;       // received, not yet committed
+  uint64_t incarnation = 0;
+  bool commit_scheduled = false;
+  bool retry_scheduled = false;
+  PeerId next_peer = 1;
+};
+
+// ---------------------------------------------------------------------------
+// The client process model (one worker: the process clock is its clock).
+
+struct Pending {
+  ClockT clock = 0;
+  bool sealed = false;
+  int64_t delta = 0;
+};
+
+struct Entry {
+  bool has_value = false;
+  int64_t value = 0;  // server value + sealed deltas of clocks >= applied
+  Provenance prov;    // likewise
+  Version version = 0;
+  ClockT applied = 0;
+  bool subscribed = false;
+  int waiters = 0;  // workers blocked on this row
+  std::vector<Version> reads_in_flight;
+  std::vector<Pending> pending;
+
+  bool ReadInFlightAtMost(Version need) const {
+    for (Version m : reads_in_flight) {
+      if (m <= need) return true;
+    }
+    return false;
+  }
+  void ReadAnswered(Version min_version) {
+    auto it = std::find(reads_in_flight.begin(), reads_in_flight.end(), min_version);
+    if (it != reads_in_flight.end()) reads_in_flight.erase(it);
+  }
+};
+
+struct SentBatch {
+  ClockT clock = 0;
+  std::vector<std::pair<RowKey, int64_t>> deltas;
+};
+
+struct ShardView {
+  std::deque<SentBatch> unacked;
+  ClockT acked_through = 0;
+  Version pushed_version = 0;
+  bool connected = false;
+  std::map<uint64_t, ReadRequest> requests;  // in flight, re-sent after a reconnect
+};
+
+struct Worker {
+  ClockT clock = 0;
+  std::vector<std::vector<Op>> script;  // ops per clock; the last has no Clock()
+  size_t op = 0;
+  bool blocked = false;
+  bool done = false;
+};
+
+struct Client {
+  ClientId id = 0;
+  ClockT clock = 0;  // the process clock: the minimum of its workers' clocks
+  std::vector<Worker> workers;
+  uint64_t next_req = 1;
+  std::map<RowKey, Entry> entries;
+  std::vector<ShardView> shards;
+};
+
+class SimPeer;
+
+// ---------------------------------------------------------------------------
+
+class World {
+ public:
+  World(uint64_t seed, const SimOptions& options) : rng_(seed), options_(options) {}
+  SimResult Run();
+
+  // --- transport -------------------------------------------------------------
+  void SendToClient(ClientId c, uint32_t k, uint64_t epoch, ToClient m);
+  void SendToShard(ClientId c, uint32_t k, ToShard m);
+
+  void Trace(const std::string& s) {
+    if (options_.trace != nullptr) *options_.trace += "t=" + std::to_string(now_) + " " + s + "\n";
+  }
+  void Fail(const std::string& why) {
+    if (result_.ok) {
+      result_.ok = false;
+      result_.error = "t=" + std::to_string(now_) + ": " + why;
+    }
+  }
+
+ private:
+  void Configure();
+  void At(int64_t t, std::function<void()> fn) { events_.push(Event{t, seq_++, std::move(fn)}); }
+  int64_t Delay() { return rng_.Between(1, max_delay_); }
+  uint32_t ShardOfKey(const RowKey& k) const {
+    return static_cast<uint32_t>((k.table * 7919u + k.row * 31u) % shards_.size());
+  }
+  Connection& Conn(ClientId c, uint32_t k) { return conns_[c * shards_.size() + k]; }
+  const TableSpec& Table(uint32_t id) const { return tables_[id - 1]; }
+  ReadPolicy Policy(uint32_t table) const {
+    return ReadPolicy(Table(table).consistency, Table(table).staleness);
+  }
+
+  // --- shards ----------------------------------------------------------------
+  void ShardReceive(uint32_t k, ClientId c, uint64_t epoch, ToShard m);
+  void Commit(uint32_t k, uint64_t incarnation);
+  void Crash(uint32_t k);
+  void Restart(uint32_t k);
+  void Connect(ClientId c, uint32_t k);
+  void Disconnect(ClientId c, uint32_t k);
+  void DropConnection(ClientId c, uint32_t k);
+
+  // --- clients ---------------------------------------------------------------
+  void ClientStep(ClientId c, size_t w);
+  bool ClientGet(Client& cl, ClockT c, const RowKey& key);
+  void ClientInc(Client& cl, ClockT c, const RowKey& key, int64_t delta);
+  void WorkerClock(Client& cl, Worker& w);
+  void SendBatches(Client& cl);
+  void RetryBlocked(ClientId c);
+  void ClientEvict(Client& cl);
+  void ClientReceive(ClientId c, uint32_t k, ToClient m);
+  void InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT a, bool read,
+                  bool subscribe, Version read_min);
+  void InstallValue(Client& cl, Entry& e, int64_t value, Provenance prov, Version v, ClockT a);
+  void SendRead(Client& cl, const RowKey& key, Entry& e, Version min_version, bool subscribe);
+  void ClientReconnected(Client& cl, uint32_t k);
+  Version EffectiveVersion(const Client& cl, const RowKey& key, const Entry& e) const {
+    if (!e.subscribed) return e.version;
+    return std::max(e.version, cl.shards[ShardOfKey(key)].pushed_version);
+  }
+  void CheckRead(const Client& cl, ClockT c, const RowKey& key, const Entry& e, Version v);
+  bool Finished() const;
+  void FinalChecks();
+
+  struct Event {
+    int64_t time;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+
+  Rng rng_;
+  const SimOptions options_;
+  SimResult result_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t seq_ = 0;
+  int64_t now_ = 0;
+
+  // Shape of the schedule.
+  int64_t max_delay_ = 10;
+  int64_t clocks_ = 3;
+  bool group_publish_ = false;
+  double evict_chance_ = 0;
+  double read_fail_chance_ = 0;
+  std::vector<TableSpec> tables_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<Client> clients_;
+  std::vector<Connection> conns_;
+  // Ground truth: every coalesced delta, by row and (client, clock).
+  std::map<RowKey, std::map<Contribution, int64_t>> ledger_;
+};
+
+class SimPeer : public Peer {
+ public:
+  SimPeer(World* w, ClientId c, uint32_t k, uint64_t epoch) : w_(w), c_(c), k_(k), epoch_(epoch) {}
+  void SendReadAnswer(ReadAnswer a) override { w_->SendToClient(c_, k_, epoch_, std::move(a)); }
+  void SendReadError(uint64_t req_id, const Status& st) override {
+    w_->SendToClient(c_, k_, epoch_, ReadErrorMsg{req_id, st.ToString()});
+  }
+  void SendPush(PushBatch p) override { w_->SendToClient(c_, k_, epoch_, std::move(p)); }
+  void SendPushDone(Version v, ClockT a) override {
+    w_->SendToClient(c_, k_, epoch_, PushDoneMsg{v, a});
+  }
+
+ private:
+  World* const w_;
+  const ClientId c_;
+  const uint32_t k_;
+  const uint64_t epoch_;
+};
+
+// --- configuration -------------------------------------------------------------
+
+void World::Configure() {
+  const uint32_t num_shards = static_cast<uint32_t>(rng_.Between(1, 3));
+  const uint32_t num_clients = static_cast<uint32_t>(rng_.Between(1, 3));
+  max_delay_ = rng_.Between(1, 20);
+  clocks_ = rng_.Between(2, 6);
+  group_publish_ = rng_.Chance(0.5);
+  evict_chance_ = rng_.Chance(0.5) ? 0.0 : 0.15;
+  read_fail_chance_ = rng_.Chance(0.7) ? 0.0 : 0.2;
+  const uint32_t num_tables = static_cast<uint32_t>(rng_.Between(1, 2));
+  static constexpr Consistency kModels[] = {Consistency::kBsp, Consistency::kSsp,
+                                            Consistency::kEssp, Consistency::kAsync};
+  std::ostringstream cfg;
+  cfg << num_shards << " shard(s), " << num_clients << " client(s), " << clocks_
+      << " clocks, delay<=" << max_delay_ << (group_publish_ ? ", group commit" : "")
+      << (evict_chance_ > 0 ? ", evictions" : "")
+      << (read_fail_chance_ > 0 ? ", failing push reads" : "") << ", tables:";
+  for (uint32_t t = 0; t < num_tables; ++t) {
+    TableSpec s;
+    s.id = t + 1;
+    s.consistency = kModels[rng_.Below(4)];
+    s.staleness = ReadPolicy::BoundFor(s.consistency, rng_.Between(0, 3));
+    s.rows = static_cast<uint32_t>(rng_.Between(1, 5));
+    tables_.push_back(s);
+    cfg << " " << ConsistencyName(s.consistency) << " s=" << s.staleness << " x" << s.rows;
+  }
+  for (uint32_t k = 0; k < num_shards; ++k) {
+    shards_.push_back(std::make_unique<Shard>(num_clients, &rng_, read_fail_chance_));
+    shards_.back()->engine = std::make_unique<ShardEngine>(
+        ShardEngineOptions{}, shards_.back()->store.applied, 0, &shards_.back()->store);
+  }
+  conns_.resize(size_t{num_clients} * num_shards);
+  clients_.resize(num_clients);
+  for (ClientId c = 0; c < num_clients; ++c) {
+    Client& cl = clients_[c];
+    cl.id = c;
+    cl.shards.resize(num_shards);
+    cl.workers.resize(static_cast<size_t>(rng_.Between(1, 2)));
+    for (Worker& w : cl.workers) {
+      for (int64_t clock = 0; clock <= clocks_; ++clock) {
+        std::vector<Op> ops;
+        const int64_t n = clock == clocks_ ? 0 : rng_.Between(0, 4);
+        for (int64_t i = 0; i < n; ++i) {
+          const TableSpec& t = tables_[rng_.Below(num_tables)];
+          Op op;
+          op.is_get = rng_.Chance(0.5);
+          op.key = RowKey{t.id, static_cast<uint64_t>(rng_.Below(t.rows))};
+          op.delta = rng_.Between(1, 1000) * (rng_.Chance(0.5) ? 1 : -1);
+          ops.push_back(op);
+        }
+        if (clock == clocks_) {  // the last clock reads every row
+          for (const TableSpec& t : tables_) {
+            for (uint64_t r = 0; r < t.rows; ++r) ops.push_back(Op{true, RowKey{t.id, r}, 0});
+          }
+        }
+        w.script.push_back(std::move(ops));
+      }
+    }
+    cfg << (c == 0 ? ", workers per client:" : "") << " " << cl.workers.size();
+  }
+  // Faults at random moments of the expected run.
+  const int64_t horizon = clocks_ * (max_delay_ * 4 + 10);
+  const int64_t faults = rng_.Between(0, 4);
+  cfg << ", faults:";
+  for (int64_t i = 0; i < faults; ++i) {
+    const int64_t t = rng_.Between(1, horizon);
+    const uint32_t k = static_cast<uint32_t>(rng_.Below(num_shards));
+    if (rng_.Chance(0.4)) {
+      cfg << " crash(shard " << k << " @" << t << ")";
+      At(t, [this, k] { Crash(k); });
+    } else {
+      const ClientId c = static_cast<ClientId>(rng_.Below(num_clients));
+      cfg << " disconnect(client " << c << ", shard " << k << " @" << t << ")";
+      At(t, [this, c, k] { Disconnect(c, k); });
+    }
+  }
+  result_.config = cfg.str();
+}
+
+// --- transport -------------------------------------------------------------------
+
+void World::SendToShard(ClientId c, uint32_t k, ToShard m) {
+  Connection& conn = Conn(c, k);
+  if (!conn.up) return;  // lost; the client re-sends what matters after a reconnect
+  const int64_t t = std::max(now_ + Delay(), conn.last_to_shard);
+  conn.last_to_shard = t;
+  const uint64_t epoch = conn.epoch;
+  At(t, [this, c, k, epoch, m = std::move(m)]() mutable {
+    if (Conn(c, k).epoch != epoch) return;  // the connection died meanwhile
+    ShardReceive(k, c, epoch, std::move(m));
+  });
+}
+
+void World::SendToClient(ClientId c, uint32_t k, uint64_t epoch, ToClient m) {
+  Connection& conn = Conn(c, k);
+  if (!conn.up || conn.epoch != epoch) return;
+  const int64_t t = std::max(now_ + Delay(), conn.last_to_client);
+  conn.last_to_client = t;
+  At(t, [this, c, k, epoch, m = std::move(m)]() mutable {
+    if (Conn(c, k).epoch != epoch) return;
+    ClientReceive(c, k, std::move(m));
+  });
+}
+
+void World::Connect(ClientId c, uint32_t k) {
+  Connection& conn = Conn(c, k);
+  Shard& sh = *shards_[k];
+  if (conn.up || sh.engine == nullptr) return;  // a restart reconnects everyone
+  conn.up = true;
+  ++conn.epoch;
+  conn.peer = sh.next_peer++;
+  sh.engine->Connect(conn.peer, std::make_shared<SimPeer>(this, c, k, conn.epoch),
+                     PeerInfo{true, c});
+  Trace("connect client " + std::to_string(c) + " shard " + std::to_string(k));
+  ClientReconnected(clients_[c], k);
+}
+
+void World::DropConnection(ClientId c, uint32_t k) {
+  Connection& conn = Conn(c, k);
+  if (!conn.up) return;
+  conn.up = false;
+  ++conn.epoch;  // drops what is in flight both ways
+  if (shards_[k]->engine != nullptr) shards_[k]->engine->Disconnect(conn.peer);
+  clients_[c].shards[k].connected = false;
+}
+
+void World::Disconnect(ClientId c, uint32_t k) {
+  if (!Conn(c, k).up) return;
+  ++result_.disconnects;
+  Trace("disconnect client " + std::to_string(c) + " shard " + std::to_string(k));
+  DropConnection(c, k);
+  At(now_ + Delay(), [this, c, k] { Connect(c, k); });
+}
+
+// --- shards ------------------------------------------------------------------------
+
+void World::ShardReceive(uint32_t k, ClientId c, uint64_t epoch, ToShard m) {
+  Shard& sh = *shards_[k];
+  if (sh.engine == nullptr) return;
+  const PeerId peer = Conn(c, k).peer;
+  if (auto* r = std::get_if<ReadRequest>(&m)) {
+    Trace("shard " + std::to_string(k) + " Read from " + std::to_string(c) + " min " +
+          std::to_string(r->min_version) + " C=" + std::to_string(sh.engine->shard_clock()));
+    return sh.engine->Read(peer, std::move(*r));
+  }
+  if (auto* u = std::get_if<UnsubscribeMsg>(&m)) {
+    return sh.engine->Unsubscribe(peer, u->table, u->rows);
+  }
+  auto& a = std::get<ApplyMsg>(m);
+  Trace("shard " + std::to_string(k) + " queues clock " + std::to_string(a.clock) + " of client " +
+        std::to_string(c));
+  sh.queue.push_back(QueuedBatch{c, epoch, peer, std::move(a)});
+  if (!sh.commit_scheduled) {
+    sh.commit_scheduled = true;
+    const uint64_t inc = sh.incarnation;
+    At(now_ + rng_.Between(0, max_delay_), [this, k, inc] { Commit(k, inc); });
+  }
+}
+
+void World::Commit(uint32_t k, uint64_t incarnation) {
+  Shard& sh = *shards_[k];
+  if (sh.incarnation != incarnation || sh.engine == nullptr) return;
+  sh.commit_scheduled = false;
+  std::vector<QueuedBatch> group;
+  group.swap(sh.queue);
+  std::vector<std::pair<const QueuedBatch*, bool>> acks;
+  for (const QueuedBatch& b : group) {
+    ClockT& applied = sh.store.applied[b.client];
+    if (b.msg.clock < applied) {
+      acks.emplace_back(&b, true);
+      continue;
+    }
+    if (b.msg.clock > applied) {
+      return Fail("shard " + std::to_string(k) + ": clock gap, batch " +
+                  std::to_string(b.msg.clock) + " of client " + std::to_string(b.client) +
+                  " with applied clock " + std::to_string(applied));
+    }
+    for (const auto& [key, d] : b.msg.deltas) {
+      FakeStore::Row& row = sh.store.committed[key];
+      row.value += d;
+      row.prov.emplace_back(b.client, b.msg.clock);
+    }
+    ++applied;
+    Trace("shard " + std::to_string(k) + " commits clock " + std::to_string(b.msg.clock) +
+          " of client " + std::to_string(b.client));
+    for (const auto& [key, d] : b.msg.deltas) sh.engine->MarkChanged(b.peer, key);
+    acks.emplace_back(&b, false);
+    if (group_publish_) {
+      sh.engine->RecordApplied(b.client, applied, now_);
+    } else {
+      SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, false});
+      acks.back().first = nullptr;
+      sh.engine->Advance(b.client, applied, now_);
+    }
+  }
+  for (const auto& [b, dup] : acks) {
+    if (b != nullptr) SendToClient(b->client, k, b->epoch, AckMsg{b->msg.clock, dup});
+  }
+  if (group_publish_) sh.engine->Publish();
+}
+
+void World::Crash(uint32_t k) {
+  Shard& sh = *shards_[k];
+  if (sh.engine == nullptr) return;
+  ++result_.crashes;
+  Trace("crash shard " + std::to_string(k) + " losing " + std::to_string(sh.queue.size()) +
+        " uncommitted batch(es)");
+  for (ClientId c = 0; c < clients_.size(); ++c) DropConnection(c, k);
+  sh.engine.reset();
+  sh.queue.clear();
+  sh.commit_scheduled = false;
+  sh.retry_scheduled = false;
+  ++sh.incarnation;
+  At(now_ + Delay() * 2, [this, k] { Restart(k); });
+}
+
+void World::Restart(uint32_t k) {
+  Shard& sh = *shards_[k];
+  sh.engine =
+      std::make_unique<ShardEngine>(ShardEngineOptions{}, sh.store.applied, now_, &sh.store);
+  Trace("restart shard " + std::to_string(k));
+  for (ClientId c = 0; c < clients_.size(); ++c) {
+    At(now_ + Delay(), [this, c, k] { Connect(c, k); });
+  }
+}
+
+// --- clients -----------------------------------------------------------------------
+
+void World::ClientStep(ClientId c, size_t wi) {
+  Client& cl = clients_[c];
+  Worker& w = cl.workers[wi];
+  if (w.done || w.blocked) return;
+  if (evict_chance_ > 0 && rng_.Chance(evict_chance_)) ClientEvict(cl);
+  const std::vector<Op>& ops = w.script[w.clock];
+  if (w.op < ops.size()) {
+    const Op& op = ops[w.op];
+    if (op.is_get) {
+      if (!ClientGet(cl, w.clock, op.key)) {
+        w.blocked = true;
+        ++cl.entries[op.key].waiters;
+        return;
+      }
+    } else {
+      ClientInc(cl, w.clock, op.key, op.delta);
+    }
+    ++w.op;
+  } else if (w.clock == clocks_) {
+    w.done = true;
+    return;
+  } else {
+    WorkerClock(cl, w);
+  }
+  At(now_ + rng_.Between(0, 3), [this, c, wi] { ClientStep(c, wi); });
+}
+
+void World::RetryBlocked(ClientId c) {
+  Client& cl = clients_[c];
+  for (size_t wi = 0; wi < cl.workers.size(); ++wi) {
+    Worker& w = cl.workers[wi];
+    if (!w.blocked) continue;
+    const Op& op = w.script[w.clock][w.op];
+    if (ClientGet(cl, w.clock, op.key)) {
+      w.blocked = false;
+      --cl.entries[op.key].waiters;
+      ++w.op;
+      At(now_ + rng_.Between(0, 3), [this, c, wi] { ClientStep(c, wi); });
+    }
+  }
+}
+
+bool World::ClientGet(Client& cl, ClockT c, const RowKey& key) {
+  const ReadPolicy policy = Policy(key.table);
+  Entry& e = cl.entries[key];
+  Version v = 0;
+  if (e.has_value && policy.IsFresh(v = EffectiveVersion(cl, key, e), c)) {
+    CheckRead(cl, c, key, e, v);
+    return true;
+  }
+  // Subscribed rows are refreshed by pushes; everything else is pulled.
+  if (!(policy.uses_push() && e.subscribed)) {
+    const Version need = policy.MinVersion(c);
+    if (!e.ReadInFlightAtMost(need)) SendRead(cl, key, e, need, policy.uses_push());
+  }
+  return false;
+}
+
+void World::CheckRead(const Client& cl, ClockT c, const RowKey& key, const Entry& e, Version v) {
+  ++result_.reads_checked;
+  int64_t value = e.value;
+  Provenance prov = e.prov;
+  for (const Pending& p : e.pending) {
+    if (!p.sealed) {
+      value += p.delta;
+      prov.emplace_back(cl.id, p.clock);
+    }
+  }
+  std::sort(prov.begin(), prov.end());
+  std::ostringstream where;
+  where << "client " << cl.id << " (a worker at clock " << c << ") read row " << key.table << "/"
+        << key.row << " (version " << v << ", applied " << e.applied << ")";
+  if (std::adjacent_find(prov.begin(), prov.end()) != prov.end()) {
+    return Fail(where.str() + ": a batch counted twice");
+  }
+  const std::map<Contribution, int64_t>& truth = ledger_[key];
+  int64_t expect = 0;
+  for (const Contribution& c : prov) {
+    auto it = truth.find(c);
+    if (it == truth.end()) return Fail(where.str() + ": holds an update nobody made");
+    expect += it->second;
+  }
+  if (expect != value) {
+    return Fail(where.str() + ": value " + std::to_string(value) + " is not the sum " +
+                std::to_string(expect) + " of the updates it holds");
+  }
+  const ReadPolicy policy = Policy(key.table);
+  for (const auto& [u, d] : truth) {
+    const bool own = u.first == cl.id;
+    const bool required = own || (!policy.is_async() && u.second < c - policy.staleness());
+    if (required && !std::binary_search(prov.begin(), prov.end(), u)) {
+      return Fail(where.str() + ": lacks client " + std::to_string(u.first) +
+                  "'s update of clock " + std::to_string(u.second) +
+                  (own ? " (read-my-writes)" : " (read rule)"));
+    }
+  }
+}
+
+void World::ClientInc(Client& cl, ClockT c, const RowKey& key, int64_t delta) {
+  Entry& e = cl.entries[key];
+  ledger_[key][{cl.id, c}] += delta;
+  for (Pending& p : e.pending) {
+    if (!p.sealed && p.clock == c) {
+      p.delta += delta;
+      return;
+    }
+  }
+  e.pending.push_back(Pending{c, false, delta});
+}
+
+void World::WorkerClock(Client& cl, Worker& w) {
+  ++w.clock;
+  w.op = 0;
+  ClockT min = w.clock;
+  for (const Worker& o : cl.workers) min = std::min(min, o.clock);
+  while (cl.clock < min) SendBatches(cl);  // the process clock advanced
+}
+
+// Seals the process clock's deltas and sends each shard its batch.
+void World::SendBatches(Client& cl) {
+  std::vector<SentBatch> batches(shards_.size());
+  for (auto& [key, e] : cl.entries) {
+    for (Pending& p : e.pending) {
+      if (p.sealed || p.clock != cl.clock) continue;
+      p.sealed = true;
+      if (e.has_value) {  // fold it into the value (it is now part of a batch)
+        e.value += p.delta;
+        e.prov.emplace_back(cl.id, p.clock);
+      }
+      batches[ShardOfKey(key)].deltas.emplace_back(key, p.delta);
+    }
+  }
+  for (uint32_t k = 0; k < shards_.size(); ++k) {
+    batches[k].clock = cl.clock;
+    cl.shards[k].unacked.push_back(batches[k]);
+    SendToShard(cl.id, k, ApplyMsg{cl.clock, std::move(batches[k].deltas)});
+  }
+  ++cl.clock;
+}
+
+void World::ClientEvict(Client& cl) {
+  std::vector<RowKey> candidates;
+  for (auto& [key, e] : cl.entries) {
+    if (e.has_value && e.waiters == 0 && e.reads_in_flight.empty()) candidates.push_back(key);
+  }
+  if (candidates.empty()) return;
+  const RowKey key = candidates[rng_.Below(static_cast<int64_t>(candidates.size()))];
+  Entry& e = cl.entries[key];
+  e.has_value = false;
+  e.value = 0;
+  e.prov.clear();
+  if (e.subscribed) {
+    e.subscribed = false;
+    SendToShard(cl.id, ShardOfKey(key), UnsubscribeMsg{key.table, {key.row}});
+  }
+}
+
+void World::SendRead(Client& cl, const RowKey& key, Entry& e, Version min_version, bool subscribe) {
+  ReadRequest r;
+  r.req_id = cl.next_req++;
+  r.table = key.table;
+  r.rows = {key.row};
+  r.min_version = min_version;
+  r.subscribe = subscribe;
+  e.reads_in_flight.push_back(min_version);
+  const uint32_t k = ShardOfKey(key);
+  cl.shards[k].requests.emplace(r.req_id, r);
+  SendToShard(cl.id, k, std::move(r));
+}
+
+void World::InstallValue(Client& cl, Entry& e, int64_t value, Provenance prov, Version v,
+                         ClockT a) {
+  for (const Pending& p : e.pending) {
+    if (p.sealed && p.clock >= a) {
+      value += p.delta;
+      prov.emplace_back(cl.id, p.clock);
+    }
+  }
+  e.has_value = true;
+  e.value = value;
+  e.prov = std::move(prov);
+  e.version = v;
+  e.applied = a;
+}
+
+void World::InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT a, bool read,
+                       bool subscribe, Version read_min) {
+  const RowKey key{row.table, row.row};
+  auto it = cl.entries.find(key);
+  if (it == cl.entries.end()) return;
+  Entry& e = it->second;
+  if (read) e.ReadAnswered(read_min);
+  if (!read && !e.subscribed) return;  // a push racing with our eviction
+  int64_t value = 0;
+  Provenance prov;
+  if (!DecodeRow(row.bytes, &value, &prov)) return Fail("undecodable row bytes");
+  ShardView& sh = cl.shards[k];
+  if (a < sh.acked_through) {
+    // The value predates an Ack we processed: the deltas it lacks are
+    // purged, so it cannot be rebased. Drop it and ask again.
+    if (!read) {
+      e.subscribed = false;
+      e.has_value = false;
+      e.value = 0;
+      e.prov.clear();
+    }
+    if (e.waiters > 0 || !read) SendRead(cl, key, e, v, Policy(key.table).uses_push());
+    return;
+  }
+  if (!e.has_value || v >= e.version) InstallValue(cl, e, value, std::move(prov), v, a);
+  if (read && subscribe) e.subscribed = true;
+}
+
+void World::ClientReceive(ClientId c, uint32_t k, ToClient m) {
+  Client& cl = clients_[c];
+  ShardView& sh = cl.shards[k];
+  if (auto* r = std::get_if<ReadAnswer>(&m)) {
+    auto it = sh.requests.find(r->req_id);
+    if (it != sh.requests.end()) {
+      const ReadRequest req = std::move(it->second);
+      sh.requests.erase(it);
+      if (r->rows.size() != req.rows.size()) return Fail("ReadAnswer with a wrong row count");
+      if (r->version < req.min_version) {
+        return Fail("shard " + std::to_string(k) + " answered a Read for min_version " +
+                    std::to_string(req.min_version) + " with version " +
+                    std::to_string(r->version));
+      }
+      for (RowValue& row : r->rows) {
+        InstallRow(cl, k, row, r->version, r->applied_clock, true, req.subscribe, req.min_version);
+      }
+    }
+  } else if (auto* p = std::get_if<PushBatch>(&m)) {
+    ++result_.pushes;
+    for (RowValue& row : p->rows)
+      InstallRow(cl, k, row, p->version, p->applied_clock, false, false, 0);
+  } else if (auto* d = std::get_if<PushDoneMsg>(&m)) {
+    sh.pushed_version = std::max(sh.pushed_version, d->version);
+  } else if (auto* a = std::get_if<AckMsg>(&m)) {
+    ClockT last = -1;
+    while (!sh.unacked.empty() && sh.unacked.front().clock <= a->clock) {
+      last = sh.unacked.front().clock;
+      sh.unacked.pop_front();
+    }
+    if (last >= 0) {
+      sh.acked_through = last + 1;
+      for (auto& [key, e] : cl.entries) {
+        if (ShardOfKey(key) != k) continue;
+        e.pending.erase(std::remove_if(e.pending.begin(), e.pending.end(),
+                                       [last](const Pending& p) { return p.clock <= last; }),
+                        e.pending.end());
+      }
+    }
+  } else if (auto* err = std::get_if<ReadErrorMsg>(&m)) {
+    return Fail("client " + std::to_string(c) + " got a read error: " + err->why);
+  }
+  RetryBlocked(c);
+}
+
+void World::ClientReconnected(Client& cl, uint32_t k) {
+  ShardView& sh = cl.shards[k];
+  // 1. Unacknowledged batches, in clock order (the shard skips duplicates).
+  for (const SentBatch& b : sh.unacked) {
+    ++result_.resent_batches;
+    SendToShard(cl.id, k, ApplyMsg{b.clock, b.deltas});
+  }
+  // 2. Requests in flight.
+  std::vector<ReadRequest> again;
+  for (const auto& [id, req] : sh.requests) again.push_back(req);
+  for (ReadRequest& r : again) SendToShard(cl.id, k, std::move(r));
+  // 3. Subscriptions lived in the old session: subscribe again, keeping the
+  //    version the old session vouched for until the reply.
+  for (auto& [key, e] : cl.entries) {
+    if (ShardOfKey(key) != k || !e.subscribed) continue;
+    e.version = EffectiveVersion(cl, key, e);
+    e.subscribed = false;
+    SendRead(cl, key, e, 0, true);
+  }
+  sh.connected = true;
+}
+
+// --- the run ------------------------------------------------------------------------
+
+bool World::Finished() const {
+  for (const Client& cl : clients_) {
+    for (const Worker& w : cl.workers) {
+      if (!w.done) return false;
+    }
+    for (const ShardView& sh : cl.shards) {
+      if (!sh.unacked.empty()) return false;
+    }
+  }
+  return true;
+}
+
+void World::FinalChecks() {
+  for (uint32_t k = 0; k < shards_.size(); ++k) {
+    const FakeStore& store = shards_[k]->store;
+    for (ClientId c = 0; c < clients_.size(); ++c) {
+      if (store.applied[c] != clocks_) {
+        return Fail("shard " + std::to_string(k) + " ends with applied clock " +
+                    std::to_string(store.applied[c]) + " for client " + std::to_string(c));
+      }
+    }
+  }
+  for (const auto& [key, truth] : ledger_) {
+    const FakeStore& store = shards_[ShardOfKey(key)]->store;
+    auto it = store.committed.find(key);
+    int64_t total = 0;
+    Provenance want;
+    for (const auto& [c, d] : truth) {
+      total += d;
+      want.push_back(c);
+    }
+    Provenance have = it == store.committed.end() ? Provenance() : it->second.prov;
+    std::sort(have.begin(), have.end());
+    const int64_t value = it == store.committed.end() ? 0 : it->second.value;
+    if (have != want || value != total) {
+      return Fail("row " + std::to_string(key.table) + "/" + std::to_string(key.row) +
+                  " ends with " + std::to_string(value) + " from " + std::to_string(have.size()) +
+                  " batch(es), expected exactly " + std::to_string(total) + " from " +
+                  std::to_string(want.size()));
+    }
+  }
+}
+
+SimResult World::Run() {
+  Configure();
+  for (ClientId c = 0; c < clients_.size(); ++c) {
+    for (uint32_t k = 0; k < shards_.size(); ++k) Connect(c, k);
+  }
+  for (ClientId c = 0; c < clients_.size(); ++c) {
+    for (size_t w = 0; w < clients_[c].workers.size(); ++w) {
+      At(rng_.Between(0, 3), [this, c, w] { ClientStep(c, w); });
+    }
+  }
+  while (result_.ok && !events_.empty() && !Finished()) {
+    if (++result_.events > options_.max_events) {
+      Fail("no end after " + std::to_string(options_.max_events) + " events (livelock?)");
+      break;
+    }
+    Event ev = std::move(const_cast<Event&>(events_.top()));
+    events_.pop();
+    now_ = ev.time;
+    ev.fn();
+    // The shard's retry timer for pushes that could not read their rows.
+    for (uint32_t k = 0; k < shards_.size(); ++k) {
+      Shard& sh = *shards_[k];
+      if (sh.engine == nullptr || !sh.engine->push_retry_pending() || sh.retry_scheduled) continue;
+      sh.retry_scheduled = true;
+      const uint64_t inc = sh.incarnation;
+      At(now_ + max_delay_, [this, k, inc] {
+        Shard& s = *shards_[k];
+        if (s.incarnation != inc) return;
+        s.retry_scheduled = false;
+        if (s.engine != nullptr) s.engine->RetryPushes();
+      });
+    }
+  }
+  if (result_.ok && !Finished()) {
+    std::ostringstream why;
+    why << "deadlock: nothing left to happen;";
+    for (const Client& cl : clients_) {
+      for (const Worker& w : cl.workers) {
+        why << " client " << cl.id << " worker at clock " << w.clock
+            << (w.blocked ? " blocked" : "") << (w.done ? " done" : "");
+      }
+    }
+    Fail(why.str());
+  }
+  if (result_.ok) FinalChecks();
+  return result_;
+}
+
+}  // namespace
+
+SimResult RunSchedule(uint64_t seed, const SimOptions& options) {
+  World w(seed, options);
+  return w.Run();
+}
+
+}  // namespace pace::sim

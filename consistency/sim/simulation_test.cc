@@ -1,0 +1,75 @@
+// Runs many seeded schedules of the protocol simulation. The default suite
+// runs kDefaultSchedules; the slow test (simulation_slow_test) runs
+// PACE_SIM_SCHEDULES (default 1,000,000). PACE_SIM_SEED=N replays one seed
+// with a trace of its events.
+#include "consistency/sim/simulation.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#ifndef PACE_SIM_DEFAULT_SCHEDULES
+#define PACE_SIM_DEFAULT_SCHEDULES 10000
+#endif
+
+namespace pace::sim {
+namespace {
+
+uint64_t EnvOr(const char* name, uint64_t dflt) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : dflt;
+}
+
+TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
+  if (const char* seed = std::getenv("PACE_SIM_SEED"); seed != nullptr && *seed != '\0') {
+    std::string trace;
+    SimOptions o;
+    o.trace = &trace;
+    const uint64_t s = std::strtoull(seed, nullptr, 10);
+    SimResult r = RunSchedule(s, o);
+    std::cout << trace << "seed " << s << ": " << r.config << "\n"
+              << (r.ok ? "ok" : r.error) << "\n";
+    EXPECT_TRUE(r.ok) << r.error;
+    return;
+  }
+  const uint64_t n = EnvOr("PACE_SIM_SCHEDULES", PACE_SIM_DEFAULT_SCHEDULES);
+  const uint64_t first = EnvOr("PACE_SIM_FIRST_SEED", 1);
+  const auto start = std::chrono::steady_clock::now();
+  int64_t events = 0, reads = 0, pushes = 0, crashes = 0, disconnects = 0, resent = 0;
+  uint64_t failures = 0;
+  for (uint64_t seed = first; seed < first + n; ++seed) {
+    SimResult r = RunSchedule(seed);
+    events += r.events;
+    reads += r.reads_checked;
+    pushes += r.pushes;
+    crashes += r.crashes;
+    disconnects += r.disconnects;
+    resent += r.resent_batches;
+    if (!r.ok && ++failures <= 3) {
+      ADD_FAILURE() << "seed " << seed << " failed: " << r.error << "\n  schedule: " << r.config
+                    << "\n  replay: PACE_SIM_SEED=" << seed;
+    }
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << n << " schedules in " << secs << " s (" << failures << " failed): " << events
+            << " events, " << reads << " reads checked, " << pushes << " pushes, " << crashes
+            << " shard crashes, " << disconnects << " disconnects, " << resent
+            << " batches re-sent\n";
+  EXPECT_EQ(failures, 0u);
+  // The schedules exercise what they claim to.
+  EXPECT_GT(reads, static_cast<int64_t>(n));
+  if (n >= 1000) {
+    EXPECT_GT(pushes, 0);
+    EXPECT_GT(crashes, 0);
+    EXPECT_GT(disconnects, 0);
+    EXPECT_GT(resent, 0);
+  }
+}
+
+}  // namespace
+}  // namespace pace::sim

@@ -1,0 +1,176 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "net/metrics_http.h"
+
+namespace pace {
+namespace {
+
+struct CounterInfo {
+  const char* stat;  // name in ShardService::Stats()
+  const char* metric;
+  const char* type;
+  const char* help;
+};
+
+// Stats() counters by name. A counter Stats() gains later and this table does
+// not know is exported as a gauge pace_shard_<name> (see Render below).
+const CounterInfo kCounters[] = {
+    {"batches_applied", "pace_shard_batches_applied_total", "counter",
+     "client batches (one clock of one client) applied to the store"},
+    {"duplicates", "pace_shard_duplicate_batches_total", "counter",
+     "re-sent batches skipped because the clock was already applied"},
+    {"apply_errors", "pace_shard_apply_errors_total", "counter",
+     "batches refused (bad table, row, shape, or a store error)"},
+    {"reads", "pace_shard_reads_total", "counter", "Read requests received"},
+    {"parked_reads", "pace_shard_reads_parked_total", "counter",
+     "Read requests parked until the shard clock reached their min_version"},
+    {"rows_read", "pace_shard_rows_read_total", "counter", "rows sent in Read replies"},
+    {"rows_pushed", "pace_shard_rows_pushed_total", "counter", "rows sent in ESSP pushes"},
+    {"pushes", "pace_shard_pushes_total", "counter", "ESSP Push messages sent"},
+    {"push_dones", "pace_shard_push_dones_total", "counter",
+     "ESSP PushDone markers sent (one per subscriber per shard clock)"},
+    {"delta_bytes_in", "pace_shard_delta_bytes_applied_total", "counter",
+     "bytes of row deltas received in batches"},
+    {"value_bytes_out", "pace_shard_value_bytes_out_total", "counter",
+     "bytes of row values sent in Read replies"},
+    {"request_errors", "pace_shard_request_errors_total", "counter",
+     "requests answered with an Error"},
+    {"row_cache_hits", "pace_shard_row_cache_hits_total", "counter",
+     "row lookups answered by the row cache"},
+    {"row_cache_misses", "pace_shard_row_cache_misses_total", "counter",
+     "row lookups that read RocksDB"},
+    {"row_cache_evictions", "pace_shard_row_cache_evictions_total", "counter",
+     "rows evicted from the row cache"},
+    {"row_cache_rows", "pace_shard_row_cache_rows", "gauge", "rows in the row cache"},
+    {"row_cache_bytes", "pace_shard_row_cache_bytes", "gauge", "bytes in the row cache"},
+    {"sessions", "pace_shard_sessions", "gauge", "client sessions the service knows"},
+    {"parked_now", "pace_shard_reads_parked", "gauge", "Read requests parked right now"},
+    {"subscribers", "pace_shard_subscribers", "gauge", "sessions with ESSP subscriptions"},
+    {"subscriptions", "pace_shard_subscriptions", "gauge", "(session, row) ESSP subscriptions"},
+};
+
+std::string SanitizeName(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+}  // namespace
+
+std::string RenderShardMetrics(ShardService* service, const net::ServerStats& server_stats,
+                               const ShardMetricsLimits& limits) {
+  net::PromText p;
+  const net::StatsReply stats = service->Stats();
+  const ShardIdentity& id = service->identity();
+
+  p.Family("pace_shard_info", "gauge", "always 1; labels: the shard's identity and durability");
+  p.Sample("pace_shard_info",
+           {{"shard", std::to_string(id.shard_id)},
+            {"num_shards", std::to_string(id.num_shards)},
+            {"num_clients", std::to_string(id.num_clients)},
+            {"sync", limits.sync ? "true" : "false"}},
+           1);
+  p.Family("pace_shard_clock", "gauge",
+           "the shard clock C = min over clients of their applied clock");
+  p.Sample("pace_shard_clock", static_cast<double>(stats.shard_clock));
+
+  ClockT fastest = 0;
+  for (ClockT a : stats.applied_clocks) fastest = std::max(fastest, a);
+  p.Family("pace_shard_client_applied_clock", "gauge",
+           "clocks of this client whose batches this shard has applied");
+  for (size_t c = 0; c < stats.applied_clocks.size(); ++c) {
+    p.Sample("pace_shard_client_applied_clock", {{"client", std::to_string(c)}},
+             static_cast<double>(stats.applied_clocks[c]));
+  }
+  p.Family("pace_shard_client_lag_clocks", "gauge",
+           "how many clocks this client is behind the fastest client at this shard");
+  for (size_t c = 0; c < stats.applied_clocks.size(); ++c) {
+    p.Sample("pace_shard_client_lag_clocks", {{"client", std::to_string(c)}},
+             static_cast<double>(fastest - stats.applied_clocks[c]));
+  }
+
+  for (const auto& [name, value] : stats.counters) {
+    const CounterInfo* info = nullptr;
+    for (const CounterInfo& ci : kCounters) {
+      if (name == ci.stat) info = &ci;
+    }
+    if (info != nullptr) {
+      p.Family(info->metric, info->type, info->help);
+      p.Sample(info->metric, static_cast<double>(value));
+    } else {
+      const std::string metric = "pace_shard_" + SanitizeName(name);
+      p.Family(metric, "gauge", "ShardService::Stats() counter " + name);
+      p.Sample(metric, static_cast<double>(value));
+    }
+  }
+
+  // The store: sizes, and memory against its bounds.
+  ShardStore* store = service->store();
+  uint64_t disk_bytes = 0, keys = 0;
+  if (store->ApproximateSize(&disk_bytes, &keys).ok()) {
+    p.Family("pace_shard_store_bytes", "gauge",
+             "approximate bytes of the store's rows on disk (RocksDB SST files)");
+    p.Sample("pace_shard_store_bytes", static_cast<double>(disk_bytes));
+    p.Family("pace_shard_store_estimated_keys", "gauge",
+             "RocksDB's estimate of the number of keys (rows and metadata)");
+    p.Sample("pace_shard_store_estimated_keys", static_cast<double>(keys));
+  }
+  const std::vector<TableSchema> tables = store->ListTables();
+  p.Family("pace_shard_tables", "gauge", "tables in the store");
+  p.Sample("pace_shard_tables", static_cast<double>(tables.size()));
+  p.Family("pace_shard_table_bytes", "gauge",
+           "approximate bytes of one table's rows on this shard (files and memtables)");
+  for (const TableSchema& t : tables) {
+    uint64_t bytes = 0;
+    if (store->ApproximateTableSize(t.id, &bytes).ok()) {
+      p.Sample("pace_shard_table_bytes", {{"table", t.name}}, static_cast<double>(bytes));
+    }
+  }
+  uint64_t row_cache_bytes = 0;
+  for (const auto& [name, value] : stats.counters) {
+    if (name == "row_cache_bytes") row_cache_bytes = static_cast<uint64_t>(value);
+  }
+  p.Family("pace_shard_memory_limit_bytes", "gauge", "configured memory bound per component");
+  p.Sample("pace_shard_memory_limit_bytes", {{"component", "block_cache"}},
+           static_cast<double>(limits.block_cache_bytes));
+  p.Sample("pace_shard_memory_limit_bytes", {{"component", "memtables"}},
+           static_cast<double>(limits.write_buffer_bytes));
+  p.Sample("pace_shard_memory_limit_bytes", {{"component", "row_cache"}},
+           static_cast<double>(limits.row_cache_bytes));
+  p.Family("pace_shard_memory_bytes", "gauge", "memory in use per component");
+  p.Sample("pace_shard_memory_bytes", {{"component", "row_cache"}},
+           static_cast<double>(row_cache_bytes));
+  p.Sample("pace_shard_memory_bytes", {{"component", "send_queues"}},
+           static_cast<double>(server_stats.queued_bytes));
+
+  // The transport.
+  p.Family("pace_shard_connections_accepted_total", "counter", "TCP connections accepted");
+  p.Sample("pace_shard_connections_accepted_total",
+           static_cast<double>(server_stats.connections_accepted));
+  p.Family("pace_shard_connections_open", "gauge", "TCP connections open now");
+  p.Sample("pace_shard_connections_open", static_cast<double>(server_stats.connections_open));
+  p.Family("pace_shard_sessions_active", "gauge", "connections past the handshake, now");
+  p.Sample("pace_shard_sessions_active", static_cast<double>(server_stats.sessions_active));
+  p.Family("pace_shard_refused_peers_total", "counter",
+           "handshakes refused (wrong token, wire version, client id, first frame)");
+  p.Sample("pace_shard_refused_peers_total", static_cast<double>(server_stats.handshakes_refused));
+  p.Family("pace_shard_bad_frames_total", "counter",
+           "frames that failed the size check, verification or decoding");
+  p.Sample("pace_shard_bad_frames_total", static_cast<double>(server_stats.bad_frames));
+  p.Family("pace_shard_read_pauses_total", "counter",
+           "times a session stopped reading because its send queue was full");
+  p.Sample("pace_shard_read_pauses_total", static_cast<double>(server_stats.read_pauses));
+  p.Family("pace_shard_peak_send_queue_bytes", "gauge",
+           "largest send queue any one session ever had");
+  p.Sample("pace_shard_peak_send_queue_bytes",
+           static_cast<double>(server_stats.peak_write_queue_bytes));
+  return p.Take();
+}
+
+}  // namespace pace

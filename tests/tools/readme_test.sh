@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# readme_test.sh SRC_DIR BUILD_DIR — runs the ```sh blocks of README.md as
+# printed, in order, in one temporary directory where build/ points at
+# BUILD_DIR. Blocks that call `make` (they install and build) are skipped.
+# A block fails if it exits non-zero or leaves a process running (every
+# block must stop what it starts).
+set -uo pipefail
+src=$(cd "${1:?usage: readme_test.sh SRC_DIR BUILD_DIR}" && pwd)
+build=$(cd "${2:?usage: readme_test.sh SRC_DIR BUILD_DIR}" && pwd)
+tmp=$(mktemp -d)
+[ -n "${README_TEST_KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT
+ln -s "$build" "$tmp/build"
+mkdir "$tmp/blocks"
+awk -v dir="$tmp/blocks" '
+  /^```sh$/ { n++; file = sprintf("%s/%02d.sh", dir, n); on = 1; next }
+  on && /^```$/ { on = 0; next }
+  on { print > file }' "$src/README.md"
+ran=0
+fail=0
+for block in "$tmp"/blocks/*.sh; do
+  if grep -qE '(^|[[:space:];&|])make( |$)' "$block"; then
+    echo "--- skipped (builds): $(head -1 "$block")"
+    continue
+  fi
+  echo "--- $(basename "$block"): $(head -1 "$block")"
+  # Its own session, so that whatever it leaves running can be found.
+  (cd "$tmp" && exec setsid bash -c 'ps -o sid= $$ > "$1.sid"; exec bash -e "$1"' _ "$block" \
+     >"$block.out" 2>&1) &
+  wait $!
+  rc=$?
+  sid=$(tr -d ' ' <"$block.sid")
+  left=$(ps -eo pid=,sid= | awk -v s="$sid" '$2 == s {print $1}')
+  if [ $rc -ne 0 ]; then
+    echo "FAIL: block exited $rc:"; cat "$block"; echo "output:"; tail -n 30 "$block.out"; fail=1
+  fi
+  if [ -n "$left" ]; then
+    echo "FAIL: block left processes running: $left"; cat "$block"; fail=1
+    for p in $left; do kill "$p" 2>/dev/null; done
+  fi
+  ran=$((ran + 1))
+done
+[ $ran -ge 3 ] || { echo "FAIL: only $ran README blocks ran"; fail=1; }
+[ $fail -eq 0 ] && echo "readme_test: $ran blocks ok"
+exit $fail
