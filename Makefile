@@ -1,8 +1,8 @@
 # PaceDB front door. On a fresh Debian 12 machine:
 #   make demo   installs dependencies (as root), builds Release, trains MF on generated data
 #   make test   installs dependencies, builds Release, runs the test suite (ctest)
-# Other targets: build, python, asan, tsan (asan-build, tsan-build: build only), bench, format,
-# format-check, clean.
+# Other targets: build, python, asan, tsan (asan-build, tsan-build: build only), fuzz,
+# thread-safety, bench, format, format-check, clean.
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -18,7 +18,7 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflat
 OPTIONAL_PACKAGES := openmpi-bin gnuplot-nox
 
 .PHONY: all deps deps-optional build python demo test asan asan-build asan-storage tsan tsan-build fuzz bench format \
-  format-check clean
+  format-check clean thread-safety
 
 all: build
 
@@ -93,6 +93,15 @@ tsan-build: deps
 tsan: tsan-build
 	bash cmake/sanitizer_reports.sh build-tsan -j$(SAN_JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
 
+# clang's thread-safety analysis (-Wthread-safety -Werror) over the whole tree, in build-tsa
+# (needs clang; installs it as root, as `make fuzz` does). Compiles everything, runs nothing.
+thread-safety: deps
+	@command -v clang++ >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq clang >/dev/null; \
+	  else echo "run as root: apt-get install -y clang"; exit 1; fi; }
+	CXX=clang++ cmake -S . -B build-tsa -DCMAKE_BUILD_TYPE=Debug -DPACE_THREAD_SAFETY=ON
+	cmake --build build-tsa -j$(JOBS)
+
 bench: build
 	@bash tools/bench/run.sh $(BUILD)
 
@@ -107,7 +116,7 @@ format-check: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) --target format-check
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-tsa
 
 # Installs the binaries, the client library (PaceDB::client, pacedb.pc) and its headers.
 PREFIX ?= /usr/local

@@ -9,6 +9,8 @@
 #include <utility>
 #include <variant>
 
+#include "common/percentile.h"
+
 namespace pace {
 
 using client::CacheEntry;
@@ -721,17 +723,8 @@ ClientStats Client::Impl::Stats() const {
     uint64_t n = 0;
     for (uint64_t x : cur.hist) n += x;
     ts.staleness_mean = n == 0 ? 0.0 : static_cast<double>(cur.staleness_sum) / n;
-    if (n > 0) {
-      uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(0.99 * n)));
-      uint64_t seen = 0;
-      for (size_t j = 0; j < cur.hist.size(); ++j) {
-        seen += cur.hist[j];
-        if (seen >= rank) {
-          ts.staleness_p99 = static_cast<int64_t>(j);
-          break;
-        }
-      }
-    }
+    ts.staleness_p99 =
+        static_cast<int64_t>(HistogramPercentile(cur.hist.data(), cur.hist.size(), 0.99));
     ts.reads = cur.reads;
     ts.reads_cache_hit = cur.hits;
     ts.reads_blocked = cur.blocked;

@@ -20,22 +20,12 @@
 #include "client/client_impl.h"
 #include "client/embedded_channel.h"
 #include "client/pace.h"
+#include "common/scoped_temp_dir.h"
 
 namespace pace {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "pace_client_XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempDir = ScopedTempDir;
 
 constexpr uint32_t kWidth = 4;
 

@@ -59,7 +59,7 @@ Status EmbeddedChannel::Connect(net::Welcome* welcome) {
   RETURN_IF_ERROR(service_->OnHello(hello, welcome));
   uint64_t epoch;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     epoch = ++epoch_;
   }
   session_ = std::make_shared<InProcSession>(this, hello, epoch);
@@ -70,7 +70,7 @@ Status EmbeddedChannel::Connect(net::Welcome* welcome) {
 Status EmbeddedChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
   listener_ = listener;
   {
-    std::lock_guard<std::mutex> l(service_mu_);
+    MutexLock l(&service_mu_);
     RETURN_IF_ERROR(OpenService());
     RETURN_IF_ERROR(Connect(welcome));
   }
@@ -80,17 +80,17 @@ Status EmbeddedChannel::Start(ChannelListener* listener, net::Welcome* welcome) 
 }
 
 void EmbeddedChannel::Send(net::Message m) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (stopping_) return;
   to_service_.push_back(Item{epoch_, Item::kMessage, std::move(m)});
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void EmbeddedChannel::ToClient(uint64_t epoch, net::Message m) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (stopping_ || epoch != epoch_) return;  // the session is gone
   to_client_.push_back(Item{epoch, Item::kMessage, std::move(m)});
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void EmbeddedChannel::SimulateReconnect() { Simulate(Item::kReconnect); }
@@ -98,55 +98,61 @@ void EmbeddedChannel::SimulateReconnect() { Simulate(Item::kReconnect); }
 void EmbeddedChannel::SimulateRestart() { Simulate(Item::kRestart); }
 
 void EmbeddedChannel::Simulate(int kind) {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   uint64_t ticket = ++events_requested_;
   to_client_.push_back(Item{0, static_cast<Item::Kind>(kind), {}});
-  cv_.notify_all();
-  cv_.wait(l, [&] { return stopping_ || events_done_ >= ticket; });
+  cv_.SignalAll();
+  cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || events_done_ >= ticket; });
 }
 
 void EmbeddedChannel::ServiceLoop() {
-  std::unique_lock<std::mutex> l(mu_);
+  mu_.Lock();
   for (;;) {
-    cv_.wait(l, [&] { return stopping_ || !to_service_.empty(); });
+    cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || !to_service_.empty(); });
     // Drain what was sent before Shutdown: those are the client's batches.
-    if (to_service_.empty()) return;
+    if (to_service_.empty()) {
+      mu_.Unlock();
+      return;
+    }
     Item item = std::move(to_service_.front());
     to_service_.pop_front();
-    l.unlock();
+    mu_.Unlock();
     {
-      std::lock_guard<std::mutex> s(service_mu_);
+      MutexLock s(&service_mu_);
       uint64_t current;
       {
-        std::lock_guard<std::mutex> g(mu_);
+        MutexLock g(&mu_);
         current = epoch_;
       }
       if (item.epoch == current && service_ != nullptr) {
         service_->OnMessage(session_, std::move(item.m));
       }
     }
-    l.lock();
+    mu_.Lock();
   }
 }
 
 void EmbeddedChannel::DeliveryLoop() {
-  std::unique_lock<std::mutex> l(mu_);
+  mu_.Lock();
   for (;;) {
-    cv_.wait(l, [&] { return stopping_ || !to_client_.empty(); });
-    if (stopping_) return;
+    cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || !to_client_.empty(); });
+    if (stopping_) {
+      mu_.Unlock();
+      return;
+    }
     Item item = std::move(to_client_.front());
     to_client_.pop_front();
     if (item.kind == Item::kMessage && item.epoch != epoch_) continue;
-    l.unlock();
+    mu_.Unlock();
     if (item.kind == Item::kMessage) {
       listener_->OnMessage(0, std::move(item.m));
     } else {
       Reconnect(item.kind == Item::kRestart);
     }
-    l.lock();
+    mu_.Lock();
     if (item.kind != Item::kMessage) {
       ++events_done_;
-      cv_.notify_all();
+      cv_.SignalAll();
     }
   }
 }
@@ -155,7 +161,7 @@ void EmbeddedChannel::Reconnect(bool restart) {
   {
     // Everything in flight on the old session is lost, as on a dropped TCP
     // connection.
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ++epoch_;
     to_service_.clear();
     std::deque<Item> keep;  // later simulated events stay queued
@@ -169,7 +175,7 @@ void EmbeddedChannel::Reconnect(bool restart) {
   net::Welcome welcome;
   Status s;
   {
-    std::lock_guard<std::mutex> l(service_mu_);
+    MutexLock l(&service_mu_);
     service_->OnDisconnect(session_);
     session_.reset();
     if (restart) {
@@ -188,14 +194,14 @@ void EmbeddedChannel::Reconnect(bool restart) {
 
 void EmbeddedChannel::Shutdown() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stopping_ && !service_thread_.joinable()) return;
     stopping_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   if (delivery_thread_.joinable()) delivery_thread_.join();
   if (service_thread_.joinable()) service_thread_.join();
-  std::lock_guard<std::mutex> l(service_mu_);
+  MutexLock l(&service_mu_);
   if (service_ != nullptr && session_ != nullptr) service_->OnDisconnect(session_);
   session_.reset();
 }

@@ -18,16 +18,15 @@
 #ifndef PACE_CLIENT_EMBEDDED_CHANNEL_H_
 #define PACE_CLIENT_EMBEDDED_CHANNEL_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "client/pace.h"
 #include "client/shard_channel.h"
+#include "common/mutex.h"
 #include "server/shard_service.h"
 
 namespace pace::client {
@@ -56,9 +55,9 @@ class EmbeddedChannel : public ShardChannel {
     net::Message m;
   };
 
-  Status OpenService();
-  // Opens a new session on the service (epoch_ + 1). REQUIRES: service_mu_.
-  Status Connect(net::Welcome* welcome);
+  Status OpenService() REQUIRES(service_mu_);
+  // Opens a new session on the service (epoch_ + 1).
+  Status Connect(net::Welcome* welcome) REQUIRES(service_mu_);
   // Called by InProcSession::Send/Close.
   void ToClient(uint64_t epoch, net::Message m);
   void ServiceLoop();
@@ -69,19 +68,19 @@ class EmbeddedChannel : public ShardChannel {
   const ClientOptions options_;
   ChannelListener* listener_ = nullptr;
 
-  std::mutex mu_;  // guards the queues, epoch_, stopping_ (a leaf lock)
-  std::condition_variable cv_;
-  std::deque<Item> to_service_;
-  std::deque<Item> to_client_;
-  uint64_t epoch_ = 0;
-  bool stopping_ = false;
-  uint64_t events_requested_ = 0;
-  uint64_t events_done_ = 0;
+  Mutex mu_;  // a leaf lock
+  CondVar cv_;
+  std::deque<Item> to_service_ GUARDED_BY(mu_);
+  std::deque<Item> to_client_ GUARDED_BY(mu_);
+  uint64_t epoch_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  uint64_t events_requested_ GUARDED_BY(mu_) = 0;
+  uint64_t events_done_ GUARDED_BY(mu_) = 0;
 
   // Held while the service handles a message or is replaced.
-  std::mutex service_mu_;
-  std::shared_ptr<InProcSession> session_;  // guarded by service_mu_
-  std::unique_ptr<ShardService> service_;   // guarded by service_mu_
+  Mutex service_mu_ ACQUIRED_BEFORE(mu_);
+  std::shared_ptr<InProcSession> session_ GUARDED_BY(service_mu_);
+  std::unique_ptr<ShardService> service_ GUARDED_BY(service_mu_);
 
   std::thread service_thread_;
   std::thread delivery_thread_;

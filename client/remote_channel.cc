@@ -42,31 +42,32 @@ Status RemoteChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
   std::unique_ptr<net::RemoteShard> conn;
   uint64_t gen;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     gen = ++gen_;
   }
   RETURN_IF_ERROR(ConnectOnce(options_.connect_timeout_ms, &conn, gen));
   *welcome = conn->welcome();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     conn_ = std::move(conn);
   }
   reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
   // The listener is ready once Start returns; deliver anything that came.
-  std::unique_lock<std::mutex> l(mu_);
+  mu_.Lock();
   while (!held_.empty()) {
     net::Message m = std::move(held_.front());
     held_.pop_front();
-    l.unlock();
+    mu_.Unlock();
     listener_->OnMessage(shard_, std::move(m));
-    l.lock();
+    mu_.Lock();
   }
   ready_ = true;
+  mu_.Unlock();
   return Status::OK();
 }
 
 void RemoteChannel::Send(net::Message m) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (conn_ == nullptr || lost_) return;
   Status s = conn_->Send(std::move(m));
   if (!s.ok() && !s.IsUnavailable()) {
@@ -74,13 +75,13 @@ void RemoteChannel::Send(net::Message m) {
     // everything unacknowledged is re-sent on a fresh one.
     LOG(ERROR) << Describe() << ": send failed (" << s.ToString() << "); reconnecting";
     lost_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 }
 
 void RemoteChannel::OnConnMessage(uint64_t gen, net::Message m) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (gen != gen_) return;
     if (!ready_) {
       held_.push_back(std::move(m));
@@ -92,12 +93,12 @@ void RemoteChannel::OnConnMessage(uint64_t gen, net::Message m) {
 
 void RemoteChannel::OnConnLost(uint64_t gen, const Status& why) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (gen != gen_ || stopping_) return;
     lost_ = true;
     ready_ = false;
     fenced_ = why.code() == StatusCode::kAlreadyExists;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   listener_->OnDisconnect(shard_, why);
   if (why.code() == StatusCode::kAlreadyExists) {
@@ -109,16 +110,19 @@ void RemoteChannel::OnConnLost(uint64_t gen, const Status& why) {
 }
 
 void RemoteChannel::ReconnectLoop() {
-  std::unique_lock<std::mutex> l(mu_);
+  mu_.Lock();
   for (;;) {
-    cv_.wait(l, [&] { return stopping_ || lost_; });
-    if (stopping_ || fenced_) return;
+    cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || lost_; });
+    if (stopping_ || fenced_) {
+      mu_.Unlock();
+      return;
+    }
     bool notified_listener = !ready_;  // OnConnLost ran (not a local send failure)
     std::unique_ptr<net::RemoteShard> old = std::move(conn_);
     uint64_t gen = ++gen_;  // callbacks of `old` are ignored from now on
     ready_ = false;
     held_.clear();
-    l.unlock();
+    mu_.Unlock();
     old.reset();  // closes it and joins its I/O thread (not from a callback)
     if (!notified_listener) {
       listener_->OnDisconnect(shard_, Status::Unavailable("connection reset after a send error"));
@@ -128,7 +132,7 @@ void RemoteChannel::ReconnectLoop() {
     int64_t backoff_ms = kReconnectBackoffMinMs;
     for (;;) {
       {
-        std::lock_guard<std::mutex> g(mu_);
+        MutexLock g(&mu_);
         if (stopping_) return;
       }
       s = ConnectOnce(kReconnectSliceMs, &conn, gen);
@@ -143,23 +147,23 @@ void RemoteChannel::ReconnectLoop() {
       VLOG(1) << Describe() << ": reconnect attempt failed: " << s.ToString();
       const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
       backoff_ms = std::min(2 * backoff_ms, kReconnectBackoffMaxMs);
-      std::unique_lock<std::mutex> g(mu_);
-      cv_.wait_until(g, next, [&] { return stopping_; });
+      MutexLock g(&mu_);
+      cv_.WaitUntil(&mu_, next, [&]() REQUIRES(mu_) { return stopping_; });
     }
     net::Welcome welcome = conn->welcome();
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(&mu_);
       conn_ = std::move(conn);
       lost_ = false;
     }
     listener_->OnReconnect(shard_, welcome);
-    l.lock();
+    mu_.Lock();
     while (!held_.empty()) {
       net::Message m = std::move(held_.front());
       held_.pop_front();
-      l.unlock();
+      mu_.Unlock();
       listener_->OnMessage(shard_, std::move(m));
-      l.lock();
+      mu_.Lock();
     }
     if (gen == gen_) ready_ = true;
   }
@@ -168,13 +172,13 @@ void RemoteChannel::ReconnectLoop() {
 void RemoteChannel::Shutdown() {
   std::unique_ptr<net::RemoteShard> conn;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stopping_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   if (reconnect_thread_.joinable()) reconnect_thread_.join();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     conn = std::move(conn_);
     ++gen_;  // late callbacks of `conn` are ignored
   }

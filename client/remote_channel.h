@@ -13,15 +13,14 @@
 #ifndef PACE_CLIENT_REMOTE_CHANNEL_H_
 #define PACE_CLIENT_REMOTE_CHANNEL_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "client/shard_channel.h"
+#include "common/mutex.h"
 #include "net/remote_shard.h"
 
 namespace pace::client {
@@ -50,17 +49,17 @@ class RemoteChannel : public ShardChannel {
   const net::RemoteShardOptions options_;
   ChannelListener* listener_ = nullptr;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::unique_ptr<net::RemoteShard> conn_;  // guarded by mu_ (Send holds mu_)
-  uint64_t gen_ = 0;                        // guarded by mu_
-  bool ready_ = false;                      // guarded by mu_: listener knows about conn_
-  bool lost_ = false;                       // guarded by mu_: conn_ dropped, reconnect needed
-  // Guarded by mu_: the shard closed us with AlreadyExists (another session
-  // holds our client id, docs/wire-protocol.md, Hello): never reconnect.
-  bool fenced_ = false;
-  bool stopping_ = false;          // guarded by mu_
-  std::deque<net::Message> held_;  // guarded by mu_: arrived before ready_
+  Mutex mu_;
+  CondVar cv_;
+  std::unique_ptr<net::RemoteShard> conn_ GUARDED_BY(mu_);  // Send holds mu_
+  uint64_t gen_ GUARDED_BY(mu_) = 0;
+  bool ready_ GUARDED_BY(mu_) = false;  // listener knows about conn_
+  bool lost_ GUARDED_BY(mu_) = false;   // conn_ dropped, reconnect needed
+  // The shard closed us with AlreadyExists (another session holds our client
+  // id, docs/wire-protocol.md, Hello): never reconnect.
+  bool fenced_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::deque<net::Message> held_ GUARDED_BY(mu_);  // arrived before ready_
   std::thread reconnect_thread_;
 };
 

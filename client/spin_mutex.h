@@ -5,18 +5,21 @@
 // of a cache-hit Get. Under contention it spins briefly, then yields.
 //
 // Satisfies Lockable: use with std::lock_guard / std::unique_lock and, for
-// blocking waits, std::condition_variable_any. Thread-safe.
+// blocking waits, std::condition_variable_any. Thread-safe. Annotated as a
+// capability for clang's thread-safety analysis (common/thread_annotations.h).
 #ifndef PACE_CLIENT_SPIN_MUTEX_H_
 #define PACE_CLIENT_SPIN_MUTEX_H_
 
 #include <atomic>
 #include <thread>
 
+#include "common/thread_annotations.h"
+
 namespace pace::client {
 
-class SpinMutex {
+class CAPABILITY("mutex") SpinMutex {
  public:
-  void lock() {
+  void lock() ACQUIRE() {
     for (int spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
       while (locked_.load(std::memory_order_relaxed)) {
         if (++spins < 64) {
@@ -29,11 +32,11 @@ class SpinMutex {
       }
     }
   }
-  bool try_lock() {
+  bool try_lock() TRY_ACQUIRE(true) {
     return !locked_.load(std::memory_order_relaxed) &&
            !locked_.exchange(true, std::memory_order_acquire);
   }
-  void unlock() { locked_.store(false, std::memory_order_release); }
+  void unlock() RELEASE() { locked_.store(false, std::memory_order_release); }
 
  private:
   std::atomic<bool> locked_{false};

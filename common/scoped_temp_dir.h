@@ -14,11 +14,14 @@ namespace pace {
 
 class ScopedTempDir {
  public:
-  // `prefix` names the directory: $TMPDIR/PREFIX-XXXXXX.
-  explicit ScopedTempDir(const std::string& prefix = "pace-test") {
-    const char* base = ::getenv("TMPDIR");
-    std::string tmpl =
-        std::string(base != nullptr && *base ? base : "/tmp") + "/" + prefix + "-XXXXXX";
+  // `prefix` names the directory: BASE/PREFIX-XXXXXX, where BASE is `base`
+  // if not empty, else $TMPDIR, else /tmp.
+  explicit ScopedTempDir(const std::string& prefix = "pace-test", std::string base = "") {
+    if (base.empty()) {
+      const char* env = ::getenv("TMPDIR");
+      base = env != nullptr && *env ? env : "/tmp";
+    }
+    std::string tmpl = base + "/" + prefix + "-XXXXXX";
     if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
   }
   ~ScopedTempDir() {

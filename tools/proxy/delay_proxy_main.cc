@@ -65,7 +65,7 @@ struct Settings {
 class Link : public std::enable_shared_from_this<Link> {
  public:
   Link(asio::io_context* io, tcp::socket client, const Settings& settings, uint64_t seed)
-      : io_(io), settings_(settings), rng_(seed) {
+      : settings_(settings), rng_(seed) {
     sides_[0].socket.emplace(std::move(client));
     sides_[1].socket.emplace(*io);
     for (Pipe& p : pipes_) p.timer.emplace(*io);
@@ -191,7 +191,6 @@ class Link : public std::enable_shared_from_this<Link> {
     for (Pipe& p : pipes_) p.timer->cancel();
   }
 
-  asio::io_context* const io_;
   const Settings settings_;
   std::mt19937_64 rng_;
   Side sides_[2];
