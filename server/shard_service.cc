@@ -54,7 +54,12 @@ Status ShardService::Open(const ShardServiceOptions& options, std::unique_ptr<Sh
                                    std::to_string(store->identity().shard_id) + " of " +
                                    std::to_string(store->identity().num_shards) + " shards");
   }
+  if (options.reader_threads < 1 || options.reader_threads > 64) {
+    return Status::InvalidArgument("ShardService: reader_threads must be in [1, 64], got " +
+                                   std::to_string(options.reader_threads));
+  }
   service->reset(new ShardService(options, std::move(store)));
+  (*service)->StartThreads();
   LOG(INFO) << "shard " << (*service)->shard_id_ << "/" << (*service)->num_shards_ << " serving "
             << (*service)->num_clients_ << " client process(es), shard clock "
             << (*service)->ShardClock();
@@ -71,10 +76,108 @@ ShardService::ShardService(const ShardServiceOptions& options, std::unique_ptr<S
               NowMs(std::chrono::steady_clock::now())) {}
 
 ShardService::~ShardService() {
+  StopThreads();
   std::lock_guard<std::mutex> lock(mu_);
   for (ParkedRead& p : parked_.TakeReady(INT64_MAX)) {
     p.session->Send(net::Error{p.read.req_id, StatusCode::kAborted, "shard shutting down"});
   }
+}
+
+// --- Writer and reader threads -------------------------------------------------
+
+void ShardService::StartThreads() {
+  writer_ = std::thread([this] { WriterLoop(); });
+  for (int i = 0; i < options_.reader_threads; ++i) {
+    readers_.emplace_back([this] { ReaderLoop(); });
+  }
+}
+
+void ShardService::StopThreads() {
+  {
+    MutexLock l(&queue_mu_);
+    stopping_ = true;
+  }
+  writer_cv_.SignalAll();
+  reader_cv_.SignalAll();
+  // Both drain their queues first: every batch handed over is committed.
+  if (writer_.joinable()) writer_.join();
+  for (std::thread& t : readers_) t.join();
+  readers_.clear();
+}
+
+void ShardService::PostToWriter(WriterItem item) {
+  {
+    MutexLock l(&queue_mu_);
+    writer_queue_.push_back(std::move(item));
+  }
+  writer_cv_.Signal();
+}
+
+void ShardService::PostRead(std::function<void()> task) {
+  {
+    MutexLock l(&queue_mu_);
+    read_queue_.push_back(std::move(task));
+  }
+  reader_cv_.Signal();
+}
+
+void ShardService::WriterLoop() {
+  for (;;) {
+    std::deque<WriterItem> items;
+    {
+      MutexLock l(&queue_mu_);
+      writer_cv_.Wait(&queue_mu_,
+                      [this]() REQUIRES(queue_mu_) { return stopping_ || !writer_queue_.empty(); });
+      if (writer_queue_.empty()) return;  // stopping, and everything is committed
+      items.swap(writer_queue_);
+      ++busy_;
+    }
+    // Every Apply waiting now goes into one group; another write (a table
+    // creation) ends the group before it, so writes keep their order.
+    std::vector<std::unique_ptr<PendingApply>> group;
+    for (WriterItem& item : items) {
+      if (item.apply != nullptr) {
+        group.push_back(std::move(item.apply));
+        continue;
+      }
+      CommitGroup(&group);
+      item.task();
+    }
+    CommitGroup(&group);
+    {
+      MutexLock l(&queue_mu_);
+      --busy_;
+    }
+    idle_cv_.SignalAll();
+  }
+}
+
+void ShardService::ReaderLoop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      MutexLock l(&queue_mu_);
+      reader_cv_.Wait(&queue_mu_,
+                      [this]() REQUIRES(queue_mu_) { return stopping_ || !read_queue_.empty(); });
+      if (read_queue_.empty()) return;
+      task = std::move(read_queue_.front());
+      read_queue_.pop_front();
+      ++busy_;
+    }
+    task();
+    {
+      MutexLock l(&queue_mu_);
+      --busy_;
+    }
+    idle_cv_.SignalAll();
+  }
+}
+
+void ShardService::WaitIdle() {
+  MutexLock l(&queue_mu_);
+  idle_cv_.Wait(&queue_mu_, [this]() REQUIRES(queue_mu_) {
+    return busy_ == 0 && writer_queue_.empty() && read_queue_.empty();
+  });
 }
 
 int64_t ShardService::NowMs(std::chrono::steady_clock::time_point t) {
@@ -152,12 +255,17 @@ void ShardService::SendError(const SessionPtr& s, uint64_t req_id, const Status&
 // --- Catalog -------------------------------------------------------------------
 
 void ShardService::HandleCreateTable(const SessionPtr& s, const net::CreateTable& m) {
-  TableSchema created;
-  Status st = store_->CreateTable(m.schema, &created);
-  if (!st.ok()) return SendError(s, m.req_id, st);
-  LOG(INFO) << "table " << DescribeSchema(created) << " (requested by client "
-            << s->hello().client_id << ")";
-  s->Send(net::TablesReply{m.req_id, {created}});
+  // A catalog write (synced): the writer's, in order with the batches.
+  WriterItem item;
+  item.task = [this, s, m] {
+    TableSchema created;
+    Status st = store_->CreateTable(m.schema, &created);
+    if (!st.ok()) return SendError(s, m.req_id, st);
+    LOG(INFO) << "table " << DescribeSchema(created) << " (requested by client "
+              << s->hello().client_id << ")";
+    s->Send(net::TablesReply{m.req_id, {created}});
+  };
+  PostToWriter(std::move(item));
 }
 
 void ShardService::HandleListTables(const SessionPtr& s, const net::ListTables& m) {
@@ -237,7 +345,6 @@ void ShardService::HandleStats(const SessionPtr& s, const net::StatsRequest& m) 
 }
 
 Status ShardService::CreateCheckpoint(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(mu_);
   return store_->CreateCheckpoint(dir);
 }
 

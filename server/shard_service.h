@@ -16,17 +16,32 @@
 //   Unsubscribe, CreateTable / ListTables / DescribeTable -> TablesReply,
 //   StatsRequest -> StatsReply. Anything else -> Error and the session closes.
 //
-// Consistency of replies: one mutex serializes batch application with every
-// read that is answered or pushed, so a value, its version and the reader's
-// applied clock form a consistent triple (the value holds exactly the reader's
-// clocks < applied_clock).
+// Threads (DESIGN.md section 1, "Threads of a shard"). The transport's
+// callbacks never touch RocksDB and never wait for disk: they check a
+// message, then hand it on.
+//   - One writer thread takes every Apply (and CreateTable) waiting at that
+//     moment and commits the batches as one RocksDB write (group commit:
+//     ShardStore::ApplyBatches, one WAL append, one fsync under sync); then
+//     AfterBatchesCommitted updates the clocks, sends the Acks, answers the
+//     parked reads that became ready and pushes to subscribers.
+//   - reader_threads reader threads answer Reads that are ready at once, from
+//     a ShardStore::ReadView: a consistent (value, version, applied clock)
+//     triple that a group being written does not change, so reads do not
+//     wait for the writer's disk write.
 //
-// Thread-safety: all methods are thread-safe. Messages to sessions are sent
-// while that mutex is held, which keeps each session's stream ordered by shard
-// clock. REQUIRES of the transport: Session::Send and Session::Close must not
-// call back into this service synchronously (queue instead).
+// Ordering: a reply read from a view is sent while the view is held, and the
+// writer publishes the next state (and only then sends its Acks and Pushes)
+// after every view of the previous one is released, so on each session no
+// value is ever sent after an Ack or PushDone that makes it stale. Messages
+// of the writer are sent under mu_, in shard-clock order.
+//
+// Thread-safety: all methods are thread-safe. REQUIRES of the transport:
+// Session::Send and Session::Close must not call back into this service
+// synchronously (queue instead).
 // Ownership: the service owns its ShardStore; sessions are shared with the
-// transport and held only while they are connected.
+// transport and held only while they are connected. Destroying the service
+// first commits every batch it was handed, answers queued reads, then aborts
+// parked reads and closes the store.
 #ifndef PACE_SERVER_SHARD_SERVICE_H_
 #define PACE_SERVER_SHARD_SERVICE_H_
 
@@ -34,14 +49,19 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
+#include "common/thread_annotations.h"
 #include "consistency/clock_vector.h"
 #include "consistency/parked_reads.h"
 #include "consistency/subscription_registry.h"
@@ -72,6 +92,9 @@ struct ShardServiceOptions {
   size_t max_parked_reads_per_session = size_t{1} << 20;
   // Refuse Read/Apply rows that ShardOf() places on another shard. Default: true.
   bool check_placement = true;
+  // Threads answering Reads that are ready at once (from a consistent view,
+  // without waiting for the writer). Default: 2.
+  int reader_threads = 2;
 };
 
 // The result of a CheckHoldback call.
@@ -117,8 +140,13 @@ class ShardService : public net::ServiceHandler {
   size_t NumParkedReads() const;
   size_t NumSubscriptions() const;
 
-  // Checkpoints the store into `dir` with no batch in flight (applies wait).
+  // Checkpoints the store into `dir` between two group commits.
   Status CreateCheckpoint(const std::string& dir);
+
+  // Blocks until every message handed to OnMessage before the call has been
+  // handled and its replies sent (the writer and readers are idle with empty
+  // queues). For tests and tools; never call it from a transport thread.
+  void WaitIdle();
 
   const ShardIdentity& identity() const { return store_->identity(); }
   // The store, for in-process tools. Thread-safe, but writing through it
@@ -146,7 +174,33 @@ class ShardService : public net::ServiceHandler {
     std::atomic<int64_t> request_errors{0};
   };
 
+  // An Apply checked by the transport thread, waiting for the writer.
+  struct PendingApply {
+    SessionPtr session;
+    net::Apply apply;
+    std::vector<RowDelta> deltas;  // point into apply.updates, in row-key order
+  };
+  // What the writer runs: an Apply, or another write (e.g. CreateTable).
+  struct WriterItem {
+    std::unique_ptr<PendingApply> apply;
+    std::function<void()> task;
+  };
+
   ShardService(const ShardServiceOptions& options, std::unique_ptr<ShardStore> store);
+  void StartThreads();
+  void StopThreads();
+  void WriterLoop();
+  void ReaderLoop();
+  void PostToWriter(WriterItem item);
+  void PostRead(std::function<void()> task);
+  // Commits `group` as one write and runs AfterBatchesCommitted. On the writer.
+  void CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group);
+  // Everything that follows a group commit, in one place: per batch an Error
+  // or an Ack (after updating the applied clock and marking the changed rows
+  // for pushes); then, if the shard clock advanced, the parked reads that are
+  // ready are answered and subscribers get their pushes. On the writer.
+  void AfterBatchesCommitted(const std::vector<std::unique_ptr<PendingApply>>& group,
+                             const std::vector<BatchResult>& results);
 
   void HandleRead(const SessionPtr& s, net::Read& m);
   void HandleApply(const SessionPtr& s, net::Apply& m);
@@ -162,12 +216,23 @@ class ShardService : public net::ServiceHandler {
   // The applied clock to stamp on values sent to `s`: its a_p, or the shard
   // clock for observers. REQUIRES: mu_ held.
   ClockT AppliedClockFor(const net::Session& s) const;
+  // The same from a view's state.
+  static ClockT AppliedClockFor(const net::Session& s, const ShardStore::ReadView& view);
+  // Reads the rows of `read` from `view` into a reply stamped with the view's
+  // version and the reader's applied clock.
+  Status ReadFromView(const net::Session& s, const net::Read& read,
+                      const ShardStore::ReadView& view, net::ReadReply* reply);
+  // Subscribes if asked and sends the reply (or the Error). REQUIRES: mu_ held.
+  void FinishRead(const SessionPtr& s, const net::Read& read, const Status& st,
+                  net::ReadReply reply);
+  // Answers a ready Read on a reader thread (takes a view, then mu_).
+  void AnswerReadOnReader(const SessionPtr& s, const net::Read& read);
   // Reads the rows and sends the ReadReply (or an Error); subscribes if asked.
-  // REQUIRES: mu_ held and ShardClock >= read.min_version.
-  void AnswerRead(const SessionPtr& s, const net::Read& read);
+  // REQUIRES: mu_ held, `view` taken before mu_, ShardClock >= read.min_version.
+  void AnswerRead(const SessionPtr& s, const net::Read& read, const ShardStore::ReadView& view);
   // Answers ready parked reads and pushes to subscribers. REQUIRES: mu_ held.
-  void OnShardClockAdvanced(Version clock);
-  void PushToSubscribers(Version clock);
+  void OnShardClockAdvanced(Version clock, const ShardStore::ReadView& view);
+  void PushToSubscribers(Version clock, const ShardStore::ReadView& view);
   static int64_t NowMs(std::chrono::steady_clock::time_point t);
 
   // Constant after construction.
@@ -194,6 +259,18 @@ class ShardService : public net::ServiceHandler {
   int64_t warned_since_ms_ = 0;
   int64_t next_warn_ms_ = 0;
   int64_t warn_interval_ms_ = 0;
+
+  // The writer's and readers' queues. Lock order: mu_, then queue_mu_.
+  Mutex queue_mu_;
+  CondVar writer_cv_;  // writer_queue_ non-empty or stopping_
+  CondVar reader_cv_;  // read_queue_ non-empty or stopping_
+  CondVar idle_cv_;    // some queue drained / a thread went idle
+  std::deque<WriterItem> writer_queue_ GUARDED_BY(queue_mu_);
+  std::deque<std::function<void()>> read_queue_ GUARDED_BY(queue_mu_);
+  int busy_ GUARDED_BY(queue_mu_) = 0;  // writer/reader items being run
+  bool stopping_ GUARDED_BY(queue_mu_) = false;
+  std::thread writer_;
+  std::vector<std::thread> readers_;
 };
 
 }  // namespace pace

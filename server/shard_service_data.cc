@@ -1,5 +1,7 @@
 // ShardService: the data path — reads (answered or parked), batch application,
-// and what a shard-clock advance triggers (parked reads, ESSP pushes).
+// and what a shard-clock advance triggers (parked reads, ESSP pushes). The
+// transport hands Reads to the reader threads and Applies to the writer
+// thread (shard_service.cc); nothing here runs RocksDB on a transport thread.
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -34,6 +36,12 @@ ClockT ShardService::AppliedClockFor(const net::Session& s) const {
   return clocks_.Min();  // observers have no own updates: a = v
 }
 
+ClockT ShardService::AppliedClockFor(const net::Session& s, const ShardStore::ReadView& view) {
+  const net::Hello& h = s.hello();
+  if (h.role == net::Hello::kClientProcess) return view.AppliedClock(h.client_id);
+  return view.ShardClock();
+}
+
 // --- Reads -----------------------------------------------------------------------
 
 void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
@@ -54,7 +62,8 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (clocks_.Min() >= m.min_version) {
-    AnswerRead(s, m);
+    // The view a reader thread takes is at least this fresh.
+    PostRead([this, s, read = std::move(m)] { AnswerReadOnReader(s, read); });
     return;
   }
   size_t& parked = parked_per_session_[s->id()];
@@ -72,23 +81,29 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
   parked_.Park(min_version, ParkedRead{s, std::move(m)});
 }
 
-void ShardService::AnswerRead(const SessionPtr& s, const net::Read& read) {
+Status ShardService::ReadFromView(const net::Session& s, const net::Read& read,
+                                  const ShardStore::ReadView& view, net::ReadReply* reply) {
   std::vector<std::string> values;
-  Status st = store_->MultiGet(read.table, read.rows, &values);
-  if (!st.ok() || values.size() != read.rows.size()) {
-    if (st.ok()) st = Status::Internal("MultiGet returned a wrong number of values");
-    return SendError(s, read.req_id, st);
+  Status st = view.MultiGet(read.table, read.rows, &values);
+  if (!st.ok()) return st;
+  if (values.size() != read.rows.size()) {
+    return Status::Internal("MultiGet returned a wrong number of values");
   }
-  net::ReadReply reply;
-  reply.req_id = read.req_id;
-  reply.version = clocks_.Min();
-  reply.applied_clock = AppliedClockFor(*s);
-  reply.rows.reserve(values.size());
-  int64_t bytes = 0;
+  reply->req_id = read.req_id;
+  reply->version = view.ShardClock();
+  reply->applied_clock = AppliedClockFor(s, view);
+  reply->rows.reserve(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
-    bytes += static_cast<int64_t>(values[i].size());
-    reply.rows.push_back(net::RowData{read.table, read.rows[i], std::move(values[i])});
+    reply->rows.push_back(net::RowData{read.table, read.rows[i], std::move(values[i])});
   }
+  return Status::OK();
+}
+
+void ShardService::FinishRead(const SessionPtr& s, const net::Read& read, const Status& st,
+                              net::ReadReply reply) {
+  if (!st.ok()) return SendError(s, read.req_id, st);
+  int64_t bytes = 0;
+  for (const net::RowData& r : reply.rows) bytes += static_cast<int64_t>(r.bytes.size());
   if (read.subscribe) {
     subs_.Subscribe(s->id(), read.table, read.rows);
     sessions_.emplace(s->id(), s);  // in case the transport never called OnConnect
@@ -96,6 +111,23 @@ void ShardService::AnswerRead(const SessionPtr& s, const net::Read& read) {
   counters_.rows_read.fetch_add(static_cast<int64_t>(reply.rows.size()), std::memory_order_relaxed);
   counters_.value_bytes_out.fetch_add(bytes, std::memory_order_relaxed);
   s->Send(std::move(reply));
+}
+
+void ShardService::AnswerReadOnReader(const SessionPtr& s, const net::Read& read) {
+  // The view is held until the reply is sent: the writer publishes the next
+  // state, and sends the Acks that would make this reply stale, only after.
+  ShardStore::ReadView view = store_->View();
+  net::ReadReply reply;
+  Status st = ReadFromView(*s, read, view, &reply);
+  std::lock_guard<std::mutex> lock(mu_);
+  FinishRead(s, read, st, std::move(reply));
+}
+
+void ShardService::AnswerRead(const SessionPtr& s, const net::Read& read,
+                              const ShardStore::ReadView& view) {
+  net::ReadReply reply;
+  Status st = ReadFromView(*s, read, view, &reply);
+  FinishRead(s, read, st, std::move(reply));
 }
 
 void ShardService::HandleUnsubscribe(const SessionPtr& s, const net::Unsubscribe& m) {
@@ -111,16 +143,20 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
     counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
     return SendError(s, 0, Status::PermissionDenied("observers may not Apply"));
   }
-  const std::string what = "Apply of clock " + std::to_string(m.clock) + " from client " +
-                           std::to_string(hello.client_id);
-  std::vector<RowDelta> deltas;
-  deltas.reserve(m.updates.size());
+  // The batch moves to its final place first: the deltas point into it.
+  auto p = std::make_unique<PendingApply>();
+  p->session = s;
+  p->apply = std::move(m);
+  std::vector<RowDelta>& deltas = p->deltas;
+  deltas.reserve(p->apply.updates.size());
   int64_t bytes = 0;
-  for (const net::RowData& u : m.updates) {
+  for (const net::RowData& u : p->apply.updates) {
     Status st = CheckPlacement(u.table, u.row);
     if (!st.ok()) {
       counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
-      return SendError(s, 0, st.WithPrefix(what));
+      return SendError(s, 0,
+                       st.WithPrefix("Apply of clock " + std::to_string(p->apply.clock) +
+                                     " from client " + std::to_string(hello.client_id)));
     }
     deltas.push_back(RowDelta{u.table, u.row, u.bytes});
     bytes += static_cast<int64_t>(u.bytes.size());
@@ -129,6 +165,7 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
   // In row-key order (deltas of one row keep their batch order): the store
   // then writes them without sorting again, and the rows are marked dirty in
   // the order a push sends them, so planning the push need not sort either.
+  // Done here, on the transport's threads, to keep the writer's share small.
   auto key_less = [](const RowDelta& a, const RowDelta& b) {
     return a.table != b.table ? a.table < b.table : a.row < b.row;
   };
@@ -151,42 +188,75 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
     for (size_t i = 0; i < keys.size(); ++i) sorted[i] = deltas[keys[i].index];
     deltas.swap(sorted);
   }
+  WriterItem item;
+  item.apply = std::move(p);
+  PostToWriter(std::move(item));
+}
 
-  std::lock_guard<std::mutex> lock(mu_);
-  bool duplicate = false;
-  Status st = store_->ApplyBatch(hello.client_id, m.clock, deltas, &duplicate);
+void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group) {
+  if (group->empty()) return;
+  std::vector<BatchRequest> requests;
+  requests.reserve(group->size());
+  for (const auto& p : *group) {
+    requests.push_back(BatchRequest{p->session->hello().client_id, p->apply.clock, &p->deltas});
+  }
+  std::vector<BatchResult> results;
+  Status st = store_->ApplyBatches(requests, &results);
   if (!st.ok()) {
-    counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
-    LOG(WARNING) << what << " refused: " << st.ToString();
-    return SendError(s, 0, st.WithPrefix(what));
+    LOG(WARNING) << "shard " << shard_id_ << ": writing a group of " << group->size()
+                 << " batch(es) failed: " << st.ToString();
   }
-  if (duplicate) {
-    counters_.duplicates.fetch_add(1, std::memory_order_relaxed);
-    s->Send(net::Ack{m.clock, true});
-    return;
-  }
-  counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
-  for (const RowDelta& d : deltas) subs_.MarkDirty(RowKey{d.table, d.row}, s->id());
+  AfterBatchesCommitted(*group, results);
+  group->clear();
+}
+
+void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<PendingApply>>& group,
+                                         const std::vector<BatchResult>& results) {
+  // The state just published; taken before mu_ (lock order: view, mu_).
+  ShardStore::ReadView view = store_->View();
+  std::lock_guard<std::mutex> lock(mu_);
   const Version old_clock = clocks_.Min();
-  const Version new_clock = clocks_.Set(hello.client_id, store_->AppliedClock(hello.client_id),
-                                        NowMs(std::chrono::steady_clock::now()));
-  s->Send(net::Ack{m.clock, false});
-  if (new_clock > old_clock) OnShardClockAdvanced(new_clock);
+  const int64_t now_ms = NowMs(std::chrono::steady_clock::now());
+  for (size_t i = 0; i < group.size(); ++i) {
+    const PendingApply& p = *group[i];
+    const SessionPtr& s = p.session;
+    const ClientId client = s->hello().client_id;
+    const BatchResult& r = results[i];
+    if (!r.status.ok()) {
+      const std::string what = "Apply of clock " + std::to_string(p.apply.clock) + " from client " +
+                               std::to_string(client);
+      counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
+      LOG(WARNING) << what << " refused: " << r.status.ToString();
+      SendError(s, 0, r.status.WithPrefix(what));
+      continue;
+    }
+    if (r.duplicate) {
+      counters_.duplicates.fetch_add(1, std::memory_order_relaxed);
+      s->Send(net::Ack{p.apply.clock, true});
+      continue;
+    }
+    counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
+    for (const RowDelta& d : p.deltas) subs_.MarkDirty(RowKey{d.table, d.row}, s->id());
+    clocks_.Set(client, p.apply.clock + 1, now_ms);
+    s->Send(net::Ack{p.apply.clock, false});
+  }
+  const Version new_clock = clocks_.Min();
+  if (new_clock > old_clock) OnShardClockAdvanced(new_clock, view);
 }
 
 // --- Shard clock advances ----------------------------------------------------------
 
-void ShardService::OnShardClockAdvanced(Version clock) {
+void ShardService::OnShardClockAdvanced(Version clock, const ShardStore::ReadView& view) {
   VLOG(2) << "shard " << shard_id_ << " clock -> " << clock;
   for (ParkedRead& p : parked_.TakeReady(clock)) {
     auto it = parked_per_session_.find(p.session->id());
     if (it != parked_per_session_.end() && --it->second == 0) parked_per_session_.erase(it);
-    AnswerRead(p.session, p.read);
+    AnswerRead(p.session, p.read, view);
   }
-  PushToSubscribers(clock);
+  PushToSubscribers(clock, view);
 }
 
-void ShardService::PushToSubscribers(Version clock) {
+void ShardService::PushToSubscribers(Version clock, const ShardStore::ReadView& view) {
   PushPlan plan = subs_.PlanPush();
   if (plan.subscribers.empty()) return;
 
@@ -201,7 +271,7 @@ void ShardService::PushToSubscribers(Version clock) {
     std::vector<uint64_t> ids;
     while (end < n && plan.rows[end].table == table) ids.push_back(plan.rows[end++].row);
     std::vector<std::string> vals;
-    Status st = store_->MultiGet(table, ids, &vals);
+    Status st = view.MultiGet(table, ids, &vals);
     if (st.ok() && vals.size() == ids.size()) {
       for (size_t i = 0; i < ids.size(); ++i) {
         values[begin + i] = std::move(vals[i]);
