@@ -6,6 +6,8 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <utility>
 #include <variant>
@@ -54,6 +56,11 @@ Status ShardService::Open(const ShardServiceOptions& options, std::unique_ptr<Sh
                                    std::to_string(store->identity().shard_id) + " of " +
                                    std::to_string(store->identity().num_shards) + " shards");
   }
+  if (options.checkpoint_every < 0 || options.checkpoint_keep < 1) {
+    return Status::InvalidArgument(
+        "ShardService: checkpoint_every must be >= 0 and "
+        "checkpoint_keep >= 1");
+  }
   if (options.reader_threads < 1 || options.reader_threads > 64) {
     return Status::InvalidArgument("ShardService: reader_threads must be in [1, 64], got " +
                                    std::to_string(options.reader_threads));
@@ -90,9 +97,18 @@ void ShardService::StartThreads() {
   for (int i = 0; i < options_.reader_threads; ++i) {
     readers_.emplace_back([this] { ReaderLoop(); });
   }
+  if (options_.housekeeping_interval_ms > 0) {
+    housekeeper_ = std::thread([this] { HousekeepingLoop(); });
+  }
 }
 
 void ShardService::StopThreads() {
+  {
+    MutexLock l(&queue_mu_);
+    stop_housekeeping_ = true;
+  }
+  housekeeping_cv_.SignalAll();
+  if (housekeeper_.joinable()) housekeeper_.join();
   {
     MutexLock l(&queue_mu_);
     stopping_ = true;
@@ -170,6 +186,23 @@ void ShardService::ReaderLoop() {
       --busy_;
     }
     idle_cv_.SignalAll();
+  }
+}
+
+void ShardService::HousekeepingLoop() {
+  const auto interval = std::chrono::milliseconds(options_.housekeeping_interval_ms);
+  for (;;) {
+    {
+      MutexLock l(&queue_mu_);
+      const auto deadline = std::chrono::steady_clock::now() + interval;
+      if (housekeeping_cv_.WaitUntil(&queue_mu_, deadline,
+                                     [this]() REQUIRES(queue_mu_) { return stop_housekeeping_; })) {
+        return;
+      }
+    }
+    CheckHoldback(std::chrono::steady_clock::now());
+    StatusOr<std::string> cp = MaybeCheckpoint();
+    if (!cp.ok()) LOG(WARNING) << "shard " << shard_id_ << ": " << cp.status().ToString();
   }
 }
 
@@ -346,6 +379,40 @@ void ShardService::HandleStats(const SessionPtr& s, const net::StatsRequest& m) 
 
 Status ShardService::CreateCheckpoint(const std::string& dir) {
   return store_->CreateCheckpoint(dir);
+}
+
+std::string ShardService::CheckpointDir() const {
+  if (!options_.checkpoint_dir.empty()) return options_.checkpoint_dir;
+  const std::string& data = options_.data_dir.empty() ? store_->dir() : options_.data_dir;
+  return (std::filesystem::path(data) / "checkpoints").string();
+}
+
+StatusOr<std::string> ShardService::MaybeCheckpoint() {
+  if (options_.checkpoint_every <= 0) return std::string();
+  MutexLock l(&checkpoint_mu_);
+  const Version clock = ShardClock();
+  const Version due = clock / options_.checkpoint_every * options_.checkpoint_every;
+  if (due <= last_checkpoint_ || due == 0) return std::string();
+  const std::string dir = CheckpointDir();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  char name[64];
+  std::snprintf(name, sizeof(name), "clock-%012lld", static_cast<long long>(due));
+  const std::string path = (std::filesystem::path(dir) / name).string();
+  Status s = store_->CreateCheckpoint(path);
+  if (!s.ok()) {
+    return s.WithPrefix("checkpoint at shard clock " + std::to_string(clock) + " into " + path);
+  }
+  last_checkpoint_ = due;
+  LOG(INFO) << "shard " << shard_id_ << ": checkpoint at shard clock " << clock << ": " << path;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind("clock-", 0) == 0) names.push_back(e.path().string());
+  }
+  std::sort(names.begin(), names.end());
+  const size_t keep = static_cast<size_t>(options_.checkpoint_keep);
+  for (size_t i = 0; i + keep < names.size(); ++i) std::filesystem::remove_all(names[i], ec);
+  return path;
 }
 
 // --- Holdback warning ------------------------------------------------------------

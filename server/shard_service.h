@@ -24,6 +24,8 @@
 //     ShardStore::ApplyBatches, one WAL append, one fsync under sync); then
 //     AfterBatchesCommitted updates the clocks, sends the Acks, answers the
 //     parked reads that became ready and pushes to subscribers.
+//   - A housekeeping thread (options.housekeeping_interval_ms) logs holdback
+//     warnings and writes periodic checkpoints, in paced and embedded alike.
 //   - reader_threads reader threads answer Reads that are ready at once, from
 //     a ShardStore::ReadView: a consistent (value, version, applied clock)
 //     triple that a group being written does not change, so reads do not
@@ -95,6 +97,18 @@ struct ShardServiceOptions {
   // Threads answering Reads that are ready at once (from a consistent view,
   // without waiting for the writer). Default: 2.
   int reader_threads = 2;
+  // Housekeeping, the same in paced and embedded mode: every this many ms a
+  // service thread calls CheckHoldback and MaybeCheckpoint. 0: no such thread
+  // (call them yourself). Default: 1000.
+  int64_t housekeeping_interval_ms = 1000;
+  // Periodic checkpoints: when the shard clock passes a multiple of
+  // checkpoint_every, MaybeCheckpoint writes checkpoint "clock-<C>" (C: that
+  // multiple, 12 digits) into checkpoint_dir (empty: DATA_DIR/checkpoints,
+  // or the store's dir), keeping the newest checkpoint_keep.
+  // Defaults: 0 (never), "", 3.
+  int64_t checkpoint_every = 0;
+  std::string checkpoint_dir;
+  int checkpoint_keep = 3;
 };
 
 // The result of a CheckHoldback call.
@@ -140,8 +154,13 @@ class ShardService : public net::ServiceHandler {
   size_t NumParkedReads() const;
   size_t NumSubscriptions() const;
 
-  // Checkpoints the store into `dir` between two group commits.
+  // Checkpoints the store into `dir` (a consistent state; writes continue).
   Status CreateCheckpoint(const std::string& dir);
+  // Writes the periodic checkpoint if the shard clock passed a multiple of
+  // options.checkpoint_every since the last one written, then deletes all but
+  // the newest checkpoint_keep. Returns its directory, or "" if none was due.
+  // The housekeeping thread calls this.
+  StatusOr<std::string> MaybeCheckpoint();
 
   // Blocks until every message handed to OnMessage before the call has been
   // handled and its replies sent (the writer and readers are idle with empty
@@ -191,6 +210,8 @@ class ShardService : public net::ServiceHandler {
   void StopThreads();
   void WriterLoop();
   void ReaderLoop();
+  void HousekeepingLoop();
+  std::string CheckpointDir() const;
   void PostToWriter(WriterItem item);
   void PostRead(std::function<void()> task);
   // Commits `group` as one write and runs AfterBatchesCommitted. On the writer.
@@ -269,8 +290,14 @@ class ShardService : public net::ServiceHandler {
   std::deque<std::function<void()>> read_queue_ GUARDED_BY(queue_mu_);
   int busy_ GUARDED_BY(queue_mu_) = 0;  // writer/reader items being run
   bool stopping_ GUARDED_BY(queue_mu_) = false;
+  bool stop_housekeeping_ GUARDED_BY(queue_mu_) = false;
+  CondVar housekeeping_cv_;
+  // The due clock of the last periodic checkpoint written.
+  Mutex checkpoint_mu_;
+  Version last_checkpoint_ GUARDED_BY(checkpoint_mu_) = 0;
   std::thread writer_;
   std::vector<std::thread> readers_;
+  std::thread housekeeper_;
 };
 
 }  // namespace pace

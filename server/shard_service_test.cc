@@ -32,9 +32,13 @@ class ShardServiceTest : public ::testing::Test {
     std::filesystem::remove_all(root_, ec);
   }
 
-  void OpenService(uint32_t num_clients, uint32_t num_shards = 1, uint32_t shard_id = 0) {
+  void OpenService(uint32_t num_clients, uint32_t num_shards = 1, uint32_t shard_id = 0,
+                   int64_t checkpoint_every = 0) {
     service_.reset();
     ShardServiceOptions opt;
+    opt.checkpoint_every = checkpoint_every;
+    opt.checkpoint_keep = 2;
+    opt.housekeeping_interval_ms = checkpoint_every > 0 ? 0 : 1000;
     opt.data_dir = root_ + "/shard";
     opt.store.num_clients = num_clients;
     opt.store.num_shards = num_shards;
@@ -603,6 +607,30 @@ TEST_F(ShardServiceTest, HoldbackWarningNamesTheLaggingClient) {
   r = service_->CheckHoldback(after + std::chrono::seconds(100));
   EXPECT_FALSE(r.held_back);
   EXPECT_EQ(r.shard_clock, 1);
+}
+
+TEST_F(ShardServiceTest, PeriodicCheckpointsAreWrittenAndPruned) {
+  OpenService(1, 1, 0, /*checkpoint_every=*/2);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  StatusOr<std::string> cp = service_->MaybeCheckpoint();
+  ASSERT_TRUE(cp.ok());
+  EXPECT_EQ(*cp, "");  // clock 0: nothing due
+  std::vector<std::string> written;
+  for (ClockT c = 0; c < 7; ++c) {
+    ApplyOk(c0, c, {Delta(t, 0, 1, 1)});
+    cp = service_->MaybeCheckpoint();
+    ASSERT_TRUE(cp.ok()) << cp.status().ToString();
+    if (!cp->empty()) written.push_back(*cp);
+  }
+  // Due at shard clocks 2, 4 and 6, once each.
+  ASSERT_EQ(written.size(), 3u);
+  EXPECT_NE(written.back().find("clock-000000000006"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(written[0]));  // keep = 2
+  EXPECT_TRUE(std::filesystem::exists(written[1]));
+  CheckpointManifest m;
+  ASSERT_TRUE(ShardStore::ReadCheckpointManifest(written[2], &m).ok());
+  EXPECT_EQ(m.shard_clock, 6);
 }
 
 TEST_F(ShardServiceTest, ConcurrentClientsAdvanceTheClockInOrder) {
