@@ -158,13 +158,17 @@ class ShardStore::Impl {
     uint32_t table;
     uint64_t row;
     std::string_view bytes;
+    // Written as a Put: offset of its new sum in Publish's `put_sums`; -1: a merge.
+    int64_t put = -1;
   };
   struct ClockUpdate {
     ClientId client;
     ClockT applied;
   };
-  void Publish(const std::vector<CacheOp>& ops, const std::vector<ClockUpdate>& clocks)
-      REQUIRES(write_mu_) EXCLUDES(view_mu_);
+  // put_sums: the new sums of the Put rows (CacheOp::put), copied into their
+  // cache entries.
+  void Publish(const std::vector<CacheOp>& ops, const std::string& put_sums,
+               const std::vector<ClockUpdate>& clocks) REQUIRES(write_mu_) EXCLUDES(view_mu_);
   // Replaces the view's snapshot with one of the latest state.
   // REQUIRES: view_mu_ held exclusively, write_mu_ held.
   void RefreshSnapshotLocked() REQUIRES(view_mu_, write_mu_);
