@@ -535,14 +535,14 @@ void World::ShardReceive(uint32_t k, ClientId c, uint64_t epoch, ToShard m) {
 void World::Commit(uint32_t k, uint64_t incarnation) {
   Shard& sh = *shards_[k];
   if (sh.incarnation != incarnation || sh.engine == nullptr) return;
-  sh.commit_scheduled = false;
-  std::vector<QueuedBatch> group;
-  group.swap(sh.queue);
-  std::vector<std::pair<const QueuedBatch*, bool>> acks;
-  for (const QueuedBatch& b : group) {
+  auto group = std::make_shared<std::vector<QueuedBatch>>();
+  group->swap(sh.queue);
+  // Per batch: duplicate, or written (the store's state moves on).
+  auto written = std::make_shared<std::vector<bool>>();
+  for (const QueuedBatch& b : *group) {
     ClockT& applied = sh.store.applied[b.client];
     if (b.msg.clock < applied) {
-      acks.emplace_back(&b, true);
+      written->push_back(false);
       continue;
     }
     if (b.msg.clock > applied) {
@@ -556,22 +556,45 @@ void World::Commit(uint32_t k, uint64_t incarnation) {
       row.prov.emplace_back(b.client, b.msg.clock);
     }
     ++applied;
+    written->push_back(true);
     Trace("shard " + std::to_string(k) + " commits clock " + std::to_string(b.msg.clock) +
           " of client " + std::to_string(b.client));
-    for (const auto& [key, d] : b.msg.deltas) sh.engine->MarkChanged(b.peer, key);
-    acks.emplace_back(&b, false);
-    if (group_publish_) {
-      sh.engine->RecordApplied(b.client, applied, now_);
-    } else {
+    if (!group_publish_) {
+      // The old shard: write and bookkeeping of each batch in one step.
+      for (const auto& [key, d] : b.msg.deltas) sh.engine->MarkChanged(b.peer, key);
       SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, false});
-      acks.back().first = nullptr;
       sh.engine->Advance(b.client, applied, now_, sh.store);
     }
   }
-  for (const auto& [b, dup] : acks) {
-    if (b != nullptr) SendToClient(b->client, k, b->epoch, AckMsg{b->msg.clock, dup});
+  if (!group_publish_) {
+    for (size_t i = 0; i < group->size(); ++i) {
+      const QueuedBatch& b = (*group)[i];
+      if (!(*written)[i]) SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, true});
+    }
+    sh.commit_scheduled = false;
+    return;
   }
-  if (group_publish_) sh.engine->Publish(sh.store);
+  // Group commit: the group is durable and visible to reads now; the writer
+  // records it (clocks, Acks, parked reads, pushes) a little later, while
+  // reads keep being answered from the newer state.
+  At(now_ + rng_.Between(0, max_delay_), [this, k, incarnation, group, written] {
+    Shard& s = *shards_[k];
+    if (s.incarnation != incarnation || s.engine == nullptr) return;
+    for (size_t i = 0; i < group->size(); ++i) {
+      const QueuedBatch& b = (*group)[i];
+      if ((*written)[i]) {
+        for (const auto& [key, d] : b.msg.deltas) s.engine->MarkChanged(b.peer, key);
+        s.engine->RecordApplied(b.client, b.msg.clock + 1, now_);
+      }
+      SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, !(*written)[i]});
+    }
+    s.engine->Publish(s.store);
+    s.commit_scheduled = false;
+    if (!s.queue.empty()) {
+      s.commit_scheduled = true;
+      At(now_ + rng_.Between(0, max_delay_), [this, k, incarnation] { Commit(k, incarnation); });
+    }
+  });
 }
 
 void World::Crash(uint32_t k) {
