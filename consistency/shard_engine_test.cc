@@ -151,6 +151,26 @@ TEST_F(ShardEngineTest, ObserversGetTheShardClockAsAppliedClock) {
   EXPECT_EQ(engine_->AppliedClockFor(99), 1);
 }
 
+TEST_F(ShardEngineTest, AnswerOffTheLockIsStampedFromItsView) {
+  Start(2);
+  ReadRequest r = Req(4, {1}, 0, /*subscribe=*/true);
+  ASSERT_EQ(engine_->Read(1, &r), ShardEngine::ReadAction::kAnswer);
+  // The writer made a group visible that the engine has not recorded yet.
+  rows_.data[RowKey{1, 1}] = "new";
+  rows_.applied = {1, 1};
+  ReadAnswer a;
+  ASSERT_TRUE(ShardEngine::AnswerFromView(engine_->InfoOf(1), r, rows_, &a).ok());
+  EXPECT_EQ(a.version, 1);  // the view's clocks, consistent with its values
+  EXPECT_EQ(a.applied_clock, 1);
+  engine_->FinishRead(1, r, Status::OK(), std::move(a));
+  ASSERT_EQ(peer(0).answers.size(), 1u);
+  EXPECT_EQ(peer(0).answers[0].rows[0].bytes, "new");
+  EXPECT_TRUE(engine_->subscriptions().IsSubscribed(1, RowKey{1, 1}));
+  ReadRequest parked = Req(5, {1}, 3);
+  EXPECT_EQ(engine_->Read(1, &parked), ShardEngine::ReadAction::kParked);
+  engine_->FinishRead(77, r, Status::OK(), ReadAnswer());  // unknown peer: ignored
+}
+
 TEST_F(ShardEngineTest, ParkedReadsPerPeerAreBounded) {
   ShardEngineOptions o;
   o.max_parked_reads_per_peer = 2;
