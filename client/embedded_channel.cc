@@ -42,8 +42,15 @@ std::string EmbeddedChannel::Describe() const {
 Status EmbeddedChannel::OpenService() {
   ShardServiceOptions so;
   so.data_dir = options_.data_dir;
-  so.store.block_cache_mb = options_.block_cache_mb;
-  so.store.sync = options_.sync;
+  const EmbeddedShardOptions& e = options_.embedded;
+  so.store.block_cache_mb = e.block_cache_mb;
+  so.store.write_buffer_mb = e.write_buffer_mb;
+  so.store.row_cache_mb = e.row_cache_mb;
+  so.store.sync = e.sync;
+  so.checkpoint_every = e.checkpoint_every;
+  so.checkpoint_dir = e.checkpoint_dir;
+  so.checkpoint_keep = e.checkpoint_keep;
+  so.holdback_warn_ms = e.holdback_warn_ms;
   so.store.shard_id = 0;
   so.store.num_shards = 1;
   so.store.num_clients = options_.num_clients;

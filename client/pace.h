@@ -46,6 +46,26 @@
 
 namespace pace {
 
+// Embedded mode only: the in-process shard's options, the same paced takes as
+// flags (docs/operations.md).
+struct EmbeddedShardOptions {
+  // RocksDB block cache, memtable size and the shard's row cache, in MiB.
+  // Defaults: 256, 64, 256.
+  size_t block_cache_mb = 256;
+  size_t write_buffer_mb = 64;
+  size_t row_cache_mb = 256;
+  // fsync the WAL before acknowledging a (group of) batch(es). Default: false.
+  bool sync = false;
+  // Write a checkpoint every K shard clocks into checkpoint_dir (empty:
+  // DATA_DIR/checkpoints), keeping the newest checkpoint_keep. Defaults: 0
+  // (never), "", 3.
+  int64_t checkpoint_every = 0;
+  std::string checkpoint_dir;
+  int checkpoint_keep = 3;
+  // Warn when the shard clock has been held back this long. Default: 10000.
+  int64_t holdback_warn_ms = 10000;
+};
+
 struct ClientOptions {
   // Shard addresses "host:port", index = shard id. Empty: run embedded, with an
   // in-process shard on data_dir. Default: empty.
@@ -56,11 +76,10 @@ struct ClientOptions {
   uint32_t num_clients = 1;
   // The job's shared secret (contents of --token_file). Default: empty.
   std::string token;
-  // Embedded mode only: data directory, RocksDB block cache, fsync per batch.
-  // Defaults: "./pace-data", 256, false.
+  // Embedded mode only: the data directory and the in-process shard's
+  // options. Defaults: "./pace-data", EmbeddedShardOptions defaults.
   std::string data_dir = "./pace-data";
-  size_t block_cache_mb = 256;
-  bool sync = false;
+  EmbeddedShardOptions embedded;
   // Process cache budget across all tables, in MiB. Rows are evicted (LRU)
   // beyond it; un-sent updates are never lost by eviction. Default: 1024.
   size_t cache_mb = 1024;

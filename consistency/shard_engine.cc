@@ -13,11 +13,8 @@ constexpr size_t kMaxReservedPushRows = size_t{1} << 16;
 }  // namespace
 
 ShardEngine::ShardEngine(const ShardEngineOptions& options, std::vector<ClockT> applied_clocks,
-                         int64_t now_ms, VersionedRows* rows)
-    : options_(options),
-      rows_(rows),
-      clocks_(std::move(applied_clocks), now_ms),
-      published_(clocks_.Min()) {}
+                         int64_t now_ms)
+    : options_(options), clocks_(std::move(applied_clocks), now_ms), published_(clocks_.Min()) {}
 
 void ShardEngine::Connect(PeerId id, std::shared_ptr<Peer> peer, PeerInfo info) {
   if (info.is_client && info.client >= clocks_.num_clients()) info.is_client = false;
@@ -47,82 +44,111 @@ ClockT ShardEngine::AppliedClockFor(PeerId id) const {
   return clocks_.Get(it->second.info.client);
 }
 
-void ShardEngine::Read(PeerId id, ReadRequest read) {
+PeerInfo ShardEngine::InfoOf(PeerId id) const {
   auto it = peers_.find(id);
-  if (it == peers_.end()) return;
+  return it == peers_.end() ? PeerInfo{} : it->second.info;
+}
+
+ShardEngine::ReadAction ShardEngine::Read(PeerId id, ReadRequest* read) {
+  auto it = peers_.find(id);
+  if (it == peers_.end()) return ReadAction::kIgnored;
   PeerState& p = it->second;
-  if (clocks_.Min() >= read.min_version) return Answer(id, p, read);
+  if (clocks_.Min() >= read->min_version) return ReadAction::kAnswer;
   if (p.parked >= options_.max_parked_reads_per_peer) {
     ++counters_.read_errors;
-    return p.peer->SendReadError(
-        read.req_id,
+    p.peer->SendReadError(
+        read->req_id,
         Status::ResourceExhausted("too many parked reads (" + std::to_string(p.parked) +
                                   ") on this connection waiting for the shard clock to reach " +
-                                  std::to_string(read.min_version) + " (it is " +
+                                  std::to_string(read->min_version) + " (it is " +
                                   std::to_string(clocks_.Min()) + ")"));
+    return ReadAction::kRefused;
   }
   ++p.parked;
   ++counters_.parked_reads;
-  const Version min_version = read.min_version;
-  parked_.Park(min_version, Parked{id, std::move(read)});
+  const Version min_version = read->min_version;
+  parked_.Park(min_version, Parked{id, std::move(*read)});
+  return ReadAction::kParked;
 }
 
-void ShardEngine::Answer(PeerId id, PeerState& p, const ReadRequest& read) {
+Status ShardEngine::AnswerFromView(const PeerInfo& reader, const ReadRequest& read,
+                                   const RowsView& view, ReadAnswer* answer) {
   std::vector<std::string> values;
-  Status st = rows_->ReadRows(read.table, read.rows, &values);
-  if (st.ok() && values.size() != read.rows.size()) {
-    st = Status::Internal("the store returned a wrong number of values");
+  RETURN_IF_ERROR(view.ReadRows(read.table, read.rows, &values));
+  if (values.size() != read.rows.size()) {
+    return Status::Internal("the store returned a wrong number of values");
   }
+  answer->req_id = read.req_id;
+  answer->version = view.ShardClock();
+  // Observers have no own updates: a = v.
+  answer->applied_clock = reader.is_client ? view.AppliedClock(reader.client) : answer->version;
+  answer->rows.clear();
+  answer->rows.reserve(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    answer->rows.push_back(RowValue{read.table, read.rows[i], std::move(values[i])});
+  }
+  return Status::OK();
+}
+
+void ShardEngine::FinishRead(PeerId id, const ReadRequest& read, const Status& st,
+                             ReadAnswer answer) {
+  auto it = peers_.find(id);
+  if (it == peers_.end()) return;
+  Peer& peer = *it->second.peer;
   if (!st.ok()) {
     ++counters_.read_errors;
-    return p.peer->SendReadError(read.req_id, st);
+    return peer.SendReadError(read.req_id, st);
   }
-  ReadAnswer a;
-  a.req_id = read.req_id;
-  a.version = clocks_.Min();
-  a.applied_clock = p.info.is_client ? clocks_.Get(p.info.client) : clocks_.Min();
-  a.rows.reserve(values.size());
   int64_t bytes = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
-    bytes += static_cast<int64_t>(values[i].size());
-    a.rows.push_back(RowValue{read.table, read.rows[i], std::move(values[i])});
-  }
+  for (const RowValue& r : answer.rows) bytes += static_cast<int64_t>(r.bytes.size());
   if (read.subscribe) subs_.Subscribe(id, read.table, read.rows);
-  counters_.rows_read += static_cast<int64_t>(a.rows.size());
+  counters_.rows_read += static_cast<int64_t>(answer.rows.size());
   counters_.value_bytes_out += bytes;
-  p.peer->SendReadAnswer(std::move(a));
+  peer.SendReadAnswer(std::move(answer));
+}
+
+void ShardEngine::ReadNow(PeerId id, ReadRequest read, const RowsView& view) {
+  if (Read(id, &read) != ReadAction::kAnswer) return;
+  ReadAnswer answer;
+  Status st = AnswerFromView(InfoOf(id), read, view, &answer);
+  FinishRead(id, read, st, std::move(answer));
 }
 
 void ShardEngine::Unsubscribe(PeerId id, uint32_t table, const std::vector<uint64_t>& rows) {
   subs_.Unsubscribe(id, table, rows);
 }
 
-Version ShardEngine::Publish() {
+Version ShardEngine::Publish(const RowsView& view) {
   const Version clock = clocks_.Min();
   if (clock > published_) {
     published_ = clock;
-    OnShardClockAdvanced(clock);
+    OnShardClockAdvanced(clock, view);
   } else if (clock < published_) {
     published_ = clock;  // clocks moved back (a restore): nothing to answer
   }
   return clock;
 }
 
-void ShardEngine::OnShardClockAdvanced(Version clock) {
+void ShardEngine::OnShardClockAdvanced(Version clock, const RowsView& view) {
   for (Parked& r : parked_.TakeReady(clock)) {
     auto it = peers_.find(r.peer);
     if (it == peers_.end()) continue;
     --it->second.parked;
-    Answer(r.peer, it->second, r.read);
+    ReadAnswer answer;
+    Status st = AnswerFromView(it->second.info, r.read, view, &answer);
+    FinishRead(r.peer, r.read, st, std::move(answer));
   }
-  PushToSubscribers(clock);
+  PushToSubscribers(clock, view);
 }
 
-void ShardEngine::RetryPushes() {
-  if (push_retry_pending_) PushToSubscribers(clocks_.Min());
+void ShardEngine::RetryPushes(const RowsView& view) {
+  // Stamped with the clock the engine published, not the view's: the view
+  // may hold batches not recorded yet, whose rows are not marked for pushing,
+  // so it must not declare them current.
+  if (push_retry_pending_) PushToSubscribers(published_, view);
 }
 
-void ShardEngine::PushToSubscribers(Version clock) {
+void ShardEngine::PushToSubscribers(Version clock, const RowsView& view) {
   push_retry_pending_ = false;
   PushPlan plan = subs_.PlanPush();
   if (plan.subscribers.empty()) return;
@@ -138,7 +164,7 @@ void ShardEngine::PushToSubscribers(Version clock) {
     std::vector<uint64_t> ids;
     while (end < n && plan.rows[end].table == table) ids.push_back(plan.rows[end++].row);
     std::vector<std::string> vals;
-    Status st = rows_->ReadRows(table, ids, &vals);
+    Status st = view.ReadRows(table, ids, &vals);
     if (st.ok() && vals.size() == ids.size()) {
       for (size_t i = 0; i < ids.size(); ++i) {
         values[begin + i] = std::move(vals[i]);
@@ -163,7 +189,7 @@ void ShardEngine::PushToSubscribers(Version clock) {
     if (it == peers_.end()) continue;
     Peer& peer = *it->second.peer;
     const ClockT applied =
-        it->second.info.is_client ? clocks_.Get(it->second.info.client) : clocks_.Min();
+        it->second.info.is_client ? view.AppliedClock(it->second.info.client) : view.ShardClock();
     bool complete = true;
     PushBatch push{clock, applied, {}};
     push.rows.reserve(std::min(entry.row_indices.size(), kMaxReservedPushRows));

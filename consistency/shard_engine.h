@@ -21,14 +21,24 @@
 //     advance. Without the timer a job whose every worker waits for that
 //     push would never advance again (the simulation found this).
 //
-// Contract with the store (VersionedRows): ReadRows returns values holding
-// exactly the batches reported through OnBatchApplied so far — no fewer and
-// no more — so that a value, the version C and the reader's applied clock a
-// form a consistent triple (the value holds exactly the reader's clocks < a).
+// Values come from a RowsView: one consistent state of the store (values,
+// shard clock, applied clocks), so a value, its version C and the reader's
+// applied clock a form a consistent triple (the value holds exactly the
+// reader's clocks < a). Answers are stamped from the view, never from the
+// engine's own clocks, so a view may be newer than what the engine was told.
+// The view passed to Publish/Advance must hold exactly the batches recorded
+// so far (the writer's view right after its write); RetryPushes accepts a
+// newer one (it stamps the clock the engine published).
+//
+// A Read that can be answered at once may be answered off the owner's lock
+// (e.g. on a reader thread): Read() returns kAnswer, the caller reads with
+// AnswerFromView (no engine state) and then calls FinishRead under its lock,
+// still holding its view so that no later state is published in between
+// (else a push of that state could miss the new subscription).
 //
 // Contract with the caller: batches are made durable by the caller; it calls
-// OnBatchApplied after the write returned (and sends the Ack itself). It
-// decides duplicates with IsDuplicate (a batch for clock c < a_p).
+// MarkChanged/RecordApplied (or Advance) after the write returned and sends
+// the Ack itself. It decides duplicates with IsDuplicate (clock c < a_p).
 //
 // Thread-compatible: the owner serializes every call (the shard service holds
 // one mutex). Peer methods are called from inside those calls, so they must
@@ -82,15 +92,17 @@ struct PushBatch {
   std::vector<RowValue> rows;
 };
 
-// The shard's rows as the protocol needs them: current values.
-class VersionedRows {
+// One consistent state of the shard's rows: values and the clocks they hold.
+class RowsView {
  public:
-  virtual ~VersionedRows() = default;
-  // One value per row of `table`, in order. Must reflect exactly the batches
-  // reported to the engine (see the contract above). Errors are reported to
-  // the reader (a Read) or retried at the next clock (a push).
+  virtual ~RowsView() = default;
+  // One value per row of `table`, in order, from this state. Errors go to the
+  // reader (a Read) or make a push retry (see push_retry_pending()).
   virtual Status ReadRows(uint32_t table, const std::vector<uint64_t>& rows,
-                          std::vector<std::string>* values) = 0;
+                          std::vector<std::string>* values) const = 0;
+  // This state's shard clock and applied clocks.
+  virtual Version ShardClock() const = 0;
+  virtual ClockT AppliedClock(ClientId client) const = 0;
 };
 
 // Where the engine sends to one peer. Implementations queue; they must not
@@ -132,10 +144,9 @@ struct ShardEngineCounters {
 
 class ShardEngine {
  public:
-  // `applied_clocks`: one per client of the job (the store's record);
-  // `rows` must outlive the engine.
-  ShardEngine(const ShardEngineOptions& options, std::vector<ClockT> applied_clocks, int64_t now_ms,
-              VersionedRows* rows);
+  // `applied_clocks`: one per client of the job (the store's record).
+  ShardEngine(const ShardEngineOptions& options, std::vector<ClockT> applied_clocks,
+              int64_t now_ms);
   ShardEngine(const ShardEngine&) = delete;
   ShardEngine& operator=(const ShardEngine&) = delete;
 
@@ -151,9 +162,26 @@ class ShardEngine {
   // Answers every parked read with `why` (e.g. shutdown) and forgets them.
   void AbortParked(const Status& why);
 
-  // A Read from a connected peer: answered now or parked. An unknown peer's
-  // Read is ignored.
-  void Read(PeerId id, ReadRequest read);
+  enum class ReadAction {
+    kAnswer,   // answerable now: the caller answers it (AnswerFromView, FinishRead)
+    kParked,   // taken; answered when the shard clock reaches min_version
+    kRefused,  // an error was sent (too many parked reads)
+    kIgnored,  // unknown peer
+  };
+  // The read rule at the shard: may `read` be answered now? kParked moves
+  // it out of *read.
+  ReadAction Read(PeerId id, ReadRequest* read);
+  // Reads `read` from `view` into *answer stamped with the view's shard clock
+  // and the reader's applied clock there. Uses no engine state: may run
+  // without the owner's lock.
+  static Status AnswerFromView(const PeerInfo& reader, const ReadRequest& read,
+                               const RowsView& view, ReadAnswer* answer);
+  // Sends the answer (or the error `st`) and subscribes if asked. An unknown
+  // peer is ignored.
+  void FinishRead(PeerId id, const ReadRequest& read, const Status& st, ReadAnswer answer);
+  // Read, and if answerable answer at once from `view`.
+  void ReadNow(PeerId id, ReadRequest read, const RowsView& view);
+  PeerInfo InfoOf(PeerId id) const;
   void Unsubscribe(PeerId id, uint32_t table, const std::vector<uint64_t>& rows);
 
   // True if a batch of `client` for `clock` is already in (clock < a_p).
@@ -167,9 +195,9 @@ class ShardEngine {
   // returns the shard clock. `writer` is the peer that sent the batch (0 if
   // unknown: no push is saved).
   void MarkChanged(PeerId writer, const RowKey& key) { subs_.MarkDirty(key, SubscriberOf(writer)); }
-  Version Advance(ClientId client, ClockT applied, int64_t now_ms) {
+  Version Advance(ClientId client, ClockT applied, int64_t now_ms, const RowsView& view) {
     RecordApplied(client, applied, now_ms);
-    return Publish();
+    return Publish(view);
   }
   // Group commit: a writer that made several batches durable in one write
   // calls MarkChanged and RecordApplied for each, then Publish once. No
@@ -180,13 +208,13 @@ class ShardEngine {
   void RecordApplied(ClientId client, ClockT applied, int64_t now_ms) {
     clocks_.Set(client, applied, now_ms);
   }
-  Version Publish();
+  Version Publish(const RowsView& view);
 
   // True if a push could not read some rows (see above).
   bool push_retry_pending() const { return push_retry_pending_; }
   // Pushes again, stamped with the current shard clock, what is still
   // pending (and anything changed since, which is equally valid to push).
-  void RetryPushes();
+  void RetryPushes(const RowsView& view);
 
   // The applied clock stamped on values sent to `id`: its client's a_p, or
   // the shard clock for observers and unknown peers.
@@ -211,13 +239,10 @@ class ShardEngine {
   static SubscriberId SubscriberOf(PeerId writer) {
     return writer == 0 ? SubscriptionRegistry::kNoWriter : writer;
   }
-  // REQUIRES: shard clock >= read.min_version.
-  void Answer(PeerId id, PeerState& p, const ReadRequest& read);
-  void OnShardClockAdvanced(Version clock);
-  void PushToSubscribers(Version clock);
+  void OnShardClockAdvanced(Version clock, const RowsView& view);
+  void PushToSubscribers(Version clock, const RowsView& view);
 
   const ShardEngineOptions options_;
-  VersionedRows* const rows_;
   ClockVector clocks_;
   std::unordered_map<PeerId, PeerState> peers_;
   ParkedReads<Parked> parked_;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -12,11 +13,12 @@
 namespace pace {
 namespace {
 
-// Rows are strings; a row never written reads as "".
-class FakeRows : public VersionedRows {
+// Rows are strings; a row never written reads as "". The test keeps the
+// applied clocks in step with the rows.
+class FakeRows : public RowsView {
  public:
   Status ReadRows(uint32_t table, const std::vector<uint64_t>& rows,
-                  std::vector<std::string>* values) override {
+                  std::vector<std::string>* values) const override {
     ++reads;
     values->clear();
     for (uint64_t r : rows) {
@@ -26,9 +28,15 @@ class FakeRows : public VersionedRows {
     }
     return Status::OK();
   }
+  Version ShardClock() const override {
+    return applied.empty() ? 0 : *std::min_element(applied.begin(), applied.end());
+  }
+  ClockT AppliedClock(ClientId c) const override { return c < applied.size() ? applied[c] : 0; }
+
   std::map<RowKey, std::string> data;
   std::set<RowKey> failing;
-  int reads = 0;
+  std::vector<ClockT> applied;
+  mutable int reads = 0;
 };
 
 // Records what the engine sends.
@@ -71,7 +79,8 @@ ReadRequest Req(uint64_t id, std::vector<uint64_t> rows, Version min_version,
 class ShardEngineTest : public ::testing::Test {
  protected:
   void Start(uint32_t clients, ShardEngineOptions o = ShardEngineOptions()) {
-    engine_ = std::make_unique<ShardEngine>(o, std::vector<ClockT>(clients, 0), 0, &rows_);
+    rows_.applied.assign(clients, 0);
+    engine_ = std::make_unique<ShardEngine>(o, rows_.applied, 0);
     for (uint32_t c = 0; c < clients; ++c) {
       peers_.push_back(std::make_shared<FakePeer>());
       engine_->Connect(c + 1, peers_.back(), PeerInfo{true, c});
@@ -83,7 +92,8 @@ class ShardEngineTest : public ::testing::Test {
       rows_.data[RowKey{1, r}] = value;
       engine_->MarkChanged(c + 1, RowKey{1, r});
     }
-    engine_->Advance(c, engine_->clocks().Get(c) + 1, 0);
+    ++rows_.applied[c];
+    engine_->Advance(c, rows_.applied[c], 0, rows_);
   }
   FakePeer& peer(ClientId c) { return *peers_[c]; }
 
@@ -95,7 +105,7 @@ class ShardEngineTest : public ::testing::Test {
 TEST_F(ShardEngineTest, ReadIsAnsweredAtOnceWhenTheShardClockSuffices) {
   Start(2);
   rows_.data[RowKey{1, 7}] = "x";
-  engine_->Read(1, Req(5, {7}, 0));
+  engine_->ReadNow(1, Req(5, {7}, 0), rows_);
   ASSERT_EQ(peer(0).answers.size(), 1u);
   const ReadAnswer& a = peer(0).answers[0];
   EXPECT_EQ(a.req_id, 5u);
@@ -107,7 +117,7 @@ TEST_F(ShardEngineTest, ReadIsAnsweredAtOnceWhenTheShardClockSuffices) {
 
 TEST_F(ShardEngineTest, ReadIsParkedUntilEveryClientReachesMinVersion) {
   Start(2);
-  engine_->Read(1, Req(1, {3}, 1));
+  engine_->ReadNow(1, Req(1, {3}, 1), rows_);
   EXPECT_EQ(engine_->num_parked(), 1u);
   Apply(0, {3}, "a");  // client 0 at 1, client 1 at 0: C stays 0
   EXPECT_TRUE(peer(0).answers.empty());
@@ -123,8 +133,8 @@ TEST_F(ShardEngineTest, AnswerCarriesTheReadersOwnAppliedClock) {
   Start(2);
   Apply(0, {}, "");
   Apply(0, {}, "");  // client 0 at 2, client 1 at 0
-  engine_->Read(1, Req(1, {0}, 0));
-  engine_->Read(2, Req(2, {0}, 0));
+  engine_->ReadNow(1, Req(1, {0}, 0), rows_);
+  engine_->ReadNow(2, Req(2, {0}, 0), rows_);
   EXPECT_EQ(peer(0).answers.at(0).applied_clock, 2);
   EXPECT_EQ(peer(1).answers.at(0).applied_clock, 0);
   EXPECT_EQ(peer(0).answers.at(0).version, 0);
@@ -135,19 +145,39 @@ TEST_F(ShardEngineTest, ObserversGetTheShardClockAsAppliedClock) {
   Apply(0, {}, "");
   auto obs = std::make_shared<FakePeer>();
   engine_->Connect(99, obs, PeerInfo{false, 0});
-  engine_->Read(99, Req(1, {0}, 0));
+  engine_->ReadNow(99, Req(1, {0}, 0), rows_);
   ASSERT_EQ(obs->answers.size(), 1u);
   EXPECT_EQ(obs->answers[0].applied_clock, 1);
   EXPECT_EQ(engine_->AppliedClockFor(99), 1);
+}
+
+TEST_F(ShardEngineTest, AnswerOffTheLockIsStampedFromItsView) {
+  Start(2);
+  ReadRequest r = Req(4, {1}, 0, /*subscribe=*/true);
+  ASSERT_EQ(engine_->Read(1, &r), ShardEngine::ReadAction::kAnswer);
+  // The writer made a group visible that the engine has not recorded yet.
+  rows_.data[RowKey{1, 1}] = "new";
+  rows_.applied = {1, 1};
+  ReadAnswer a;
+  ASSERT_TRUE(ShardEngine::AnswerFromView(engine_->InfoOf(1), r, rows_, &a).ok());
+  EXPECT_EQ(a.version, 1);  // the view's clocks, consistent with its values
+  EXPECT_EQ(a.applied_clock, 1);
+  engine_->FinishRead(1, r, Status::OK(), std::move(a));
+  ASSERT_EQ(peer(0).answers.size(), 1u);
+  EXPECT_EQ(peer(0).answers[0].rows[0].bytes, "new");
+  EXPECT_TRUE(engine_->subscriptions().IsSubscribed(1, RowKey{1, 1}));
+  ReadRequest parked = Req(5, {1}, 3);
+  EXPECT_EQ(engine_->Read(1, &parked), ShardEngine::ReadAction::kParked);
+  engine_->FinishRead(77, r, Status::OK(), ReadAnswer());  // unknown peer: ignored
 }
 
 TEST_F(ShardEngineTest, ParkedReadsPerPeerAreBounded) {
   ShardEngineOptions o;
   o.max_parked_reads_per_peer = 2;
   Start(1, o);
-  engine_->Read(1, Req(1, {0}, 5));
-  engine_->Read(1, Req(2, {0}, 5));
-  engine_->Read(1, Req(3, {0}, 5));
+  engine_->ReadNow(1, Req(1, {0}, 5), rows_);
+  engine_->ReadNow(1, Req(2, {0}, 5), rows_);
+  engine_->ReadNow(1, Req(3, {0}, 5), rows_);
   ASSERT_EQ(peer(0).errors.size(), 1u);
   EXPECT_EQ(peer(0).errors[0].first, 3u);
   EXPECT_EQ(peer(0).errors[0].second, StatusCode::kResourceExhausted);
@@ -157,7 +187,7 @@ TEST_F(ShardEngineTest, ParkedReadsPerPeerAreBounded) {
 TEST_F(ShardEngineTest, ReadErrorGoesToTheReader) {
   Start(1);
   rows_.failing.insert(RowKey{1, 4});
-  engine_->Read(1, Req(8, {4}, 0));
+  engine_->ReadNow(1, Req(8, {4}, 0), rows_);
   ASSERT_EQ(peer(0).errors.size(), 1u);
   EXPECT_EQ(peer(0).errors[0], std::make_pair(uint64_t{8}, StatusCode::kIOError));
 }
@@ -173,7 +203,7 @@ TEST_F(ShardEngineTest, DuplicateIsAClockBelowTheAppliedClock) {
 
 TEST_F(ShardEngineTest, SubscribersGetChangedRowsThenPushDone) {
   Start(2);
-  engine_->Read(1, Req(1, {1, 2}, 0, /*subscribe=*/true));
+  engine_->ReadNow(1, Req(1, {1, 2}, 0, /*subscribe=*/true), rows_);
   Apply(1, {1}, "b");  // client 1 changes row 1
   Apply(0, {}, "");    // C = 1
   EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=b"});
@@ -186,7 +216,7 @@ TEST_F(ShardEngineTest, SubscribersGetChangedRowsThenPushDone) {
 
 TEST_F(ShardEngineTest, PushDoneAlsoWhenNothingChanged) {
   Start(1);
-  engine_->Read(1, Req(1, {1}, 0, true));
+  engine_->ReadNow(1, Req(1, {1}, 0, true), rows_);
   Apply(0, {}, "");
   EXPECT_TRUE(peer(0).pushes.empty());
   EXPECT_EQ(peer(0).dones.size(), 1u);
@@ -194,8 +224,8 @@ TEST_F(ShardEngineTest, PushDoneAlsoWhenNothingChanged) {
 
 TEST_F(ShardEngineTest, RowChangedOnlyByTheSubscriberIsNotPushedBack) {
   Start(2);
-  engine_->Read(1, Req(1, {1, 2}, 0, true));
-  engine_->Read(2, Req(2, {1, 2}, 0, true));
+  engine_->ReadNow(1, Req(1, {1, 2}, 0, true), rows_);
+  engine_->ReadNow(2, Req(2, {1, 2}, 0, true), rows_);
   Apply(0, {1}, "own");    // row 1 by client 0 only
   Apply(1, {2}, "other");  // row 2 by client 1 only; C = 1
   EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/2=other"});
@@ -204,8 +234,8 @@ TEST_F(ShardEngineTest, RowChangedOnlyByTheSubscriberIsNotPushedBack) {
 
 TEST_F(ShardEngineTest, RowChangedByTwoWritersIsPushedToBoth) {
   Start(2);
-  engine_->Read(1, Req(1, {1}, 0, true));
-  engine_->Read(2, Req(2, {1}, 0, true));
+  engine_->ReadNow(1, Req(1, {1}, 0, true), rows_);
+  engine_->ReadNow(2, Req(2, {1}, 0, true), rows_);
   Apply(0, {1}, "x");
   Apply(1, {1}, "xy");
   EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=xy"});
@@ -214,7 +244,7 @@ TEST_F(ShardEngineTest, RowChangedByTwoWritersIsPushedToBoth) {
 
 TEST_F(ShardEngineTest, UnreadableRowWithholdsPushDoneAndIsRetried) {
   Start(2);
-  engine_->Read(1, Req(1, {1}, 0, true));
+  engine_->ReadNow(1, Req(1, {1}, 0, true), rows_);
   Apply(1, {1}, "v1");
   rows_.failing.insert(RowKey{1, 1});
   Apply(0, {}, "");  // C = 1, the row cannot be read
@@ -230,22 +260,22 @@ TEST_F(ShardEngineTest, UnreadableRowWithholdsPushDoneAndIsRetried) {
 
 TEST_F(ShardEngineTest, RetryPushesCompletesAFailedPushWithoutANewClock) {
   Start(2);
-  engine_->Read(1, Req(1, {1}, 0, true));
+  engine_->ReadNow(1, Req(1, {1}, 0, true), rows_);
   Apply(1, {1}, "v1");
   rows_.failing.insert(RowKey{1, 1});
   Apply(0, {}, "");  // C = 1, the row cannot be read
   EXPECT_TRUE(engine_->push_retry_pending());
   EXPECT_TRUE(peer(0).dones.empty());
-  engine_->RetryPushes();  // still failing: still pending
+  engine_->RetryPushes(rows_);  // still failing: still pending
   EXPECT_TRUE(engine_->push_retry_pending());
   EXPECT_TRUE(peer(0).dones.empty());
   rows_.failing.clear();
-  engine_->RetryPushes();
+  engine_->RetryPushes(rows_);
   EXPECT_FALSE(engine_->push_retry_pending());
   EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=v1"});
   ASSERT_EQ(peer(0).dones.size(), 1u);
   EXPECT_EQ(peer(0).dones[0].first, 1);
-  engine_->RetryPushes();  // nothing pending: nothing sent
+  engine_->RetryPushes(rows_);  // nothing pending: nothing sent
   EXPECT_EQ(peer(0).dones.size(), 1u);
 }
 
@@ -253,7 +283,7 @@ TEST_F(ShardEngineTest, LargePushesAreCutByBytes) {
   ShardEngineOptions o;
   o.max_push_bytes = 10;
   Start(2, o);
-  engine_->Read(1, Req(1, {1, 2, 3}, 0, true));
+  engine_->ReadNow(1, Req(1, {1, 2, 3}, 0, true), rows_);
   Apply(1, {1, 2, 3}, std::string(6, 'z'));
   Apply(0, {}, "");
   EXPECT_EQ(peer(0).pushes.size(), 2u);  // 12 bytes, then 6
@@ -263,7 +293,7 @@ TEST_F(ShardEngineTest, LargePushesAreCutByBytes) {
 
 TEST_F(ShardEngineTest, UnsubscribedRowsAreNotPushed) {
   Start(2);
-  engine_->Read(1, Req(1, {1, 2}, 0, true));
+  engine_->ReadNow(1, Req(1, {1, 2}, 0, true), rows_);
   engine_->Unsubscribe(1, 1, {1});
   Apply(1, {1, 2}, "v");
   Apply(0, {}, "");
@@ -272,8 +302,8 @@ TEST_F(ShardEngineTest, UnsubscribedRowsAreNotPushed) {
 
 TEST_F(ShardEngineTest, DisconnectDropsParkedReadsAndSubscriptions) {
   Start(2);
-  engine_->Read(1, Req(1, {1}, 0, true));
-  engine_->Read(1, Req(2, {1}, 3));
+  engine_->ReadNow(1, Req(1, {1}, 0, true), rows_);
+  engine_->ReadNow(1, Req(2, {1}, 3), rows_);
   ShardEngine::Dropped d = engine_->Disconnect(1);
   EXPECT_EQ(d.parked, 1u);
   EXPECT_EQ(d.subscriptions, 1u);
@@ -282,31 +312,32 @@ TEST_F(ShardEngineTest, DisconnectDropsParkedReadsAndSubscriptions) {
   Apply(0, {}, "");
   EXPECT_TRUE(peer(0).pushes.empty());
   EXPECT_TRUE(peer(0).dones.empty());
-  engine_->Read(1, Req(3, {1}, 0));  // unknown peer: ignored
+  engine_->ReadNow(1, Req(3, {1}, 0), rows_);  // unknown peer: ignored
   EXPECT_EQ(peer(0).answers.size(), 1u);
 }
 
 TEST_F(ShardEngineTest, GroupPublishAnswersOnceAfterEveryBatchIsRecorded) {
   Start(2);
-  engine_->Read(1, Req(1, {1}, 1));
+  engine_->ReadNow(1, Req(1, {1}, 1), rows_);
   rows_.data[RowKey{1, 1}] = "ab";
+  rows_.applied = {1, 1};
   engine_->MarkChanged(1, RowKey{1, 1});
   engine_->RecordApplied(0, 1, 0);
   engine_->MarkChanged(2, RowKey{1, 1});
   engine_->RecordApplied(1, 1, 0);
   EXPECT_TRUE(peer(0).answers.empty());  // nothing until Publish
-  EXPECT_EQ(engine_->Publish(), 1);
+  EXPECT_EQ(engine_->Publish(rows_), 1);
   ASSERT_EQ(peer(0).answers.size(), 1u);
   EXPECT_EQ(peer(0).answers[0].version, 1);
   EXPECT_EQ(peer(0).answers[0].applied_clock, 1);
-  EXPECT_EQ(engine_->Publish(), 1);  // idempotent
+  EXPECT_EQ(engine_->Publish(rows_), 1);  // idempotent
   EXPECT_EQ(peer(0).answers.size(), 1u);
 }
 
 TEST_F(ShardEngineTest, AbortParkedAnswersEveryWaiter) {
   Start(1);
-  engine_->Read(1, Req(1, {1}, 4));
-  engine_->Read(1, Req(2, {1}, 9));
+  engine_->ReadNow(1, Req(1, {1}, 4), rows_);
+  engine_->ReadNow(1, Req(2, {1}, 9), rows_);
   engine_->AbortParked(Status::Aborted("shutting down"));
   ASSERT_EQ(peer(0).errors.size(), 2u);
   EXPECT_EQ(peer(0).errors[0].second, StatusCode::kAborted);
@@ -315,9 +346,9 @@ TEST_F(ShardEngineTest, AbortParkedAnswersEveryWaiter) {
 
 TEST_F(ShardEngineTest, ParkedReadsAreAnsweredInArrivalOrder) {
   Start(1);
-  engine_->Read(1, Req(1, {1}, 2));
-  engine_->Read(1, Req(2, {1}, 1));
-  engine_->Read(1, Req(3, {1}, 2));
+  engine_->ReadNow(1, Req(1, {1}, 2), rows_);
+  engine_->ReadNow(1, Req(2, {1}, 1), rows_);
+  engine_->ReadNow(1, Req(3, {1}, 2), rows_);
   Apply(0, {}, "");
   ASSERT_EQ(peer(0).answers.size(), 1u);
   EXPECT_EQ(peer(0).answers[0].req_id, 2u);

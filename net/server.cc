@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/thread_role.h"
 #include "net/auth.h"
 #include "net/connection.h"
 
@@ -166,6 +167,7 @@ Status Server::Impl::Start(ServiceHandler* handler) {
   asio::post(accept_strand_, [this] { DoAccept(); });
   for (int i = 0; i < options_.io_threads; ++i) {
     threads_.emplace_back([this] {
+      MarkTransportThread();  // the store refuses RocksDB calls on this thread
       for (;;) {
         try {
           io_.run();

@@ -1,5 +1,5 @@
 // The shard service's side of the protocol engine's interfaces
-// (consistency/shard_engine.h): the store as VersionedRows and a transport
+// (consistency/shard_engine.h): a store view as RowsView and a transport
 // session as a Peer.
 //
 // Thread-compatible like the engine: used under the shard service's mutex.
@@ -17,19 +17,20 @@
 
 namespace pace {
 
-// Current values from the ShardStore (row cache or RocksDB MultiGet). The
-// service calls the engine only while no batch is half-recorded, which keeps
-// the engine's contract (values hold exactly the reported batches).
-class StoreRows : public VersionedRows {
+// One published state of the ShardStore (a ShardStore::ReadView: values,
+// shard clock and applied clocks of the same state) as the engine reads it.
+class ViewRows : public RowsView {
  public:
-  explicit StoreRows(ShardStore* store) : store_(store) {}
+  explicit ViewRows(const ShardStore::ReadView& view) : view_(view) {}
   Status ReadRows(uint32_t table, const std::vector<uint64_t>& rows,
-                  std::vector<std::string>* values) override {
-    return store_->MultiGet(table, rows, values);
+                  std::vector<std::string>* values) const override {
+    return view_.MultiGet(table, rows, values);
   }
+  Version ShardClock() const override { return view_.ShardClock(); }
+  ClockT AppliedClock(ClientId client) const override { return view_.AppliedClock(client); }
 
  private:
-  ShardStore* const store_;
+  const ShardStore::ReadView& view_;
 };
 
 // Sends the engine's messages as net/ messages on one session.

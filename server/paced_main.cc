@@ -79,53 +79,6 @@ Status ValidateFlags() {
   return Status::OK();
 }
 
-// Writes checkpoint "clock-<C>" when the shard clock passes a multiple of K,
-// keeping the newest --checkpoint_keep.
-class PeriodicCheckpointer {
- public:
-  PeriodicCheckpointer(ShardService* service, std::string dir, int64_t every, int keep)
-      : service_(service), dir_(std::move(dir)), every_(every), keep_(keep) {}
-
-  void MaybeCheckpoint() {
-    if (every_ <= 0) return;
-    Version clock = service_->ShardClock();
-    Version due = clock / every_ * every_;
-    if (due <= last_ || due == 0) return;
-    std::error_code ec;
-    std::filesystem::create_directories(dir_, ec);
-    char name[64];
-    std::snprintf(name, sizeof(name), "clock-%012lld", static_cast<long long>(due));
-    std::string path = (std::filesystem::path(dir_) / name).string();
-    Status s = service_->CreateCheckpoint(path);
-    if (!s.ok()) {
-      LOG(WARNING) << "checkpoint at shard clock " << clock << " into " << path
-                   << " failed: " << s.ToString();
-      return;
-    }
-    last_ = due;
-    LOG(INFO) << "checkpoint at shard clock " << clock << ": " << path;
-    Prune();
-  }
-
- private:
-  void Prune() {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
-      std::string n = e.path().filename().string();
-      if (n.rfind("clock-", 0) == 0) names.push_back(e.path().string());
-    }
-    std::sort(names.begin(), names.end());
-    for (size_t i = 0; i + keep_ < names.size(); ++i) std::filesystem::remove_all(names[i], ec);
-  }
-
-  ShardService* const service_;
-  const std::string dir_;
-  const int64_t every_;
-  const size_t keep_;
-  Version last_ = 0;
-};
-
 int Run() {
   Status s = ValidateFlags();
   if (!s.ok()) {
@@ -162,6 +115,11 @@ int Run() {
   options.store.block_cache_mb = FLAGS_block_cache_mb;
   options.store.write_buffer_mb = FLAGS_write_buffer_mb;
   options.store.row_cache_mb = FLAGS_row_cache_mb;
+  // Holdback warnings and periodic checkpoints run on the service's own
+  // housekeeping thread (as in embedded mode).
+  options.checkpoint_every = FLAGS_checkpoint_every;
+  options.checkpoint_dir = FLAGS_checkpoint_dir;
+  options.checkpoint_keep = FLAGS_checkpoint_keep;
 
   // Block the signals before any thread starts so only sigtimedwait sees them.
   sigset_t signals;
@@ -215,23 +173,15 @@ int Run() {
   std::printf("paced listening on %s:%u\n", server_options.host.c_str(), server.port());
   std::fflush(stdout);
 
-  PeriodicCheckpointer checkpointer(
-      service.get(),
-      FLAGS_checkpoint_dir.empty()
-          ? (std::filesystem::path(FLAGS_data_dir) / "checkpoints").string()
-          : FLAGS_checkpoint_dir,
-      FLAGS_checkpoint_every, FLAGS_checkpoint_keep);
   int signo = 0;
   while (signo <= 0) {
     timespec timeout{1, 0};
     signo = sigtimedwait(&signals, nullptr, &timeout);
-    service->CheckHoldback(std::chrono::steady_clock::now());
-    checkpointer.MaybeCheckpoint();
   }
   LOG(INFO) << "paced: signal " << signo << ", shutting down";
   metrics.reset();
   server.Stop();    // stops accepting, closes sessions, waits for in-flight handlers
-  service.reset();  // closes RocksDB
+  service.reset();  // commits queued batches, flushes memtables, closes RocksDB
   LOG(INFO) << "paced: clean exit";
   return 0;
 }

@@ -6,6 +6,8 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <utility>
 #include <variant>
@@ -56,7 +58,17 @@ Status ShardService::Open(const ShardServiceOptions& options, std::unique_ptr<Sh
                                    std::to_string(store->identity().shard_id) + " of " +
                                    std::to_string(store->identity().num_shards) + " shards");
   }
+  if (options.checkpoint_every < 0 || options.checkpoint_keep < 1) {
+    return Status::InvalidArgument(
+        "ShardService: checkpoint_every must be >= 0 and "
+        "checkpoint_keep >= 1");
+  }
+  if (options.reader_threads < 1 || options.reader_threads > 64) {
+    return Status::InvalidArgument("ShardService: reader_threads must be in [1, 64], got " +
+                                   std::to_string(options.reader_threads));
+  }
   service->reset(new ShardService(options, std::move(store)));
+  (*service)->StartThreads();
   LOG(INFO) << "shard " << (*service)->shard_id_ << "/" << (*service)->num_shards_ << " serving "
             << (*service)->num_clients_ << " client process(es), shard clock "
             << (*service)->ShardClock();
@@ -69,14 +81,137 @@ ShardService::ShardService(const ShardServiceOptions& options, std::unique_ptr<S
       shard_id_(store_->identity().shard_id),
       num_shards_(store_->identity().num_shards),
       num_clients_(store_->identity().num_clients),
-      rows_(std::make_unique<StoreRows>(store_.get())),
       engine_(ShardEngineOptions{options.max_parked_reads_per_session, options.max_push_bytes},
               ClocksFor(store_->AppliedClocks(), num_clients_),
-              NowMs(std::chrono::steady_clock::now()), rows_.get()) {}
+              NowMs(std::chrono::steady_clock::now())) {}
 
 ShardService::~ShardService() {
+  StopThreads();
   std::lock_guard<std::mutex> lock(mu_);
   engine_.AbortParked(Status::Aborted("shard shutting down"));
+}
+
+// --- Writer and reader threads -------------------------------------------------
+
+void ShardService::StartThreads() {
+  writer_ = std::thread([this] { WriterLoop(); });
+  for (int i = 0; i < options_.reader_threads; ++i) {
+    readers_.emplace_back([this] { ReaderLoop(); });
+  }
+  if (options_.housekeeping_interval_ms > 0) {
+    housekeeper_ = std::thread([this] { HousekeepingLoop(); });
+  }
+}
+
+void ShardService::StopThreads() {
+  {
+    MutexLock l(&queue_mu_);
+    stop_housekeeping_ = true;
+  }
+  housekeeping_cv_.SignalAll();
+  if (housekeeper_.joinable()) housekeeper_.join();
+  {
+    MutexLock l(&queue_mu_);
+    stopping_ = true;
+  }
+  writer_cv_.SignalAll();
+  reader_cv_.SignalAll();
+  // Both drain their queues first: every batch handed over is committed.
+  if (writer_.joinable()) writer_.join();
+  for (std::thread& t : readers_) t.join();
+  readers_.clear();
+}
+
+void ShardService::PostToWriter(WriterItem item) {
+  {
+    MutexLock l(&queue_mu_);
+    writer_queue_.push_back(std::move(item));
+  }
+  writer_cv_.Signal();
+}
+
+void ShardService::PostRead(std::function<void()> task) {
+  {
+    MutexLock l(&queue_mu_);
+    read_queue_.push_back(std::move(task));
+  }
+  reader_cv_.Signal();
+}
+
+void ShardService::WriterLoop() {
+  for (;;) {
+    std::deque<WriterItem> items;
+    {
+      MutexLock l(&queue_mu_);
+      writer_cv_.Wait(&queue_mu_,
+                      [this]() REQUIRES(queue_mu_) { return stopping_ || !writer_queue_.empty(); });
+      if (writer_queue_.empty()) return;  // stopping, and everything is committed
+      items.swap(writer_queue_);
+      ++busy_;
+    }
+    // Every Apply waiting now goes into one group; another write (a table
+    // creation) ends the group before it, so writes keep their order.
+    std::vector<std::unique_ptr<PendingApply>> group;
+    for (WriterItem& item : items) {
+      if (item.apply != nullptr) {
+        group.push_back(std::move(item.apply));
+        continue;
+      }
+      CommitGroup(&group);
+      item.task();
+    }
+    CommitGroup(&group);
+    {
+      MutexLock l(&queue_mu_);
+      --busy_;
+    }
+    idle_cv_.SignalAll();
+  }
+}
+
+void ShardService::ReaderLoop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      MutexLock l(&queue_mu_);
+      reader_cv_.Wait(&queue_mu_,
+                      [this]() REQUIRES(queue_mu_) { return stopping_ || !read_queue_.empty(); });
+      if (read_queue_.empty()) return;
+      task = std::move(read_queue_.front());
+      read_queue_.pop_front();
+      ++busy_;
+    }
+    task();
+    {
+      MutexLock l(&queue_mu_);
+      --busy_;
+    }
+    idle_cv_.SignalAll();
+  }
+}
+
+void ShardService::HousekeepingLoop() {
+  const auto interval = std::chrono::milliseconds(options_.housekeeping_interval_ms);
+  for (;;) {
+    {
+      MutexLock l(&queue_mu_);
+      const auto deadline = std::chrono::steady_clock::now() + interval;
+      if (housekeeping_cv_.WaitUntil(&queue_mu_, deadline,
+                                     [this]() REQUIRES(queue_mu_) { return stop_housekeeping_; })) {
+        return;
+      }
+    }
+    CheckHoldback(std::chrono::steady_clock::now());
+    StatusOr<std::string> cp = MaybeCheckpoint();
+    if (!cp.ok()) LOG(WARNING) << "shard " << shard_id_ << ": " << cp.status().ToString();
+  }
+}
+
+void ShardService::WaitIdle() {
+  MutexLock l(&queue_mu_);
+  idle_cv_.Wait(&queue_mu_, [this]() REQUIRES(queue_mu_) {
+    return busy_ == 0 && writer_queue_.empty() && read_queue_.empty();
+  });
 }
 
 int64_t ShardService::NowMs(std::chrono::steady_clock::time_point t) {
@@ -210,12 +345,17 @@ void ShardService::SendError(const SessionPtr& s, uint64_t req_id, const Status&
 // --- Catalog -------------------------------------------------------------------
 
 void ShardService::HandleCreateTable(const SessionPtr& s, const net::CreateTable& m) {
-  TableSchema created;
-  Status st = store_->CreateTable(m.schema, &created);
-  if (!st.ok()) return SendError(s, m.req_id, st);
-  LOG(INFO) << "table " << DescribeSchema(created) << " (requested by client "
-            << s->hello().client_id << ")";
-  s->Send(net::TablesReply{m.req_id, {created}});
+  // A catalog write (synced): the writer's, in order with the batches.
+  WriterItem item;
+  item.task = [this, s, m] {
+    TableSchema created;
+    Status st = store_->CreateTable(m.schema, &created);
+    if (!st.ok()) return SendError(s, m.req_id, st);
+    LOG(INFO) << "table " << DescribeSchema(created) << " (requested by client "
+              << s->hello().client_id << ")";
+    s->Send(net::TablesReply{m.req_id, {created}});
+  };
+  PostToWriter(std::move(item));
 }
 
 void ShardService::HandleListTables(const SessionPtr& s, const net::ListTables& m) {
@@ -297,8 +437,41 @@ void ShardService::HandleStats(const SessionPtr& s, const net::StatsRequest& m) 
 }
 
 Status ShardService::CreateCheckpoint(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(mu_);
   return store_->CreateCheckpoint(dir);
+}
+
+std::string ShardService::CheckpointDir() const {
+  if (!options_.checkpoint_dir.empty()) return options_.checkpoint_dir;
+  const std::string& data = options_.data_dir.empty() ? store_->dir() : options_.data_dir;
+  return (std::filesystem::path(data) / "checkpoints").string();
+}
+
+StatusOr<std::string> ShardService::MaybeCheckpoint() {
+  if (options_.checkpoint_every <= 0) return std::string();
+  MutexLock l(&checkpoint_mu_);
+  const Version clock = ShardClock();
+  const Version due = clock / options_.checkpoint_every * options_.checkpoint_every;
+  if (due <= last_checkpoint_ || due == 0) return std::string();
+  const std::string dir = CheckpointDir();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  char name[64];
+  std::snprintf(name, sizeof(name), "clock-%012lld", static_cast<long long>(due));
+  const std::string path = (std::filesystem::path(dir) / name).string();
+  Status s = store_->CreateCheckpoint(path);
+  if (!s.ok()) {
+    return s.WithPrefix("checkpoint at shard clock " + std::to_string(clock) + " into " + path);
+  }
+  last_checkpoint_ = due;
+  LOG(INFO) << "shard " << shard_id_ << ": checkpoint at shard clock " << clock << ": " << path;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind("clock-", 0) == 0) names.push_back(e.path().string());
+  }
+  std::sort(names.begin(), names.end());
+  const size_t keep = static_cast<size_t>(options_.checkpoint_keep);
+  for (size_t i = 0; i + keep < names.size(); ++i) std::filesystem::remove_all(names[i], ec);
+  return path;
 }
 
 // --- Holdback warning ------------------------------------------------------------
@@ -306,11 +479,14 @@ Status ShardService::CreateCheckpoint(const std::string& dir) {
 HoldbackReport ShardService::CheckHoldback(std::chrono::steady_clock::time_point now) {
   HoldbackReport r;
   const int64_t now_ms = NowMs(now);
+  // Lock order: view, then mu_. The view is the last published state, which
+  // holds every batch the engine was told about.
+  ShardStore::ReadView view = store_->View();
   std::lock_guard<std::mutex> lock(mu_);
   // The timer that calls this also retries pushes that could not read
   // their rows (else subscribers waiting for them wait for the next clock,
   // which may never come).
-  engine_.RetryPushes();
+  engine_.RetryPushes(ViewRows(view));
   const ClockVector& clocks = engine_.clocks();
   r.shard_clock = clocks.Min();
   r.held_back = clocks.HoldsBack();

@@ -1,9 +1,9 @@
 // ShardService: one shard of PaceDB as a net::ServiceHandler — the generic
 // versioned key-value service over a ShardStore, wired to the protocol engine
-// (consistency/shard_engine.h), which decides the server side of the
-// consistency models (DESIGN.md section 1): the shard clock, parked SSP reads,
-// ESSP subscriptions and pushes. This class validates requests, applies
-// batches to the store and sends the Acks.
+// (consistency/shard_engine.h), which makes the server side's decisions of
+// the consistency models (DESIGN.md section 1): the shard clock, parked SSP
+// reads, ESSP subscriptions and pushes. This class validates requests, runs
+// the writer, reader and housekeeping threads and sends the Acks.
 //
 // Protocol summary (messages in net/messages.h):
 //   Hello(kClientProcess, id < num_clients) -> Welcome; kObserver: any id, no Apply.
@@ -18,17 +18,34 @@
 //   Unsubscribe, CreateTable / ListTables / DescribeTable -> TablesReply,
 //   StatsRequest -> StatsReply. Anything else -> Error and the session closes.
 //
-// Consistency of replies: one mutex serializes batch application with every
-// read that is answered or pushed, so a value, its version and the reader's
-// applied clock form a consistent triple (the value holds exactly the reader's
-// clocks < applied_clock).
+// Threads (DESIGN.md section 1, "Threads of a shard"). The transport's
+// callbacks never touch RocksDB and never wait for disk: they check a
+// message, then hand it on.
+//   - One writer thread takes every Apply (and CreateTable) waiting at that
+//     moment and commits the batches as one RocksDB write (group commit:
+//     ShardStore::ApplyBatches, one WAL append, one fsync under sync); then
+//     AfterBatchesCommitted updates the clocks, sends the Acks, answers the
+//     parked reads that became ready and pushes to subscribers.
+//   - A housekeeping thread (options.housekeeping_interval_ms) logs holdback
+//     warnings and writes periodic checkpoints, in paced and embedded alike.
+//   - reader_threads reader threads answer Reads that are ready at once, from
+//     a ShardStore::ReadView: a consistent (value, version, applied clock)
+//     triple that a group being written does not change, so reads do not
+//     wait for the writer's disk write.
 //
-// Thread-safety: all methods are thread-safe. Messages to sessions are sent
-// while that mutex is held, which keeps each session's stream ordered by shard
-// clock. REQUIRES of the transport: Session::Send and Session::Close must not
-// call back into this service synchronously (queue instead).
+// Ordering: a reply read from a view is sent while the view is held, and the
+// writer publishes the next state (and only then sends its Acks and Pushes)
+// after every view of the previous one is released, so on each session no
+// value is ever sent after an Ack or PushDone that makes it stale. Messages
+// of the writer are sent under mu_, in shard-clock order.
+//
+// Thread-safety: all methods are thread-safe. REQUIRES of the transport:
+// Session::Send and Session::Close must not call back into this service
+// synchronously (queue instead).
 // Ownership: the service owns its ShardStore; sessions are shared with the
-// transport and held only while they are connected.
+// transport and held only while they are connected. Destroying the service
+// first commits every batch it was handed, answers queued reads, then aborts
+// parked reads and closes the store.
 #ifndef PACE_SERVER_SHARD_SERVICE_H_
 #define PACE_SERVER_SHARD_SERVICE_H_
 
@@ -36,14 +53,19 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
+#include "common/thread_annotations.h"
 #include "consistency/shard_engine.h"
 #include "net/messages.h"
 #include "net/session.h"
@@ -72,6 +94,21 @@ struct ShardServiceOptions {
   size_t max_parked_reads_per_session = size_t{1} << 20;
   // Refuse Read/Apply rows that ShardOf() places on another shard. Default: true.
   bool check_placement = true;
+  // Threads answering Reads that are ready at once (from a consistent view,
+  // without waiting for the writer). Default: 2.
+  int reader_threads = 2;
+  // Housekeeping, the same in paced and embedded mode: every this many ms a
+  // service thread calls CheckHoldback and MaybeCheckpoint. 0: no such thread
+  // (call them yourself). Default: 1000.
+  int64_t housekeeping_interval_ms = 1000;
+  // Periodic checkpoints: when the shard clock passes a multiple of
+  // checkpoint_every, MaybeCheckpoint writes checkpoint "clock-<C>" (C: that
+  // multiple, 12 digits) into checkpoint_dir (empty: DATA_DIR/checkpoints,
+  // or the store's dir), keeping the newest checkpoint_keep.
+  // Defaults: 0 (never), "", 3.
+  int64_t checkpoint_every = 0;
+  std::string checkpoint_dir;
+  int checkpoint_keep = 3;
 };
 
 // The result of a CheckHoldback call.
@@ -105,9 +142,8 @@ class ShardService : public net::ServiceHandler {
 
   // Logs a glog WARNING naming the client(s) holding back the shard clock if
   // some client has waited at least holdback_warn_ms for them. Repeats for the
-  // same stall at doubling intervals. Also retries ESSP pushes that could not
-  // read their rows. The paced binary calls this from a timer; `now` is the
-  // steady clock.
+  // same stall at doubling intervals. The paced binary calls this from a timer;
+  // `now` is the steady clock.
   HoldbackReport CheckHoldback(std::chrono::steady_clock::time_point now);
 
   Version ShardClock() const;
@@ -118,8 +154,18 @@ class ShardService : public net::ServiceHandler {
   size_t NumParkedReads() const;
   size_t NumSubscriptions() const;
 
-  // Checkpoints the store into `dir` with no batch in flight (applies wait).
+  // Checkpoints the store into `dir` (a consistent state; writes continue).
   Status CreateCheckpoint(const std::string& dir);
+  // Writes the periodic checkpoint if the shard clock passed a multiple of
+  // options.checkpoint_every since the last one written, then deletes all but
+  // the newest checkpoint_keep. Returns its directory, or "" if none was due.
+  // The housekeeping thread calls this.
+  StatusOr<std::string> MaybeCheckpoint();
+
+  // Blocks until every message handed to OnMessage before the call has been
+  // handled and its replies sent (the writer and readers are idle with empty
+  // queues). For tests and tools; never call it from a transport thread.
+  void WaitIdle();
 
   const ShardIdentity& identity() const { return store_->identity(); }
   // The store, for in-process tools. Thread-safe, but writing through it
@@ -137,7 +183,35 @@ class ShardService : public net::ServiceHandler {
     std::atomic<int64_t> request_errors{0};
   };
 
+  // An Apply checked by the transport thread, waiting for the writer.
+  struct PendingApply {
+    SessionPtr session;
+    net::Apply apply;
+    std::vector<RowDelta> deltas;  // point into apply.updates, in row-key order
+  };
+  // What the writer runs: an Apply, or another write (e.g. CreateTable).
+  struct WriterItem {
+    std::unique_ptr<PendingApply> apply;
+    std::function<void()> task;
+  };
+
   ShardService(const ShardServiceOptions& options, std::unique_ptr<ShardStore> store);
+  void StartThreads();
+  void StopThreads();
+  void WriterLoop();
+  void ReaderLoop();
+  void HousekeepingLoop();
+  std::string CheckpointDir() const;
+  void PostToWriter(WriterItem item);
+  void PostRead(std::function<void()> task);
+  // Commits `group` as one write and runs AfterBatchesCommitted. On the writer.
+  void CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group);
+  // Everything that follows a group commit, in one place: per batch an Error
+  // or an Ack (after updating the applied clock and marking the changed rows
+  // for pushes); then, if the shard clock advanced, the parked reads that are
+  // ready are answered and subscribers get their pushes. On the writer.
+  void AfterBatchesCommitted(const std::vector<std::unique_ptr<PendingApply>>& group,
+                             const std::vector<BatchResult>& results);
 
   void HandleRead(const SessionPtr& s, net::Read& m);
   void HandleApply(const SessionPtr& s, net::Apply& m);
@@ -154,6 +228,10 @@ class ShardService : public net::ServiceHandler {
   // Registers `s` with the engine if the transport never called OnConnect.
   // REQUIRES: mu_ held.
   void EnsurePeer(const SessionPtr& s);
+  static PeerInfo InfoOf(const net::Session& s);
+  // Answers a ready Read on a reader thread: reads from a view, then under
+  // mu_ (view still held) the engine sends it and subscribes if asked.
+  void AnswerReadOnReader(const SessionPtr& s, const ReadRequest& read);
   static int64_t NowMs(std::chrono::steady_clock::time_point t);
 
   // Constant after construction.
@@ -165,12 +243,9 @@ class ShardService : public net::ServiceHandler {
 
   Counters counters_;
 
-  // The store as the engine reads it.
-  const std::unique_ptr<VersionedRows> rows_;
-
-  // Serializes ApplyBatch with the engine's calls (so that reads answered or
-  // pushed see each batch together with its applied clock); guards
-  // everything below.
+  // Serializes the engine's calls (the writer's bookkeeping after a group,
+  // reads being finished, sessions coming and going); guards everything
+  // below. Lock order: a store view, then mu_.
   mutable std::mutex mu_;
   ShardEngine engine_;
   // Connected sessions by id (for the holdback warning).
@@ -191,6 +266,24 @@ class ShardService : public net::ServiceHandler {
   int64_t warned_since_ms_ = 0;
   int64_t next_warn_ms_ = 0;
   int64_t warn_interval_ms_ = 0;
+
+  // The writer's and readers' queues. Lock order: mu_, then queue_mu_.
+  Mutex queue_mu_;
+  CondVar writer_cv_;  // writer_queue_ non-empty or stopping_
+  CondVar reader_cv_;  // read_queue_ non-empty or stopping_
+  CondVar idle_cv_;    // some queue drained / a thread went idle
+  std::deque<WriterItem> writer_queue_ GUARDED_BY(queue_mu_);
+  std::deque<std::function<void()>> read_queue_ GUARDED_BY(queue_mu_);
+  int busy_ GUARDED_BY(queue_mu_) = 0;  // writer/reader items being run
+  bool stopping_ GUARDED_BY(queue_mu_) = false;
+  bool stop_housekeeping_ GUARDED_BY(queue_mu_) = false;
+  CondVar housekeeping_cv_;
+  // The due clock of the last periodic checkpoint written.
+  Mutex checkpoint_mu_;
+  Version last_checkpoint_ GUARDED_BY(checkpoint_mu_) = 0;
+  std::thread writer_;
+  std::vector<std::thread> readers_;
+  std::thread housekeeper_;
 };
 
 }  // namespace pace

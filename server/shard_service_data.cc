@@ -1,5 +1,8 @@
-// ShardService: the data path — request validation, batch application and
-// Acks; what to answer, park or push is the engine's (consistency/).
+// ShardService: the data path — request validation, reads handed to the
+// reader threads, batch application on the writer and the Acks; what to
+// answer, park or push is the engine's (consistency/shard_engine.h). The
+// transport hands Reads to the reader threads and Applies to the writer
+// thread (shard_service.cc); nothing here runs RocksDB on a transport thread.
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -20,11 +23,14 @@ Status ShardService::CheckPlacement(uint32_t table, uint64_t row) const {
       std::to_string(owner) + ", not shard " + std::to_string(shard_id_));
 }
 
+PeerInfo ShardService::InfoOf(const net::Session& s) {
+  const net::Hello& h = s.hello();
+  return PeerInfo{h.role == net::Hello::kClientProcess, h.client_id};
+}
+
 void ShardService::EnsurePeer(const SessionPtr& s) {
   if (engine_.IsConnected(s->id())) return;
-  const net::Hello& h = s->hello();
-  engine_.Connect(s->id(), std::make_shared<SessionPeer>(s),
-                  PeerInfo{h.role == net::Hello::kClientProcess, h.client_id});
+  engine_.Connect(s->id(), std::make_shared<SessionPeer>(s), InfoOf(*s));
 }
 
 // --- Reads -----------------------------------------------------------------------
@@ -53,7 +59,22 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
   read.subscribe = m.subscribe;
   std::lock_guard<std::mutex> lock(mu_);
   EnsurePeer(s);
-  engine_.Read(s->id(), std::move(read));
+  if (engine_.Read(s->id(), &read) == ShardEngine::ReadAction::kAnswer) {
+    // The view a reader thread takes is at least this fresh.
+    PostRead([this, s, read = std::move(read)] { AnswerReadOnReader(s, read); });
+  }
+}
+
+void ShardService::AnswerReadOnReader(const SessionPtr& s, const ReadRequest& read) {
+  // The view is held until the reply is sent: the writer publishes the next
+  // state, and sends the Acks that would make this reply stale, only after.
+  // Holding it through FinishRead also keeps a subscription from missing the
+  // next state's push.
+  ShardStore::ReadView view = store_->View();
+  ReadAnswer answer;
+  Status st = ShardEngine::AnswerFromView(InfoOf(*s), read, ViewRows(view), &answer);
+  std::lock_guard<std::mutex> lock(mu_);
+  engine_.FinishRead(s->id(), read, st, std::move(answer));
 }
 
 void ShardService::HandleUnsubscribe(const SessionPtr& s, const net::Unsubscribe& m) {
@@ -69,16 +90,20 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
     counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
     return SendError(s, 0, Status::PermissionDenied("observers may not Apply"));
   }
-  const std::string what = "Apply of clock " + std::to_string(m.clock) + " from client " +
-                           std::to_string(hello.client_id);
-  std::vector<RowDelta> deltas;
-  deltas.reserve(m.updates.size());
+  // The batch moves to its final place first: the deltas point into it.
+  auto p = std::make_unique<PendingApply>();
+  p->session = s;
+  p->apply = std::move(m);
+  std::vector<RowDelta>& deltas = p->deltas;
+  deltas.reserve(p->apply.updates.size());
   int64_t bytes = 0;
-  for (const net::RowData& u : m.updates) {
+  for (const net::RowData& u : p->apply.updates) {
     Status st = CheckPlacement(u.table, u.row);
     if (!st.ok()) {
       counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
-      return SendError(s, 0, st.WithPrefix(what));
+      return SendError(s, 0,
+                       st.WithPrefix("Apply of clock " + std::to_string(p->apply.clock) +
+                                     " from client " + std::to_string(hello.client_id)));
     }
     deltas.push_back(RowDelta{u.table, u.row, u.bytes});
     bytes += static_cast<int64_t>(u.bytes.size());
@@ -87,6 +112,7 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
   // In row-key order (deltas of one row keep their batch order): the store
   // then writes them without sorting again, and the rows are marked dirty in
   // the order a push sends them, so planning the push need not sort either.
+  // Done here, on the transport's threads, to keep the writer's share small.
   auto key_less = [](const RowDelta& a, const RowDelta& b) {
     return a.table != b.table ? a.table < b.table : a.row < b.row;
   };
@@ -109,29 +135,79 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
     for (size_t i = 0; i < keys.size(); ++i) sorted[i] = deltas[keys[i].index];
     deltas.swap(sorted);
   }
+  WriterItem item;
+  item.apply = std::move(p);
+  PostToWriter(std::move(item));
+}
 
-  std::lock_guard<std::mutex> lock(mu_);
-  bool duplicate = false;
-  Status st = store_->ApplyBatch(hello.client_id, m.clock, deltas, &duplicate);
+void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group) {
+  if (group->empty()) return;
+  std::vector<BatchRequest> requests;
+  requests.reserve(group->size());
+  for (const auto& p : *group) {
+    requests.push_back(BatchRequest{p->session->hello().client_id, p->apply.clock, &p->deltas});
+  }
+  std::vector<BatchResult> results;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = store_->ApplyBatches(requests, &results);
   if (!st.ok()) {
-    counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
-    LOG(WARNING) << what << " refused: " << st.ToString();
-    return SendError(s, 0, st.WithPrefix(what));
+    LOG(WARNING) << "shard " << shard_id_ << ": writing a group of " << group->size()
+                 << " batch(es) failed: " << st.ToString();
   }
-  if (duplicate) {
-    counters_.duplicates.fetch_add(1, std::memory_order_relaxed);
-    s->Send(net::Ack{m.clock, true});
-    return;
+  const auto t1 = std::chrono::steady_clock::now();
+  AfterBatchesCommitted(*group, results);
+  const auto t2 = std::chrono::steady_clock::now();
+  if (VLOG_IS_ON(1)) {
+    size_t rows = 0;
+    for (const auto& p : *group) rows += p->deltas.size();
+    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    VLOG(1) << "shard " << shard_id_ << ": group of " << group->size() << " batch(es), " << rows
+            << " rows: commit " << ms(t1 - t0) << " ms, acks/reads/pushes " << ms(t2 - t1) << " ms";
   }
-  counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
-  for (const RowDelta& d : deltas) engine_.MarkChanged(s->id(), RowKey{d.table, d.row});
-  s->Send(net::Ack{m.clock, false});
+  // Freeing a large batch (one string per row) is left to a reader thread,
+  // off the writer's critical path.
+  auto done = std::make_shared<std::vector<std::unique_ptr<PendingApply>>>(std::move(*group));
+  PostRead([done] { done->clear(); });
+  group->clear();
+}
+
+void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<PendingApply>>& group,
+                                         const std::vector<BatchResult>& results) {
+  // The state just published; taken before mu_ (lock order: view, mu_).
+  ShardStore::ReadView view = store_->View();
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now_ms = NowMs(std::chrono::steady_clock::now());
+  for (size_t i = 0; i < group.size(); ++i) {
+    const PendingApply& p = *group[i];
+    const SessionPtr& s = p.session;
+    const ClientId client = s->hello().client_id;
+    const BatchResult& r = results[i];
+    if (!r.status.ok()) {
+      const std::string what = "Apply of clock " + std::to_string(p.apply.clock) + " from client " +
+                               std::to_string(client);
+      counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
+      LOG(WARNING) << what << " refused: " << r.status.ToString();
+      SendError(s, 0, r.status.WithPrefix(what));
+      continue;
+    }
+    if (r.duplicate) {
+      counters_.duplicates.fetch_add(1, std::memory_order_relaxed);
+      s->Send(net::Ack{p.apply.clock, true});
+      continue;
+    }
+    counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
+    for (const RowDelta& d : p.deltas) engine_.MarkChanged(s->id(), RowKey{d.table, d.row});
+    engine_.RecordApplied(client, p.apply.clock + 1, now_ms);
+    s->Send(net::Ack{p.apply.clock, false});
+  }
+  // Answers the parked reads that became ready and pushes, from the state
+  // just published (which holds exactly the batches recorded above).
   const int64_t push_read_errors = engine_.counters().push_read_errors;
-  engine_.Advance(hello.client_id, store_->AppliedClock(hello.client_id),
-                  NowMs(std::chrono::steady_clock::now()));
+  engine_.Publish(ViewRows(view));
   if (engine_.counters().push_read_errors != push_read_errors) {
     LOG_EVERY_N(ERROR, 100) << "shard " << shard_id_
-                            << ": reading rows for pushes failed; will retry at the next clock";
+                            << ": reading rows for pushes failed; retried by the housekeeping "
+                               "thread";
   }
 }
 

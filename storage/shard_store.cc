@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/thread_role.h"
 #include "storage/checkpoint.h"
 #include "storage/key_format.h"
 #include "storage/rocks_status.h"
@@ -101,7 +102,44 @@ ShardStore::Impl::Impl(const ShardStoreOptions& options, std::string dir, ShardI
   write_options_.disableWAL = false;
 }
 
+ViewLock::ViewLock() {
+  pthread_rwlockattr_t attr;
+  pthread_rwlockattr_init(&attr);
+#if defined(__GLIBC__)
+  pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+  CHECK_EQ(pthread_rwlock_init(&rw_, &attr), 0);
+  pthread_rwlockattr_destroy(&attr);
+}
+ViewLock::~ViewLock() { pthread_rwlock_destroy(&rw_); }
+void ViewLock::Lock() { CHECK_EQ(pthread_rwlock_wrlock(&rw_), 0); }
+void ViewLock::Unlock() { CHECK_EQ(pthread_rwlock_unlock(&rw_), 0); }
+void ViewLock::ReaderLock() { CHECK_EQ(pthread_rwlock_rdlock(&rw_), 0); }
+void ViewLock::ReaderUnlock() { CHECK_EQ(pthread_rwlock_unlock(&rw_), 0); }
+
+void CheckNotTransportThread(const char* method) {
+  if (IsTransportThread()) {
+    LOG(FATAL) << "ShardStore::" << method
+               << " called on a transport thread: transport threads only move frames and never "
+                  "call RocksDB (DESIGN.md section 1); hand the work to the shard's writer or "
+                  "reader threads";
+  }
+}
+
 ShardStore::Impl::~Impl() {
+  if (db_ != nullptr && !options_.read_only) {
+    // A clean close leaves no WAL to replay: the next open (pacectl, a
+    // restart) is then fast however much was written since the last flush.
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    rocksdb::Status s = db_->Flush(fo);
+    if (!s.ok()) LOG(WARNING) << "flushing " << dir_ << " on close: " << s.ToString();
+  }
+  {
+    ViewWriterLock view_lock(&view_mu_);
+    if (snapshot_ != nullptr) db_->ReleaseSnapshot(snapshot_);
+    snapshot_ = nullptr;
+  }
   if (db_ != nullptr) {
     rocksdb::Status s = db_->Close();
     if (!s.ok()) LOG(WARNING) << "closing RocksDB in " << dir_ << ": " << s.ToString();
@@ -122,18 +160,9 @@ rocksdb::Options ShardStore::Impl::MakeRocksOptions() const {
   // ApplyBatch writes each batch's row keys in key order; a per-table insert
   // hint makes each memtable insert start from the previous one's position.
   o.memtable_insert_with_hint_prefix_extractor = std::make_shared<RowKeyTablePrefix>();
-  if (row_cache_ != nullptr) {
-    // ApplyBatch writes cached dense rows as Puts of their new value; with
-    // this the memtable overwrites a row's Put in place (same size) instead of
-    // adding an entry per row and batch. Requires single-threaded memtable
-    // writes (batches are written one at a time anyway).
-    o.inplace_update_support = true;
-    o.allow_concurrent_memtable_write = false;
-    // Striped per-key locks of the in-place updates. Batches are written one
-    // at a time and only reads of the memtable contend, so few suffice; the
-    // default 10000 (560 KB) costs a cache miss per updated row.
-    o.inplace_update_num_locks = 64;
-  }
+  // No inplace_update_support: an in-place update ignores snapshots (a read
+  // at a snapshot then sees later merges too), and readers rely on the view's
+  // snapshot (docs/storage-format.md section 14).
   o.level_compaction_dynamic_level_bytes = true;
   o.max_background_jobs = 2;
   o.keep_log_file_num = 4;
@@ -321,7 +350,6 @@ Status ShardStore::Impl::LoadCatalog() {
 
 Status ShardStore::Impl::LoadClocks() {
   const uint32_t n = identity_.num_clients;
-  client_mu_ = std::make_unique<std::mutex[]>(n);
   applied_ = std::make_unique<std::atomic<ClockT>[]>(n);
   for (uint32_t i = 0; i < n; ++i) applied_[i].store(0);
   std::string begin = sf::ClockKey(0);
@@ -361,7 +389,19 @@ Status ShardStore::Impl::Open() {
   RETURN_IF_ERROR(OpenRocks(MakeRocksOptions()));
   RETURN_IF_ERROR(InitOrCheckMeta());
   RETURN_IF_ERROR(LoadCatalog());
-  return LoadClocks();
+  RETURN_IF_ERROR(LoadClocks());
+  if (!options_.read_only) {
+    MutexLock write_lock(&write_mu_);
+    ViewWriterLock view_lock(&view_mu_);
+    RefreshSnapshotLocked();
+  }
+  return Status::OK();
+}
+
+void ShardStore::Impl::RefreshSnapshotLocked() {
+  const rocksdb::Snapshot* old = snapshot_;
+  snapshot_ = db_->GetSnapshot();
+  if (old != nullptr) db_->ReleaseSnapshot(old);
 }
 
 Status ShardStore::Impl::CheckWritable(std::string_view op) const {
@@ -391,8 +431,10 @@ StatusOr<std::shared_ptr<const TableEntry>> ShardStore::Impl::Lookup(uint32_t id
 }
 
 Status ShardStore::Impl::CreateTable(const TableSchema& schema, TableSchema* created) {
+  PACE_CHECK_STORE_THREAD("CreateTable");
   RETURN_IF_ERROR(CheckWritable("CreateTable"));
   RETURN_IF_ERROR(ValidateSchema(schema));
+  MutexLock write_lock(&write_mu_);
   std::unique_lock<std::shared_mutex> lock(catalog_mu_);
   auto by_name = by_name_.find(schema.name);
   if (by_name != by_name_.end()) {
@@ -428,33 +470,37 @@ Status ShardStore::Impl::CreateTable(const TableSchema& schema, TableSchema* cre
 }
 
 Status ShardStore::Impl::DropTable(const std::string& name) {
+  PACE_CHECK_STORE_THREAD("DropTable");
   RETURN_IF_ERROR(CheckWritable("DropTable"));
-  std::unique_lock<std::shared_mutex> lock(catalog_mu_);
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) return Status::NotFound("unknown table '" + name + "'");
-  uint32_t id = it->second;
+  MutexLock write_lock(&write_mu_);
+  // Only writers change the catalog and write_mu_ is held: the entry found
+  // here stays until the erase below.
+  std::shared_ptr<const TableEntry> entry;
+  {
+    std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) return Status::NotFound("unknown table '" + name + "'");
+    entry = by_id_.at(it->second);
+  }
+  const uint32_t id = entry->schema.id;
   rocksdb::WriteBatch b;
   b.Delete(sf::CatalogKey(id));
   b.DeleteRange(sf::TableRowsBegin(id), sf::TableRowsEnd(id));
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  // No cache fill may run between the delete and the invalidation.
-  std::unique_lock<std::mutex> apply_lock(apply_mu_, std::defer_lock);
-  if (row_cache_ != nullptr) apply_lock.lock();
   RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "drop table '" + name + "'"));
-  if (row_cache_ != nullptr) {
-    // A Put updated in place keeps its old sequence number, so it must never
-    // land on an entry older than the range deletion: flush the memtable that
-    // holds the dropped rows (a table may be created again with the same id),
-    // which also retires the WAL that replays them.
-    RETURN_IF_ERROR(
-        FromRocks(db_->Flush(rocksdb::FlushOptions()), "flush after drop table '" + name + "'"));
-    by_id_.at(id)->dropped = true;
-    std::lock_guard<std::mutex> cache_lock(cache_mu_);
-    row_cache_->EraseTable(id);
+  {
+    ViewWriterLock view_lock(&view_mu_);
+    entry->dropped.store(true, std::memory_order_relaxed);
+    RefreshSnapshotLocked();
+    if (row_cache_ != nullptr) {
+      MutexLock cache_lock(&cache_mu_);
+      row_cache_->EraseTable(id);
+    }
   }
+  std::unique_lock<std::shared_mutex> lock(catalog_mu_);
   by_id_.erase(id);
-  by_name_.erase(it);
+  by_name_.erase(name);
   return Status::OK();
 }
 
@@ -536,8 +582,35 @@ StatusOr<TableSchema> ShardStore::FindTable(uint32_t id) const { return impl_->F
 
 Status ShardStore::ApplyBatch(ClientId client, ClockT clock, const std::vector<RowDelta>& deltas,
                               bool* duplicate) {
-  return impl_->ApplyBatch(client, clock, deltas, duplicate);
+  std::vector<BatchResult> results;
+  Status s = impl_->ApplyBatches({BatchRequest{client, clock, &deltas}}, &results);
+  *duplicate = false;
+  if (!s.ok()) return s;
+  *duplicate = results[0].duplicate;
+  return results[0].status;
 }
+Status ShardStore::ApplyBatches(const std::vector<BatchRequest>& batches,
+                                std::vector<BatchResult>* results) {
+  return impl_->ApplyBatches(batches, results);
+}
+ShardStore::ReadView ShardStore::View() const {
+  PACE_CHECK_STORE_THREAD("View");
+  return ReadView(impl_.get());
+}
+ShardStore::ReadView::ReadView(const Impl* impl) NO_THREAD_SAFETY_ANALYSIS : impl_(impl) {
+  impl_->LockView();
+}
+ShardStore::ReadView::~ReadView() NO_THREAD_SAFETY_ANALYSIS { impl_->UnlockView(); }
+Status ShardStore::ReadView::MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
+                                      std::vector<std::string>* values) const
+    NO_THREAD_SAFETY_ANALYSIS {
+  values->resize(rows.size());
+  return impl_->ReadRows(table, rows.data(), rows.size(), values->data());
+}
+ClockT ShardStore::ReadView::AppliedClock(ClientId client) const {
+  return impl_->AppliedClock(client);
+}
+Version ShardStore::ReadView::ShardClock() const { return impl_->ShardClock(); }
 ClockT ShardStore::AppliedClock(ClientId client) const { return impl_->AppliedClock(client); }
 std::vector<ClockT> ShardStore::AppliedClocks() const { return impl_->AppliedClocks(); }
 Version ShardStore::ShardClock() const { return impl_->ShardClock(); }

@@ -6,7 +6,14 @@
 // version, identity record, checkpoint manifest).
 //
 // Thread-safety: a ShardStore is safe for concurrent use from multiple threads.
-// Ownership: the caller owns the ShardStore; destroying it closes RocksDB.
+// Writes (ApplyBatches, CreateTable, DropTable) are serialized; reads never
+// wait for a write to reach disk: they see the last write that completed (a
+// "view"), see docs/storage-format.md section 14.
+// Threads: no method that touches RocksDB may run on a transport (network
+// I/O) thread (common/thread_role.h); with PACE_ASSERT_STORE_THREADS (on by
+// default) such a call aborts, naming the method.
+// Ownership: the caller owns the ShardStore; destroying it flushes the
+// memtables (so the next open replays no WAL) and closes RocksDB.
 #ifndef PACE_STORAGE_SHARD_STORE_H_
 #define PACE_STORAGE_SHARD_STORE_H_
 
@@ -19,6 +26,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/schema.h"
 #include "common/status.h"
 
@@ -71,6 +79,22 @@ struct RowDelta {
   uint32_t table = 0;
   uint64_t row = 0;
   std::string_view bytes;
+};
+
+// One client batch for ApplyBatches. `deltas` (and the bytes they point to)
+// must stay valid for the call.
+struct BatchRequest {
+  ClientId client = 0;
+  ClockT clock = 0;
+  const std::vector<RowDelta>* deltas = nullptr;
+};
+
+// What ApplyBatches did with one batch.
+struct BatchResult {
+  // OK: written (or a duplicate). Otherwise why this batch was refused;
+  // nothing of it was written.
+  Status status;
+  bool duplicate = false;
 };
 
 // Counters of the row cache (ShardStoreOptions::row_cache_mb).
@@ -129,6 +153,14 @@ class ShardStore {
   // clock gap (clock > AppliedClock(client)).
   Status ApplyBatch(ClientId client, ClockT clock, const std::vector<RowDelta>& deltas,
                     bool* duplicate);
+  // Group commit: validates each batch on its own (exactly as ApplyBatch),
+  // then writes every valid one, each with its applied-clock record, as ONE
+  // RocksDB WriteBatch (one WAL append, one fsync with options.sync). A refused
+  // batch gets its own error in (*results)[i] and does not affect the others;
+  // batches of one client must come in clock order (clock c then c + 1 in one
+  // group is fine). Returns non-OK only when the write itself failed; then no
+  // batch was written and every result carries that error.
+  Status ApplyBatches(const std::vector<BatchRequest>& batches, std::vector<BatchResult>* results);
 
   // --- Clocks --------------------------------------------------------------
   // 0 for a client id >= num_clients.
@@ -146,10 +178,18 @@ class ShardStore {
   Status Get(uint32_t table, uint64_t row, std::string* value) const;
   Status MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
                   std::vector<std::string>* values) const;
+  // A consistent read view: see View() below.
+  class ReadView;
+  // The state after the last completed write: values and applied clocks read
+  // through the view belong to that one state (a value holds exactly the
+  // clocks < AppliedClock(p) of every client p). While a view is alive the
+  // next write may go to disk but does not become visible, so keep views
+  // short-lived (one request) and never write from a thread that holds one.
+  ReadView View() const;
   // Calls fn(row, value) for every written row of `table` with row >=
   // start_row, in increasing row order, until fn returns false. With the row
-  // cache on (and not read_only), ApplyBatch waits while a scan runs, so fn
-  // must not write to this store.
+  // cache on (and not read_only), writes wait while a scan runs, so fn must
+  // not write to this store.
   Status Scan(uint32_t table, uint64_t start_row,
               const std::function<bool(uint64_t row, std::string_view value)>& fn) const;
 
@@ -181,6 +221,28 @@ class ShardStore {
   class Impl;
   explicit ShardStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// A read view of a ShardStore (ShardStore::View). Holds the store's view lock
+// shared for its lifetime. Not copyable or movable; must not outlive the store.
+// Thread-compatible: use from the thread that created it.
+class ShardStore::ReadView {
+ public:
+  ~ReadView();
+  ReadView(const ReadView&) = delete;
+  ReadView& operator=(const ReadView&) = delete;
+
+  // As ShardStore::MultiGet, from this view's state.
+  Status MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
+                  std::vector<std::string>* values) const;
+  // Applied clocks of this view's state; 0 for client >= num_clients.
+  ClockT AppliedClock(ClientId client) const;
+  Version ShardClock() const;
+
+ private:
+  friend class ShardStore;
+  explicit ReadView(const Impl* impl);
+  const Impl* const impl_;
 };
 
 }  // namespace pace

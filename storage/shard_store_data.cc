@@ -9,7 +9,9 @@
 #include <chrono>
 #include <deque>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/checkpoint.h"
@@ -26,229 +28,275 @@ namespace sf = storage_format;
 
 namespace {
 
-std::string_view View(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
+std::string_view SliceView(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
 
 // Per-delta bytes a WriteBatch spends besides the operand: tag, varint
 // lengths, record type, key.
 constexpr size_t kBatchOverheadPerDelta = 1 + 1 + 5 + 5 + sf::kRowKeySize;
 
-// The order in which a batch's deltas go into the WriteBatch: by row key
-// (table, row), deltas of one row in batch order. Inserting keys in order lets
-// the memtable start each insert from the previous one's position (see
-// memtable_insert_with_hint_prefix_extractor in shard_store.cc) instead of
-// searching the whole skip list; the row merges see each row's deltas in the
-// same order either way.
-std::vector<uint32_t> KeyOrder(const std::vector<RowDelta>& deltas) {
-  std::vector<uint32_t> order(deltas.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto less = [&deltas](uint32_t a, uint32_t b) {
-    const RowDelta& x = deltas[a];
-    const RowDelta& y = deltas[b];
-    if (x.table != y.table) return x.table < y.table;
-    if (x.row != y.row) return x.row < y.row;
-    return a < b;
-  };
-  if (!std::is_sorted(order.begin(), order.end(), less)) {
-    std::sort(order.begin(), order.end(), less);
-  }
-  return order;
-}
-
 }  // namespace
 
 // --- Writes -------------------------------------------------------------------
 
-Status ShardStore::Impl::ApplyBatch(ClientId client, ClockT clock,
-                                    const std::vector<RowDelta>& deltas, bool* duplicate) {
-  *duplicate = false;
-  RETURN_IF_ERROR(CheckWritable("ApplyBatch"));
-  if (client >= identity_.num_clients) {
-    return Status::InvalidArgument("client id " + std::to_string(client) + " is not in [0, " +
-                                   std::to_string(identity_.num_clients) + ")");
-  }
-  if (clock < 0) return Status::InvalidArgument("negative clock " + std::to_string(clock));
-  std::lock_guard<std::mutex> client_lock(client_mu_[client]);
-  const ClockT applied = applied_[client].load(std::memory_order_relaxed);
-  if (clock < applied) {
-    *duplicate = true;
-    return Status::OK();
-  }
-  if (clock > applied) {
-    return Status::FailedPrecondition("clock gap: client " + std::to_string(client) +
-                                      " sent its batch for clock " + std::to_string(clock) +
-                                      " but this shard has applied only clocks < " +
-                                      std::to_string(applied));
-  }
+namespace {
 
+// One delta of a group, in the order it goes into the WriteBatch.
+struct GroupDelta {
+  uint32_t table;
+  uint32_t seq;  // position in the group: batch by batch, deltas in batch order
+  uint64_t row;
+  const TableEntry* entry;
+  std::string_view bytes;  // the payload written (sparse zeros stripped)
+};
+
+}  // namespace
+
+Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
+                                      std::vector<BatchResult>* results) {
+  PACE_CHECK_STORE_THREAD("ApplyBatches");
+  results->assign(batches.size(), BatchResult{});
+  {
+    Status w = CheckWritable("ApplyBatch");
+    if (!w.ok()) {
+      for (BatchResult& r : *results) r.status = w;
+      return Status::OK();
+    }
+  }
+  MutexLock write_lock(&write_mu_);
+  const auto t_start = std::chrono::steady_clock::now();
+
+  // 1. Validate each batch on its own; a refused batch contributes nothing.
+  std::vector<GroupDelta> group;
+  std::deque<std::string> stripped_rows;  // stable addresses for GroupDelta::bytes
+  std::vector<ClockUpdate> clocks;
+  // The applied clock each client will have after the batches accepted so far.
+  std::unordered_map<ClientId, ClockT> next_clock;
   size_t reserve = 64;
-  for (const RowDelta& d : deltas) reserve += d.bytes.size() + kBatchOverheadPerDelta;
-  rocksdb::WriteBatch batch(reserve);
-  // With the row cache on: each delta's table and written bytes, to update
-  // cached rows after the write.
-  const bool cache = row_cache_ != nullptr;
-  std::vector<const TableEntry*> entry_of;
-  std::vector<std::string_view> bytes_of;
-  std::deque<std::string> stripped_rows;  // stable addresses for bytes_of
-  // Cached dense rows changed once by this batch are written as a Put of their
-  // new stored value (the cached sum plus the delta), which the memtable
-  // updates in place (inplace_update_support) instead of adding one more merge
-  // operand per row and clock. put_rows lists them; put_values holds their
-  // tagged values, one after another.
-  struct PutRow {
-    uint32_t delta;  // index into deltas
-    CachedRow* cached;
-    size_t offset;  // of the tagged value in put_values
-  };
-  std::vector<PutRow> put_rows;
-  std::string put_values;
-  if (cache) {
-    entry_of.resize(deltas.size());
-    bytes_of.resize(deltas.size());
+  uint32_t seq = 0;
+  {
+    // Only writers change the catalog, and they hold write_mu_: entries found
+    // here stay valid for the whole call.
+    std::shared_lock<std::shared_mutex> catalog_lock(catalog_mu_);
+    for (size_t b = 0; b < batches.size(); ++b) {
+      const BatchRequest& req = batches[b];
+      BatchResult& res = (*results)[b];
+      const ClientId client = req.client;
+      if (client >= identity_.num_clients) {
+        res.status =
+            Status::InvalidArgument("client id " + std::to_string(client) + " is not in [0, " +
+                                    std::to_string(identity_.num_clients) + ")");
+        continue;
+      }
+      if (req.clock < 0) {
+        res.status = Status::InvalidArgument("negative clock " + std::to_string(req.clock));
+        continue;
+      }
+      auto nc = next_clock.find(client);
+      const ClockT applied =
+          nc != next_clock.end() ? nc->second : applied_[client].load(std::memory_order_relaxed);
+      if (req.clock < applied) {
+        res.duplicate = true;
+        continue;
+      }
+      if (req.clock > applied) {
+        res.status = Status::FailedPrecondition(
+            "clock gap: client " + std::to_string(client) + " sent its batch for clock " +
+            std::to_string(req.clock) + " but this shard has applied only clocks < " +
+            std::to_string(applied));
+        continue;
+      }
+      const size_t group_begin = group.size();
+      const size_t stripped_begin = stripped_rows.size();
+      const std::vector<RowDelta>& deltas = *req.deltas;
+      const TableEntry* entry = nullptr;
+      size_t batch_reserve = 0;
+      for (size_t i = 0; i < deltas.size() && res.status.ok(); ++i) {
+        const RowDelta& d = deltas[i];
+        if (entry == nullptr || entry->schema.id != d.table) {
+          auto it = by_id_.find(d.table);
+          if (it == by_id_.end()) {
+            res.status =
+                Status::InvalidArgument("delta " + std::to_string(i) + " names unknown table id " +
+                                        std::to_string(d.table));
+            break;
+          }
+          entry = it->second.get();
+        }
+        Status valid = ValidateRow(entry->format, d.bytes);
+        if (!valid.ok()) {
+          res.status = Status::InvalidArgument("delta " + std::to_string(i) + " (table '" +
+                                               entry->schema.name + "', row " +
+                                               std::to_string(d.row) + "): " + valid.message());
+          break;
+        }
+        std::string_view bytes = d.bytes;
+        if (entry->format.kind == RowKind::kSparse && SparseHasZero(entry->format, bytes)) {
+          // Stored values never hold zero entries; strip them here (rare).
+          StripSparseZeros(entry->format, bytes, &stripped_rows.emplace_back());
+          bytes = stripped_rows.back();
+        }
+        group.push_back(GroupDelta{d.table, seq + static_cast<uint32_t>(i), d.row, entry, bytes});
+        batch_reserve += bytes.size() + kBatchOverheadPerDelta;
+      }
+      if (!res.status.ok()) {
+        group.resize(group_begin);
+        stripped_rows.resize(stripped_begin);
+        continue;
+      }
+      seq += static_cast<uint32_t>(deltas.size());
+      reserve += batch_reserve + 32;
+      next_clock[client] = req.clock + 1;
+      clocks.push_back(ClockUpdate{client, req.clock + 1});
+    }
   }
-  const std::vector<uint32_t> order = KeyOrder(deltas);
+  if (clocks.empty()) return Status::OK();  // nothing to write
 
-  // Held shared across the write so DropTable cannot interleave with it.
-  std::shared_lock<std::shared_mutex> catalog_lock(catalog_mu_);
-  // With the cache on, batches of all clients are built and written one at a
-  // time so cached rows see their deltas in RocksDB's order, and the cached
-  // sums the Puts are computed from cannot change before the write.
-  std::unique_lock<std::mutex> apply_lock(apply_mu_, std::defer_lock);
-  std::unique_lock<std::mutex> cache_lock(cache_mu_, std::defer_lock);
-  if (cache) {
-    apply_lock.lock();
-    cache_lock.lock();
-    put_values.reserve(reserve);
-    put_rows.reserve(deltas.size());
+  // 2. The WriteBatch, in row-key order (deltas of one row in group order):
+  // inserting keys in order lets the memtable start each insert from the
+  // previous one's position (memtable_insert_with_hint_prefix_extractor in
+  // shard_store.cc); the row merges see each row's deltas in the same order
+  // either way.
+  auto key_less = [](const GroupDelta& x, const GroupDelta& y) {
+    if (x.table != y.table) return x.table < y.table;
+    if (x.row != y.row) return x.row < y.row;
+    return x.seq < y.seq;
+  };
+  if (!std::is_sorted(group.begin(), group.end(), key_less)) {
+    std::sort(group.begin(), group.end(), key_less);
   }
-  const TableEntry* entry = nullptr;
+  rocksdb::WriteBatch batch(reserve);
+  const bool cache = row_cache_ != nullptr;
+  // Cached dense rows changed once by this group are written as a Put of their
+  // new stored value (the cached sum plus the delta) instead of one more merge
+  // operand: the Put supersedes the row's older records, so a later read from
+  // RocksDB finds one value instead of merging an operand per clock, and
+  // flushes and compactions drop the superseded ones. The cached sum is the
+  // published state, which only this (serialized) writer changes.
+  std::vector<CacheOp> ops;  // every delta, for Publish (cache on)
+  if (cache) ops.reserve(group.size());
+  // The Put rows' new sums, one after another in one buffer (no allocation
+  // per row): written to the batch, then copied into the cache by Publish
+  // without computing them again.
+  std::string put_sums;
+  if (cache) {
+    size_t bytes = 0;
+    for (const GroupDelta& d : group) bytes += d.bytes.size();
+    put_sums.reserve(bytes);
+  }
   char key[sf::kRowKeySize];
   const rocksdb::Slice key_slice(key, sf::kRowKeySize);
-  for (size_t k = 0; k < order.size(); ++k) {
-    const uint32_t i = order[k];
-    const RowDelta& d = deltas[i];
-    if (entry == nullptr || entry->schema.id != d.table) {
-      auto it = by_id_.find(d.table);
-      if (it == by_id_.end()) {
-        return Status::InvalidArgument("delta " + std::to_string(i) + " names unknown table id " +
-                                       std::to_string(d.table));
-      }
-      entry = it->second.get();
+  constexpr size_t kRowsPerCacheLock = 256;  // readers may fill the cache in between
+  std::unique_ptr<MutexLock> cache_lock;
+  // Nothing was written: every batch that would have been fails.
+  auto fail = [&](Status err) {
+    for (BatchResult& r : *results) {
+      if (r.status.ok() && !r.duplicate) r.status = err;
     }
-    Status valid = ValidateRow(entry->format, d.bytes);
-    if (!valid.ok()) {
-      return Status::InvalidArgument("delta " + std::to_string(i) + " (table '" +
-                                     entry->schema.name + "', row " + std::to_string(d.row) +
-                                     "): " + valid.message());
-    }
-    std::string_view bytes = d.bytes;
-    if (entry->format.kind == RowKind::kSparse && SparseHasZero(entry->format, bytes)) {
-      // Stored values never hold zero entries; strip them here (rare).
-      StripSparseZeros(entry->format, bytes, &stripped_rows.emplace_back());
-      bytes = stripped_rows.back();
-    }
-    if (cache) {
-      entry_of[i] = entry;
-      bytes_of[i] = bytes;
-    }
+    return err;
+  };
+  for (size_t k = 0; k < group.size(); ++k) {
+    const GroupDelta& d = group[k];
+    const TableEntry* entry = d.entry;
     sf::EncodeRowKey(d.table, d.row, key);
+    if (cache) ops.push_back(CacheOp{entry, d.table, d.row, d.bytes});
     CachedRow* cached = nullptr;
     if (cache && entry->format.kind == RowKind::kDense) {
-      auto same_row = [&deltas, &d](uint32_t j) {
-        return deltas[j].table == d.table && deltas[j].row == d.row;
+      auto same_row = [&group, &d](size_t j) {
+        return group[j].table == d.table && group[j].row == d.row;
       };
-      const bool once =
-          (k == 0 || !same_row(order[k - 1])) && (k + 1 == order.size() || !same_row(order[k + 1]));
-      if (once) cached = row_cache_->Peek(d.table, d.row);
+      const bool once = (k == 0 || !same_row(k - 1)) && (k + 1 == group.size() || !same_row(k + 1));
+      if (once) {
+        if (cache_lock == nullptr || k % kRowsPerCacheLock == 0) {
+          cache_lock.reset();
+          cache_lock = std::make_unique<MutexLock>(&cache_mu_);
+        }
+        cached = row_cache_->Peek(d.table, d.row);
+      }
     }
     rocksdb::Status s;
     if (cached != nullptr) {
       // The merge operator's arithmetic (row_merge.cc): a lone operand is the
       // sum; a later one is added to it.
-      const size_t offset = put_values.size();
-      put_values.push_back(entry->tag);
+      const size_t offset = put_sums.size();
       if (cached->written) {
-        put_values.append(cached->sum);
-        AddDenseUnaligned(entry->format.type, put_values.data() + offset + 1, bytes.data(),
+        put_sums.append(cached->sum);
+        AddDenseUnaligned(entry->format.type, put_sums.data() + offset, d.bytes.data(),
                           entry->format.width);
       } else {
-        put_values.append(bytes.data(), bytes.size());
+        put_sums.append(d.bytes.data(), d.bytes.size());
       }
-      put_rows.push_back(PutRow{i, cached, offset});
-      s = batch.Put(key_slice, rocksdb::Slice(put_values.data() + offset, 1 + bytes.size()));
+      ops.back().put = static_cast<int64_t>(offset);
+      const rocksdb::Slice value_parts[2] = {
+          rocksdb::Slice(&entry->tag, 1), rocksdb::Slice(put_sums.data() + offset, d.bytes.size())};
+      s = batch.Put(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
     } else {
       const rocksdb::Slice value_parts[2] = {rocksdb::Slice(&entry->tag, 1),
-                                             rocksdb::Slice(bytes.data(), bytes.size())};
+                                             rocksdb::Slice(d.bytes.data(), d.bytes.size())};
       s = batch.Merge(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
     }
-    if (!s.ok()) return FromRocks(s, "build batch");
-  }
-  if (cache) cache_lock.unlock();
-  rocksdb::Status s = batch.Put(sf::ClockKey(client), sf::EncodeClock(clock + 1));
-  if (!s.ok()) return FromRocks(s, "build batch");
-  RETURN_IF_ERROR(FromRocks(
-      db_->Write(write_options_, &batch),
-      "apply batch of client " + std::to_string(client) + " clock " + std::to_string(clock)));
-  if (cache) {
-    std::vector<bool> done(deltas.size(), false);
-    {
-      std::lock_guard<std::mutex> lock(cache_mu_);
-      // Recharging may evict: only after every pointer in put_rows was used.
-      std::vector<uint32_t> grown;
-      for (const PutRow& p : put_rows) {
-        CachedRow* c = p.cached;
-        if (!c->written) grown.push_back(p.delta);
-        c->sum.assign(put_values.data() + p.offset + 1, bytes_of[p.delta].size());
-        c->written = true;
-        done[p.delta] = true;
-      }
-      for (uint32_t i : grown) row_cache_->Recharge(deltas[i].table, deltas[i].row);
+    if (!s.ok()) {
+      cache_lock.reset();
+      return fail(FromRocks(s, "build batch"));
     }
-    // Rows written as merges (sparse, or changed twice by this batch).
-    if (put_rows.size() < deltas.size()) UpdateCachedRows(entry_of, deltas, bytes_of, done);
-    MaybeFlushForWal(batch.GetDataSize());
   }
-  applied_[client].store(clock + 1, std::memory_order_release);
+  cache_lock.reset();
+  for (const ClockUpdate& c : clocks) {
+    rocksdb::Status s = batch.Put(sf::ClockKey(c.client), sf::EncodeClock(c.applied));
+    if (!s.ok()) return fail(FromRocks(s, "build batch"));
+  }
+
+  // 3. One write for the whole group, then make it visible.
+  const auto t_built = std::chrono::steady_clock::now();
+  Status written = FromRocks(db_->Write(write_options_, &batch),
+                             "apply a group of " + std::to_string(clocks.size()) + " batch(es)");
+  if (!written.ok()) return fail(written);
+  const auto t_written = std::chrono::steady_clock::now();
+  Publish(ops, put_sums, clocks);
+  if (VLOG_IS_ON(2)) {
+    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    VLOG(2) << dir_ << ": group of " << clocks.size() << " batch(es), " << group.size()
+            << " deltas, " << batch.GetDataSize() << " bytes: validate+build "
+            << ms(t_built - t_start) << " ms, write " << ms(t_written - t_built) << " ms, publish "
+            << ms(std::chrono::steady_clock::now() - t_written) << " ms";
+  }
   return Status::OK();
 }
 
-void ShardStore::Impl::MaybeFlushForWal(size_t batch_bytes) {
-  // In-place updates do not fill the memtable, so without this the WAL (which
-  // RocksDB drops only when the memtables it covers are flushed) would grow
-  // without bound. Flush once the WAL written since the last forced flush
-  // reaches twice a memtable's size.
-  wal_bytes_since_flush_ += batch_bytes;
-  if (wal_bytes_since_flush_ < 2 * (options_.write_buffer_mb << 20)) return;
-  wal_bytes_since_flush_ = 0;
-  rocksdb::FlushOptions fo;
-  fo.wait = false;
-  fo.allow_write_stall = true;
-  rocksdb::Status s = db_->Flush(fo);
-  if (!s.ok()) LOG(WARNING) << "flush of " << dir_ << " to bound the WAL: " << s.ToString();
-}
-
-void ShardStore::Impl::UpdateCachedRows(const std::vector<const TableEntry*>& entries,
-                                        const std::vector<RowDelta>& deltas,
-                                        const std::vector<std::string_view>& bytes,
-                                        const std::vector<bool>& skip) {
-  std::lock_guard<std::mutex> cache_lock(cache_mu_);
-  for (size_t i = 0; i < deltas.size(); ++i) {
-    if (skip[i]) continue;
-    CachedRow* c = row_cache_->Peek(deltas[i].table, deltas[i].row);
+void ShardStore::Impl::Publish(const std::vector<CacheOp>& ops, const std::string& put_sums,
+                               const std::vector<ClockUpdate>& clocks) {
+  ViewWriterLock view_lock(&view_mu_);
+  RefreshSnapshotLocked();
+  for (const ClockUpdate& c : clocks)
+    applied_[c.client].store(c.applied, std::memory_order_release);
+  if (row_cache_ == nullptr) return;
+  MutexLock cache_lock(&cache_mu_);
+  // Every cached row the group touches gets its deltas in WriteBatch order with
+  // the merge operator's arithmetic; a Put row takes the sum its Put holds
+  // (computed from the published state, which a row cached meanwhile by a
+  // reader also holds). Recharging may evict: only after every update is in.
+  std::vector<size_t> grown;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const CacheOp& op = ops[i];
+    CachedRow* c = row_cache_->Peek(op.table, op.row);
     if (c == nullptr) continue;
-    const RowFormat& f = entries[i]->format;
-    // The merge operator's arithmetic (row_merge.cc): a lone operand is the
-    // sum; each later one is added to the sum in order.
-    if (!c->written) {
-      c->sum.assign(bytes[i].data(), bytes[i].size());
+    const RowFormat& f = op.entry->format;
+    if (op.put >= 0) {
+      // Same size as the cached sum when it is written: no reallocation.
+      if (!c->written) grown.push_back(i);
+      c->sum.assign(put_sums.data() + op.put, op.bytes.size());
       c->written = true;
+    } else if (!c->written) {
+      c->sum.assign(op.bytes.data(), op.bytes.size());
+      c->written = true;
+      grown.push_back(i);
     } else if (f.kind == RowKind::kDense) {
-      AddDenseUnaligned(f.type, c->sum.data(), bytes[i].data(), f.width);
-      continue;  // same size: no recharge
+      AddDenseUnaligned(f.type, c->sum.data(), op.bytes.data(), f.width);
     } else {
-      AddRowUnchecked(f, &c->sum, bytes[i]);
+      AddRowUnchecked(f, &c->sum, op.bytes);
+      grown.push_back(i);
     }
-    row_cache_->Recharge(deltas[i].table, deltas[i].row);
   }
+  for (size_t i : grown) row_cache_->Recharge(ops[i].table, ops[i].row);
 }
 
 // --- Reads --------------------------------------------------------------------
@@ -295,34 +343,34 @@ Status ShardStore::Impl::ReadFromStore(const TableEntry& e, const uint64_t* rows
   }
   std::vector<rocksdb::PinnableSlice> stored(n);
   std::vector<rocksdb::Status> statuses(n);
-  db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), n, keys.data(), stored.data(),
-                statuses.data());
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot_;  // not a write that is still being published
+  db_->MultiGet(ro, db_->DefaultColumnFamily(), n, keys.data(), stored.data(), statuses.data());
   for (size_t i = 0; i < n; ++i) {
     std::string_view payload;
     const std::string_view* p = nullptr;
     if (!statuses[i].IsNotFound()) {
       std::string where = "row " + std::to_string(rows[i]) + " of table '" + schema.name + "'";
       RETURN_IF_ERROR(FromRocks(statuses[i], "read " + where));
-      RETURN_IF_ERROR(ParseStoredRow(e.format, View(stored[i]), &payload).WithPrefix(where));
+      RETURN_IF_ERROR(ParseStoredRow(e.format, SliceView(stored[i]), &payload).WithPrefix(where));
       p = &payload;
     }
     if (fill == nullptr) {
       ComposeRow(schema, rows[i], p, &values[i]);
     } else {
       (*fill)[i] = MakeCachedRow(schema, rows[i], p);
-      ComposeCachedRow(schema, rows[i], (*fill)[i], &values[i]);
     }
   }
   return Status::OK();
 }
 
-Status ShardStore::Impl::CachedRead(uint32_t table, const uint64_t* rows, size_t n,
+Status ShardStore::Impl::CachedRead(const TableEntry& e, const uint64_t* rows, size_t n,
                                     std::string* values) const {
-  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
-  const TableSchema& schema = e->schema;
+  const TableSchema& schema = e.schema;
+  const uint32_t table = schema.id;
   std::vector<size_t> missing;
   {
-    std::lock_guard<std::mutex> cache_lock(cache_mu_);
+    MutexLock cache_lock(&cache_mu_);
     for (size_t i = 0; i < n; ++i) {
       const CachedRow* c = row_cache_->Lookup(table, rows[i]);
       if (c != nullptr) {
@@ -334,56 +382,55 @@ Status ShardStore::Impl::CachedRead(uint32_t table, const uint64_t* rows, size_t
   }
   if (missing.empty()) return Status::OK();
 
-  // No write may run from here until the rows read are cached: their values
-  // would miss its deltas. All rows are read again under the lock (also the
-  // ones that hit), so the result is one state between two batches.
-  std::lock_guard<std::mutex> apply_lock(apply_mu_);
-  if (e->dropped) return Status::NotFound("unknown table id " + std::to_string(table));
-  missing.clear();
-  {
-    std::lock_guard<std::mutex> cache_lock(cache_mu_);
-    for (size_t i = 0; i < n; ++i) {
-      const CachedRow* c = row_cache_->Peek(table, rows[i]);
-      if (c != nullptr) {
-        ComposeCachedRow(schema, rows[i], *c, &values[i]);
-      } else {
-        missing.push_back(i);
-      }
-    }
-  }
-  if (missing.empty()) return Status::OK();
+  // Misses are read at the view's snapshot, which a group being written does
+  // not change (its records are newer), and Publish adds that group to every
+  // row cached by then. A row some other reader cached meanwhile is taken
+  // from the cache; both describe the view's state.
   std::vector<uint64_t> ids(missing.size());
   for (size_t j = 0; j < missing.size(); ++j) ids[j] = rows[missing[j]];
-  std::vector<std::string> read(missing.size());
   std::vector<CachedRow> fill;
-  RETURN_IF_ERROR(ReadFromStore(*e, ids.data(), ids.size(), read.data(), &fill));
-  for (size_t j = 0; j < missing.size(); ++j) values[missing[j]] = std::move(read[j]);
-  std::lock_guard<std::mutex> cache_lock(cache_mu_);
+  RETURN_IF_ERROR(ReadFromStore(e, ids.data(), ids.size(), nullptr, &fill));
+  MutexLock cache_lock(&cache_mu_);
   for (size_t j = 0; j < missing.size(); ++j) {
-    // A row asked for twice is inserted twice with the same state.
-    row_cache_->Insert(table, ids[j], std::move(fill[j]));
+    const CachedRow* c = row_cache_->Peek(table, ids[j]);
+    if (c != nullptr) {
+      ComposeCachedRow(schema, ids[j], *c, &values[missing[j]]);
+    } else {
+      ComposeCachedRow(schema, ids[j], fill[j], &values[missing[j]]);
+      row_cache_->Insert(table, ids[j], std::move(fill[j]));
+    }
   }
   return Status::OK();
 }
 
-Status ShardStore::Impl::Get(uint32_t table, uint64_t row, std::string* value) const {
-  if (row_cache_ != nullptr) return CachedRead(table, &row, 1, value);
+Status ShardStore::Impl::ReadRows(uint32_t table, const uint64_t* rows, size_t n,
+                                  std::string* values) const {
   ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
-  return ReadFromStore(*e, &row, 1, value, nullptr);
+  if (e->dropped.load(std::memory_order_relaxed)) {
+    return Status::NotFound("unknown table id " + std::to_string(table));
+  }
+  if (row_cache_ != nullptr) return CachedRead(*e, rows, n, values);
+  return ReadFromStore(*e, rows, n, values, nullptr);
+}
+
+Status ShardStore::Impl::Get(uint32_t table, uint64_t row, std::string* value) const {
+  PACE_CHECK_STORE_THREAD("Get");
+  ViewReaderLock view_lock(&view_mu_);
+  return ReadRows(table, &row, 1, value);
 }
 
 Status ShardStore::Impl::MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
                                   std::vector<std::string>* values) const {
+  PACE_CHECK_STORE_THREAD("MultiGet");
   values->resize(rows.size());
-  if (row_cache_ != nullptr) return CachedRead(table, rows.data(), rows.size(), values->data());
-  ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
-  return ReadFromStore(*e, rows.data(), rows.size(), values->data(), nullptr);
+  ViewReaderLock view_lock(&view_mu_);
+  return ReadRows(table, rows.data(), rows.size(), values->data());
 }
 
 RowCacheStats ShardStore::Impl::row_cache_stats() const {
   RowCacheStats st;
   if (row_cache_ == nullptr) return st;
-  std::lock_guard<std::mutex> cache_lock(cache_mu_);
+  MutexLock cache_lock(&cache_mu_);
   st.capacity_bytes = row_cache_->capacity();
   st.bytes = row_cache_->bytes();
   st.entries = row_cache_->entries();
@@ -395,12 +442,10 @@ RowCacheStats ShardStore::Impl::row_cache_stats() const {
 
 Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
                               const std::function<bool(uint64_t, std::string_view)>& fn) const {
+  PACE_CHECK_STORE_THREAD("Scan");
   ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
-  // With the row cache on, ApplyBatch updates Puts in place in the memtable
-  // (inplace_update_support), which a concurrent iterator could see half
-  // written: no batch is written during a scan.
-  std::unique_lock<std::mutex> apply_lock(apply_mu_, std::defer_lock);
-  if (row_cache_ != nullptr && !options_.read_only) apply_lock.lock();
+  // The iterator reads one consistent state (its implicit snapshot): whole
+  // groups or none of them.
   const TableSchema& schema = e->schema;
   const bool zero_init = schema.init.kind == InitKind::kZeros || schema.kind == RowKind::kSparse;
   std::string end = sf::TableRowsEnd(table);
@@ -413,12 +458,12 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
   for (it->Seek(sf::MakeRowKey(table, start_row)); it->Valid(); it->Next()) {
     uint32_t key_table;
     uint64_t row;
-    if (!sf::DecodeRowKey(View(it->key()), &key_table, &row) || key_table != table) {
+    if (!sf::DecodeRowKey(SliceView(it->key()), &key_table, &row) || key_table != table) {
       return Status::Corruption("malformed row key in table '" + schema.name + "'");
     }
     std::string_view payload;
     RETURN_IF_ERROR(
-        ParseStoredRow(e->format, View(it->value()), &payload)
+        ParseStoredRow(e->format, SliceView(it->value()), &payload)
             .WithPrefix("row " + std::to_string(row) + " of table '" + schema.name + "'"));
     if (zero_init) {
       if (!fn(row, payload)) return Status::OK();
@@ -433,6 +478,7 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
 // --- Checkpoints and maintenance ---------------------------------------------
 
 Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) const {
+  PACE_CHECK_STORE_THREAD("CreateCheckpoint");
   RETURN_IF_ERROR(CheckWritable("CreateCheckpoint"));
   std::error_code ec;
   if (fs::exists(dir, ec)) return Status::AlreadyExists("checkpoint dir " + dir + " exists");
@@ -475,11 +521,13 @@ Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) const {
 }
 
 Status ShardStore::Impl::Flush() {
+  PACE_CHECK_STORE_THREAD("Flush");
   RETURN_IF_ERROR(CheckWritable("Flush"));
   return FromRocks(db_->Flush(rocksdb::FlushOptions()), "flush " + dir_);
 }
 
 Status ShardStore::Impl::ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const {
+  PACE_CHECK_STORE_THREAD("ApproximateSize");
   std::string begin = sf::TableRowsBegin(0);
   std::string end = sf::KeySpaceEnd(sf::kRowPrefix);
   rocksdb::Range range(begin, end);
@@ -494,6 +542,7 @@ Status ShardStore::Impl::ApproximateSize(uint64_t* disk_bytes, uint64_t* estimat
 }
 
 Status ShardStore::Impl::ApproximateTableSize(uint32_t table, uint64_t* bytes) const {
+  PACE_CHECK_STORE_THREAD("ApproximateTableSize");
   ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
   std::string begin = sf::TableRowsBegin(table);
   std::string end = sf::TableRowsEnd(table);

@@ -4,6 +4,7 @@
 #ifndef PACE_STORAGE_SHARD_STORE_IMPL_H_
 #define PACE_STORAGE_SHARD_STORE_IMPL_H_
 
+#include <pthread.h>
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
@@ -20,7 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/row.h"
+#include "common/thread_annotations.h"
 #include "storage/row_cache.h"
 #include "storage/shard_store.h"
 
@@ -29,14 +32,60 @@ namespace pace {
 // Largest num_clients a store accepts (bounds per-client state).
 inline constexpr uint32_t kMaxStoreClients = 1u << 16;
 
+// Aborts (with PACE_ASSERT_STORE_THREADS) when a store method that touches
+// RocksDB runs on a transport thread (common/thread_role.h).
+void CheckNotTransportThread(const char* method);
+#if PACE_ASSERT_STORE_THREADS
+#define PACE_CHECK_STORE_THREAD(method) ::pace::CheckNotTransportThread(method)
+#else
+#define PACE_CHECK_STORE_THREAD(method) ((void)0)
+#endif
+
+// The view lock: a reader-writer lock that prefers the writer, so a steady
+// stream of reads cannot keep a group commit from becoming visible (glibc's
+// default rwlock prefers readers). Not recursive: a thread holding it shared
+// must not take it again (a waiting writer would block the second take).
+class CAPABILITY("mutex") ViewLock {
+ public:
+  ViewLock();
+  ~ViewLock();
+  ViewLock(const ViewLock&) = delete;
+  ViewLock& operator=(const ViewLock&) = delete;
+  void Lock() ACQUIRE();
+  void Unlock() RELEASE();
+  void ReaderLock() ACQUIRE_SHARED();
+  void ReaderUnlock() RELEASE_SHARED();
+
+ private:
+  pthread_rwlock_t rw_;
+};
+
+class SCOPED_CAPABILITY ViewWriterLock {
+ public:
+  explicit ViewWriterLock(ViewLock* mu) ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
+  ~ViewWriterLock() RELEASE() { mu_->Unlock(); }
+
+ private:
+  ViewLock* const mu_;
+};
+
+class SCOPED_CAPABILITY ViewReaderLock {
+ public:
+  explicit ViewReaderLock(ViewLock* mu) ACQUIRE_SHARED(mu) : mu_(mu) { mu_->ReaderLock(); }
+  ~ViewReaderLock() RELEASE() { mu_->ReaderUnlock(); }
+
+ private:
+  ViewLock* const mu_;
+};
+
 // A catalog entry: the schema plus what the write path needs per delta.
 struct TableEntry {
   TableSchema schema;
   RowFormat format;
   char tag = 0;  // RowTag(format), the first byte of every stored value
-  // Set by DropTable while it holds apply_mu_ (row cache on only), so a cache
-  // fill that looked the table up earlier sees the drop. Protected by apply_mu_.
-  mutable bool dropped = false;
+  // Set by DropTable while it holds view_mu_ exclusively, so a read that
+  // looked the table up earlier sees the drop. Read under view_mu_ (shared).
+  mutable std::atomic<bool> dropped{false};
 };
 
 class ShardStore::Impl {
@@ -54,15 +103,22 @@ class ShardStore::Impl {
   StatusOr<TableSchema> FindTable(std::string_view name) const;
   StatusOr<TableSchema> FindTable(uint32_t id) const;
 
-  Status ApplyBatch(ClientId client, ClockT clock, const std::vector<RowDelta>& deltas,
-                    bool* duplicate);
+  Status ApplyBatches(const std::vector<BatchRequest>& batches, std::vector<BatchResult>* results)
+      EXCLUDES(write_mu_, view_mu_);
   ClockT AppliedClock(ClientId client) const;
   std::vector<ClockT> AppliedClocks() const;
   Version ShardClock() const;
 
-  Status Get(uint32_t table, uint64_t row, std::string* value) const;
+  Status Get(uint32_t table, uint64_t row, std::string* value) const EXCLUDES(view_mu_);
   Status MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
-                  std::vector<std::string>* values) const;
+                  std::vector<std::string>* values) const EXCLUDES(view_mu_);
+  // MultiGet of rows [0, n) from the current view. REQUIRES: view_mu_ held
+  // (shared or exclusive) by the caller (a ReadView).
+  Status ReadRows(uint32_t table, const uint64_t* rows, size_t n, std::string* values) const
+      REQUIRES_SHARED(view_mu_);
+  // The view lock (ReadView).
+  void LockView() const ACQUIRE_SHARED(view_mu_) { view_mu_.ReaderLock(); }
+  void UnlockView() const RELEASE_SHARED(view_mu_) { view_mu_.ReaderUnlock(); }
   Status Scan(uint32_t table, uint64_t start_row,
               const std::function<bool(uint64_t, std::string_view)>& fn) const;
 
@@ -86,22 +142,36 @@ class ShardStore::Impl {
   // The entry of table `id`, or NotFound.
   StatusOr<std::shared_ptr<const TableEntry>> Lookup(uint32_t id) const;
   void AddEntryLocked(const TableSchema& s);
-  // Reads rows [0, n) of table `e` from RocksDB into values[0, n); when
-  // `fill` is set, also returns their cache entries (*fill resized to n).
+  // Reads rows [0, n) of table `e` from RocksDB at the view's snapshot into
+  // values[0, n); when `fill` is set, also returns their cache entries
+  // (*fill resized to n). REQUIRES: view_mu_ held.
   Status ReadFromStore(const TableEntry& e, const uint64_t* rows, size_t n, std::string* values,
-                       std::vector<CachedRow>* fill) const;
-  // MultiGet through the row cache. REQUIRES: row_cache_ != nullptr.
-  Status CachedRead(uint32_t table, const uint64_t* rows, size_t n, std::string* values) const;
-  // Adds a validated batch's deltas to the rows it touches that are cached.
-  // REQUIRES: apply_mu_ held, the batch written.
-  // entries[i] is the table of deltas[i], bytes[i] the payload written for it.
-  // Deltas with skip[i] set were already applied to the cache.
-  void UpdateCachedRows(const std::vector<const TableEntry*>& entries,
-                        const std::vector<RowDelta>& deltas,
-                        const std::vector<std::string_view>& bytes, const std::vector<bool>& skip);
-  // Flushes the memtable (without waiting) once enough WAL has been written
-  // since the last such flush. REQUIRES: apply_mu_ held (row cache on).
-  void MaybeFlushForWal(size_t batch_bytes);
+                       std::vector<CachedRow>* fill) const REQUIRES_SHARED(view_mu_);
+  // ReadRows through the row cache. REQUIRES: row_cache_ != nullptr, view_mu_ held.
+  Status CachedRead(const TableEntry& e, const uint64_t* rows, size_t n, std::string* values) const
+      REQUIRES_SHARED(view_mu_);
+  // Makes a written group visible: takes a snapshot of it, adds its deltas
+  // (ops, in WriteBatch order) to the cached rows and sets the applied
+  // clocks. REQUIRES: write_mu_ held.
+  struct CacheOp {
+    const TableEntry* entry;
+    uint32_t table;
+    uint64_t row;
+    std::string_view bytes;
+    // Written as a Put: offset of its new sum in Publish's `put_sums`; -1: a merge.
+    int64_t put = -1;
+  };
+  struct ClockUpdate {
+    ClientId client;
+    ClockT applied;
+  };
+  // put_sums: the new sums of the Put rows (CacheOp::put), copied into their
+  // cache entries.
+  void Publish(const std::vector<CacheOp>& ops, const std::string& put_sums,
+               const std::vector<ClockUpdate>& clocks) REQUIRES(write_mu_) EXCLUDES(view_mu_);
+  // Replaces the view's snapshot with one of the latest state.
+  // REQUIRES: view_mu_ held exclusively, write_mu_ held.
+  void RefreshSnapshotLocked() REQUIRES(view_mu_, write_mu_);
 
   // Constant after Open().
   const ShardStoreOptions options_;
@@ -110,27 +180,32 @@ class ShardStore::Impl {
   std::shared_ptr<rocksdb::Cache> block_cache_;
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
-  std::string secondary_dir_;                // temp dir of a secondary instance; removed on close
-  std::unique_ptr<std::mutex[]> client_mu_;  // [num_clients]; serializes ApplyBatch
-  std::unique_ptr<std::atomic<ClockT>[]> applied_;  // [num_clients]; written under client_mu_
+  std::string secondary_dir_;  // temp dir of a secondary instance; removed on close
 
-  // The row cache (null when disabled). Exactness rules (see
-  // docs/storage-format.md section 12): cached rows change only in the same
-  // order as RocksDB applies their operands, and a row read from RocksDB is
-  // inserted only while no write can run. So apply_mu_ is held across every
-  // row write (ApplyBatch, DropTable) and its cache update, and across every
-  // cache fill; cache_mu_ guards the cache itself. Lock order: client_mu_,
-  // catalog_mu_, apply_mu_, cache_mu_; nothing takes catalog_mu_ while holding
-  // apply_mu_.
+  // Locking (docs/storage-format.md section 14). write_mu_ serializes every
+  // write (ApplyBatches, CreateTable, DropTable). view_mu_ makes a completed write visible: a
+  // writer writes RocksDB holding write_mu_ only, then takes view_mu_
+  // exclusively for the short Publish (snapshot, cached rows, applied
+  // clocks); readers hold it shared. cache_mu_ guards the row cache's
+  // structure among concurrent readers (fills) and the writer's lookups.
+  // Lock order: write_mu_, catalog_mu_ (never held while taking view_mu_),
+  // view_mu_, cache_mu_.
+  mutable Mutex write_mu_;
+  mutable ViewLock view_mu_ ACQUIRED_AFTER(write_mu_);
+  mutable Mutex cache_mu_ ACQUIRED_AFTER(view_mu_);
+  // [num_clients]: the applied clocks of the view. Written under view_mu_
+  // exclusively (atomics so AppliedClock needs no lock).
+  std::unique_ptr<std::atomic<ClockT>[]> applied_;
+  // The snapshot reads of RocksDB use: the state after the last published
+  // write (null for a read-only store). Guarded by view_mu_.
+  const rocksdb::Snapshot* snapshot_ GUARDED_BY(view_mu_) = nullptr;
+
+  // The row cache (null when disabled). Exactness rules: see
+  // docs/storage-format.md sections 12 and 13.
   const std::unique_ptr<RowCache> row_cache_;
-  mutable std::mutex apply_mu_;
-  mutable std::mutex cache_mu_;
-  // Bytes of batches written since the last MaybeFlushForWal flush. Guarded
-  // by apply_mu_.
-  size_t wal_bytes_since_flush_ = 0;
 
-  // Catalog, protected by catalog_mu_. ApplyBatch holds it shared across its
-  // write so a concurrent DropTable cannot interleave with it.
+  // Catalog, protected by catalog_mu_ (DropTable also holds write_mu_, so a
+  // batch being written cannot see its table vanish).
   mutable std::shared_mutex catalog_mu_;
   std::unordered_map<uint32_t, std::shared_ptr<const TableEntry>> by_id_;
   std::map<std::string, uint32_t, std::less<>> by_name_;

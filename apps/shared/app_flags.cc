@@ -123,7 +123,7 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   if (FLAGS_cache_mb < 1) return Status::InvalidArgument("--cache_mb must be >= 1");
   if (FLAGS_block_cache_mb < 1) return Status::InvalidArgument("--block_cache_mb must be >= 1");
   o->cache_mb = static_cast<size_t>(FLAGS_cache_mb);
-  o->block_cache_mb = static_cast<size_t>(FLAGS_block_cache_mb);
+  o->embedded.block_cache_mb = static_cast<size_t>(FLAGS_block_cache_mb);
   if (FLAGS_data_dir.empty()) return Status::InvalidArgument("--data_dir must not be empty");
   o->data_dir = FLAGS_data_dir;
   o->sync = FLAGS_sync;

@@ -116,7 +116,7 @@ class World;
 // ---------------------------------------------------------------------------
 // The shard: the real engine over an in-memory store.
 
-class FakeStore : public VersionedRows {
+class FakeStore : public RowsView {
  public:
   struct Row {
     int64_t value = 0;
@@ -125,7 +125,7 @@ class FakeStore : public VersionedRows {
   FakeStore(uint32_t num_clients, Rng* rng, double fail_chance)
       : applied(num_clients, 0), rng_(rng), fail_chance_(fail_chance) {}
   Status ReadRows(uint32_t table, const std::vector<uint64_t>& rows,
-                  std::vector<std::string>* values) override {
+                  std::vector<std::string>* values) const override {
     values->clear();
     // Reads of several rows (pushes: the simulated clients read one row per
     // Read, and a client fails on a read error) sometimes fail, as a disk
@@ -140,6 +140,9 @@ class FakeStore : public VersionedRows {
     }
     return Status::OK();
   }
+
+  Version ShardClock() const override { return *std::min_element(applied.begin(), applied.end()); }
+  ClockT AppliedClock(ClientId c) const override { return applied[c]; }
 
   // What survives a crash: the committed rows and applied clocks.
   std::map<RowKey, Row> committed;
@@ -382,8 +385,8 @@ void World::Configure() {
   }
   for (uint32_t k = 0; k < num_shards; ++k) {
     shards_.push_back(std::make_unique<Shard>(num_clients, &rng_, read_fail_chance_));
-    shards_.back()->engine = std::make_unique<ShardEngine>(
-        ShardEngineOptions{}, shards_.back()->store.applied, 0, &shards_.back()->store);
+    shards_.back()->engine =
+        std::make_unique<ShardEngine>(ShardEngineOptions{}, shards_.back()->store.applied, 0);
   }
   conns_.resize(size_t{num_clients} * num_shards);
   clients_.resize(num_clients);
@@ -497,7 +500,23 @@ void World::ShardReceive(uint32_t k, ClientId c, uint64_t epoch, ToShard m) {
   if (auto* r = std::get_if<ReadRequest>(&m)) {
     Trace("shard " + std::to_string(k) + " Read from " + std::to_string(c) + " min " +
           std::to_string(r->min_version) + " C=" + std::to_string(sh.engine->shard_clock()));
-    return sh.engine->Read(peer, std::move(*r));
+    if (sh.engine->Read(peer, r) != ShardEngine::ReadAction::kAnswer) return;
+    if (rng_.Chance(0.5)) {
+      ReadAnswer answer;
+      Status st = ShardEngine::AnswerFromView(sh.engine->InfoOf(peer), *r, sh.store, &answer);
+      return sh.engine->FinishRead(peer, *r, st, std::move(answer));
+    }
+    // On a "reader thread": later, from the state at that moment (read and
+    // finished in one step, as the service holds its view until it sent).
+    const uint64_t inc = sh.incarnation;
+    At(now_ + rng_.Between(0, max_delay_), [this, k, inc, peer, read = std::move(*r)] {
+      Shard& s = *shards_[k];
+      if (s.incarnation != inc || s.engine == nullptr) return;
+      ReadAnswer answer;
+      Status st = ShardEngine::AnswerFromView(s.engine->InfoOf(peer), read, s.store, &answer);
+      s.engine->FinishRead(peer, read, st, std::move(answer));
+    });
+    return;
   }
   if (auto* u = std::get_if<UnsubscribeMsg>(&m)) {
     return sh.engine->Unsubscribe(peer, u->table, u->rows);
@@ -516,14 +535,14 @@ void World::ShardReceive(uint32_t k, ClientId c, uint64_t epoch, ToShard m) {
 void World::Commit(uint32_t k, uint64_t incarnation) {
   Shard& sh = *shards_[k];
   if (sh.incarnation != incarnation || sh.engine == nullptr) return;
-  sh.commit_scheduled = false;
-  std::vector<QueuedBatch> group;
-  group.swap(sh.queue);
-  std::vector<std::pair<const QueuedBatch*, bool>> acks;
-  for (const QueuedBatch& b : group) {
+  auto group = std::make_shared<std::vector<QueuedBatch>>();
+  group->swap(sh.queue);
+  // Per batch: duplicate, or written (the store's state moves on).
+  auto written = std::make_shared<std::vector<bool>>();
+  for (const QueuedBatch& b : *group) {
     ClockT& applied = sh.store.applied[b.client];
     if (b.msg.clock < applied) {
-      acks.emplace_back(&b, true);
+      written->push_back(false);
       continue;
     }
     if (b.msg.clock > applied) {
@@ -537,22 +556,45 @@ void World::Commit(uint32_t k, uint64_t incarnation) {
       row.prov.emplace_back(b.client, b.msg.clock);
     }
     ++applied;
+    written->push_back(true);
     Trace("shard " + std::to_string(k) + " commits clock " + std::to_string(b.msg.clock) +
           " of client " + std::to_string(b.client));
-    for (const auto& [key, d] : b.msg.deltas) sh.engine->MarkChanged(b.peer, key);
-    acks.emplace_back(&b, false);
-    if (group_publish_) {
-      sh.engine->RecordApplied(b.client, applied, now_);
-    } else {
+    if (!group_publish_) {
+      // The old shard: write and bookkeeping of each batch in one step.
+      for (const auto& [key, d] : b.msg.deltas) sh.engine->MarkChanged(b.peer, key);
       SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, false});
-      acks.back().first = nullptr;
-      sh.engine->Advance(b.client, applied, now_);
+      sh.engine->Advance(b.client, applied, now_, sh.store);
     }
   }
-  for (const auto& [b, dup] : acks) {
-    if (b != nullptr) SendToClient(b->client, k, b->epoch, AckMsg{b->msg.clock, dup});
+  if (!group_publish_) {
+    for (size_t i = 0; i < group->size(); ++i) {
+      const QueuedBatch& b = (*group)[i];
+      if (!(*written)[i]) SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, true});
+    }
+    sh.commit_scheduled = false;
+    return;
   }
-  if (group_publish_) sh.engine->Publish();
+  // Group commit: the group is durable and visible to reads now; the writer
+  // records it (clocks, Acks, parked reads, pushes) a little later, while
+  // reads keep being answered from the newer state.
+  At(now_ + rng_.Between(0, max_delay_), [this, k, incarnation, group, written] {
+    Shard& s = *shards_[k];
+    if (s.incarnation != incarnation || s.engine == nullptr) return;
+    for (size_t i = 0; i < group->size(); ++i) {
+      const QueuedBatch& b = (*group)[i];
+      if ((*written)[i]) {
+        for (const auto& [key, d] : b.msg.deltas) s.engine->MarkChanged(b.peer, key);
+        s.engine->RecordApplied(b.client, b.msg.clock + 1, now_);
+      }
+      SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, !(*written)[i]});
+    }
+    s.engine->Publish(s.store);
+    s.commit_scheduled = false;
+    if (!s.queue.empty()) {
+      s.commit_scheduled = true;
+      At(now_ + rng_.Between(0, max_delay_), [this, k, incarnation] { Commit(k, incarnation); });
+    }
+  });
 }
 
 void World::Crash(uint32_t k) {
@@ -572,8 +614,7 @@ void World::Crash(uint32_t k) {
 
 void World::Restart(uint32_t k) {
   Shard& sh = *shards_[k];
-  sh.engine =
-      std::make_unique<ShardEngine>(ShardEngineOptions{}, sh.store.applied, now_, &sh.store);
+  sh.engine = std::make_unique<ShardEngine>(ShardEngineOptions{}, sh.store.applied, now_);
   Trace("restart shard " + std::to_string(k));
   for (ClientId c = 0; c < clients_.size(); ++c) {
     At(now_ + Delay(), [this, c, k] { Connect(c, k); });
@@ -936,7 +977,7 @@ SimResult World::Run() {
         Shard& s = *shards_[k];
         if (s.incarnation != inc) return;
         s.retry_scheduled = false;
-        if (s.engine != nullptr) s.engine->RetryPushes();
+        if (s.engine != nullptr) s.engine->RetryPushes(s.store);
       });
     }
   }

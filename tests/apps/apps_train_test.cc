@@ -46,7 +46,7 @@ mf::MfDataset SyntheticRatings(double noise) {
 ClientOptions Embedded(const std::string& dir) {
   ClientOptions o;
   o.data_dir = dir;
-  o.block_cache_mb = 16;
+  o.embedded.block_cache_mb = 16;
   o.cache_mb = 64;
   return o;
 }

@@ -19,6 +19,7 @@ echo "=== 1, 2: client cache-hit Get and Inc (client_bench) ==="
 echo "=== 3: shard apply (storage_bench) ==="
 "$bin/storage_bench" 2>/dev/null
 "$bin/service_bench" 2>/dev/null  # 3d, report only: the shard service's cost of one MF clock
+"$bin/engine_bench" 2>/dev/null   # 3e: a model-scale clock vs raw RocksDB; 3f: --sync, 8 writers
 echo "=== 4: push path over loopback (push_bench) ==="
 "$bin/push_bench" 2>/dev/null
 

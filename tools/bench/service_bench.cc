@@ -3,9 +3,9 @@
 // in-process subscriber session that subscribed to every row of two ESSP
 // tables of 17 f32 (20,000 "user" + 5,000 "item" rows, the MF job's shape). Per
 // clock the client sends one Apply changing every row; the time measured is
-// from OnMessage(Apply) to its return, by which the service has written the
-// batch, sent the Ack, advanced the shard clock and sent the PushDone
-// (sessions queue synchronously). The subscriber is the writer, so none of the
+// from OnMessage(Apply) until the service is idle again (WaitIdle), by which
+// its writer thread has written the batch, sent the Ack, advanced the shard
+// clock and sent the PushDone. The subscriber is the writer, so none of the
 // rows is pushed back (a row changed only by its subscriber's own batches is
 // not; until commit 95fc13a all 25,000 were, and the figures of BENCHMARKS.md
 // before that include them). Building the Apply message and freeing the
@@ -174,6 +174,7 @@ void BM_ServiceApplyPushMf(benchmark::State& state) {
     for (int r = 0; r < (t == 0 ? kUserRows : kItemRows); ++r) read.rows.push_back(r);
     service->OnMessage(session, std::move(read));
   }
+  service->WaitIdle();
   session->Take();
   if (service->NumSubscriptions() != kRows) {
     state.SkipWithError("subscriptions missing");
@@ -191,6 +192,7 @@ void BM_ServiceApplyPushMf(benchmark::State& state) {
     net::Message m(std::move(apply));
     state.ResumeTiming();
     service->OnMessage(session, std::move(m));
+    service->WaitIdle();  // the writer committed, acked and pushed
     state.PauseTiming();
     if (session->done() != clock + 1 || session->error()) {
       state.SkipWithError("no PushDone for the clock");

@@ -1,0 +1,277 @@
+// Benchmarks 3e and 3f (issue 9): the shard engine's write path.
+//
+// 3e: the shard service applying one model-scale clock — 165,000 rows x 128
+// f32 (the user rows one pace_mf clock of 600k users, rank 128, minibatch 0.4
+// touches), WAL on, no fsync — against raw RocksDB writing the same bytes as
+// one WriteBatch of Puts with the WAL on. The service's rows were read once
+// before (as the MF workers' reads do), so they are in its row cache. Timed:
+// OnMessage(Apply) until the Ack arrives (validation, the writer's group
+// commit, publishing the view); building the Apply message is not.
+//
+// 3f: 8 client sessions, each on its own thread committing one small batch per
+// clock (send Apply, wait for its Ack), with sync (an fsync per group commit)
+// against the same without sync. Group commit makes the 8 concurrent batches
+// share one WAL append and one fsync.
+#include <benchmark/benchmark.h>
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "common/row.h"
+#include "net/messages.h"
+#include "net/session.h"
+#include "server/shard_service.h"
+#include "storage/key_format.h"
+#include "tools/bench/ratio.h"
+#include "tools/bench/raw_rocksdb.h"
+
+namespace pace {
+namespace {
+
+constexpr uint32_t kModelWidth = 128;
+constexpr int kModelRows = 165000;
+
+// Records Acks (and errors) so a caller can wait for one.
+class AckSession : public net::Session {
+ public:
+  explicit AckSession(ClientId id, uint64_t session_id) : id_(session_id) {
+    hello_.client_id = id;
+    hello_.role = net::Hello::kClientProcess;
+  }
+  uint64_t id() const override { return id_; }
+  const net::Hello& hello() const override { return hello_; }
+  void Send(net::Message m) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto* a = std::get_if<net::Ack>(&m)) acked_ = std::max(acked_, a->clock + 1);
+    if (std::holds_alternative<net::Error>(m)) error_ = true;
+    if (std::holds_alternative<net::ReadReply>(m)) ++replies_;
+    cv_.notify_all();
+  }
+  void Close(const Status&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = true;
+    cv_.notify_all();
+  }
+  // Waits until clock `c` is acknowledged; false on an error.
+  bool WaitAcked(ClockT c) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return error_ || acked_ > c; });
+    return !error_;
+  }
+  bool WaitReplies(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return error_ || replies_ >= n; });
+    return !error_;
+  }
+
+ private:
+  const uint64_t id_;
+  net::Hello hello_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  ClockT acked_ = 0;
+  int replies_ = 0;
+  bool error_ = false;
+};
+
+std::vector<std::string> ModelDeltas() {
+  std::vector<std::string> d(kModelRows);
+  std::vector<float> v(kModelWidth);
+  for (int r = 0; r < kModelRows; ++r) {
+    for (uint32_t c = 0; c < kModelWidth; ++c) v[c] = 0.001f * static_cast<float>((r + c) % 97);
+    d[r] = EncodeDense(v);
+  }
+  return d;
+}
+
+// Rows of the clock: every 600,000/165,000th user, in a client's hash order.
+std::vector<uint64_t> ModelRows() {
+  std::vector<uint64_t> rows(kModelRows);
+  for (int i = 0; i < kModelRows; ++i) rows[i] = static_cast<uint64_t>(i) * 600000 / kModelRows;
+  std::shuffle(rows.begin(), rows.end(), std::mt19937_64(11));
+  return rows;
+}
+
+void BM_RawRocksDBPutsModelClock(benchmark::State& state) {
+  std::string dir = bench::TempDir("engine-raw");
+  std::unique_ptr<rocksdb::DB> db = bench::OpenRawBaselineDb(dir);
+  if (db == nullptr) {
+    state.SkipWithError("open failed");
+    return;
+  }
+  const std::vector<std::string> deltas = ModelDeltas();
+  std::vector<uint64_t> rows = ModelRows();
+  std::sort(rows.begin(), rows.end());  // the fastest order for RocksDB
+  rocksdb::WriteOptions wo;             // WAL on, no fsync
+  char key[storage_format::kRowKeySize];
+  const char tag = 0x11;
+  int64_t clock = 0;
+  for (auto _ : state) {
+    rocksdb::WriteBatch batch;
+    for (int i = 0; i < kModelRows; ++i) {
+      storage_format::EncodeRowKey(1, rows[i], key);
+      const rocksdb::Slice k(key, sizeof(key));
+      const rocksdb::Slice parts[2] = {rocksdb::Slice(&tag, 1), rocksdb::Slice(deltas[i])};
+      batch.Put(rocksdb::SliceParts(&k, 1), rocksdb::SliceParts(parts, 2));
+    }
+    batch.Put(storage_format::ClockKey(0), storage_format::EncodeClock(++clock));
+    if (!db->Write(wo, &batch).ok()) state.SkipWithError("write failed");
+  }
+  state.SetItemsProcessed(state.iterations() * kModelRows);
+  state.SetBytesProcessed(state.iterations() * kModelRows * (kModelWidth * 4 + 1));
+  db.reset();
+  std::filesystem::remove_all(dir);
+}
+
+void BM_ServiceApplyModelClock(benchmark::State& state) {
+  std::string dir = bench::TempDir("engine-svc");
+  ShardServiceOptions options;  // store defaults: WAL on, sync off, 256 MiB row cache
+  options.data_dir = dir;
+  std::unique_ptr<ShardService> service;
+  Status s = ShardService::Open(options, &service);
+  auto session = std::make_shared<AckSession>(0, 1);
+  uint32_t table = 0;
+  if (s.ok()) {
+    net::Welcome welcome;
+    s = service->OnHello(session->hello(), &welcome);
+  }
+  if (s.ok()) {
+    service->OnConnect(session);
+    TableSchema schema;
+    schema.name = "user";
+    schema.width = kModelWidth;
+    schema.consistency = Consistency::kSsp;
+    schema.staleness = 1;
+    TableSchema created;
+    s = service->store()->CreateTable(schema, &created);
+    table = created.id;
+  }
+  if (!s.ok()) {
+    state.SkipWithError(s.ToString().c_str());
+    return;
+  }
+  const std::vector<std::string> deltas = ModelDeltas();
+  const std::vector<uint64_t> rows = ModelRows();
+  // The workers read their rows first: they are in the row cache.
+  service->OnMessage(session, net::Read{1, table, rows, 0, false});
+  if (!session->WaitReplies(1)) {
+    state.SkipWithError("read failed");
+    return;
+  }
+  ClockT clock = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    net::Apply apply{clock, {}};
+    apply.updates.reserve(kModelRows);
+    for (int i = 0; i < kModelRows; ++i) apply.updates.push_back({table, rows[i], deltas[i]});
+    net::Message m(std::move(apply));
+    state.ResumeTiming();
+    service->OnMessage(session, std::move(m));
+    if (!session->WaitAcked(clock)) {
+      state.SkipWithError("Apply failed");
+      break;
+    }
+    ++clock;
+  }
+  state.SetItemsProcessed(state.iterations() * kModelRows);
+  state.SetBytesProcessed(state.iterations() * kModelRows * (kModelWidth * 4 + 1));
+  const RowCacheStats cache = service->store()->row_cache_stats();
+  state.counters["cached_rows"] = static_cast<double>(cache.entries);
+  service.reset();
+  std::filesystem::remove_all(dir);
+}
+
+constexpr int kWriters = 8;
+constexpr int kClocksPerRun = 50;
+constexpr int kBatchRows = 200;
+constexpr uint32_t kBatchWidth = 16;
+
+// One iteration: kWriters threads each commit kClocksPerRun batches, one per
+// clock, waiting for each Ack before sending the next.
+void ConcurrentWriters(benchmark::State& state, bool sync) {
+  std::string dir = bench::TempDir(sync ? "engine-sync" : "engine-nosync");
+  ShardServiceOptions options;
+  options.data_dir = dir;
+  options.store.num_clients = kWriters;
+  options.store.sync = sync;
+  std::unique_ptr<ShardService> service;
+  Status s = ShardService::Open(options, &service);
+  TableSchema created;
+  if (s.ok()) {
+    TableSchema schema;
+    schema.name = "w";
+    schema.width = kBatchWidth;
+    schema.consistency = Consistency::kSsp;
+    s = service->store()->CreateTable(schema, &created);
+  }
+  std::vector<std::shared_ptr<AckSession>> sessions;
+  for (int c = 0; c < kWriters && s.ok(); ++c) {
+    sessions.push_back(std::make_shared<AckSession>(c, 100 + c));
+    net::Welcome welcome;
+    s = service->OnHello(sessions.back()->hello(), &welcome);
+    service->OnConnect(sessions.back());
+  }
+  if (!s.ok()) {
+    state.SkipWithError(s.ToString().c_str());
+    return;
+  }
+  const std::string delta = EncodeDense(std::vector<float>(kBatchWidth, 0.5f));
+  ClockT base = 0;
+  for (auto _ : state) {
+    std::vector<std::thread> threads;
+    std::atomic<bool> failed{false};
+    for (int c = 0; c < kWriters; ++c) {
+      threads.emplace_back([&, c] {
+        for (ClockT k = base; k < base + kClocksPerRun; ++k) {
+          net::Apply apply{k, {}};
+          for (int r = 0; r < kBatchRows; ++r) {
+            apply.updates.push_back({created.id, static_cast<uint64_t>(c * kBatchRows + r), delta});
+          }
+          service->OnMessage(sessions[c], std::move(apply));
+          if (!sessions[c]->WaitAcked(k)) failed = true;
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    if (failed) state.SkipWithError("Apply failed");
+    base += kClocksPerRun;
+  }
+  state.SetItemsProcessed(state.iterations() * kWriters * kClocksPerRun);
+  for (auto& se : sessions) service->OnDisconnect(se);
+  service.reset();
+  std::filesystem::remove_all(dir);
+}
+
+void BM_EightWritersNoSync(benchmark::State& state) { ConcurrentWriters(state, false); }
+void BM_EightWritersSync(benchmark::State& state) { ConcurrentWriters(state, true); }
+
+// 3f first: 3e writes gigabytes whose writeback would slow its fsyncs.
+BENCHMARK(BM_EightWritersNoSync)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_EightWritersSync)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_RawRocksDBPutsModelClock)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+BENCHMARK(BM_ServiceApplyModelClock)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+
+}  // namespace
+}  // namespace pace
+
+int main(int argc, char** argv) {
+  pace::bench::Pair(
+      "3e shard service applying one model-scale clock (165k rows x 128 f32, WAL, no fsync) vs "
+      "raw RocksDB WriteBatch of the same Puts",
+      "BM_RawRocksDBPutsModelClock", "BM_ServiceApplyModelClock", pace::bench::kRateRatioAtLeast,
+      0.7);
+  pace::bench::Pair(
+      "3f 8 concurrent writers, one batch per clock: --sync vs no sync (group commit)",
+      "BM_EightWritersNoSync", "BM_EightWritersSync", pace::bench::kRateRatioAtLeast, 0.5);
+  return pace::bench::RunAndReport(argc, argv);
+}
