@@ -659,6 +659,34 @@ TEST_F(ShardServiceTest, HoldbackWarningNamesTheLaggingClient) {
   EXPECT_EQ(r.shard_clock, 1);
 }
 
+// Batches handed over together (likely one group commit): a refused one gets
+// its Error, the others their Acks, and only theirs are applied.
+TEST_F(ShardServiceTest, ARefusedBatchDoesNotTakeItsGroupDown) {
+  OpenService(3);
+  auto c0 = Connect(0);
+  auto c1 = Connect(1);
+  auto c2 = Connect(2);
+  uint32_t t = CreateTable(c0, "w");
+  service_->OnMessage(c0, net::Apply{0, {Delta(t, 0, 1, 1)}});
+  service_->OnMessage(c1, net::Apply{0, {Delta(t, 0, 10, 10), {t, 1, EncodeDense<int64_t>({1})}}});
+  service_->OnMessage(c2, net::Apply{0, {Delta(t, 0, 100, 100)}});
+  service_->OnMessage(c0, net::Apply{1, {Delta(t, 1, 1000, 0)}});
+  service_->WaitIdle();
+  auto m0 = c0->Take();
+  auto m1 = c1->Take();
+  auto m2 = c2->Take();
+  EXPECT_EQ(MessagesOfType<net::Ack>(m0).size(), 2u);
+  EXPECT_TRUE(MessagesOfType<net::Error>(m0).empty());
+  EXPECT_TRUE(MessagesOfType<net::Ack>(m1).empty());
+  ASSERT_EQ(MessagesOfType<net::Error>(m1).size(), 1u);
+  EXPECT_EQ(MessagesOfType<net::Error>(m1)[0].code, StatusCode::kInvalidArgument);
+  EXPECT_EQ(MessagesOfType<net::Ack>(m2).size(), 1u);
+  EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{2, 0, 1}));
+  EXPECT_EQ(Values(t, {0, 1}), (std::vector<V>{{101, 101}, {1000, 0}}));
+  ApplyOk(c1, 0, {Delta(t, 0, 10, 10)});  // the refused client carries on
+  EXPECT_EQ(service_->ShardClock(), 1);
+}
+
 TEST_F(ShardServiceTest, PeriodicCheckpointsAreWrittenAndPruned) {
   OpenService(1, 1, 0, /*checkpoint_every=*/2);
   auto c0 = Connect(0);

@@ -20,6 +20,7 @@ echo "=== 3: shard apply (storage_bench) ==="
 "$bin/storage_bench" 2>/dev/null
 "$bin/service_bench" 2>/dev/null  # 3d, report only: the shard service's cost of one MF clock
 "$bin/engine_bench" 2>/dev/null   # 3e: a model-scale clock vs raw RocksDB; 3f: --sync, 8 writers
+bash "$(dirname "$0")/sync_procs.sh" "$build" | tee -a "$ratios"  # 3f with 8 client processes
 echo "=== 4: push path over loopback (push_bench) ==="
 "$bin/push_bench" 2>/dev/null
 
