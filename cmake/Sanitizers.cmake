@@ -104,3 +104,38 @@ function(pace_sanitizer_env_for_directory)
     set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${PACE_SANITIZER_ENV_FILE})
   endif()
 endfunction()
+
+# pace_sanitize_hosted_test(<test>): for a test whose process is a program we
+# do not build (python3) that loads our instrumented code as a shared object
+# (the pacedb module): the sanitizer runtime must be loaded first, so it is
+# preloaded (LD_PRELOAD, inherited by the processes the test starts, which
+# already link the same runtime). LeakSanitizer is off in that test: the
+# interpreter does not free its objects at exit; our binaries are
+# leak-checked in their own tests.
+function(pace_sanitize_hosted_test name)
+  if(PACE_SANITIZE STREQUAL "")
+    return()
+  endif()
+  if(PACE_SANITIZE STREQUAL "asan")
+    set(runtime_name libasan.so)
+  else()
+    set(runtime_name libtsan.so)
+  endif()
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=${runtime_name}
+                  OUTPUT_VARIABLE runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
+  get_filename_component(runtime "${runtime}" REALPATH)
+  # libstdc++ too: ASan resolves the real __cxa_throw when it starts, and an
+  # interpreter that does not link libstdc++ would leave it null.
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so
+                  OUTPUT_VARIABLE libstdcxx OUTPUT_STRIP_TRAILING_WHITESPACE)
+  get_filename_component(libstdcxx "${libstdcxx}" REALPATH)
+  pace_sanitizer_env(env ${name})
+  set(mods "LD_PRELOAD=set:${runtime}:${libstdcxx}")
+  foreach(setting IN LISTS env)
+    string(REGEX REPLACE "^([A-Z_]+)=(.*)$" "\\1=set:\\2" mod "${setting}")
+    string(REPLACE "detect_leaks=1" "detect_leaks=0" mod "${mod}")
+    list(APPEND mods "${mod}")
+  endforeach()
+  set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT_MODIFICATION ${mods})
+  pace_sanitizer_env_for_directory()
+endfunction()

@@ -70,6 +70,7 @@ Connection::Connection(asio::ip::tcp::socket socket, const ConnectionOptions& op
       socket_(std::move(socket)),
       first_message_timer_(strand_),
       linger_timer_(strand_),
+      watchdog_timer_(strand_),
       reader_(options.max_frame_bytes) {
   if (counters_ != nullptr) counters_->AddLive();
   error_code ec;
@@ -252,8 +253,56 @@ void Connection::OnRead(const error_code& ec, size_t n) {
     DoRead();  // discard until the peer closes or the linger timer fires
     return;
   }
+  if (options_.frame_stall_timeout_ms > 0 || options_.idle_timeout_ms > 0) {
+    last_read_ = std::chrono::steady_clock::now();
+  }
   reader_.Commit(n);
   ProcessFrames();
+  MaybeArmWatchdog();
+}
+
+// One timer per connection, armed for the earliest deadline that applies
+// (re-armed when it fires early), so a read costs a clock read, not a timer
+// operation.
+void Connection::MaybeArmWatchdog() {
+  if (watchdog_armed_ || phase_ != Phase::kOpen || !got_message_) return;
+  const bool stall = options_.frame_stall_timeout_ms > 0 && reader_.buffered_bytes() > 0;
+  const bool idle = options_.idle_timeout_ms > 0;
+  if (!stall && !idle) return;
+  int ms = idle ? options_.idle_timeout_ms : options_.frame_stall_timeout_ms;
+  if (stall) ms = std::min(ms, options_.frame_stall_timeout_ms);
+  watchdog_armed_ = true;
+  watchdog_timer_.expires_at(last_read_ + std::chrono::milliseconds(ms));
+  watchdog_timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+    self->watchdog_armed_ = false;
+    if (ec) return;
+    self->Guarded("watchdog timer", [&] { self->OnWatchdog(); });
+  });
+}
+
+void Connection::OnWatchdog() {
+  if (phase_ != Phase::kOpen) return;
+  const auto now = std::chrono::steady_clock::now();
+  // Not reading because of our own back-pressure: the peer is not to blame.
+  if (read_paused_) last_read_ = now;
+  const auto quiet =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - last_read_).count();
+  const size_t partial = reader_.buffered_bytes();
+  Status why;
+  if (options_.frame_stall_timeout_ms > 0 && partial > 0 &&
+      quiet >= options_.frame_stall_timeout_ms) {
+    why = Status::TimedOut("stalled inside a frame: " + std::to_string(partial) +
+                           " bytes of it received, then nothing for " + std::to_string(quiet) +
+                           " ms");
+  } else if (options_.idle_timeout_ms > 0 && quiet >= options_.idle_timeout_ms) {
+    why = Status::TimedOut("idle: nothing received for " + std::to_string(quiet) + " ms");
+  } else {
+    MaybeArmWatchdog();
+    return;
+  }
+  if (counters_ != nullptr) counters_->stalls.fetch_add(1, std::memory_order_relaxed);
+  LOG(WARNING) << "connection " << id_ << " (" << peer_ << "): " << why.message() << "; closing";
+  DoShutdown(why);
 }
 
 void Connection::ProcessFrames() {
@@ -357,6 +406,7 @@ void Connection::DoShutdown(const Status& reason) {
   phase_ = Phase::kClosing;
   close_reason_ = reason;
   first_message_timer_.cancel();
+  watchdog_timer_.cancel();
   {
     MutexLock lock(&mu_);
     accepting_ = false;
@@ -399,6 +449,7 @@ void Connection::FinalClose(const Status& reason) {
   error_code ec;
   first_message_timer_.cancel();
   linger_timer_.cancel();
+  watchdog_timer_.cancel();
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   {

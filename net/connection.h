@@ -20,6 +20,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -49,6 +50,13 @@ struct ConnectionOptions {
   // A connection that has not delivered a complete message this long after
   // Start is shut down with TimedOut. 0: no limit.
   int first_message_timeout_ms = 0;
+  // After the first message: shut down with TimedOut when part of a frame
+  // has been received and no byte followed for this long (time spent paused
+  // by back-pressure does not count). 0: no limit.
+  int frame_stall_timeout_ms = 0;
+  // After the first message: shut down with TimedOut when no byte at all
+  // arrived for this long. 0: no limit.
+  int idle_timeout_ms = 0;
   // After Shutdown, how long to wait for queued frames to drain and the peer
   // to close its side before closing anyway.
   int linger_ms = 1000;
@@ -64,7 +72,8 @@ class ConnectionCounters {
  public:
   std::atomic<uint64_t> read_pauses{0};
   std::atomic<uint64_t> bad_frames{0};
-  std::atomic<size_t> queued_bytes{0};            // current total
+  std::atomic<uint64_t> stalls{0};      // closed by frame_stall_timeout_ms or idle_timeout_ms
+  std::atomic<size_t> queued_bytes{0};  // current total
   std::atomic<size_t> peak_write_queue_bytes{0};  // max over connections
 
   void AddLive();
@@ -137,6 +146,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ProcessFrames();
   void DoWrite();
   void OnWrite(const boost::system::error_code& ec, size_t n);
+  void MaybeArmWatchdog();
+  void OnWatchdog();
   void DoShutdown(const Status& reason);
   void FinishFlush();
   void FinalClose(const Status& reason);
@@ -153,6 +164,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer first_message_timer_;
   boost::asio::steady_timer linger_timer_;
+  boost::asio::steady_timer watchdog_timer_;  // frame stall / idle timeouts
+  bool watchdog_armed_ = false;
+  std::chrono::steady_clock::time_point last_read_;  // set only with a watchdog timeout
   FrameReader reader_;
   std::unique_ptr<char[]> discard_buf_;  // sink for reads while closing
   MessageCallback on_message_;

@@ -1,6 +1,7 @@
 #include "net/server.h"
 
 #include <glog/logging.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <boost/asio/bind_executor.hpp>
@@ -10,7 +11,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <thread>
 #include <unordered_map>
@@ -31,6 +34,60 @@ using boost::system::error_code;
 using internal::Connection;
 
 std::atomic<uint64_t> g_next_session_id{1};
+
+// Lets one log line through per second and counts the ones it held back, so a
+// flood of refused or timed-out peers cannot flood the log. Thread-safe.
+class LogThrottle {
+ public:
+  // True if a line may be logged now; *held_back is how many were not
+  // logged since the last one that was.
+  bool Allow(uint64_t* held_back) {
+    MutexLock lock(&mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_) {
+      ++held_back_;
+      return false;
+    }
+    next_ = now + std::chrono::seconds(1);
+    *held_back = held_back_;
+    held_back_ = 0;
+    return true;
+  }
+
+ private:
+  Mutex mu_;
+  std::chrono::steady_clock::time_point next_ GUARDED_BY(mu_);
+  uint64_t held_back_ GUARDED_BY(mu_) = 0;
+};
+
+std::string HeldBack(uint64_t n) {
+  return n == 0 ? "" : " (" + std::to_string(n) + " more since the last such message)";
+}
+
+// The soft RLIMIT_NOFILE, first raised to the hard limit if `raise`; 0 if
+// unlimited or unknown.
+uint64_t OpenFileLimit(bool raise) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) {
+    LOG(WARNING) << "getrlimit(RLIMIT_NOFILE): " << std::strerror(errno);
+    return 0;
+  }
+  if (raise && lim.rlim_cur < lim.rlim_max) {
+    rlimit want = lim;
+    // An unlimited hard limit cannot be the soft one (the kernel caps open
+    // files at fs.nr_open); 1M is Linux's default nr_open.
+    want.rlim_cur = lim.rlim_max == RLIM_INFINITY ? rlim_t{1} << 20 : lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) {
+      LOG(INFO) << "raised the open-file limit (soft RLIMIT_NOFILE) from " << lim.rlim_cur << " to "
+                << want.rlim_cur;
+      lim = want;
+    } else {
+      LOG(WARNING) << "cannot raise the open-file limit (soft RLIMIT_NOFILE) from " << lim.rlim_cur
+                   << " to " << want.rlim_cur << ": " << std::strerror(errno);
+    }
+  }
+  return lim.rlim_cur == RLIM_INFINITY ? 0 : static_cast<uint64_t>(lim.rlim_cur);
+}
 
 // What a ServiceHandler holds: forwards to the connection while it exists.
 // Holding one does not keep the connection (or the server) alive.
@@ -70,6 +127,8 @@ class ServerSession : public Session {
 
 }  // namespace
 
+uint64_t RaiseOpenFileLimit() { return OpenFileLimit(/*raise=*/true); }
+
 class Server::Impl {
  public:
   explicit Impl(ServerOptions options)
@@ -82,6 +141,7 @@ class Server::Impl {
   void Stop();
   uint16_t port() const { return port_; }
   ServerStats stats() const;
+  ConnectionLimits limits() const { return limits_; }
 
  private:
   // Per-connection handshake state; runs on the connection's strand.
@@ -90,10 +150,15 @@ class Server::Impl {
     uint64_t conn_id;
     std::weak_ptr<Connection> conn;
     std::shared_ptr<Session> session;  // set once the handshake succeeded
+    bool handshaking = true;           // counted in handshaking_
   };
 
   void DoAccept();
   void OnAccept(const error_code& ec, tcp::socket socket);
+  // Why a new connection must be refused now, or OK. On accept_strand_.
+  Status AdmissionCheck(bool* handshake_cap);
+  void RefuseConnection(tcp::socket socket, const Status& why);
+  void EndHandshake(Peer* peer);
   void OnPeerMessage(Peer* peer, Message m);
   void Refuse(Peer* peer, Connection* conn, const Status& why);
   void OnPeerClosed(Peer* peer, const Status& reason);
@@ -102,6 +167,7 @@ class Server::Impl {
   const ServerOptions options_;
   ServiceHandler* handler_ = nullptr;
   uint16_t port_ = 0;
+  ConnectionLimits limits_;
 
   asio::io_context io_;
   asio::strand<asio::io_context::executor_type> accept_strand_;
@@ -116,6 +182,12 @@ class Server::Impl {
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> sessions_active_{0};
   std::atomic<uint64_t> refused_{0};
+  std::atomic<int> handshaking_{0};  // accepted connections whose handshake is not over
+  std::atomic<uint64_t> handshake_timeouts_{0};
+  std::atomic<uint64_t> connections_refused_{0};
+  std::atomic<uint64_t> handshaking_refused_{0};
+  LogThrottle refuse_log_;
+  LogThrottle handshake_timeout_log_;
 
   mutable Mutex mu_;
   bool started_ GUARDED_BY(mu_) = false;
@@ -139,6 +211,32 @@ Status Server::Impl::Start(ServiceHandler* handler) {
   if (options_.max_write_queue_hard_bytes < options_.max_write_queue_bytes) {
     return Status::InvalidArgument("max_write_queue_hard_bytes must be >= max_write_queue_bytes");
   }
+  if (options_.max_connections < 0 || options_.max_handshaking_connections < 0 ||
+      options_.reserved_fds < 0 || options_.frame_stall_timeout_ms < 0 ||
+      options_.idle_timeout_ms < 0) {
+    return Status::InvalidArgument(
+        "max_connections, max_handshaking_connections, reserved_fds, frame_stall_timeout_ms and "
+        "idle_timeout_ms must be >= 0");
+  }
+  limits_.fd_soft_limit = OpenFileLimit(/*raise=*/false);
+  limits_.max_connections = options_.max_connections;
+  if (limits_.fd_soft_limit > 0) {
+    // Also keep the listening socket, the I/O threads' epoll/eventfd and
+    // stdio out of the budget.
+    const uint64_t reserved = static_cast<uint64_t>(options_.reserved_fds) + 16;
+    const int budget =
+        limits_.fd_soft_limit > reserved
+            ? static_cast<int>(std::min<uint64_t>(limits_.fd_soft_limit - reserved, 1u << 30))
+            : 1;
+    if (budget == 1) {
+      LOG(WARNING) << "the open-file limit " << limits_.fd_soft_limit << " leaves no room for "
+                   << options_.reserved_fds << " reserved fds: serving 1 connection at a time";
+    }
+    if (limits_.max_connections == 0 || limits_.max_connections > budget) {
+      limits_.max_connections = budget;
+    }
+  }
+  limits_.max_handshaking_connections = options_.max_handshaking_connections;
   error_code ec;
   asio::ip::address address = asio::ip::make_address(options_.host, ec);
   if (ec) {
@@ -179,7 +277,17 @@ Status Server::Impl::Start(ServiceHandler* handler) {
     });
   }
   LOG(INFO) << "listening on " << options_.host << ":" << port_ << " with " << options_.io_threads
-            << " I/O threads";
+            << " I/O threads; at most "
+            << (limits_.max_connections > 0 ? std::to_string(limits_.max_connections)
+                                            : std::string("unlimited"))
+            << " connections ("
+            << (limits_.max_handshaking_connections > 0
+                    ? std::to_string(limits_.max_handshaking_connections)
+                    : std::string("any number"))
+            << " before their handshake), open-file limit "
+            << (limits_.fd_soft_limit > 0 ? std::to_string(limits_.fd_soft_limit)
+                                          : std::string("unlimited"))
+            << " with " << options_.reserved_fds << " fds reserved";
   return Status::OK();
 }
 
@@ -201,11 +309,23 @@ void Server::Impl::OnAccept(const error_code& ec, tcp::socket socket) {
     return;
   }
   accepted_.fetch_add(1, std::memory_order_relaxed);
+  bool handshake_cap = false;
+  Status admit = AdmissionCheck(&handshake_cap);
+  if (!admit.ok()) {
+    (handshake_cap ? handshaking_refused_ : connections_refused_)
+        .fetch_add(1, std::memory_order_relaxed);
+    RefuseConnection(std::move(socket), admit);
+    DoAccept();
+    return;
+  }
+  handshaking_.fetch_add(1, std::memory_order_relaxed);
   internal::ConnectionOptions copts;
   copts.max_frame_bytes = options_.max_frame_bytes;
   copts.pause_reading_bytes = options_.max_write_queue_bytes;
   copts.max_write_queue_bytes = options_.max_write_queue_hard_bytes;
   copts.first_message_timeout_ms = options_.handshake_timeout_ms;
+  copts.frame_stall_timeout_ms = options_.frame_stall_timeout_ms;
+  copts.idle_timeout_ms = options_.idle_timeout_ms;
   copts.linger_ms = options_.linger_ms;
   copts.decode = options_.decode;
   copts.frame_pool = frame_pool_;
@@ -214,19 +334,76 @@ void Server::Impl::OnAccept(const error_code& ec, tcp::socket socket) {
     // Registered before Start, so that its on_close (which unregisters it)
     // cannot run first.
     MutexLock lock(&mu_);
-    if (stopping_) return;  // dropping `conn` closes the socket
+    if (stopping_) {
+      handshaking_.fetch_sub(1, std::memory_order_relaxed);
+      return;  // dropping `conn` closes the socket
+    }
     conns_.emplace(conn->id(), conn);
   }
-  auto peer = std::make_shared<Peer>(Peer{this, conn->id(), conn, nullptr});
+  auto peer = std::make_shared<Peer>(Peer{this, conn->id(), conn, nullptr, true});
   VLOG(1) << "connection " << conn->id() << " from " << conn->peer();
   conn->Start([peer](Message m) { peer->server->OnPeerMessage(peer.get(), std::move(m)); },
               [peer](const Status& reason) { peer->server->OnPeerClosed(peer.get(), reason); });
   DoAccept();
 }
 
+Status Server::Impl::AdmissionCheck(bool* handshake_cap) {
+  // live() counts connections until they are destroyed (also while they
+  // linger after an Error): exactly the ones holding a descriptor.
+  const int open = counters_.live();
+  if (limits_.max_connections > 0 && open >= limits_.max_connections) {
+    return Status::ResourceExhausted(
+        "too many connections: " + std::to_string(open) + " open, at most " +
+        std::to_string(limits_.max_connections) +
+        (limits_.max_connections < options_.max_connections || options_.max_connections == 0
+             ? " (open-file limit " + std::to_string(limits_.fd_soft_limit) + " minus " +
+                   std::to_string(options_.reserved_fds) + " reserved)"
+             : std::string()));
+  }
+  const int handshaking = handshaking_.load(std::memory_order_relaxed);
+  if (limits_.max_handshaking_connections > 0 &&
+      handshaking >= limits_.max_handshaking_connections) {
+    *handshake_cap = true;
+    return Status::ResourceExhausted(
+        "too many connections before their handshake: " + std::to_string(handshaking) +
+        ", at most " + std::to_string(limits_.max_handshaking_connections));
+  }
+  return Status::OK();
+}
+
+// Best effort: one non-blocking write of Error{why} (it fits any socket
+// buffer), then close. The peer learns why instead of seeing a bare EOF.
+void Server::Impl::RefuseConnection(tcp::socket socket, const Status& why) {
+  error_code ec;
+  tcp::endpoint ep = socket.remote_endpoint(ec);
+  const std::string peer = ec ? std::string("<unknown peer>")
+                              : ep.address().to_string() + ":" + std::to_string(ep.port());
+  uint64_t held_back = 0;
+  if (refuse_log_.Allow(&held_back)) {
+    LOG(WARNING) << "refused connection from " << peer << ": " << why.message()
+                 << HeldBack(held_back);
+  }
+  std::string frame;
+  if (EncodeFrame(Error{0, why.code(), why.message()}, &frame).ok()) {
+    socket.non_blocking(true, ec);
+    if (!ec) socket.write_some(asio::buffer(frame), ec);
+  }
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+}
+
+// The handshake of `peer` is over (a session began, or it was refused or
+// closed): it no longer counts against max_handshaking_connections.
+void Server::Impl::EndHandshake(Peer* peer) {
+  if (!peer->handshaking) return;
+  peer->handshaking = false;
+  handshaking_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void Server::Impl::Refuse(Peer* peer, Connection* conn, const Status& why) {
   refused_.fetch_add(1, std::memory_order_relaxed);
   LOG(WARNING) << "refused peer " << conn->peer() << ": " << why.ToString();
+  EndHandshake(peer);
   conn->Shutdown(why);
 }
 
@@ -274,12 +451,24 @@ void Server::Impl::OnPeerMessage(Peer* peer, Message m) {
   peer->session = std::make_shared<ServerSession>(g_next_session_id.fetch_add(1), std::move(*hello),
                                                   peer->conn, conn->peer());
   sessions_active_.fetch_add(1, std::memory_order_relaxed);
+  EndHandshake(peer);
   LOG(INFO) << "client " << peer->session->hello().client_id << " connected from " << conn->peer()
             << " (session " << peer->session->id() << ")";
   handler_->OnConnect(peer->session);
 }
 
 void Server::Impl::OnPeerClosed(Peer* peer, const Status& reason) {
+  if (peer->handshaking && reason.code() == StatusCode::kTimedOut) {
+    handshake_timeouts_.fetch_add(1, std::memory_order_relaxed);
+    uint64_t held_back = 0;
+    if (handshake_timeout_log_.Allow(&held_back)) {
+      std::shared_ptr<Connection> conn = peer->conn.lock();
+      LOG(WARNING) << "handshake timeout: closed connection " << peer->conn_id << " from "
+                   << (conn ? conn->peer() : std::string("<closed>")) << ": " << reason.message()
+                   << HeldBack(held_back);
+    }
+  }
+  EndHandshake(peer);
   if (peer->session != nullptr) {
     LOG(INFO) << "client " << peer->session->hello().client_id << " (session "
               << peer->session->id() << ") disconnected: " << reason.ToString();
@@ -331,6 +520,10 @@ ServerStats Server::Impl::stats() const {
   s.connections_open = static_cast<uint64_t>(counters_.live());
   s.sessions_active = sessions_active_.load(std::memory_order_relaxed);
   s.handshakes_refused = refused_.load(std::memory_order_relaxed);
+  s.handshakes_timed_out = handshake_timeouts_.load(std::memory_order_relaxed);
+  s.connections_refused = connections_refused_.load(std::memory_order_relaxed);
+  s.handshaking_refused = handshaking_refused_.load(std::memory_order_relaxed);
+  s.sessions_timed_out = counters_.stalls.load(std::memory_order_relaxed);
   s.bad_frames = counters_.bad_frames.load(std::memory_order_relaxed);
   s.read_pauses = counters_.read_pauses.load(std::memory_order_relaxed);
   s.queued_bytes = counters_.queued_bytes.load(std::memory_order_relaxed);
@@ -344,5 +537,6 @@ Status Server::Start(ServiceHandler* handler) { return impl_->Start(handler); }
 uint16_t Server::port() const { return impl_->port(); }
 void Server::Stop() { impl_->Stop(); }
 ServerStats Server::stats() const { return impl_->stats(); }
+ConnectionLimits Server::limits() const { return impl_->limits(); }
 
 }  // namespace pace::net

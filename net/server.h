@@ -66,6 +66,46 @@ struct ServerOptions {
   int linger_ms = 1000;
   // Verifier limits for inbound payloads.
   DecodeOptions decode;
+
+  // --- Connection limits (every refusal is logged with its reason, at most
+  // one line per second per reason with a count of the rest).
+  //
+  // Connections open at once, handshaking or in session. One more is accepted
+  // and at once closed after Error{ResourceExhausted}. The cap actually used
+  // is also at most the soft RLIMIT_NOFILE minus reserved_fds, so the
+  // connections can never take the file descriptors the store needs.
+  // 0: only that fd budget. Default: 4096.
+  int max_connections = 4096;
+  // Connections that have not completed their Hello; more are refused the same
+  // way (peers that connect and stay silent cannot fill the fd budget; each
+  // is closed after handshake_timeout_ms). 0: no separate cap. Default: 256.
+  int max_handshaking_connections = 256;
+  // File descriptors kept out of the connection budget for the rest of the
+  // process (RocksDB's WAL, SST and MANIFEST files, logs). Default: 256.
+  int reserved_fds = 256;
+  // An authenticated session that stops sending in the middle of a frame
+  // (part of a frame received, no byte for this long) is sent Error{TimedOut}
+  // and closed. Time the server itself stops reading (back-pressure) does not
+  // count. 0: never. Default: 30000 ms.
+  int frame_stall_timeout_ms = 30000;
+  // An authenticated session that sends no byte at all for this long is
+  // closed the same way. Clients send nothing while their workers compute or
+  // wait, so this is off by default. 0: never. Default: 0.
+  int idle_timeout_ms = 0;
+};
+
+// Raises the process's soft RLIMIT_NOFILE to its hard limit (logged) and
+// returns the soft limit in force afterwards (0: unlimited or unknown). A
+// process-wide change: paced calls it at start, before opening its store, so
+// RocksDB and the connection budget (ServerOptions::reserved_fds) share the
+// larger limit. Thread-safe.
+uint64_t RaiseOpenFileLimit();
+
+// The connection caps Server::Start computed (see ServerOptions).
+struct ConnectionLimits {
+  uint64_t fd_soft_limit = 0;           // RLIMIT_NOFILE after Start (0: unknown)
+  int max_connections = 0;              // 0: no cap
+  int max_handshaking_connections = 0;  // 0: no separate cap
 };
 
 // Counters for monitoring and tests. A snapshot; fields are not mutually
@@ -75,6 +115,10 @@ struct ServerStats {
   uint64_t connections_open = 0;      // accepted and not yet closed
   uint64_t sessions_active = 0;       // handshake done, not yet disconnected
   uint64_t handshakes_refused = 0;    // bad version, token, first frame, OnHello
+  uint64_t handshakes_timed_out = 0;  // no complete Hello within handshake_timeout_ms
+  uint64_t connections_refused = 0;   // over max_connections or the fd budget
+  uint64_t handshaking_refused = 0;   // over max_handshaking_connections
+  uint64_t sessions_timed_out = 0;    // stalled mid-frame or idle (frame_stall / idle timeouts)
   uint64_t bad_frames = 0;            // size, verification or decoding failures
   uint64_t read_pauses = 0;           // times a session stopped reading (back-pressure)
   size_t queued_bytes = 0;            // outbound bytes queued over all sessions now
@@ -105,6 +149,8 @@ class Server {
   void Stop();
 
   ServerStats stats() const;
+  // The connection caps in force. REQUIRES: Start returned OK.
+  ConnectionLimits limits() const;
 
  private:
   class Impl;

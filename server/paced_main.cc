@@ -41,6 +41,18 @@ DEFINE_uint32(row_cache_mb, 256,
               "merge-on-read), MiB; 0 disables it");
 DEFINE_uint32(max_frame_mb, 64, "largest accepted frame, MiB");
 DEFINE_int32(io_threads, 2, "network I/O threads");
+DEFINE_int32(max_connections, 4096,
+             "connections open at once; more are refused (also capped by the open-file "
+             "limit minus --reserved_fds); 0: only that cap");
+DEFINE_int32(max_handshaking_connections, 256,
+             "connections that have not sent their Hello yet; more are refused; 0: no cap");
+DEFINE_int32(reserved_fds, 256,
+             "file descriptors kept free of connections for RocksDB's files and logs");
+DEFINE_int32(handshake_timeout_ms, 10000, "close a connection that sends no Hello within this");
+DEFINE_int32(frame_stall_timeout_ms, 30000,
+             "close a session that stops sending in the middle of a frame for this long; 0: "
+             "never");
+DEFINE_int32(idle_timeout_ms, 0, "close a session that sends nothing for this long; 0: never");
 DEFINE_int64(holdback_warn_ms, 10000,
              "warn naming the client that holds back the shard clock after this long");
 DEFINE_int64(checkpoint_every, 0,
@@ -104,6 +116,12 @@ int Run() {
   }
   server_options.io_threads = FLAGS_io_threads;
   server_options.max_frame_bytes = FLAGS_max_frame_mb << 20;
+  server_options.max_connections = FLAGS_max_connections;
+  server_options.max_handshaking_connections = FLAGS_max_handshaking_connections;
+  server_options.reserved_fds = FLAGS_reserved_fds;
+  server_options.handshake_timeout_ms = FLAGS_handshake_timeout_ms;
+  server_options.frame_stall_timeout_ms = FLAGS_frame_stall_timeout_ms;
+  server_options.idle_timeout_ms = FLAGS_idle_timeout_ms;
 
   ShardServiceOptions options;
   options.data_dir = FLAGS_data_dir;
@@ -128,6 +146,7 @@ int Run() {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  net::RaiseOpenFileLimit();  // before RocksDB opens its files
   std::unique_ptr<ShardService> service;
   s = ShardService::Open(options, &service);
   if (!s.ok()) {
@@ -202,6 +221,9 @@ int main(int argc, char** argv) {
        {"listen", "shard", "num_shards", "num_clients", "token_file", "holdback_warn_ms"}},
       {"memory", {"block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb"}},
       {"threads", {"io_threads"}},
+      {"connections",
+       {"max_connections", "max_handshaking_connections", "reserved_fds", "handshake_timeout_ms",
+        "frame_stall_timeout_ms", "idle_timeout_ms"}},
       {"logging", {"minloglevel"}},
   };
   info.footer = "SIGTERM/SIGINT: a clean stop. Documentation: README.md (\"paced\")";

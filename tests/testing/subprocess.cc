@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +28,10 @@ Status Subprocess::Start(const std::vector<std::string>& argv, const std::string
     if (!stderr_path.empty()) {
       int fd = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (fd >= 0) dup2(fd, 2);
+    }
+    if (nofile_soft_ > 0) {
+      rlimit lim{static_cast<rlim_t>(nofile_soft_), static_cast<rlim_t>(nofile_hard_)};
+      if (setrlimit(RLIMIT_NOFILE, &lim) != 0) _exit(126);
     }
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ class Subprocess {
   // Starts `argv[0]` with the arguments; its stdout is a pipe readable with
   // ReadLine, its stderr goes to `stderr_path` (or is inherited if empty).
   Status Start(const std::vector<std::string>& argv, const std::string& stderr_path = "");
+  // The child gets this RLIMIT_NOFILE (set between fork and exec) on every
+  // later Start.
+  void SetOpenFileLimit(uint64_t soft, uint64_t hard) {
+    nofile_soft_ = soft;
+    nofile_hard_ = hard;
+  }
   // Reads one line of the child's stdout (without '\n'), waiting up to timeout_ms.
   Status ReadLine(std::string* line, int timeout_ms);
   // Sends `sig` to the child.
@@ -39,6 +46,8 @@ class Subprocess {
  private:
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
+  uint64_t nofile_soft_ = 0;  // 0: inherit
+  uint64_t nofile_hard_ = 0;
   std::string buffer_;
 };
 

@@ -1,0 +1,367 @@
+// Connection limits of a real `paced` under a lowered RLIMIT_NOFILE (set in
+// the child before exec): floods of idle connections are refused with a
+// logged reason and Error{ResourceExhausted}, silent peers are closed after
+// the handshake timeout (logged), a session stalled inside a frame is closed,
+// and through all of it an authenticated client keeps training with RocksDB
+// flushing (opening new files) underneath.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/row.h"
+#include "net/codec.h"
+#include "net/remote_shard.h"
+#include "tests/testing/subprocess.h"
+
+namespace pace {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::StartPaced;
+using testing::Subprocess;
+using testing::TempDir;
+
+// Collects the Acks and Errors a RemoteShard hands to its MessageHandler.
+class Inbox {
+ public:
+  void Push(net::Message m) {
+    std::lock_guard<std::mutex> l(mu_);
+    msgs_.push_back(std::move(m));
+    cv_.notify_all();
+  }
+  // Waits for the next Ack (an Error first is a failure), up to 20 s.
+  ::testing::AssertionResult NextAck(net::Ack* ack) {
+    std::unique_lock<std::mutex> l(mu_);
+    if (!cv_.wait_for(l, 20s, [&] { return !msgs_.empty(); })) {
+      return ::testing::AssertionFailure() << "no Ack within 20 s";
+    }
+    net::Message m = std::move(msgs_.front());
+    msgs_.erase(msgs_.begin());
+    if (auto* a = std::get_if<net::Ack>(&m)) {
+      *ack = *a;
+      return ::testing::AssertionSuccess();
+    }
+    if (auto* e = std::get_if<net::Error>(&m)) {
+      return ::testing::AssertionFailure() << "Error instead of Ack: " << e->message;
+    }
+    return ::testing::AssertionFailure() << "unexpected " << net::MessageName(m);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<net::Message> msgs_;
+};
+
+struct Client {
+  Inbox inbox;
+  std::unique_ptr<net::RemoteShard> shard;
+};
+
+Status Connect(uint16_t port, ClientId id, Client* c) {
+  net::RemoteShardOptions o;
+  o.port = port;
+  o.hello.client_id = id;
+  o.connect_timeout_ms = 10000;
+  return net::RemoteShard::Connect(
+      o, [c](net::Message m) { c->inbox.Push(std::move(m)); }, nullptr, &c->shard);
+}
+
+template <typename T>
+T Await(std::future<StatusOr<T>> f) {
+  EXPECT_EQ(f.wait_for(20s), std::future_status::ready);
+  StatusOr<T> r = f.get();
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : T{};
+}
+
+// A plain loopback TCP connection that sends nothing unless told.
+class RawConn {
+ public:
+  explicit RawConn(uint16_t port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  }
+  ~RawConn() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool connected() const { return connected_; }
+  void Write(const std::string& bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      off += static_cast<size_t>(n);
+    }
+  }
+  // Reads one frame; false on EOF, reset or timeout.
+  bool ReadMessage(net::Message* m, int timeout_ms) {
+    std::string len4, payload;
+    if (!ReadN(4, &len4, timeout_ms)) return false;
+    uint32_t len;
+    std::memcpy(&len, len4.data(), 4);
+    if (!ReadN(len, &payload, timeout_ms)) return false;
+    return net::DecodePayload(payload, m, net::DecodeOptions()).ok();
+  }
+  // The code of the Error frame the server sent before closing, or kOk if it
+  // sent none within the timeout.
+  StatusCode ErrorCode(int timeout_ms) {
+    net::Message m;
+    if (!ReadMessage(&m, timeout_ms)) return StatusCode::kOk;
+    auto* e = std::get_if<net::Error>(&m);
+    return e == nullptr ? StatusCode::kOk : e->code;
+  }
+  // True if the server closed the connection within the timeout.
+  bool ClosedByPeer(int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char buf[256];
+      if (recv(fd_, buf, sizeof(buf), 0) <= 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  bool ReadN(size_t n, std::string* out, int timeout_ms) {
+    out->clear();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (out->size() < n) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(std::clamp<int64_t>(left, 0, 50))) <= 0) {
+        if (left <= 0) return false;
+        continue;
+      }
+      char buf[4096];
+      ssize_t r = recv(fd_, buf, std::min(sizeof(buf), n - out->size()), 0);
+      if (r <= 0) return false;
+      out->append(buf, static_cast<size_t>(r));
+    }
+    return true;
+  }
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+std::string Frame(const net::Message& m) {
+  std::string out;
+  EXPECT_TRUE(net::EncodeFrame(m, &out).ok());
+  return out;
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+constexpr uint32_t kWidth = 1024;  // i64: 8 KiB a row
+constexpr uint64_t kRows = 64;     // 512 KiB a clock: a 1 MiB memtable flushes every 2 clocks
+
+class PacedLimitsTest : public ::testing::Test {
+ protected:
+  void StartServer(uint64_t soft, uint64_t hard, std::vector<std::string> extra) {
+    data_dir_ = dir_.path() + "/shard0";
+    extra.insert(extra.end(), {"--write_buffer_mb=1", "--block_cache_mb=8", "--row_cache_mb=0"});
+    paced_.SetOpenFileLimit(soft, hard);
+    Status s = StartPaced(&paced_, data_dir_, 0, 1, /*num_clients=*/2, extra, &port_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  std::string Log() const {
+    std::ifstream in(data_dir_ + ".stderr.log");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  // Client 0 sends clocks [from, to) of kRows full rows and waits for each Ack.
+  void Train(Client* c, uint32_t table, ClockT from, ClockT to) {
+    for (ClockT clock = from; clock < to; ++clock) {
+      std::vector<net::RowData> rows;
+      for (uint64_t r = 0; r < kRows; ++r) {
+        rows.push_back(net::RowData{table, r, EncodeDense(std::vector<int64_t>(kWidth, 1))});
+      }
+      ASSERT_TRUE(c->shard->Send(net::Apply{clock, std::move(rows)}).ok());
+      net::Ack ack;
+      ASSERT_TRUE(c->inbox.NextAck(&ack)) << "clock " << clock;
+      ASSERT_EQ(ack.clock, clock);
+      ASSERT_FALSE(ack.duplicate);
+    }
+  }
+  // Every row holds `clocks` in every column.
+  void ExpectRows(Client* c, uint32_t table, int64_t clocks) {
+    std::vector<uint64_t> ids;
+    for (uint64_t r = 0; r < kRows; ++r) ids.push_back(r);
+    net::ReadReply reply = Await(c->shard->Read(table, ids, 0));
+    ASSERT_EQ(reply.rows.size(), kRows);
+    for (const net::RowData& row : reply.rows) {
+      ASSERT_EQ(DecodeDense<int64_t>(row.bytes), std::vector<int64_t>(kWidth, clocks))
+          << "row " << row.row;
+    }
+  }
+  uint32_t CreateTable(Client* c) {
+    TableSchema s;
+    s.name = "w";
+    s.type = ElementType::kI64;
+    s.width = kWidth;
+    return Await(c->shard->CreateTable(s)).id;
+  }
+
+  TempDir dir_;
+  std::string data_dir_;
+  Subprocess paced_;
+  uint16_t port_ = 0;
+};
+
+// RLIMIT_NOFILE 200 (soft = hard: nothing to raise), 64 reserved: at most
+// 200 - 64 - 16 = 120 connections. 300 silent connections would take every
+// descriptor (RocksDB could not open its next WAL or SST); the shard refuses
+// the excess instead and keeps serving, and serves new clients once the
+// flood is gone.
+TEST_F(PacedLimitsTest, ConnectionFloodIsRefusedAndTheShardKeepsServing) {
+  StartServer(
+      200, 200,
+      {"--reserved_fds=64", "--max_handshaking_connections=0", "--handshake_timeout_ms=120000"});
+  if (HasFatalFailure()) return;
+  Client good;
+  ASSERT_TRUE(Connect(port_, 0, &good).ok());
+  const uint32_t table = CreateTable(&good);
+  Train(&good, table, 0, 2);
+  if (HasFatalFailure()) return;
+
+  std::vector<std::unique_ptr<RawConn>> flood;
+  for (int i = 0; i < 300; ++i) {
+    flood.push_back(std::make_unique<RawConn>(port_));
+    ASSERT_TRUE(flood.back()->connected()) << i;  // the kernel completes it before accept
+  }
+  // The server accepts in connect order, so once the last one is refused
+  // every earlier one has been decided: a refused one has its Error waiting.
+  ASSERT_EQ(flood.back()->ErrorCode(30000), StatusCode::kResourceExhausted);
+  int refused = 1, open = 0;
+  for (size_t i = 0; i + 1 < flood.size(); ++i) {
+    StatusCode code = flood[i]->ErrorCode(20);
+    if (code == StatusCode::kResourceExhausted) {
+      ++refused;
+      EXPECT_TRUE(flood[i]->ClosedByPeer(5000));
+    } else {
+      EXPECT_EQ(code, StatusCode::kOk);
+      ++open;
+    }
+  }
+  // The good client's connection and 119 silent ones fill the 120.
+  EXPECT_EQ(open, 119);
+  EXPECT_EQ(refused, 181);
+
+  // Training goes on, with RocksDB flushing its 1 MiB memtable (new SST and
+  // WAL files) while the connections hold their share of the descriptors.
+  Train(&good, table, 2, 12);
+  if (HasFatalFailure()) return;
+  ExpectRows(&good, table, 12);
+
+  flood.clear();
+  Client late;  // once the flood is gone, a new client gets in
+  Status s;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    s = Connect(port_, 1, &late);
+    if (s.ok()) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectRows(&late, table, 12);
+
+  const std::string log = Log();
+  EXPECT_NE(log.find("at most 120 connections"), std::string::npos) << log;
+  EXPECT_NE(log.find("too many connections: 120 open, at most 120 (open-file limit 200 minus 64 "
+                     "reserved)"),
+            std::string::npos)
+      << log;
+  // 181 refusals within about a second: a few throttled lines, not 181.
+  EXPECT_LE(Count(log, "refused connection from"), 10u);
+  EXPECT_EQ(log.find("Too many open files"), std::string::npos) << log;
+}
+
+// Soft 128, hard 256: paced raises the soft limit to 256 (logged). At most 32
+// connections before their handshake; the rest of a burst of 100 silent ones
+// is refused, and those accepted are closed after the handshake timeout, each
+// logged (throttled). A session that stalls in the middle of a frame is
+// closed; an idle one between frames is not.
+TEST_F(PacedLimitsTest, SilentAndStalledPeersAreClosedAndLogged) {
+  StartServer(128, 256,
+              {"--reserved_fds=64", "--max_handshaking_connections=32",
+               "--handshake_timeout_ms=5000", "--frame_stall_timeout_ms=1000"});
+  if (HasFatalFailure()) return;
+  Client good;
+  ASSERT_TRUE(Connect(port_, 0, &good).ok());
+  const uint32_t table = CreateTable(&good);
+
+  std::vector<std::unique_ptr<RawConn>> burst;
+  for (int i = 0; i < 100; ++i) {
+    burst.push_back(std::make_unique<RawConn>(port_));
+    ASSERT_TRUE(burst.back()->connected()) << i;
+  }
+  Train(&good, table, 0, 4);  // while the burst waits out its handshake timeout
+  if (HasFatalFailure()) return;
+  int refused = 0, timed_out = 0;
+  for (auto& c : burst) {
+    StatusCode code = c->ErrorCode(30000);
+    if (code == StatusCode::kResourceExhausted) ++refused;
+    if (code == StatusCode::kTimedOut) ++timed_out;
+  }
+  EXPECT_EQ(refused + timed_out, 100);
+  // The first 32 are always accepted; a slow machine may accept a few more
+  // if the first ones time out before the burst is accepted.
+  EXPECT_GE(timed_out, 32);
+  EXPECT_GE(refused, 1);
+  burst.clear();
+
+  // Authenticated, then half a frame and silence.
+  RawConn stalled(port_);
+  stalled.Write(Frame(net::Hello{net::kWireVersion, 1, ""}));
+  net::Message welcome;
+  ASSERT_TRUE(stalled.ReadMessage(&welcome, 10000));
+  ASSERT_NE(std::get_if<net::Welcome>(&welcome), nullptr) << net::MessageName(welcome);
+  std::string frame = Frame(net::ListTables{7});
+  stalled.Write(frame.substr(0, frame.size() / 2));
+  EXPECT_EQ(stalled.ErrorCode(20000), StatusCode::kTimedOut);
+  EXPECT_TRUE(stalled.ClosedByPeer(5000));
+  // The good client sat idle between frames all along and is still served.
+  Train(&good, table, 4, 6);
+  if (HasFatalFailure()) return;
+  ExpectRows(&good, table, 6);
+
+  const std::string log = Log();
+  EXPECT_NE(log.find("raised the open-file limit (soft RLIMIT_NOFILE) from 128 to 256"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("at most 176 connections (32 before their handshake)"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("too many connections before their handshake: 32, at most 32"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("handshake timeout: closed connection"), std::string::npos) << log;
+  EXPECT_LE(Count(log, "handshake timeout: closed connection"), 10u);
+  EXPECT_NE(log.find("stalled inside a frame"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace pace
