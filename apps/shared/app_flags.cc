@@ -126,7 +126,7 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   o->embedded.block_cache_mb = static_cast<size_t>(FLAGS_block_cache_mb);
   if (FLAGS_data_dir.empty()) return Status::InvalidArgument("--data_dir must not be empty");
   o->data_dir = FLAGS_data_dir;
-  o->sync = FLAGS_sync;
+  o->embedded.sync = FLAGS_sync;
   if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadTokenFile(FLAGS_token_file, &o->token));
   const bool id_given = FlagWasSet("client_id") || FlagWasSet("num_clients");
   if (FLAGS_servers.empty()) {

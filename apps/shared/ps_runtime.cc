@@ -11,6 +11,7 @@
 
 #include "apps/shared/random.h"
 #include "apps/shared/report.h"
+#include "apps/shared/stop_signal.h"
 
 namespace pace {
 namespace apps {
@@ -226,7 +227,8 @@ Status StatsRowReader::Poll(Worker* worker, const RowFn& fn) {
   // it then would wait for the shard to get through the batch just sent. Not
   // the rows Finish reads: the read rule does not make a cached copy of those
   // complete, while a row first read after the final barrier is.
-  if (next_ >= end_clock_ - lag_) return Status::OK();
+  // Nor once a stop was asked for: Finish then reads rows of the stop clock.
+  if (next_ >= end_clock_ - lag_ || StopRequested()) return Status::OK();
   return worker->Prefetch(stats_, {static_cast<uint64_t>(next_)});
 }
 
@@ -235,6 +237,13 @@ Status StatsRowReader::Finish(Worker* worker, ClockT end_clock, const RowFn& fn)
   while (next_ < end_clock) {
     bool complete = false;
     RETURN_IF_ERROR(ReadRow(worker, next_, fn, &complete));
+    // A copy cached before the barrier (a run stopped early) becomes complete
+    // with the push or PushDone that follows the barrier's reply on the same
+    // connection: give it a moment before calling the row incomplete.
+    for (int64_t wait_ms = 1; !complete && wait_ms <= 512; wait_ms *= 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+      RETURN_IF_ERROR(ReadRow(worker, next_, fn, &complete));
+    }
     if (!complete) {
       return Status::Internal("stats row of clock " + std::to_string(next_) +
                               " is incomplete after the final barrier");
