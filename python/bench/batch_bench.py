@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark 8: worker.get_many + worker.inc_many of 10,000 rows x 100 f32 from
+"""Benchmark 9: worker.get_many + worker.inc_many of 10,000 rows x 100 f32 from
 Python against the same calls in C++ (pace_python_batch_bench), embedded, in
 the same run. Prints one RATIO line (C++ seconds / Python seconds per
 get_many + inc_many pair with out=, i.e. Python's share of C++'s throughput;
@@ -63,7 +63,7 @@ def main(argv):
     bin_dir = argv[0] if argv else "build/bin"
     quick = "--quick" in argv or bool(os.environ.get("BENCH_QUICK"))
     iters, reps = (5, 3) if quick else (10, 7)
-    print(f"=== 8: Python get_many + inc_many, {ROWS} rows x {WIDTH} f32 (vs the same calls "
+    print(f"=== 9: Python get_many + inc_many, {ROWS} rows x {WIDTH} f32 (vs the same calls "
           "in C++) ===")
     work = tempfile.mkdtemp(prefix="pace-pybench-")
     cpp, py = [], []
