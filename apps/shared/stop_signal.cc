@@ -14,7 +14,9 @@ namespace {
 
 constexpr ClockT kNoStop = INT64_MAX;
 
-StopSignalOptions g_options;
+// Never destroyed: the watcher thread is detached and may print while the
+// process exits, after static destructors would have freed the strings.
+StopSignalOptions& g_options = *new StopSignalOptions;
 std::atomic<int> g_signal{0};
 std::atomic<ClockT> g_stop_clock{kNoStop};
 std::atomic<ClockT> g_max_started{-1};
