@@ -193,14 +193,28 @@ int Run() {
   std::fflush(stdout);
 
   int signo = 0;
+  int exit_code = 0;
   while (signo <= 0) {
     timespec timeout{1, 0};
     signo = sigtimedwait(&signals, nullptr, &timeout);
+    Status fatal = service->fatal_error();
+    if (signo <= 0 && !fatal.ok()) {
+      // The store failed and cannot be recovered in this process
+      // (docs/operations.md): stop with a clear message instead of answering
+      // every write with an error.
+      std::fprintf(stderr,
+                   "paced: %s\npaced: exiting; restore a checkpoint (pacectl checkpoint restore) "
+                   "or repair the data dir, then restart paced\n",
+                   fatal.ToString().c_str());
+      exit_code = 2;
+      break;
+    }
   }
-  LOG(INFO) << "paced: signal " << signo << ", shutting down";
+  if (exit_code == 0) LOG(INFO) << "paced: signal " << signo << ", shutting down";
   metrics.reset();
   server.Stop();    // stops accepting, closes sessions, waits for in-flight handlers
   service.reset();  // commits queued batches, flushes memtables, closes RocksDB
+  if (exit_code != 0) return exit_code;
   LOG(INFO) << "paced: clean exit";
   return 0;
 }

@@ -19,6 +19,8 @@ namespace pace {
 namespace {
 
 constexpr int64_t kMaxWarnIntervalMs = 10 * 60 * 1000;
+// How often a failed store's recovery is tried while batches are held.
+constexpr auto kHeldRetryInterval = std::chrono::milliseconds(1000);
 // A client id reserved by OnHello whose OnConnect has not come this long
 // after (the Welcome could not be sent) is free again.
 constexpr int64_t kReservationExpiryMs = 2000;
@@ -143,12 +145,21 @@ void ShardService::WriterLoop() {
     std::deque<WriterItem> items;
     {
       MutexLock l(&queue_mu_);
-      writer_cv_.Wait(&queue_mu_,
-                      [this]() REQUIRES(queue_mu_) { return stopping_ || !writer_queue_.empty(); });
-      if (writer_queue_.empty()) return;  // stopping, and everything is committed
+      auto ready = [this]() REQUIRES(queue_mu_) { return stopping_ || !writer_queue_.empty(); };
+      if (held_.empty()) {
+        writer_cv_.Wait(&queue_mu_, ready);
+      } else {
+        // A failed store: retry its recovery every second.
+        writer_cv_.WaitUntil(&queue_mu_, std::chrono::steady_clock::now() + kHeldRetryInterval,
+                             ready);
+      }
+      // Stopping, and everything is committed (held batches are not: their
+      // clients still have them and re-send them to the next paced).
+      if (writer_queue_.empty() && stopping_) return;
       items.swap(writer_queue_);
       ++busy_;
     }
+    RetryHeld();
     // Every Apply waiting now goes into one group; another write (a table
     // creation) ends the group before it, so writes keep their order.
     std::vector<std::unique_ptr<PendingApply>> group;
@@ -202,6 +213,7 @@ void ShardService::HousekeepingLoop() {
       }
     }
     CheckHoldback(std::chrono::steady_clock::now());
+    if (store_->failed()) continue;  // no checkpoints of a failed store
     StatusOr<std::string> cp = MaybeCheckpoint();
     if (!cp.ok()) LOG(WARNING) << "shard " << shard_id_ << ": " << cp.status().ToString();
   }

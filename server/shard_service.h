@@ -168,6 +168,10 @@ class ShardService : public net::ServiceHandler {
   void WaitIdle();
 
   const ShardIdentity& identity() const { return store_->identity(); }
+  // Non-OK once the store failed in a way this process cannot recover from
+  // (ShardStore::Recover returned neither OK nor Unavailable): paced exits
+  // non-zero with this message.
+  Status fatal_error() const;
   // The store, for in-process tools. Thread-safe, but writing through it
   // bypasses the service's clocks, parked reads and pushes.
   ShardStore* store() { return store_.get(); }
@@ -188,6 +192,9 @@ class ShardService : public net::ServiceHandler {
     SessionPtr session;
     net::Apply apply;
     std::vector<RowDelta> deltas;  // point into apply.updates, in row-key order
+    // Held while the store was failed (HoldGroup): a retry that finds it
+    // already applied means the failed write stored it after all.
+    bool held = false;
   };
   // What the writer runs: an Apply, or another write (e.g. CreateTable).
   struct WriterItem {
@@ -212,6 +219,14 @@ class ShardService : public net::ServiceHandler {
   // ready are answered and subscribers get their pushes. On the writer.
   void AfterBatchesCommitted(const std::vector<std::unique_ptr<PendingApply>>& group,
                              const std::vector<BatchResult>& results);
+  // Failed store (shard_service_faults.cc; docs/operations.md): the group's
+  // batches are kept, in order, behind those already held; each session gets
+  // one retriable Error{0} naming the cause per failure. On the writer.
+  void HoldGroup(std::vector<std::unique_ptr<PendingApply>>* group);
+  // If batches are held: ShardStore::Recover, then commits them (again held
+  // if the write fails again). A store that cannot recover makes the service
+  // fatal (fatal_error()) and fails the held batches. On the writer.
+  void RetryHeld();
 
   void HandleRead(const SessionPtr& s, net::Read& m);
   void HandleApply(const SessionPtr& s, net::Apply& m);
@@ -281,6 +296,14 @@ class ShardService : public net::ServiceHandler {
   // The due clock of the last periodic checkpoint written.
   Mutex checkpoint_mu_;
   Version last_checkpoint_ GUARDED_BY(checkpoint_mu_) = 0;
+  // Batches held while the store is failed (HoldGroup), in arrival order;
+  // the sessions told so during this failure; when the held state was last
+  // logged. Writer thread only.
+  std::vector<std::unique_ptr<PendingApply>> held_;
+  std::unordered_map<uint64_t, bool> held_notified_;
+  int64_t held_logged_ms_ = 0;
+  mutable std::mutex fatal_mu_;
+  Status fatal_;  // guarded by fatal_mu_
   std::thread writer_;
   std::vector<std::thread> readers_;
   std::thread housekeeper_;

@@ -142,6 +142,7 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
 
 void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group) {
   if (group->empty()) return;
+  if (!held_.empty()) return HoldGroup(group);  // behind the batches already held
   std::vector<BatchRequest> requests;
   requests.reserve(group->size());
   for (const auto& p : *group) {
@@ -150,6 +151,7 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
   std::vector<BatchResult> results;
   const auto t0 = std::chrono::steady_clock::now();
   Status st = store_->ApplyBatches(requests, &results);
+  if (!st.ok() && store_->failed()) return HoldGroup(group);
   if (!st.ok()) {
     LOG(WARNING) << "shard " << shard_id_ << ": writing a group of " << group->size()
                  << " batch(es) failed: " << st.ToString();
@@ -188,6 +190,15 @@ void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<Pendi
       counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
       LOG(WARNING) << what << " refused: " << r.status.ToString();
       SendError(s, 0, r.status.WithPrefix(what));
+      continue;
+    }
+    if (r.duplicate && p.held) {
+      // The write that failed stored it (before its sync failed) and the
+      // reopen replayed it: this session's batch, applied once.
+      counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
+      for (const RowDelta& d : p.deltas) engine_.MarkChanged(s->id(), RowKey{d.table, d.row});
+      engine_.RecordApplied(client, view.AppliedClock(client), now_ms);
+      s->Send(net::Ack{p.apply.clock, false});
       continue;
     }
     if (r.duplicate) {
