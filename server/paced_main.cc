@@ -126,6 +126,7 @@ int Run() {
   ShardServiceOptions options;
   options.data_dir = FLAGS_data_dir;
   options.holdback_warn_ms = FLAGS_holdback_warn_ms;
+  options.max_reply_bytes = size_t{FLAGS_max_frame_mb} << 20;
   options.store.shard_id = FLAGS_shard;
   options.store.num_shards = FLAGS_num_shards;
   options.store.num_clients = FLAGS_num_clients;

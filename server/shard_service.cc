@@ -83,7 +83,11 @@ ShardService::ShardService(const ShardServiceOptions& options, std::unique_ptr<S
       shard_id_(store_->identity().shard_id),
       num_shards_(store_->identity().num_shards),
       num_clients_(store_->identity().num_clients),
-      engine_(ShardEngineOptions{options.max_parked_reads_per_session, options.max_push_bytes},
+      engine_(ShardEngineOptions{options.max_parked_reads_per_session, options.max_push_bytes,
+                                 options.max_parked_read_bytes_per_session,
+                                 options.max_parked_read_bytes_total,
+                                 options.max_subscriptions_per_session,
+                                 options.max_subscriptions_total},
               ClocksFor(store_->AppliedClocks(), num_clients_),
               NowMs(std::chrono::steady_clock::now())) {}
 

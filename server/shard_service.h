@@ -92,6 +92,18 @@ struct ShardServiceOptions {
   // shard buffer reads without bound. A well-behaved client has at most a few
   // per row it waits for. Default: 1M.
   size_t max_parked_reads_per_session = size_t{1} << 20;
+  // The largest reply frame the transport sends (paced: --max_frame_mb). A
+  // Read whose reply could be larger (rows x the largest stored value of its
+  // table) is refused with InvalidArgument before any work; the session
+  // keeps serving. 0: no check. Default: 64 MiB.
+  size_t max_reply_bytes = size_t{64} << 20;
+  // Bytes parked Reads may hold per session / in total, and rows subscribed
+  // per session / in total (ShardEngineOptions); beyond them a Read is refused
+  // with ResourceExhausted. Defaults: 64 MiB, 1 GiB, 16M, 64M.
+  size_t max_parked_read_bytes_per_session = size_t{64} << 20;
+  size_t max_parked_read_bytes_total = size_t{1} << 30;
+  size_t max_subscriptions_per_session = size_t{16} << 20;
+  size_t max_subscriptions_total = size_t{64} << 20;
   // Refuse Read/Apply rows that ShardOf() places on another shard. Default: true.
   bool check_placement = true;
   // Threads answering Reads that are ready at once (from a consistent view,
@@ -238,6 +250,9 @@ class ShardService : public net::ServiceHandler {
   // `retriable`: the condition is transient (net::Error::retriable).
   void SendError(const SessionPtr& s, uint64_t req_id, const Status& st, bool retriable = false);
 
+  // InvalidArgument if a reply to a Read of `rows` rows of `schema` could
+  // exceed options.max_reply_bytes (shard_service_faults.cc).
+  Status CheckReplyFits(const TableSchema& schema, size_t rows) const;
   // Checks that every row belongs to this shard (if check_placement).
   Status CheckPlacement(uint32_t table, uint64_t row) const;
   // Registers `s` with the engine if the transport never called OnConnect.

@@ -44,8 +44,13 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
         Status::InvalidArgument("Read of " + std::to_string(m.rows.size()) + " rows; at most " +
                                 std::to_string(options_.max_read_rows) + " per request"));
   }
-  if (!store_->FindTable(m.table).ok()) {
+  StatusOr<TableSchema> schema = store_->FindTable(m.table);
+  if (!schema.ok()) {
     return SendError(s, m.req_id, Status::NotFound("unknown table id " + std::to_string(m.table)));
+  }
+  {
+    Status fits = CheckReplyFits(*schema, m.rows.size());
+    if (!fits.ok()) return SendError(s, m.req_id, fits);
   }
   for (uint64_t row : m.rows) {
     Status st = CheckPlacement(m.table, row);

@@ -98,6 +98,26 @@ void ShardService::RetryHeld() {
   held_notified_.clear();
 }
 
+Status ShardService::CheckReplyFits(const TableSchema& schema, size_t rows) const {
+  if (options_.max_reply_bytes == 0) return Status::OK();
+  // A row in a ReadReply: its value (a tag byte plus the elements; a sparse
+  // row at least its 4-byte count) and about 28 bytes of table, row and
+  // FlatBuffers framing.
+  constexpr uint64_t kRowOverhead = 28;
+  const uint64_t value = schema.kind == RowKind::kDense
+                             ? 1 + uint64_t{schema.width} * ElementSize(schema.type)
+                             : 1 + 4;
+  const uint64_t bytes = 64 + uint64_t{rows} * (value + kRowOverhead);
+  if (bytes <= options_.max_reply_bytes) return Status::OK();
+  const uint64_t fit = (options_.max_reply_bytes - 64) / (value + kRowOverhead);
+  return Status::InvalidArgument(
+      "Read of " + std::to_string(rows) + " rows of table '" + schema.name +
+      "': the reply would be " + (schema.kind == RowKind::kDense ? "" : "at least ") +
+      std::to_string(bytes) + " bytes, over the frame limit of " +
+      std::to_string(options_.max_reply_bytes) + " bytes (paced --max_frame_mb); read at most " +
+      std::to_string(fit) + " rows of it per request");
+}
+
 Status ShardService::fatal_error() const {
   std::lock_guard<std::mutex> l(fatal_mu_);
   return fatal_;
