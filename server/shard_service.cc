@@ -159,7 +159,14 @@ void ShardService::WriterLoop() {
       }
       // Stopping, and everything is committed (held batches are not: their
       // clients still have them and re-send them to the next paced).
-      if (writer_queue_.empty() && stopping_) return;
+      if (writer_queue_.empty() && stopping_) {
+        if (!held_.empty()) {
+          LOG(WARNING) << "shard " << shard_id_ << ": stopping with " << held_.size()
+                       << " batch(es) held and not acknowledged (the store is failed); their "
+                          "clients re-send them to the next paced";
+        }
+        return;
+      }
       items.swap(writer_queue_);
       ++busy_;
     }
