@@ -151,8 +151,17 @@ int Run() {
   std::unique_ptr<ShardService> service;
   s = ShardService::Open(options, &service);
   if (!s.ok()) {
-    std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s\n", FLAGS_data_dir.c_str(),
-                 s.ToString().c_str());
+    std::string hint;
+    const std::string& m = s.message();
+    if (m.find("No space left on device") != std::string::npos) {
+      hint =
+          " (free space on that file system and start paced again; docs/operations.md "
+          "section 11)";
+    } else if (m.find("Too many open files") != std::string::npos) {
+      hint = " (raise the open-file limit, ulimit -n, and start paced again)";
+    }
+    std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
+                 s.ToString().c_str(), hint.c_str());
     return 1;
   }
   net::Server server(server_options);

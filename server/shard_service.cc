@@ -373,7 +373,8 @@ void ShardService::HandleCreateTable(const SessionPtr& s, const net::CreateTable
   item.task = [this, s, m] {
     TableSchema created;
     Status st = store_->CreateTable(m.schema, &created);
-    if (!st.ok()) return SendError(s, m.req_id, st);
+    // A failed store (a full disk): the client retries with backoff.
+    if (!st.ok()) return SendError(s, m.req_id, st, /*retriable=*/store_->failed());
     LOG(INFO) << "table " << DescribeSchema(created) << " (requested by client "
               << s->hello().client_id << ")";
     s->Send(net::TablesReply{m.req_id, {created}});

@@ -443,7 +443,6 @@ Status ShardStore::Impl::CreateTable(const TableSchema& schema, TableSchema* cre
   RETURN_IF_ERROR(CheckWritable("CreateTable"));
   RETURN_IF_ERROR(ValidateSchema(schema));
   MutexLock write_lock(&write_mu_);
-  if (!failed_.ok()) return failed_;
   std::unique_lock<std::shared_mutex> lock(catalog_mu_);
   auto by_name = by_name_.find(schema.name);
   if (by_name != by_name_.end()) {
@@ -456,6 +455,7 @@ Status ShardStore::Impl::CreateTable(const TableSchema& schema, TableSchema* cre
                                  DescribeSchema(existing) + "; requested " +
                                  DescribeSchema(schema));
   }
+  if (!failed_.ok()) return failed_;  // an existing table is found above without a write
   TableSchema s = schema;
   if (s.id == 0) {
     if (next_table_id_ > UINT32_MAX) return Status::ResourceExhausted("table ids exhausted");

@@ -2,8 +2,8 @@
 // trains while its shard is SIGKILLed every 30 s and restarted on the same
 // port. Checked: the client finishes with exact totals, and memory is flat:
 // the client's RSS in the last minute is within 5% of its RSS in the second
-// minute, and each paced incarnation's RSS (sampled 25 s after its start)
-// stays within 5% of the second incarnation's.
+// minute, and so is paced's (each incarnation sampled 25 s after its start;
+// a single incarnation varies by about 3%, so minutes are compared).
 // PACE_SOAK_SECONDS overrides the length (default 600).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -161,14 +161,17 @@ TEST(PacedSoakTest, ShardKilledEvery30sMemoryStaysFlat) {
   std::printf("client RSS: second minute %.0f KiB, last minute %.0f KiB (%+.2f%%)\n", c2, cl,
               100.0 * (cl - c2) / c2);
   EXPECT_LE(cl, c2 * 1.05);
-  ASSERT_GE(paced_rss.size(), 3u);
+  // Each paced incarnation lives 30 s: the second minute is incarnations 2
+  // and 3 (started at 60 s and 90 s), the last minute the last two.
+  ASSERT_GE(paced_rss.size(), 6u);
   std::printf("paced RSS 25 s into each incarnation (KiB):");
   for (uint64_t r : paced_rss) std::printf(" %llu", static_cast<unsigned long long>(r));
   std::printf("\n");
-  const double p2 = static_cast<double>(paced_rss[1]);
-  for (size_t i = 2; i < paced_rss.size(); ++i) {
-    EXPECT_LE(static_cast<double>(paced_rss[i]), p2 * 1.05) << "incarnation " << i;
-  }
+  const double p2 = (paced_rss[2] + paced_rss[3]) / 2.0;
+  const double pl = (paced_rss[paced_rss.size() - 2] + paced_rss.back()) / 2.0;
+  std::printf("paced RSS: second minute %.0f KiB, last minute %.0f KiB (%+.2f%%)\n", p2, pl,
+              100.0 * (pl - p2) / p2);
+  EXPECT_LE(pl, p2 * 1.05);
   paced->Signal(SIGTERM);
   int st = 0;
   ASSERT_TRUE(paced->Wait(30000, &st).ok());
