@@ -163,7 +163,7 @@ void ChooseStepSize(const MfDataset& data, uint32_t num_clients, MfTrainOptions*
   const int job_workers = static_cast<int>(num_clients) * o->run.workers;
   const bool margin = job_workers > 2;
   const std::vector<double> candidates =
-      margin ? std::vector<double>{0.03, 0.05, 0.08, 0.1, 0.125, 0.16, 0.2, 0.25}
+      margin ? std::vector<double>{0.03, 0.08, 0.1, 0.125, 0.16, 0.2, 0.25}
              : std::vector<double>{0.03, 0.08, 0.2};
   // 60 clocks (the default job), fewer on large data (at most ~20M steps per
   // candidate, at least 10 clocks); a function of the data only, so a

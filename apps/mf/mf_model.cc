@@ -172,6 +172,10 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
     res.clock = clock;
     res.ratings = count;
     res.train_loss = sq / static_cast<double>(std::max<size_t>(count, 1));
+    if (o.stop_when_diverged && !std::isfinite(res.train_loss)) {
+      summary.final_test_rmse = std::nan("");
+      break;
+    }
     if ((clock + 1) % o.eval_every == 0 || clock + 1 == o.clocks) {
       res.test_rmse = Rmse(data.test, data.min_rating, data.max_rating, predict);
       if (clock + 1 == o.clocks) summary.final_test_rmse = res.test_rmse;
@@ -208,6 +212,7 @@ StepSizeSearch SearchStepSize(const MfDataset& data, const PlainMfOptions& base,
   // a resumed run (other --clocks) would pick another eta0 than its job.
   o.clocks = std::max<int64_t>(1, clocks);
   o.eval_every = o.clocks;
+  o.stop_when_diverged = true;
   out.clocks = o.clocks;
   for (double lr : candidates) {
     o.lr = lr;

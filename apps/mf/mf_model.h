@@ -148,6 +148,10 @@ struct PlainMfOptions {
   // RowBuffer sees other workers' updates of a clock only at the next one).
   // User rows are never shared (one part per user), as in the job.
   int workers = 1;
+  // End the run at the first clock whose train loss is not finite, with a
+  // NaN final_test_rmse (the step-size search: a diverged run costs a clock
+  // or two instead of all of them).
+  bool stop_when_diverged = false;
 };
 
 struct MfClockResult {

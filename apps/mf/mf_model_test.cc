@@ -198,6 +198,11 @@ TEST(PlainMfTest, SimulatedWorkersOvershootWhereSequentialSgdDoesNot) {
   EXPECT_LT(RunPlainMf(d, o, nullptr).final_test_rmse.value_or(INFINITY), 0.05);
   o.workers = 8;
   EXPECT_FALSE(std::isfinite(RunPlainMf(d, o, nullptr).final_test_rmse.value_or(0)));
+  // stop_when_diverged: the same NaN, without running the remaining clocks.
+  o.stop_when_diverged = true;
+  PlainMfSummary stopped = RunPlainMf(d, o, nullptr);
+  EXPECT_FALSE(std::isfinite(stopped.final_test_rmse.value_or(0)));
+  EXPECT_LT(stopped.ratings, 50u * d.train.size());
 }
 
 // With `margin`, a step whose next larger candidate diverges does not win.
