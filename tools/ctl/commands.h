@@ -83,6 +83,9 @@ Status OfflineExport(const CtlContext& ctx, const Args& args);
 // InvalidArgument unless --format is csv or npy and --out is set.
 Status CheckExportFlags(const CtlOptions& options);
 Status OfflineVerify(const CtlContext& ctx, const Args& args);
+// import NAME FILE.npy|FILE.csv (import_command.cc): opens the stores for
+// writing (so no paced or app may hold them).
+Status OfflineImport(const CtlContext& ctx, const Args& args);
 
 // --- Checkpoints (checkpoint_commands.cc) -------------------------------------
 
