@@ -523,6 +523,10 @@ TEST_F(PacectlTest, OnlineAgainstRunningPaced) {
   EXPECT_EQ(r.err, "pacectl: unknown table 'foo' (tables: w, counts, topics, emb)\n");
   r = Run({server, tok, "scan", "w"});
   EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("scan online needs --limit=N"), std::string::npos) << r.err;
+  r = Run({server, tok, "scan", "counts", "--limit=4"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row 0: 0 0 0\nrow 1: 11 22 33\nrow 2: 0 0 0\nrow 3: 0 1 8\n");
   r = Run({server, "tables"});  // no token
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("cannot connect to 127.0.0.1:" + std::to_string(port)), std::string::npos)
@@ -685,6 +689,18 @@ TEST_F(PacectlTest, TwoShardJobMergedExportAndServers) {
     for (uint32_t c = 0; c < width; ++c) {
       EXPECT_EQ(std::strtof(routed["rows"][row]["values"][c].text.c_str(), nullptr),
                 merged[row * width + c]);
+    }
+  }
+  // scan over --servers: rows 2..n-1, each from its owner, in row order.
+  r = Run({servers, "scan", "mf.item", "--start=2", "--limit=" + std::to_string(n - 2), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json scanned = MustParse(r.out);
+  ASSERT_EQ(scanned["rows"].size(), n - 2);
+  for (uint64_t i = 0; i < n - 2; ++i) {
+    EXPECT_EQ(scanned["rows"][i]["row"].number, i + 2);
+    for (uint32_t c = 0; c < width; ++c) {
+      EXPECT_EQ(std::strtof(scanned["rows"][i]["values"][c].text.c_str(), nullptr),
+                merged[(i + 2) * width + c]);
     }
   }
   // A single --server refuses a row the other shard owns.

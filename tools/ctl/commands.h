@@ -98,6 +98,8 @@ Status CheckpointRestore(const CtlContext& ctx, const Args& args);
 Status OnlineTables(const CtlContext& ctx, const Args& args);
 Status OnlineDescribe(const CtlContext& ctx, const Args& args);
 Status OnlineGet(const CtlContext& ctx, const Args& args);
+// scan online: rows [--start, --start + --limit), --limit required.
+Status OnlineScan(const CtlContext& ctx, const Args& args);
 Status OnlineStats(const CtlContext& ctx, const Args& args);
 Status OnlineExport(const CtlContext& ctx, const Args& args);
 

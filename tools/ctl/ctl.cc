@@ -34,7 +34,13 @@ const std::vector<CommandSpec>& Commands() {
       {"tables", "tables", 0, 0, OfflineTables, OnlineTables, {}},
       {"describe", "describe NAME", 1, 1, OfflineDescribe, OnlineDescribe, {}},
       {"get", "get NAME ROW [ROW...]", 2, kUnbounded, OfflineGet, OnlineGet, {}},
-      {"scan", "scan NAME [--start=R] [--limit=N]", 1, 1, OfflineScan, nullptr, {"start", "limit"}},
+      {"scan",
+       "scan NAME [--start=R] [--limit=N]",
+       1,
+       1,
+       OfflineScan,
+       OnlineScan,
+       {"start", "limit"}},
       {"stats", "stats", 0, 0, OfflineStats, OnlineStats, {}},
       {"export",
        "export NAME --format=csv|npy --out=FILE [--rows=N] [--max_rows=N]",
@@ -202,8 +208,8 @@ std::string UsageText() {
       "Online (against a running paced):            pacectl --server=HOST:PORT "
       "[--token_file=F] COMMAND ...\n"
       "A whole job:   --data_dir=A,B,... (offline: tables, get, export merged, import)\n"
-      "               --servers=H:P,H:P,... (online, index = shard id: get routed by row,\n"
-      "               tables/describe/stats over all shards)\n"
+      "               --servers=H:P,H:P,... (online, index = shard id: get, scan, export\n"
+      "               routed by row; tables/describe/stats over all shards)\n"
       "\n"
       "Commands:\n";
   std::vector<std::vector<std::string>> rows;
@@ -223,7 +229,7 @@ std::string UsageText() {
        "  --servers=H:P,H:P       every shard of the job, index = shard id (online mode)\n"
        "  --token_file=F          file holding the job token (online)\n"
        "  --json                  one JSON document on stdout\n"
-       "  --start=R --limit=N     scan: first row, most rows (0: all)\n"
+       "  --start=R --limit=N     scan: first row, most rows (0: all; online: required)\n"
        "  --format=csv|npy --out=FILE --max_rows=N   export (npy: dense tables, at most N rows;\n"
        "                          default 50000000; row ids in FILE.rows.npy)\n"
        "  --rows=N                export npy: the array's rows (e.g. the vocabulary size);\n"
@@ -275,7 +281,9 @@ std::string FlagHelp(const std::string& flag) {
       {"timeout_ms", "--timeout_ms=MS         online: time per reply (default 30000)"},
       {"block_cache_mb", "--block_cache_mb=M      offline: RocksDB block cache (default 32)"},
       {"start", "--start=R               first row to list (default 0)"},
-      {"limit", "--limit=N               most rows to list (default 0: all)"},
+      {"limit",
+       "--limit=N               most rows to list (default 0: all);\n"
+       "                          online (required): rows START..START+N-1"},
       {"format", "--format=csv|npy        output format (npy: dense tables)"},
       {"out", "--out=FILE              output file, - for stdout"},
       {"max_rows", "--max_rows=N            npy: refuse arrays with more rows (default 50000000)"},
