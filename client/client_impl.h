@@ -190,6 +190,7 @@ class Client::Impl : public client::ChannelListener {
   bool embedded() const { return embedded_; }
   ClientStats Stats() const;
   void ResetStats();
+  Status Laggards(std::vector<ClientLag>* laggards);
 
   // --- ChannelListener -----------------------------------------------------
   void OnMessage(uint32_t shard, net::Message m) override;

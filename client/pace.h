@@ -183,6 +183,16 @@ struct ClientStats {
   uint64_t unacked_budget_bytes = 0;  // unacked_mb
 };
 
+// A client process that holds a shard clock back (Client::Laggards).
+struct ClientLag {
+  ClientId client = 0;
+  // The least applied clock of this client over the shards it lags on (the
+  // job cannot pass it until the client's batch for it arrives).
+  ClockT applied = 0;
+  // False if some shard it lags on has no connection from it now.
+  bool connected = false;
+};
+
 class Worker;
 
 class Client {
@@ -225,6 +235,12 @@ class Client {
   ClientStats Stats() const;
   // Zeroes the counters and histograms.
   void ResetStats();
+  // Asks every shard for its clocks and connections and returns the client
+  // processes that hold a shard clock back: on some shard, their applied
+  // clock is the least while another client's is ahead. Empty when no shard
+  // is held back. For telling a user what a blocked run waits for; one round
+  // trip per shard. Thread-safe. Errors: a shard's health error.
+  Status Laggards(std::vector<ClientLag>* laggards);
 
   class Impl;
 

@@ -422,6 +422,7 @@ net::StatsReply ShardService::Stats() const {
   r.shard_clock = clocks.Min();
   r.applied_clocks = clocks.clocks();
   r.counters.emplace_back("sessions", static_cast<int64_t>(sessions_.size()));
+  r.connected_clients = ConnectedClientsLocked();
   r.counters.emplace_back("parked_now", static_cast<int64_t>(engine_.num_parked()));
   r.counters.emplace_back("subscribers",
                           static_cast<int64_t>(engine_.subscriptions().num_subscribers()));
@@ -476,6 +477,21 @@ StatusOr<std::string> ShardService::MaybeCheckpoint() {
 
 // --- Holdback warning ------------------------------------------------------------
 
+std::vector<uint32_t> ShardService::ConnectedClientsLocked() const {
+  std::vector<bool> connected(num_clients_, false);
+  for (const auto& [id, session] : sessions_) {
+    const net::Hello& h = session->hello();
+    if (h.role == net::Hello::kClientProcess && h.client_id < num_clients_) {
+      connected[h.client_id] = true;
+    }
+  }
+  std::vector<uint32_t> ids;
+  for (uint32_t c = 0; c < num_clients_; ++c) {
+    if (connected[c]) ids.push_back(c);
+  }
+  return ids;
+}
+
 HoldbackReport ShardService::CheckHoldback(std::chrono::steady_clock::time_point now) {
   HoldbackReport r;
   const int64_t now_ms = NowMs(now);
@@ -506,12 +522,7 @@ HoldbackReport ShardService::CheckHoldback(std::chrono::steady_clock::time_point
   warn_interval_ms_ = std::min(2 * warn_interval_ms_, kMaxWarnIntervalMs);
 
   std::vector<bool> connected(num_clients_, false);
-  for (const auto& [id, session] : sessions_) {
-    const net::Hello& h = session->hello();
-    if (h.role == net::Hello::kClientProcess && h.client_id < num_clients_) {
-      connected[h.client_id] = true;
-    }
-  }
+  for (uint32_t c : ConnectedClientsLocked()) connected[c] = true;
   std::ostringstream msg;
   msg << "shard " << shard_id_ << ": shard clock " << r.shard_clock << " held back for "
       << r.stalled_ms << " ms by client";

@@ -173,6 +173,9 @@ class ShardService : public net::ServiceHandler {
   ShardStore* store() { return store_.get(); }
 
  private:
+  // The ids of the client processes with a session now, increasing.
+  // REQUIRES: mu_ held.
+  std::vector<uint32_t> ConnectedClientsLocked() const;
   using SessionPtr = std::shared_ptr<net::Session>;
   struct Counters {
     std::atomic<int64_t> batches_applied{0};

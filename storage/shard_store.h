@@ -87,6 +87,10 @@ struct BatchRequest {
   ClientId client = 0;
   ClockT clock = 0;
   const std::vector<RowDelta>* deltas = nullptr;
+  // Non-null: an import (ImportBatch), not a client's batch: `client` and
+  // `clock` are ignored, no applied clock changes, and this text is stored
+  // as the store's last-import record in the same WriteBatch.
+  const std::string* import_record = nullptr;
 };
 
 // What ApplyBatches did with one batch.
@@ -161,6 +165,15 @@ class ShardStore {
   // group is fine). Returns non-OK only when the write itself failed; then no
   // batch was written and every result carries that error.
   Status ApplyBatches(const std::vector<BatchRequest>& batches, std::vector<BatchResult>* results);
+
+  // Writes `deltas` as one atomic WriteBatch that changes no applied clock,
+  // together with `record` (a one-line text) as the store's last-import
+  // record (LastImport). For loading data into a store no client is training
+  // on (pacectl import); the rows then hold their old value plus the delta.
+  // Errors (nothing written): as ApplyBatch for the deltas.
+  Status ImportBatch(const std::vector<RowDelta>& deltas, const std::string& record);
+  // The record of the last ImportBatch; "" if there was none.
+  StatusOr<std::string> LastImport() const;
 
   // --- Clocks --------------------------------------------------------------
   // 0 for a client id >= num_clients.
