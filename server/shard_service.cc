@@ -394,6 +394,14 @@ size_t ShardService::NumSubscriptions() const {
   return engine_.subscriptions().num_subscriptions();
 }
 
+ShardService::MemoryStats ShardService::memory_stats() const {
+  MemoryStats m;
+  m.store = store_->memory_stats();
+  m.apply_bytes = static_cast<uint64_t>(
+      std::max<int64_t>(0, counters_.apply_bytes.load(std::memory_order_relaxed)));
+  return m;
+}
+
 net::StatsReply ShardService::Stats() const {
   net::StatsReply r;
   r.shard_id = shard_id_;
@@ -418,6 +426,16 @@ net::StatsReply ShardService::Stats() const {
   r.counters.emplace_back("row_cache_evictions", static_cast<int64_t>(cache.evictions));
   r.counters.emplace_back("row_cache_rows", static_cast<int64_t>(cache.entries));
   r.counters.emplace_back("row_cache_bytes", static_cast<int64_t>(cache.bytes));
+  const MemoryStats mem = memory_stats();
+  r.counters.emplace_back("mem_memtable_bytes", static_cast<int64_t>(mem.store.memtable_bytes));
+  r.counters.emplace_back("mem_block_cache_bytes",
+                          static_cast<int64_t>(mem.store.block_cache_bytes));
+  r.counters.emplace_back("mem_table_reader_bytes",
+                          static_cast<int64_t>(mem.store.table_reader_bytes));
+  r.counters.emplace_back("mem_row_cache_bytes", static_cast<int64_t>(mem.store.row_cache_bytes));
+  r.counters.emplace_back("mem_write_batch_bytes",
+                          static_cast<int64_t>(mem.store.write_batch_bytes));
+  r.counters.emplace_back("mem_apply_bytes", static_cast<int64_t>(mem.apply_bytes));
   const ClockVector& clocks = engine_.clocks();
   r.shard_clock = clocks.Min();
   r.applied_clocks = clocks.clocks();
