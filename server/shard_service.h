@@ -295,6 +295,11 @@ class ShardService : public net::ServiceHandler {
   // The due clock of the last periodic checkpoint written.
   Mutex checkpoint_mu_;
   Version last_checkpoint_ GUARDED_BY(checkpoint_mu_) = 0;
+  // The writer's own (no lock): the number of Apply batches in the last group
+  // and how long its commit took, for the group-commit wait under sync
+  // (WriterLoop).
+  size_t last_group_applies_ = 0;
+  std::chrono::steady_clock::duration last_commit_time_{};
   std::thread writer_;
   std::vector<std::thread> readers_;
   std::thread housekeeper_;

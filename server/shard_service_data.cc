@@ -161,6 +161,8 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
                  << " batch(es) failed: " << st.ToString();
   }
   const auto t1 = std::chrono::steady_clock::now();
+  last_group_applies_ = group->size();
+  last_commit_time_ = t1 - t0;
   AfterBatchesCommitted(*group, results);
   const auto t2 = std::chrono::steady_clock::now();
   if (VLOG_IS_ON(1)) {
