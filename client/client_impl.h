@@ -242,8 +242,10 @@ class Client::Impl : public client::ChannelListener {
   void EvictLocked(client::CacheStripe& st);
   // Sends st's queued Unsubscribes. REQUIRES: st.mu.
   void FlushUnsubscribesLocked(client::CacheStripe& st);
-  // Sends every stripe's queued Unsubscribes.
-  void FlushAllUnsubscribes();
+  // Sends every stripe's queued Unsubscribes, one message per (shard,
+  // table). REQUIRES: no stripe lock held. (It holds several at once, in
+  // index order, which the analysis cannot follow.)
+  void FlushAllUnsubscribes() NO_THREAD_SAFETY_ANALYSIS;
 
   // OK, or why shard `k` cannot serve now (gone longer than the timeout, or
   // a fatal protocol error).

@@ -253,13 +253,38 @@ void Client::Impl::FlushUnsubscribesLocked(CacheStripe& st) {
 
 void Client::Impl::FlushAllUnsubscribes() {
   uint64_t bits = unsubscribe_stripes_.load(std::memory_order_acquire);
+  if (bits == 0) return;
+  // One message per (shard, table) for all stripes, not one per stripe: the
+  // stripes with queued rows are locked (in index order; nothing else holds
+  // two stripe locks) until it is sent, so that no Read of one of its rows
+  // can leave before it.
+  std::vector<int> locked;
+  std::vector<client::PendingUnsubscribe> merged;
   while (bits != 0) {
     const int i = __builtin_ctzll(bits);
     bits &= bits - 1;
     CacheStripe& st = stripes_[i];
-    std::lock_guard<client::SpinMutex> l(st.mu);
-    FlushUnsubscribesLocked(st);
+    st.mu.lock();
+    locked.push_back(i);
+    for (client::PendingUnsubscribe& u : st.unsubscribe) {
+      client::PendingUnsubscribe* m = nullptr;
+      for (client::PendingUnsubscribe& x : merged) {
+        if (x.shard == u.shard && x.table == u.table) m = &x;
+      }
+      if (m == nullptr) {
+        merged.push_back(std::move(u));
+      } else {
+        m->rows.insert(m->rows.end(), u.rows.begin(), u.rows.end());
+      }
+    }
+    st.unsubscribe.clear();
+    st.unsubscribe_rows = 0;
+    unsubscribe_stripes_.fetch_and(~(uint64_t{1} << i), std::memory_order_acq_rel);
   }
+  for (client::PendingUnsubscribe& u : merged) {
+    if (!u.rows.empty()) SendToShard(u.shard, net::Unsubscribe{u.table, std::move(u.rows)});
+  }
+  for (int i : locked) stripes_[i].mu.unlock();
 }
 
 void Client::Impl::IncRow(ClockT c, client::WorkerStats* ws, TableState* t, uint64_t row,
