@@ -444,6 +444,7 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
       }
       if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
     }
+    FlushAllUnsubscribes();
     uint64_t sealed = 0;
     for (const net::Apply& a : applies) {
       for (const net::RowData& u : a.updates) sealed += u.bytes.size();

@@ -226,8 +226,10 @@ class Client::Impl : public client::ChannelListener {
   Status WaitForRow(ClockT c, client::WorkerStats* ws, client::TableState* t, const RowKey& key,
                     client::CacheStripe& st, std::unique_lock<client::SpinMutex>& lock,
                     client::CacheEntry** entry, Version* version);
-  // Sends Read{row, min_version, subscribe} for `e`. REQUIRES: e's stripe lock.
-  void SendRead(client::CacheEntry* e, Version min_version, bool subscribe);
+  // Sends Read{row, min_version, subscribe} for `e` of stripe `st`.
+  // REQUIRES: st.mu.
+  void SendRead(client::CacheStripe& st, client::CacheEntry* e, Version min_version,
+                bool subscribe);
   // Sends a cache-filling Read (any number of rows) to shard k with a fresh
   // req_id, recorded for re-sending after a reconnect. The caller has added
   // the rows' reads_in_flight (only SendRead and ReadGatherer do).
@@ -236,9 +238,15 @@ class Client::Impl : public client::ChannelListener {
   // wakes the rows' waiters (they send their own Read or see the failure).
   void ReleaseReadMarks(const net::Read& r);
   class ReadGatherer;
-  // Evicts over-budget values of `st` (stripe lock held), sending
-  // Unsubscribe for subscribed ones.
+  // Evicts over-budget values of `st` (stripe lock held), queueing
+  // Unsubscribe for subscribed ones (CacheStripe::unsubscribe).
   void EvictLocked(client::CacheStripe& st);
+  // Sends st's queued Unsubscribes. REQUIRES: st.mu.
+  void FlushUnsubscribesLocked(client::CacheStripe& st);
+  // Sends every stripe's queued Unsubscribes, one message per (shard,
+  // table). REQUIRES: no stripe lock held. (It holds several at once, in
+  // index order, which the analysis cannot follow.)
+  void FlushAllUnsubscribes() NO_THREAD_SAFETY_ANALYSIS;
 
   // OK, or why shard `k` cannot serve now (gone longer than the timeout, or
   // a fatal protocol error).
@@ -301,6 +309,9 @@ class Client::Impl : public client::ChannelListener {
   std::vector<std::unique_ptr<client::ShardState>> shards_;
 
   mutable client::CacheStripe stripes_[kNumStripes];
+  // Bit i: stripes_[i] has queued Unsubscribes (set and cleared under its lock).
+  std::atomic<uint64_t> unsubscribe_stripes_{0};
+  static_assert(kNumStripes <= 64, "unsubscribe_stripes_ has a bit per stripe");
 
   mutable std::mutex tables_mu_;
   std::map<uint32_t, std::unique_ptr<client::TableState>> tables_;  // guarded by tables_mu_
@@ -377,9 +388,7 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
   client::CacheEntry* e = st.Find(key, hash);
   Version v = 0;
   if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c)) {
-    // Written only when it changes: threads reading the same rows then share
-    // the entry's cache line instead of bouncing it between cores.
-    if (!e->referenced) e->referenced = true;
+    client::MarkRead(e);
     fn(*e, v);
     lock.unlock();
     if (tc != nullptr) {
@@ -390,6 +399,7 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
     return Status::OK();
   }
   RETURN_IF_ERROR(WaitForRow(c, ws, t, key, st, lock, &e, &v));
+  client::MarkRead(e);
   fn(*e, v);
   lock.unlock();
   if (tc != nullptr) {
