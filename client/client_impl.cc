@@ -68,17 +68,24 @@ Client::Impl::~Impl() {
   for (auto& sh : shards_) sh->channel->Shutdown();
 }
 
-Status Client::Impl::Create(const ClientOptions& options,
+Status Client::Impl::Create(const ClientOptions& given,
                             std::vector<std::unique_ptr<client::ShardChannel>> channels,
                             bool embedded, std::unique_ptr<Client>* client) {
+  ClientOptions options = given;
+  ResolveMemoryBudget(&options);
   if (options.num_clients == 0) return Status::InvalidArgument("num_clients must be >= 1");
   if (options.client_id >= options.num_clients) {
     return Status::InvalidArgument("client_id " + std::to_string(options.client_id) +
                                    " is not below num_clients " +
                                    std::to_string(options.num_clients));
   }
-  if (options.cache_mb == 0) return Status::InvalidArgument("cache_mb must be >= 1");
-  if (options.unacked_mb == 0) return Status::InvalidArgument("unacked_mb must be >= 1");
+  constexpr size_t kMaxMb = size_t{1} << 24;  // 16 TiB: a typo, not a budget
+  if (options.memory_mb > kMaxMb || options.cache_mb > kMaxMb || options.open_delta_mb > kMaxMb ||
+      options.unacked_mb > kMaxMb) {
+    return Status::InvalidArgument(
+        "memory_mb, cache_mb, open_delta_mb and unacked_mb must be below " +
+        std::to_string(kMaxMb) + " MiB");
+  }
   if (options.retry_backoff_min_ms < 1 ||
       options.retry_backoff_max_ms < options.retry_backoff_min_ms) {
     return Status::InvalidArgument("retry_backoff_min_ms (" +
@@ -121,6 +128,7 @@ Status Client::Impl::Create(const ClientOptions& options,
   }
   impl->start_clock_ = start;
   impl->process_clock_ = start;
+  impl->process_clock_seen_.store(start, std::memory_order_release);
   for (auto& sh : impl->shards_) {
     sh->acked_through.store(start);
     sh->purged_through.store(start);
@@ -387,6 +395,28 @@ void Client::Impl::DeregisterWorker(ClockT clock) {
   SendClocks(from, to);
 }
 
+uint64_t Client::Impl::OpenDeltaBytes() const {
+  uint64_t open = 0;
+  for (CacheStripe& st : stripes_) {
+    std::lock_guard<client::SpinMutex> l(st.mu);
+    open += st.open_bytes;
+  }
+  return open;
+}
+
+Status Client::Impl::WaitOpenDeltas(ClockT c, client::WorkerStats* ws) {
+  const uint64_t bound = uint64_t{options_.open_delta_mb} << 20;
+  auto within = [&] {
+    return process_clock_seen_.load(std::memory_order_acquire) >= c || OpenDeltaBytes() <= bound;
+  };
+  if (within()) return Status::OK();
+  open_delta_waits_.fetch_add(1, std::memory_order_relaxed);
+  // Woken by SendClocks (it seals open deltas and publishes the process
+  // clock) and by health changes.
+  return WaitProgress(
+      within, [&] { return AllShardsHealth(); }, ws, "Inc (open-delta bound)");
+}
+
 Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
   RETURN_IF_ERROR(AllShardsHealth());
   {
@@ -419,6 +449,8 @@ Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
 
 void Client::Impl::SendClocks(ClockT from, ClockT to) {
   const uint32_t n = num_shards();
+  // Workers waiting in Inc for the open-delta bound wait for this clock.
+  process_clock_seen_.store(to, std::memory_order_release);
   for (ClockT c = from; c < to; ++c) {
     std::vector<net::Apply> applies(n);
     std::vector<std::vector<RowKey>> keys(n);
@@ -465,6 +497,8 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
       if (sh.connected.load(std::memory_order_acquire)) SendToShard(k, std::move(applies[k]));
     }
   }
+  std::lock_guard<std::mutex> l(progress_mu_);
+  progress_cv_.notify_all();
 }
 
 net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {
@@ -754,7 +788,42 @@ ClientStats Client::Impl::Stats() const {
   s.open_delta_bytes = open;
   s.unacked_bytes = unacked_bytes_.load(std::memory_order_acquire);
   s.unacked_budget_bytes = uint64_t{options_.unacked_mb} << 20;
+  s.open_delta_budget_bytes = uint64_t{options_.open_delta_mb} << 20;
+  s.memory_budget_bytes = uint64_t{options_.memory_mb} << 20;
+  s.open_delta_waits = open_delta_waits_.load(std::memory_order_relaxed);
+  s.memory.push_back({"client.cache", s.cache_bytes, s.cache_budget_bytes});
+  s.memory.push_back({"client.open_deltas", s.open_delta_bytes, s.open_delta_budget_bytes});
+  s.memory.push_back({"client.unacked", s.unacked_bytes, s.unacked_budget_bytes});
+  if (embedded_) AppendShardMemory(&s.memory);
   return s;
+}
+
+void Client::Impl::AppendShardMemory(std::vector<ClientStats::MemoryComponent>* out) const {
+  // The in-process shard's Stats counters memory_<c>_bytes / _limit_bytes.
+  if (!ShardHealth(0).ok()) return;
+  net::Message reply;
+  if (!const_cast<Impl*>(this)
+           ->Call(0, net::StatsRequest{const_cast<Impl*>(this)->NextReqId()}, &reply)
+           .ok()) {
+    return;
+  }
+  const auto* r = std::get_if<net::StatsReply>(&reply);
+  if (r == nullptr) return;
+  static constexpr std::string_view kPrefix = "memory_", kLimit = "_limit_bytes", kBytes = "_bytes";
+  std::map<std::string, ClientStats::MemoryComponent> by_name;
+  for (const auto& [name, value] : r->counters) {
+    std::string_view n = name;
+    if (n.substr(0, kPrefix.size()) != kPrefix) continue;
+    n.remove_prefix(kPrefix.size());
+    const bool limit = n.size() > kLimit.size() && n.substr(n.size() - kLimit.size()) == kLimit;
+    const std::string_view suffix = limit ? kLimit : kBytes;
+    if (n.size() <= suffix.size() || n.substr(n.size() - suffix.size()) != suffix) continue;
+    const std::string component = "shard." + std::string(n.substr(0, n.size() - suffix.size()));
+    ClientStats::MemoryComponent& c = by_name[component];
+    c.name = component;
+    (limit ? c.bound_bytes : c.bytes) = value < 0 ? 0 : static_cast<uint64_t>(value);
+  }
+  for (auto& [name, c] : by_name) out->push_back(std::move(c));
 }
 
 void Client::Impl::ResetStats() {

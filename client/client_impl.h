@@ -156,6 +156,17 @@ class Client::Impl : public client::ChannelListener {
   // Ends clock *clock of a worker and increments it.
   Status ClockWorker(ClockT* clock, client::WorkerStats* ws);
   Status GlobalBarrier(ClockT clock, client::WorkerStats* ws);
+  // The open-delta bound (ClientOptions::open_delta_mb): a worker at clock c
+  // ahead of the process clock waits while the open deltas exceed the bound
+  // and the process clock is below c. Never waits at the process clock.
+  // Callers check it every kOpenDeltaCheckEvery Incs (ahead_of_process_clock).
+  Status WaitOpenDeltas(ClockT c, client::WorkerStats* ws);
+  bool ahead_of_process_clock(ClockT c) const {
+    return c > process_clock_seen_.load(std::memory_order_acquire);
+  }
+  static constexpr uint32_t kOpenDeltaCheckEvery = 64;
+  // Sum of the stripes' open delta bytes (takes every stripe lock briefly).
+  uint64_t OpenDeltaBytes() const;
   Status Flush();
 
   // --- Reads and updates ---------------------------------------------------
@@ -190,6 +201,9 @@ class Client::Impl : public client::ChannelListener {
   bool embedded() const { return embedded_; }
   ClientStats Stats() const;
   void ResetStats();
+  // Embedded: the in-process shard's memory per component (its Stats
+  // counters memory_*), appended as "shard.<component>".
+  void AppendShardMemory(std::vector<ClientStats::MemoryComponent>* out) const;
 
   // --- ChannelListener -----------------------------------------------------
   void OnMessage(uint32_t shard, net::Message m) override;
@@ -329,6 +343,10 @@ class Client::Impl : public client::ChannelListener {
   // Client-wide counters (not on hot paths).
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, rows_sent_{0}, rows_received_{0},
       batches_sent_{0}, batches_resent_{0}, requests_retried_{0};
+  // process_clock_, readable without clock_mu_ (stored by SendClocks
+  // before it seals, and at Create).
+  std::atomic<ClockT> process_clock_seen_{0};
+  std::atomic<uint64_t> open_delta_waits_{0};
   // Bytes of the sealed deltas of sent, unacknowledged batches (the sizes
   // SendClocks sealed, minus what HandleAck purged). Bounded by
   // options_.unacked_mb at Clock().
@@ -360,7 +378,20 @@ class Worker::Impl {
   Client::Impl* client_;
   ClockT clock_;
   std::shared_ptr<client::WorkerStats> stats_;
-  std::string scratch_;  // a row with open deltas, as Read/map Gets see it
+  std::string scratch_;                  // a row with open deltas, as Read/map Gets see it
+  uint32_t incs_since_bound_check_ = 0;  // see Client::Impl::WaitOpenDeltas
+
+  // After an Inc: the open-delta bound, checked every kOpenDeltaCheckEvery
+  // Incs while this worker is ahead of the process clock.
+  Status AfterInc(size_t rows = 1) {
+    if (!client_->ahead_of_process_clock(clock_)) return Status::OK();
+    incs_since_bound_check_ += static_cast<uint32_t>(std::min<size_t>(rows, 1u << 20));
+    if (incs_since_bound_check_ < Client::Impl::kOpenDeltaCheckEvery) {
+      return Status::OK();
+    }
+    incs_since_bound_check_ = 0;
+    return client_->WaitOpenDeltas(clock_, stats_.get());
+  }
 };
 
 // ---------------------------------------------------------------------------
