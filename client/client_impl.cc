@@ -59,12 +59,14 @@ Client::Impl::Impl(const ClientOptions& options, bool embedded)
 }
 
 Client::Impl::~Impl() {
+  std::thread retry_thread;
   {
-    std::lock_guard<std::mutex> l(retry_mu_);
+    MutexLock l(&retry_mu_);
     retry_stop_ = true;  // no retry thread starts from now on
-    retry_cv_.notify_all();
+    retry_cv_.SignalAll();
+    retry_thread = std::move(retry_thread_);
   }
-  if (retry_thread_.joinable()) retry_thread_.join();
+  if (retry_thread.joinable()) retry_thread.join();
   for (auto& sh : shards_) sh->channel->Shutdown();
 }
 
@@ -127,7 +129,10 @@ Status Client::Impl::Create(const ClientOptions& given,
     sh.duplicates_below.store(w.applied_clock);
   }
   impl->start_clock_ = start;
-  impl->process_clock_ = start;
+  {
+    MutexLock l(&impl->clock_mu_);  // not shared yet; for the analysis
+    impl->process_clock_ = start;
+  }
   impl->process_clock_seen_.store(start, std::memory_order_release);
   for (auto& sh : impl->shards_) {
     sh->acked_through.store(start);
@@ -235,29 +240,32 @@ int64_t Client::Impl::NextRetryDelayMs(InFlight* req, const Status& why, Status*
 }
 
 void Client::Impl::ScheduleRetry(uint32_t k, InFlight req, int64_t delay_ms) {
-  std::lock_guard<std::mutex> l(retry_mu_);
+  MutexLock l(&retry_mu_);
   if (retry_stop_) return;  // the client is being destroyed
   if (!retry_thread_.joinable()) retry_thread_ = std::thread([this] { RetryLoop(); });
   retries_.emplace(std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms),
                    PendingRetry{k, std::move(req)});
-  retry_cv_.notify_one();
+  retry_cv_.Signal();
 }
 
 void Client::Impl::RetryLoop() {
-  std::unique_lock<std::mutex> l(retry_mu_);
+  MutexLock l(&retry_mu_);
   while (!retry_stop_) {
     if (retries_.empty()) {
-      retry_cv_.wait(l);
+      retry_cv_.Wait(&retry_mu_);
       continue;
     }
     auto it = retries_.begin();
     if (std::chrono::steady_clock::now() < it->first) {
-      retry_cv_.wait_until(l, it->first);
+      const client::Deadline due = it->first;
+      retry_cv_.WaitUntil(&retry_mu_, due, [&]() REQUIRES(retry_mu_) {
+        return retry_stop_ || retries_.empty() || retries_.begin()->first < due;
+      });
       continue;
     }
     PendingRetry r = std::move(it->second);
     retries_.erase(it);
-    l.unlock();
+    retry_mu_.Unlock();
     // Only cache-filling Reads are queued (Call retries in its own thread).
     if (auto* read = std::get_if<net::Read>(&r.req.msg)) {
       if (shards_[r.shard]->failed.load(std::memory_order_acquire)) {
@@ -267,14 +275,14 @@ void Client::Impl::RetryLoop() {
         SendCacheRead(r.shard, std::move(*read), r.req.retries, r.req.first_error_ms);
       }
     }
-    l.lock();
+    retry_mu_.Lock();
   }
 }
 
 // --- Tables ------------------------------------------------------------------
 
 TableState* Client::Impl::RegisterTable(const TableSchema& schema) {
-  std::lock_guard<std::mutex> l(tables_mu_);
+  MutexLock l(&tables_mu_);
   auto it = tables_.find(schema.id);
   if (it != tables_.end()) return it->second.get();
   auto t = std::make_unique<TableState>(schema, static_cast<uint32_t>(tables_.size()), this);
@@ -284,12 +292,12 @@ TableState* Client::Impl::RegisterTable(const TableSchema& schema) {
 }
 
 uint32_t Client::Impl::AnyTableId() {
-  std::lock_guard<std::mutex> l(tables_mu_);
+  MutexLock l(&tables_mu_);
   return tables_.empty() ? 0 : tables_.begin()->first;
 }
 
 TableState* Client::Impl::FindTableById(uint32_t id) {
-  std::lock_guard<std::mutex> l(tables_mu_);
+  MutexLock l(&tables_mu_);
   auto it = tables_.find(id);
   return it == tables_.end() ? nullptr : it->second.get();
 }
@@ -367,7 +375,7 @@ Status Client::Impl::ListTables(std::vector<TableSchema>* tables) {
 // --- Workers and clocks ------------------------------------------------------
 
 ClockT Client::Impl::RegisterWorker(std::shared_ptr<client::WorkerStats>* stats) {
-  std::lock_guard<std::mutex> l(clock_mu_);
+  MutexLock l(&clock_mu_);
   ++worker_clocks_[process_clock_];
   *stats = std::make_shared<client::WorkerStats>();
   worker_stats_.push_back(*stats);
@@ -384,15 +392,23 @@ void MoveWorker(std::map<ClockT, int>* clocks, ClockT from) {
 }  // namespace
 
 void Client::Impl::DeregisterWorker(ClockT clock) {
-  std::unique_lock<std::mutex> l(clock_mu_);
+  clock_mu_.Lock();
   MoveWorker(&worker_clocks_, clock);
-  if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) return;
-  ClockT from = process_clock_;
+  AdvanceProcessClockAndUnlock();
+}
+
+void Client::Impl::AdvanceProcessClockAndUnlock() {
+  if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) {
+    clock_mu_.Unlock();
+    return;
+  }
+  const ClockT from = process_clock_;
   process_clock_ = worker_clocks_.begin()->first;
-  ClockT to = process_clock_;
-  std::unique_lock<std::mutex> s(send_mu_);
-  l.unlock();
+  const ClockT to = process_clock_;
+  send_mu_.Lock();  // hand over: batches leave in clock order
+  clock_mu_.Unlock();
   SendClocks(from, to);
+  send_mu_.Unlock();
 }
 
 uint64_t Client::Impl::OpenDeltaBytes() const {
@@ -419,20 +435,11 @@ Status Client::Impl::WaitOpenDeltas(ClockT c, client::WorkerStats* ws) {
 
 Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
   RETURN_IF_ERROR(AllShardsHealth());
-  {
-    std::unique_lock<std::mutex> l(clock_mu_);
-    MoveWorker(&worker_clocks_, *clock);
-    ++*clock;
-    ++worker_clocks_[*clock];
-    if (worker_clocks_.begin()->first > process_clock_) {
-      ClockT from = process_clock_;
-      process_clock_ = worker_clocks_.begin()->first;
-      ClockT to = process_clock_;
-      std::unique_lock<std::mutex> s(send_mu_);  // hand over: batches leave in clock order
-      l.unlock();
-      SendClocks(from, to);
-    }
-  }
+  clock_mu_.Lock();
+  MoveWorker(&worker_clocks_, *clock);
+  ++*clock;
+  ++worker_clocks_[*clock];
+  AdvanceProcessClockAndUnlock();
   const ClockT c = *clock;
   const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;
   auto caught_up = [&] {
@@ -684,7 +691,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
   RawStats r;
   std::vector<const TableState*> tables;
   {
-    std::lock_guard<std::mutex> l(tables_mu_);
+    MutexLock l(&tables_mu_);
     tables.resize(tables_.size());
     for (const auto& [id, t] : tables_) tables[t->index] = t.get();
   }
@@ -694,7 +701,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
     r.tables[i].pushes = tables[i]->pushes_applied.load();
     r.tables[i].evictions = tables[i]->evictions.load();
   }
-  std::lock_guard<std::mutex> l(clock_mu_);
+  MutexLock l(&clock_mu_);
   for (const auto& ws : worker_stats_) {
     r.get_blocked_ns += ws->get_blocked_ns.Get();
     r.clock_blocked_ns += ws->clock_blocked_ns.Get();
@@ -725,13 +732,13 @@ ClientStats Client::Impl::Stats() const {
   RawStats r = RawTotals();
   RawStats base;
   {
-    std::lock_guard<std::mutex> l(stats_mu_);
+    MutexLock l(&stats_mu_);
     base = baseline_;
   }
   ClientStats s;
   std::vector<const TableState*> tables(r.tables.size());
   {
-    std::lock_guard<std::mutex> l(tables_mu_);
+    MutexLock l(&tables_mu_);
     for (const auto& [id, t] : tables_) {
       if (t->index < tables.size()) tables[t->index] = t.get();
     }
@@ -828,7 +835,7 @@ void Client::Impl::AppendShardMemory(std::vector<ClientStats::MemoryComponent>* 
 
 void Client::Impl::ResetStats() {
   RawStats r = RawTotals();
-  std::lock_guard<std::mutex> l(stats_mu_);
+  MutexLock l(&stats_mu_);
   baseline_ = std::move(r);
 }
 

@@ -44,6 +44,8 @@
 #include "client/table_state.h"
 #include "client/worker_stats.h"
 #include "common/hash.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "net/messages.h"
 
 namespace pace {
@@ -277,11 +279,16 @@ class Client::Impl : public client::ChannelListener {
   // The retry thread: re-sends queued Reads when due (started on first use).
   void RetryLoop();
 
-  // Sends batches for clocks [from, to). REQUIRES: send_mu_ held.
-  void SendClocks(ClockT from, ClockT to);
+  // With clock_mu_ held: if the min over worker clocks passed the process
+  // clock, advances it and sends the batches of the clocks it passed (taking
+  // send_mu_ before releasing clock_mu_, so batches leave in clock order).
+  // Releases clock_mu_ in every case.
+  void AdvanceProcessClockAndUnlock() RELEASE(clock_mu_) EXCLUDES(send_mu_);
+  // Sends batches for clocks [from, to).
+  void SendClocks(ClockT from, ClockT to) REQUIRES(send_mu_);
   // Builds shard k's Apply for an unacked batch from the entries' pending
-  // deltas. REQUIRES: send_mu_ held.
-  net::Apply RebuildBatch(const client::SentBatch& b);
+  // deltas.
+  net::Apply RebuildBatch(const client::SentBatch& b) REQUIRES(send_mu_);
   void SendToShard(uint32_t k, net::Message m);
   // Request/reply with shard k; waits for the reply (or health failure).
   Status Call(uint32_t k, net::Message request, net::Message* reply);
@@ -315,15 +322,15 @@ class Client::Impl : public client::ChannelListener {
 
   mutable client::CacheStripe stripes_[kNumStripes];
 
-  mutable std::mutex tables_mu_;
-  std::map<uint32_t, std::unique_ptr<client::TableState>> tables_;  // guarded by tables_mu_
+  mutable Mutex tables_mu_;
+  std::map<uint32_t, std::unique_ptr<client::TableState>> tables_ GUARDED_BY(tables_mu_);
 
-  mutable std::mutex clock_mu_;
-  std::map<ClockT, int> worker_clocks_;                             // guarded by clock_mu_
-  ClockT process_clock_ = 0;                                        // guarded by clock_mu_
-  std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_;  // guarded by clock_mu_
+  mutable Mutex clock_mu_ ACQUIRED_BEFORE(send_mu_);
+  std::map<ClockT, int> worker_clocks_ GUARDED_BY(clock_mu_);
+  ClockT process_clock_ GUARDED_BY(clock_mu_) = 0;
+  std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_ GUARDED_BY(clock_mu_);
 
-  std::mutex send_mu_;  // orders Apply batches per shard
+  Mutex send_mu_;  // orders Apply batches per shard
 
   std::mutex progress_mu_;
   std::condition_variable progress_cv_;  // acks, shard clocks, health changes
@@ -334,11 +341,11 @@ class Client::Impl : public client::ChannelListener {
     uint32_t shard;
     client::InFlight req;
   };
-  std::mutex retry_mu_;
-  std::condition_variable retry_cv_;                       // a retry was queued, or stop
-  std::multimap<client::Deadline, PendingRetry> retries_;  // guarded by retry_mu_, by due time
-  bool retry_stop_ = false;                                // guarded by retry_mu_
-  std::thread retry_thread_;                               // started under retry_mu_
+  Mutex retry_mu_;
+  CondVar retry_cv_;  // a retry was queued, or stop
+  std::multimap<client::Deadline, PendingRetry> retries_ GUARDED_BY(retry_mu_);  // by due time
+  bool retry_stop_ GUARDED_BY(retry_mu_) = false;
+  std::thread retry_thread_ GUARDED_BY(retry_mu_);  // joined by ~Impl after retry_stop_
 
   // Client-wide counters (not on hot paths).
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, rows_sent_{0}, rows_received_{0},
@@ -352,8 +359,8 @@ class Client::Impl : public client::ChannelListener {
   // options_.unacked_mb at Clock().
   std::atomic<uint64_t> unacked_bytes_{0};
 
-  // ResetStats baseline (raw totals at the last reset). Guarded by stats_mu_.
-  mutable std::mutex stats_mu_;
+  // ResetStats baseline (raw totals at the last reset).
+  mutable Mutex stats_mu_;
   struct RawTable {
     std::vector<uint64_t> hist;
     uint64_t staleness_sum = 0, reads = 0, hits = 0, blocked = 0, fetched = 0, incs = 0, pushes = 0,
@@ -365,8 +372,8 @@ class Client::Impl : public client::ChannelListener {
              rows_sent = 0, rows_received = 0, batches_sent = 0, batches_resent = 0,
              requests_retried = 0;
   };
-  RawStats RawTotals() const;
-  RawStats baseline_;
+  RawStats RawTotals() const EXCLUDES(clock_mu_, tables_mu_);
+  RawStats baseline_ GUARDED_BY(stats_mu_);
 };
 
 class Worker::Impl {
