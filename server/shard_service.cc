@@ -447,8 +447,12 @@ net::StatsReply ShardService::Stats() const {
                 {"push_dones", e.push_dones},
                 {"delta_bytes_in", load(counters_.delta_bytes_in)},
                 {"value_bytes_out", e.value_bytes_out},
-                {"request_errors", load(counters_.request_errors) + e.read_errors}};
+                {"request_errors", load(counters_.request_errors) + e.read_errors},
+                {"commit_groups", load(counters_.commit_groups)},
+                {"commit_group_batches", load(counters_.commit_group_batches)},
+                {"commit_group_max", load(counters_.commit_group_max)}};
   const RowCacheStats cache = store_->row_cache_stats();
+  AppendMemoryCounters(cache.bytes, &r.counters);
   r.counters.emplace_back("row_cache_hits", static_cast<int64_t>(cache.hits));
   r.counters.emplace_back("row_cache_misses", static_cast<int64_t>(cache.misses));
   r.counters.emplace_back("row_cache_evictions", static_cast<int64_t>(cache.evictions));
@@ -475,6 +479,26 @@ net::StatsReply ShardService::Stats() const {
   r.counters.emplace_back("subscriptions",
                           static_cast<int64_t>(engine_.subscriptions().num_subscriptions()));
   return r;
+}
+
+void ShardService::AppendMemoryCounters(uint64_t row_cache_bytes,
+                                        std::vector<std::pair<std::string, int64_t>>* out) const {
+  // RocksDB's in-memory properties (no disk access, safe on any thread).
+  auto prop = [this](const char* name) {
+    uint64_t v = 0;
+    return store_->GetIntProperty(name, &v) ? static_cast<int64_t>(v) : int64_t{0};
+  };
+  const ShardStoreOptions& so = options_.store;
+  const int64_t mib = int64_t{1} << 20;
+  out->emplace_back("memory_block_cache_bytes", prop("rocksdb.block-cache-usage"));
+  out->emplace_back("memory_block_cache_limit_bytes", prop("rocksdb.block-cache-capacity"));
+  out->emplace_back("memory_block_cache_pinned_bytes", prop("rocksdb.block-cache-pinned-usage"));
+  out->emplace_back("memory_memtables_bytes", prop("rocksdb.cur-size-all-mem-tables"));
+  out->emplace_back("memory_memtables_limit_bytes",
+                    static_cast<int64_t>(so.write_buffer_mb) * so.max_write_buffer_number * mib);
+  out->emplace_back("memory_table_readers_bytes", prop("rocksdb.estimate-table-readers-mem"));
+  out->emplace_back("memory_row_cache_bytes", static_cast<int64_t>(row_cache_bytes));
+  out->emplace_back("memory_row_cache_limit_bytes", static_cast<int64_t>(so.row_cache_mb) * mib);
 }
 
 void ShardService::HandleStats(const SessionPtr& s, const net::StatsRequest& m) {

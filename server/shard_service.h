@@ -197,6 +197,11 @@ class ShardService : public net::ServiceHandler {
     std::atomic<int64_t> delta_bytes_in{0};
     std::atomic<int64_t> request_errors{0};
     std::atomic<int64_t> apply_bytes{0};  // MemoryStats::apply_bytes
+    // Group commit: writes of the store (one per group), batches in them,
+    // the largest group.
+    std::atomic<int64_t> commit_groups{0};
+    std::atomic<int64_t> commit_group_batches{0};
+    std::atomic<int64_t> commit_group_max{0};
   };
 
   // An Apply checked by the transport thread, waiting for the writer.
@@ -236,6 +241,10 @@ class ShardService : public net::ServiceHandler {
   void HandleCreateTable(const SessionPtr& s, const net::CreateTable& m);
   void HandleListTables(const SessionPtr& s, const net::ListTables& m);
   void HandleDescribeTable(const SessionPtr& s, const net::DescribeTable& m);
+  // Memory per component against its bound, as Stats() counters
+  // "memory_<component>_bytes" and "memory_<component>_limit_bytes".
+  void AppendMemoryCounters(uint64_t row_cache_bytes,
+                            std::vector<std::pair<std::string, int64_t>>* out) const;
   void HandleStats(const SessionPtr& s, const net::StatsRequest& m);
   // `retriable`: the condition is transient (net::Error::retriable).
   void SendError(const SessionPtr& s, uint64_t req_id, const Status& st, bool retriable = false);

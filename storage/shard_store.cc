@@ -695,6 +695,10 @@ Status ShardStore::RestoreCheckpoint(const std::string& checkpoint_dir,
   return CopyCheckpointFiles(checkpoint_dir, data_dir);
 }
 Status ShardStore::Flush() { return impl_->Flush(); }
+bool ShardStore::GetIntProperty(const std::string& name, uint64_t* value) const {
+  return impl_->GetIntProperty(name, value);
+}
+
 Status ShardStore::ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const {
   return impl_->ApproximateSize(disk_bytes, estimated_keys);
 }

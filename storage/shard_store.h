@@ -263,6 +263,11 @@ class ShardStore {
   // Approximate bytes (files and memtables) of one table's rows. NotFound for
   // an unknown table.
   Status ApproximateTableSize(uint32_t table, uint64_t* bytes) const;
+  // An integer RocksDB property of the default column family (e.g.
+  // "rocksdb.cur-size-all-mem-tables", "rocksdb.block-cache-usage",
+  // "rocksdb.estimate-table-readers-mem"), for memory stats and metrics.
+  // False if RocksDB does not know it.
+  bool GetIntProperty(const std::string& name, uint64_t* value) const;
   // True if opened with options.read_only.
   bool read_only() const;
   // Row cache counters (all zero when the cache is disabled).

@@ -627,6 +627,10 @@ Status ShardStore::Impl::ApproximateSize(uint64_t* disk_bytes, uint64_t* estimat
   return Status::OK();
 }
 
+bool ShardStore::Impl::GetIntProperty(const std::string& name, uint64_t* value) const {
+  return db_->GetIntProperty(name, value);
+}
+
 Status ShardStore::Impl::ApproximateTableSize(uint32_t table, uint64_t* bytes) const {
   PACE_CHECK_STORE_THREAD("ApproximateTableSize");
   ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));

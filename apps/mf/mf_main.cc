@@ -357,6 +357,11 @@ int Run() {
       std::printf("; test RMSE %.4f (bias baseline %.4f)", *summary.final_test_rmse, *bias_rmse);
     }
     std::printf("\n");
+    // The app's own data: the ratings and the id maps (held for the run).
+    const uint64_t app_bytes =
+        (data.train.capacity() + data.test.capacity()) * sizeof(Rating) +
+        (data.users.raw_ids().capacity() + data.items.raw_ids().capacity()) * 3 * sizeof(uint64_t);
+    apps::PrintMemorySummary(client->Stats(), app_bytes);
     if (summary.final_test_rmse && bias_rmse && client->client_id() == 0) {
       const double rmse = *summary.final_test_rmse;
       if (!std::isfinite(rmse)) {
