@@ -1,14 +1,20 @@
 // ShardService: a failed store (docs/operations.md, "Disk full, fd
 // exhaustion"). When ShardStore refuses a write because its disk is full, it
 // ran out of file descriptors or its file system turned read-only, it stops
-// writing (ShardStore::failed) and the writer holds every batch from then on,
-// in arrival order: nothing is acknowledged that is not stored, nothing is
-// refused that the client would have to re-send. Each session hears why once
-// (a retriable Error{0} naming the cause and the data dir); the writer tries
-// ShardStore::Recover every second and, once it succeeds, commits the held
-// batches and Acks them. Reads keep being answered meanwhile.
+// writing (ShardStore::failed) and the writer holds every batch from then on:
+// nothing is acknowledged that is not stored, and no session gets an error
+// that would fail its client. Each session hears why once (a retriable
+// Error{0} naming the cause and the data dir); the writer tries
+// ShardStore::Recover every second and, once it succeeds, closes (cleanly)
+// every session that had batches held and drops them: their clients
+// reconnect and re-send every unacknowledged batch from their own copies, and
+// the shard applies each exactly once (a batch the failed write stored after
+// all is a duplicate of the re-send). The held batches themselves are not
+// committed: the failed ApplyBatches may have consumed their buffers
+// (RowDelta::owned). Reads keep being answered meanwhile.
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <string>
@@ -36,13 +42,13 @@ void ShardService::HoldGroup(std::vector<std::unique_ptr<PendingApply>>* group) 
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& p : *group) {
-      p->held = true;
       const SessionPtr& s = p->session;
       if (held_notified_.emplace(s->id(), true).second) {
         SendError(s, 0,
                   Status::Unavailable(why.message() +
-                                      "; this shard keeps the batch and acknowledges it once "
-                                      "writes resume"),
+                                      "; keep the unacknowledged batches: once writes resume "
+                                      "this shard closes the session and the client re-sends "
+                                      "them"),
                   /*retriable=*/true);
       }
       held_.push_back(std::move(p));
@@ -60,12 +66,7 @@ void ShardService::RetryHeld() {
   if (held_.empty()) return;
   Status st = store_->Recover();
   if (st.ok()) {
-    LOG(INFO) << "shard " << shard_id_ << ": committing " << held_.size()
-              << " batch(es) held while the store was failed";
-    std::vector<std::unique_ptr<PendingApply>> group = std::move(held_);
-    held_.clear();
-    held_notified_.clear();
-    CommitGroup(&group);  // held again if the write fails again
+    DropHeld(Status::OK());
     return;
   }
   if (st.code() == StatusCode::kUnavailable) {
@@ -90,12 +91,44 @@ void ShardService::RetryHeld() {
     std::lock_guard<std::mutex> l(fatal_mu_);
     if (fatal_.ok()) fatal_ = fatal;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& p : held_) SendError(p->session, 0, fatal);
+  DropHeld(fatal);
+}
+
+void ShardService::DropHeld(const Status& why) {
+  int64_t bytes = 0;
+  size_t sessions = 0;
+  for (const auto& p : held_) {
+    bytes += p->bytes;
+    if (!dropped_sessions_.insert(p->session->id()).second) continue;
+    ++sessions;
+    if (why.ok()) {
+      // A clean close: the client reconnects and re-sends.
+      p->session->Close(Status::OK());
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      SendError(p->session, 0, why);
+    }
+  }
+  if (why.ok()) {
+    LOG(WARNING) << "shard " << shard_id_ << ": writes resume; closed " << sessions
+                 << " session(s) whose " << held_.size()
+                 << " batch(es) were held: their clients reconnect and re-send them";
   }
   held_.clear();
   held_notified_.clear();
+  counters_.apply_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+void ShardService::DropBatchesOfClosedSessions(std::vector<std::unique_ptr<PendingApply>>* group) {
+  if (dropped_sessions_.empty()) return;
+  int64_t bytes = 0;
+  auto keep = std::remove_if(group->begin(), group->end(), [&](const auto& p) {
+    if (dropped_sessions_.count(p->session->id()) == 0) return false;
+    bytes += p->bytes;
+    return true;
+  });
+  group->erase(keep, group->end());
+  counters_.apply_bytes.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 Status ShardService::CheckReplyFits(const TableSchema& schema, size_t rows) const {
