@@ -150,6 +150,16 @@ TEST(PacedSoakTest, ShardKilledEvery30sMemoryStaysFlat) {
   ASSERT_TRUE(Collect(&verify, "ROW", &stored, 120000));
   EXPECT_EQ(stored, expected);
 
+  // The client's RSS per minute (mean), to tell a plateau from a leak.
+  std::printf("client RSS per minute (KiB):");
+  for (int minute = 0; minute * 60 < end_s; ++minute) {
+    std::vector<uint64_t> m;
+    for (const auto& [t, rss] : client_rss) {
+      if (t >= minute * 60 && t < (minute + 1) * 60) m.push_back(rss);
+    }
+    if (!m.empty()) std::printf(" %.0f", Mean(m));
+  }
+  std::printf("\n");
   std::vector<uint64_t> client_second_minute, client_last_minute;
   for (const auto& [t, rss] : client_rss) {
     if (t >= 60 && t < 120) client_second_minute.push_back(rss);
