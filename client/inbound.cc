@@ -32,6 +32,14 @@ void Client::Impl::OnMessage(uint32_t k, net::Message m) {
   }
   if (auto* e = std::get_if<net::Error>(&m)) {
     if (e->req_id != 0) return HandleReply(k, e->req_id, std::move(m));
+    if (e->retriable) {
+      // The shard cannot write now (a full disk, no file descriptors) and
+      // keeps our batches until it can; so do we (sh.unacked), until their
+      // Acks come. Said once per failure by the shard.
+      LOG(WARNING) << shards_[k]->channel->Describe() << ": " << e->message << " (client "
+                   << client_id() << " keeps its unacknowledged batches)";
+      return;
+    }
     return SetFatal(k, e->ToStatus().WithPrefix("error from shard"));
   }
   LOG(WARNING) << shards_[k]->channel->Describe() << " sent an unexpected " << net::MessageName(m)

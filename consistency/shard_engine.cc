@@ -23,7 +23,10 @@ void ShardEngine::Connect(PeerId id, std::shared_ptr<Peer> peer, PeerInfo info) 
 
 ShardEngine::Dropped ShardEngine::Disconnect(PeerId id) {
   Dropped d;
-  if (peers_.erase(id) == 0) return d;
+  auto it = peers_.find(id);
+  if (it == peers_.end()) return d;
+  parked_bytes_ -= it->second.parked_bytes;
+  peers_.erase(it);
   d.parked = parked_.RemoveIf([id](const Parked& p) { return p.peer == id; });
   d.subscriptions = subs_.RemoveSubscriber(id);
   return d;
@@ -34,8 +37,10 @@ void ShardEngine::AbortParked(const Status& why) {
     auto it = peers_.find(p.peer);
     if (it == peers_.end()) continue;
     it->second.parked = 0;
+    it->second.parked_bytes = 0;
     it->second.peer->SendReadError(p.read.req_id, why);
   }
+  parked_bytes_ = 0;
 }
 
 ClockT ShardEngine::AppliedClockFor(PeerId id) const {
@@ -53,7 +58,14 @@ ShardEngine::ReadAction ShardEngine::Read(PeerId id, ReadRequest* read) {
   auto it = peers_.find(id);
   if (it == peers_.end()) return ReadAction::kIgnored;
   PeerState& p = it->second;
-  if (clocks_.Min() >= read->min_version) return ReadAction::kAnswer;
+  const bool park = clocks_.Min() < read->min_version;
+  Status caps = CheckReadCaps(id, p, *read, park);
+  if (!caps.ok()) {
+    ++counters_.read_errors;
+    p.peer->SendReadError(read->req_id, caps);
+    return ReadAction::kRefused;
+  }
+  if (!park) return ReadAction::kAnswer;
   if (p.parked >= options_.max_parked_reads_per_peer) {
     ++counters_.read_errors;
     p.peer->SendReadError(
@@ -65,10 +77,49 @@ ShardEngine::ReadAction ShardEngine::Read(PeerId id, ReadRequest* read) {
     return ReadAction::kRefused;
   }
   ++p.parked;
+  p.parked_bytes += ParkedCharge(*read);
+  parked_bytes_ += ParkedCharge(*read);
   ++counters_.parked_reads;
   const Version min_version = read->min_version;
   parked_.Park(min_version, Parked{id, std::move(*read)});
   return ReadAction::kParked;
+}
+
+Status ShardEngine::CheckReadCaps(PeerId id, const PeerState& p, const ReadRequest& read,
+                                  bool park) const {
+  const size_t n = read.rows.size();
+  if (park) {
+    const size_t charge = ParkedCharge(read);
+    const size_t per_peer = options_.max_parked_bytes_per_peer;
+    const size_t total = options_.max_parked_bytes_total;
+    if (per_peer > 0 && p.parked_bytes + charge > per_peer) {
+      return Status::ResourceExhausted(
+          "parked reads of this connection would hold " + std::to_string(p.parked_bytes + charge) +
+          " bytes waiting for the shard clock to reach " + std::to_string(read.min_version) +
+          " (it is " + std::to_string(clocks_.Min()) + "); at most " + std::to_string(per_peer));
+    }
+    if (total > 0 && parked_bytes_ + charge > total) {
+      return Status::ResourceExhausted("parked reads of all connections would hold " +
+                                       std::to_string(parked_bytes_ + charge) + " bytes; at most " +
+                                       std::to_string(total));
+    }
+  }
+  if (read.subscribe) {
+    const size_t mine = subs_.SubscriptionCount(id);
+    const size_t per_peer = options_.max_subscriptions_per_peer;
+    const size_t total = options_.max_subscriptions_total;
+    if (per_peer > 0 && mine + n > per_peer) {
+      return Status::ResourceExhausted("this connection would subscribe to " +
+                                       std::to_string(mine + n) + " rows; at most " +
+                                       std::to_string(per_peer));
+    }
+    if (total > 0 && subs_.num_subscriptions() + n > total) {
+      return Status::ResourceExhausted("subscriptions of all connections would reach " +
+                                       std::to_string(subs_.num_subscriptions() + n) +
+                                       " rows; at most " + std::to_string(total));
+    }
+  }
+  return Status::OK();
 }
 
 Status ShardEngine::AnswerFromView(const PeerInfo& reader, const ReadRequest& read,
@@ -134,6 +185,8 @@ void ShardEngine::OnShardClockAdvanced(Version clock, const RowsView& view) {
     auto it = peers_.find(r.peer);
     if (it == peers_.end()) continue;
     --it->second.parked;
+    it->second.parked_bytes -= ParkedCharge(r.read);
+    parked_bytes_ -= ParkedCharge(r.read);
     ReadAnswer answer;
     Status st = AnswerFromView(it->second.info, r.read, view, &answer);
     FinishRead(r.peer, r.read, st, std::move(answer));

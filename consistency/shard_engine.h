@@ -128,7 +128,19 @@ struct ShardEngineOptions {
   // Pushes are cut into messages of at most about this many value bytes.
   // Default: 4 MiB.
   size_t max_push_bytes = size_t{4} << 20;
+  // Bytes parked Reads may hold (kParkedReadOverhead + 8 per row each), per
+  // peer and over all peers; a Read beyond either is refused with
+  // ResourceExhausted. 0: no cap. Defaults: 64 MiB, 1 GiB.
+  size_t max_parked_bytes_per_peer = size_t{64} << 20;
+  size_t max_parked_bytes_total = size_t{1} << 30;
+  // Rows one peer / all peers may have subscribed; a subscribing Read beyond
+  // either is refused with ResourceExhausted. 0: no cap. Defaults: 16M, 64M.
+  size_t max_subscriptions_per_peer = size_t{16} << 20;
+  size_t max_subscriptions_total = size_t{64} << 20;
 };
+
+// What a parked Read is charged besides 8 bytes per row.
+inline constexpr size_t kParkedReadOverhead = 128;
 
 // Plain counters (read under the owner's lock).
 struct ShardEngineCounters {
@@ -222,6 +234,7 @@ class ShardEngine {
   Version shard_clock() const { return clocks_.Min(); }
   const ClockVector& clocks() const { return clocks_; }
   size_t num_parked() const { return parked_.size(); }
+  size_t parked_bytes() const { return parked_bytes_; }
   size_t num_peers() const { return peers_.size(); }
   const SubscriptionRegistry& subscriptions() const { return subs_; }
   const ShardEngineCounters& counters() const { return counters_; }
@@ -231,7 +244,14 @@ class ShardEngine {
     std::shared_ptr<Peer> peer;
     PeerInfo info;
     size_t parked = 0;
+    size_t parked_bytes = 0;
   };
+  static size_t ParkedCharge(const ReadRequest& r) {
+    return kParkedReadOverhead + 8 * r.rows.size();
+  }
+  // Why `read` from `p` must be refused for the parked-bytes or subscription
+  // caps, or OK.
+  Status CheckReadCaps(PeerId id, const PeerState& p, const ReadRequest& read, bool park) const;
   struct Parked {
     PeerId peer;
     ReadRequest read;
@@ -246,6 +266,7 @@ class ShardEngine {
   ClockVector clocks_;
   std::unordered_map<PeerId, PeerState> peers_;
   ParkedReads<Parked> parked_;
+  size_t parked_bytes_ = 0;  // sum of PeerState::parked_bytes
   SubscriptionRegistry subs_;
   ShardEngineCounters counters_;
   // The shard clock parked reads and pushes were last processed for.

@@ -184,6 +184,56 @@ TEST_F(ShardEngineTest, ParkedReadsPerPeerAreBounded) {
   EXPECT_EQ(engine_->num_parked(), 2u);
 }
 
+// Parked bytes: 128 + 8 per row a Read, capped per peer and in total; the
+// charge is returned when the read is answered or its peer disconnects.
+TEST_F(ShardEngineTest, ParkedReadBytesPerPeerAndInTotalAreBounded) {
+  ShardEngineOptions o;
+  o.max_parked_bytes_per_peer = 2 * (kParkedReadOverhead + 8 * 10);
+  o.max_parked_bytes_total = 3 * (kParkedReadOverhead + 8 * 10);
+  Start(2, o);
+  const std::vector<uint64_t> ten = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  engine_->ReadNow(1, Req(1, ten, 1), rows_);
+  engine_->ReadNow(1, Req(2, ten, 1), rows_);
+  engine_->ReadNow(1, Req(3, ten, 1), rows_);  // over the peer's cap
+  ASSERT_EQ(peer(0).errors.size(), 1u);
+  EXPECT_EQ(peer(0).errors[0], std::make_pair(uint64_t{3}, StatusCode::kResourceExhausted));
+  engine_->ReadNow(2, Req(4, ten, 1), rows_);
+  engine_->ReadNow(2, Req(5, ten, 1), rows_);  // over the total cap
+  ASSERT_EQ(peer(1).errors.size(), 1u);
+  EXPECT_EQ(peer(1).errors[0], std::make_pair(uint64_t{5}, StatusCode::kResourceExhausted));
+  EXPECT_EQ(engine_->num_parked(), 3u);
+  EXPECT_EQ(engine_->parked_bytes(), 3 * (kParkedReadOverhead + 80));
+  // A read that is answered at once is not parked and not capped.
+  engine_->ReadNow(2, Req(6, ten, 0), rows_);
+  EXPECT_EQ(peer(1).answers.size(), 1u);
+  // Answered: the charge is returned.
+  Apply(0, {}, "");
+  Apply(1, {}, "");
+  EXPECT_EQ(engine_->num_parked(), 0u);
+  EXPECT_EQ(engine_->parked_bytes(), 0u);
+  engine_->ReadNow(1, Req(7, ten, 5), rows_);
+  engine_->Disconnect(1);
+  EXPECT_EQ(engine_->parked_bytes(), 0u);
+}
+
+TEST_F(ShardEngineTest, SubscriptionsPerPeerAndInTotalAreBounded) {
+  ShardEngineOptions o;
+  o.max_subscriptions_per_peer = 3;
+  o.max_subscriptions_total = 5;
+  Start(2, o);
+  engine_->ReadNow(1, Req(1, {0, 1}, 0, true), rows_);
+  engine_->ReadNow(1, Req(2, {2, 3}, 0, true), rows_);  // 4 > 3
+  ASSERT_EQ(peer(0).errors.size(), 1u);
+  EXPECT_EQ(peer(0).errors[0], std::make_pair(uint64_t{2}, StatusCode::kResourceExhausted));
+  engine_->ReadNow(2, Req(3, {0, 1, 2}, 0, true), rows_);
+  engine_->ReadNow(2, Req(4, {3}, 0, true), rows_);  // 6 > 5 in total
+  ASSERT_EQ(peer(1).errors.size(), 1u);
+  EXPECT_EQ(peer(1).errors[0], std::make_pair(uint64_t{4}, StatusCode::kResourceExhausted));
+  EXPECT_EQ(engine_->subscriptions().num_subscriptions(), 5u);
+  engine_->ReadNow(2, Req(5, {3}, 0, false), rows_);  // not subscribing: answered
+  EXPECT_EQ(peer(1).answers.size(), 2u);
+}
+
 TEST_F(ShardEngineTest, ReadErrorGoesToTheReader) {
   Start(1);
   rows_.failing.insert(RowKey{1, 4});

@@ -131,6 +131,7 @@ int Run() {
   ShardServiceOptions options;
   options.data_dir = FLAGS_data_dir;
   options.holdback_warn_ms = FLAGS_holdback_warn_ms;
+  options.max_reply_bytes = size_t{FLAGS_max_frame_mb} << 20;
   options.store.shard_id = FLAGS_shard;
   options.store.num_shards = FLAGS_num_shards;
   options.store.num_clients = FLAGS_num_clients;
@@ -166,8 +167,17 @@ int Run() {
   std::unique_ptr<ShardService> service;
   s = ShardService::Open(options, &service);
   if (!s.ok()) {
-    std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s\n", FLAGS_data_dir.c_str(),
-                 s.ToString().c_str());
+    std::string hint;
+    const std::string& m = s.message();
+    if (m.find("No space left on device") != std::string::npos) {
+      hint =
+          " (free space on that file system and start paced again; docs/operations.md "
+          "section 11)";
+    } else if (m.find("Too many open files") != std::string::npos) {
+      hint = " (raise the open-file limit, ulimit -n, and start paced again)";
+    }
+    std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
+                 s.ToString().c_str(), hint.c_str());
     return 1;
   }
   net::Server server(server_options);
@@ -210,14 +220,28 @@ int Run() {
   std::fflush(stdout);
 
   int signo = 0;
+  int exit_code = 0;
   while (signo <= 0) {
     timespec timeout{1, 0};
     signo = sigtimedwait(&signals, nullptr, &timeout);
+    Status fatal = service->fatal_error();
+    if (signo <= 0 && !fatal.ok()) {
+      // The store failed and cannot be recovered in this process
+      // (docs/operations.md): stop with a clear message instead of answering
+      // every write with an error.
+      std::fprintf(stderr,
+                   "paced: %s\npaced: exiting; restore a checkpoint (pacectl checkpoint restore) "
+                   "or repair the data dir, then restart paced\n",
+                   fatal.ToString().c_str());
+      exit_code = 2;
+      break;
+    }
   }
-  LOG(INFO) << "paced: signal " << signo << ", shutting down";
+  if (exit_code == 0) LOG(INFO) << "paced: signal " << signo << ", shutting down";
   metrics.reset();
   server.Stop();    // stops accepting, closes sessions, waits for in-flight handlers
   service.reset();  // commits queued batches, flushes memtables, closes RocksDB
+  if (exit_code != 0) return exit_code;
   LOG(INFO) << "paced: clean exit";
   return 0;
 }

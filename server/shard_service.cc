@@ -19,6 +19,8 @@ namespace pace {
 namespace {
 
 constexpr int64_t kMaxWarnIntervalMs = 10 * 60 * 1000;
+// How often a failed store's recovery is tried while batches are held.
+constexpr auto kHeldRetryInterval = std::chrono::milliseconds(1000);
 // A client id reserved by OnHello whose OnConnect has not come this long
 // after (the Welcome could not be sent) is free again.
 constexpr int64_t kReservationExpiryMs = 2000;
@@ -81,7 +83,11 @@ ShardService::ShardService(const ShardServiceOptions& options, std::unique_ptr<S
       shard_id_(store_->identity().shard_id),
       num_shards_(store_->identity().num_shards),
       num_clients_(store_->identity().num_clients),
-      engine_(ShardEngineOptions{options.max_parked_reads_per_session, options.max_push_bytes},
+      engine_(ShardEngineOptions{options.max_parked_reads_per_session, options.max_push_bytes,
+                                 options.max_parked_read_bytes_per_session,
+                                 options.max_parked_read_bytes_total,
+                                 options.max_subscriptions_per_session,
+                                 options.max_subscriptions_total},
               ClocksFor(store_->AppliedClocks(), num_clients_),
               NowMs(std::chrono::steady_clock::now())) {}
 
@@ -143,9 +149,24 @@ void ShardService::WriterLoop() {
     std::deque<WriterItem> items;
     {
       MutexLock l(&queue_mu_);
-      writer_cv_.Wait(&queue_mu_,
-                      [this]() REQUIRES(queue_mu_) { return stopping_ || !writer_queue_.empty(); });
-      if (writer_queue_.empty()) return;  // stopping, and everything is committed
+      auto ready = [this]() REQUIRES(queue_mu_) { return stopping_ || !writer_queue_.empty(); };
+      if (held_.empty()) {
+        writer_cv_.Wait(&queue_mu_, ready);
+      } else {
+        // A failed store: retry its recovery every second.
+        writer_cv_.WaitUntil(&queue_mu_, std::chrono::steady_clock::now() + kHeldRetryInterval,
+                             ready);
+      }
+      // Stopping, and everything is committed (held batches are not: their
+      // clients still have them and re-send them to the next paced).
+      if (writer_queue_.empty() && stopping_) {
+        if (!held_.empty()) {
+          LOG(WARNING) << "shard " << shard_id_ << ": stopping with " << held_.size()
+                       << " batch(es) held and not acknowledged (the store is failed); their "
+                          "clients re-send them to the next paced";
+        }
+        return;
+      }
       items.swap(writer_queue_);
       ++busy_;
       // Group commit under sync: the fsync, not the bytes, is the cost of a
@@ -177,6 +198,7 @@ void ShardService::WriterLoop() {
         }
       }
     }
+    RetryHeld();
     // Every Apply waiting now goes into one group; another write (a table
     // creation) ends the group before it, so writes keep their order.
     std::vector<std::unique_ptr<PendingApply>> group;
@@ -230,6 +252,7 @@ void ShardService::HousekeepingLoop() {
       }
     }
     CheckHoldback(std::chrono::steady_clock::now());
+    if (store_->failed()) continue;  // no checkpoints of a failed store
     StatusOr<std::string> cp = MaybeCheckpoint();
     if (!cp.ok()) LOG(WARNING) << "shard " << shard_id_ << ": " << cp.status().ToString();
   }
@@ -378,7 +401,8 @@ void ShardService::HandleCreateTable(const SessionPtr& s, const net::CreateTable
   item.task = [this, s, m] {
     TableSchema created;
     Status st = store_->CreateTable(m.schema, &created);
-    if (!st.ok()) return SendError(s, m.req_id, st);
+    // A failed store (a full disk): the client retries with backoff.
+    if (!st.ok()) return SendError(s, m.req_id, st, /*retriable=*/store_->failed());
     LOG(INFO) << "table " << DescribeSchema(created) << " (requested by client "
               << s->hello().client_id << ")";
     s->Send(net::TablesReply{m.req_id, {created}});

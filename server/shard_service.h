@@ -92,6 +92,18 @@ struct ShardServiceOptions {
   // shard buffer reads without bound. A well-behaved client has at most a few
   // per row it waits for. Default: 1M.
   size_t max_parked_reads_per_session = size_t{1} << 20;
+  // The largest reply frame the transport sends (paced: --max_frame_mb). A
+  // Read whose reply could be larger (rows x the largest stored value of its
+  // table) is refused with InvalidArgument before any work; the session
+  // keeps serving. 0: no check. Default: 64 MiB.
+  size_t max_reply_bytes = size_t{64} << 20;
+  // Bytes parked Reads may hold per session / in total, and rows subscribed
+  // per session / in total (ShardEngineOptions); beyond them a Read is refused
+  // with ResourceExhausted. Defaults: 64 MiB, 1 GiB, 16M, 64M.
+  size_t max_parked_read_bytes_per_session = size_t{64} << 20;
+  size_t max_parked_read_bytes_total = size_t{1} << 30;
+  size_t max_subscriptions_per_session = size_t{16} << 20;
+  size_t max_subscriptions_total = size_t{64} << 20;
   // Refuse Read/Apply rows that ShardOf() places on another shard. Default: true.
   bool check_placement = true;
   // Threads answering Reads that are ready at once (from a consistent view,
@@ -180,6 +192,10 @@ class ShardService : public net::ServiceHandler {
   void WaitIdle();
 
   const ShardIdentity& identity() const { return store_->identity(); }
+  // Non-OK once the store failed in a way this process cannot recover from
+  // (ShardStore::Recover returned neither OK nor Unavailable): paced exits
+  // non-zero with this message.
+  Status fatal_error() const;
   // The store, for in-process tools. Thread-safe, but writing through it
   // bypasses the service's clocks, parked reads and pushes.
   ShardStore* store() { return store_.get(); }
@@ -210,6 +226,9 @@ class ShardService : public net::ServiceHandler {
     net::Apply apply;
     std::vector<RowDelta> deltas;  // point into apply.updates, in row-key order
     int64_t bytes = 0;             // charged to Counters::apply_bytes until freed
+    // Held while the store was failed (HoldGroup): a retry that finds it
+    // already applied means the failed write stored it after all.
+    bool held = false;
   };
   // What the writer runs: an Apply, or another write (e.g. CreateTable).
   struct WriterItem {
@@ -234,6 +253,14 @@ class ShardService : public net::ServiceHandler {
   // ready are answered and subscribers get their pushes. On the writer.
   void AfterBatchesCommitted(const std::vector<std::unique_ptr<PendingApply>>& group,
                              const std::vector<BatchResult>& results);
+  // Failed store (shard_service_faults.cc; docs/operations.md): the group's
+  // batches are kept, in order, behind those already held; each session gets
+  // one retriable Error{0} naming the cause per failure. On the writer.
+  void HoldGroup(std::vector<std::unique_ptr<PendingApply>>* group);
+  // If batches are held: ShardStore::Recover, then commits them (again held
+  // if the write fails again). A store that cannot recover makes the service
+  // fatal (fatal_error()) and fails the held batches. On the writer.
+  void RetryHeld();
 
   void HandleRead(const SessionPtr& s, net::Read& m);
   void HandleApply(const SessionPtr& s, net::Apply& m);
@@ -249,6 +276,9 @@ class ShardService : public net::ServiceHandler {
   // `retriable`: the condition is transient (net::Error::retriable).
   void SendError(const SessionPtr& s, uint64_t req_id, const Status& st, bool retriable = false);
 
+  // InvalidArgument if a reply to a Read of `rows` rows of `schema` could
+  // exceed options.max_reply_bytes (shard_service_faults.cc).
+  Status CheckReplyFits(const TableSchema& schema, size_t rows) const;
   // Checks that every row belongs to this shard (if check_placement).
   Status CheckPlacement(uint32_t table, uint64_t row) const;
   // Registers `s` with the engine if the transport never called OnConnect.
@@ -312,6 +342,14 @@ class ShardService : public net::ServiceHandler {
   // (WriterLoop).
   size_t last_group_applies_ = 0;
   std::chrono::steady_clock::duration last_commit_time_{};
+  // Batches held while the store is failed (HoldGroup), in arrival order;
+  // the sessions told so during this failure; when the held state was last
+  // logged. Writer thread only.
+  std::vector<std::unique_ptr<PendingApply>> held_;
+  std::unordered_map<uint64_t, bool> held_notified_;
+  int64_t held_logged_ms_ = 0;
+  mutable std::mutex fatal_mu_;
+  Status fatal_;  // guarded by fatal_mu_
   std::thread writer_;
   std::vector<std::thread> readers_;
   std::thread housekeeper_;

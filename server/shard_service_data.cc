@@ -44,8 +44,13 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
         Status::InvalidArgument("Read of " + std::to_string(m.rows.size()) + " rows; at most " +
                                 std::to_string(options_.max_read_rows) + " per request"));
   }
-  if (!store_->FindTable(m.table).ok()) {
+  StatusOr<TableSchema> schema = store_->FindTable(m.table);
+  if (!schema.ok()) {
     return SendError(s, m.req_id, Status::NotFound("unknown table id " + std::to_string(m.table)));
+  }
+  {
+    Status fits = CheckReplyFits(*schema, m.rows.size());
+    if (!fits.ok()) return SendError(s, m.req_id, fits);
   }
   for (uint64_t row : m.rows) {
     Status st = CheckPlacement(m.table, row);
@@ -148,6 +153,7 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
 
 void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group) {
   if (group->empty()) return;
+  if (!held_.empty()) return HoldGroup(group);  // behind the batches already held
   std::vector<BatchRequest> requests;
   requests.reserve(group->size());
   for (const auto& p : *group) {
@@ -162,6 +168,7 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
   }
   const auto t0 = std::chrono::steady_clock::now();
   Status st = store_->ApplyBatches(requests, &results);
+  if (!st.ok() && store_->failed()) return HoldGroup(group);
   if (!st.ok()) {
     LOG(WARNING) << "shard " << shard_id_ << ": writing a group of " << group->size()
                  << " batch(es) failed: " << st.ToString();
@@ -207,6 +214,15 @@ void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<Pendi
       counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
       LOG(WARNING) << what << " refused: " << r.status.ToString();
       SendError(s, 0, r.status.WithPrefix(what));
+      continue;
+    }
+    if (r.duplicate && p.held) {
+      // The write that failed stored it (before its sync failed) and the
+      // reopen replayed it: this session's batch, applied once.
+      counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
+      for (const RowDelta& d : p.deltas) engine_.MarkChanged(s->id(), RowKey{d.table, d.row});
+      engine_.RecordApplied(client, view.AppliedClock(client), now_ms);
+      s->Send(net::Ack{p.apply.clock, false});
       continue;
     }
     if (r.duplicate) {

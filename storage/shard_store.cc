@@ -129,7 +129,7 @@ void CheckNotTransportThread(const char* method) {
 }
 
 ShardStore::Impl::~Impl() {
-  if (db_ != nullptr && !options_.read_only) {
+  if (db_ != nullptr && !options_.read_only && !failed()) {
     // A clean close leaves no WAL to replay: the next open (pacectl, a
     // restart) is then fast however much was written since the last flush.
     rocksdb::FlushOptions fo;
@@ -257,6 +257,7 @@ Status ShardStore::Impl::OpenRocks(const rocksdb::Options& ro) {
     if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
       return InUseError(dir_, s);
     }
+    if (s.IsCorruption()) return DescribeOpenCorruption(dir_, s);
     if (!s.ok()) return FromRocks(s, "open RocksDB in " + dir_);
     db_.reset(raw);
     return Status::OK();
@@ -393,10 +394,9 @@ Status ShardStore::Impl::LoadCatalog() {
   return FromRocks(it->status(), "read catalog of " + dir_);
 }
 
-Status ShardStore::Impl::LoadClocks() {
+Status ShardStore::Impl::ReadStoredClocks(std::vector<ClockT>* clocks) const {
   const uint32_t n = identity_.num_clients;
-  applied_ = std::make_unique<std::atomic<ClockT>[]>(n);
-  for (uint32_t i = 0; i < n; ++i) applied_[i].store(0);
+  clocks->assign(n, 0);
   std::string begin = sf::ClockKey(0);
   std::string end = sf::KeySpaceEnd(sf::kClockPrefix);
   rocksdb::Slice upper(end);
@@ -413,9 +413,17 @@ Status ShardStore::Impl::LoadClocks() {
     RETURN_IF_ERROR(
         sf::DecodeClock(std::string_view(it->value().data(), it->value().size()), &clock)
             .WithPrefix(dir_));
-    applied_[client].store(clock);
+    (*clocks)[client] = clock;
   }
   return FromRocks(it->status(), "read applied clocks of " + dir_);
+}
+
+Status ShardStore::Impl::LoadClocks() {
+  std::vector<ClockT> clocks;
+  RETURN_IF_ERROR(ReadStoredClocks(&clocks));
+  applied_ = std::make_unique<std::atomic<ClockT>[]>(clocks.size());
+  for (size_t i = 0; i < clocks.size(); ++i) applied_[i].store(clocks[i]);
+  return Status::OK();
 }
 
 Status ShardStore::Impl::Open() {
@@ -431,7 +439,7 @@ Status ShardStore::Impl::Open() {
     fs::create_directories(dir_, ec);
     if (ec) return Status::IOError("create " + dir_ + ": " + ec.message());
   }
-  RETURN_IF_ERROR(OpenRocks(MakeRocksOptions()));
+  RETURN_IF_ERROR(OpenRocks(options_.read_only ? MakeRocksOptions() : MakeWritableRocksOptions()));
   RETURN_IF_ERROR(InitOrCheckMeta());
   RETURN_IF_ERROR(LoadCatalog());
   RETURN_IF_ERROR(LoadClocks());
@@ -492,6 +500,7 @@ Status ShardStore::Impl::CreateTable(const TableSchema& schema, TableSchema* cre
                                  DescribeSchema(existing) + "; requested " +
                                  DescribeSchema(schema));
   }
+  if (!failed_.ok()) return failed_;  // an existing table is found above without a write
   TableSchema s = schema;
   if (s.id == 0) {
     if (next_table_id_ > UINT32_MAX) return Status::ResourceExhausted("table ids exhausted");
@@ -507,7 +516,8 @@ Status ShardStore::Impl::CreateTable(const TableSchema& schema, TableSchema* cre
   b.Put(sf::kNextTableIdKey, sf::EncodeFixed64(next));
   rocksdb::WriteOptions wo;
   wo.sync = true;  // Catalog changes are rare; make them durable at once.
-  RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "create table '" + s.name + "'"));
+  Status written = FromRocks(db_->Write(wo, &b), "create table '" + s.name + "'");
+  if (!written.ok()) return MarkFailedLocked(written, "CreateTable");
   next_table_id_ = next;
   AddEntryLocked(s);
   if (created != nullptr) *created = s;
@@ -518,6 +528,7 @@ Status ShardStore::Impl::DropTable(const std::string& name) {
   PACE_CHECK_STORE_THREAD("DropTable");
   RETURN_IF_ERROR(CheckWritable("DropTable"));
   MutexLock write_lock(&write_mu_);
+  if (!failed_.ok()) return failed_;
   // Only writers change the catalog and write_mu_ is held: the entry found
   // here stays until the erase below.
   std::shared_ptr<const TableEntry> entry;
@@ -533,7 +544,8 @@ Status ShardStore::Impl::DropTable(const std::string& name) {
   b.DeleteRange(sf::TableRowsBegin(id), sf::TableRowsEnd(id));
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "drop table '" + name + "'"));
+  Status written = FromRocks(db_->Write(wo, &b), "drop table '" + name + "'");
+  if (!written.ok()) return MarkFailedLocked(written, "DropTable");
   {
     ViewWriterLock view_lock(&view_mu_);
     entry->dropped.store(true, std::memory_order_relaxed);

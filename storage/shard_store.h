@@ -256,6 +256,11 @@ class ShardStore {
   // SST files are hard-linked when possible. Errors: NotFound / Corruption /
   // Incompatible (manifest), AlreadyExists (data_dir not empty), IOError.
   static Status RestoreCheckpoint(const std::string& checkpoint_dir, const std::string& data_dir);
+  // Checks the write-ahead logs of the store in `dir` (not open elsewhere for
+  // writing) as a writable open would: a torn last record is tolerated (a
+  // crash while appending), damage before the end of a log is Corruption
+  // naming the way out (docs/operations.md, "A corrupt WAL"). pacectl verify.
+  static Status CheckWal(const std::string& dir);
   // Flushes memtables to SST files.
   Status Flush();
   // Approximate bytes on disk and number of rows written, per RocksDB's estimates.
@@ -270,6 +275,26 @@ class ShardStore {
   bool GetIntProperty(const std::string& name, uint64_t* value) const;
   // True if opened with options.read_only.
   bool read_only() const;
+
+  // --- Failures (docs/operations.md, "Disk full, fd exhaustion") ----------
+  // A write that RocksDB fails (no space left, no file descriptor, a
+  // read-only file system, an I/O error) marks the store failed: the error is
+  // logged once, naming its cause, and every later write (ApplyBatches,
+  // CreateTable, DropTable) returns it at once without calling RocksDB again
+  // (Debian's RocksDB 7.8 aborts when a WAL writer that failed is appended to,
+  // and Resume() keeps that writer), until Recover() succeeded. Reads keep
+  // being served from the last published state.
+  // OK while healthy; else Unavailable "shard K: no space left on device
+  // (data dir D) ...".
+  Status failure() const;
+  bool failed() const;
+  // If failed: when the cause looks gone (free space of at least
+  // write_buffer_mb + 1 MiB; open-file headroom), reopens RocksDB (which
+  // drops the torn record of the failed write, replays and flushes the rest)
+  // and clears the failure. OK: healthy. Unavailable: still failed, retry
+  // later. Any other code (Corruption, Incompatible, ...): the store cannot
+  // be recovered in this process.
+  Status Recover();
   // Row cache counters (all zero when the cache is disabled).
   RowCacheStats row_cache_stats() const;
   // Bytes of memory the store holds now, per component (see StoreMemoryStats).

@@ -64,6 +64,11 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
     }
   }
   MutexLock write_lock(&write_mu_);
+  if (!failed_.ok()) {
+    // Never call RocksDB's Write again before Recover (shard_store_recovery.cc).
+    for (BatchResult& r : *results) r.status = failed_;
+    return failed_;
+  }
   const auto t_start = std::chrono::steady_clock::now();
 
   // 1. Validate each batch on its own; a refused batch contributes nothing.
@@ -294,7 +299,7 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   const auto t_built = std::chrono::steady_clock::now();
   Status written = FromRocks(db_->Write(write_options_, &batch),
                              "apply a group of " + std::to_string(clocks.size()) + " batch(es)");
-  if (!written.ok()) return fail(written);
+  if (!written.ok()) return fail(MarkFailedLocked(written, "ApplyBatches"));
   const auto t_written = std::chrono::steady_clock::now();
   const size_t batch_bytes = batch.GetDataSize();
   if (batch.Data().capacity() > kMaxRetainedWriteBatchBytes) batch = rocksdb::WriteBatch();
@@ -408,6 +413,9 @@ Status ShardStore::Impl::ReadFromStore(const TableEntry& e, const uint64_t* rows
   }
   std::vector<rocksdb::PinnableSlice> stored(n);
   std::vector<rocksdb::Status> statuses(n);
+  if (db_ == nullptr) {
+    return Status::Unavailable("the store in " + dir_ + " is being reopened after a failed write");
+  }
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot_;  // not a write that is still being published
   db_->MultiGet(ro, db_->DefaultColumnFamily(), n, keys.data(), stored.data(), statuses.data());
@@ -529,6 +537,8 @@ StoreMemoryStats ShardStore::Impl::memory_stats() const {
 Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
                               const std::function<bool(uint64_t, std::string_view)>& fn) const {
   PACE_CHECK_STORE_THREAD("Scan");
+  ReaderLock db_lock(&db_mu_);
+  if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");
   ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
   // The iterator reads one consistent state (its implicit snapshot): whole
   // groups or none of them.
@@ -566,6 +576,8 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
 Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) const {
   PACE_CHECK_STORE_THREAD("CreateCheckpoint");
   RETURN_IF_ERROR(CheckWritable("CreateCheckpoint"));
+  ReaderLock db_lock(&db_mu_);
+  if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");
   std::error_code ec;
   if (fs::exists(dir, ec)) return Status::AlreadyExists("checkpoint dir " + dir + " exists");
   rocksdb::Checkpoint* raw = nullptr;
@@ -609,11 +621,15 @@ Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) const {
 Status ShardStore::Impl::Flush() {
   PACE_CHECK_STORE_THREAD("Flush");
   RETURN_IF_ERROR(CheckWritable("Flush"));
+  ReaderLock db_lock(&db_mu_);
+  if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");
   return FromRocks(db_->Flush(rocksdb::FlushOptions()), "flush " + dir_);
 }
 
 Status ShardStore::Impl::ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const {
   PACE_CHECK_STORE_THREAD("ApproximateSize");
+  ReaderLock db_lock(&db_mu_);
+  if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");
   std::string begin = sf::TableRowsBegin(0);
   std::string end = sf::KeySpaceEnd(sf::kRowPrefix);
   rocksdb::Range range(begin, end);
@@ -633,6 +649,8 @@ bool ShardStore::Impl::GetIntProperty(const std::string& name, uint64_t* value) 
 
 Status ShardStore::Impl::ApproximateTableSize(uint32_t table, uint64_t* bytes) const {
   PACE_CHECK_STORE_THREAD("ApproximateTableSize");
+  ReaderLock db_lock(&db_mu_);
+  if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");
   ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
   std::string begin = sf::TableRowsBegin(table);
   std::string end = sf::TableRowsEnd(table);

@@ -9,6 +9,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
+#include <rocksdb/sst_file_manager.h>
 
 #include <atomic>
 #include <cstdint>
@@ -32,6 +33,12 @@ namespace pace {
 
 // Largest num_clients a store accepts (bounds per-client state).
 inline constexpr uint32_t kMaxStoreClients = 1u << 16;
+
+// The error of a writable open (or ShardStore::CheckWal) that RocksDB
+// refused with Corruption: with WALRecoveryMode::kTolerateCorruptedTailRecords
+// that is a WAL damaged before its end (or another corrupt file), and the
+// message says so and how to get out (shard_store_recovery.cc).
+Status DescribeOpenCorruption(const std::string& dir, const rocksdb::Status& s);
 
 // Aborts (with PACE_ASSERT_STORE_THREADS) when a store method that touches
 // RocksDB runs on a transport thread (common/thread_role.h).
@@ -136,12 +143,26 @@ class ShardStore::Impl {
   RowCacheStats row_cache_stats() const;
   StoreMemoryStats memory_stats() const;
 
+  // Failures and recovery (shard_store_recovery.cc).
+  Status failure() const EXCLUDES(write_mu_);
+  bool failed() const { return has_failed_.load(std::memory_order_acquire); }
+  Status Recover() EXCLUDES(write_mu_, db_mu_, view_mu_);
+
  private:
+  // Marks the store failed after RocksDB refused a write (`error`, from
+  // FromRocks) and returns the store's failure; logs once. REQUIRES: write_mu_.
+  Status MarkFailedLocked(const Status& error, std::string_view op) REQUIRES(write_mu_);
+  // Why a reopen would fail now (Unavailable), or OK. REQUIRES: write_mu_.
+  Status CheckCauseGoneLocked() const REQUIRES(write_mu_);
+  // The RocksDB options of a writable store plus its info logger.
+  rocksdb::Options MakeWritableRocksOptions();
   rocksdb::Options MakeRocksOptions() const;
   Status OpenRocks(const rocksdb::Options& ro);
   Status InitOrCheckMeta();
   Status LoadCatalog();
   Status LoadClocks();
+  // The applied clocks stored in RocksDB, indexed by client id.
+  Status ReadStoredClocks(std::vector<ClockT>* clocks) const;
   Status CheckWritable(std::string_view op) const;
   // The entry of table `id`, or NotFound.
   StatusOr<std::shared_ptr<const TableEntry>> Lookup(uint32_t id) const;
@@ -179,6 +200,20 @@ class ShardStore::Impl {
   // Replaces the view's snapshot with one of the latest state.
   // REQUIRES: view_mu_ held exclusively, write_mu_ held.
   void RefreshSnapshotLocked() REQUIRES(view_mu_, write_mu_);
+
+  // The failure (ShardStore::failure): set by MarkFailedLocked, cleared by a
+  // successful Recover. has_failed_ mirrors !failed_.ok() for lock-free checks.
+  Status failed_ GUARDED_BY(write_mu_);
+  int failed_errno_ GUARDED_BY(write_mu_) = 0;  // ENOSPC, EMFILE, EROFS or 0
+  int64_t failed_since_ms_ GUARDED_BY(write_mu_) = 0;
+  std::atomic<bool> has_failed_{false};
+  // db_'s lifetime: Recover replaces db_ holding it exclusively (with
+  // write_mu_ and view_mu_); users of db_ that hold neither write_mu_ nor
+  // view_mu_ (Scan, checkpoints, Flush, sizes) hold it shared. db_ is null
+  // only after a failed reopen (until the next Recover).
+  mutable SharedMutex db_mu_;
+  std::shared_ptr<rocksdb::Logger> info_log_;
+  std::shared_ptr<rocksdb::SstFileManager> sst_file_manager_;
 
   // Constant after Open().
   const ShardStoreOptions options_;

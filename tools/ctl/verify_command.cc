@@ -201,6 +201,12 @@ void WriteReportText(const CtlContext& ctx, const VerifyReport& r) {
 Status OfflineVerify(const CtlContext& ctx, const Args&) {
   VerifyReport r;
   r.data_dir = ctx.options.data_dir;
+  // The write-ahead logs first, as paced's open checks them: a read-only
+  // open alone would replay up to the damage and report nothing.
+  Status wal = ShardStore::CheckWal(r.data_dir);
+  if (wal.code() == StatusCode::kCorruption) {
+    r.store_problems.push_back("write-ahead log: " + wal.message());
+  }
   std::unique_ptr<ShardStore> store;
   Status open = OpenOffline(ctx.options, &store);
   if (open.code() == StatusCode::kCorruption) {
