@@ -20,6 +20,7 @@
 #include "apps/mf/ratings_data.h"
 #include "apps/shared/app_flags.h"
 #include "apps/shared/job_record.h"
+#include "apps/shared/job_start.h"
 #include "apps/shared/report.h"
 #include "apps/shared/stop_signal.h"
 #include "client/metrics.h"
@@ -275,19 +276,12 @@ int Run() {
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
   if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
-  s = apps::CheckAndRecordJob(client.get(), DescribeJob(data, options), options.run.resume);
+  apps::JobSession session;
+  s = apps::StartJob(
+      client.get(), DescribeJob(data, options),
+      {kProgram, options.run.resume, FLAGS_csv, FLAGS_metrics_listen, FLAGS_wait_report_ms},
+      &report, &session);
   if (!s.ok()) return apps::UsageError(kProgram, s);
-  if (!FLAGS_csv.empty()) {
-    s = report.OpenCsv(FLAGS_csv, /*append=*/options.run.resume);
-    if (!s.ok()) return apps::UsageError(kProgram, s);
-  }
-  std::unique_ptr<ClientMetricsServer> metrics;
-  if (!FLAGS_metrics_listen.empty()) {
-    s = ClientMetricsServer::Start(FLAGS_metrics_listen, client.get(), &metrics);
-    if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--metrics_listen"));
-    std::printf("# metrics on %s\n", metrics->address().c_str());
-    std::fflush(stdout);
-  }
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
@@ -363,6 +357,11 @@ int Run() {
       std::printf("; test RMSE %.4f (bias baseline %.4f)", *summary.final_test_rmse, *bias_rmse);
     }
     std::printf("\n");
+    // The app's own data: the ratings and the id maps (held for the run).
+    const uint64_t app_bytes =
+        (data.train.capacity() + data.test.capacity()) * sizeof(Rating) +
+        (data.users.raw_ids().capacity() + data.items.raw_ids().capacity()) * 3 * sizeof(uint64_t);
+    apps::PrintMemorySummary(client->Stats(), app_bytes);
     if (summary.final_test_rmse && bias_rmse && client->client_id() == 0) {
       const double rmse = *summary.final_test_rmse;
       if (!std::isfinite(rmse)) {
