@@ -165,7 +165,8 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   // clocks old). The first reader of a row fetches it; the others mostly hit
   // the process cache.
   std::vector<double> clock_end_seconds;  // of this worker, by clock - start_clock
-  apps::StatsRowReader reader(st, run, sh->start_clock, sh->end_clock);
+  apps::StatsRowReader reader(st, run, sh->start_clock, sh->end_clock,
+                              reporter ? client_ : nullptr);
   auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
     const double* app = row.data() + MeasureCols::kCount;
     MfReport rep;

@@ -295,6 +295,35 @@ TEST_F(AppsCliTest, MfSaysWhomItWaitsFor) {
   EXPECT_NE(r0.out.find("# done: clocks 0..4"), std::string::npos) << r0.out;
 }
 
+// An async run prints each clock line as the job clock passes it, not all
+// at the end: with every clock slowed down by 200 ms, the first line comes
+// well before the run ends.
+TEST_F(AppsCliTest, MfAsyncPrintsClockLinesAsItGoes) {
+  GenerateRatings();
+  std::vector<std::string> args = MfArgs(Path("async"));
+  args.insert(args.end(), {"--clocks=12", "--lr=0.1", "--consistency=async", "--straggler_ms=200",
+                           "--straggler_prob=1"});
+  Subprocess p;
+  ASSERT_TRUE(Start(&p, args, Path("async.err")).ok());
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point first_line, done;
+  std::string line;
+  while (p.ReadLine(&line, kTimeoutMs).ok()) {
+    if (line.find_first_not_of(' ') != std::string::npos &&
+        line.compare(line.find_first_not_of(' '), 2, "0 ") == 0) {
+      first_line = Clock::now();
+    }
+    if (line.rfind("# done", 0) == 0) done = Clock::now();
+  }
+  int st = 0;
+  ASSERT_TRUE(p.Wait(kTimeoutMs, &st).ok());
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << ReadFile(Path("async.err"));
+  ASSERT_NE(first_line, Clock::time_point());
+  ASSERT_NE(done, Clock::time_point());
+  // 11 more clocks of >= 200 ms each follow the first line (2.2 s).
+  EXPECT_GT(done - first_line, std::chrono::milliseconds(1000));
+}
+
 TEST_F(AppsCliTest, LdaEmbeddedAndOnTwoShardsAndTwoClients) {
   GenerateCorpus();
   auto lda_args = [&](const std::string& data_dir) {
