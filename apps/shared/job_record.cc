@@ -1,5 +1,6 @@
 #include "apps/shared/job_record.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -111,6 +112,31 @@ Status WriteEntries(Worker* worker, const Table& t, const JobDescription& job, C
 }
 
 }  // namespace
+
+Status RecordIdNames(Client* client, bool resume, const std::string& name,
+                     const std::vector<std::string>& names) {
+  if (resume || client->client_id() != 0 || client->start_clock() != 0 || names.empty()) {
+    return Status::OK();
+  }
+  TableSchema s;
+  s.name = name;
+  s.kind = RowKind::kDense;
+  s.type = ElementType::kI64;
+  s.width = kIdNameWidth;
+  s.consistency = Consistency::kAsync;
+  Table t;
+  RETURN_IF_ERROR(client->CreateTable(s, &t).WithPrefix("creating " + name));
+  std::unique_ptr<Worker> worker;
+  RETURN_IF_ERROR(client->RegisterWorker(&worker));
+  std::vector<uint64_t> rows(names.size());
+  std::vector<int64_t> values(names.size() * kIdNameWidth, 0);
+  for (size_t r = 0; r < names.size(); ++r) {
+    rows[r] = r;
+    std::memcpy(&values[r * kIdNameWidth], names[r].data(),
+                std::min<size_t>(names[r].size(), kIdNameWidth * sizeof(int64_t)));
+  }
+  return worker->Inc(t, rows, values.data()).WithPrefix("writing " + name);
+}
 
 std::string ShortestDouble(double v) {
   char buf[40];

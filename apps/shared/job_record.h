@@ -74,6 +74,16 @@ std::string ShortestDouble(double v);
 //   another job.
 Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume);
 
+// Stores string ids beside the model: table `name` (dense i64 rows of
+// kIdNameWidth, async, zeros), row r holding names[r] NUL-padded (a numpy
+// view of its npy export as 'S64' gives the strings). Written by client 0 of
+// a fresh job with its first clock's batch (as the job record); other runs
+// do nothing (a resumed job's names are fixed by its input fingerprint).
+// REQUIRES: every name is at most 8 * kIdNameWidth bytes.
+constexpr uint32_t kIdNameWidth = 8;
+Status RecordIdNames(Client* client, bool resume, const std::string& name,
+                     const std::vector<std::string>& names);
+
 // The "key=value" entries of a record (exposed for tests).
 std::vector<std::pair<std::string, std::string>> JobEntries(const JobDescription& job,
                                                             ClockT first_clock);

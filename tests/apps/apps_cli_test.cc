@@ -324,6 +324,61 @@ TEST_F(AppsCliTest, MfAsyncPrintsClockLinesAsItGoes) {
   EXPECT_GT(done - first_line, std::chrono::milliseconds(1000));
 }
 
+// Amazon-style string ids: mapped to dense ids (not taken for a header), the
+// mapping stored beside the model (PREFIX.user_ids), --export writes the
+// strings, --resume continues the same job and refuses changed ids.
+TEST_F(AppsCliTest, MfMapsStringIds) {
+  std::string text;
+  for (int u = 0; u < 60; ++u) {
+    for (int i = 0; i < 40; i += 1 + (u % 3)) {
+      char line[96];
+      std::snprintf(line, sizeof(line), "A%012dX,%s%07d,%d.0,1365811200\n", 977 * u + 13,
+                    i % 2 ? "0" : "B00", i, 1 + (u * 7 + i * 3) % 5);
+      text += line;
+    }
+  }
+  std::ofstream(Path("amazon.csv")) << text;
+  std::vector<std::string> args = {"pace_mf",
+                                   "--train=" + Path("amazon.csv"),
+                                   "--test_fraction=0.1",
+                                   "--data_dir=" + Path("am"),
+                                   "--clocks=3",
+                                   "--lr=0.1",
+                                   "--export=" + Path("exp")};
+  RunResult r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# train " + Path("amazon.csv") + ": " + std::to_string(Lines(text).size()) +
+                       " ratings"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# user ids are strings"), std::string::npos) << r.out;
+  const std::vector<std::string> users = Lines(ReadFile(Path("exp/user_factors.csv")));
+  ASSERT_GT(users.size(), 1u);
+  EXPECT_EQ(users[1].substr(0, users[1].find(',')), "A000000000013X") << users[1];
+  const std::vector<std::string> items = Lines(ReadFile(Path("exp/item_factors.csv")));
+  ASSERT_GT(items.size(), 2u);
+  EXPECT_EQ(items[1].substr(0, items[1].find(',')), "B000000000") << items[1];
+  EXPECT_EQ(items[2].substr(0, items[2].find(',')), "00000001") << items[2];
+  // The stored mapping: row 0 of mf.user_ids is the first user's text.
+  r = Run({"pacectl", "--data_dir=" + Path("am"), "export", "mf.user_ids", "--format=npy",
+           "--out=" + Path("ids.npy")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string npy = ReadFile(Path("ids.npy"));
+  ASSERT_GT(npy.size(), 128u + 64u);
+  EXPECT_EQ(std::string(npy.c_str() + 128), "A000000000013X");
+  // --resume: the same job; with one id changed, refused.
+  args[4] = "--clocks=5";
+  args.push_back("--resume");
+  r = Run(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# done: clocks 3..4"), std::string::npos) << r.out;
+  text.replace(text.find("A000000000013X"), 14, "A000000000013Y");
+  std::ofstream(Path("amazon.csv")) << text;
+  r = Run(args);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("input"), std::string::npos) << r.err;
+}
+
 TEST_F(AppsCliTest, LdaEmbeddedAndOnTwoShardsAndTwoClients) {
   GenerateCorpus();
   auto lda_args = [&](const std::string& data_dir) {
