@@ -13,9 +13,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "common/row.h"
@@ -104,6 +107,23 @@ class PacedTest : public ::testing::Test {
   void StartServer(uint32_t num_clients, std::vector<std::string> extra = {}) {
     data_dir_ = dir_.path() + "/shard0";
     ASSERT_TRUE(StartPaced(&paced_, data_dir_, 0, 1, num_clients, extra, &port_, port_).ok());
+  }
+  // Runs paced with `args` to its exit; returns the exit code (-1: killed)
+  // and its stderr in *err.
+  int RunToExit(const std::vector<std::string>& args, std::string* err) {
+    std::vector<std::string> argv = {testing::BinaryDir() + "/paced"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string err_path = dir_.path() + "/err.log";
+    unlink(err_path.c_str());
+    Subprocess p;
+    EXPECT_TRUE(p.Start(argv, err_path).ok());
+    int st = 0;
+    EXPECT_TRUE(p.Wait(20000, &st).ok());
+    std::ifstream in(err_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    *err = ss.str();
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   }
   TempDir dir_;
   std::string data_dir_;
@@ -336,23 +356,46 @@ TEST_F(PacedTest, BadFlagsGiveClearErrors) {
       {{"--data_dir=" + dir_.path() + "/x", "--token_file=/nonexistent/t"}, "token_file"},
   };
   for (const auto& c : cases) {
-    std::vector<std::string> argv = {testing::BinaryDir() + "/paced"};
-    argv.insert(argv.end(), c.args.begin(), c.args.end());
-    std::string err_path = dir_.path() + "/err.log";
-    unlink(err_path.c_str());
-    Subprocess p;
-    ASSERT_TRUE(p.Start(argv, err_path).ok());
-    int st = 0;
-    ASSERT_TRUE(p.Wait(20000, &st).ok());
-    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << c.expect;
-    FILE* f = fopen(err_path.c_str(), "r");
     std::string text;
-    char buf[1024];
-    size_t n;
-    while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
-    if (f) fclose(f);
+    EXPECT_EQ(RunToExit(c.args, &text), 1) << c.expect;
     EXPECT_NE(text.find(c.expect), std::string::npos) << "stderr was: " << text;
   }
+}
+
+// A port in use is found before any store is created; a data dir another
+// paced holds is refused in words naming it; --listen takes a host name.
+TEST_F(PacedTest, BusyPortAndHeldDataDirAreRefusedInWords) {
+  StartServer(1);
+  const std::string fresh = dir_.path() + "/fresh";
+  std::string err;
+  EXPECT_EQ(RunToExit({"--listen=127.0.0.1:" + std::to_string(port_), "--data_dir=" + fresh}, &err),
+            1);
+  EXPECT_NE(err.find("cannot listen on 127.0.0.1:" + std::to_string(port_) +
+                     ": IOError: 127.0.0.1:" + std::to_string(port_) + ": Address already in use"),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(std::filesystem::exists(fresh)) << "a store was created";
+
+  EXPECT_EQ(RunToExit({"--listen=127.0.0.1:0", "--data_dir=" + data_dir_}, &err), 1);
+  EXPECT_NE(err.find("paced: cannot open --data_dir=" + data_dir_ +
+                     ": FailedPrecondition: " + data_dir_ + " is in use by another process (pid " +
+                     std::to_string(paced_.pid()) + ", a paced or an app's embedded shard)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("LOCK"), std::string::npos) << err;
+
+  Subprocess named;
+  ASSERT_TRUE(named
+                  .Start({testing::BinaryDir() + "/paced", "--listen=localhost:0",
+                          "--data_dir=" + dir_.path() + "/named"},
+                         dir_.path() + "/named.err")
+                  .ok());
+  std::string line;
+  ASSERT_TRUE(named.ReadLine(&line, 20000).ok());
+  EXPECT_EQ(line.rfind("paced listening on localhost:", 0), 0u) << line;
+  Client c;
+  ASSERT_TRUE(
+      Connect(static_cast<uint16_t>(std::stoi(line.substr(line.rfind(':') + 1))), 0, &c).ok());
 }
 
 TEST_F(PacedTest, RefusesDataDirOfAnotherShard) {
