@@ -24,6 +24,7 @@
 #include "common/row.h"
 #include "net/codec.h"
 #include "net/remote_shard.h"
+#include "tests/testing/shard_peer.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
@@ -34,52 +35,13 @@ using testing::StartPaced;
 using testing::Subprocess;
 using testing::TempDir;
 
-// Collects the messages a RemoteShard hands to its MessageHandler.
-class Inbox {
- public:
-  void Push(net::Message m) {
-    std::lock_guard<std::mutex> l(mu_);
-    msgs_.push_back(std::move(m));
-    cv_.notify_all();
-  }
-  // Waits for the next message of type T (others are skipped), up to `timeout`.
-  template <typename T>
-  bool Next(T* out, std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock<std::mutex> l(mu_);
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (true) {
-      for (size_t i = 0; i < msgs_.size(); ++i) {
-        if (auto* p = std::get_if<T>(&msgs_[i])) {
-          *out = std::move(*p);
-          msgs_.erase(msgs_.begin(), msgs_.begin() + i + 1);
-          return true;
-        }
-      }
-      if (cv_.wait_until(l, deadline) == std::cv_status::timeout) return false;
-    }
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<net::Message> msgs_;
-};
-
-struct Client {
-  Inbox inbox;
-  std::unique_ptr<net::RemoteShard> shard;
-};
+using testing::Await;
+using testing::RawConn;
+using Client = testing::PeerClient;
 
 Status Connect(uint16_t port, ClientId id, Client* c, const std::string& token = "",
                net::Hello::Role role = net::Hello::kClientProcess) {
-  net::RemoteShardOptions o;
-  o.port = port;
-  o.hello.client_id = id;
-  o.hello.token = token;
-  o.hello.role = role;
-  o.connect_timeout_ms = 10000;
-  return net::RemoteShard::Connect(
-      o, [c](net::Message m) { c->inbox.Push(std::move(m)); }, nullptr, &c->shard);
+  return testing::ConnectPeer(port, id, c, token, role);
 }
 
 TableSchema IntTable(const std::string& name, uint32_t width) {
@@ -92,14 +54,6 @@ TableSchema IntTable(const std::string& name, uint32_t width) {
 
 net::RowData Delta(uint32_t table, uint64_t row, std::vector<int64_t> v) {
   return net::RowData{table, row, EncodeDense(v)};
-}
-
-template <typename T>
-T Await(std::future<StatusOr<T>> f) {
-  EXPECT_EQ(f.wait_for(20s), std::future_status::ready);
-  StatusOr<T> r = f.get();
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : T{};
 }
 
 class PacedTest : public ::testing::Test {
@@ -176,69 +130,6 @@ TEST_F(PacedTest, SeveralClientsParkedReadAndDuplicate) {
 }
 
 // --- Hostile input -------------------------------------------------------------
-
-// A raw TCP connection for sending arbitrary bytes.
-class RawConn {
- public:
-  explicit RawConn(uint16_t port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  }
-  ~RawConn() { close(fd_); }
-  bool connected() const { return connected_; }
-  void Write(const std::string& bytes) {
-    size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      off += static_cast<size_t>(n);
-    }
-  }
-  // Reads one frame and decodes it; false on EOF/timeout.
-  bool ReadMessage(net::Message* m, int timeout_ms = 10000) {
-    std::string len4;
-    if (!ReadN(4, &len4, timeout_ms)) return false;
-    uint32_t len;
-    std::memcpy(&len, len4.data(), 4);
-    std::string payload;
-    if (!ReadN(len, &payload, timeout_ms)) return false;
-    return net::DecodePayload(payload, m, net::DecodeOptions()).ok();
-  }
-  // True if the server closed the connection (EOF) within the timeout.
-  bool ClosedByPeer(int timeout_ms = 10000) {
-    char buf[256];
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      ssize_t n = recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) return true;
-    }
-    return false;
-  }
-
- private:
-  bool ReadN(size_t n, std::string* out, int timeout_ms) {
-    out->clear();
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (out->size() < n) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char buf[4096];
-      ssize_t r = recv(fd_, buf, std::min(sizeof(buf), n - out->size()), 0);
-      if (r <= 0) return false;
-      out->append(buf, static_cast<size_t>(r));
-    }
-    return true;
-  }
-  int fd_;
-  bool connected_ = false;
-};
 
 std::string Frame(const net::Message& m) {
   std::string out;
