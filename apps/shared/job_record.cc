@@ -203,10 +203,6 @@ Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume)
 
   if (own) {
     std::string why = Differences(*own, job, 0);
-    if (clock > 0 && !resume && !job.resumable) {
-      return Status::FailedPrecondition(where + holds + NameJob(*own, clock) + " (" + job.app +
-                                        " cannot continue a stored job): " + fresh_advice);
-    }
     if (clock > 0 && !resume) {
       return Status::FailedPrecondition(
           where + holds + NameJob(*own, clock) + ": pass --resume to continue it" +
@@ -217,11 +213,6 @@ Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume)
       return Status::FailedPrecondition(
           run + where + holds + NameJob(*own, clock) + " and " + why + ": " +
           (resume ? "rerun with the job's flags and data, or " : "") + fresh_advice);
-    }
-    if (clock > 0 && !job.resumable) {
-      return Status::FailedPrecondition(
-          run + where + holds + NameJob(*own, clock) + ", and " + job.app +
-          " cannot continue a stored job (it keeps its state in the workers): " + fresh_advice);
     }
     return Status::OK();
   }

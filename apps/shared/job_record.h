@@ -39,10 +39,6 @@ struct JobDescription {
   std::string input_desc;
   // The flags that shape the model, as name and printed value.
   std::vector<std::pair<std::string, std::string>> flags;
-  // False for apps that cannot continue a stored job (pace_lda keeps its
-  // token assignments in the workers): --resume of a job past clock 0 is then
-  // refused with advice.
-  bool resumable = true;
 };
 
 // 64-bit FNV-1a, for input fingerprints: feed the loaded data in a fixed order.
@@ -68,8 +64,7 @@ std::string ShortestDouble(double v);
 // app creates its tables. Errors (one line: why and what to do), all
 // FailedPrecondition:
 // - resume: the store holds no job, another app's job, a job of another
-//   table prefix, or one whose flags or input data differ, or the app cannot
-//   resume;
+//   table prefix, or one whose flags or input data differ;
 // - fresh (!resume): the store holds a job past clock 0, or a record of
 //   another job.
 Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume);
