@@ -375,6 +375,8 @@ Status OnlineStats(const CtlContext& ctx, const Args&) {
   }
   for (size_t k = 0; k < shards.size(); ++k) {
     for (auto& l : ShardLines(*shards[k], stats[k])) rows.push_back(l);
+    rows.push_back({"memory", "(used / bound)"});
+    for (auto& l : MemoryRows(stats[k].counters, "  ")) rows.push_back(l);
     if (single != nullptr) {
       for (const auto& [name, value] : stats[k].counters)
         rows.push_back({"  " + name, std::to_string(value)});
