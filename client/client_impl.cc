@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 #include <variant>
@@ -604,14 +605,34 @@ Status Client::Impl::GlobalBarrier(ClockT c, client::WorkerStats* ws) {
   return result.WithPrefix("GlobalBarrier");
 }
 
+Status Client::Impl::ShardStats(uint32_t k, net::StatsReply* stats) {
+  net::Message reply;
+  RETURN_IF_ERROR(Call(k, net::StatsRequest{NextReqId()}, &reply));
+  auto* r = std::get_if<net::StatsReply>(&reply);
+  if (r == nullptr) return Status::Internal("shard " + std::to_string(k) + ": no StatsReply");
+  NoteShardClock(k, r->shard_clock);
+  *stats = std::move(*r);
+  return Status::OK();
+}
+
+Status Client::Impl::JobClock(Version* clock) {
+  Version least = std::numeric_limits<Version>::max();
+  for (uint32_t k = 0; k < num_shards(); ++k) {
+    net::StatsReply st;
+    RETURN_IF_ERROR(ShardStats(k, &st));
+    least = std::min(least, st.shard_clock);
+  }
+  *clock = least;
+  return Status::OK();
+}
+
 Status Client::Impl::Laggards(std::vector<ClientLag>* laggards) {
   std::map<ClientId, ClientLag> by_client;
   for (uint32_t k = 0; k < num_shards(); ++k) {
-    net::Message reply;
-    RETURN_IF_ERROR(Call(k, net::StatsRequest{NextReqId()}, &reply));
-    const auto* r = std::get_if<net::StatsReply>(&reply);
-    if (r == nullptr || r->applied_clocks.empty()) continue;
-    NoteShardClock(k, r->shard_clock);
+    net::StatsReply st;
+    RETURN_IF_ERROR(ShardStats(k, &st));
+    const net::StatsReply* r = &st;
+    if (r->applied_clocks.empty()) continue;
     const ClockT least = *std::min_element(r->applied_clocks.begin(), r->applied_clocks.end());
     const ClockT most = *std::max_element(r->applied_clocks.begin(), r->applied_clocks.end());
     if (most == least) continue;  // nobody is held back here

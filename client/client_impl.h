@@ -204,6 +204,7 @@ class Client::Impl : public client::ChannelListener {
   ClientStats Stats() const;
   void ResetStats();
   Status Laggards(std::vector<ClientLag>* laggards);
+  Status JobClock(Version* clock);
   // Embedded: the in-process shard's memory per component (its Stats
   // counters memory_*), appended as "shard.<component>".
   void AppendShardMemory(std::vector<ClientStats::MemoryComponent>* out) const;
@@ -301,6 +302,8 @@ class Client::Impl : public client::ChannelListener {
   void SendToShard(uint32_t k, net::Message m);
   // Request/reply with shard k; waits for the reply (or health failure).
   Status Call(uint32_t k, net::Message request, net::Message* reply);
+  // Shard k's StatsReply (and notes its shard clock).
+  Status ShardStats(uint32_t k, net::StatsReply* stats);
   uint64_t NextReqId() { return next_req_id_.fetch_add(1, std::memory_order_relaxed); }
   Status WaitProgress(const std::function<bool()>& done, const std::function<Status()>& health,
                       client::WorkerStats* ws, const char* what);

@@ -282,6 +282,10 @@ class Client {
   // is held back. For telling a user what a blocked run waits for; one round
   // trip per shard. Thread-safe. Errors: a shard's health error.
   Status Laggards(std::vector<ClientLag>* laggards);
+  // The job's clock: the least shard clock over the shards (every client's
+  // updates of clocks < it are in every shard). One round trip per shard.
+  // Thread-safe. Errors: a shard's health error.
+  Status JobClock(Version* clock);
 
   class Impl;
 

@@ -71,9 +71,9 @@ Status ShardService::Open(const ShardServiceOptions& options, std::unique_ptr<Sh
   }
   service->reset(new ShardService(options, std::move(store)));
   (*service)->StartThreads();
-  LOG(INFO) << "shard " << (*service)->shard_id_ << "/" << (*service)->num_shards_ << " serving "
-            << (*service)->num_clients_ << " client process(es), shard clock "
-            << (*service)->ShardClock();
+  VLOG(1) << "shard " << (*service)->shard_id_ << "/" << (*service)->num_shards_ << " serving "
+          << (*service)->num_clients_ << " client process(es), shard clock "
+          << (*service)->ShardClock();
   return Status::OK();
 }
 
@@ -400,11 +400,15 @@ void ShardService::HandleCreateTable(const SessionPtr& s, const net::CreateTable
   WriterItem item;
   item.task = [this, s, m] {
     TableSchema created;
+    const bool existed = store_->FindTable(m.schema.name).ok();
     Status st = store_->CreateTable(m.schema, &created);
     // A failed store (a full disk): the client retries with backoff.
     if (!st.ok()) return SendError(s, m.req_id, st, /*retriable=*/store_->failed());
-    LOG(INFO) << "table " << DescribeSchema(created) << " (requested by client "
-              << s->hello().client_id << ")";
+    // One line per table created, not per client that opens it.
+    if (!existed) {
+      LOG(INFO) << "table " << DescribeSchema(created) << " created by client "
+                << s->hello().client_id;
+    }
     s->Send(net::TablesReply{m.req_id, {created}});
   };
   PostToWriter(std::move(item));

@@ -222,7 +222,7 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
   // Seconds since the start at the end of clock first_clock + i.
   const ClockT first_clock = sh->start_clock;
   std::vector<double> clock_end_seconds;
-  apps::StatsRowReader reader(st, run, first_clock, sh->end_clock);
+  apps::StatsRowReader reader(st, run, first_clock, sh->end_clock, reporter ? client_ : nullptr);
   auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
     const double* app = row.data() + MeasureCols::kCount;
     LdaReport rep;

@@ -179,7 +179,8 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   // clocks old). The first reader of a row fetches it; the others mostly hit
   // the process cache.
   std::vector<double> clock_end_seconds;  // of this worker, by clock - start_clock
-  apps::StatsRowReader reader(st, run, sh->start_clock, sh->end_clock);
+  apps::StatsRowReader reader(st, run, sh->start_clock, sh->end_clock,
+                              reporter ? client_ : nullptr);
   auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
     const double* app = row.data() + MeasureCols::kCount;
     MfReport rep;
@@ -365,8 +366,9 @@ Status MfTrainer::ReadFactors(Worker* worker, ClockT fresh_as_of, std::vector<fl
 
 namespace {
 
-Status WriteFactorCsv(const std::string& path, const IdMap& ids, const std::vector<float>& rows,
-                      int rank, bool biases) {
+Status WriteFactorCsv(const std::string& path, const IdMap& ids, const IdNames& names,
+                      IdNames::Column column, const std::vector<float>& rows, int rank,
+                      bool biases) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "w"), &std::fclose);
   if (!f) return Status::IOError("cannot write '" + path + "': " + std::strerror(errno));
   const uint32_t width = RowWidth(rank, biases);
@@ -375,7 +377,7 @@ Status WriteFactorCsv(const std::string& path, const IdMap& ids, const std::vect
   if (biases) std::fputs(",bias", f.get());
   std::fputc('\n', f.get());
   for (uint32_t i = 0; i < ids.size(); ++i) {
-    std::fprintf(f.get(), "%llu", static_cast<unsigned long long>(ids.raw(i)));
+    std::fputs(names.Text(column, ids.raw(i)).c_str(), f.get());
     for (uint32_t k = 0; k < width; ++k) {
       std::fprintf(f.get(), ",%.7g", rows[static_cast<size_t>(i) * width + k]);
     }
@@ -397,10 +399,10 @@ Status MfTrainer::Export(Worker* worker, const std::string& dir, ClockT fresh_as
   }
   std::vector<float> users, items;
   RETURN_IF_ERROR(ReadFactors(worker, fresh_as_of, &users, &items, stale_rows));
-  RETURN_IF_ERROR(WriteFactorCsv(dir + "/user_factors.csv", data_->users, users, options_.rank,
-                                 options_.biases));
-  RETURN_IF_ERROR(WriteFactorCsv(dir + "/item_factors.csv", data_->items, items, options_.rank,
-                                 options_.biases));
+  RETURN_IF_ERROR(WriteFactorCsv(dir + "/user_factors.csv", data_->users, data_->names,
+                                 IdNames::kUser, users, options_.rank, options_.biases));
+  RETURN_IF_ERROR(WriteFactorCsv(dir + "/item_factors.csv", data_->items, data_->names,
+                                 IdNames::kItem, items, options_.rank, options_.biases));
   std::string model_path = dir + "/model.txt";
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(model_path.c_str(), "w"), &std::fclose);
   if (!f) return Status::IOError("cannot write '" + model_path + "'");
