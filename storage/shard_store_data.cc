@@ -211,7 +211,8 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
     for (BatchResult& r : *results) {
       if (r.status.ok() && !r.duplicate) r.status = err;
     }
-    batch.Clear();
+    batch = rocksdb::WriteBatch();  // nothing kept after a failure
+    write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
     return err;
   };
   for (size_t k = 0; k < group.size(); ++k) {
@@ -283,7 +284,9 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   if (!written.ok()) return fail(written);
   const auto t_written = std::chrono::steady_clock::now();
   const size_t batch_bytes = batch.GetDataSize();
-  if (batch.Data().capacity() > kMaxRetainedWriteBatchBytes) batch = rocksdb::WriteBatch();
+  if (batch.Data().capacity() > (options_.retained_write_batch_mb << 20)) {
+    batch = rocksdb::WriteBatch();
+  }
   batch.Clear();
   write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
   Publish(ops, put_sums, clocks);
