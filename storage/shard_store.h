@@ -47,8 +47,8 @@ struct ShardStoreOptions {
   // recently read rows, kept exactly equal to the stored ones by ApplyBatch
   // (write-through), so reads of hot rows skip RocksDB's merge-on-read.
   // ApplyBatch writes a cached dense row changed once by a batch as a Put of
-  // its new value, which the memtable overwrites in place, instead of one more
-  // merge operand. 0 disables it. Default: 256.
+  // its new value instead of one more merge operand. 0 disables it.
+  // Default: 256.
   size_t row_cache_mb = 256;
   // The largest WriteBatch buffer, in MiB, kept between group commits for
   // the next group (reused so a model-scale clock does not map and fault in

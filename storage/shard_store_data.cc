@@ -207,7 +207,7 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   constexpr size_t kRowsPerCacheLock = 256;  // readers may fill the cache in between
   std::unique_ptr<MutexLock> cache_lock;
   // Nothing was written: every batch that would have been fails.
-  auto fail = [&](Status err) {
+  auto fail = [&](Status err) REQUIRES(write_mu_) {
     for (BatchResult& r : *results) {
       if (r.status.ok() && !r.duplicate) r.status = err;
     }
