@@ -6,6 +6,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -95,6 +96,12 @@ ShardService::~ShardService() {
   StopThreads();
   std::lock_guard<std::mutex> lock(mu_);
   engine_.AbortParked(Status::Aborted("shard shutting down"));
+  const PushLatency pl = PushLatencyLocked();
+  if (pl.samples > 0) {
+    LOG(INFO) << "shard " << shard_id_ << ": push latency (last Apply of a clock received -> "
+              << "pushes sent) over " << pl.samples << " clock(s): p50 " << pl.p50_us / 1000.0
+              << " ms, p99 " << pl.p99_us / 1000.0 << " ms, max " << pl.max_us / 1000.0 << " ms";
+  }
 }
 
 // --- Writer and reader threads -------------------------------------------------
@@ -458,6 +465,28 @@ ShardService::MemoryStats ShardService::memory_stats() const {
   return m;
 }
 
+ShardService::PushLatency ShardService::push_latency() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return PushLatencyLocked();
+}
+
+ShardService::PushLatency ShardService::PushLatencyLocked() const {
+  std::vector<int64_t> v = push_latency_us_;
+  PushLatency r;
+  r.samples = static_cast<int64_t>(v.size());
+  if (v.empty()) return r;
+  std::sort(v.begin(), v.end());
+  // Nearest rank, as common/percentile.h.
+  auto rank = [&v](double q) {
+    size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()) - 1e-9));
+    return v[std::clamp<size_t>(k, 1, v.size()) - 1];
+  };
+  r.p50_us = rank(0.5);
+  r.p99_us = rank(0.99);
+  r.max_us = v.back();
+  return r;
+}
+
 net::StatsReply ShardService::Stats() const {
   net::StatsReply r;
   r.shard_id = shard_id_;
@@ -486,6 +515,10 @@ net::StatsReply ShardService::Stats() const {
   r.counters.emplace_back("row_cache_evictions", static_cast<int64_t>(cache.evictions));
   r.counters.emplace_back("row_cache_rows", static_cast<int64_t>(cache.entries));
   r.counters.emplace_back("row_cache_bytes", static_cast<int64_t>(cache.bytes));
+  const PushLatency pl = PushLatencyLocked();
+  r.counters.emplace_back("push_latency_samples", pl.samples);
+  r.counters.emplace_back("push_latency_p50_us", pl.p50_us);
+  r.counters.emplace_back("push_latency_p99_us", pl.p99_us);
   const MemoryStats mem = memory_stats();
   r.counters.emplace_back("mem_memtable_bytes", static_cast<int64_t>(mem.store.memtable_bytes));
   r.counters.emplace_back("mem_block_cache_bytes",
