@@ -42,7 +42,9 @@ std::string EmbeddedChannel::Describe() const {
 Status EmbeddedChannel::OpenService() {
   ShardServiceOptions so;
   so.data_dir = options_.data_dir;
-  const EmbeddedShardOptions& e = options_.embedded;
+  ClientOptions resolved = options_;
+  ResolveMemoryBudget(&resolved);  // components left at 0: their memory_mb shares
+  const EmbeddedShardOptions& e = resolved.embedded;
   so.store.block_cache_mb = e.block_cache_mb;
   so.store.write_buffer_mb = e.write_buffer_mb;
   so.store.row_cache_mb = e.row_cache_mb;

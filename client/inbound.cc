@@ -245,7 +245,7 @@ void Client::Impl::OnDisconnect(uint32_t k, const Status& why) {
     // OnReconnect re-sends them in clock order. Without it a batch could
     // reach the new connection ahead of the older ones OnReconnect re-sends
     // (the shard then refuses it: a clock gap).
-    std::lock_guard<std::mutex> send_lock(send_mu_);
+    MutexLock send_lock(&send_mu_);
     sh.disconnected_since_ms.store(NowMs());
     sh.connected.store(false, std::memory_order_release);
   }
@@ -260,7 +260,7 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
     return;
   }
   NoteShardClock(k, w.shard_clock);
-  std::lock_guard<std::mutex> send_lock(send_mu_);  // no new batches meanwhile
+  MutexLock send_lock(&send_mu_);  // no new batches meanwhile
   // 1. Unacknowledged batches, in clock order (the shard skips duplicates).
   //    sh.unacked only changes under send_mu_ (append) or on this thread
   //    (Acks), so it is stable here.
