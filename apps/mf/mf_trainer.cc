@@ -220,6 +220,9 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   // the cache budget, so they are not evicted before they are read (and the
   // cache prefers to evict rows outside it: Worker::Prefetch).
   const size_t chunk = LookAheadRatings(client_->Stats().cache_budget_bytes, width_, run.workers);
+  // The user rows a worker keeps copies of within a clock (RowBuffer: the
+  // value as read and as updated): four look-ahead chunks' worth.
+  const size_t user_buffer_rows = 4 * chunk;
   std::vector<uint32_t> user_mark(data_->users.size(), 0), item_mark(data_->items.size(), 0);
   uint32_t mark = 0;
   std::vector<uint64_t> user_rows, item_rows;
@@ -282,6 +285,15 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
       float* v = item_row(r.item);
       const float e = SgdUpdate(u, v, r.value, reg_.user[r.user], reg_.item[r.item], p);
       train_sq += static_cast<double>(e) * e;
+      if (ubuf.loaded() >= user_buffer_rows) {
+        // Bounds the worker's copies (two per row) of the clock's user rows:
+        // their changes go to the table now and a later rating of the same
+        // user reads the row again, which includes them (read-my-writes).
+        // Items are few and recur in every chunk: kept for the whole clock.
+        Status s = flush(ubuf, data_->users, ut);
+        if (!s.ok() && load_status.ok()) load_status = s;
+        ubuf.Clear();
+      }
     }));
     RETURN_IF_ERROR(load_status);
     RETURN_IF_ERROR(flush(ubuf, data_->users, ut));
@@ -297,6 +309,9 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
         const float* v = r.item == IdMap::kUnknown ? zero.data() : item_row(r.item);
         const float e = r.value - Clip(Predict(u, v, p), data_->min_rating, data_->max_rating);
         test_sq += static_cast<double>(e) * e;
+        // The clock's changes were added above: forgetting the copies loses
+        // nothing (a flush here would add them twice).
+        if (ubuf.loaded() >= user_buffer_rows) ubuf.Clear();
       }));
       RETURN_IF_ERROR(load_status);
       test_n = static_cast<double>(test_part.size());
