@@ -138,7 +138,7 @@ void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
   if (d.version > cur) sh.pushed_version.store(d.version, std::memory_order_release);
   NoteShardClock(k, d.version);
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     if (st.waiters > 0) st.cv.notify_all();
   }
   std::lock_guard<std::mutex> l(progress_mu_);
@@ -152,7 +152,7 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
   CacheStripe& st = StripeFor(key);
   Status bad;
   {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     CacheEntry* e = st.Find(key);
     if (e == nullptr) return;  // nobody holds or wants the row any more
     if (read) e->ReadAnswered(read_min);
@@ -224,7 +224,7 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   for (const SentBatch& b : done) {
     for (const RowKey& key : b.keys) {
       CacheStripe& st = StripeFor(key);
-      std::lock_guard<client::SpinMutex> l(st.mu);
+      client::SpinLock l(&st.mu);
       purged += st.PurgeAcked(key, b.clock);
     }
   }
@@ -287,7 +287,7 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   // 3. Subscriptions live in the old session: subscribe again. Until the
   //    reply, the row keeps the version the old session vouched for.
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     st.map.ForEach([&](CacheEntry* e) {
       if (e->shard != k || !e->subscribed) return;
       e->version = EffectiveVersion(*e);

@@ -16,8 +16,8 @@ using client::ShardState;
 using client::TableState;
 
 Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t, const RowKey& key,
-                                CacheStripe& st, std::unique_lock<client::SpinMutex>& lock,
-                                CacheEntry** entry, Version* version) {
+                                CacheStripe& st, client::SpinUniqueLock& lock, CacheEntry** entry,
+                                Version* version) {
   client::TableCounters* tc = Counters(ws, t);
   CacheEntry* e = st.Find(key);
   bool waited = false;
@@ -153,7 +153,7 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
     const size_t hash = RowKeyHash()(key);
     CacheStripe& st = StripeForHash(hash);
     {
-      std::lock_guard<client::SpinMutex> l(st.mu);
+      client::SpinLock l(&st.mu);
       CacheEntry* e = st.Find(key, hash);
       if (e != nullptr) {
         if (e->has_value && t->policy.IsFresh(EffectiveVersion(*e), c)) continue;
@@ -199,7 +199,7 @@ void Client::Impl::ReleaseReadMarks(const net::Read& r) {
   for (uint64_t row : r.rows) {
     RowKey key{r.table, row};
     CacheStripe& st = StripeFor(key);
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     if (CacheEntry* e = st.Find(key)) {
       e->ReadAnswered(r.min_version);
       if (e->waiters > 0) st.cv.notify_all();
@@ -231,7 +231,7 @@ void Client::Impl::IncRow(ClockT c, client::WorkerStats* ws, TableState* t, uint
   RowKey key{t->schema.id, row};
   CacheStripe& st = StripeFor(key);
   {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
     st.AddDelta(e, c, delta);
   }
@@ -244,7 +244,7 @@ void Client::Impl::IncDenseCell(ClockT c, client::WorkerStats* ws, TableState* t
   RowKey key{t->schema.id, row};
   CacheStripe& st = StripeFor(key);
   {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
     st.AddDenseCell(e, c, col, value);
   }
