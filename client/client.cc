@@ -185,6 +185,7 @@ bool Client::embedded() const { return impl_->embedded(); }
 Status Client::Flush() { return impl_->Flush(); }
 ClientStats Client::Stats() const { return impl_->Stats(); }
 void Client::ResetStats() { impl_->ResetStats(); }
+Status Client::Laggards(std::vector<ClientLag>* laggards) { return impl_->Laggards(laggards); }
 
 // --- Worker ------------------------------------------------------------------
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
 #include <variant>
 
@@ -485,6 +486,7 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
       }
       if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
     }
+    FlushAllUnsubscribes();
     uint64_t sealed = 0;
     for (const net::Apply& a : applies) {
       for (const net::RowData& u : a.updates) sealed += u.bytes.size();
@@ -603,6 +605,33 @@ Status Client::Impl::GlobalBarrier(ClockT c, client::WorkerStats* ws) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count()));
   return result.WithPrefix("GlobalBarrier");
+}
+
+Status Client::Impl::Laggards(std::vector<ClientLag>* laggards) {
+  std::map<ClientId, ClientLag> by_client;
+  for (uint32_t k = 0; k < num_shards(); ++k) {
+    net::Message reply;
+    RETURN_IF_ERROR(Call(k, net::StatsRequest{NextReqId()}, &reply));
+    const auto* r = std::get_if<net::StatsReply>(&reply);
+    if (r == nullptr || r->applied_clocks.empty()) continue;
+    NoteShardClock(k, r->shard_clock);
+    const ClockT least = *std::min_element(r->applied_clocks.begin(), r->applied_clocks.end());
+    const ClockT most = *std::max_element(r->applied_clocks.begin(), r->applied_clocks.end());
+    if (most == least) continue;  // nobody is held back here
+    for (ClientId c = 0; c < r->applied_clocks.size(); ++c) {
+      if (r->applied_clocks[c] != least) continue;
+      const bool here =
+          std::binary_search(r->connected_clients.begin(), r->connected_clients.end(), c);
+      auto [it, added] = by_client.emplace(c, ClientLag{c, least, here});
+      if (!added) {
+        it->second.applied = std::min(it->second.applied, least);
+        it->second.connected = it->second.connected && here;
+      }
+    }
+  }
+  laggards->clear();
+  for (const auto& [c, lag] : by_client) laggards->push_back(lag);
+  return Status::OK();
 }
 
 // --- Health ------------------------------------------------------------------

@@ -203,6 +203,7 @@ class Client::Impl : public client::ChannelListener {
   bool embedded() const { return embedded_; }
   ClientStats Stats() const;
   void ResetStats();
+  Status Laggards(std::vector<ClientLag>* laggards);
   // Embedded: the in-process shard's memory per component (its Stats
   // counters memory_*), appended as "shard.<component>".
   void AppendShardMemory(std::vector<ClientStats::MemoryComponent>* out) const;
@@ -241,8 +242,9 @@ class Client::Impl : public client::ChannelListener {
   Status WaitForRow(ClockT c, client::WorkerStats* ws, client::TableState* t, const RowKey& key,
                     client::CacheStripe& st, client::SpinUniqueLock& lock,
                     client::CacheEntry** entry, Version* version) REQUIRES(st.mu);
-  // Sends Read{row, min_version, subscribe} for `e`. REQUIRES: e's stripe lock.
-  void SendRead(client::CacheEntry* e, Version min_version, bool subscribe);
+  // Sends Read{row, min_version, subscribe} for `e` of stripe `st`.
+  void SendRead(client::CacheStripe& st, client::CacheEntry* e, Version min_version, bool subscribe)
+      REQUIRES(st.mu);
   // Sends a cache-filling Read (any number of rows) to shard k with a fresh
   // req_id, recorded for re-sending after a reconnect. The caller has added
   // the rows' reads_in_flight (only SendRead and ReadGatherer do).
@@ -251,9 +253,15 @@ class Client::Impl : public client::ChannelListener {
   // wakes the rows' waiters (they send their own Read or see the failure).
   void ReleaseReadMarks(const net::Read& r);
   class ReadGatherer;
-  // Evicts over-budget values of `st` (stripe lock held), sending
-  // Unsubscribe for subscribed ones.
+  // Evicts over-budget values of `st` (stripe lock held), queueing
+  // Unsubscribe for subscribed ones (CacheStripe::unsubscribe).
   void EvictLocked(client::CacheStripe& st) REQUIRES(st.mu);
+  // Sends st's queued Unsubscribes.
+  void FlushUnsubscribesLocked(client::CacheStripe& st) REQUIRES(st.mu);
+  // Sends every stripe's queued Unsubscribes, one message per (shard,
+  // table). REQUIRES: no stripe lock held. (It holds several at once, in
+  // index order, which the analysis cannot follow.)
+  void FlushAllUnsubscribes() NO_THREAD_SAFETY_ANALYSIS;
 
   // OK, or why shard `k` cannot serve now (gone longer than the timeout, or
   // a fatal protocol error).
@@ -321,6 +329,9 @@ class Client::Impl : public client::ChannelListener {
   std::vector<std::unique_ptr<client::ShardState>> shards_;
 
   mutable client::CacheStripe stripes_[kNumStripes];
+  // Bit i: stripes_[i] has queued Unsubscribes (set and cleared under its lock).
+  std::atomic<uint64_t> unsubscribe_stripes_{0};
+  static_assert(kNumStripes <= 64, "unsubscribe_stripes_ has a bit per stripe");
 
   mutable Mutex tables_mu_;
   std::map<uint32_t, std::unique_ptr<client::TableState>> tables_ GUARDED_BY(tables_mu_);
@@ -414,9 +425,7 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
   client::CacheEntry* e = st.Find(key, hash);
   Version v = 0;
   if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c)) {
-    // Written only when it changes: threads reading the same rows then share
-    // the entry's cache line instead of bouncing it between cores.
-    if (!e->referenced) e->referenced = true;
+    client::MarkRead(e);
     fn(*e, v);
     lock.unlock();
     if (tc != nullptr) {
@@ -427,6 +436,7 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
     return Status::OK();
   }
   RETURN_IF_ERROR(WaitForRow(c, ws, t, key, st, lock, &e, &v));
+  client::MarkRead(e);
   fn(*e, v);
   lock.unlock();
   if (tc != nullptr) {

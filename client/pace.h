@@ -214,14 +214,25 @@ struct ClientStats {
   // Every component, the client's and (embedded) the in-process shard's, with
   // its bound (0: unbounded or not configured). Names: "client.cache",
   // "client.open_deltas", "client.unacked", "shard.block_cache",
-  // "shard.memtables", "shard.row_cache", "shard.table_readers",
-  // "shard.pinned_blocks" (docs/operations.md "Metrics").
+  // "shard.block_cache_pinned", "shard.memtables", "shard.table_readers",
+  // "shard.row_cache", "shard.write_batch", "shard.apply" (docs/operations.md
+  // "Metrics").
   struct MemoryComponent {
     std::string name;
     uint64_t bytes = 0;
     uint64_t bound_bytes = 0;
   };
   std::vector<MemoryComponent> memory;
+};
+
+// A client process that holds a shard clock back (Client::Laggards).
+struct ClientLag {
+  ClientId client = 0;
+  // The least applied clock of this client over the shards it lags on (the
+  // job cannot pass it until the client's batch for it arrives).
+  ClockT applied = 0;
+  // False if some shard it lags on has no connection from it now.
+  bool connected = false;
 };
 
 class Worker;
@@ -266,6 +277,12 @@ class Client {
   ClientStats Stats() const;
   // Zeroes the counters and histograms.
   void ResetStats();
+  // Asks every shard for its clocks and connections and returns the client
+  // processes that hold a shard clock back: on some shard, their applied
+  // clock is the least while another client's is ahead. Empty when no shard
+  // is held back. For telling a user what a blocked run waits for; one round
+  // trip per shard. Thread-safe. Errors: a shard's health error.
+  Status Laggards(std::vector<ClientLag>* laggards);
 
   class Impl;
 

@@ -37,6 +37,9 @@ class CAPABILITY("mutex") SpinMutex {
            !locked_.exchange(true, std::memory_order_acquire);
   }
   void unlock() RELEASE() { locked_.store(false, std::memory_order_release); }
+  // Tells the analysis that the caller holds the lock (no runtime check):
+  // for callbacks run by a method that REQUIRES it.
+  void AssertHeld() const ASSERT_CAPABILITY(this) {}
 
  private:
   std::atomic<bool> locked_{false};

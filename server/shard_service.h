@@ -150,6 +150,18 @@ class ShardService : public net::ServiceHandler {
   std::vector<ClockT> AppliedClocks() const;
   // What a StatsRequest returns (req_id 0).
   net::StatsReply Stats() const;
+  // Memory the shard holds now, per component, in bytes: the store's
+  // (ShardStore::memory_stats: memtables, block cache, table readers, row
+  // cache, retained WriteBatch) plus `apply_bytes`, the Apply batches received
+  // and not yet freed (queued for the writer, being committed, or waiting to
+  // be freed on a reader thread: payload plus per-row bookkeeping). Cheap;
+  // any thread. Stats() reports the same as mem_* counters.
+  struct MemoryStats {
+    StoreMemoryStats store;
+    uint64_t apply_bytes = 0;
+    uint64_t total() const { return store.total() + apply_bytes; }
+  };
+  MemoryStats memory_stats() const;
   // Number of parked reads and subscriptions (for tests and stats).
   size_t NumParkedReads() const;
   size_t NumSubscriptions() const;
@@ -173,6 +185,9 @@ class ShardService : public net::ServiceHandler {
   ShardStore* store() { return store_.get(); }
 
  private:
+  // The ids of the client processes with a session now, increasing.
+  // REQUIRES: mu_ held.
+  std::vector<uint32_t> ConnectedClientsLocked() const;
   using SessionPtr = std::shared_ptr<net::Session>;
   struct Counters {
     std::atomic<int64_t> batches_applied{0};
@@ -181,6 +196,7 @@ class ShardService : public net::ServiceHandler {
     std::atomic<int64_t> reads{0};
     std::atomic<int64_t> delta_bytes_in{0};
     std::atomic<int64_t> request_errors{0};
+    std::atomic<int64_t> apply_bytes{0};  // MemoryStats::apply_bytes
     // Group commit: writes of the store (one per group), batches in them,
     // the largest group.
     std::atomic<int64_t> commit_groups{0};
@@ -193,6 +209,7 @@ class ShardService : public net::ServiceHandler {
     SessionPtr session;
     net::Apply apply;
     std::vector<RowDelta> deltas;  // point into apply.updates, in row-key order
+    int64_t bytes = 0;             // charged to Counters::apply_bytes until freed
   };
   // What the writer runs: an Apply, or another write (e.g. CreateTable).
   struct WriterItem {
@@ -290,6 +307,11 @@ class ShardService : public net::ServiceHandler {
   // The due clock of the last periodic checkpoint written.
   Mutex checkpoint_mu_;
   Version last_checkpoint_ GUARDED_BY(checkpoint_mu_) = 0;
+  // The writer's own (no lock): the number of Apply batches in the last group
+  // and how long its commit took, for the group-commit wait under sync
+  // (WriterLoop).
+  size_t last_group_applies_ = 0;
+  std::chrono::steady_clock::duration last_commit_time_{};
   std::thread writer_;
   std::vector<std::thread> readers_;
   std::thread housekeeper_;

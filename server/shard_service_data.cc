@@ -97,7 +97,7 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
   std::vector<RowDelta>& deltas = p->deltas;
   deltas.reserve(p->apply.updates.size());
   int64_t bytes = 0;
-  for (const net::RowData& u : p->apply.updates) {
+  for (net::RowData& u : p->apply.updates) {
     Status st = CheckPlacement(u.table, u.row);
     if (!st.ok()) {
       counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
@@ -105,10 +105,16 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
                        st.WithPrefix("Apply of clock " + std::to_string(p->apply.clock) +
                                      " from client " + std::to_string(hello.client_id)));
     }
-    deltas.push_back(RowDelta{u.table, u.row, u.bytes});
+    // Handed over: the store may compute a row's new sum in this buffer and
+    // move it into its row cache (RowDelta::owned); only table and row are read
+    // after the commit.
+    deltas.push_back(RowDelta{u.table, u.row, u.bytes, &u.bytes});
     bytes += static_cast<int64_t>(u.bytes.size());
   }
   counters_.delta_bytes_in.fetch_add(bytes, std::memory_order_relaxed);
+  p->bytes =
+      bytes + static_cast<int64_t>(deltas.size() * (sizeof(net::RowData) + sizeof(RowDelta)));
+  counters_.apply_bytes.fetch_add(p->bytes, std::memory_order_relaxed);
   // In row-key order (deltas of one row keep their batch order): the store
   // then writes them without sorting again, and the rows are marked dirty in
   // the order a push sends them, so planning the push need not sort either.
@@ -161,6 +167,8 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
                  << " batch(es) failed: " << st.ToString();
   }
   const auto t1 = std::chrono::steady_clock::now();
+  last_group_applies_ = group->size();
+  last_commit_time_ = t1 - t0;
   AfterBatchesCommitted(*group, results);
   const auto t2 = std::chrono::steady_clock::now();
   if (VLOG_IS_ON(1)) {
@@ -173,7 +181,12 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
   // Freeing a large batch (one string per row) is left to a reader thread,
   // off the writer's critical path.
   auto done = std::make_shared<std::vector<std::unique_ptr<PendingApply>>>(std::move(*group));
-  PostRead([done] { done->clear(); });
+  PostRead([this, done] {
+    int64_t bytes = 0;
+    for (const auto& p : *done) bytes += p->bytes;
+    done->clear();
+    counters_.apply_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  });
   group->clear();
 }
 

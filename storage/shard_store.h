@@ -79,6 +79,12 @@ struct RowDelta {
   uint32_t table = 0;
   uint64_t row = 0;
   std::string_view bytes;
+  // Optional: the string that holds exactly `bytes`, handed over to the store.
+  // When set, ApplyBatches may overwrite it or swap its contents into the row
+  // cache (a cached dense row's new sum is computed in this buffer and moved
+  // into its cache entry: no copy and no allocation per row); the caller must
+  // not read it after the call, only destroy it.
+  std::string* owned = nullptr;
 };
 
 // One client batch for ApplyBatches. `deltas` (and the bytes they point to)
@@ -87,6 +93,10 @@ struct BatchRequest {
   ClientId client = 0;
   ClockT clock = 0;
   const std::vector<RowDelta>* deltas = nullptr;
+  // Non-null: an import (ImportBatch), not a client's batch: `client` and
+  // `clock` are ignored, no applied clock changes, and this text is stored
+  // as the store's last-import record in the same WriteBatch.
+  const std::string* import_record = nullptr;
 };
 
 // What ApplyBatches did with one batch.
@@ -106,6 +116,38 @@ struct RowCacheStats {
   uint64_t misses = 0;          // rows read from RocksDB
   uint64_t evictions = 0;
 };
+
+// Memory a store holds now, per component, in bytes (ShardStore::memory_stats).
+// Cheap: RocksDB properties and counters, no scan.
+struct StoreMemoryStats {
+  // RocksDB memtables, active and immutable (unflushed and pinned), i.e.
+  // "rocksdb.size-all-mem-tables". Bounded by about write_buffer_mb x
+  // max_write_buffer_number, except that one WriteBatch larger than a
+  // memtable goes whole into the active one (a model-scale clock).
+  uint64_t memtable_bytes = 0;
+  // The RocksDB block cache's usage (data, index and filter blocks) and its
+  // capacity (block_cache_mb; 0: disabled).
+  uint64_t block_cache_bytes = 0;
+  uint64_t block_cache_capacity = 0;
+  // Index/filter memory of open SST readers not charged to the block cache
+  // ("rocksdb.estimate-table-readers-mem").
+  uint64_t table_reader_bytes = 0;
+  // The row cache's charged bytes and its capacity (row_cache_mb).
+  uint64_t row_cache_bytes = 0;
+  uint64_t row_cache_capacity = 0;
+  // The write path's buffers: the WriteBatch kept for the next group (its
+  // capacity; a model-scale group retains ~its size, at most
+  // kMaxRetainedWriteBatchBytes) plus the group being written now.
+  uint64_t write_batch_bytes = 0;
+  uint64_t total() const {
+    return memtable_bytes + block_cache_bytes + table_reader_bytes + row_cache_bytes +
+           write_batch_bytes;
+  }
+};
+
+// The largest WriteBatch buffer the store keeps between groups (reused so a
+// model-scale clock does not map and fault in a fresh ~130 MB buffer).
+inline constexpr size_t kMaxRetainedWriteBatchBytes = size_t{256} << 20;
 
 // What a checkpoint's manifest records (file "PACE-CHECKPOINT" in its dir).
 struct CheckpointManifest {
@@ -161,6 +203,15 @@ class ShardStore {
   // group is fine). Returns non-OK only when the write itself failed; then no
   // batch was written and every result carries that error.
   Status ApplyBatches(const std::vector<BatchRequest>& batches, std::vector<BatchResult>* results);
+
+  // Writes `deltas` as one atomic WriteBatch that changes no applied clock,
+  // together with `record` (a one-line text) as the store's last-import
+  // record (LastImport). For loading data into a store no client is training
+  // on (pacectl import); the rows then hold their old value plus the delta.
+  // Errors (nothing written): as ApplyBatch for the deltas.
+  Status ImportBatch(const std::vector<RowDelta>& deltas, const std::string& record);
+  // The record of the last ImportBatch; "" if there was none.
+  StatusOr<std::string> LastImport() const;
 
   // --- Clocks --------------------------------------------------------------
   // 0 for a client id >= num_clients.
@@ -221,6 +272,8 @@ class ShardStore {
   bool read_only() const;
   // Row cache counters (all zero when the cache is disabled).
   RowCacheStats row_cache_stats() const;
+  // Bytes of memory the store holds now, per component (see StoreMemoryStats).
+  StoreMemoryStats memory_stats() const;
 
  private:
   class Impl;

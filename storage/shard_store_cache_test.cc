@@ -136,8 +136,19 @@ class CacheModelTest : public ::testing::TestWithParam<int> {
       const uint64_t row = rng_() % 3 == 0 ? rng_() % 8 : RandomRow();
       deltas.push_back(RowDelta{s.id, row, storage.back()});
     }
+    // Half the batches hand their delta buffers over (RowDelta::owned, as the
+    // shard service does): the cached store then computes Put sums in them
+    // and swaps them into its cache. The plain store gets the originals.
+    std::vector<std::string> handed(storage);
+    std::vector<RowDelta> cached_deltas = deltas;
+    if (rng_() % 2 == 0) {
+      for (size_t i = 0; i < handed.size(); ++i) {
+        cached_deltas[i].bytes = handed[i];
+        cached_deltas[i].owned = &handed[i];
+      }
+    }
     bool dup = false;
-    Status a = cached_->ApplyBatch(client, applied_[client], deltas, &dup);
+    Status a = cached_->ApplyBatch(client, applied_[client], cached_deltas, &dup);
     Status b = plain_->ApplyBatch(client, applied_[client], deltas, &dup);
     ASSERT_TRUE(a.ok()) << a.ToString();
     ASSERT_TRUE(b.ok()) << b.ToString();
@@ -430,6 +441,54 @@ TEST(RowCacheStoreTest, InPlaceWritesKeepTheWalBoundedAndSurviveRestart) {
     }
     store.reset();
   }
+}
+
+// memory_stats() reports each component: the memtable holds the written
+// rows, the row cache what was read, the retained WriteBatch about one
+// group's bytes; handed-over delta buffers end up in the row cache.
+TEST(StoreMemoryStatsTest, ReportsEachComponent) {
+  testing_util::ScopedTempDir tmp;
+  ShardStoreOptions o = Opts(1, 16);
+  o.write_buffer_mb = 64;  // nothing flushed during the test
+  std::unique_ptr<ShardStore> store = OpenOrDie(o, tmp.Sub("s"));
+  ASSERT_NE(store, nullptr);
+  TableSchema created;
+  ASSERT_TRUE(
+      store->CreateTable(MakeSchema("m", RowKind::kDense, ElementType::kF32, 256), &created).ok());
+  const StoreMemoryStats empty = store->memory_stats();
+  EXPECT_EQ(empty.row_cache_bytes, 0u);
+  EXPECT_EQ(empty.row_cache_capacity, uint64_t{16} << 20);
+  EXPECT_EQ(empty.block_cache_capacity, uint64_t{4} << 20);
+  std::vector<uint64_t> rows(2000);
+  for (uint64_t r = 0; r < rows.size(); ++r) rows[r] = r;
+  std::vector<std::string> values;
+  ASSERT_TRUE(store->MultiGet(created.id, rows, &values).ok());  // fills the row cache
+  const size_t row_bytes = 256 * 4;
+  std::vector<std::string> buffers(rows.size(), std::string(row_bytes, '\0'));
+  std::vector<RowDelta> deltas;
+  for (uint64_t r : rows) {
+    float one = 1.0f;
+    for (size_t c = 0; c < 256; ++c) std::memcpy(&buffers[r][c * 4], &one, 4);
+    deltas.push_back(RowDelta{created.id, r, buffers[r], &buffers[r]});
+  }
+  bool dup = false;
+  ASSERT_TRUE(store->ApplyBatch(0, 0, deltas, &dup).ok());
+  const StoreMemoryStats m = store->memory_stats();
+  const uint64_t payload = rows.size() * row_bytes;
+  EXPECT_GE(m.memtable_bytes, payload);
+  EXPECT_GE(m.row_cache_bytes, payload);
+  EXPECT_LE(m.row_cache_bytes, m.row_cache_capacity);
+  EXPECT_GE(m.write_batch_bytes, payload);  // retained for the next group
+  EXPECT_LE(m.write_batch_bytes, 2 * payload + (1 << 20));
+  EXPECT_EQ(m.total(), m.memtable_bytes + m.block_cache_bytes + m.table_reader_bytes +
+                           m.row_cache_bytes + m.write_batch_bytes);
+  // The new sums were read from the handed-over buffers.
+  ASSERT_TRUE(store->MultiGet(created.id, {5}, &values).ok());
+  float got = 0;
+  std::memcpy(&got, values[0].data() + 4 * 17, 4);
+  EXPECT_EQ(got, 1.0f);
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_LT(store->memory_stats().memtable_bytes, payload);
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ struct GroupDelta {
   uint64_t row;
   const TableEntry* entry;
   std::string_view bytes;  // the payload written (sparse zeros stripped)
+  std::string* owned;      // RowDelta::owned when `bytes` is it, else nullptr
 };
 
 }  // namespace
@@ -71,6 +72,7 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   std::vector<ClockUpdate> clocks;
   // The applied clock each client will have after the batches accepted so far.
   std::unordered_map<ClientId, ClockT> next_clock;
+  const std::string* import_record = nullptr;  // the last import's record, if any
   size_t reserve = 64;
   uint32_t seq = 0;
   {
@@ -81,19 +83,24 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
       const BatchRequest& req = batches[b];
       BatchResult& res = (*results)[b];
       const ClientId client = req.client;
-      if (client >= identity_.num_clients) {
+      const bool import = req.import_record != nullptr;
+      if (import) {
+        // No client, no clock: the deltas only.
+      } else if (client >= identity_.num_clients) {
         res.status =
             Status::InvalidArgument("client id " + std::to_string(client) + " is not in [0, " +
                                     std::to_string(identity_.num_clients) + ")");
         continue;
       }
-      if (req.clock < 0) {
+      if (!import && req.clock < 0) {
         res.status = Status::InvalidArgument("negative clock " + std::to_string(req.clock));
         continue;
       }
       auto nc = next_clock.find(client);
-      const ClockT applied =
-          nc != next_clock.end() ? nc->second : applied_[client].load(std::memory_order_relaxed);
+      const ClockT applied = import ? req.clock
+                             : nc != next_clock.end()
+                                 ? nc->second
+                                 : applied_[client].load(std::memory_order_relaxed);
       if (req.clock < applied) {
         res.duplicate = true;
         continue;
@@ -130,12 +137,18 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
           break;
         }
         std::string_view bytes = d.bytes;
+        std::string* owned = d.owned != nullptr && d.owned->data() == d.bytes.data() &&
+                                     d.owned->size() == d.bytes.size()
+                                 ? d.owned
+                                 : nullptr;
         if (entry->format.kind == RowKind::kSparse && SparseHasZero(entry->format, bytes)) {
           // Stored values never hold zero entries; strip them here (rare).
           StripSparseZeros(entry->format, bytes, &stripped_rows.emplace_back());
           bytes = stripped_rows.back();
+          owned = nullptr;
         }
-        group.push_back(GroupDelta{d.table, seq + static_cast<uint32_t>(i), d.row, entry, bytes});
+        group.push_back(
+            GroupDelta{d.table, seq + static_cast<uint32_t>(i), d.row, entry, bytes, owned});
         batch_reserve += bytes.size() + kBatchOverheadPerDelta;
       }
       if (!res.status.ok()) {
@@ -145,11 +158,15 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
       }
       seq += static_cast<uint32_t>(deltas.size());
       reserve += batch_reserve + 32;
+      if (import) {
+        import_record = req.import_record;
+        continue;
+      }
       next_clock[client] = req.clock + 1;
       clocks.push_back(ClockUpdate{client, req.clock + 1});
     }
   }
-  if (clocks.empty()) return Status::OK();  // nothing to write
+  if (clocks.empty() && import_record == nullptr) return Status::OK();  // nothing to write
 
   // 2. The WriteBatch, in row-key order (deltas of one row in group order):
   // inserting keys in order lets the memtable start each insert from the
@@ -164,7 +181,13 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   if (!std::is_sorted(group.begin(), group.end(), key_less)) {
     std::sort(group.begin(), group.end(), key_less);
   }
-  rocksdb::WriteBatch batch(reserve);
+  // The batch reuses the previous group's buffer: a model-scale group is
+  // ~130 MB, and a fresh buffer of that size is mapped and faulted in page by
+  // page on every clock.
+  rocksdb::WriteBatch& batch = batch_;
+  batch.Clear();
+  if (batch.Data().capacity() < reserve) batch = rocksdb::WriteBatch(reserve);
+  write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
   const bool cache = row_cache_ != nullptr;
   // Cached dense rows changed once by this group are written as a Put of their
   // new stored value (the cached sum plus the delta) instead of one more merge
@@ -174,13 +197,19 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   // published state, which only this (serialized) writer changes.
   std::vector<CacheOp> ops;  // every delta, for Publish (cache on)
   if (cache) ops.reserve(group.size());
-  // The Put rows' new sums, one after another in one buffer (no allocation
-  // per row): written to the batch, then copied into the cache by Publish
-  // without computing them again.
+  // The new sums of Put rows whose delta the caller did not hand over
+  // (RowDelta::owned), one after another in one buffer: written to the batch,
+  // then copied into the cache by Publish without computing them again. A
+  // handed-over delta's buffer takes its new sum in place (x + y == y + x
+  // bit for bit in IEEE and in wrapping integer arithmetic, so adding the
+  // cached sum into the delta gives the merge operator's result) and Publish
+  // swaps it into the cache entry: no copy, no allocation.
   std::string put_sums;
   if (cache) {
     size_t bytes = 0;
-    for (const GroupDelta& d : group) bytes += d.bytes.size();
+    for (const GroupDelta& d : group) {
+      if (d.owned == nullptr) bytes += d.bytes.size();
+    }
     put_sums.reserve(bytes);
   }
   char key[sf::kRowKeySize];
@@ -192,6 +221,7 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
     for (BatchResult& r : *results) {
       if (r.status.ok() && !r.duplicate) r.status = err;
     }
+    batch.Clear();
     return err;
   };
   for (size_t k = 0; k < group.size(); ++k) {
@@ -217,17 +247,28 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
     if (cached != nullptr) {
       // The merge operator's arithmetic (row_merge.cc): a lone operand is the
       // sum; a later one is added to it.
-      const size_t offset = put_sums.size();
-      if (cached->written) {
-        put_sums.append(cached->sum);
-        AddDenseUnaligned(entry->format.type, put_sums.data() + offset, d.bytes.data(),
-                          entry->format.width);
+      const char* sum = nullptr;
+      if (d.owned != nullptr) {
+        if (cached->written) {
+          AddDenseUnaligned(entry->format.type, d.owned->data(), cached->sum.data(),
+                            entry->format.width);
+        }
+        sum = d.owned->data();
+        ops.back().take = d.owned;
       } else {
-        put_sums.append(d.bytes.data(), d.bytes.size());
+        const size_t offset = put_sums.size();
+        if (cached->written) {
+          put_sums.append(cached->sum);
+          AddDenseUnaligned(entry->format.type, put_sums.data() + offset, d.bytes.data(),
+                            entry->format.width);
+        } else {
+          put_sums.append(d.bytes.data(), d.bytes.size());
+        }
+        ops.back().put = static_cast<int64_t>(offset);
+        sum = put_sums.data() + offset;
       }
-      ops.back().put = static_cast<int64_t>(offset);
-      const rocksdb::Slice value_parts[2] = {
-          rocksdb::Slice(&entry->tag, 1), rocksdb::Slice(put_sums.data() + offset, d.bytes.size())};
+      const rocksdb::Slice value_parts[2] = {rocksdb::Slice(&entry->tag, 1),
+                                             rocksdb::Slice(sum, d.bytes.size())};
       s = batch.Put(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
     } else {
       const rocksdb::Slice value_parts[2] = {rocksdb::Slice(&entry->tag, 1),
@@ -244,6 +285,10 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
     rocksdb::Status s = batch.Put(sf::ClockKey(c.client), sf::EncodeClock(c.applied));
     if (!s.ok()) return fail(FromRocks(s, "build batch"));
   }
+  if (import_record != nullptr) {
+    rocksdb::Status s = batch.Put(sf::kLastImportKey, *import_record);
+    if (!s.ok()) return fail(FromRocks(s, "build batch"));
+  }
 
   // 3. One write for the whole group, then make it visible.
   const auto t_built = std::chrono::steady_clock::now();
@@ -251,12 +296,16 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
                              "apply a group of " + std::to_string(clocks.size()) + " batch(es)");
   if (!written.ok()) return fail(written);
   const auto t_written = std::chrono::steady_clock::now();
+  const size_t batch_bytes = batch.GetDataSize();
+  if (batch.Data().capacity() > kMaxRetainedWriteBatchBytes) batch = rocksdb::WriteBatch();
+  batch.Clear();
+  write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
   Publish(ops, put_sums, clocks);
   if (VLOG_IS_ON(2)) {
     auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
     VLOG(2) << dir_ << ": group of " << clocks.size() << " batch(es), " << group.size()
-            << " deltas, " << batch.GetDataSize() << " bytes: validate+build "
-            << ms(t_built - t_start) << " ms, write " << ms(t_written - t_built) << " ms, publish "
+            << " deltas, " << batch_bytes << " bytes: validate+build " << ms(t_built - t_start)
+            << " ms, write " << ms(t_written - t_built) << " ms, publish "
             << ms(std::chrono::steady_clock::now() - t_written) << " ms";
   }
   return Status::OK();
@@ -280,7 +329,14 @@ void ShardStore::Impl::Publish(const std::vector<CacheOp>& ops, const std::strin
     CachedRow* c = row_cache_->Peek(op.table, op.row);
     if (c == nullptr) continue;
     const RowFormat& f = op.entry->format;
-    if (op.put >= 0) {
+    if (op.take != nullptr) {
+      // The new sum, computed in the caller's buffer: moved in, the old sum
+      // goes back to the caller to be freed with its batch.
+      const size_t old_capacity = c->sum.capacity();
+      c->sum.swap(*op.take);
+      if (!c->written || c->sum.capacity() != old_capacity) grown.push_back(i);
+      c->written = true;
+    } else if (op.put >= 0) {
       // Same size as the cached sum when it is written: no reallocation.
       if (!c->written) grown.push_back(i);
       c->sum.assign(put_sums.data() + op.put, op.bytes.size());
@@ -300,6 +356,15 @@ void ShardStore::Impl::Publish(const std::vector<CacheOp>& ops, const std::strin
 }
 
 // --- Reads --------------------------------------------------------------------
+
+StatusOr<std::string> ShardStore::Impl::LastImport() const {
+  PACE_CHECK_STORE_THREAD("LastImport");
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), sf::kLastImportKey, &v);
+  if (s.IsNotFound()) return std::string();
+  RETURN_IF_ERROR(FromRocks(s, "read the last import of " + dir_));
+  return v;
+}
 
 namespace {
 
@@ -437,6 +502,27 @@ RowCacheStats ShardStore::Impl::row_cache_stats() const {
   st.hits = row_cache_->counters().hits;
   st.misses = row_cache_->counters().misses;
   st.evictions = row_cache_->counters().evictions;
+  return st;
+}
+
+StoreMemoryStats ShardStore::Impl::memory_stats() const {
+  // In-memory properties only (no I/O): callable from any thread.
+  StoreMemoryStats st;
+  uint64_t v = 0;
+  if (db_->GetIntProperty(rocksdb::DB::Properties::kSizeAllMemTables, &v)) st.memtable_bytes = v;
+  if (db_->GetIntProperty(rocksdb::DB::Properties::kEstimateTableReadersMem, &v)) {
+    st.table_reader_bytes = v;
+  }
+  if (block_cache_ != nullptr) {
+    st.block_cache_bytes = block_cache_->GetUsage();
+    st.block_cache_capacity = block_cache_->GetCapacity();
+  }
+  if (row_cache_ != nullptr) {
+    MutexLock cache_lock(&cache_mu_);
+    st.row_cache_bytes = row_cache_->bytes();
+    st.row_cache_capacity = row_cache_->capacity();
+  }
+  st.write_batch_bytes = write_batch_bytes_.load(std::memory_order_relaxed);
   return st;
 }
 

@@ -8,6 +8,7 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
 
 #include <atomic>
 #include <cstdint>
@@ -123,6 +124,7 @@ class ShardStore::Impl {
               const std::function<bool(uint64_t, std::string_view)>& fn) const;
 
   Status CreateCheckpoint(const std::string& dir) const;
+  StatusOr<std::string> LastImport() const;
   Status Flush();
   Status ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const;
   bool GetIntProperty(const std::string& name, uint64_t* value) const;
@@ -132,6 +134,7 @@ class ShardStore::Impl {
   const std::string& dir() const { return dir_; }
   bool read_only() const { return options_.read_only; }
   RowCacheStats row_cache_stats() const;
+  StoreMemoryStats memory_stats() const;
 
  private:
   rocksdb::Options MakeRocksOptions() const;
@@ -161,6 +164,9 @@ class ShardStore::Impl {
     std::string_view bytes;
     // Written as a Put: offset of its new sum in Publish's `put_sums`; -1: a merge.
     int64_t put = -1;
+    // Written as a Put whose new sum is in this caller-owned string
+    // (RowDelta::owned): Publish swaps it into the cache entry.
+    std::string* take = nullptr;
   };
   struct ClockUpdate {
     ClientId client;
@@ -181,6 +187,11 @@ class ShardStore::Impl {
   std::shared_ptr<rocksdb::Cache> block_cache_;
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
+  // The WriteBatch of the group being built, reused by the next group (its
+  // buffer kept up to kMaxRetainedWriteBatchBytes). write_batch_bytes_: its
+  // capacity, for memory_stats().
+  rocksdb::WriteBatch batch_ GUARDED_BY(write_mu_);
+  std::atomic<uint64_t> write_batch_bytes_{0};
   std::string secondary_dir_;  // temp dir of a secondary instance; removed on close
 
   // Locking (docs/storage-format.md section 14). write_mu_ serializes every

@@ -62,6 +62,9 @@ DEFINE_bool(skip_bad_lines, false, "skip (and count) malformed input lines inste
 DEFINE_double(minibatch, 1.0, "fraction of each worker's data processed per clock, in (0, 1]");
 DEFINE_bool(baseline, false,
             "run the single-threaded, no-parameter-server baseline with the same update rule");
+DEFINE_int64(wait_report_ms, 5000,
+             "with several clients: after this long without progress, print whom the run waits "
+             "for (0: never)");
 
 namespace pace {
 namespace apps {
@@ -81,7 +84,7 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
                    join(job, {"eval_every", "baseline"}))},
       {"output", join(output, {"csv", "staleness_hist"})},
       {"cluster (without --servers the run is embedded)",
-       {"servers", "client_id", "num_clients", "token_file"}},
+       {"servers", "client_id", "num_clients", "token_file", "wait_report_ms"}},
       {"memory",
        {"memory_mb", "cache_mb", "open_delta_mb", "unacked_mb", "block_cache_mb", "write_buffer_mb",
         "row_cache_mb"}},

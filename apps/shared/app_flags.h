@@ -46,6 +46,7 @@ DECLARE_string(staleness_hist);
 DECLARE_bool(skip_bad_lines);
 DECLARE_double(minibatch);
 DECLARE_bool(baseline);
+DECLARE_int64(wait_report_ms);
 
 namespace pace {
 namespace apps {

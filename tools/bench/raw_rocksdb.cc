@@ -46,8 +46,12 @@ std::unique_ptr<rocksdb::DB> OpenRawBaselineDb(const std::string& dir) {
   options.write_buffer_size = 64 << 20;
   options.max_write_buffer_number = 3;
   options.merge_operator = std::make_shared<FloatAdd>();
+  // The store's compression and checksum settings (storage/shard_store.cc).
+  options.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression,
+                                   rocksdb::kSnappyCompression};
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(256 << 20);
+  table.checksum = rocksdb::kXXH3;
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::DB* raw = nullptr;
   if (!rocksdb::DB::Open(options, dir, &raw).ok()) return nullptr;

@@ -275,10 +275,12 @@ Status OfflineStats(const CtlContext& ctx, const Args&) {
   for (size_t i = 0; i < tables.size(); ++i) {
     RETURN_IF_ERROR(store->ApproximateTableSize(tables[i].id, &table_bytes[i]));
   }
+  ASSIGN_OR_RETURN(const std::string last_import, store->LastImport());
   if (ctx.options.json) {
     JsonWriter w(&ctx.out);
     w.BeginObject();
     w.Member("data_dir", store->dir());
+    if (!last_import.empty()) w.Member("last_import", last_import);
     IdentityJson(store->identity(), &w);
     ClocksJson(*store, &w);
     w.MemberUint("approximate_row_bytes", disk_bytes);
@@ -315,6 +317,7 @@ Status OfflineStats(const CtlContext& ctx, const Args&) {
     rows.push_back({"  " + tables[i].name,
                     "~" + BytesText(table_bytes[i]) + " (" + std::to_string(table_bytes[i]) + ")"});
   }
+  if (!last_import.empty()) rows.push_back({"last import", last_import});
   rows.push_back({"memory", "(this process reading the store: used / bound)"});
   for (auto& l : MemoryRows(memory, "  ")) rows.push_back(l);
   ctx.out << AlignColumns(rows);
