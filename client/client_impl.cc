@@ -57,7 +57,10 @@ uint64_t ApproxBytes(const net::Message& m) {
 Client::Impl::Impl(const ClientOptions& options, bool embedded)
     : options_(options), embedded_(embedded) {
   size_t budget = options.cache_mb * (size_t{1} << 20) / kNumStripes;
-  for (auto& st : stripes_) st.budget = budget;
+  for (auto& st : stripes_) {
+    client::SpinLock l(&st.mu);  // not shared yet; for the analysis
+    st.budget = budget;
+  }
 }
 
 Client::Impl::~Impl() {
@@ -416,7 +419,7 @@ void Client::Impl::AdvanceProcessClockAndUnlock() {
 uint64_t Client::Impl::OpenDeltaBytes() const {
   uint64_t open = 0;
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     open += st.open_bytes;
   }
   return open;
@@ -464,7 +467,7 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
     std::vector<net::Apply> applies(n);
     std::vector<std::vector<RowKey>> keys(n);
     for (CacheStripe& st : stripes_) {
-      std::lock_guard<client::SpinMutex> l(st.mu);
+      client::SpinLock l(&st.mu);
       const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
       for (size_t i = 0; i < dirty.size(); ++i) {
         // Rows are scattered in memory: start loading the entries a few rows
@@ -517,7 +520,7 @@ net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {
   a.updates.reserve(b.keys.size());
   for (const RowKey& key : b.keys) {
     CacheStripe& st = StripeFor(key);
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     CacheEntry* e = st.Find(key);
     const client::PendingDelta* p = e == nullptr ? nullptr : e->FindPending(b.clock);
     if (p == nullptr) {
@@ -704,7 +707,7 @@ void Client::Impl::SetFatal(uint32_t k, const Status& s) {
 
 void Client::Impl::NotifyAll() {
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     st.cv.notify_all();
   }
   {
@@ -836,7 +839,7 @@ ClientStats Client::Impl::Stats() const {
   s.requests_retried = r.requests_retried - base.requests_retried;
   uint64_t cache = 0, open = 0;
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     cache += st.bytes;
     open += st.open_bytes;
   }

@@ -214,8 +214,9 @@ struct ClientStats {
   // Every component, the client's and (embedded) the in-process shard's, with
   // its bound (0: unbounded or not configured). Names: "client.cache",
   // "client.open_deltas", "client.unacked", "shard.block_cache",
-  // "shard.memtables", "shard.row_cache", "shard.table_readers",
-  // "shard.pinned_blocks" (docs/operations.md "Metrics").
+  // "shard.block_cache_pinned", "shard.memtables", "shard.table_readers",
+  // "shard.row_cache", "shard.write_batch", "shard.apply" (docs/operations.md
+  // "Metrics").
   struct MemoryComponent {
     std::string name;
     uint64_t bytes = 0;

@@ -554,12 +554,18 @@ void ShardService::AppendMemoryCounters(uint64_t row_cache_bytes,
   out->emplace_back("memory_block_cache_bytes", prop("rocksdb.block-cache-usage"));
   out->emplace_back("memory_block_cache_limit_bytes", prop("rocksdb.block-cache-capacity"));
   out->emplace_back("memory_block_cache_pinned_bytes", prop("rocksdb.block-cache-pinned-usage"));
-  out->emplace_back("memory_memtables_bytes", prop("rocksdb.cur-size-all-mem-tables"));
+  const MemoryStats mem = memory_stats();
+  // Active and immutable memtables (rocksdb.size-all-mem-tables).
+  out->emplace_back("memory_memtables_bytes", static_cast<int64_t>(mem.store.memtable_bytes));
   out->emplace_back("memory_memtables_limit_bytes",
                     static_cast<int64_t>(so.write_buffer_mb) * so.max_write_buffer_number * mib);
   out->emplace_back("memory_table_readers_bytes", prop("rocksdb.estimate-table-readers-mem"));
   out->emplace_back("memory_row_cache_bytes", static_cast<int64_t>(row_cache_bytes));
   out->emplace_back("memory_row_cache_limit_bytes", static_cast<int64_t>(so.row_cache_mb) * mib);
+  // The write path's buffers and the decoded Applies waiting for the writer:
+  // not bounded by the budget yet (they follow the clients' batch sizes).
+  out->emplace_back("memory_write_batch_bytes", static_cast<int64_t>(mem.store.write_batch_bytes));
+  out->emplace_back("memory_apply_bytes", static_cast<int64_t>(mem.apply_bytes));
 }
 
 void ShardService::HandleStats(const SessionPtr& s, const net::StatsRequest& m) {

@@ -183,6 +183,7 @@ TEST_F(PacectlTest, DescribeGetAndScan) {
   j = MustParse(r.out);
   EXPECT_EQ(j["shard_clock"].number, 3);
   EXPECT_EQ(j["identity"]["num_clients"].number, 2);
+  EXPECT_GT(j["memory"]["memory_block_cache_limit_bytes"].number, 0);
 }
 
 // Parses an .npy file: checks the v1.0 preamble and returns dict and data.
@@ -518,6 +519,14 @@ TEST_F(PacectlTest, OnlineAgainstRunningPaced) {
   j = MustParse(r.out);
   EXPECT_EQ(j["shard_clock"].number, 3);
   EXPECT_EQ(j["counters"].type, Json::kObject);
+  // Memory per component against its bound (the shard's RocksDB and row cache).
+  EXPECT_GT(j["counters"]["memory_block_cache_limit_bytes"].number, 0);
+  EXPECT_GT(j["counters"]["memory_memtables_limit_bytes"].number, 0);
+  EXPECT_TRUE(j["counters"].has("memory_table_readers_bytes"));
+  r = Run({server, tok, "stats"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("memory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  block_cache"), std::string::npos) << r.out;
   r = Run({server, tok, "get", "foo", "1"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err, "pacectl: unknown table 'foo' (tables: w, counts, topics, emb)\n");
