@@ -186,6 +186,7 @@ Status Client::Flush() { return impl_->Flush(); }
 ClientStats Client::Stats() const { return impl_->Stats(); }
 void Client::ResetStats() { impl_->ResetStats(); }
 Status Client::Laggards(std::vector<ClientLag>* laggards) { return impl_->Laggards(laggards); }
+Status Client::JobClock(Version* clock) { return impl_->JobClock(clock); }
 
 // --- Worker ------------------------------------------------------------------
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 #include <variant>
@@ -56,7 +57,10 @@ uint64_t ApproxBytes(const net::Message& m) {
 Client::Impl::Impl(const ClientOptions& options, bool embedded)
     : options_(options), embedded_(embedded) {
   size_t budget = options.cache_mb * (size_t{1} << 20) / kNumStripes;
-  for (auto& st : stripes_) st.budget = budget;
+  for (auto& st : stripes_) {
+    client::SpinLock l(&st.mu);  // not shared yet; for the analysis
+    st.budget = budget;
+  }
 }
 
 Client::Impl::~Impl() {
@@ -415,7 +419,7 @@ void Client::Impl::AdvanceProcessClockAndUnlock() {
 uint64_t Client::Impl::OpenDeltaBytes() const {
   uint64_t open = 0;
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     open += st.open_bytes;
   }
   return open;
@@ -463,7 +467,7 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
     std::vector<net::Apply> applies(n);
     std::vector<std::vector<RowKey>> keys(n);
     for (CacheStripe& st : stripes_) {
-      std::lock_guard<client::SpinMutex> l(st.mu);
+      client::SpinLock l(&st.mu);
       const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
       for (size_t i = 0; i < dirty.size(); ++i) {
         // Rows are scattered in memory: start loading the entries a few rows
@@ -516,7 +520,7 @@ net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {
   a.updates.reserve(b.keys.size());
   for (const RowKey& key : b.keys) {
     CacheStripe& st = StripeFor(key);
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     CacheEntry* e = st.Find(key);
     const client::PendingDelta* p = e == nullptr ? nullptr : e->FindPending(b.clock);
     if (p == nullptr) {
@@ -604,14 +608,34 @@ Status Client::Impl::GlobalBarrier(ClockT c, client::WorkerStats* ws) {
   return result.WithPrefix("GlobalBarrier");
 }
 
+Status Client::Impl::ShardStats(uint32_t k, net::StatsReply* stats) {
+  net::Message reply;
+  RETURN_IF_ERROR(Call(k, net::StatsRequest{NextReqId()}, &reply));
+  auto* r = std::get_if<net::StatsReply>(&reply);
+  if (r == nullptr) return Status::Internal("shard " + std::to_string(k) + ": no StatsReply");
+  NoteShardClock(k, r->shard_clock);
+  *stats = std::move(*r);
+  return Status::OK();
+}
+
+Status Client::Impl::JobClock(Version* clock) {
+  Version least = std::numeric_limits<Version>::max();
+  for (uint32_t k = 0; k < num_shards(); ++k) {
+    net::StatsReply st;
+    RETURN_IF_ERROR(ShardStats(k, &st));
+    least = std::min(least, st.shard_clock);
+  }
+  *clock = least;
+  return Status::OK();
+}
+
 Status Client::Impl::Laggards(std::vector<ClientLag>* laggards) {
   std::map<ClientId, ClientLag> by_client;
   for (uint32_t k = 0; k < num_shards(); ++k) {
-    net::Message reply;
-    RETURN_IF_ERROR(Call(k, net::StatsRequest{NextReqId()}, &reply));
-    const auto* r = std::get_if<net::StatsReply>(&reply);
-    if (r == nullptr || r->applied_clocks.empty()) continue;
-    NoteShardClock(k, r->shard_clock);
+    net::StatsReply st;
+    RETURN_IF_ERROR(ShardStats(k, &st));
+    const net::StatsReply* r = &st;
+    if (r->applied_clocks.empty()) continue;
     const ClockT least = *std::min_element(r->applied_clocks.begin(), r->applied_clocks.end());
     const ClockT most = *std::max_element(r->applied_clocks.begin(), r->applied_clocks.end());
     if (most == least) continue;  // nobody is held back here
@@ -683,7 +707,7 @@ void Client::Impl::SetFatal(uint32_t k, const Status& s) {
 
 void Client::Impl::NotifyAll() {
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     st.cv.notify_all();
   }
   {
@@ -815,7 +839,7 @@ ClientStats Client::Impl::Stats() const {
   s.requests_retried = r.requests_retried - base.requests_retried;
   uint64_t cache = 0, open = 0;
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     cache += st.bytes;
     open += st.open_bytes;
   }

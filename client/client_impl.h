@@ -204,6 +204,7 @@ class Client::Impl : public client::ChannelListener {
   ClientStats Stats() const;
   void ResetStats();
   Status Laggards(std::vector<ClientLag>* laggards);
+  Status JobClock(Version* clock);
   // Embedded: the in-process shard's memory per component (its Stats
   // counters memory_*), appended as "shard.<component>".
   void AppendShardMemory(std::vector<ClientStats::MemoryComponent>* out) const;
@@ -240,12 +241,11 @@ class Client::Impl : public client::ChannelListener {
   // Slow path of ReadRow: waits (stripe lock held in `lock`) until the row has
   // a fresh enough value; on OK *entry and *version are set.
   Status WaitForRow(ClockT c, client::WorkerStats* ws, client::TableState* t, const RowKey& key,
-                    client::CacheStripe& st, std::unique_lock<client::SpinMutex>& lock,
-                    client::CacheEntry** entry, Version* version);
+                    client::CacheStripe& st, client::SpinUniqueLock& lock,
+                    client::CacheEntry** entry, Version* version) REQUIRES(st.mu);
   // Sends Read{row, min_version, subscribe} for `e` of stripe `st`.
-  // REQUIRES: st.mu.
-  void SendRead(client::CacheStripe& st, client::CacheEntry* e, Version min_version,
-                bool subscribe);
+  void SendRead(client::CacheStripe& st, client::CacheEntry* e, Version min_version, bool subscribe)
+      REQUIRES(st.mu);
   // Sends a cache-filling Read (any number of rows) to shard k with a fresh
   // req_id, recorded for re-sending after a reconnect. The caller has added
   // the rows' reads_in_flight (only SendRead and ReadGatherer do).
@@ -256,9 +256,9 @@ class Client::Impl : public client::ChannelListener {
   class ReadGatherer;
   // Evicts over-budget values of `st` (stripe lock held), queueing
   // Unsubscribe for subscribed ones (CacheStripe::unsubscribe).
-  void EvictLocked(client::CacheStripe& st);
-  // Sends st's queued Unsubscribes. REQUIRES: st.mu.
-  void FlushUnsubscribesLocked(client::CacheStripe& st);
+  void EvictLocked(client::CacheStripe& st) REQUIRES(st.mu);
+  // Sends st's queued Unsubscribes.
+  void FlushUnsubscribesLocked(client::CacheStripe& st) REQUIRES(st.mu);
   // Sends every stripe's queued Unsubscribes, one message per (shard,
   // table). REQUIRES: no stripe lock held. (It holds several at once, in
   // index order, which the analysis cannot follow.)
@@ -301,6 +301,8 @@ class Client::Impl : public client::ChannelListener {
   void SendToShard(uint32_t k, net::Message m);
   // Request/reply with shard k; waits for the reply (or health failure).
   Status Call(uint32_t k, net::Message request, net::Message* reply);
+  // Shard k's StatsReply (and notes its shard clock).
+  Status ShardStats(uint32_t k, net::StatsReply* stats);
   uint64_t NextReqId() { return next_req_id_.fetch_add(1, std::memory_order_relaxed); }
   Status WaitProgress(const std::function<bool()>& done, const std::function<Status()>& health,
                       client::WorkerStats* ws, const char* what);
@@ -422,7 +424,7 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
   const size_t hash = RowKeyHash()(key);
   client::CacheStripe& st = StripeForHash(hash);
   client::TableCounters* tc = Counters(ws, t);
-  std::unique_lock<client::SpinMutex> lock(st.mu);
+  client::SpinUniqueLock lock(&st.mu);
   client::CacheEntry* e = st.Find(key, hash);
   Version v = 0;
   if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c)) {
@@ -454,7 +456,7 @@ void Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableStat
   const size_t hash = RowKeyHash()(key);
   client::CacheStripe& st = StripeForHash(hash);
   {
-    std::lock_guard<client::SpinMutex> lock(st.mu);
+    client::SpinLock lock(&st.mu);
     client::CacheEntry* e = st.Find(key, hash);
     if (e != nullptr && e->has_open && e->open.clock == c) {
       // Common case: this row already has a delta of this clock.
@@ -495,10 +497,10 @@ void Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Table
     size_t e = b;
     while (e < items.size() && (items[e].hash & (kNumStripes - 1)) == stripe) ++e;
     client::CacheStripe& st = stripes_[stripe];
-    std::lock_guard<client::SpinMutex> lock(st.mu);
+    client::SpinLock lock(&st.mu);
     // Software pipeline: look up row j + kAhead (its slot is usually in cache
     // by then) and start loading its entry and delta; add row j.
-    auto look_ahead = [&](size_t j) {
+    auto look_ahead = [&](size_t j) REQUIRES(st.mu) {
       const RowKey key{table, rows[items[j].index]};
       client::CacheEntry* a = st.Find(key, items[j].hash);
       found[j] = a;

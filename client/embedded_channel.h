@@ -85,7 +85,7 @@ class EmbeddedChannel : public ShardChannel {
   uint64_t events_requested_ GUARDED_BY(mu_) = 0;
   uint64_t events_done_ GUARDED_BY(mu_) = 0;
 
-  // Held while the service handles a message or is replaced.
+  // Held while the service handles a batch of messages or is replaced.
   Mutex service_mu_ ACQUIRED_BEFORE(mu_);
   std::shared_ptr<InProcSession> session_ GUARDED_BY(service_mu_);
   std::unique_ptr<ShardService> service_ GUARDED_BY(service_mu_);

@@ -148,7 +148,7 @@ void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
   if (d.version > cur) sh.pushed_version.store(d.version, std::memory_order_release);
   NoteShardClock(k, d.version);
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     if (st.waiters > 0) st.cv.notify_all();
   }
   std::lock_guard<std::mutex> l(progress_mu_);
@@ -162,7 +162,7 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
   CacheStripe& st = StripeFor(key);
   Status bad;
   {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     CacheEntry* e = st.Find(key);
     if (e == nullptr) return;  // nobody holds or wants the row any more
     if (read) e->ReadAnswered(read_min);
@@ -234,7 +234,7 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   for (const SentBatch& b : done) {
     for (const RowKey& key : b.keys) {
       CacheStripe& st = StripeFor(key);
-      std::lock_guard<client::SpinMutex> l(st.mu);
+      client::SpinLock l(&st.mu);
       purged += st.PurgeAcked(key, b.clock);
     }
   }
@@ -297,8 +297,9 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   // 3. Subscriptions live in the old session: subscribe again. Until the
   //    reply, the row keeps the version the old session vouched for.
   for (CacheStripe& st : stripes_) {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     st.map.ForEach([&](CacheEntry* e) {
+      st.mu.AssertHeld();  // held around ForEach
       if (e->shard != k || !e->subscribed) return;
       e->version = EffectiveVersion(*e);
       e->subscribed = false;

@@ -214,8 +214,9 @@ struct ClientStats {
   // Every component, the client's and (embedded) the in-process shard's, with
   // its bound (0: unbounded or not configured). Names: "client.cache",
   // "client.open_deltas", "client.unacked", "shard.block_cache",
-  // "shard.memtables", "shard.row_cache", "shard.table_readers",
-  // "shard.pinned_blocks" (docs/operations.md "Metrics").
+  // "shard.block_cache_pinned", "shard.memtables", "shard.table_readers",
+  // "shard.row_cache", "shard.write_batch", "shard.apply" (docs/operations.md
+  // "Metrics").
   struct MemoryComponent {
     std::string name;
     uint64_t bytes = 0;
@@ -282,6 +283,10 @@ class Client {
   // is held back. For telling a user what a blocked run waits for; one round
   // trip per shard. Thread-safe. Errors: a shard's health error.
   Status Laggards(std::vector<ClientLag>* laggards);
+  // The job's clock: the least shard clock over the shards (every client's
+  // updates of clocks < it are in every shard). One round trip per shard.
+  // Thread-safe. Errors: a shard's health error.
+  Status JobClock(Version* clock);
 
   class Impl;
 
@@ -324,10 +329,15 @@ class Worker {
   // pushes (essp, subscribed) or already being fetched are skipped; the rest
   // are requested with one Read per shard (subscribing under essp), so that
   // the later Gets hit the cache instead of paying one round trip each. Use it
-  // at the start of a clock for the rows the clock will touch: on the first
-  // clock after start or resume every row is a miss, and under ssp/bsp stale
-  // rows are pulled, never pushed. Prefetched rows beyond the cache budget may
-  // be evicted before they are read. Duplicates in `rows` are fine.
+  // as a look-ahead window: while computing, prefetch the rows of the next
+  // part of the clock's work (pace_mf: the next 256..8192 ratings), so that
+  // fetching overlaps computing; on the first clock after start or resume
+  // every row is a miss, under ssp/bsp stale rows are pulled, never pushed,
+  // and under essp rows the process has not read yet are misses. Prefetched
+  // rows not read yet are evicted after other rows (three more passes of the
+  // CLOCK hand), so keep the window well within the cache budget
+  // (ClientStats::cache_budget_bytes); rows beyond it may still be evicted
+  // before they are read. Duplicates in `rows` are fine.
   // Errors: NotFound/InvalidArgument for a bad table handle; a shard's health
   // error (Unavailable if it has been unreachable for shard_timeout_ms, or
   // the error that failed it): its rows are skipped, the other shards' rows

@@ -16,8 +16,8 @@ using client::ShardState;
 using client::TableState;
 
 Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t, const RowKey& key,
-                                CacheStripe& st, std::unique_lock<client::SpinMutex>& lock,
-                                CacheEntry** entry, Version* version) {
+                                CacheStripe& st, client::SpinUniqueLock& lock, CacheEntry** entry,
+                                Version* version) {
   client::TableCounters* tc = Counters(ws, t);
   CacheEntry* e = st.Find(key);
   bool waited = false;
@@ -90,8 +90,8 @@ class Client::Impl::ReadGatherer {
   ReadGatherer& operator=(const ReadGatherer&) = delete;
 
   // Marks `e` (of stripe `st`) in flight and queues its row as a look-ahead
-  // row. REQUIRES: st.mu.
-  void Add(CacheStripe& st, CacheEntry* e) {
+  // row.
+  void Add(CacheStripe& st, CacheEntry* e) REQUIRES(st.mu) {
     // The stripe's queued Unsubscribes leave first: this Read may subscribe
     // a row whose Unsubscribe is among them.
     if (st.unsubscribe_rows != 0) impl_->FlushUnsubscribesLocked(st);
@@ -158,7 +158,7 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
     const size_t hash = RowKeyHash()(key);
     CacheStripe& st = StripeForHash(hash);
     {
-      std::lock_guard<client::SpinMutex> l(st.mu);
+      client::SpinLock l(&st.mu);
       CacheEntry* e = st.Find(key, hash);
       if (e != nullptr) {
         if (e->has_value && t->policy.IsFresh(EffectiveVersion(*e), c)) continue;
@@ -205,7 +205,7 @@ void Client::Impl::ReleaseReadMarks(const net::Read& r) {
   for (uint64_t row : r.rows) {
     RowKey key{r.table, row};
     CacheStripe& st = StripeFor(key);
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     if (CacheEntry* e = st.Find(key)) {
       e->ReadAnswered(r.min_version);
       if (e->waiters > 0) st.cv.notify_all();
@@ -219,6 +219,7 @@ void Client::Impl::EvictLocked(CacheStripe& st) {
   // Queued Unsubscribes leave in batches of about this many rows per stripe.
   constexpr size_t kUnsubscribeBatchRows = 1024;
   st.EvictOverBudget([&](CacheEntry* e) {
+    st.mu.AssertHeld();  // EvictOverBudget REQUIRES it
     e->table->evictions.fetch_add(1, std::memory_order_relaxed);
     e->look_ahead = 0;
     if (!e->subscribed) return;
@@ -292,7 +293,7 @@ void Client::Impl::IncRow(ClockT c, client::WorkerStats* ws, TableState* t, uint
   RowKey key{t->schema.id, row};
   CacheStripe& st = StripeFor(key);
   {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
     st.AddDelta(e, c, delta);
   }
@@ -305,7 +306,7 @@ void Client::Impl::IncDenseCell(ClockT c, client::WorkerStats* ws, TableState* t
   RowKey key{t->schema.id, row};
   CacheStripe& st = StripeFor(key);
   {
-    std::lock_guard<client::SpinMutex> l(st.mu);
+    client::SpinLock l(&st.mu);
     CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
     st.AddDenseCell(e, c, col, value);
   }

@@ -23,7 +23,9 @@
 // reads in flight are not evicted.
 //
 // Thread-safety: every member of a CacheStripe and of its entries is guarded
-// by CacheStripe::mu.
+// by CacheStripe::mu (the stripe's members are annotated GUARDED_BY and its
+// methods REQUIRES(mu); hold it with SpinLock / SpinUniqueLock so clang's
+// analysis sees it).
 #ifndef PACE_CLIENT_ROW_CACHE_H_
 #define PACE_CLIENT_ROW_CACHE_H_
 
@@ -43,6 +45,7 @@
 #include "common/element.h"
 #include "common/flat_table.h"
 #include "common/row.h"
+#include "common/thread_annotations.h"
 
 namespace pace::client {
 
@@ -234,36 +237,36 @@ class EntryTable {
 
 struct alignas(64) CacheStripe {
   // Finds the entry for `key` or nullptr.
-  CacheEntry* Find(const RowKey& key) { return map.Find(key, RowKeyHash()(key)); }
-  CacheEntry* Find(const RowKey& key, size_t hash) { return map.Find(key, hash); }
-  CacheEntry* FindOrCreate(const RowKey& key, uint32_t shard, TableState* table);
+  CacheEntry* Find(const RowKey& key) REQUIRES(mu) { return map.Find(key, RowKeyHash()(key)); }
+  CacheEntry* Find(const RowKey& key, size_t hash) REQUIRES(mu) { return map.Find(key, hash); }
+  CacheEntry* FindOrCreate(const RowKey& key, uint32_t shard, TableState* table) REQUIRES(mu);
 
   // Adds a validated delta to the row's open delta of clock `c`, registering
   // the entry in the clock's dirty list on its first delta of that clock.
-  void AddDelta(CacheEntry* e, ClockT c, std::string_view delta);
+  void AddDelta(CacheEntry* e, ClockT c, std::string_view delta) REQUIRES(mu);
   // One cell of a dense row: element `col` += `value` (converted).
-  void AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double value);
+  void AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double value) REQUIRES(mu);
   // Marks the row's delta of clock `c` sent and folds it into the value.
   // Returns it (nullptr if none).
-  const PendingDelta* Seal(CacheEntry* e, ClockT c);
+  const PendingDelta* Seal(CacheEntry* e, ClockT c) REQUIRES(mu);
 
   // Installs a server value (validated) per the invariant above.
-  void InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a);
+  void InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a) REQUIRES(mu);
   // Forgets the value (keeps the oplog). Does not touch `subscribed`.
-  void DropValue(CacheEntry* e);
+  void DropValue(CacheEntry* e) REQUIRES(mu);
   // Erases the entry if it holds nothing: no value, no pending, not pinned.
-  void MaybeErase(CacheEntry* e);
+  void MaybeErase(CacheEntry* e) REQUIRES(mu);
   // Removes pending deltas of clocks <= c (acknowledged by the shard).
   // Returns their bytes.
-  size_t PurgeAcked(const RowKey& key, ClockT c);
+  size_t PurgeAcked(const RowKey& key, ClockT c) REQUIRES(mu);
 
   // Removes and returns the entries with a delta of clock `c`.
-  std::vector<CacheEntry*> TakeDirty(ClockT c);
+  std::vector<CacheEntry*> TakeDirty(ClockT c) REQUIRES(mu);
 
   // Evicts values (CLOCK order) until bytes <= budget or nothing is
   // evictable. Calls on_evict(entry) before each value is dropped.
   template <typename OnEvict>
-  void EvictOverBudget(OnEvict&& on_evict) {
+  void EvictOverBudget(OnEvict&& on_evict) REQUIRES(mu) {
     size_t spins = 0;
     // Each pass over an unpinned entry takes one of its chances (referenced,
     // then look_ahead), so (2 + kLookAheadChances) revolutions without an
@@ -292,25 +295,25 @@ struct alignas(64) CacheStripe {
 
   SpinMutex mu;
   std::condition_variable_any cv;  // a value arrived or shard state changed
-  EntryTable map;
-  std::vector<CacheEntry*> ring;  // entries with a value
-  size_t hand = 0;
-  size_t bytes = 0;   // sum of Charge() over `ring`
-  size_t budget = 0;  // cache budget / number of stripes
+  EntryTable map GUARDED_BY(mu);
+  std::vector<CacheEntry*> ring GUARDED_BY(mu);  // entries with a value
+  size_t hand GUARDED_BY(mu) = 0;
+  size_t bytes GUARDED_BY(mu) = 0;   // sum of Charge() over `ring`
+  size_t budget GUARDED_BY(mu) = 0;  // cache budget / number of stripes
   // Bytes of the open (not yet sent) deltas of this stripe's rows. (Sealed
   // ones are counted client-wide, per batch: Client::Impl::unacked_bytes_.)
-  size_t open_bytes = 0;
-  int waiters = 0;  // readers blocked in this stripe
+  size_t open_bytes GUARDED_BY(mu) = 0;
+  int waiters GUARDED_BY(mu) = 0;  // readers blocked in this stripe
   // Unsubscribes of rows evicted here, not sent yet (few (shard, table)s).
   // They leave together (Client::Impl::FlushUnsubscribesLocked): before any
   // Read of a row of this stripe is sent (so a re-subscribing Read never
   // overtakes the Unsubscribe of the same row), when they are many, and at
   // the end of the inbound message or clock whose installs evicted them; one
   // message per row was one channel wake-up per evicted row.
-  std::vector<PendingUnsubscribe> unsubscribe;
-  size_t unsubscribe_rows = 0;
+  std::vector<PendingUnsubscribe> unsubscribe GUARDED_BY(mu);
+  size_t unsubscribe_rows GUARDED_BY(mu) = 0;
   // Open and sending clocks -> entries with a delta of that clock (few clocks).
-  std::vector<std::pair<ClockT, std::vector<CacheEntry*>>> dirty;
+  std::vector<std::pair<ClockT, std::vector<CacheEntry*>>> dirty GUARDED_BY(mu);
 };
 
 }  // namespace pace::client

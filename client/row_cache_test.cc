@@ -35,6 +35,7 @@ class RowCacheTest : public ::testing::Test {
 };
 
 TEST_F(RowCacheTest, ReadersSeeValuePlusOpenDeltasAndRebasedServerValues) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   st_.budget = 1 << 20;
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 5}, 0, &table_);
   st_.AddDelta(e, 0, Dense({1, 2}));
@@ -70,6 +71,7 @@ TEST_F(RowCacheTest, ReadersSeeValuePlusOpenDeltasAndRebasedServerValues) {
 }
 
 TEST_F(RowCacheTest, DirtyListsPerClock) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   CacheEntry* a = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   CacheEntry* b = st_.FindOrCreate(RowKey{1, 2}, 0, &table_);
   st_.AddDelta(a, 3, Dense({1, 1}));
@@ -82,6 +84,7 @@ TEST_F(RowCacheTest, DirtyListsPerClock) {
 }
 
 TEST_F(RowCacheTest, AckPurgesSealedDeltasAndErasesEmptyEntries) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.AddDelta(e, 0, Dense({1, 1}));
   st_.AddDelta(e, 1, Dense({1, 1}));
@@ -100,6 +103,7 @@ TEST_F(RowCacheTest, AckPurgesSealedDeltasAndErasesEmptyEntries) {
 }
 
 TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.InstallValue(e, Dense({0, 0}), 0, 0);  // keeps the entry alive
   st_.AddDelta(e, 0, Dense({1, 1}));
@@ -112,6 +116,7 @@ TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
 }
 
 TEST_F(RowCacheTest, EvictionPrefersRowsOutsideTheLookAheadWindow) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   const size_t one = kEntryOverheadBytes + 16;
   st_.budget = 3 * one + one / 2;  // room for three rows
   std::vector<CacheEntry*> es;
@@ -143,6 +148,7 @@ TEST_F(RowCacheTest, EvictionPrefersRowsOutsideTheLookAheadWindow) {
 }
 
 TEST_F(RowCacheTest, EvictionKeepsOplogAndSkipsPinned) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   const size_t one = kEntryOverheadBytes + 16;
   st_.budget = 2 * one + one / 2;  // room for two rows
   std::vector<CacheEntry*> es;
@@ -173,6 +179,7 @@ TEST_F(RowCacheTest, EvictionKeepsOplogAndSkipsPinned) {
 }
 
 TEST_F(RowCacheTest, DenseCellAndSparseRows) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.InstallValue(e, Dense({1, 1}), 0, 0);
   st_.AddDenseCell(e, 0, 1, 41.0);

@@ -37,9 +37,49 @@ class CAPABILITY("mutex") SpinMutex {
            !locked_.exchange(true, std::memory_order_acquire);
   }
   void unlock() RELEASE() { locked_.store(false, std::memory_order_release); }
+  // Tells the analysis that the caller holds the lock (no runtime check):
+  // for callbacks run by a method that REQUIRES it.
+  void AssertHeld() const ASSERT_CAPABILITY(this) {}
 
  private:
   std::atomic<bool> locked_{false};
+};
+
+// Holds a SpinMutex for its scope (an annotated std::lock_guard).
+class SCOPED_CAPABILITY SpinLock {
+ public:
+  explicit SpinLock(SpinMutex* mu) ACQUIRE(mu) : mu_(mu) { mu_->lock(); }
+  ~SpinLock() RELEASE() { mu_->unlock(); }
+  SpinLock(const SpinLock&) = delete;
+  SpinLock& operator=(const SpinLock&) = delete;
+
+ private:
+  SpinMutex* const mu_;
+};
+
+// An annotated std::unique_lock<SpinMutex>: may be unlocked and relocked, and
+// is BasicLockable, so std::condition_variable_any can wait on it.
+class SCOPED_CAPABILITY SpinUniqueLock {
+ public:
+  explicit SpinUniqueLock(SpinMutex* mu) ACQUIRE(mu) : mu_(mu) { mu_->lock(); }
+  ~SpinUniqueLock() RELEASE() {
+    if (owns_) mu_->unlock();
+  }
+  SpinUniqueLock(const SpinUniqueLock&) = delete;
+  SpinUniqueLock& operator=(const SpinUniqueLock&) = delete;
+
+  void lock() ACQUIRE() {
+    mu_->lock();
+    owns_ = true;
+  }
+  void unlock() RELEASE() {
+    owns_ = false;
+    mu_->unlock();
+  }
+
+ private:
+  SpinMutex* const mu_;
+  bool owns_ = true;
 };
 
 }  // namespace pace::client

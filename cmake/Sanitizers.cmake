@@ -23,10 +23,12 @@
 # cmake/tsan.supp, cmake/lsan.supp.
 set(PACE_SANITIZE "" CACHE STRING "Sanitizer build: asan, tsan or empty")
 set(PACE_SANITIZER_LOG_DIR ${CMAKE_BINARY_DIR}/sanitizer-logs)
-# pace_test() multiplies its tests' TIMEOUT by this. The timeouts are hang
-# guards sized for Release; instrumented code runs several times slower
-# (TSan: apps_cli_test took >300 s on a loaded 2-core machine, where Release
-# takes ~60 s), so the guards scale with it instead of failing slow tests.
+# The TIMEOUT of every test in a directory that calls
+# pace_sanitizer_env_for_directory() (pace_test() does) is multiplied by this
+# at the end of the directory. The timeouts are hang guards sized for
+# Release; instrumented code runs several times slower (TSan, on a loaded
+# 2-core machine: apps_cli_test >300 s, cluster_netns_mf_test 178 s of its
+# 180), so the guards scale with it instead of failing slow tests.
 set(PACE_TEST_TIMEOUT_SCALE 1)
 if(PACE_SANITIZE STREQUAL "asan")
   set(PACE_TEST_TIMEOUT_SCALE 2)
@@ -105,6 +107,8 @@ endif()
 
 # pace_sanitizer_env_for_directory(): lets `ctest` run inside a subdirectory
 # of the build see the defaults too; pace_test() calls it.
+# It also scales the directory's test timeouts (PACE_TEST_TIMEOUT_SCALE), once
+# every test of the directory is declared.
 function(pace_sanitizer_env_for_directory)
   if(NOT DEFINED PACE_SANITIZER_ENV_FILE)
     return()
@@ -113,6 +117,22 @@ function(pace_sanitizer_env_for_directory)
   if(NOT PACE_SANITIZER_ENV_FILE IN_LIST files)
     set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${PACE_SANITIZER_ENV_FILE})
   endif()
+  get_property(scaled DIRECTORY PROPERTY PACE_TIMEOUTS_SCALED)
+  if(NOT scaled AND PACE_TEST_TIMEOUT_SCALE GREATER 1)
+    set_property(DIRECTORY PROPERTY PACE_TIMEOUTS_SCALED TRUE)
+    cmake_language(DEFER CALL _pace_scale_test_timeouts)
+  endif()
+endfunction()
+
+function(_pace_scale_test_timeouts)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  foreach(t IN LISTS tests)
+    get_test_property(${t} TIMEOUT timeout)
+    if(timeout)
+      math(EXPR timeout "${timeout} * ${PACE_TEST_TIMEOUT_SCALE}")
+      set_tests_properties(${t} PROPERTIES TIMEOUT ${timeout})
+    endif()
+  endforeach()
 endfunction()
 
 # pace_sanitize_hosted_test(<test>): for a test whose process is a program we

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "common/percentile.h"
+
 namespace pace {
 
 namespace {
@@ -39,18 +41,9 @@ double StalenessHistogram::mean() const {
 
 int64_t StalenessHistogram::Percentile(double p) const {
   std::vector<uint64_t> snap(num_buckets());
-  uint64_t total = 0;
-  for (size_t i = 0; i < snap.size(); ++i) total += snap[i] = bucket(i);
-  if (total == 0) return 0;
-  double clamped = std::clamp(p, 0.0, 100.0);
-  uint64_t rank = static_cast<uint64_t>(std::ceil(clamped / 100.0 * static_cast<double>(total)));
-  rank = std::max<uint64_t>(rank, 1);
-  uint64_t seen = 0;
-  for (size_t i = 0; i < snap.size(); ++i) {
-    seen += snap[i];
-    if (seen >= rank) return static_cast<int64_t>(i);
-  }
-  return bound_ + 1;
+  for (size_t i = 0; i < snap.size(); ++i) snap[i] = bucket(i);
+  // The overflow bucket is the last, index bound_ + 1.
+  return static_cast<int64_t>(HistogramPercentile(snap.data(), snap.size(), p / 100.0));
 }
 
 void StalenessHistogram::Merge(const StalenessHistogram& other) {

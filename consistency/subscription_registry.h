@@ -29,9 +29,12 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "consistency/row_slot_map.h"
+#include "common/flat_table.h"
 
 namespace pace {
+
+// Row id -> index of the row's state in a dense vector (common/flat_table.h).
+using RowSlotMap = FlatMap<uint64_t, uint32_t, UINT32_MAX>;
 
 using SubscriberId = uint64_t;
 

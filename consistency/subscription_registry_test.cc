@@ -7,8 +7,6 @@
 #include <set>
 #include <vector>
 
-#include "consistency/row_slot_map.h"
-
 namespace pace {
 namespace {
 
@@ -135,6 +133,7 @@ TEST(SubscriptionRegistryTest, PlanCostDependsOnDirtyRowsNotSubscriptions) {
   }
 }
 
+// RowSlotMap is common/'s FlatMap; this drives it with long probe runs.
 TEST(RowSlotMapTest, MatchesAStdMapUnderRandomInsertsAndErases) {
   RowSlotMap map;
   std::map<uint64_t, uint32_t> model;

@@ -137,6 +137,7 @@ class Server::Impl {
         acceptor_(io_),
         retry_timer_(accept_strand_) {}
 
+  Status Listen();
   Status Start(ServiceHandler* handler);
   void Stop();
   uint16_t port() const { return port_; }
@@ -167,6 +168,7 @@ class Server::Impl {
   const ServerOptions options_;
   ServiceHandler* handler_ = nullptr;
   uint16_t port_ = 0;
+  bool listening_ = false;  // Listen succeeded (caller's thread, before Start)
   ConnectionLimits limits_;
 
   asio::io_context io_;
@@ -194,6 +196,43 @@ class Server::Impl {
   bool stopping_ GUARDED_BY(mu_) = false;
   std::unordered_map<uint64_t, std::shared_ptr<Connection>> conns_ GUARDED_BY(mu_);
 };
+
+Status Server::Impl::Listen() {
+  if (listening_) return Status::OK();
+  error_code ec;
+  asio::ip::address address = asio::ip::make_address(options_.host, ec);
+  if (ec) {
+    // A host name ("localhost"): resolved as the client does; IPv4 first.
+    tcp::resolver resolver(io_);
+    auto results = resolver.resolve(options_.host, std::to_string(options_.port),
+                                    tcp::resolver::numeric_service | tcp::resolver::passive, ec);
+    if (ec || results.empty()) {
+      return Status::InvalidArgument("cannot resolve listen host '" + options_.host +
+                                     "': " + (ec ? ec.message() : "no address"));
+    }
+    address = results.begin()->endpoint().address();
+    for (const auto& r : results) {
+      if (r.endpoint().address().is_v4()) {
+        address = r.endpoint().address();
+        break;
+      }
+    }
+  }
+  std::string where = options_.host + ":" + std::to_string(options_.port);
+  tcp::endpoint endpoint(address, options_.port);
+  if (acceptor_.open(endpoint.protocol(), ec) ||
+      acceptor_.set_option(tcp::acceptor::reuse_address(true), ec) ||
+      acceptor_.bind(endpoint, ec) ||
+      acceptor_.listen(asio::socket_base::max_listen_connections, ec)) {
+    error_code ignored;
+    acceptor_.close(ignored);
+    return Status::IOError(where + ": " + ec.message());
+  }
+  port_ = acceptor_.local_endpoint(ec).port();
+  if (ec) return Status::IOError(where + ": " + ec.message());
+  listening_ = true;
+  return Status::OK();
+}
 
 Status Server::Impl::Start(ServiceHandler* handler) {
   {
@@ -237,24 +276,7 @@ Status Server::Impl::Start(ServiceHandler* handler) {
     }
   }
   limits_.max_handshaking_connections = options_.max_handshaking_connections;
-  error_code ec;
-  asio::ip::address address = asio::ip::make_address(options_.host, ec);
-  if (ec) {
-    return Status::InvalidArgument("listen host '" + options_.host +
-                                   "' is not an IP address: " + ec.message());
-  }
-  std::string where = options_.host + ":" + std::to_string(options_.port);
-  tcp::endpoint endpoint(address, options_.port);
-  if (acceptor_.open(endpoint.protocol(), ec) ||
-      acceptor_.set_option(tcp::acceptor::reuse_address(true), ec) ||
-      acceptor_.bind(endpoint, ec) ||
-      acceptor_.listen(asio::socket_base::max_listen_connections, ec)) {
-    error_code ignored;
-    acceptor_.close(ignored);
-    return Status::IOError(where + ": " + ec.message());
-  }
-  port_ = acceptor_.local_endpoint(ec).port();
-  if (ec) return Status::IOError(where + ": " + ec.message());
+  RETURN_IF_ERROR(Listen());
   handler_ = handler;
   {
     MutexLock lock(&mu_);
@@ -276,18 +298,18 @@ Status Server::Impl::Start(ServiceHandler* handler) {
       }
     });
   }
-  LOG(INFO) << "listening on " << options_.host << ":" << port_ << " with " << options_.io_threads
-            << " I/O threads; at most "
-            << (limits_.max_connections > 0 ? std::to_string(limits_.max_connections)
-                                            : std::string("unlimited"))
-            << " connections ("
-            << (limits_.max_handshaking_connections > 0
-                    ? std::to_string(limits_.max_handshaking_connections)
-                    : std::string("any number"))
-            << " before their handshake), open-file limit "
-            << (limits_.fd_soft_limit > 0 ? std::to_string(limits_.fd_soft_limit)
+  VLOG(1) << "listening on " << options_.host << ":" << port_ << " with " << options_.io_threads
+          << " I/O threads; at most "
+          << (limits_.max_connections > 0 ? std::to_string(limits_.max_connections)
                                           : std::string("unlimited"))
-            << " with " << options_.reserved_fds << " fds reserved";
+          << " connections ("
+          << (limits_.max_handshaking_connections > 0
+                  ? std::to_string(limits_.max_handshaking_connections)
+                  : std::string("any number"))
+          << " before their handshake), open-file limit "
+          << (limits_.fd_soft_limit > 0 ? std::to_string(limits_.fd_soft_limit)
+                                        : std::string("unlimited"))
+          << " with " << options_.reserved_fds << " fds reserved";
   return Status::OK();
 }
 
@@ -511,7 +533,7 @@ void Server::Impl::Stop() {
   io_.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
-  LOG(INFO) << "server on port " << port_ << " stopped";
+  VLOG(1) << "server on port " << port_ << " stopped";
 }
 
 ServerStats Server::Impl::stats() const {
@@ -533,6 +555,7 @@ ServerStats Server::Impl::stats() const {
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Server::~Server() { Stop(); }
+Status Server::Listen() { return impl_->Listen(); }
 Status Server::Start(ServiceHandler* handler) { return impl_->Start(handler); }
 uint16_t Server::port() const { return impl_->port(); }
 void Server::Stop() { impl_->Stop(); }

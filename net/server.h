@@ -133,13 +133,21 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds, listens and starts the I/O threads. `handler` must outlive Stop().
+  // Resolves options.host (an IP address or a name, as the client does:
+  // "localhost"), binds and listens, without accepting yet (connections wait
+  // in the backlog until Start), so a caller learns that the port is taken
+  // before it sets anything else up. Idempotent. Errors: InvalidArgument for
+  // a host that does not resolve, IOError if the address cannot be bound
+  // ("127.0.0.1:7100: Address already in use"). REQUIRES: before Start.
+  Status Listen();
+  // Listens (if Listen was not called) and starts the I/O threads and
+  // accepting. `handler` must outlive Stop().
   // Errors: InvalidArgument for bad options, IOError if the address cannot be
   // bound (e.g. "127.0.0.1:7100: Address already in use"), FailedPrecondition
   // if already started.
   Status Start(ServiceHandler* handler);
 
-  // The bound port (useful with port 0). REQUIRES: Start returned OK.
+  // The bound port (useful with port 0). REQUIRES: Listen or Start returned OK.
   uint16_t port() const;
 
   // Stops accepting, closes every connection (OnDisconnect runs for each

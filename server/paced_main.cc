@@ -96,6 +96,13 @@ Status ValidateFlags() {
   return Status::OK();
 }
 
+// "at most 120 connections (32 before their handshake)".
+std::string LimitsText(const net::ConnectionLimits& l) {
+  auto count = [](int n, const char* none) { return n > 0 ? std::to_string(n) : none; };
+  return "at most " + count(l.max_connections, "unlimited") + " connections (" +
+         count(l.max_handshaking_connections, "any number") + " before their handshake)";
+}
+
 int Run() {
   Status s = ValidateFlags();
   if (!s.ok()) {
@@ -164,6 +171,15 @@ int Run() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   net::RaiseOpenFileLimit();  // before RocksDB opens its files
+  // Bound before the store opens: a port in use creates no store.
+  net::Server server(server_options);
+  s = server.Listen();
+  if (!s.ok()) {
+    std::fprintf(stderr, "paced: cannot listen on %s: %s\n", FLAGS_listen.c_str(),
+                 s.ToString().c_str());
+    return 1;
+  }
+  const bool existed = std::filesystem::exists(FLAGS_data_dir + "/CURRENT");
   std::unique_ptr<ShardService> service;
   s = ShardService::Open(options, &service);
   if (!s.ok()) {
@@ -180,7 +196,6 @@ int Run() {
                  s.ToString().c_str(), hint.c_str());
     return 1;
   }
-  net::Server server(server_options);
   s = server.Start(service.get());
   if (!s.ok()) {
     std::fprintf(stderr, "paced: cannot listen on %s: %s\n", FLAGS_listen.c_str(),
@@ -191,10 +206,11 @@ int Run() {
   const auto& id = service->identity();
   auto tables = service->store()->ListTables();
   LOG(INFO) << "paced: shard " << id.shard_id << "/" << id.num_shards << ", " << id.num_clients
-            << " client(s), data_dir " << FLAGS_data_dir << ", listening on " << server_options.host
-            << ":" << server.port() << ", " << tables.size() << " table(s), shard clock "
-            << service->ShardClock() << (FLAGS_sync ? ", sync" : "");
-  for (const auto& t : tables) LOG(INFO) << "  table " << DescribeSchema(t);
+            << " client(s), " << (existed ? "data_dir " : "new data_dir ") << FLAGS_data_dir
+            << ", listening on " << server_options.host << ":" << server.port() << ", "
+            << tables.size() << " table(s), shard clock " << service->ShardClock()
+            << (FLAGS_sync ? ", sync" : "") << ", " << LimitsText(server.limits());
+  for (const auto& t : tables) VLOG(1) << "  table " << DescribeSchema(t);
   std::unique_ptr<net::MetricsHttpServer> metrics;
   if (!FLAGS_metrics_listen.empty()) {
     ShardMetricsLimits limits;

@@ -6,6 +6,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -71,9 +72,9 @@ Status ShardService::Open(const ShardServiceOptions& options, std::unique_ptr<Sh
   }
   service->reset(new ShardService(options, std::move(store)));
   (*service)->StartThreads();
-  LOG(INFO) << "shard " << (*service)->shard_id_ << "/" << (*service)->num_shards_ << " serving "
-            << (*service)->num_clients_ << " client process(es), shard clock "
-            << (*service)->ShardClock();
+  VLOG(1) << "shard " << (*service)->shard_id_ << "/" << (*service)->num_shards_ << " serving "
+          << (*service)->num_clients_ << " client process(es), shard clock "
+          << (*service)->ShardClock();
   return Status::OK();
 }
 
@@ -95,6 +96,12 @@ ShardService::~ShardService() {
   StopThreads();
   std::lock_guard<std::mutex> lock(mu_);
   engine_.AbortParked(Status::Aborted("shard shutting down"));
+  const PushLatency pl = PushLatencyLocked();
+  if (pl.samples > 0) {
+    LOG(INFO) << "shard " << shard_id_ << ": push latency (last Apply of a clock received -> "
+              << "pushes sent) over " << pl.samples << " clock(s): p50 " << pl.p50_us / 1000.0
+              << " ms, p99 " << pl.p99_us / 1000.0 << " ms, max " << pl.max_us / 1000.0 << " ms";
+  }
 }
 
 // --- Writer and reader threads -------------------------------------------------
@@ -400,11 +407,15 @@ void ShardService::HandleCreateTable(const SessionPtr& s, const net::CreateTable
   WriterItem item;
   item.task = [this, s, m] {
     TableSchema created;
+    const bool existed = store_->FindTable(m.schema.name).ok();
     Status st = store_->CreateTable(m.schema, &created);
     // A failed store (a full disk): the client retries with backoff.
     if (!st.ok()) return SendError(s, m.req_id, st, /*retriable=*/store_->failed());
-    LOG(INFO) << "table " << DescribeSchema(created) << " (requested by client "
-              << s->hello().client_id << ")";
+    // One line per table created, not per client that opens it.
+    if (!existed) {
+      LOG(INFO) << "table " << DescribeSchema(created) << " created by client "
+                << s->hello().client_id;
+    }
     s->Send(net::TablesReply{m.req_id, {created}});
   };
   PostToWriter(std::move(item));
@@ -454,6 +465,28 @@ ShardService::MemoryStats ShardService::memory_stats() const {
   return m;
 }
 
+ShardService::PushLatency ShardService::push_latency() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return PushLatencyLocked();
+}
+
+ShardService::PushLatency ShardService::PushLatencyLocked() const {
+  std::vector<int64_t> v = push_latency_us_;
+  PushLatency r;
+  r.samples = static_cast<int64_t>(v.size());
+  if (v.empty()) return r;
+  std::sort(v.begin(), v.end());
+  // Nearest rank, as common/percentile.h.
+  auto rank = [&v](double q) {
+    size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()) - 1e-9));
+    return v[std::clamp<size_t>(k, 1, v.size()) - 1];
+  };
+  r.p50_us = rank(0.5);
+  r.p99_us = rank(0.99);
+  r.max_us = v.back();
+  return r;
+}
+
 net::StatsReply ShardService::Stats() const {
   net::StatsReply r;
   r.shard_id = shard_id_;
@@ -482,6 +515,10 @@ net::StatsReply ShardService::Stats() const {
   r.counters.emplace_back("row_cache_evictions", static_cast<int64_t>(cache.evictions));
   r.counters.emplace_back("row_cache_rows", static_cast<int64_t>(cache.entries));
   r.counters.emplace_back("row_cache_bytes", static_cast<int64_t>(cache.bytes));
+  const PushLatency pl = PushLatencyLocked();
+  r.counters.emplace_back("push_latency_samples", pl.samples);
+  r.counters.emplace_back("push_latency_p50_us", pl.p50_us);
+  r.counters.emplace_back("push_latency_p99_us", pl.p99_us);
   const MemoryStats mem = memory_stats();
   r.counters.emplace_back("mem_memtable_bytes", static_cast<int64_t>(mem.store.memtable_bytes));
   r.counters.emplace_back("mem_block_cache_bytes",
@@ -517,12 +554,18 @@ void ShardService::AppendMemoryCounters(uint64_t row_cache_bytes,
   out->emplace_back("memory_block_cache_bytes", prop("rocksdb.block-cache-usage"));
   out->emplace_back("memory_block_cache_limit_bytes", prop("rocksdb.block-cache-capacity"));
   out->emplace_back("memory_block_cache_pinned_bytes", prop("rocksdb.block-cache-pinned-usage"));
-  out->emplace_back("memory_memtables_bytes", prop("rocksdb.cur-size-all-mem-tables"));
+  const MemoryStats mem = memory_stats();
+  // Active and immutable memtables (rocksdb.size-all-mem-tables).
+  out->emplace_back("memory_memtables_bytes", static_cast<int64_t>(mem.store.memtable_bytes));
   out->emplace_back("memory_memtables_limit_bytes",
                     static_cast<int64_t>(so.write_buffer_mb) * so.max_write_buffer_number * mib);
   out->emplace_back("memory_table_readers_bytes", prop("rocksdb.estimate-table-readers-mem"));
   out->emplace_back("memory_row_cache_bytes", static_cast<int64_t>(row_cache_bytes));
   out->emplace_back("memory_row_cache_limit_bytes", static_cast<int64_t>(so.row_cache_mb) * mib);
+  // The write path's buffers and the decoded Applies waiting for the writer:
+  // not bounded by the budget yet (they follow the clients' batch sizes).
+  out->emplace_back("memory_write_batch_bytes", static_cast<int64_t>(mem.store.write_batch_bytes));
+  out->emplace_back("memory_apply_bytes", static_cast<int64_t>(mem.apply_bytes));
 }
 
 void ShardService::HandleStats(const SessionPtr& s, const net::StatsRequest& m) {

@@ -175,6 +175,18 @@ class ShardService : public net::ServiceHandler {
     uint64_t total() const { return store.total() + apply_bytes; }
   };
   MemoryStats memory_stats() const;
+  // Push latency: for every group commit that advanced the shard clock and
+  // sent pushes, the time from receiving the group's last Apply (the batch
+  // that completed the clock) to handing its pushes to the transport. Over
+  // the last kPushLatencySamples such commits; microseconds.
+  struct PushLatency {
+    int64_t samples = 0;
+    int64_t p50_us = 0;
+    int64_t p99_us = 0;
+    int64_t max_us = 0;
+  };
+  PushLatency push_latency() const;
+  static constexpr size_t kPushLatencySamples = 4096;
   // Number of parked reads and subscriptions (for tests and stats).
   size_t NumParkedReads() const;
   size_t NumSubscriptions() const;
@@ -225,8 +237,9 @@ class ShardService : public net::ServiceHandler {
   struct PendingApply {
     SessionPtr session;
     net::Apply apply;
-    std::vector<RowDelta> deltas;  // point into apply.updates, in row-key order
-    int64_t bytes = 0;             // charged to Counters::apply_bytes until freed
+    std::vector<RowDelta> deltas;                    // point into apply.updates, in row-key order
+    int64_t bytes = 0;                               // charged to Counters::apply_bytes until freed
+    std::chrono::steady_clock::time_point received;  // when HandleApply took it
   };
   // What the writer runs: an Apply, or another write (e.g. CreateTable).
   struct WriterItem {
@@ -341,6 +354,15 @@ class ShardService : public net::ServiceHandler {
   // The due clock of the last periodic checkpoint written.
   Mutex checkpoint_mu_;
   Version last_checkpoint_ GUARDED_BY(checkpoint_mu_) = 0;
+  // The writer's own (no lock): the number of Apply batches in the last group
+  // and how long its commit took, for the group-commit wait under sync
+  // (WriterLoop).
+  size_t last_group_applies_ = 0;
+  PushLatency PushLatencyLocked() const;  // REQUIRES: mu_ held
+  // Ring of the last kPushLatencySamples push latencies (us), guarded by mu_.
+  std::vector<int64_t> push_latency_us_;
+  size_t push_latency_next_ = 0;
+  std::chrono::steady_clock::duration last_commit_time_{};
   // Batches held while the store is failed (HoldGroup), in arrival order;
   // the sessions told so during this failure; when the held state was last
   // logged. Writer thread only.
@@ -351,11 +373,6 @@ class ShardService : public net::ServiceHandler {
   int64_t held_logged_ms_ = 0;
   mutable std::mutex fatal_mu_;
   Status fatal_;  // guarded by fatal_mu_
-  // The writer's own (no lock): the number of Apply batches in the last group
-  // and how long its commit took, for the group-commit wait under sync
-  // (WriterLoop).
-  size_t last_group_applies_ = 0;
-  std::chrono::steady_clock::duration last_commit_time_{};
   std::thread writer_;
   std::vector<std::thread> readers_;
   std::thread housekeeper_;

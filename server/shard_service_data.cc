@@ -97,6 +97,7 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
   }
   // The batch moves to its final place first: the deltas point into it.
   auto p = std::make_unique<PendingApply>();
+  p->received = std::chrono::steady_clock::now();
   p->session = s;
   p->apply = std::move(m);
   std::vector<RowDelta>& deltas = p->deltas;
@@ -185,6 +186,13 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
     auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
     VLOG(1) << "shard " << shard_id_ << ": group of " << group->size() << " batch(es), " << rows
             << " rows: commit " << ms(t1 - t0) << " ms, acks/reads/pushes " << ms(t2 - t1) << " ms";
+    const MemoryStats m = memory_stats();
+    auto mb = [](uint64_t b) { return static_cast<double>(b) / (1 << 20); };
+    VLOG(1) << "shard " << shard_id_ << " memory (MiB): memtables " << mb(m.store.memtable_bytes)
+            << ", row cache " << mb(m.store.row_cache_bytes) << ", block cache "
+            << mb(m.store.block_cache_bytes) << ", table readers " << mb(m.store.table_reader_bytes)
+            << ", write batch " << mb(m.store.write_batch_bytes) << ", apply batches "
+            << mb(m.apply_bytes);
   }
   // Freeing a large batch (one string per row) is left to a reader thread,
   // off the writer's critical path.
@@ -230,7 +238,21 @@ void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<Pendi
   // Answers the parked reads that became ready and pushes, from the state
   // just published (which holds exactly the batches recorded above).
   const int64_t push_read_errors = engine_.counters().push_read_errors;
+  const int64_t pushes = engine_.counters().pushes;
   engine_.Publish(ViewRows(view));
+  if (engine_.counters().pushes != pushes && !group.empty()) {
+    auto last = group[0]->received;
+    for (const auto& p : group) last = std::max(last, p->received);
+    const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - last)
+                           .count();
+    if (push_latency_us_.size() < kPushLatencySamples) {
+      push_latency_us_.push_back(us);
+    } else {
+      push_latency_us_[push_latency_next_] = us;
+      push_latency_next_ = (push_latency_next_ + 1) % kPushLatencySamples;
+    }
+  }
   if (engine_.counters().push_read_errors != push_read_errors) {
     LOG_EVERY_N(ERROR, 100) << "shard " << shard_id_
                             << ": reading rows for pushes failed; retried by the housekeeping "

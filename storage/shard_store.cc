@@ -254,10 +254,10 @@ Status ShardStore::Impl::OpenRocks(const rocksdb::Options& ro) {
   rocksdb::DB* raw = nullptr;
   if (!options_.read_only) {
     rocksdb::Status s = rocksdb::DB::Open(ro, dir_, &raw);
-    if (s.IsCorruption()) return DescribeOpenCorruption(dir_, s);
     if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
       return InUseError(dir_, s);
     }
+    if (s.IsCorruption()) return DescribeOpenCorruption(dir_, s);
     if (!s.ok()) return FromRocks(s, "open RocksDB in " + dir_);
     db_.reset(raw);
     return Status::OK();
@@ -331,8 +331,8 @@ Status ShardStore::Impl::InitOrCheckMeta() {
     wo.sync = true;
     RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "initialize store in " + dir_));
     next_table_id_ = 1;
-    LOG(INFO) << "created PaceDB store in " << dir_ << " for "
-              << DescribeIdentity(identity_.shard_id, identity_.num_shards, identity_.num_clients);
+    VLOG(1) << "created PaceDB store in " << dir_ << " for "
+            << DescribeIdentity(identity_.shard_id, identity_.num_shards, identity_.num_clients);
     return Status::OK();
   }
   RETURN_IF_ERROR(FromRocks(s, "read format version of " + dir_));

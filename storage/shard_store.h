@@ -47,9 +47,14 @@ struct ShardStoreOptions {
   // recently read rows, kept exactly equal to the stored ones by ApplyBatch
   // (write-through), so reads of hot rows skip RocksDB's merge-on-read.
   // ApplyBatch writes a cached dense row changed once by a batch as a Put of
-  // its new value, which the memtable overwrites in place, instead of one more
-  // merge operand. 0 disables it. Default: 256.
+  // its new value instead of one more merge operand. 0 disables it.
+  // Default: 256.
   size_t row_cache_mb = 256;
+  // The largest WriteBatch buffer, in MiB, kept between group commits for
+  // the next group (reused so a model-scale clock does not map and fault in
+  // a fresh ~130 MB buffer each time); a larger one is freed after its write.
+  // Counted in StoreMemoryStats::write_batch_bytes. 0: never kept. Default: 256.
+  size_t retained_write_batch_mb = 256;
   // fsync the WAL before ApplyBatch returns. Default: false (WAL written, not synced).
   bool sync = false;
   // Open for inspection only; may run beside a writer process (RocksDB
@@ -135,19 +140,14 @@ struct StoreMemoryStats {
   // The row cache's charged bytes and its capacity (row_cache_mb).
   uint64_t row_cache_bytes = 0;
   uint64_t row_cache_capacity = 0;
-  // The write path's buffers: the WriteBatch kept for the next group (its
-  // capacity; a model-scale group retains ~its size, at most
-  // kMaxRetainedWriteBatchBytes) plus the group being written now.
+  // The write path's buffer: the WriteBatch being built or kept for the
+  // next group (its capacity; kept only up to retained_write_batch_mb).
   uint64_t write_batch_bytes = 0;
   uint64_t total() const {
     return memtable_bytes + block_cache_bytes + table_reader_bytes + row_cache_bytes +
            write_batch_bytes;
   }
 };
-
-// The largest WriteBatch buffer the store keeps between groups (reused so a
-// model-scale clock does not map and fault in a fresh ~130 MB buffer).
-inline constexpr size_t kMaxRetainedWriteBatchBytes = size_t{256} << 20;
 
 // What a checkpoint's manifest records (file "PACE-CHECKPOINT" in its dir).
 struct CheckpointManifest {

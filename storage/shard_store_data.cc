@@ -222,11 +222,12 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   constexpr size_t kRowsPerCacheLock = 256;  // readers may fill the cache in between
   std::unique_ptr<MutexLock> cache_lock;
   // Nothing was written: every batch that would have been fails.
-  auto fail = [&](Status err) {
+  auto fail = [&](Status err) REQUIRES(write_mu_) {
     for (BatchResult& r : *results) {
       if (r.status.ok() && !r.duplicate) r.status = err;
     }
-    batch.Clear();
+    batch = rocksdb::WriteBatch();  // nothing kept after a failure
+    write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
     return err;
   };
   for (size_t k = 0; k < group.size(); ++k) {
@@ -302,7 +303,9 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   if (!written.ok()) return fail(MarkFailedLocked(written, "ApplyBatches"));
   const auto t_written = std::chrono::steady_clock::now();
   const size_t batch_bytes = batch.GetDataSize();
-  if (batch.Data().capacity() > kMaxRetainedWriteBatchBytes) batch = rocksdb::WriteBatch();
+  if (batch.Data().capacity() > (options_.retained_write_batch_mb << 20)) {
+    batch = rocksdb::WriteBatch();
+  }
   batch.Clear();
   write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
   Publish(ops, put_sums, clocks);

@@ -8,8 +8,8 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
-#include <rocksdb/sst_file_manager.h>
 #include <rocksdb/write_batch.h>
+#include <rocksdb/sst_file_manager.h>
 
 #include <atomic>
 #include <cstdint>
@@ -223,7 +223,7 @@ class ShardStore::Impl {
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
   // The WriteBatch of the group being built, reused by the next group (its
-  // buffer kept up to kMaxRetainedWriteBatchBytes). write_batch_bytes_: its
+  // buffer kept up to options_.retained_write_batch_mb). write_batch_bytes_: its
   // capacity, for memory_stats().
   rocksdb::WriteBatch batch_ GUARDED_BY(write_mu_);
   std::atomic<uint64_t> write_batch_bytes_{0};

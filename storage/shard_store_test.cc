@@ -142,6 +142,80 @@ TEST_F(ShardStoreTest, FormatVersionMismatchRefused) {
   EXPECT_EQ(ShardStore::Open(ro, dir_, &s).code(), StatusCode::kIncompatible);
 }
 
+// A format-1 store written by the builds before the model-scale write path
+// has SST files with CRC32c block checksums and Snappy-compressed L0 files;
+// this build writes XXH3 checksums and uncompressed L0/base files. Each SST
+// records its checksum and compression type, so the older files are read as
+// they are, beside new ones, and compact into the new settings.
+TEST_F(ShardStoreTest, ReadsSstFilesOfThePreviousBuilds) {
+  TableSchema t;
+  {
+    auto s = OpenStore(Opts(1));
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(
+        s->CreateTable(testing_util::MakeSchema("old", RowKind::kDense, ElementType::kI64, 4), &t)
+            .ok());
+  }
+  // Rows 0..999 written the way the previous builds wrote them: tagged merge
+  // operands, flushed with RocksDB's default table options (CRC32c, Snappy).
+  {
+    rocksdb::Options o;
+    o.merge_operator = NewRowAddMergeOperator();
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir_, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    const std::vector<int64_t> one = {1, 2, 3, 4};
+    const std::string value = std::string(1, static_cast<char>(0x14)) +
+                              std::string(reinterpret_cast<const char*>(one.data()), 32);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (uint64_t r = 0; r < 1000; ++r) {
+        ASSERT_TRUE(
+            db->Merge(rocksdb::WriteOptions(), storage_format::MakeRowKey(t.id, r), value).ok());
+      }
+      ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());  // one SST per pass
+    }
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), storage_format::ClockKey(0),
+                        storage_format::EncodeClock(2))
+                    .ok());
+    rocksdb::TablePropertiesCollection props;
+    ASSERT_TRUE(db->GetPropertiesOfAllTables(&props).ok());
+    int snappy = 0;  // the catalog's SST (the store's close) is this build's
+    for (const auto& [file, p] : props) snappy += p->compression_name == "Snappy" ? 1 : 0;
+    ASSERT_EQ(snappy, 2);
+  }
+  auto s = OpenStore(Opts(1));
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->AppliedClock(0), 2);
+  // A new batch adds a third operand (in this build's files after a flush).
+  std::vector<int64_t> ten = {10, 10, 10, 10};
+  const std::string delta(reinterpret_cast<const char*>(ten.data()), 32);
+  std::vector<RowDelta> deltas;
+  for (uint64_t r = 0; r < 1000; r += 7) deltas.push_back(RowDelta{t.id, r, delta});
+  bool dup = false;
+  ASSERT_TRUE(s->ApplyBatch(0, 2, deltas, &dup).ok());
+  ASSERT_TRUE(s->Flush().ok());
+  auto expect_rows = [&](ShardStore* store) {
+    std::vector<uint64_t> rows(1000);
+    for (uint64_t r = 0; r < rows.size(); ++r) rows[r] = r;
+    std::vector<std::string> values;
+    ASSERT_TRUE(store->MultiGet(t.id, rows, &values).ok());
+    for (uint64_t r = 0; r < rows.size(); ++r) {
+      const int64_t add = r % 7 == 0 ? 10 : 0;
+      const std::vector<int64_t> want = {2 + add, 4 + add, 6 + add, 8 + add};
+      ASSERT_EQ(values[r], std::string(reinterpret_cast<const char*>(want.data()), 32))
+          << "row " << r;
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(expect_rows(s.get()));
+  s.reset();
+  // Reopened cold (no row cache): every value comes from the mixed SST files.
+  ShardStoreOptions cold = Opts(1);
+  cold.row_cache_mb = 0;
+  s = OpenStore(cold);
+  ASSERT_NE(s, nullptr);
+  ASSERT_NO_FATAL_FAILURE(expect_rows(s.get()));
+}
+
 TEST_F(ShardStoreTest, ForeignRocksDbRefused) {
   {
     rocksdb::Options o;

@@ -222,7 +222,7 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
   // Seconds since the start at the end of clock first_clock + i.
   const ClockT first_clock = sh->start_clock;
   std::vector<double> clock_end_seconds;
-  apps::StatsRowReader reader(st, run, first_clock, sh->end_clock);
+  apps::StatsRowReader reader(st, run, first_clock, sh->end_clock, reporter ? client_ : nullptr);
   auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
     const double* app = row.data() + MeasureCols::kCount;
     LdaReport rep;
@@ -339,12 +339,17 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     if (reporter) sh->sampling_start_ns = apps::NowNs();
   }
 
-  // The distinct words of one clock's window, for Worker::Prefetch.
+  // Look-ahead: the distinct words of the window's documents [begin, end),
+  // for Worker::Prefetch (rows cached fresh, pushed or in flight are skipped
+  // there). Each clock prefetches kLookAheadDocs documents ahead of the one
+  // being sampled, so the words a clock reads for the first time are fetched
+  // in one Read per shard while the worker samples, not one round trip each.
+  constexpr size_t kLookAheadDocs = 64;
   std::vector<uint8_t> word_seen(p.vocab);
   std::vector<uint64_t> words;
-  auto prefetch = [&](const apps::Window& win) -> Status {
+  auto prefetch_docs = [&](const apps::Window& win, size_t begin, size_t end) -> Status {
     words.clear();
-    for (size_t j = 0; j < win.count && !docs.ids.empty(); ++j) {
+    for (size_t j = begin; j < end && !docs.ids.empty(); ++j) {
       for (uint32_t word : corpus_->docs[docs.ids[(win.start + j) % docs.ids.size()]]) {
         if (!word_seen[word]) {
           word_seen[word] = 1;
@@ -353,6 +358,13 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
       }
     }
     for (uint64_t word : words) word_seen[word] = 0;
+    // Words this clock already read are in the worker's buffer.
+    words.erase(std::remove_if(words.begin(), words.end(),
+                               [&](uint64_t word) {
+                                 return wbuf.Find(static_cast<uint32_t>(word)) != nullptr;
+                               }),
+                words.end());
+    if (words.empty()) return Status::OK();
     return worker->Prefetch(wt, words);
   };
 
@@ -365,7 +377,9 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     }
     apps::MaybeStraggle(run, client_->client_id(), w, c);
     const apps::Window win = apps::MinibatchWindow(docs.ids.size(), options_.minibatch, c - 1);
-    if (apps::ShouldPrefetch(run, c, sampling_start_clock)) RETURN_IF_ERROR(prefetch(win));
+    if (apps::ShouldPrefetch(run, c, sampling_start_clock)) {
+      RETURN_IF_ERROR(prefetch_docs(win, 0, win.count));  // all of them: every row is a miss
+    }
     RETURN_IF_ERROR(worker->Get(tt, 0, nk.data()));
     nk_base = nk;
     apps::Rng rng(apps::DeriveSeed(run.seed, 0x5A3B, part_id, static_cast<uint64_t>(c)));
@@ -395,7 +409,14 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
         tokens += corpus_->docs[docs.ids[(win.start + j) % docs.ids.size()]].size();
       }
     } else {
+      size_t ahead = 0;  // documents [0, ahead) of the window were prefetched
+      if (apps::ShouldPrefetch(run, c, sampling_start_clock)) ahead = win.count;
       for (size_t j = 0; j < win.count; ++j) {
+        if (j + kLookAheadDocs >= ahead && ahead < win.count) {
+          const size_t end = std::min(win.count, ahead + kLookAheadDocs);
+          RETURN_IF_ERROR(prefetch_docs(win, ahead, end));
+          ahead = end;
+        }
         tokens += SweepDoc(*corpus_, &docs, (win.start + j) % docs.ids.size(), nk.data(), word_row,
                            p, cdf.data(), &rng);
       }

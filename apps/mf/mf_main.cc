@@ -76,6 +76,8 @@ Status LoadData(MfDataset* data) {
   RatingsReadOptions ro;
   RETURN_IF_ERROR(ParseRatingsFileFormat(FLAGS_format, &ro.format).WithPrefix("--format"));
   ro.skip_bad_lines = FLAGS_skip_bad_lines;
+  IdNames names;
+  ro.names = &names;
   std::vector<RawRating> train, test;
   RatingsReadInfo info;
   RETURN_IF_ERROR(ReadRatings(FLAGS_train, ro, &train, &info));
@@ -87,13 +89,28 @@ Status LoadData(MfDataset* data) {
   }
   std::printf("\n");
   if (!FLAGS_test.empty()) {
+    const bool strings[2] = {names.strings(IdNames::kUser), names.strings(IdNames::kItem)};
     RETURN_IF_ERROR(ReadRatings(FLAGS_test, ro, &test, &info));
+    // String ids first seen in the test file: the training ids become strings too.
+    for (IdNames::Column c : {IdNames::kUser, IdNames::kItem}) {
+      if (!strings[c] && names.strings(c)) names.Renumber(c, &train);
+    }
     if (info.skipped) {
       std::printf("# test %s: %llu bad lines skipped (first: %s)\n", FLAGS_test.c_str(),
                   static_cast<unsigned long long>(info.skipped), info.first_skipped.c_str());
     }
   }
   RETURN_IF_ERROR(BuildDataset(train, test, FLAGS_test_fraction, FLAGS_seed, data));
+  data->names = std::move(names);
+  for (IdNames::Column c : {IdNames::kUser, IdNames::kItem}) {
+    if (data->names.strings(c)) {
+      std::printf(
+          "# %s ids are strings: mapped to dense ids in order of first appearance "
+          "(table %s.%s_ids)\n",
+          c == IdNames::kUser ? "user" : "item", FLAGS_table_prefix.c_str(),
+          c == IdNames::kUser ? "user" : "item");
+    }
+  }
   std::printf("# %zu train / %zu test ratings, %u users, %u items, mean %.4f, range [%g, %g]",
               data->train.size(), data->test.size(), data->users.size(), data->items.size(),
               data->mean, data->min_rating, data->max_rating);
@@ -222,6 +239,10 @@ apps::JobDescription DescribeJob(const MfDataset& data, const MfTrainOptions& o)
       fp.AddValue(r.value);
     }
   }
+  for (IdNames::Column c : {IdNames::kUser, IdNames::kItem}) {
+    fp.AddValue(static_cast<uint64_t>(data.names.names(c).size()));
+    for (const std::string& name : data.names.names(c)) fp.Add(name.data(), name.size() + 1);
+  }
   job.input = fp.value();
   job.input_desc = FLAGS_train + (FLAGS_test.empty() ? "" : " + " + FLAGS_test);
   using apps::ShortestDouble;
@@ -284,6 +305,13 @@ int Run() {
   if (!s.ok()) return apps::UsageError(kProgram, s);
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();
+  for (IdNames::Column c : {IdNames::kUser, IdNames::kItem}) {
+    if (!s.ok()) break;
+    s = apps::RecordIdNames(
+        client.get(), options.run.resume,
+        options.table_prefix + (c == IdNames::kUser ? ".user_ids" : ".item_ids"),
+        data.names.names(c));
+  }
   if (!s.ok()) return apps::UsageError(kProgram, s);
   std::printf(
       "# %s, client %u of %u, %d workers, %s, rank %d, lr %g/(t+1)^%g, lambda %g, bias_lambda "

@@ -179,7 +179,8 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   // clocks old). The first reader of a row fetches it; the others mostly hit
   // the process cache.
   std::vector<double> clock_end_seconds;  // of this worker, by clock - start_clock
-  apps::StatsRowReader reader(st, run, sh->start_clock, sh->end_clock);
+  apps::StatsRowReader reader(st, run, sh->start_clock, sh->end_clock,
+                              reporter ? client_ : nullptr);
   auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
     const double* app = row.data() + MeasureCols::kCount;
     MfReport rep;
@@ -219,6 +220,9 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   // the cache budget, so they are not evicted before they are read (and the
   // cache prefers to evict rows outside it: Worker::Prefetch).
   const size_t chunk = LookAheadRatings(client_->Stats().cache_budget_bytes, width_, run.workers);
+  // The user rows a worker keeps copies of within a clock (RowBuffer: the
+  // value as read and as updated): four look-ahead chunks' worth.
+  const size_t user_buffer_rows = 4 * chunk;
   std::vector<uint32_t> user_mark(data_->users.size(), 0), item_mark(data_->items.size(), 0);
   uint32_t mark = 0;
   std::vector<uint64_t> user_rows, item_rows;
@@ -281,6 +285,15 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
       float* v = item_row(r.item);
       const float e = SgdUpdate(u, v, r.value, reg_.user[r.user], reg_.item[r.item], p);
       train_sq += static_cast<double>(e) * e;
+      if (ubuf.loaded() >= user_buffer_rows) {
+        // Bounds the worker's copies (two per row) of the clock's user rows:
+        // their changes go to the table now and a later rating of the same
+        // user reads the row again, which includes them (read-my-writes).
+        // Items are few and recur in every chunk: kept for the whole clock.
+        Status s = flush(ubuf, data_->users, ut);
+        if (!s.ok() && load_status.ok()) load_status = s;
+        ubuf.Clear();
+      }
     }));
     RETURN_IF_ERROR(load_status);
     RETURN_IF_ERROR(flush(ubuf, data_->users, ut));
@@ -296,6 +309,9 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
         const float* v = r.item == IdMap::kUnknown ? zero.data() : item_row(r.item);
         const float e = r.value - Clip(Predict(u, v, p), data_->min_rating, data_->max_rating);
         test_sq += static_cast<double>(e) * e;
+        // The clock's changes were added above: forgetting the copies loses
+        // nothing (a flush here would add them twice).
+        if (ubuf.loaded() >= user_buffer_rows) ubuf.Clear();
       }));
       RETURN_IF_ERROR(load_status);
       test_n = static_cast<double>(test_part.size());
@@ -365,8 +381,9 @@ Status MfTrainer::ReadFactors(Worker* worker, ClockT fresh_as_of, std::vector<fl
 
 namespace {
 
-Status WriteFactorCsv(const std::string& path, const IdMap& ids, const std::vector<float>& rows,
-                      int rank, bool biases) {
+Status WriteFactorCsv(const std::string& path, const IdMap& ids, const IdNames& names,
+                      IdNames::Column column, const std::vector<float>& rows, int rank,
+                      bool biases) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "w"), &std::fclose);
   if (!f) return Status::IOError("cannot write '" + path + "': " + std::strerror(errno));
   const uint32_t width = RowWidth(rank, biases);
@@ -375,7 +392,7 @@ Status WriteFactorCsv(const std::string& path, const IdMap& ids, const std::vect
   if (biases) std::fputs(",bias", f.get());
   std::fputc('\n', f.get());
   for (uint32_t i = 0; i < ids.size(); ++i) {
-    std::fprintf(f.get(), "%llu", static_cast<unsigned long long>(ids.raw(i)));
+    std::fputs(names.Text(column, ids.raw(i)).c_str(), f.get());
     for (uint32_t k = 0; k < width; ++k) {
       std::fprintf(f.get(), ",%.7g", rows[static_cast<size_t>(i) * width + k]);
     }
@@ -397,10 +414,10 @@ Status MfTrainer::Export(Worker* worker, const std::string& dir, ClockT fresh_as
   }
   std::vector<float> users, items;
   RETURN_IF_ERROR(ReadFactors(worker, fresh_as_of, &users, &items, stale_rows));
-  RETURN_IF_ERROR(WriteFactorCsv(dir + "/user_factors.csv", data_->users, users, options_.rank,
-                                 options_.biases));
-  RETURN_IF_ERROR(WriteFactorCsv(dir + "/item_factors.csv", data_->items, items, options_.rank,
-                                 options_.biases));
+  RETURN_IF_ERROR(WriteFactorCsv(dir + "/user_factors.csv", data_->users, data_->names,
+                                 IdNames::kUser, users, options_.rank, options_.biases));
+  RETURN_IF_ERROR(WriteFactorCsv(dir + "/item_factors.csv", data_->items, data_->names,
+                                 IdNames::kItem, items, options_.rank, options_.biases));
   std::string model_path = dir + "/model.txt";
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(model_path.c_str(), "w"), &std::fclose);
   if (!f) return Status::IOError("cannot write '" + model_path + "'");

@@ -87,17 +87,61 @@ void Split(std::string_view line, RatingsFileFormat format, std::vector<std::str
   }
 }
 
+// "userId,movieId,rating,timestamp": a rating field that is not a number
+// (string ids make the id fields useless for telling).
 bool IsHeader(std::string_view line, RatingsFileFormat format) {
   std::vector<std::string_view> fields;
   Split(line, format, &fields);
-  uint64_t id;
-  return !fields.empty() && !ParseU64(fields[0], &id);
+  double v;
+  return fields.size() >= 3 && !ParseDouble(fields[2], &v);
 }
 
 }  // namespace
 
+uint64_t IdNames::Intern(Column c, std::string_view text) {
+  auto [it, added] = index_[c].emplace(std::string(text), names_[c].size());
+  if (added) names_[c].push_back(it->first);
+  return it->second;
+}
+
+bool IdNames::Raw(Column c, std::string_view text, uint64_t* raw, bool* switched,
+                  std::string* why) {
+  *switched = false;
+  const char* what = c == kUser ? "user id " : "item id ";
+  if (text.empty()) {
+    *why = std::string("empty ") + what;
+    return false;
+  }
+  if (text.size() > kMaxIdBytes) {
+    *why = what + Excerpt(text) + " is longer than " + std::to_string(kMaxIdBytes) + " bytes";
+    return false;
+  }
+  if (!strings_[c]) {
+    if ((text.size() == 1 || text[0] != '0') && ParseU64(text, raw)) return true;
+    // Interned only after the ids read before it (Renumber), to keep the
+    // order of first appearance: the caller parses the line again.
+    strings_[c] = true;
+    *switched = true;
+    *raw = 0;
+    return true;
+  }
+  *raw = Intern(c, text);
+  return true;
+}
+
+void IdNames::Renumber(Column c, std::vector<RawRating>* ratings) {
+  for (RawRating& r : *ratings) {
+    uint64_t& id = c == kUser ? r.user : r.item;
+    id = Intern(c, std::to_string(id));
+  }
+}
+
+std::string IdNames::Text(Column c, uint64_t raw) const {
+  return strings_[c] && raw < names_[c].size() ? names_[c][raw] : std::to_string(raw);
+}
+
 bool ParseRatingLine(std::string_view line, RatingsFileFormat format, RawRating* out,
-                     std::string* why) {
+                     std::string* why, IdNames* names, bool* switched) {
   std::vector<std::string_view> fields;
   Split(line, format, &fields);
   if (fields.size() < 3 || fields.size() > 4) {
@@ -105,11 +149,17 @@ bool ParseRatingLine(std::string_view line, RatingsFileFormat format, RawRating*
            " field(s) in " + Excerpt(line);
     return false;
   }
-  if (!ParseU64(fields[0], &out->user)) {
+  if (names != nullptr) {
+    bool user_switched = false, item_switched = false;
+    if (!names->Raw(IdNames::kUser, fields[0], &out->user, &user_switched, why) ||
+        !names->Raw(IdNames::kItem, fields[1], &out->item, &item_switched, why)) {
+      return false;
+    }
+    if (switched != nullptr) *switched = user_switched || item_switched;
+  } else if (!ParseU64(fields[0], &out->user)) {
     *why = "bad user id " + Excerpt(fields[0]) + " (expected an unsigned integer)";
     return false;
-  }
-  if (!ParseU64(fields[1], &out->item)) {
+  } else if (!ParseU64(fields[1], &out->item)) {
     *why = "bad item id " + Excerpt(fields[1]) + " (expected an unsigned integer)";
     return false;
   }
@@ -128,6 +178,7 @@ Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
   RETURN_IF_ERROR(apps::LineReader::Open(path, &reader));
   apps::BadLinePolicy policy(options.skip_bad_lines);
   RatingsFileFormat format = options.format;
+  IdNames* const names = options.names;
   bool first = true;
   const size_t before = out->size();
   std::string why;
@@ -139,12 +190,22 @@ Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
       first = false;
       if (format == RatingsFileFormat::kAuto) format = DetectRatingsFormat(t);
       // MovieLens ratings.csv starts with a header line.
-      if (format == RatingsFileFormat::kCsv && IsHeader(t, format)) continue;
+      if (IsHeader(t, format)) continue;
     }
     RawRating r;
-    if (!ParseRatingLine(t, format, &r, &why)) {
+    const bool user_strings = names != nullptr && names->strings(IdNames::kUser);
+    const bool item_strings = names != nullptr && names->strings(IdNames::kItem);
+    bool switched = false;
+    if (!ParseRatingLine(t, format, &r, &why, names, &switched)) {
       RETURN_IF_ERROR(policy.Handle(Status::InvalidArgument(reader->Where() + ": " + why)));
       continue;
+    }
+    if (switched) {
+      // The ids read so far were numbers: they become strings too, then this
+      // line's.
+      if (!user_strings && names->strings(IdNames::kUser)) names->Renumber(IdNames::kUser, out);
+      if (!item_strings && names->strings(IdNames::kItem)) names->Renumber(IdNames::kItem, out);
+      ParseRatingLine(t, format, &r, &why, names, &switched);
     }
     out->push_back(r);
   }

@@ -10,9 +10,10 @@
 //   dat    MovieLens ratings.dat: "user::item::rating::timestamp"
 //   plain  "user item rating" separated by spaces or tabs
 // The timestamp is optional in every format and ignored. Ids are unsigned
-// 64-bit integers; ratings are finite numbers. Blank lines and lines starting
-// with '#' are skipped. A bad line is an InvalidArgument error naming
-// "file:line", or is skipped and counted when skip_bad_lines is set.
+// 64-bit integers or strings (IdNames); ratings are finite numbers. A first
+// line whose rating field is not a number is a header. Blank lines and lines
+// starting with '#' are skipped. A bad line is an InvalidArgument error
+// naming "file:line", or is skipped and counted when skip_bad_lines is set.
 //
 // Thread-compatible.
 #ifndef PACE_APPS_MF_RATINGS_DATA_H_
@@ -44,16 +45,52 @@ struct RawRating {
   float value = 0;
 };
 
+// String ids (Amazon-style "A3SGXH7AUHU8GW"). A column (users or items)
+// holds numbers until its first id that is not one, or that has a leading
+// zero ("0132793040", which a number would lose); from then on every id of
+// the column is a string, interned in order of first appearance (ids read
+// as numbers before are renumbered with their decimal text), and a
+// RawRating holds the string's index. So the same files always give the
+// same ids. Thread-compatible.
+class IdNames {
+ public:
+  enum Column { kUser = 0, kItem = 1 };
+  static constexpr size_t kMaxIdBytes = 64;
+
+  // The raw id of `text` in column c. False (and *why set) for an empty id or
+  // one longer than kMaxIdBytes. *switched: this id turned the column to
+  // strings and was not interned yet: the caller renumbers what it read
+  // before (Renumber), then asks again.
+  bool Raw(Column c, std::string_view text, uint64_t* raw, bool* switched, std::string* why);
+  bool strings(Column c) const { return strings_[c]; }
+  // After a switch: maps the numeric ids of column c in `ratings` to strings.
+  void Renumber(Column c, std::vector<RawRating>* ratings);
+  // The id as text: its string, or its number.
+  std::string Text(Column c, uint64_t raw) const;
+  // The strings of column c, by raw id (empty while it holds numbers).
+  const std::vector<std::string>& names(Column c) const { return names_[c]; }
+
+ private:
+  uint64_t Intern(Column c, std::string_view text);
+
+  bool strings_[2] = {false, false};
+  std::vector<std::string> names_[2];
+  std::unordered_map<std::string, uint64_t> index_[2];
+};
+
 // Parses one data line of a known format (not kAuto). On failure returns
-// false and sets *why to a short reason.
+// false and sets *why to a short reason. Without `names`, ids must be numbers.
 bool ParseRatingLine(std::string_view line, RatingsFileFormat format, RawRating* out,
-                     std::string* why);
+                     std::string* why, IdNames* names = nullptr, bool* switched = nullptr);
 
 struct RatingsReadOptions {
   // Default: detect from the first data line.
   RatingsFileFormat format = RatingsFileFormat::kAuto;
   // Skip (and count) bad lines instead of failing. Default: false.
   bool skip_bad_lines = false;
+  // Where string ids are interned (shared by the train and test files);
+  // nullptr: ids must be numbers. Default: nullptr.
+  IdNames* names = nullptr;
 };
 
 struct RatingsReadInfo {
@@ -97,6 +134,8 @@ struct Rating {
 struct MfDataset {
   IdMap users;
   IdMap items;
+  // The text of string ids (IdMap raw ids index it in a string column).
+  IdNames names;
   std::vector<Rating> train;
   std::vector<Rating> test;
   // Over the training ratings.

@@ -110,6 +110,55 @@ TEST_F(RatingsDataTest, SkipBadLinesCounts) {
   EXPECT_TRUE(ReadRatings("/nonexistent/ratings.csv", o, &out, &info).IsNotFound());
 }
 
+TEST_F(RatingsDataTest, StringIdsAreInternedAndNotTakenForAHeader) {
+  // Amazon-style: string users, items with leading zeros, no header line.
+  std::string p = Write("amazon.csv",
+                        "AKM1MP6P0OYPR,0132793040,5.0,1365811200\n"
+                        "A2CX7LUOHB2NDG,0321732944,4.0,1341100800\n"
+                        "AKM1MP6P0OYPR,B00004TS16,1.5,1367193600\n");
+  IdNames names;
+  RatingsReadOptions o;
+  o.names = &names;
+  std::vector<RawRating> got;
+  ASSERT_TRUE(ReadRatings(p, o, &got, nullptr).ok());
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(names.strings(IdNames::kUser));
+  EXPECT_TRUE(names.strings(IdNames::kItem));
+  EXPECT_EQ(got[0].user, 0u);
+  EXPECT_EQ(got[1].user, 1u);
+  EXPECT_EQ(got[2].user, 0u);
+  EXPECT_EQ(names.Text(IdNames::kItem, got[0].item), "0132793040");
+  EXPECT_EQ(names.Text(IdNames::kItem, got[2].item), "B00004TS16");
+  EXPECT_EQ(names.names(IdNames::kUser),
+            (std::vector<std::string>{"AKM1MP6P0OYPR", "A2CX7LUOHB2NDG"}));
+
+  // Numbers until a string id: the earlier ones are renumbered as strings;
+  // the other column stays numeric. A header is a non-numeric rating field.
+  p = Write("mixed.csv", "user,item,rating\n7,10,1\n8,11,2\nx9,10,3\n");
+  IdNames mixed;
+  o.names = &mixed;
+  got.clear();
+  ASSERT_TRUE(ReadRatings(p, o, &got, nullptr).ok());
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(mixed.strings(IdNames::kUser));
+  EXPECT_FALSE(mixed.strings(IdNames::kItem));
+  EXPECT_EQ(mixed.names(IdNames::kUser), (std::vector<std::string>{"7", "8", "x9"}));
+  EXPECT_EQ(got[0].user, 0u);
+  EXPECT_EQ(got[2].user, 2u);
+  EXPECT_EQ(got[2].item, 10u);
+  EXPECT_EQ(mixed.Text(IdNames::kItem, 11), "11");
+
+  // Without names (the old contract), a string id is a bad line.
+  o.names = nullptr;
+  got.clear();
+  Status s = ReadRatings(Write("bad.csv", "7,10,1\nx9,10,3\n"), o, &got, nullptr);
+  EXPECT_NE(s.message().find(":2: bad user id"), std::string::npos) << s.ToString();
+  // Too long an id is a bad line naming it.
+  o.names = &mixed;
+  s = ReadRatings(Write("long.csv", std::string(65, 'a') + ",1,1\n"), o, &got, nullptr);
+  EXPECT_NE(s.message().find("longer than 64 bytes"), std::string::npos) << s.ToString();
+}
+
 TEST_F(RatingsDataTest, IdMappingIsDenseAndTestUnknownsAreMarked) {
   std::vector<RawRating> train = {{1000, 7, 4}, {5, 7, 2}, {1000, 99, 3}};
   std::vector<RawRating> test = {{5, 99, 1}, {42, 7, 5}};

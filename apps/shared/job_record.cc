@@ -1,5 +1,6 @@
 #include "apps/shared/job_record.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -112,6 +113,31 @@ Status WriteEntries(Worker* worker, const Table& t, const JobDescription& job, C
 
 }  // namespace
 
+Status RecordIdNames(Client* client, bool resume, const std::string& name,
+                     const std::vector<std::string>& names) {
+  if (resume || client->client_id() != 0 || client->start_clock() != 0 || names.empty()) {
+    return Status::OK();
+  }
+  TableSchema s;
+  s.name = name;
+  s.kind = RowKind::kDense;
+  s.type = ElementType::kI64;
+  s.width = kIdNameWidth;
+  s.consistency = Consistency::kAsync;
+  Table t;
+  RETURN_IF_ERROR(client->CreateTable(s, &t).WithPrefix("creating " + name));
+  std::unique_ptr<Worker> worker;
+  RETURN_IF_ERROR(client->RegisterWorker(&worker));
+  std::vector<uint64_t> rows(names.size());
+  std::vector<int64_t> values(names.size() * kIdNameWidth, 0);
+  for (size_t r = 0; r < names.size(); ++r) {
+    rows[r] = r;
+    std::memcpy(&values[r * kIdNameWidth], names[r].data(),
+                std::min<size_t>(names[r].size(), kIdNameWidth * sizeof(int64_t)));
+  }
+  return worker->Inc(t, rows, values.data()).WithPrefix("writing " + name);
+}
+
 std::string ShortestDouble(double v) {
   char buf[40];
   for (int p = 1; p <= 17; ++p) {
@@ -177,10 +203,6 @@ Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume)
 
   if (own) {
     std::string why = Differences(*own, job, 0);
-    if (clock > 0 && !resume && !job.resumable) {
-      return Status::FailedPrecondition(where + holds + NameJob(*own, clock) + " (" + job.app +
-                                        " cannot continue a stored job): " + fresh_advice);
-    }
     if (clock > 0 && !resume) {
       return Status::FailedPrecondition(
           where + holds + NameJob(*own, clock) + ": pass --resume to continue it" +
@@ -191,11 +213,6 @@ Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume)
       return Status::FailedPrecondition(
           run + where + holds + NameJob(*own, clock) + " and " + why + ": " +
           (resume ? "rerun with the job's flags and data, or " : "") + fresh_advice);
-    }
-    if (clock > 0 && !job.resumable) {
-      return Status::FailedPrecondition(
-          run + where + holds + NameJob(*own, clock) + ", and " + job.app +
-          " cannot continue a stored job (it keeps its state in the workers): " + fresh_advice);
     }
     return Status::OK();
   }

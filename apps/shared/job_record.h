@@ -39,10 +39,6 @@ struct JobDescription {
   std::string input_desc;
   // The flags that shape the model, as name and printed value.
   std::vector<std::pair<std::string, std::string>> flags;
-  // False for apps that cannot continue a stored job (pace_lda keeps its
-  // token assignments in the workers): --resume of a job past clock 0 is then
-  // refused with advice.
-  bool resumable = true;
 };
 
 // 64-bit FNV-1a, for input fingerprints: feed the loaded data in a fixed order.
@@ -68,11 +64,20 @@ std::string ShortestDouble(double v);
 // app creates its tables. Errors (one line: why and what to do), all
 // FailedPrecondition:
 // - resume: the store holds no job, another app's job, a job of another
-//   table prefix, or one whose flags or input data differ, or the app cannot
-//   resume;
+//   table prefix, or one whose flags or input data differ;
 // - fresh (!resume): the store holds a job past clock 0, or a record of
 //   another job.
 Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume);
+
+// Stores string ids beside the model: table `name` (dense i64 rows of
+// kIdNameWidth, async, zeros), row r holding names[r] NUL-padded (a numpy
+// view of its npy export as 'S64' gives the strings). Written by client 0 of
+// a fresh job with its first clock's batch (as the job record); other runs
+// do nothing (a resumed job's names are fixed by its input fingerprint).
+// REQUIRES: every name is at most 8 * kIdNameWidth bytes.
+constexpr uint32_t kIdNameWidth = 8;
+Status RecordIdNames(Client* client, bool resume, const std::string& name,
+                     const std::vector<std::string>& names);
 
 // The "key=value" entries of a record (exposed for tests).
 std::vector<std::pair<std::string, std::string>> JobEntries(const JobDescription& job,

@@ -72,7 +72,8 @@ TableSchema StatsTableSchema(const std::string& name, uint32_t app_columns, cons
   s.type = ElementType::kF64;
   s.width = MeasureCols::kCount + app_columns;
   if (o.consistency == Consistency::kAsync) {
-    s.consistency = Consistency::kBsp;
+    // Read once each, after the job clock passed the row (StatsRowReader).
+    s.consistency = Consistency::kAsync;
     s.staleness = 0;
   } else {
     ApplyConsistency(o, &s);
@@ -194,8 +195,9 @@ bool ShouldPrefetch(const RunOptions& o, ClockT c, ClockT start_clock) {
 }
 
 StatsRowReader::StatsRowReader(Table stats, const RunOptions& o, ClockT first_clock,
-                               ClockT end_clock)
+                               ClockT end_clock, Client* client)
     : stats_(stats),
+      client_(client),
       poll_(o.consistency != Consistency::kAsync),
       lag_(EffectiveBound(o)),
       end_clock_(end_clock),
@@ -214,8 +216,23 @@ Status StatsRowReader::ReadRow(Worker* worker, ClockT r, const RowFn& fn, bool* 
   return fn(r, row);
 }
 
+Status StatsRowReader::PollAsync(Worker* worker, const RowFn& fn) {
+  if (client_ == nullptr || next_ >= end_clock_) return Status::OK();
+  Version job = 0;
+  RETURN_IF_ERROR(client_->JobClock(&job));
+  // Rows below the job clock are complete. Each is read once, now: an async
+  // read of a row without a cached value fetches the current one.
+  while (next_ < job && next_ < end_clock_) {
+    bool complete = false;
+    RETURN_IF_ERROR(ReadRow(worker, next_, fn, &complete));
+    if (!complete) break;
+    ++next_;
+  }
+  return Status::OK();
+}
+
 Status StatsRowReader::Poll(Worker* worker, const RowFn& fn) {
-  if (!poll_) return Status::OK();
+  if (!poll_) return PollAsync(worker, fn);
   const ClockT last = worker->clock() - 1 - lag_;
   while (next_ <= last) {
     bool complete = false;

@@ -62,8 +62,9 @@ std::string DescribeConsistency(const RunOptions& o);
 void ApplyConsistency(const RunOptions& o, TableSchema* schema);
 
 // The per-clock stats table: dense f64 rows of MeasureCols::kCount +
-// app_columns, row = clock. Same consistency as the model (bsp for async runs,
-// whose stats are read after a final barrier).
+// app_columns, row = clock. Same consistency as the model (async with s = 0
+// for async runs, whose rows are read once each, when the job clock has
+// passed them).
 TableSchema StatsTableSchema(const std::string& name, uint32_t app_columns, const RunOptions& o);
 
 // Creates (or opens) the job's tables. Errors with advice:
@@ -123,12 +124,15 @@ class ProcessMeasure {
 class StatsRowReader {
  public:
   using RowFn = std::function<Status(ClockT clock, const std::vector<double>& row)>;
-  // Reads rows first_clock .. end_clock - 1.
-  StatsRowReader(Table stats, const RunOptions& o, ClockT first_clock, ClockT end_clock);
+  // Reads rows first_clock .. end_clock - 1. `client`: for the job clock of
+  // async runs (nullptr: their rows wait for Finish).
+  StatsRowReader(Table stats, const RunOptions& o, ClockT first_clock, ClockT end_clock,
+                 Client* client = nullptr);
 
   // Call after each Clock(): reads rows r <= worker->clock() - 1 - s, which
   // the read rule guarantees complete, and prefetches the row the next Poll
-  // reads. Nothing during async runs.
+  // reads. Async runs: reads the rows below the job clock (Client::JobClock,
+  // one round trip per shard).
   Status Poll(Worker* worker, const RowFn& fn);
   // Call at the end of the run: waits for every process to finish `end_clock`
   // clocks (GlobalBarrier) and reads the remaining rows.
@@ -136,8 +140,10 @@ class StatsRowReader {
 
  private:
   Status ReadRow(Worker* worker, ClockT r, const RowFn& fn, bool* complete);
+  Status PollAsync(Worker* worker, const RowFn& fn);
 
   const Table stats_;
+  Client* const client_;
   const bool poll_;
   const int64_t lag_;
   const ClockT end_clock_;

@@ -15,66 +15,25 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/run_binary.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
 namespace {
 
 using testing::BinaryDir;
+using testing::Lines;
+using testing::ReadFile;
+using testing::RunResult;
 using testing::StartPaced;
 using testing::Subprocess;
 using testing::TempDir;
-
-constexpr int kTimeoutMs = 120000;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream ss(text);
-  std::string line;
-  while (std::getline(ss, line)) lines.push_back(line);
-  return lines;
-}
-
-// Starts BinaryDir()/args[0] with the rest of args.
-Status Start(Subprocess* p, std::vector<std::string> args, const std::string& err_path) {
-  args[0] = BinaryDir() + "/" + args[0];
-  return p->Start(args, err_path);
-}
-
-// Reads the child's stdout to its end and waits for it.
-RunResult Finish(Subprocess* p, const std::string& err_path) {
-  RunResult r;
-  std::string line;
-  while (p->ReadLine(&line, kTimeoutMs).ok()) r.out += line + "\n";
-  int st = 0;
-  Status s = p->Wait(kTimeoutMs, &st);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.err = ReadFile(err_path);
-  return r;
-}
 
 class AppsCliTest : public ::testing::Test {
  protected:
   RunResult Run(const std::vector<std::string>& args) {
     std::string err = dir_.path() + "/stderr." + std::to_string(runs_++);
-    Subprocess p;
-    Status s = Start(&p, args, err);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    return Finish(&p, err);
+    return testing::RunBinary(args, err);
   }
   std::string Path(const std::string& name) const { return dir_.path() + "/" + name; }
 
@@ -249,10 +208,11 @@ TEST_F(AppsCliTest, MfOnTwoShardsAndTwoClientsMatchesEmbeddedQuality) {
     args.push_back("--client_id=" + std::to_string(i));
     args.push_back("--num_clients=2");
     if (i == 0) args.push_back("--csv=" + Path("cluster.csv"));
-    ASSERT_TRUE(Start(&client[i], args, Path("client" + std::to_string(i) + ".err")).ok());
+    ASSERT_TRUE(
+        testing::StartBinary(&client[i], args, Path("client" + std::to_string(i) + ".err")).ok());
   }
-  RunResult r0 = Finish(&client[0], Path("client0.err"));
-  RunResult r1 = Finish(&client[1], Path("client1.err"));
+  RunResult r0 = testing::FinishBinary(&client[0], Path("client0.err"));
+  RunResult r1 = testing::FinishBinary(&client[1], Path("client1.err"));
   ASSERT_EQ(r0.exit_code, 0) << r0.err;
   ASSERT_EQ(r1.exit_code, 0) << r1.err;
   EXPECT_EQ(Lines(ReadFile(Path("cluster.csv"))).size(), 41u);
@@ -279,7 +239,7 @@ TEST_F(AppsCliTest, MfSaysWhomItWaitsFor) {
     return a;
   };
   Subprocess client[2];
-  ASSERT_TRUE(Start(&client[0], args(0), Path("client0.err")).ok());
+  ASSERT_TRUE(testing::StartBinary(&client[0], args(0), Path("client0.err")).ok());
   const std::string want = "pace_mf: waiting for client 1 (not connected) at clock 0, for ";
   std::string err;
   for (int i = 0; i < 600 && err.find(want) == std::string::npos; ++i) {
@@ -287,12 +247,96 @@ TEST_F(AppsCliTest, MfSaysWhomItWaitsFor) {
     err = ReadFile(Path("client0.err"));
   }
   ASSERT_NE(err.find(want), std::string::npos) << err;
-  ASSERT_TRUE(Start(&client[1], args(1), Path("client1.err")).ok());
-  RunResult r0 = Finish(&client[0], Path("client0.err"));
-  RunResult r1 = Finish(&client[1], Path("client1.err"));
+  ASSERT_TRUE(testing::StartBinary(&client[1], args(1), Path("client1.err")).ok());
+  RunResult r0 = testing::FinishBinary(&client[0], Path("client0.err"));
+  RunResult r1 = testing::FinishBinary(&client[1], Path("client1.err"));
   EXPECT_EQ(r0.exit_code, 0) << r0.err;
   EXPECT_EQ(r1.exit_code, 0) << r1.err;
   EXPECT_NE(r0.out.find("# done: clocks 0..4"), std::string::npos) << r0.out;
+}
+
+// An async run prints each clock line as the job clock passes it, not all
+// at the end: with every clock slowed down by 200 ms, the first line comes
+// well before the run ends.
+TEST_F(AppsCliTest, MfAsyncPrintsClockLinesAsItGoes) {
+  GenerateRatings();
+  std::vector<std::string> args = MfArgs(Path("async"));
+  args.insert(args.end(), {"--clocks=12", "--lr=0.1", "--consistency=async", "--straggler_ms=200",
+                           "--straggler_prob=1"});
+  Subprocess p;
+  ASSERT_TRUE(testing::StartBinary(&p, args, Path("async.err")).ok());
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point first_line, done;
+  std::string line;
+  while (p.ReadLine(&line, testing::kRunTimeoutMs).ok()) {
+    if (line.find_first_not_of(' ') != std::string::npos &&
+        line.compare(line.find_first_not_of(' '), 2, "0 ") == 0) {
+      first_line = Clock::now();
+    }
+    if (line.rfind("# done", 0) == 0) done = Clock::now();
+  }
+  int st = 0;
+  ASSERT_TRUE(p.Wait(testing::kRunTimeoutMs, &st).ok());
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << ReadFile(Path("async.err"));
+  ASSERT_NE(first_line, Clock::time_point());
+  ASSERT_NE(done, Clock::time_point());
+  // 11 more clocks of >= 200 ms each follow the first line (2.2 s).
+  EXPECT_GT(done - first_line, std::chrono::milliseconds(1000));
+}
+
+// Amazon-style string ids: mapped to dense ids (not taken for a header), the
+// mapping stored beside the model (PREFIX.user_ids), --export writes the
+// strings, --resume continues the same job and refuses changed ids.
+TEST_F(AppsCliTest, MfMapsStringIds) {
+  std::string text;
+  for (int u = 0; u < 60; ++u) {
+    for (int i = 0; i < 40; i += 1 + (u % 3)) {
+      char line[96];
+      std::snprintf(line, sizeof(line), "A%012dX,%s%07d,%d.0,1365811200\n", 977 * u + 13,
+                    i % 2 ? "0" : "B00", i, 1 + (u * 7 + i * 3) % 5);
+      text += line;
+    }
+  }
+  std::ofstream(Path("amazon.csv")) << text;
+  std::vector<std::string> args = {"pace_mf",
+                                   "--train=" + Path("amazon.csv"),
+                                   "--test_fraction=0.1",
+                                   "--data_dir=" + Path("am"),
+                                   "--clocks=3",
+                                   "--lr=0.1",
+                                   "--export=" + Path("exp")};
+  RunResult r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# train " + Path("amazon.csv") + ": " + std::to_string(Lines(text).size()) +
+                       " ratings"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# user ids are strings"), std::string::npos) << r.out;
+  const std::vector<std::string> users = Lines(ReadFile(Path("exp/user_factors.csv")));
+  ASSERT_GT(users.size(), 1u);
+  EXPECT_EQ(users[1].substr(0, users[1].find(',')), "A000000000013X") << users[1];
+  const std::vector<std::string> items = Lines(ReadFile(Path("exp/item_factors.csv")));
+  ASSERT_GT(items.size(), 2u);
+  EXPECT_EQ(items[1].substr(0, items[1].find(',')), "B000000000") << items[1];
+  EXPECT_EQ(items[2].substr(0, items[2].find(',')), "00000001") << items[2];
+  // The stored mapping: row 0 of mf.user_ids is the first user's text.
+  r = Run({"pacectl", "--data_dir=" + Path("am"), "export", "mf.user_ids", "--format=npy",
+           "--out=" + Path("ids.npy")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string npy = ReadFile(Path("ids.npy"));
+  ASSERT_GT(npy.size(), 128u + 64u);
+  EXPECT_EQ(std::string(npy.c_str() + 128), "A000000000013X");
+  // --resume: the same job; with one id changed, refused.
+  args[4] = "--clocks=5";
+  args.push_back("--resume");
+  r = Run(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# done: clocks 3..4"), std::string::npos) << r.out;
+  text.replace(text.find("A000000000013X"), 14, "A000000000013Y");
+  std::ofstream(Path("amazon.csv")) << text;
+  r = Run(args);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("input"), std::string::npos) << r.err;
 }
 
 TEST_F(AppsCliTest, LdaEmbeddedAndOnTwoShardsAndTwoClients) {
@@ -340,10 +384,10 @@ TEST_F(AppsCliTest, LdaEmbeddedAndOnTwoShardsAndTwoClients) {
     a.push_back("--client_id=" + std::to_string(i));
     a.push_back("--num_clients=2");
     if (i == 0) a.push_back("--csv=" + Path("cluster.csv"));
-    ASSERT_TRUE(Start(&client[i], a, Path("lda" + std::to_string(i) + ".err")).ok());
+    ASSERT_TRUE(testing::StartBinary(&client[i], a, Path("lda" + std::to_string(i) + ".err")).ok());
   }
-  RunResult r0 = Finish(&client[0], Path("lda0.err"));
-  RunResult r1 = Finish(&client[1], Path("lda1.err"));
+  RunResult r0 = testing::FinishBinary(&client[0], Path("lda0.err"));
+  RunResult r1 = testing::FinishBinary(&client[1], Path("lda1.err"));
   ASSERT_EQ(r0.exit_code, 0) << r0.err;
   ASSERT_EQ(r1.exit_code, 0) << r1.err;
   std::vector<std::string> cluster = Lines(ReadFile(Path("cluster.csv")));

@@ -15,29 +15,19 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/run_binary.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
 namespace {
 
 using testing::BinaryDir;
+using testing::ReadFile;
+using testing::RunResult;
 using testing::Subprocess;
 using testing::TempDir;
 
 constexpr int kTimeoutMs = 120000;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -53,26 +43,7 @@ class AppsResumeTest : public ::testing::Test {
   // Runs args[0] from the build's bin dir; `env` entries (NAME=VALUE) go
   // through /usr/bin/env.
   RunResult Run(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
-    args[0] = BinaryDir() + "/" + args[0];
-    if (!env.empty()) {
-      std::vector<std::string> with_env = {"/usr/bin/env"};
-      with_env.insert(with_env.end(), env.begin(), env.end());
-      with_env.insert(with_env.end(), args.begin(), args.end());
-      args = with_env;
-    }
-    const std::string err_path = Path("stderr." + std::to_string(runs_++));
-    Subprocess p;
-    Status s = p.Start(args, err_path);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    RunResult r;
-    std::string line;
-    while (p.ReadLine(&line, kTimeoutMs).ok()) r.out += line + "\n";
-    int st = 0;
-    s = p.Wait(kTimeoutMs, &st);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.err = ReadFile(err_path);
-    return r;
+    return testing::RunBinary(args, Path("stderr." + std::to_string(runs_++)), env);
   }
   std::string Path(const std::string& name) const { return dir_.path() + "/" + name; }
 

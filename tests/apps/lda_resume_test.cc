@@ -23,12 +23,15 @@
 #include "apps/lda/corpus_data.h"
 #include "apps/lda/lda_state.h"
 #include "apps/shared/partition.h"
+#include "tests/testing/run_binary.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
 namespace {
 
 using testing::BinaryDir;
+using testing::ReadFile;
+using testing::RunResult;
 using testing::Subprocess;
 using testing::TempDir;
 
@@ -36,19 +39,6 @@ constexpr int kTimeoutMs = 120000;
 constexpr int kTopics = 5;
 constexpr int kWorkers = 2;
 constexpr int kClocks = 40;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The loglik column of the clock line of `clock` in pace_lda's stdout.
 bool LogLikOf(const std::string& out, int clock, double* ll) {
@@ -70,21 +60,8 @@ class LdaResumeTest : public ::testing::Test {
  protected:
   std::string Path(const std::string& name) const { return dir_.path() + "/" + name; }
 
-  RunResult Run(std::vector<std::string> args) {
-    args[0] = BinaryDir() + "/" + args[0];
-    const std::string err_path = Path("stderr." + std::to_string(runs_++));
-    Subprocess p;
-    Status s = p.Start(args, err_path);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    RunResult r;
-    std::string line;
-    while (p.ReadLine(&line, kTimeoutMs).ok()) r.out += line + "\n";
-    int st = 0;
-    s = p.Wait(kTimeoutMs, &st);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.err = ReadFile(err_path);
-    return r;
+  RunResult Run(const std::vector<std::string>& args) {
+    return testing::RunBinary(args, Path("stderr." + std::to_string(runs_++)));
   }
 
   // Starts the command, SIGKILLs it once its clock line `clock` is out.

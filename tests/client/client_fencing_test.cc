@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "client/pace.h"
+#include "tests/testing/paced_cluster.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
@@ -31,8 +32,7 @@ using testing::TempDir;
 constexpr uint32_t kShards = 2;
 constexpr uint32_t kClients = 2;
 
-// (table, row) -> value.
-using Totals = std::map<std::pair<std::string, uint64_t>, int64_t>;
+using testing::Totals;
 
 bool Contains(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
@@ -40,21 +40,8 @@ bool Contains(const std::string& s, const std::string& what) {
 
 class FencingTest : public ::testing::Test {
  protected:
-  void StartShards() {
-    for (uint32_t k = 0; k < kShards; ++k) {
-      dirs_.push_back(dir_.path() + "/shard" + std::to_string(k));
-      shards_.push_back(std::make_unique<Subprocess>());
-      ports_.push_back(0);
-      ASSERT_TRUE(
-          StartPaced(shards_[k].get(), dirs_[k], k, kShards, kClients, {}, &ports_[k]).ok());
-    }
-  }
-  std::string Servers() const {
-    std::string s;
-    for (uint16_t p : ports_)
-      s += (s.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
-    return s;
-  }
+  void StartShards() { ASSERT_TRUE(cluster_.Start(dir_.path(), kShards, kClients).ok()); }
+  std::string Servers() const { return cluster_.Servers(); }
   // Starts a client process (mode run or verify) and, for run, waits for
   // its "START" line: it is connected to every shard.
   std::unique_ptr<Subprocess> StartClient(uint32_t id, const std::string& mode,
@@ -80,24 +67,8 @@ class FencingTest : public ::testing::Test {
     }
     return p;
   }
-  // Reads a process's stdout until "OK" (adding TOTAL/ROW lines to `totals`)
-  // and expects exit 0.
   void Collect(Subprocess* p, const char* prefix, Totals* totals, const std::string& who) {
-    std::string line;
-    for (;;) {
-      Status s = p->ReadLine(&line, 120000);
-      ASSERT_TRUE(s.ok()) << who << ": " << s.ToString() << " (stderr in " << dir_.path() << ")";
-      if (line == "OK") break;
-      ASSERT_NE(line.rfind("FAIL", 0), 0u) << who << ": " << line;
-      std::istringstream in(line);
-      std::string tag, table;
-      uint64_t row;
-      int64_t value;
-      if (in >> tag >> table >> row >> value && tag == prefix) (*totals)[{table, row}] += value;
-    }
-    int status = 0;
-    ASSERT_TRUE(p->Wait(30000, &status).ok()) << who;
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << who << " status " << status;
+    testing::CollectTotals(p, prefix, totals, who + " (stderr in " + dir_.path() + ")");
   }
   // Expects the process to print a FAIL line (returned) and exit 1.
   std::string ExpectFail(Subprocess* p, const std::string& who) {
@@ -136,19 +107,14 @@ class FencingTest : public ::testing::Test {
     Totals stored;
     Collect(v.get(), "ROW", &stored, "verifier");
     if (HasFatalFailure()) return;
-    ASSERT_EQ(stored.size(), expected.size());
-    int64_t sum = 0;
-    for (const auto& [key, value] : expected) {
-      EXPECT_EQ(stored.at(key), value) << key.first << " row " << key.second;
-      sum += value;
-    }
-    EXPECT_GT(sum, 0);
+    testing::ExpectSameTotals(stored, expected);
   }
 
   TempDir dir_;
-  std::vector<std::string> dirs_;
-  std::vector<std::unique_ptr<Subprocess>> shards_;
-  std::vector<uint16_t> ports_;
+  testing::PacedCluster cluster_;
+  std::vector<std::string>& dirs_ = cluster_.dirs;
+  std::vector<std::unique_ptr<Subprocess>>& shards_ = cluster_.shards;
+  std::vector<uint16_t>& ports_ = cluster_.ports;
 };
 
 TEST_F(FencingTest, RogueSecondProcessIsRefusedWhileTheRealOneTrains) {

@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/testing/paced_cluster.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
@@ -33,26 +34,12 @@ using testing::TempDir;
 constexpr uint32_t kShards = 2;
 constexpr uint32_t kClients = 3;
 
-// (table, row) -> value.
-using Totals = std::map<std::pair<std::string, uint64_t>, int64_t>;
+using testing::Totals;
 
 class MultiProcessTest : public ::testing::Test {
  protected:
-  void StartShards() {
-    for (uint32_t k = 0; k < kShards; ++k) {
-      dirs_.push_back(dir_.path() + "/shard" + std::to_string(k));
-      shards_.push_back(std::make_unique<Subprocess>());
-      ports_.push_back(0);
-      ASSERT_TRUE(
-          StartPaced(shards_[k].get(), dirs_[k], k, kShards, kClients, {}, &ports_[k]).ok());
-    }
-  }
-  std::string Servers() const {
-    std::string s;
-    for (uint16_t p : ports_)
-      s += (s.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
-    return s;
-  }
+  void StartShards() { ASSERT_TRUE(cluster_.Start(dir_.path(), kShards, kClients).ok()); }
+  std::string Servers() const { return cluster_.Servers(); }
   std::vector<std::string> Args(uint32_t id, const std::string& mode,
                                 const std::vector<std::string>& extra) const {
     std::vector<std::string> argv = {BinaryDir() + "/pace_client_proc", "--servers=" + Servers(),
@@ -61,29 +48,8 @@ class MultiProcessTest : public ::testing::Test {
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   }
-  // Reads a process's stdout until "OK" (adding TOTAL/ROW lines to `totals`)
-  // or "FAIL"/EOF/timeout (test failure).
   void Collect(Subprocess* p, const char* prefix, Totals* totals, const std::string& who) {
-    std::string line;
-    for (;;) {
-      Status s = p->ReadLine(&line, 120000);
-      ASSERT_TRUE(s.ok()) << who << ": " << s.ToString() << " (stderr in " << dir_.path() << ")";
-      if (line == "OK") break;
-      ASSERT_NE(line.rfind("FAIL", 0), 0u) << who << ": " << line;
-      if (line.rfind("STATS ", 0) == 0) {
-        size_t at = line.find("batches_resent=");
-        if (at != std::string::npos) resent_ += std::stoll(line.substr(at + 15));
-        continue;
-      }
-      std::istringstream in(line);
-      std::string tag, table;
-      uint64_t row;
-      int64_t value;
-      if (in >> tag >> table >> row >> value && tag == prefix) (*totals)[{table, row}] += value;
-    }
-    int status = 0;
-    ASSERT_TRUE(p->Wait(30000, &status).ok()) << who;
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << who << " status " << status;
+    testing::CollectTotals(p, prefix, totals, who + " (stderr in " + dir_.path() + ")", &resent_);
   }
   void RunClients(const std::vector<std::string>& extra, Totals* expected,
                   const std::function<void()>& meanwhile = nullptr) {
@@ -118,19 +84,14 @@ class MultiProcessTest : public ::testing::Test {
     Totals stored;
     Collect(&v, "ROW", &stored, "verifier");
     if (HasFatalFailure()) return;
-    ASSERT_EQ(stored.size(), expected.size());
-    int64_t sum = 0;
-    for (const auto& [key, value] : expected) {
-      EXPECT_EQ(stored.at(key), value) << key.first << " row " << key.second;
-      sum += value;
-    }
-    EXPECT_GT(sum, 0);
+    testing::ExpectSameTotals(stored, expected);
   }
 
   TempDir dir_;
-  std::vector<std::string> dirs_;
-  std::vector<std::unique_ptr<Subprocess>> shards_;
-  std::vector<uint16_t> ports_;
+  testing::PacedCluster cluster_;
+  std::vector<std::string>& dirs_ = cluster_.dirs;
+  std::vector<std::unique_ptr<Subprocess>>& shards_ = cluster_.shards;
+  std::vector<uint16_t>& ports_ = cluster_.ports;
   int64_t resent_ = 0;  // batches re-sent after reconnects, over all clients
 };
 

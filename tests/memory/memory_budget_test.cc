@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -39,6 +40,19 @@ TEST(MemoryBudgetTest, EmbeddedProcessStaysWithinItsBudgetOverALargerTable) {
   EXPECT_GT(peak, 0u);
   EXPECT_LT(peak, 160 * kMiB) << "peak RSS " << peak / kMiB << " MiB with --memory_mb=96";
   EXPECT_GT(U64(kv, "rows_fetched"), 0u);
+  // Client::Stats().memory lists the client's and the in-process shard's
+  // components, each within its bound (the resolved shares of 96 MiB).
+  for (const char* c : {"memory.client.cache", "memory.client.unacked", "memory.shard.block_cache",
+                        "memory.shard.row_cache"}) {
+    ASSERT_TRUE(kv.count(c)) << c;
+    const std::string& v = kv[c];
+    const uint64_t used = std::strtoull(v.c_str(), nullptr, 10);
+    const uint64_t bound = std::strtoull(v.c_str() + v.find('/') + 1, nullptr, 10);
+    EXPECT_GT(bound, 0u) << c;
+    EXPECT_LT(bound, 96 * kMiB) << c;
+    EXPECT_LE(used, bound + bound / 20) << c;  // RocksDB's LRU may overshoot a little
+  }
+  EXPECT_TRUE(kv.count("memory.shard.memtables"));
 }
 
 }  // namespace

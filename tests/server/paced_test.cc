@@ -13,14 +13,18 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "common/row.h"
 #include "net/codec.h"
 #include "net/remote_shard.h"
+#include "tests/testing/shard_peer.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
@@ -31,52 +35,13 @@ using testing::StartPaced;
 using testing::Subprocess;
 using testing::TempDir;
 
-// Collects the messages a RemoteShard hands to its MessageHandler.
-class Inbox {
- public:
-  void Push(net::Message m) {
-    std::lock_guard<std::mutex> l(mu_);
-    msgs_.push_back(std::move(m));
-    cv_.notify_all();
-  }
-  // Waits for the next message of type T (others are skipped), up to `timeout`.
-  template <typename T>
-  bool Next(T* out, std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock<std::mutex> l(mu_);
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (true) {
-      for (size_t i = 0; i < msgs_.size(); ++i) {
-        if (auto* p = std::get_if<T>(&msgs_[i])) {
-          *out = std::move(*p);
-          msgs_.erase(msgs_.begin(), msgs_.begin() + i + 1);
-          return true;
-        }
-      }
-      if (cv_.wait_until(l, deadline) == std::cv_status::timeout) return false;
-    }
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<net::Message> msgs_;
-};
-
-struct Client {
-  Inbox inbox;
-  std::unique_ptr<net::RemoteShard> shard;
-};
+using testing::Await;
+using testing::RawConn;
+using Client = testing::PeerClient;
 
 Status Connect(uint16_t port, ClientId id, Client* c, const std::string& token = "",
                net::Hello::Role role = net::Hello::kClientProcess) {
-  net::RemoteShardOptions o;
-  o.port = port;
-  o.hello.client_id = id;
-  o.hello.token = token;
-  o.hello.role = role;
-  o.connect_timeout_ms = 10000;
-  return net::RemoteShard::Connect(
-      o, [c](net::Message m) { c->inbox.Push(std::move(m)); }, nullptr, &c->shard);
+  return testing::ConnectPeer(port, id, c, token, role);
 }
 
 TableSchema IntTable(const std::string& name, uint32_t width) {
@@ -91,19 +56,28 @@ net::RowData Delta(uint32_t table, uint64_t row, std::vector<int64_t> v) {
   return net::RowData{table, row, EncodeDense(v)};
 }
 
-template <typename T>
-T Await(std::future<StatusOr<T>> f) {
-  EXPECT_EQ(f.wait_for(20s), std::future_status::ready);
-  StatusOr<T> r = f.get();
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : T{};
-}
-
 class PacedTest : public ::testing::Test {
  protected:
   void StartServer(uint32_t num_clients, std::vector<std::string> extra = {}) {
     data_dir_ = dir_.path() + "/shard0";
     ASSERT_TRUE(StartPaced(&paced_, data_dir_, 0, 1, num_clients, extra, &port_, port_).ok());
+  }
+  // Runs paced with `args` to its exit; returns the exit code (-1: killed)
+  // and its stderr in *err.
+  int RunToExit(const std::vector<std::string>& args, std::string* err) {
+    std::vector<std::string> argv = {testing::BinaryDir() + "/paced"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string err_path = dir_.path() + "/err.log";
+    unlink(err_path.c_str());
+    Subprocess p;
+    EXPECT_TRUE(p.Start(argv, err_path).ok());
+    int st = 0;
+    EXPECT_TRUE(p.Wait(20000, &st).ok());
+    std::ifstream in(err_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    *err = ss.str();
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   }
   TempDir dir_;
   std::string data_dir_;
@@ -156,69 +130,6 @@ TEST_F(PacedTest, SeveralClientsParkedReadAndDuplicate) {
 }
 
 // --- Hostile input -------------------------------------------------------------
-
-// A raw TCP connection for sending arbitrary bytes.
-class RawConn {
- public:
-  explicit RawConn(uint16_t port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  }
-  ~RawConn() { close(fd_); }
-  bool connected() const { return connected_; }
-  void Write(const std::string& bytes) {
-    size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      off += static_cast<size_t>(n);
-    }
-  }
-  // Reads one frame and decodes it; false on EOF/timeout.
-  bool ReadMessage(net::Message* m, int timeout_ms = 10000) {
-    std::string len4;
-    if (!ReadN(4, &len4, timeout_ms)) return false;
-    uint32_t len;
-    std::memcpy(&len, len4.data(), 4);
-    std::string payload;
-    if (!ReadN(len, &payload, timeout_ms)) return false;
-    return net::DecodePayload(payload, m, net::DecodeOptions()).ok();
-  }
-  // True if the server closed the connection (EOF) within the timeout.
-  bool ClosedByPeer(int timeout_ms = 10000) {
-    char buf[256];
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      ssize_t n = recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) return true;
-    }
-    return false;
-  }
-
- private:
-  bool ReadN(size_t n, std::string* out, int timeout_ms) {
-    out->clear();
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (out->size() < n) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char buf[4096];
-      ssize_t r = recv(fd_, buf, std::min(sizeof(buf), n - out->size()), 0);
-      if (r <= 0) return false;
-      out->append(buf, static_cast<size_t>(r));
-    }
-    return true;
-  }
-  int fd_;
-  bool connected_ = false;
-};
 
 std::string Frame(const net::Message& m) {
   std::string out;
@@ -336,23 +247,46 @@ TEST_F(PacedTest, BadFlagsGiveClearErrors) {
       {{"--data_dir=" + dir_.path() + "/x", "--token_file=/nonexistent/t"}, "token_file"},
   };
   for (const auto& c : cases) {
-    std::vector<std::string> argv = {testing::BinaryDir() + "/paced"};
-    argv.insert(argv.end(), c.args.begin(), c.args.end());
-    std::string err_path = dir_.path() + "/err.log";
-    unlink(err_path.c_str());
-    Subprocess p;
-    ASSERT_TRUE(p.Start(argv, err_path).ok());
-    int st = 0;
-    ASSERT_TRUE(p.Wait(20000, &st).ok());
-    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << c.expect;
-    FILE* f = fopen(err_path.c_str(), "r");
     std::string text;
-    char buf[1024];
-    size_t n;
-    while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
-    if (f) fclose(f);
+    EXPECT_EQ(RunToExit(c.args, &text), 1) << c.expect;
     EXPECT_NE(text.find(c.expect), std::string::npos) << "stderr was: " << text;
   }
+}
+
+// A port in use is found before any store is created; a data dir another
+// paced holds is refused in words naming it; --listen takes a host name.
+TEST_F(PacedTest, BusyPortAndHeldDataDirAreRefusedInWords) {
+  StartServer(1);
+  const std::string fresh = dir_.path() + "/fresh";
+  std::string err;
+  EXPECT_EQ(RunToExit({"--listen=127.0.0.1:" + std::to_string(port_), "--data_dir=" + fresh}, &err),
+            1);
+  EXPECT_NE(err.find("cannot listen on 127.0.0.1:" + std::to_string(port_) +
+                     ": IOError: 127.0.0.1:" + std::to_string(port_) + ": Address already in use"),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(std::filesystem::exists(fresh)) << "a store was created";
+
+  EXPECT_EQ(RunToExit({"--listen=127.0.0.1:0", "--data_dir=" + data_dir_}, &err), 1);
+  EXPECT_NE(err.find("paced: cannot open --data_dir=" + data_dir_ +
+                     ": FailedPrecondition: " + data_dir_ + " is in use by another process (pid " +
+                     std::to_string(paced_.pid()) + ", a paced or an app's embedded shard)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("LOCK"), std::string::npos) << err;
+
+  Subprocess named;
+  ASSERT_TRUE(named
+                  .Start({testing::BinaryDir() + "/paced", "--listen=localhost:0",
+                          "--data_dir=" + dir_.path() + "/named"},
+                         dir_.path() + "/named.err")
+                  .ok());
+  std::string line;
+  ASSERT_TRUE(named.ReadLine(&line, 20000).ok());
+  EXPECT_EQ(line.rfind("paced listening on localhost:", 0), 0u) << line;
+  Client c;
+  ASSERT_TRUE(
+      Connect(static_cast<uint16_t>(std::stoi(line.substr(line.rfind(':') + 1))), 0, &c).ok());
 }
 
 TEST_F(PacedTest, RefusesDataDirOfAnotherShard) {

@@ -183,6 +183,7 @@ TEST_F(PacectlTest, DescribeGetAndScan) {
   j = MustParse(r.out);
   EXPECT_EQ(j["shard_clock"].number, 3);
   EXPECT_EQ(j["identity"]["num_clients"].number, 2);
+  EXPECT_GT(j["memory"]["memory_block_cache_limit_bytes"].number, 0);
 }
 
 // Parses an .npy file: checks the v1.0 preamble and returns dict and data.
@@ -518,6 +519,14 @@ TEST_F(PacectlTest, OnlineAgainstRunningPaced) {
   j = MustParse(r.out);
   EXPECT_EQ(j["shard_clock"].number, 3);
   EXPECT_EQ(j["counters"].type, Json::kObject);
+  // Memory per component against its bound (the shard's RocksDB and row cache).
+  EXPECT_GT(j["counters"]["memory_block_cache_limit_bytes"].number, 0);
+  EXPECT_GT(j["counters"]["memory_memtables_limit_bytes"].number, 0);
+  EXPECT_TRUE(j["counters"].has("memory_table_readers_bytes"));
+  r = Run({server, tok, "stats"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("memory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  block_cache"), std::string::npos) << r.out;
   r = Run({server, tok, "get", "foo", "1"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err, "pacectl: unknown table 'foo' (tables: w, counts, topics, emb)\n");
@@ -780,6 +789,49 @@ TEST_F(PacectlTest, TwoShardJobMergedExportAndServers) {
   r = Run({"--data_dir=" + dirs[0] + "," + dirs[1], "verify"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("takes one --data_dir"), std::string::npos) << r.err;
+
+  // Import over both shards (stopped: import writes): each row to its owner,
+  // one table id on both; the merged export of the new table is the array.
+  r = Run({"--data_dir=" + dirs[0] + "," + dirs[1], "import", "pre.item", npy});
+  EXPECT_EQ(r.code, 1);  // the shards still run
+  EXPECT_NE(r.err.find("is in use by another process"), std::string::npos) << r.err;
+  for (uint32_t k = 0; k < 2; ++k) {
+    shard[k].Signal(SIGTERM);
+    int status = 0;
+    ASSERT_TRUE(shard[k].Wait(30000, &status).ok());
+  }
+  r = Run({"--data_dir=" + dirs[1] + "," + dirs[0], "import", "pre.item", npy});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("one batch per shard on 2 shards"), std::string::npos) << r.out;
+  const std::string again = tmp_.path() + "/pre.npy";
+  r = Run({"--data_dir=" + dirs[0] + "," + dirs[1], "export", "pre.item", "--format=npy",
+           "--out=" + again});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ReadFile(again), ReadFile(npy));
+  // Each shard holds only the rows it owns, under one table id.
+  uint32_t pre_id = 0;
+  for (uint32_t k = 0; k < 2; ++k) {
+    ShardStoreOptions o;
+    o.read_only = true;
+    o.check_identity = false;
+    std::unique_ptr<ShardStore> store;
+    ASSERT_TRUE(ShardStore::Open(o, dirs[k], &store).ok());
+    const uint32_t id = store->FindTable("pre.item").value().id;
+    if (k == 1) {
+      EXPECT_EQ(id, pre_id);
+    }
+    pre_id = id;
+    uint64_t rows = 0;
+    ASSERT_TRUE(store
+                    ->Scan(id, 0,
+                           [&](uint64_t row, std::string_view) {
+                             EXPECT_EQ(ShardOf(id, row, 2), k) << row;
+                             ++rows;
+                             return true;
+                           })
+                    .ok());
+    EXPECT_GT(rows, 0u);
+  }
 }
 
 }  // namespace

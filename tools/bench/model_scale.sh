@@ -30,7 +30,8 @@ tables_mb=$("${ms[@]}" --baseline --clocks=1 --minibatch=0.01 2>&1 |
   awk '/ users, / { for (i = 1; i < NF; i++) { if ($(i+1) == "users,") u = $i; if ($(i+1) == "items,") it = $i } }
        END { printf "%d", (u + it) * 129 * 4 / 1048576 }')
 tenth=$(( tables_mb / 10 > 1 ? tables_mb / 10 : 1 ))
-if "$bin/pace_mf" --helpfull 2>&1 | grep -q -- '-memory_mb '; then
+help=$("$bin/pace_mf" --helpfull 2>&1 || true)  # (--helpfull exits 1)
+if grep -q -- '-memory_mb ' <<< "$help"; then
   small=(--memory_mb=$tenth); small_desc="--memory_mb=$tenth"
 else
   small=(--cache_mb=$tenth --block_cache_mb=$tenth)
