@@ -96,7 +96,7 @@ template <typename T>
 Status IncDense(Worker::Impl* w, TableState* t, uint64_t row, const T* delta) {
   RETURN_IF_ERROR(CheckDenseInc<T>(t));
   w->client_->IncDense(w->clock_, w->stats_.get(), t, row, delta);
-  return Status::OK();
+  return w->AfterInc();
 }
 
 template <typename T>
@@ -104,7 +104,7 @@ Status IncDenseRows(Worker::Impl* w, TableState* t, const std::vector<uint64_t>&
                     const T* deltas) {
   RETURN_IF_ERROR(CheckDenseInc<T>(t));
   w->client_->IncDenseRows(w->clock_, w->stats_.get(), t, rows, deltas);
-  return Status::OK();
+  return w->AfterInc(rows.size());
 }
 
 template <typename T>
@@ -136,7 +136,7 @@ Status IncSparse(Worker::Impl* w, TableState* t, uint64_t row,
   }
   std::string enc = EncodeSparse(merged);
   w->client_->IncRow(w->clock_, w->stats_.get(), t, row, enc);
-  return Status::OK();
+  return w->AfterInc();
 }
 
 template <typename T>
@@ -185,6 +185,7 @@ bool Client::embedded() const { return impl_->embedded(); }
 Status Client::Flush() { return impl_->Flush(); }
 ClientStats Client::Stats() const { return impl_->Stats(); }
 void Client::ResetStats() { impl_->ResetStats(); }
+Status Client::Laggards(std::vector<ClientLag>* laggards) { return impl_->Laggards(laggards); }
 
 // --- Worker ------------------------------------------------------------------
 
@@ -288,12 +289,12 @@ Status Worker::IncCell(const Table& t, uint64_t row, uint32_t col, double value)
   }
   if (f.kind == RowKind::kDense) {
     impl_->client_->IncDenseCell(impl_->clock_, impl_->stats_.get(), ts, row, col, value);
-    return Status::OK();
+    return impl_->AfterInc();
   }
   std::string enc = VisitElementType(
       f.type, [&](auto zero) { return OneCellSparse<decltype(zero)>(col, value); });
   impl_->client_->IncRow(impl_->clock_, impl_->stats_.get(), ts, row, enc);
-  return Status::OK();
+  return impl_->AfterInc();
 }
 
 Status Worker::Inc(const Table& t, uint64_t row,
@@ -331,7 +332,7 @@ Status Worker::BatchInc(const Table& t, const std::vector<uint64_t>& rows,
   for (size_t i = 0; i < rows.size(); ++i) {
     impl_->client_->IncRow(impl_->clock_, impl_->stats_.get(), ts, rows[i], encoded_deltas[i]);
   }
-  return Status::OK();
+  return impl_->AfterInc(rows.size());
 }
 
 Status Worker::Prefetch(const Table& t, const std::vector<uint64_t>& rows) {

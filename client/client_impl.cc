@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
 #include <variant>
 
@@ -59,26 +60,35 @@ Client::Impl::Impl(const ClientOptions& options, bool embedded)
 }
 
 Client::Impl::~Impl() {
+  std::thread retry_thread;
   {
-    std::lock_guard<std::mutex> l(retry_mu_);
+    MutexLock l(&retry_mu_);
     retry_stop_ = true;  // no retry thread starts from now on
-    retry_cv_.notify_all();
+    retry_cv_.SignalAll();
+    retry_thread = std::move(retry_thread_);
   }
-  if (retry_thread_.joinable()) retry_thread_.join();
+  if (retry_thread.joinable()) retry_thread.join();
   for (auto& sh : shards_) sh->channel->Shutdown();
 }
 
-Status Client::Impl::Create(const ClientOptions& options,
+Status Client::Impl::Create(const ClientOptions& given,
                             std::vector<std::unique_ptr<client::ShardChannel>> channels,
                             bool embedded, std::unique_ptr<Client>* client) {
+  ClientOptions options = given;
+  ResolveMemoryBudget(&options);
   if (options.num_clients == 0) return Status::InvalidArgument("num_clients must be >= 1");
   if (options.client_id >= options.num_clients) {
     return Status::InvalidArgument("client_id " + std::to_string(options.client_id) +
                                    " is not below num_clients " +
                                    std::to_string(options.num_clients));
   }
-  if (options.cache_mb == 0) return Status::InvalidArgument("cache_mb must be >= 1");
-  if (options.unacked_mb == 0) return Status::InvalidArgument("unacked_mb must be >= 1");
+  constexpr size_t kMaxMb = size_t{1} << 24;  // 16 TiB: a typo, not a budget
+  if (options.memory_mb > kMaxMb || options.cache_mb > kMaxMb || options.open_delta_mb > kMaxMb ||
+      options.unacked_mb > kMaxMb) {
+    return Status::InvalidArgument(
+        "memory_mb, cache_mb, open_delta_mb and unacked_mb must be below " +
+        std::to_string(kMaxMb) + " MiB");
+  }
   if (options.retry_backoff_min_ms < 1 ||
       options.retry_backoff_max_ms < options.retry_backoff_min_ms) {
     return Status::InvalidArgument("retry_backoff_min_ms (" +
@@ -120,7 +130,11 @@ Status Client::Impl::Create(const ClientOptions& options,
     sh.duplicates_below.store(w.applied_clock);
   }
   impl->start_clock_ = start;
-  impl->process_clock_ = start;
+  {
+    MutexLock l(&impl->clock_mu_);  // not shared yet; for the analysis
+    impl->process_clock_ = start;
+  }
+  impl->process_clock_seen_.store(start, std::memory_order_release);
   for (auto& sh : impl->shards_) {
     sh->acked_through.store(start);
     sh->purged_through.store(start);
@@ -227,29 +241,32 @@ int64_t Client::Impl::NextRetryDelayMs(InFlight* req, const Status& why, Status*
 }
 
 void Client::Impl::ScheduleRetry(uint32_t k, InFlight req, int64_t delay_ms) {
-  std::lock_guard<std::mutex> l(retry_mu_);
+  MutexLock l(&retry_mu_);
   if (retry_stop_) return;  // the client is being destroyed
   if (!retry_thread_.joinable()) retry_thread_ = std::thread([this] { RetryLoop(); });
   retries_.emplace(std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms),
                    PendingRetry{k, std::move(req)});
-  retry_cv_.notify_one();
+  retry_cv_.Signal();
 }
 
 void Client::Impl::RetryLoop() {
-  std::unique_lock<std::mutex> l(retry_mu_);
+  MutexLock l(&retry_mu_);
   while (!retry_stop_) {
     if (retries_.empty()) {
-      retry_cv_.wait(l);
+      retry_cv_.Wait(&retry_mu_);
       continue;
     }
     auto it = retries_.begin();
     if (std::chrono::steady_clock::now() < it->first) {
-      retry_cv_.wait_until(l, it->first);
+      const client::Deadline due = it->first;
+      retry_cv_.WaitUntil(&retry_mu_, due, [&]() REQUIRES(retry_mu_) {
+        return retry_stop_ || retries_.empty() || retries_.begin()->first < due;
+      });
       continue;
     }
     PendingRetry r = std::move(it->second);
     retries_.erase(it);
-    l.unlock();
+    retry_mu_.Unlock();
     // Only cache-filling Reads are queued (Call retries in its own thread).
     if (auto* read = std::get_if<net::Read>(&r.req.msg)) {
       if (shards_[r.shard]->failed.load(std::memory_order_acquire)) {
@@ -259,14 +276,14 @@ void Client::Impl::RetryLoop() {
         SendCacheRead(r.shard, std::move(*read), r.req.retries, r.req.first_error_ms);
       }
     }
-    l.lock();
+    retry_mu_.Lock();
   }
 }
 
 // --- Tables ------------------------------------------------------------------
 
 TableState* Client::Impl::RegisterTable(const TableSchema& schema) {
-  std::lock_guard<std::mutex> l(tables_mu_);
+  MutexLock l(&tables_mu_);
   auto it = tables_.find(schema.id);
   if (it != tables_.end()) return it->second.get();
   auto t = std::make_unique<TableState>(schema, static_cast<uint32_t>(tables_.size()), this);
@@ -276,12 +293,12 @@ TableState* Client::Impl::RegisterTable(const TableSchema& schema) {
 }
 
 uint32_t Client::Impl::AnyTableId() {
-  std::lock_guard<std::mutex> l(tables_mu_);
+  MutexLock l(&tables_mu_);
   return tables_.empty() ? 0 : tables_.begin()->first;
 }
 
 TableState* Client::Impl::FindTableById(uint32_t id) {
-  std::lock_guard<std::mutex> l(tables_mu_);
+  MutexLock l(&tables_mu_);
   auto it = tables_.find(id);
   return it == tables_.end() ? nullptr : it->second.get();
 }
@@ -359,7 +376,7 @@ Status Client::Impl::ListTables(std::vector<TableSchema>* tables) {
 // --- Workers and clocks ------------------------------------------------------
 
 ClockT Client::Impl::RegisterWorker(std::shared_ptr<client::WorkerStats>* stats) {
-  std::lock_guard<std::mutex> l(clock_mu_);
+  MutexLock l(&clock_mu_);
   ++worker_clocks_[process_clock_];
   *stats = std::make_shared<client::WorkerStats>();
   worker_stats_.push_back(*stats);
@@ -376,33 +393,54 @@ void MoveWorker(std::map<ClockT, int>* clocks, ClockT from) {
 }  // namespace
 
 void Client::Impl::DeregisterWorker(ClockT clock) {
-  std::unique_lock<std::mutex> l(clock_mu_);
+  clock_mu_.Lock();
   MoveWorker(&worker_clocks_, clock);
-  if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) return;
-  ClockT from = process_clock_;
+  AdvanceProcessClockAndUnlock();
+}
+
+void Client::Impl::AdvanceProcessClockAndUnlock() {
+  if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) {
+    clock_mu_.Unlock();
+    return;
+  }
+  const ClockT from = process_clock_;
   process_clock_ = worker_clocks_.begin()->first;
-  ClockT to = process_clock_;
-  std::unique_lock<std::mutex> s(send_mu_);
-  l.unlock();
+  const ClockT to = process_clock_;
+  send_mu_.Lock();  // hand over: batches leave in clock order
+  clock_mu_.Unlock();
   SendClocks(from, to);
+  send_mu_.Unlock();
+}
+
+uint64_t Client::Impl::OpenDeltaBytes() const {
+  uint64_t open = 0;
+  for (CacheStripe& st : stripes_) {
+    std::lock_guard<client::SpinMutex> l(st.mu);
+    open += st.open_bytes;
+  }
+  return open;
+}
+
+Status Client::Impl::WaitOpenDeltas(ClockT c, client::WorkerStats* ws) {
+  const uint64_t bound = uint64_t{options_.open_delta_mb} << 20;
+  auto within = [&] {
+    return process_clock_seen_.load(std::memory_order_acquire) >= c || OpenDeltaBytes() <= bound;
+  };
+  if (within()) return Status::OK();
+  open_delta_waits_.fetch_add(1, std::memory_order_relaxed);
+  // Woken by SendClocks (it seals open deltas and publishes the process
+  // clock) and by health changes.
+  return WaitProgress(
+      within, [&] { return AllShardsHealth(); }, ws, "Inc (open-delta bound)");
 }
 
 Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
   RETURN_IF_ERROR(AllShardsHealth());
-  {
-    std::unique_lock<std::mutex> l(clock_mu_);
-    MoveWorker(&worker_clocks_, *clock);
-    ++*clock;
-    ++worker_clocks_[*clock];
-    if (worker_clocks_.begin()->first > process_clock_) {
-      ClockT from = process_clock_;
-      process_clock_ = worker_clocks_.begin()->first;
-      ClockT to = process_clock_;
-      std::unique_lock<std::mutex> s(send_mu_);  // hand over: batches leave in clock order
-      l.unlock();
-      SendClocks(from, to);
-    }
-  }
+  clock_mu_.Lock();
+  MoveWorker(&worker_clocks_, *clock);
+  ++*clock;
+  ++worker_clocks_[*clock];
+  AdvanceProcessClockAndUnlock();
   const ClockT c = *clock;
   const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;
   auto caught_up = [&] {
@@ -419,6 +457,8 @@ Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
 
 void Client::Impl::SendClocks(ClockT from, ClockT to) {
   const uint32_t n = num_shards();
+  // Workers waiting in Inc for the open-delta bound wait for this clock.
+  process_clock_seen_.store(to, std::memory_order_release);
   for (ClockT c = from; c < to; ++c) {
     std::vector<net::Apply> applies(n);
     std::vector<std::vector<RowKey>> keys(n);
@@ -443,6 +483,7 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
       }
       if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
     }
+    FlushAllUnsubscribes();
     uint64_t sealed = 0;
     for (const net::Apply& a : applies) {
       for (const net::RowData& u : a.updates) sealed += u.bytes.size();
@@ -465,6 +506,8 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
       if (sh.connected.load(std::memory_order_acquire)) SendToShard(k, std::move(applies[k]));
     }
   }
+  std::lock_guard<std::mutex> l(progress_mu_);
+  progress_cv_.notify_all();
 }
 
 net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {
@@ -561,6 +604,33 @@ Status Client::Impl::GlobalBarrier(ClockT c, client::WorkerStats* ws) {
   return result.WithPrefix("GlobalBarrier");
 }
 
+Status Client::Impl::Laggards(std::vector<ClientLag>* laggards) {
+  std::map<ClientId, ClientLag> by_client;
+  for (uint32_t k = 0; k < num_shards(); ++k) {
+    net::Message reply;
+    RETURN_IF_ERROR(Call(k, net::StatsRequest{NextReqId()}, &reply));
+    const auto* r = std::get_if<net::StatsReply>(&reply);
+    if (r == nullptr || r->applied_clocks.empty()) continue;
+    NoteShardClock(k, r->shard_clock);
+    const ClockT least = *std::min_element(r->applied_clocks.begin(), r->applied_clocks.end());
+    const ClockT most = *std::max_element(r->applied_clocks.begin(), r->applied_clocks.end());
+    if (most == least) continue;  // nobody is held back here
+    for (ClientId c = 0; c < r->applied_clocks.size(); ++c) {
+      if (r->applied_clocks[c] != least) continue;
+      const bool here =
+          std::binary_search(r->connected_clients.begin(), r->connected_clients.end(), c);
+      auto [it, added] = by_client.emplace(c, ClientLag{c, least, here});
+      if (!added) {
+        it->second.applied = std::min(it->second.applied, least);
+        it->second.connected = it->second.connected && here;
+      }
+    }
+  }
+  laggards->clear();
+  for (const auto& [c, lag] : by_client) laggards->push_back(lag);
+  return Status::OK();
+}
+
 // --- Health ------------------------------------------------------------------
 
 Status Client::Impl::ShardHealth(uint32_t k) const {
@@ -650,7 +720,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
   RawStats r;
   std::vector<const TableState*> tables;
   {
-    std::lock_guard<std::mutex> l(tables_mu_);
+    MutexLock l(&tables_mu_);
     tables.resize(tables_.size());
     for (const auto& [id, t] : tables_) tables[t->index] = t.get();
   }
@@ -660,7 +730,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
     r.tables[i].pushes = tables[i]->pushes_applied.load();
     r.tables[i].evictions = tables[i]->evictions.load();
   }
-  std::lock_guard<std::mutex> l(clock_mu_);
+  MutexLock l(&clock_mu_);
   for (const auto& ws : worker_stats_) {
     r.get_blocked_ns += ws->get_blocked_ns.Get();
     r.clock_blocked_ns += ws->clock_blocked_ns.Get();
@@ -691,13 +761,13 @@ ClientStats Client::Impl::Stats() const {
   RawStats r = RawTotals();
   RawStats base;
   {
-    std::lock_guard<std::mutex> l(stats_mu_);
+    MutexLock l(&stats_mu_);
     base = baseline_;
   }
   ClientStats s;
   std::vector<const TableState*> tables(r.tables.size());
   {
-    std::lock_guard<std::mutex> l(tables_mu_);
+    MutexLock l(&tables_mu_);
     for (const auto& [id, t] : tables_) {
       if (t->index < tables.size()) tables[t->index] = t.get();
     }
@@ -754,12 +824,47 @@ ClientStats Client::Impl::Stats() const {
   s.open_delta_bytes = open;
   s.unacked_bytes = unacked_bytes_.load(std::memory_order_acquire);
   s.unacked_budget_bytes = uint64_t{options_.unacked_mb} << 20;
+  s.open_delta_budget_bytes = uint64_t{options_.open_delta_mb} << 20;
+  s.memory_budget_bytes = uint64_t{options_.memory_mb} << 20;
+  s.open_delta_waits = open_delta_waits_.load(std::memory_order_relaxed);
+  s.memory.push_back({"client.cache", s.cache_bytes, s.cache_budget_bytes});
+  s.memory.push_back({"client.open_deltas", s.open_delta_bytes, s.open_delta_budget_bytes});
+  s.memory.push_back({"client.unacked", s.unacked_bytes, s.unacked_budget_bytes});
+  if (embedded_) AppendShardMemory(&s.memory);
   return s;
+}
+
+void Client::Impl::AppendShardMemory(std::vector<ClientStats::MemoryComponent>* out) const {
+  // The in-process shard's Stats counters memory_<c>_bytes / _limit_bytes.
+  if (!ShardHealth(0).ok()) return;
+  net::Message reply;
+  if (!const_cast<Impl*>(this)
+           ->Call(0, net::StatsRequest{const_cast<Impl*>(this)->NextReqId()}, &reply)
+           .ok()) {
+    return;
+  }
+  const auto* r = std::get_if<net::StatsReply>(&reply);
+  if (r == nullptr) return;
+  static constexpr std::string_view kPrefix = "memory_", kLimit = "_limit_bytes", kBytes = "_bytes";
+  std::map<std::string, ClientStats::MemoryComponent> by_name;
+  for (const auto& [name, value] : r->counters) {
+    std::string_view n = name;
+    if (n.substr(0, kPrefix.size()) != kPrefix) continue;
+    n.remove_prefix(kPrefix.size());
+    const bool limit = n.size() > kLimit.size() && n.substr(n.size() - kLimit.size()) == kLimit;
+    const std::string_view suffix = limit ? kLimit : kBytes;
+    if (n.size() <= suffix.size() || n.substr(n.size() - suffix.size()) != suffix) continue;
+    const std::string component = "shard." + std::string(n.substr(0, n.size() - suffix.size()));
+    ClientStats::MemoryComponent& c = by_name[component];
+    c.name = component;
+    (limit ? c.bound_bytes : c.bytes) = value < 0 ? 0 : static_cast<uint64_t>(value);
+  }
+  for (auto& [name, c] : by_name) out->push_back(std::move(c));
 }
 
 void Client::Impl::ResetStats() {
   RawStats r = RawTotals();
-  std::lock_guard<std::mutex> l(stats_mu_);
+  MutexLock l(&stats_mu_);
   baseline_ = std::move(r);
 }
 

@@ -44,6 +44,8 @@
 #include "client/table_state.h"
 #include "client/worker_stats.h"
 #include "common/hash.h"
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
 #include "net/messages.h"
 
 namespace pace {
@@ -156,6 +158,17 @@ class Client::Impl : public client::ChannelListener {
   // Ends clock *clock of a worker and increments it.
   Status ClockWorker(ClockT* clock, client::WorkerStats* ws);
   Status GlobalBarrier(ClockT clock, client::WorkerStats* ws);
+  // The open-delta bound (ClientOptions::open_delta_mb): a worker at clock c
+  // ahead of the process clock waits while the open deltas exceed the bound
+  // and the process clock is below c. Never waits at the process clock.
+  // Callers check it every kOpenDeltaCheckEvery Incs (ahead_of_process_clock).
+  Status WaitOpenDeltas(ClockT c, client::WorkerStats* ws);
+  bool ahead_of_process_clock(ClockT c) const {
+    return c > process_clock_seen_.load(std::memory_order_acquire);
+  }
+  static constexpr uint32_t kOpenDeltaCheckEvery = 64;
+  // Sum of the stripes' open delta bytes (takes every stripe lock briefly).
+  uint64_t OpenDeltaBytes() const;
   Status Flush();
 
   // --- Reads and updates ---------------------------------------------------
@@ -190,6 +203,10 @@ class Client::Impl : public client::ChannelListener {
   bool embedded() const { return embedded_; }
   ClientStats Stats() const;
   void ResetStats();
+  Status Laggards(std::vector<ClientLag>* laggards);
+  // Embedded: the in-process shard's memory per component (its Stats
+  // counters memory_*), appended as "shard.<component>".
+  void AppendShardMemory(std::vector<ClientStats::MemoryComponent>* out) const;
 
   // --- ChannelListener -----------------------------------------------------
   void OnMessage(uint32_t shard, net::Message m) override;
@@ -225,8 +242,10 @@ class Client::Impl : public client::ChannelListener {
   Status WaitForRow(ClockT c, client::WorkerStats* ws, client::TableState* t, const RowKey& key,
                     client::CacheStripe& st, std::unique_lock<client::SpinMutex>& lock,
                     client::CacheEntry** entry, Version* version);
-  // Sends Read{row, min_version, subscribe} for `e`. REQUIRES: e's stripe lock.
-  void SendRead(client::CacheEntry* e, Version min_version, bool subscribe);
+  // Sends Read{row, min_version, subscribe} for `e` of stripe `st`.
+  // REQUIRES: st.mu.
+  void SendRead(client::CacheStripe& st, client::CacheEntry* e, Version min_version,
+                bool subscribe);
   // Sends a cache-filling Read (any number of rows) to shard k with a fresh
   // req_id, recorded for re-sending after a reconnect. The caller has added
   // the rows' reads_in_flight (only SendRead and ReadGatherer do).
@@ -235,9 +254,15 @@ class Client::Impl : public client::ChannelListener {
   // wakes the rows' waiters (they send their own Read or see the failure).
   void ReleaseReadMarks(const net::Read& r);
   class ReadGatherer;
-  // Evicts over-budget values of `st` (stripe lock held), sending
-  // Unsubscribe for subscribed ones.
+  // Evicts over-budget values of `st` (stripe lock held), queueing
+  // Unsubscribe for subscribed ones (CacheStripe::unsubscribe).
   void EvictLocked(client::CacheStripe& st);
+  // Sends st's queued Unsubscribes. REQUIRES: st.mu.
+  void FlushUnsubscribesLocked(client::CacheStripe& st);
+  // Sends every stripe's queued Unsubscribes, one message per (shard,
+  // table). REQUIRES: no stripe lock held. (It holds several at once, in
+  // index order, which the analysis cannot follow.)
+  void FlushAllUnsubscribes() NO_THREAD_SAFETY_ANALYSIS;
 
   // OK, or why shard `k` cannot serve now (gone longer than the timeout, or
   // a fatal protocol error).
@@ -263,11 +288,16 @@ class Client::Impl : public client::ChannelListener {
   // The retry thread: re-sends queued Reads when due (started on first use).
   void RetryLoop();
 
-  // Sends batches for clocks [from, to). REQUIRES: send_mu_ held.
-  void SendClocks(ClockT from, ClockT to);
+  // With clock_mu_ held: if the min over worker clocks passed the process
+  // clock, advances it and sends the batches of the clocks it passed (taking
+  // send_mu_ before releasing clock_mu_, so batches leave in clock order).
+  // Releases clock_mu_ in every case.
+  void AdvanceProcessClockAndUnlock() RELEASE(clock_mu_) EXCLUDES(send_mu_);
+  // Sends batches for clocks [from, to).
+  void SendClocks(ClockT from, ClockT to) REQUIRES(send_mu_);
   // Builds shard k's Apply for an unacked batch from the entries' pending
-  // deltas. REQUIRES: send_mu_ held.
-  net::Apply RebuildBatch(const client::SentBatch& b);
+  // deltas.
+  net::Apply RebuildBatch(const client::SentBatch& b) REQUIRES(send_mu_);
   void SendToShard(uint32_t k, net::Message m);
   // Request/reply with shard k; waits for the reply (or health failure).
   Status Call(uint32_t k, net::Message request, net::Message* reply);
@@ -300,16 +330,19 @@ class Client::Impl : public client::ChannelListener {
   std::vector<std::unique_ptr<client::ShardState>> shards_;
 
   mutable client::CacheStripe stripes_[kNumStripes];
+  // Bit i: stripes_[i] has queued Unsubscribes (set and cleared under its lock).
+  std::atomic<uint64_t> unsubscribe_stripes_{0};
+  static_assert(kNumStripes <= 64, "unsubscribe_stripes_ has a bit per stripe");
 
-  mutable std::mutex tables_mu_;
-  std::map<uint32_t, std::unique_ptr<client::TableState>> tables_;  // guarded by tables_mu_
+  mutable Mutex tables_mu_;
+  std::map<uint32_t, std::unique_ptr<client::TableState>> tables_ GUARDED_BY(tables_mu_);
 
-  mutable std::mutex clock_mu_;
-  std::map<ClockT, int> worker_clocks_;                             // guarded by clock_mu_
-  ClockT process_clock_ = 0;                                        // guarded by clock_mu_
-  std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_;  // guarded by clock_mu_
+  mutable Mutex clock_mu_ ACQUIRED_BEFORE(send_mu_);
+  std::map<ClockT, int> worker_clocks_ GUARDED_BY(clock_mu_);
+  ClockT process_clock_ GUARDED_BY(clock_mu_) = 0;
+  std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_ GUARDED_BY(clock_mu_);
 
-  std::mutex send_mu_;  // orders Apply batches per shard
+  Mutex send_mu_;  // orders Apply batches per shard
 
   std::mutex progress_mu_;
   std::condition_variable progress_cv_;  // acks, shard clocks, health changes
@@ -320,22 +353,26 @@ class Client::Impl : public client::ChannelListener {
     uint32_t shard;
     client::InFlight req;
   };
-  std::mutex retry_mu_;
-  std::condition_variable retry_cv_;                       // a retry was queued, or stop
-  std::multimap<client::Deadline, PendingRetry> retries_;  // guarded by retry_mu_, by due time
-  bool retry_stop_ = false;                                // guarded by retry_mu_
-  std::thread retry_thread_;                               // started under retry_mu_
+  Mutex retry_mu_;
+  CondVar retry_cv_;  // a retry was queued, or stop
+  std::multimap<client::Deadline, PendingRetry> retries_ GUARDED_BY(retry_mu_);  // by due time
+  bool retry_stop_ GUARDED_BY(retry_mu_) = false;
+  std::thread retry_thread_ GUARDED_BY(retry_mu_);  // joined by ~Impl after retry_stop_
 
   // Client-wide counters (not on hot paths).
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, rows_sent_{0}, rows_received_{0},
       batches_sent_{0}, batches_resent_{0}, requests_retried_{0};
+  // process_clock_, readable without clock_mu_ (stored by SendClocks
+  // before it seals, and at Create).
+  std::atomic<ClockT> process_clock_seen_{0};
+  std::atomic<uint64_t> open_delta_waits_{0};
   // Bytes of the sealed deltas of sent, unacknowledged batches (the sizes
   // SendClocks sealed, minus what HandleAck purged). Bounded by
   // options_.unacked_mb at Clock().
   std::atomic<uint64_t> unacked_bytes_{0};
 
-  // ResetStats baseline (raw totals at the last reset). Guarded by stats_mu_.
-  mutable std::mutex stats_mu_;
+  // ResetStats baseline (raw totals at the last reset).
+  mutable Mutex stats_mu_;
   struct RawTable {
     std::vector<uint64_t> hist;
     uint64_t staleness_sum = 0, reads = 0, hits = 0, blocked = 0, fetched = 0, incs = 0, pushes = 0,
@@ -347,8 +384,8 @@ class Client::Impl : public client::ChannelListener {
              rows_sent = 0, rows_received = 0, batches_sent = 0, batches_resent = 0,
              requests_retried = 0;
   };
-  RawStats RawTotals() const;
-  RawStats baseline_;
+  RawStats RawTotals() const EXCLUDES(clock_mu_, tables_mu_);
+  RawStats baseline_ GUARDED_BY(stats_mu_);
 };
 
 class Worker::Impl {
@@ -360,7 +397,20 @@ class Worker::Impl {
   Client::Impl* client_;
   ClockT clock_;
   std::shared_ptr<client::WorkerStats> stats_;
-  std::string scratch_;  // a row with open deltas, as Read/map Gets see it
+  std::string scratch_;                  // a row with open deltas, as Read/map Gets see it
+  uint32_t incs_since_bound_check_ = 0;  // see Client::Impl::WaitOpenDeltas
+
+  // After an Inc: the open-delta bound, checked every kOpenDeltaCheckEvery
+  // Incs while this worker is ahead of the process clock.
+  Status AfterInc(size_t rows = 1) {
+    if (!client_->ahead_of_process_clock(clock_)) return Status::OK();
+    incs_since_bound_check_ += static_cast<uint32_t>(std::min<size_t>(rows, 1u << 20));
+    if (incs_since_bound_check_ < Client::Impl::kOpenDeltaCheckEvery) {
+      return Status::OK();
+    }
+    incs_since_bound_check_ = 0;
+    return client_->WaitOpenDeltas(clock_, stats_.get());
+  }
 };
 
 // ---------------------------------------------------------------------------
@@ -376,9 +426,7 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
   client::CacheEntry* e = st.Find(key, hash);
   Version v = 0;
   if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c)) {
-    // Written only when it changes: threads reading the same rows then share
-    // the entry's cache line instead of bouncing it between cores.
-    if (!e->referenced) e->referenced = true;
+    client::MarkRead(e);
     fn(*e, v);
     lock.unlock();
     if (tc != nullptr) {
@@ -389,6 +437,7 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
     return Status::OK();
   }
   RETURN_IF_ERROR(WaitForRow(c, ws, t, key, st, lock, &e, &v));
+  client::MarkRead(e);
   fn(*e, v);
   lock.unlock();
   if (tc != nullptr) {

@@ -42,7 +42,9 @@ std::string EmbeddedChannel::Describe() const {
 Status EmbeddedChannel::OpenService() {
   ShardServiceOptions so;
   so.data_dir = options_.data_dir;
-  const EmbeddedShardOptions& e = options_.embedded;
+  ClientOptions resolved = options_;
+  ResolveMemoryBudget(&resolved);  // components left at 0: their memory_mb shares
+  const EmbeddedShardOptions& e = resolved.embedded;
   so.store.block_cache_mb = e.block_cache_mb;
   so.store.write_buffer_mb = e.write_buffer_mb;
   so.store.row_cache_mb = e.row_cache_mb;
@@ -90,14 +92,14 @@ void EmbeddedChannel::Send(net::Message m) {
   MutexLock l(&mu_);
   if (stopping_) return;
   to_service_.push_back(Item{epoch_, Item::kMessage, std::move(m)});
-  cv_.SignalAll();
+  if (service_waiting_) service_cv_.Signal();
 }
 
 void EmbeddedChannel::ToClient(uint64_t epoch, net::Message m) {
   MutexLock l(&mu_);
   if (stopping_ || epoch != epoch_) return;  // the session is gone
   to_client_.push_back(Item{epoch, Item::kMessage, std::move(m)});
-  cv_.SignalAll();
+  if (delivery_waiting_) delivery_cv_.Signal();
 }
 
 void EmbeddedChannel::SimulateReconnect() { Simulate(Item::kReconnect); }
@@ -108,26 +110,28 @@ void EmbeddedChannel::Simulate(int kind) {
   MutexLock l(&mu_);
   uint64_t ticket = ++events_requested_;
   to_client_.push_back(Item{0, static_cast<Item::Kind>(kind), {}});
-  cv_.SignalAll();
-  cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || events_done_ >= ticket; });
+  if (delivery_waiting_) delivery_cv_.Signal();
+  event_cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || events_done_ >= ticket; });
 }
 
 void EmbeddedChannel::ServiceLoop() {
-  mu_.Lock();
+  std::deque<Item> batch;
   for (;;) {
-    cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || !to_service_.empty(); });
-    // Drain what was sent before Shutdown: those are the client's batches.
-    if (to_service_.empty()) {
-      mu_.Unlock();
-      return;
-    }
-    Item item = std::move(to_service_.front());
-    to_service_.pop_front();
-    mu_.Unlock();
     {
-      MutexLock s(&service_mu_);
+      MutexLock l(&mu_);
+      service_waiting_ = true;
+      service_cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || !to_service_.empty(); });
+      service_waiting_ = false;
+      // Drain what was sent before Shutdown: those are the client's batches.
+      if (to_service_.empty()) return;
+      batch.swap(to_service_);
+    }
+    MutexLock s(&service_mu_);
+    for (Item& item : batch) {
       uint64_t current;
       {
+        // A reconnect on the delivery thread may have ended the session of
+        // the items taken: they are lost, as on a dropped connection.
         MutexLock g(&mu_);
         current = epoch_;
       }
@@ -135,32 +139,40 @@ void EmbeddedChannel::ServiceLoop() {
         service_->OnMessage(session_, std::move(item.m));
       }
     }
-    mu_.Lock();
+    batch.clear();
   }
 }
 
 void EmbeddedChannel::DeliveryLoop() {
-  mu_.Lock();
+  std::deque<Item> batch;
   for (;;) {
-    cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || !to_client_.empty(); });
-    if (stopping_) {
-      mu_.Unlock();
-      return;
+    {
+      MutexLock l(&mu_);
+      delivery_waiting_ = true;
+      delivery_cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || !to_client_.empty(); });
+      delivery_waiting_ = false;
+      if (stopping_) return;
+      batch.swap(to_client_);
     }
-    Item item = std::move(to_client_.front());
-    to_client_.pop_front();
-    if (item.kind == Item::kMessage && item.epoch != epoch_) continue;
-    mu_.Unlock();
-    if (item.kind == Item::kMessage) {
-      listener_->OnMessage(0, std::move(item.m));
-    } else {
+    for (Item& item : batch) {
+      if (item.kind == Item::kMessage) {
+        {
+          // Only this thread changes epoch_ after Start (Reconnect), but a
+          // Reconnect earlier in this batch makes the rest of its messages
+          // stale.
+          MutexLock l(&mu_);
+          if (stopping_) return;
+          if (item.epoch != epoch_) continue;
+        }
+        listener_->OnMessage(0, std::move(item.m));
+        continue;
+      }
       Reconnect(item.kind == Item::kRestart);
-    }
-    mu_.Lock();
-    if (item.kind != Item::kMessage) {
+      MutexLock l(&mu_);
       ++events_done_;
-      cv_.SignalAll();
+      event_cv_.SignalAll();
     }
+    batch.clear();
   }
 }
 
@@ -204,7 +216,9 @@ void EmbeddedChannel::Shutdown() {
     MutexLock l(&mu_);
     if (stopping_ && !service_thread_.joinable()) return;
     stopping_ = true;
-    cv_.SignalAll();
+    service_cv_.SignalAll();
+    delivery_cv_.SignalAll();
+    event_cv_.SignalAll();
   }
   if (delivery_thread_.joinable()) delivery_thread_.join();
   if (service_thread_.joinable()) service_thread_.join();

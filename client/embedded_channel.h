@@ -7,7 +7,10 @@
 // messages to the listener by a dedicated delivery thread, each in order.
 // So the service (which sends while holding its lock) and the client (which
 // sends while holding its own) never call into each other synchronously, and
-// no lock-order inversion is possible.
+// no lock-order inversion is possible. Each thread takes everything queued
+// at once and is woken only when its queue was empty and it waits (one
+// condition variable per direction): a burst of messages costs one wake-up,
+// not one per message.
 //
 // For tests it can simulate a lost connection (SimulateReconnect: messages in
 // flight in either direction are lost, the service sees the session go and a
@@ -68,10 +71,15 @@ class EmbeddedChannel : public ShardChannel {
   const ClientOptions options_;
   ChannelListener* listener_ = nullptr;
 
-  Mutex mu_;  // a leaf lock
-  CondVar cv_;
+  Mutex mu_;             // a leaf lock
+  CondVar service_cv_;   // to_service_ got an item (or stopping_)
+  CondVar delivery_cv_;  // to_client_ got an item (or stopping_)
+  CondVar event_cv_;     // events_done_ advanced (or stopping_)
   std::deque<Item> to_service_ GUARDED_BY(mu_);
   std::deque<Item> to_client_ GUARDED_BY(mu_);
+  // The service / delivery thread is blocked waiting for its queue.
+  bool service_waiting_ GUARDED_BY(mu_) = false;
+  bool delivery_waiting_ GUARDED_BY(mu_) = false;
   uint64_t epoch_ GUARDED_BY(mu_) = 0;
   bool stopping_ GUARDED_BY(mu_) = false;
   uint64_t events_requested_ GUARDED_BY(mu_) = 0;

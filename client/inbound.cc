@@ -120,6 +120,7 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
     InstallRow(k, *data, r.version, r.applied_clock, /*read=*/true, read->subscribe,
                read->min_version);
   }
+  FlushAllUnsubscribes();  // of the rows these installs evicted
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
 }
@@ -130,6 +131,7 @@ void Client::Impl::HandlePush(uint32_t k, net::Push p) {
   for (net::RowData& row : p.rows) {
     InstallRow(k, row, p.version, p.applied_clock, /*read=*/false, /*subscribe=*/false, 0);
   }
+  FlushAllUnsubscribes();  // of the rows these installs evicted
 }
 
 void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
@@ -174,7 +176,7 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
           e->subscribed = false;
           st.DropValue(e);
         }
-        if (e->waiters > 0 || !read) SendRead(e, v, e->table->push);
+        if (e->waiters > 0 || !read) SendRead(st, e, v, e->table->push);
       } else {
         if (!e->has_value || v >= e->version) st.InstallValue(e, std::move(row.bytes), v, a);
         if (read && subscribe) e->subscribed = true;
@@ -243,7 +245,7 @@ void Client::Impl::OnDisconnect(uint32_t k, const Status& why) {
     // OnReconnect re-sends them in clock order. Without it a batch could
     // reach the new connection ahead of the older ones OnReconnect re-sends
     // (the shard then refuses it: a clock gap).
-    std::lock_guard<std::mutex> send_lock(send_mu_);
+    MutexLock send_lock(&send_mu_);
     sh.disconnected_since_ms.store(NowMs());
     sh.connected.store(false, std::memory_order_release);
   }
@@ -258,7 +260,7 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
     return;
   }
   NoteShardClock(k, w.shard_clock);
-  std::lock_guard<std::mutex> send_lock(send_mu_);  // no new batches meanwhile
+  MutexLock send_lock(&send_mu_);  // no new batches meanwhile
   // 1. Unacknowledged batches, in clock order (the shard skips duplicates).
   //    sh.unacked only changes under send_mu_ (append) or on this thread
   //    (Acks), so it is stable here.
@@ -292,7 +294,7 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
       if (e->shard != k || !e->subscribed) return;
       e->version = EffectiveVersion(*e);
       e->subscribed = false;
-      SendRead(e, 0, true);
+      SendRead(st, e, 0, true);
     });
   }
   sh.connected.store(true, std::memory_order_release);

@@ -1,7 +1,8 @@
 // The client's memory accounting and bounds against scripted shards: open
 // deltas and unacknowledged batches are counted in bytes (ClientStats), a
 // Clock() whose batch takes the unacknowledged bytes beyond unacked_mb waits
-// for Acks, and the bound changes nothing else (read-my-writes, exact totals).
+// for Acks, a worker ahead of the process clock waits in Inc at open_delta_mb,
+// and the bounds change nothing else (read-my-writes, exact totals).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -196,6 +197,56 @@ TEST_F(MemoryBoundsTest, ExactTotalsAndReadMyWritesHoldUnderTheBound) {
       EXPECT_EQ(v[i], kClocks * static_cast<int64_t>(row + i + 1)) << "row " << row;
     }
   }
+}
+
+// The open-delta bound (open_delta_mb): the slowest worker (at the process
+// clock) never waits, however many open deltas it makes; a worker ahead of it
+// waits in Inc while the open deltas exceed the bound, until the process clock
+// reaches its clock. Totals stay exact.
+TEST_F(MemoryBoundsTest, WorkersAheadWaitAtTheOpenDeltaBound) {
+  ClientOptions o;
+  o.open_delta_mb = 1;
+  Open(o);
+  constexpr uint32_t kWidth = 8192;  // 64 KiB of i64: 1 MiB = 16 rows
+  constexpr uint64_t kRows = 80;     // 5 MiB per worker and clock
+  Table t = Create(kWidth, Consistency::kSsp, 100);
+  std::mutex mu;
+  std::map<uint64_t, int64_t> stored;  // row -> element 0; guarded by mu
+  ch_->StartAuto([&](uint32_t, uint64_t) { return EncodeDense(std::vector<int64_t>(kWidth)); }, 0,
+                 [&](const net::Apply& a) {
+                   std::lock_guard<std::mutex> l(mu);
+                   for (const net::RowData& u : a.updates) {
+                     stored[u.row] += DecodeDense<int64_t>(u.bytes)[0];
+                   }
+                 });
+  std::unique_ptr<Worker> slow, fast;
+  ASSERT_TRUE(client_->RegisterWorker(&slow).ok());
+  ASSERT_TRUE(client_->RegisterWorker(&fast).ok());
+  std::vector<int64_t> delta(kWidth, 1);
+  for (uint64_t r = 0; r < kRows; ++r) ASSERT_TRUE(slow->Inc(t, r, delta.data()).ok());
+  EXPECT_EQ(client_->Stats().open_delta_bytes, kRows * kWidth * sizeof(int64_t));
+  EXPECT_EQ(client_->Stats().open_delta_waits, 0u);  // at the process clock: never waits
+  ASSERT_TRUE(fast->Clock().ok());                   // fast is at 1, the process clock at 0
+  auto ahead = std::async(std::launch::async, [&]() -> Status {
+    std::vector<int64_t> d(kWidth, 10);
+    for (uint64_t r = 0; r < kRows; ++r) RETURN_IF_ERROR(fast->Inc(t, r, d.data()));
+    return Status::OK();
+  });
+  for (int i = 0; i < 1000 && client_->Stats().open_delta_waits == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(client_->Stats().open_delta_waits, 1u);
+  EXPECT_EQ(ahead.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  ASSERT_TRUE(slow->Clock().ok());  // the process clock reaches 1: the fast worker goes on
+  ASSERT_TRUE(Await(ahead).ok());
+  ASSERT_TRUE(fast->Clock().ok());
+  ASSERT_TRUE(slow->Clock().ok());
+  auto flush = std::async(std::launch::async, [&] { return client_->Flush(); });
+  ASSERT_TRUE(Await(flush).ok());
+  std::lock_guard<std::mutex> l(mu);
+  ASSERT_EQ(stored.size(), kRows);
+  for (const auto& [row, v] : stored) EXPECT_EQ(v, 11) << "row " << row;
+  EXPECT_EQ(client_->Stats().open_delta_budget_bytes, uint64_t{1} << 20);
 }
 
 }  // namespace

@@ -87,6 +87,27 @@ std::string RenderClientMetrics(const ClientStats& stats, ClientId client_id,
   }
   p.Family("pace_client_cache_bytes", "gauge", "bytes in the process cache now");
   p.Sample("pace_client_cache_bytes", static_cast<double>(stats.cache_bytes));
+  // Memory per component against its bound: the client's, and in embedded
+  // mode the in-process shard's ("shard.*").
+  p.Family("pace_client_memory_bytes", "gauge",
+           "memory in use per component (client.cache, client.open_deltas, client.unacked; "
+           "embedded: shard.block_cache, shard.memtables, shard.row_cache, ...)");
+  for (const ClientStats::MemoryComponent& c : stats.memory) {
+    p.Sample("pace_client_memory_bytes", {{"component", c.name}}, static_cast<double>(c.bytes));
+  }
+  p.Family("pace_client_memory_limit_bytes", "gauge",
+           "configured bound per component (ClientOptions / --memory_mb shares)");
+  for (const ClientStats::MemoryComponent& c : stats.memory) {
+    if (c.bound_bytes > 0) {
+      p.Sample("pace_client_memory_limit_bytes", {{"component", c.name}},
+               static_cast<double>(c.bound_bytes));
+    }
+  }
+  p.Family("pace_client_memory_budget_bytes", "gauge", "the process budget (--memory_mb; 0: none)");
+  p.Sample("pace_client_memory_budget_bytes", static_cast<double>(stats.memory_budget_bytes));
+  p.Family("pace_client_open_delta_waits_total", "counter",
+           "Incs that waited at the open-delta bound (a worker ahead of the process clock)");
+  p.Sample("pace_client_open_delta_waits_total", static_cast<double>(stats.open_delta_waits));
   return p.Take();
 }
 

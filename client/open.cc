@@ -14,6 +14,7 @@
 #include "client/embedded_channel.h"
 #include "client/pace.h"
 #include "client/remote_channel.h"
+#include "common/memory_budget.h"
 #include "net/address.h"
 
 namespace pace {
@@ -36,7 +37,33 @@ uint64_t ProcessIncarnation() {
 
 }  // namespace
 
-Status Client::Open(const ClientOptions& options, std::unique_ptr<Client>* client) {
+void ResolveMemoryBudget(ClientOptions* o) {
+  size_t client_mb = o->memory_mb;
+  if (o->servers.empty()) {
+    EmbeddedShardOptions& e = o->embedded;
+    if (o->memory_mb > 0) {
+      size_t shard_mb = 0;
+      SplitEmbeddedBudget(o->memory_mb, &client_mb, &shard_mb);
+      if (e.memory_mb == 0) {
+        e.memory_mb = shard_mb;
+      } else {
+        client_mb = o->memory_mb > e.memory_mb ? o->memory_mb - e.memory_mb : 1;
+      }
+    }
+    const ShardMemorySplit shard = SplitShardBudget(e.memory_mb);
+    if (e.block_cache_mb == 0) e.block_cache_mb = shard.block_cache_mb;
+    if (e.write_buffer_mb == 0) e.write_buffer_mb = shard.write_buffer_mb;
+    if (e.row_cache_mb == 0) e.row_cache_mb = shard.row_cache_mb;
+  }
+  const ClientMemorySplit split = SplitClientBudget(client_mb);
+  if (o->cache_mb == 0) o->cache_mb = split.cache_mb;
+  if (o->open_delta_mb == 0) o->open_delta_mb = split.open_delta_mb;
+  if (o->unacked_mb == 0) o->unacked_mb = split.unacked_mb;
+}
+
+Status Client::Open(const ClientOptions& given, std::unique_ptr<Client>* client) {
+  ClientOptions options = given;
+  ResolveMemoryBudget(&options);
   std::vector<std::unique_ptr<client::ShardChannel>> channels;
   const bool embedded = options.servers.empty();
   if (embedded) {

@@ -63,5 +63,62 @@ TEST(ClientIdFromEnvironmentTest, ReadsLaunchers) {
   }
 }
 
+TEST(ResolveMemoryBudgetTest, NoBudgetKeepsTheDefaults) {
+  ClientOptions o;
+  ResolveMemoryBudget(&o);
+  EXPECT_EQ(o.cache_mb, 1024u);
+  EXPECT_EQ(o.open_delta_mb, 256u);
+  EXPECT_EQ(o.unacked_mb, 256u);
+  EXPECT_EQ(o.embedded.block_cache_mb, 256u);
+  EXPECT_EQ(o.embedded.write_buffer_mb, 64u);
+  EXPECT_EQ(o.embedded.row_cache_mb, 256u);
+}
+
+TEST(ResolveMemoryBudgetTest, EmbeddedSplitsTheProcessBudget) {
+  ClientOptions o;
+  o.memory_mb = 1000;
+  ResolveMemoryBudget(&o);
+  EXPECT_EQ(o.embedded.memory_mb, 400u);  // 40% to the in-process shard
+  EXPECT_EQ(o.cache_mb, 300u);            // 50/20/10% of the client's 600
+  EXPECT_EQ(o.open_delta_mb, 120u);
+  EXPECT_EQ(o.unacked_mb, 60u);
+  EXPECT_EQ(o.embedded.block_cache_mb, 160u);  // 40/40/20% of the shard's 400
+  EXPECT_EQ(o.embedded.write_buffer_mb, 26u);  // 160 over 3 memtables x 2 (overshoot)
+  EXPECT_EQ(o.embedded.row_cache_mb, 80u);
+  // Every component together, with the reserves for batches in flight (3x
+  // unacked) and memtables taking a group beyond their size (2x), stays
+  // within the budget.
+  EXPECT_LE(o.cache_mb + o.open_delta_mb + 3 * o.unacked_mb + o.embedded.block_cache_mb +
+                2 * 3 * o.embedded.write_buffer_mb + o.embedded.row_cache_mb,
+            1000u);
+  ClientOptions again = o;
+  ResolveMemoryBudget(&again);  // idempotent
+  EXPECT_EQ(again.cache_mb, o.cache_mb);
+  EXPECT_EQ(again.embedded.write_buffer_mb, o.embedded.write_buffer_mb);
+}
+
+TEST(ResolveMemoryBudgetTest, ExplicitComponentsOverrideTheirShare) {
+  ClientOptions o;
+  o.memory_mb = 1000;
+  o.cache_mb = 10;
+  o.embedded.memory_mb = 100;
+  o.embedded.block_cache_mb = 7;
+  ResolveMemoryBudget(&o);
+  EXPECT_EQ(o.cache_mb, 10u);
+  EXPECT_EQ(o.open_delta_mb, 180u);  // 20% of 1000 - 100
+  EXPECT_EQ(o.embedded.block_cache_mb, 7u);
+  EXPECT_EQ(o.embedded.row_cache_mb, 20u);  // 20% of the shard's 100
+}
+
+TEST(ResolveMemoryBudgetTest, RemoteClientGetsTheWholeBudget) {
+  ClientOptions o;
+  o.servers = {"127.0.0.1:7100"};
+  o.memory_mb = 128;
+  ResolveMemoryBudget(&o);
+  EXPECT_EQ(o.cache_mb, 64u);
+  EXPECT_EQ(o.open_delta_mb, 25u);
+  EXPECT_EQ(o.unacked_mb, 12u);
+}
+
 }  // namespace
 }  // namespace pace

@@ -49,11 +49,18 @@ namespace pace {
 // Embedded mode only: the in-process shard's options, the same paced takes as
 // flags (docs/operations.md).
 struct EmbeddedShardOptions {
-  // RocksDB block cache, memtable size and the shard's row cache, in MiB.
-  // Defaults: 256, 64, 256.
-  size_t block_cache_mb = 256;
-  size_t write_buffer_mb = 64;
-  size_t row_cache_mb = 256;
+  // The in-process shard's memory budget, in MiB, split over the components
+  // below by the shares of common/memory_budget.h (block cache 40%, memtables
+  // 40% over 3 memtables of a sixth each, row cache 20%). 0: kEmbeddedShardSharePct (40%) of
+  // ClientOptions::memory_mb, or each component's default when that is 0
+  // too. Default: 0.
+  size_t memory_mb = 0;
+  // RocksDB block cache, one memtable (the shard keeps up to 3) and the
+  // shard's row cache, in MiB. 0: the share of memory_mb, or the defaults
+  // 256, 64, 256 without a budget. Nonzero: overrides the share. Default: 0.
+  size_t block_cache_mb = 0;
+  size_t write_buffer_mb = 0;
+  size_t row_cache_mb = 0;
   // fsync the WAL before acknowledging a (group of) batch(es). Default: false.
   bool sync = false;
   // Write a checkpoint every K shard clocks into checkpoint_dir (empty:
@@ -80,21 +87,39 @@ struct ClientOptions {
   // options. Defaults: "./pace-data", EmbeddedShardOptions defaults.
   std::string data_dir = "./pace-data";
   EmbeddedShardOptions embedded;
+  // The process's memory budget, in MiB (DESIGN.md "Memory";
+  // docs/operations.md "Sizing the memory budget"). The client's components
+  // get their shares of it (common/memory_budget.h): row cache 50%, open
+  // deltas 20%, unacknowledged batches 10%, and 20% reserved for the copies
+  // of those batches in flight (message, the shard's write batch). Embedded,
+  // the in-process shard
+  // takes 40% first (EmbeddedShardOptions::memory_mb) and the client the
+  // rest. A component given explicitly (nonzero below) overrides its share.
+  // 0: no process budget, every component at its own default. Default: 0.
+  size_t memory_mb = 0;
   // Process cache budget across all tables, in MiB. Rows are evicted (LRU)
-  // beyond it; un-sent updates are never lost by eviction. Default: 1024.
-  size_t cache_mb = 1024;
+  // beyond it; un-sent updates are never lost by eviction. 0: the share of
+  // memory_mb, or 1024 without a budget. Default: 0.
+  size_t cache_mb = 0;
+  // Bound on the open deltas (updates of clocks whose batch is not sent yet)
+  // of clocks AFTER the process clock, in MiB: a worker that runs ahead of the
+  // slowest one and would take them beyond it waits in Inc until the process
+  // clock catches up (its deltas are then sealed and sent). The open deltas of
+  // the process clock itself are never waited for (the slowest worker must
+  // be able to finish its clock): they are the rows one clock touches and
+  // are bounded by the clock's working set, which the application sizes
+  // (docs/operations.md "What happens at each bound"). No semantics change.
+  // 0: the share of memory_mb, or 256 without a budget. Default: 0.
+  size_t open_delta_mb = 0;
   // Bound on the deltas of sent, not yet acknowledged batches (kept so that
   // they can be re-sent after a reconnect), in MiB. A Clock() whose batch
   // takes them beyond it blocks until the shards' acknowledgements bring them
   // back within it (or until every batch is acknowledged, if one batch alone
   // is larger), so they exceed it by at most the batch being sent. Nothing
   // else changes: the read rule, read-my-writes and exact totals hold.
-  // Open deltas (updates of clocks whose batch is not sent yet) are not
-  // bounded separately: they are the rows the process's workers touch between
-  // the slowest worker's clock and the fastest one's; sending part of a clock
-  // early would need a partial batch the wire protocol cannot express yet.
-  // ClientStats reports all three. Default: 256.
-  size_t unacked_mb = 256;
+  // ClientStats reports all three. 0: the share of memory_mb, or 256
+  // without a budget. Default: 0.
+  size_t unacked_mb = 0;
   // How long to keep trying to connect at Open. Default: 10000.
   int64_t connect_timeout_ms = 10000;
   // A shard unreachable for longer than this makes Get/Clock return
@@ -175,12 +200,38 @@ struct ClientStats {
   // Requests sent again after a retriable shard error (ClientOptions::
   // retry_backoff_min_ms).
   uint64_t requests_retried = 0;
-  // Memory, in bytes, against its bound (ClientOptions).
-  uint64_t cache_bytes = 0;           // current cache size (values and entries)
-  uint64_t cache_budget_bytes = 0;    // cache_mb
-  uint64_t open_delta_bytes = 0;      // updates of clocks whose batch is not sent yet
-  uint64_t unacked_bytes = 0;         // deltas of sent batches waiting for their Ack
-  uint64_t unacked_budget_bytes = 0;  // unacked_mb
+  // Memory, in bytes, against its bound (ClientOptions, as resolved from
+  // memory_mb and the per-component options).
+  uint64_t cache_bytes = 0;              // current cache size (values and entries)
+  uint64_t cache_budget_bytes = 0;       // cache_mb
+  uint64_t open_delta_bytes = 0;         // updates of clocks whose batch is not sent yet
+  uint64_t open_delta_budget_bytes = 0;  // open_delta_mb
+  uint64_t unacked_bytes = 0;            // deltas of sent batches waiting for their Ack
+  uint64_t unacked_budget_bytes = 0;     // unacked_mb
+  uint64_t memory_budget_bytes = 0;      // memory_mb (0: none)
+  // Times an Inc waited for the open-delta bound (ClientOptions::open_delta_mb).
+  uint64_t open_delta_waits = 0;
+  // Every component, the client's and (embedded) the in-process shard's, with
+  // its bound (0: unbounded or not configured). Names: "client.cache",
+  // "client.open_deltas", "client.unacked", "shard.block_cache",
+  // "shard.memtables", "shard.row_cache", "shard.table_readers",
+  // "shard.pinned_blocks" (docs/operations.md "Metrics").
+  struct MemoryComponent {
+    std::string name;
+    uint64_t bytes = 0;
+    uint64_t bound_bytes = 0;
+  };
+  std::vector<MemoryComponent> memory;
+};
+
+// A client process that holds a shard clock back (Client::Laggards).
+struct ClientLag {
+  ClientId client = 0;
+  // The least applied clock of this client over the shards it lags on (the
+  // job cannot pass it until the client's batch for it arrives).
+  ClockT applied = 0;
+  // False if some shard it lags on has no connection from it now.
+  bool connected = false;
 };
 
 class Worker;
@@ -225,6 +276,12 @@ class Client {
   ClientStats Stats() const;
   // Zeroes the counters and histograms.
   void ResetStats();
+  // Asks every shard for its clocks and connections and returns the client
+  // processes that hold a shard clock back: on some shard, their applied
+  // clock is the least while another client's is ahead. Empty when no shard
+  // is held back. For telling a user what a blocked run waits for; one round
+  // trip per shard. Thread-safe. Errors: a shard's health error.
+  Status Laggards(std::vector<ClientLag>* laggards);
 
   class Impl;
 
@@ -321,6 +378,14 @@ class Worker {
 // (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, SLURM_PROCID/NTASKS) if present.
 // Returns true if one was found.
 bool ClientIdFromEnvironment(ClientOptions* options);
+
+// Fills the memory components of `options` left at 0 (cache_mb,
+// open_delta_mb, unacked_mb and, embedded, the in-process shard's
+// memory_mb, block_cache_mb, write_buffer_mb, row_cache_mb) from memory_mb
+// by the documented shares (common/memory_budget.h), or with their defaults
+// when memory_mb is 0. Nonzero components are kept. Client::Open does this;
+// call it to see the split before opening. Idempotent.
+void ResolveMemoryBudget(ClientOptions* options);
 
 // Parses "host:port,host:port" into options->servers (InvalidArgument on a bad entry).
 Status ParseServers(std::string_view list, ClientOptions* options);

@@ -75,6 +75,21 @@ class ProtocolTest : public ::testing::Test {
     return true;
   }
 
+  // True once Unsubscribes for `n` rows of `table` have been sent (within
+  // 10 s).
+  bool WaitUnsubscribed(uint32_t table, uint64_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      uint64_t rows = 0;
+      for (const auto& u : ch_->All<net::Unsubscribe>()) {
+        if (u.table == table) rows += u.rows.size();
+      }
+      if (rows >= n) return rows == n;
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
   std::unique_ptr<Client> client_;
   ScriptedChannel* ch_ = nullptr;
 };
@@ -437,12 +452,72 @@ TEST_F(ProtocolTest, EvictingSubscribedRowsUnsubscribes) {
   ClientStats s = client_->Stats();
   EXPECT_GT(s.tables[0].evictions, 500u);
   EXPECT_LE(s.cache_bytes, (size_t{1} << 20) + 64 * (4096 + client::kEntryOverheadBytes));
-  size_t unsubscribed = 0;
-  for (const auto& u : ch_->All<net::Unsubscribe>()) {
-    EXPECT_EQ(u.table, 6u);
-    unsubscribed += u.rows.size();
+  // Unsubscribes are queued and leave after the reply that evicted them has
+  // been installed: wait for the last ones.
+  EXPECT_TRUE(WaitUnsubscribed(6, s.tables[0].evictions));
+  for (const auto& u : ch_->All<net::Unsubscribe>()) EXPECT_EQ(u.table, 6u);
+}
+
+TEST_F(ProtocolTest, UnsubscribesAreBatchedAndNeverOvertakeAResubscribingRead) {
+  ClientOptions o;
+  o.cache_mb = 1;  // 16 KiB per stripe: a few 4 KiB rows each
+  Open(o);
+  Table t = Create("e", Consistency::kEssp, 0, 6, 512);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  constexpr uint64_t kRows = 300;
+  std::vector<uint64_t> rows(kRows);
+  for (uint64_t r = 0; r < kRows; ++r) rows[r] = r;
+  // One Read for all rows: installing its reply evicts a third of them again
+  // (the stripes hold about three rows each), and their Unsubscribes leave
+  // as one message, not one per row or per stripe.
+  ASSERT_TRUE(w->Prefetch(t, rows).ok());
+  net::Read first;
+  ASSERT_TRUE(ch_->Next(&first));
+  ASSERT_EQ(first.rows.size(), kRows);
+  net::ReadReply reply{first.req_id, 0, 0, {}};
+  for (uint64_t r : first.rows) reply.rows.push_back({6, r, I64(std::vector<int64_t>(512, 3))});
+  ch_->Deliver(std::move(reply));  // installed (and unsubscribed) when it returns
+  std::vector<net::Unsubscribe> unsubs = ch_->All<net::Unsubscribe>();
+  size_t unsub_rows = 0;
+  for (const auto& u : unsubs) unsub_rows += u.rows.size();
+  EXPECT_EQ(unsub_rows, client_->Stats().tables[0].evictions);
+  EXPECT_GT(unsub_rows, kRows / 4);
+  EXPECT_EQ(unsubs.size(), 1u);
+
+  ch_->StartAuto([](uint32_t, uint64_t) { return I64(std::vector<int64_t>(512, 3)); }, 0);
+  std::vector<int64_t> row(512);
+  // Then every row is read twice: evicted ones are fetched (and subscribed)
+  // again, one Read each, and evicted again.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint64_t r = 0; r < kRows; ++r) {
+      ASSERT_TRUE(w->Get(t, r, row.data()).ok());
+      ASSERT_EQ(row[511], 3);
+    }
   }
-  EXPECT_EQ(unsubscribed, s.tables[0].evictions);
+  const uint64_t evictions = client_->Stats().tables[0].evictions;
+  EXPECT_GT(evictions, kRows);
+  ASSERT_TRUE(WaitUnsubscribed(6, evictions));
+
+  std::vector<net::Message> log = ch_->AllMessages();
+  // Per row, the shard sees subscribe, unsubscribe, subscribe, ... in this
+  // order: an Unsubscribe that overtook a later subscribing Read of its row
+  // would leave the shard not pushing a row the client believes pushed.
+  std::vector<int> subscribed(kRows, 0);
+  for (const net::Message& m : log) {
+    if (const auto* r = std::get_if<net::Read>(&m)) {
+      ASSERT_TRUE(r->subscribe);
+      for (uint64_t x : r->rows) {
+        EXPECT_EQ(subscribed[x], 0) << "row " << x << " subscribed twice";
+        subscribed[x] = 1;
+      }
+    } else if (const auto* u = std::get_if<net::Unsubscribe>(&m)) {
+      for (uint64_t x : u->rows) {
+        EXPECT_EQ(subscribed[x], 1) << "row " << x << " unsubscribed while not subscribed";
+        subscribed[x] = 0;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
     if (!(t->push && e->subscribed)) {
       Version need = t->policy.MinVersion(c);
       if (!e->ReadInFlightAtMost(need)) {
-        SendRead(e, need, t->push);
+        SendRead(st, e, need, t->push);
         if (tc != nullptr) tc->fetched.Add(1);
       }
     }
@@ -89,9 +89,14 @@ class Client::Impl::ReadGatherer {
   ReadGatherer(const ReadGatherer&) = delete;
   ReadGatherer& operator=(const ReadGatherer&) = delete;
 
-  // Marks `e` in flight and queues its row. REQUIRES: e's stripe lock.
-  void Add(CacheEntry* e) {
+  // Marks `e` (of stripe `st`) in flight and queues its row as a look-ahead
+  // row. REQUIRES: st.mu.
+  void Add(CacheStripe& st, CacheEntry* e) {
+    // The stripe's queued Unsubscribes leave first: this Read may subscribe
+    // a row whose Unsubscribe is among them.
+    if (st.unsubscribe_rows != 0) impl_->FlushUnsubscribesLocked(st);
     e->reads_in_flight.push_back(min_version_);
+    e->look_ahead = client::kLookAheadChances;
     reads_[e->shard].rows.push_back(e->key.row);
   }
   // Sends shard k's Read if it holds max_rows rows.
@@ -164,7 +169,7 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
       }
       // Marked before the Read leaves (under the stripe lock, as SendRead
       // does), so the reply finds the row pinned and a Get does not ask again.
-      gather.Add(e);
+      gather.Add(st, e);
     }
     ++fetched;
     gather.SendFull(shard);
@@ -175,7 +180,8 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   return unhealthy.WithPrefix("Prefetch");
 }
 
-void Client::Impl::SendRead(CacheEntry* e, Version min_version, bool subscribe) {
+void Client::Impl::SendRead(CacheStripe& st, CacheEntry* e, Version min_version, bool subscribe) {
+  if (st.unsubscribe_rows != 0) FlushUnsubscribesLocked(st);
   net::Read r;
   r.table = e->key.table;
   r.rows.push_back(e->key.row);
@@ -210,20 +216,75 @@ void Client::Impl::ReleaseReadMarks(const net::Read& r) {
 
 void Client::Impl::EvictLocked(CacheStripe& st) {
   if (st.bytes <= st.budget) return;
-  // (shard, table) -> rows to unsubscribe.
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> unsub;
+  // Queued Unsubscribes leave in batches of about this many rows per stripe.
+  constexpr size_t kUnsubscribeBatchRows = 1024;
   st.EvictOverBudget([&](CacheEntry* e) {
     e->table->evictions.fetch_add(1, std::memory_order_relaxed);
-    if (e->subscribed) {
-      e->subscribed = false;
-      unsub[{e->shard, e->key.table}].push_back(e->key.row);
+    e->look_ahead = 0;
+    if (!e->subscribed) return;
+    e->subscribed = false;
+    client::PendingUnsubscribe* u = nullptr;
+    for (client::PendingUnsubscribe& p : st.unsubscribe) {
+      if (p.shard == e->shard && p.table == e->key.table) u = &p;
+    }
+    if (u == nullptr) {
+      st.unsubscribe.push_back(client::PendingUnsubscribe{e->shard, e->key.table, {}});
+      u = &st.unsubscribe.back();
+    }
+    u->rows.push_back(e->key.row);
+    if (st.unsubscribe_rows++ == 0) {
+      unsubscribe_stripes_.fetch_or(uint64_t{1} << (&st - stripes_), std::memory_order_acq_rel);
     }
   });
-  // Sent under the stripe lock so that a later re-subscribing Read of the same
-  // row cannot overtake the Unsubscribe.
-  for (auto& [where, rows] : unsub) {
-    SendToShard(where.first, net::Unsubscribe{where.second, std::move(rows)});
+  if (st.unsubscribe_rows >= kUnsubscribeBatchRows) FlushUnsubscribesLocked(st);
+}
+
+void Client::Impl::FlushUnsubscribesLocked(CacheStripe& st) {
+  if (st.unsubscribe_rows == 0) return;
+  // Sent under the stripe lock so that a later re-subscribing Read of the
+  // same row (sent or gathered under this lock) cannot overtake it.
+  for (client::PendingUnsubscribe& u : st.unsubscribe) {
+    if (!u.rows.empty()) SendToShard(u.shard, net::Unsubscribe{u.table, std::move(u.rows)});
   }
+  st.unsubscribe.clear();
+  st.unsubscribe_rows = 0;
+  unsubscribe_stripes_.fetch_and(~(uint64_t{1} << (&st - stripes_)), std::memory_order_acq_rel);
+}
+
+void Client::Impl::FlushAllUnsubscribes() {
+  uint64_t bits = unsubscribe_stripes_.load(std::memory_order_acquire);
+  if (bits == 0) return;
+  // One message per (shard, table) for all stripes, not one per stripe: the
+  // stripes with queued rows are locked (in index order; nothing else holds
+  // two stripe locks) until it is sent, so that no Read of one of its rows
+  // can leave before it.
+  std::vector<int> locked;
+  std::vector<client::PendingUnsubscribe> merged;
+  while (bits != 0) {
+    const int i = __builtin_ctzll(bits);
+    bits &= bits - 1;
+    CacheStripe& st = stripes_[i];
+    st.mu.lock();
+    locked.push_back(i);
+    for (client::PendingUnsubscribe& u : st.unsubscribe) {
+      client::PendingUnsubscribe* m = nullptr;
+      for (client::PendingUnsubscribe& x : merged) {
+        if (x.shard == u.shard && x.table == u.table) m = &x;
+      }
+      if (m == nullptr) {
+        merged.push_back(std::move(u));
+      } else {
+        m->rows.insert(m->rows.end(), u.rows.begin(), u.rows.end());
+      }
+    }
+    st.unsubscribe.clear();
+    st.unsubscribe_rows = 0;
+    unsubscribe_stripes_.fetch_and(~(uint64_t{1} << i), std::memory_order_acq_rel);
+  }
+  for (client::PendingUnsubscribe& u : merged) {
+    if (!u.rows.empty()) SendToShard(u.shard, net::Unsubscribe{u.table, std::move(u.rows)});
+  }
+  for (int i : locked) stripes_[i].mu.unlock();
 }
 
 void Client::Impl::IncRow(ClockT c, client::WorkerStats* ws, TableState* t, uint64_t row,

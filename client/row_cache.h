@@ -64,6 +64,12 @@ struct CacheEntry {
   // max(version, the shard's last PushDone version).
   bool subscribed = false;
   bool referenced = false;  // CLOCK bit
+  // Look-ahead (Worker::Prefetch): the row was prefetched and not read since.
+  // The CLOCK hand passes it this many more times before evicting it (a
+  // referenced row: once), so eviction prefers rows outside the readers'
+  // look-ahead windows; a read clears it. Bounded, so rows prefetched and
+  // never read do not stay forever.
+  uint8_t look_ahead = 0;
   // `open` holds an open delta. Open deltas exist iff has_open; the others
   // (sealed ones, and open ones of other clocks when workers are at several
   // clocks) are in `pending`.
@@ -135,6 +141,24 @@ inline void ReadDense(const CacheEntry& e, size_t width, T* out) {
 // What a reader sees of any row, encoded: e.value itself when there is no
 // open delta, else value + open deltas built in *scratch. REQUIRES: has_value.
 std::string_view ReaderView(const CacheEntry& e, const RowFormat& f, std::string* scratch);
+
+// The CLOCK hand's passes a prefetched, not yet read row gets (look_ahead).
+inline constexpr uint8_t kLookAheadChances = 3;
+
+// Marks a row as read (CLOCK reference; no longer only looked ahead).
+// Written only when it changes: threads reading the same rows then share the
+// entry's cache line instead of bouncing it between cores.
+inline void MarkRead(CacheEntry* e) {
+  if (!e->referenced) e->referenced = true;
+  if (e->look_ahead != 0) e->look_ahead = 0;
+}
+
+// Unsubscribes of evicted rows of one (shard, table), not sent yet.
+struct PendingUnsubscribe {
+  uint32_t shard = 0;
+  uint32_t table = 0;
+  std::vector<uint64_t> rows;
+};
 
 // Approximate bytes an entry costs beyond its value: the entry, its hash
 // slots (at most half full), the ring slot, malloc headers.
@@ -241,11 +265,18 @@ struct alignas(64) CacheStripe {
   template <typename OnEvict>
   void EvictOverBudget(OnEvict&& on_evict) {
     size_t spins = 0;
-    while (bytes > budget && !ring.empty() && spins < 2 * ring.size() + 2) {
+    // Each pass over an unpinned entry takes one of its chances (referenced,
+    // then look_ahead), so (2 + kLookAheadChances) revolutions without an
+    // eviction mean only pinned entries are left.
+    while (bytes > budget && !ring.empty() && spins < (2 + kLookAheadChances) * ring.size() + 2) {
       if (hand >= ring.size()) hand = 0;
       CacheEntry* e = ring[hand];
-      if (e->pinned() || e->referenced) {
-        e->referenced = false;
+      if (e->pinned() || e->referenced || e->look_ahead != 0) {
+        if (e->referenced) {
+          e->referenced = false;
+        } else if (e->look_ahead != 0 && !e->pinned()) {
+          --e->look_ahead;
+        }
         ++hand;
         ++spins;
         continue;
@@ -270,6 +301,14 @@ struct alignas(64) CacheStripe {
   // ones are counted client-wide, per batch: Client::Impl::unacked_bytes_.)
   size_t open_bytes = 0;
   int waiters = 0;  // readers blocked in this stripe
+  // Unsubscribes of rows evicted here, not sent yet (few (shard, table)s).
+  // They leave together (Client::Impl::FlushUnsubscribesLocked): before any
+  // Read of a row of this stripe is sent (so a re-subscribing Read never
+  // overtakes the Unsubscribe of the same row), when they are many, and at
+  // the end of the inbound message or clock whose installs evicted them; one
+  // message per row was one channel wake-up per evicted row.
+  std::vector<PendingUnsubscribe> unsubscribe;
+  size_t unsubscribe_rows = 0;
   // Open and sending clocks -> entries with a delta of that clock (few clocks).
   std::vector<std::pair<ClockT, std::vector<CacheEntry*>>> dirty;
 };

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -108,6 +109,37 @@ TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
   st_.AddDelta(e, 1, Dense({2, 2}));
   EXPECT_EQ(e->open.delta.data(), buffer);
   EXPECT_EQ(Seen(*e), (std::vector<int64_t>{3, 3}));
+}
+
+TEST_F(RowCacheTest, EvictionPrefersRowsOutsideTheLookAheadWindow) {
+  const size_t one = kEntryOverheadBytes + 16;
+  st_.budget = 3 * one + one / 2;  // room for three rows
+  std::vector<CacheEntry*> es;
+  for (uint64_t r = 0; r < 6; ++r) {
+    CacheEntry* e = st_.FindOrCreate(RowKey{1, r}, 0, &table_);
+    // Rows 0, 2 and 4 were prefetched (look-ahead) and are not read yet.
+    if (r % 2 == 0) e->look_ahead = kLookAheadChances;
+    st_.InstallValue(e, Dense({0, 0}), 0, 0);  // referenced, as every new value
+    es.push_back(e);
+  }
+  MarkRead(es[1]);  // a read row: referenced again
+  std::vector<uint64_t> evicted;
+  st_.EvictOverBudget([&](CacheEntry* e) { evicted.push_back(e->key.row); });
+  EXPECT_LE(st_.bytes, st_.budget);
+  // Every row outside the window goes before any row in it.
+  std::sort(evicted.begin(), evicted.end());
+  EXPECT_EQ(evicted, (std::vector<uint64_t>{1, 3, 5}));
+
+  // Reading a look-ahead row ends its protection; rows of a window that
+  // is never read lose it after a few passes of the hand, so the cache
+  // still keeps its budget.
+  MarkRead(es[0]);
+  EXPECT_EQ(es[0]->look_ahead, 0);
+  st_.budget = one;
+  evicted.clear();
+  st_.EvictOverBudget([&](CacheEntry* e) { evicted.push_back(e->key.row); });
+  EXPECT_LE(st_.bytes, st_.budget);
+  EXPECT_EQ(evicted.size(), 2u);
 }
 
 TEST_F(RowCacheTest, EvictionKeepsOplogAndSkipsPinned) {

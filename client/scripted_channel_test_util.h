@@ -81,6 +81,11 @@ class ScriptedChannel : public ShardChannel {
     }
     return out;
   }
+  // Every message sent so far, in order.
+  std::vector<net::Message> AllMessages() {
+    std::lock_guard<std::mutex> l(mu_);
+    return sent_;
+  }
   // Auto mode: the next n Reads are answered with Error{their req_id, code,
   // message, retriable} instead of values.
   void FailReads(int n, StatusCode code, std::string message, bool retriable) {

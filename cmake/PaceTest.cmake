@@ -1,5 +1,6 @@
 # pace_test(NAME name SRCS a.cc ... DEPS lib ... LABELS unit|integration|slow [TIMEOUT s])
 # Declares a GoogleTest binary and registers it with ctest under the given label.
+# In sanitizer builds TIMEOUT is multiplied by PACE_TEST_TIMEOUT_SCALE (cmake/Sanitizers.cmake).
 #
 # Every test whose name starts with common_ or storage_ is also a dependency of
 # the `storage_suite` target, which `make asan-storage` builds: adding a storage
@@ -22,6 +23,9 @@ function(pace_test)
   endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
+  endif()
+  if(PACE_TEST_TIMEOUT_SCALE GREATER 1)  # sanitizer builds (cmake/Sanitizers.cmake)
+    math(EXPR T_TIMEOUT "${T_TIMEOUT} * ${PACE_TEST_TIMEOUT_SCALE}")
   endif()
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})

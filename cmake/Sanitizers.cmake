@@ -23,6 +23,16 @@
 # cmake/tsan.supp, cmake/lsan.supp.
 set(PACE_SANITIZE "" CACHE STRING "Sanitizer build: asan, tsan or empty")
 set(PACE_SANITIZER_LOG_DIR ${CMAKE_BINARY_DIR}/sanitizer-logs)
+# pace_test() multiplies its tests' TIMEOUT by this. The timeouts are hang
+# guards sized for Release; instrumented code runs several times slower
+# (TSan: apps_cli_test took >300 s on a loaded 2-core machine, where Release
+# takes ~60 s), so the guards scale with it instead of failing slow tests.
+set(PACE_TEST_TIMEOUT_SCALE 1)
+if(PACE_SANITIZE STREQUAL "asan")
+  set(PACE_TEST_TIMEOUT_SCALE 2)
+elseif(PACE_SANITIZE STREQUAL "tsan")
+  set(PACE_TEST_TIMEOUT_SCALE 3)
+endif()
 
 if(PACE_SANITIZE STREQUAL "asan")
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer

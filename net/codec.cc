@@ -196,7 +196,9 @@ struct BodyEncoder {
       counters.push_back(fb::CreateCounter(b, name, c.second));
     }
     auto vec = b.CreateVector(counters);
-    return MakeBody(fb::CreateStatsReply(b, m.req_id, m.shard_id, m.shard_clock, clocks, vec));
+    auto connected = b.CreateVector(m.connected_clients);
+    return MakeBody(
+        fb::CreateStatsReply(b, m.req_id, m.shard_id, m.shard_clock, clocks, vec, connected));
   }
   Body operator()(const Error& m) {
     auto message = Str(b, m.message);
@@ -456,6 +458,7 @@ Status Decode(const fb::StatsReply& t, StatsReply* m) {
       m->counters.emplace_back(ToString(c->name()), c->value());
     }
   }
+  CopyVector(t.connected_clients(), &m->connected_clients);
   return Status::OK();
 }
 

@@ -147,6 +147,9 @@ struct StatsReply {
   std::vector<ClockT> applied_clocks;  // indexed by client id
   // Free-form counters (name, value), e.g. "batches_applied", "rows_pushed".
   std::vector<std::pair<std::string, int64_t>> counters;
+  // The client processes connected now (ids, increasing): with
+  // applied_clocks, who holds the shard clock back and whether it is there.
+  std::vector<uint32_t> connected_clients;
 };
 
 // Either direction. `req_id` names the request it answers (0: none, e.g. a

@@ -49,6 +49,13 @@ const CounterInfo kCounters[] = {
      "rows evicted from the row cache"},
     {"row_cache_rows", "pace_shard_row_cache_rows", "gauge", "rows in the row cache"},
     {"row_cache_bytes", "pace_shard_row_cache_bytes", "gauge", "bytes in the row cache"},
+    {"commit_groups", "pace_shard_commit_groups_total", "counter",
+     "group commits: RocksDB writes of the batches waiting at that moment (one WAL append)"},
+    {"commit_group_batches", "pace_shard_commit_group_batches_total", "counter",
+     "batches written by group commits (divided by pace_shard_commit_groups_total: the mean "
+     "group size)"},
+    {"commit_group_max", "pace_shard_commit_group_max_batches", "gauge",
+     "the largest group commit so far, in batches"},
     {"sessions", "pace_shard_sessions", "gauge", "client sessions the service knows"},
     {"parked_now", "pace_shard_reads_parked", "gauge", "Read requests parked right now"},
     {"subscribers", "pace_shard_subscribers", "gauge", "sessions with ESSP subscriptions"},
@@ -96,6 +103,7 @@ std::string RenderShardMetrics(ShardService* service, const net::ServerStats& se
   }
 
   for (const auto& [name, value] : stats.counters) {
+    if (name.rfind("memory_", 0) == 0) continue;  // below, per component
     const CounterInfo* info = nullptr;
     for (const CounterInfo& ci : kCounters) {
       if (name == ci.stat) info = &ci;
@@ -132,22 +140,49 @@ std::string RenderShardMetrics(ShardService* service, const net::ServerStats& se
       p.Sample("pace_shard_table_bytes", {{"table", t.name}}, static_cast<double>(bytes));
     }
   }
-  uint64_t row_cache_bytes = 0;
+  // Memory per component (Stats counters memory_<c>_bytes and
+  // memory_<c>_limit_bytes) against its bound.
+  struct Mem {
+    double bytes = 0, limit = -1;
+  };
+  std::vector<std::pair<std::string, Mem>> mem;
+  auto slot = [&mem](const std::string& c) -> Mem& {
+    for (auto& [name, m] : mem) {
+      if (name == c) return m;
+    }
+    mem.emplace_back(c, Mem{});
+    return mem.back().second;
+  };
+  const std::string kPrefix = "memory_", kLimit = "_limit_bytes", kBytes = "_bytes";
+  auto ends_with = [](const std::string& s, const std::string& e) {
+    return s.size() > e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+  };
   for (const auto& [name, value] : stats.counters) {
-    if (name == "row_cache_bytes") row_cache_bytes = static_cast<uint64_t>(value);
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    const std::string rest = name.substr(kPrefix.size());
+    if (ends_with(rest, kLimit)) {
+      slot(rest.substr(0, rest.size() - kLimit.size())).limit = static_cast<double>(value);
+    } else if (ends_with(rest, kBytes)) {
+      slot(rest.substr(0, rest.size() - kBytes.size())).bytes = static_cast<double>(value);
+    }
   }
-  p.Family("pace_shard_memory_limit_bytes", "gauge", "configured memory bound per component");
-  p.Sample("pace_shard_memory_limit_bytes", {{"component", "block_cache"}},
-           static_cast<double>(limits.block_cache_bytes));
-  p.Sample("pace_shard_memory_limit_bytes", {{"component", "memtables"}},
-           static_cast<double>(limits.write_buffer_bytes));
-  p.Sample("pace_shard_memory_limit_bytes", {{"component", "row_cache"}},
-           static_cast<double>(limits.row_cache_bytes));
-  p.Family("pace_shard_memory_bytes", "gauge", "memory in use per component");
-  p.Sample("pace_shard_memory_bytes", {{"component", "row_cache"}},
-           static_cast<double>(row_cache_bytes));
-  p.Sample("pace_shard_memory_bytes", {{"component", "send_queues"}},
-           static_cast<double>(server_stats.queued_bytes));
+  slot("send_queues").bytes = static_cast<double>(server_stats.queued_bytes);
+  p.Family("pace_shard_memory_bytes", "gauge",
+           "memory in use per component (RocksDB: block_cache, block_cache_pinned, memtables, "
+           "table_readers; row_cache; send_queues)");
+  for (const auto& [name, m] : mem) {
+    p.Sample("pace_shard_memory_bytes", {{"component", name}}, m.bytes);
+  }
+  p.Family("pace_shard_memory_limit_bytes", "gauge",
+           "configured memory bound per component (block_cache: RocksDB's capacity; memtables: "
+           "write_buffer_mb x 3; row_cache: row_cache_mb)");
+  for (const auto& [name, m] : mem) {
+    if (m.limit >= 0) p.Sample("pace_shard_memory_limit_bytes", {{"component", name}}, m.limit);
+  }
+  if (limits.memory_budget_bytes > 0) {
+    p.Family("pace_shard_memory_budget_bytes", "gauge", "paced's --memory_mb");
+    p.Sample("pace_shard_memory_budget_bytes", static_cast<double>(limits.memory_budget_bytes));
+  }
 
   // The transport.
   p.Family("pace_shard_connections_accepted_total", "counter", "TCP connections accepted");

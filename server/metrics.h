@@ -1,7 +1,8 @@
 // paced's Prometheus metrics (--metrics_listen): the shard service's Stats()
-// (clocks, per-client applied clocks, batches, reads, pushes), the store's
-// sizes, the transport's connection counters, and the configured memory
-// bounds, as Prometheus text. Every metric is listed with its meaning in
+// (clocks, per-client applied clocks, batches, group-commit sizes, reads,
+// pushes), the store's sizes, the transport's connection counters, and memory
+// per component (RocksDB block cache, memtables, table readers, row cache,
+// send queues) against its bound, as Prometheus text. Every metric is listed with its meaning in
 // docs/operations.md ("Metrics").
 #ifndef PACE_SERVER_METRICS_H_
 #define PACE_SERVER_METRICS_H_
@@ -20,6 +21,8 @@ struct ShardMetricsLimits {
   uint64_t block_cache_bytes = 0;
   uint64_t write_buffer_bytes = 0;
   uint64_t row_cache_bytes = 0;
+  // paced's --memory_mb (0: none). Default: 0.
+  uint64_t memory_budget_bytes = 0;
   // Whether batches are fsynced before their Ack (--sync). Default: false.
   bool sync = false;
 };

@@ -1,7 +1,7 @@
 // paced: a PaceDB shard server.
 //
 //   paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 --num_shards=1 --num_clients=N
-//         [--token_file=F] [--sync] [--block_cache_mb=M] [--row_cache_mb=M]
+//         [--token_file=F] [--sync] [--memory_mb=M] [--block_cache_mb=M] [--row_cache_mb=M]
 //         [--max_frame_mb=M] [--checkpoint_every=K]
 //
 // SIGTERM/SIGINT: stop accepting, finish in-flight writes, close RocksDB, exit 0.
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/memory_budget.h"
 #include "common/token_file.h"
 #include "net/address.h"
 #include "net/metrics_http.h"
@@ -34,6 +35,10 @@ DEFINE_uint32(num_shards, 1, "number of shards in the job");
 DEFINE_uint32(num_clients, 1, "number of client processes in the job (fixed at job start)");
 DEFINE_string(token_file, "", "file holding the job's shared secret; empty: no token");
 DEFINE_bool(sync, false, "fsync the write-ahead log before acknowledging each batch");
+DEFINE_uint32(memory_mb, 0,
+              "the shard's memory budget, MiB: block cache 40%, memtables 40% (3 of them), row "
+              "cache 20% (docs/operations.md, sizing); the component flags override their "
+              "share when given; 0: each component at its default");
 DEFINE_uint32(block_cache_mb, 256, "RocksDB block cache size, MiB");
 DEFINE_uint32(write_buffer_mb, 64, "RocksDB memtable size, MiB");
 DEFINE_uint32(row_cache_mb, 256,
@@ -130,9 +135,20 @@ int Run() {
   options.store.num_shards = FLAGS_num_shards;
   options.store.num_clients = FLAGS_num_clients;
   options.store.sync = FLAGS_sync;
-  options.store.block_cache_mb = FLAGS_block_cache_mb;
-  options.store.write_buffer_mb = FLAGS_write_buffer_mb;
-  options.store.row_cache_mb = FLAGS_row_cache_mb;
+  // --memory_mb's shares, unless a component flag is given explicitly.
+  if (FLAGS_memory_mb > 0) LimitMallocArenas();
+  const ShardMemorySplit split = SplitShardBudget(FLAGS_memory_mb);
+  auto component = [](const char* flag, uint32_t value, size_t share) -> size_t {
+    gflags::CommandLineFlagInfo info;
+    const bool given = gflags::GetCommandLineFlagInfo(flag, &info) && !info.is_default;
+    return given || FLAGS_memory_mb == 0 ? value : share;
+  };
+  options.store.block_cache_mb =
+      component("block_cache_mb", FLAGS_block_cache_mb, split.block_cache_mb);
+  options.store.write_buffer_mb =
+      component("write_buffer_mb", FLAGS_write_buffer_mb, split.write_buffer_mb);
+  options.store.row_cache_mb = component("row_cache_mb", FLAGS_row_cache_mb, split.row_cache_mb);
+  options.store.max_write_buffer_number = kMemtablesPerShard;
   // Holdback warnings and periodic checkpoints run on the service's own
   // housekeeping thread (as in embedded mode).
   options.checkpoint_every = FLAGS_checkpoint_every;
@@ -172,9 +188,10 @@ int Run() {
   std::unique_ptr<net::MetricsHttpServer> metrics;
   if (!FLAGS_metrics_listen.empty()) {
     ShardMetricsLimits limits;
-    limits.block_cache_bytes = uint64_t{FLAGS_block_cache_mb} << 20;
-    limits.write_buffer_bytes = uint64_t{FLAGS_write_buffer_mb} << 20;
-    limits.row_cache_bytes = uint64_t{FLAGS_row_cache_mb} << 20;
+    limits.block_cache_bytes = uint64_t{options.store.block_cache_mb} << 20;
+    limits.write_buffer_bytes = uint64_t{options.store.write_buffer_mb} << 20;
+    limits.row_cache_bytes = uint64_t{options.store.row_cache_mb} << 20;
+    limits.memory_budget_bytes = uint64_t{FLAGS_memory_mb} << 20;
     limits.sync = FLAGS_sync;
     s = net::MetricsHttpServer::Start(
         FLAGS_metrics_listen,
@@ -219,7 +236,8 @@ int main(int argc, char** argv) {
       {"store", {"data_dir", "sync", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"}},
       {"cluster",
        {"listen", "shard", "num_shards", "num_clients", "token_file", "holdback_warn_ms"}},
-      {"memory", {"block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb"}},
+      {"memory",
+       {"memory_mb", "block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb"}},
       {"threads", {"io_threads"}},
       {"connections",
        {"max_connections", "max_handshaking_connections", "reserved_fds", "handshake_timeout_ms",

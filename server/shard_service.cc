@@ -476,8 +476,12 @@ net::StatsReply ShardService::Stats() const {
                 {"push_dones", e.push_dones},
                 {"delta_bytes_in", load(counters_.delta_bytes_in)},
                 {"value_bytes_out", e.value_bytes_out},
-                {"request_errors", load(counters_.request_errors) + e.read_errors}};
+                {"request_errors", load(counters_.request_errors) + e.read_errors},
+                {"commit_groups", load(counters_.commit_groups)},
+                {"commit_group_batches", load(counters_.commit_group_batches)},
+                {"commit_group_max", load(counters_.commit_group_max)}};
   const RowCacheStats cache = store_->row_cache_stats();
+  AppendMemoryCounters(cache.bytes, &r.counters);
   r.counters.emplace_back("row_cache_hits", static_cast<int64_t>(cache.hits));
   r.counters.emplace_back("row_cache_misses", static_cast<int64_t>(cache.misses));
   r.counters.emplace_back("row_cache_evictions", static_cast<int64_t>(cache.evictions));
@@ -487,26 +491,44 @@ net::StatsReply ShardService::Stats() const {
   r.counters.emplace_back("push_latency_samples", pl.samples);
   r.counters.emplace_back("push_latency_p50_us", pl.p50_us);
   r.counters.emplace_back("push_latency_p99_us", pl.p99_us);
-  const MemoryStats mem = memory_stats();
-  r.counters.emplace_back("mem_memtable_bytes", static_cast<int64_t>(mem.store.memtable_bytes));
-  r.counters.emplace_back("mem_block_cache_bytes",
-                          static_cast<int64_t>(mem.store.block_cache_bytes));
-  r.counters.emplace_back("mem_table_reader_bytes",
-                          static_cast<int64_t>(mem.store.table_reader_bytes));
-  r.counters.emplace_back("mem_row_cache_bytes", static_cast<int64_t>(mem.store.row_cache_bytes));
-  r.counters.emplace_back("mem_write_batch_bytes",
-                          static_cast<int64_t>(mem.store.write_batch_bytes));
-  r.counters.emplace_back("mem_apply_bytes", static_cast<int64_t>(mem.apply_bytes));
   const ClockVector& clocks = engine_.clocks();
   r.shard_clock = clocks.Min();
   r.applied_clocks = clocks.clocks();
   r.counters.emplace_back("sessions", static_cast<int64_t>(sessions_.size()));
+  r.connected_clients = ConnectedClientsLocked();
   r.counters.emplace_back("parked_now", static_cast<int64_t>(engine_.num_parked()));
   r.counters.emplace_back("subscribers",
                           static_cast<int64_t>(engine_.subscriptions().num_subscribers()));
   r.counters.emplace_back("subscriptions",
                           static_cast<int64_t>(engine_.subscriptions().num_subscriptions()));
   return r;
+}
+
+void ShardService::AppendMemoryCounters(uint64_t row_cache_bytes,
+                                        std::vector<std::pair<std::string, int64_t>>* out) const {
+  // RocksDB's in-memory properties (no disk access, safe on any thread).
+  auto prop = [this](const char* name) {
+    uint64_t v = 0;
+    return store_->GetIntProperty(name, &v) ? static_cast<int64_t>(v) : int64_t{0};
+  };
+  const ShardStoreOptions& so = options_.store;
+  const int64_t mib = int64_t{1} << 20;
+  out->emplace_back("memory_block_cache_bytes", prop("rocksdb.block-cache-usage"));
+  out->emplace_back("memory_block_cache_limit_bytes", prop("rocksdb.block-cache-capacity"));
+  out->emplace_back("memory_block_cache_pinned_bytes", prop("rocksdb.block-cache-pinned-usage"));
+  out->emplace_back("memory_memtables_bytes", prop("rocksdb.cur-size-all-mem-tables"));
+  out->emplace_back("memory_memtables_limit_bytes",
+                    static_cast<int64_t>(so.write_buffer_mb) * so.max_write_buffer_number * mib);
+  out->emplace_back("memory_table_readers_bytes", prop("rocksdb.estimate-table-readers-mem"));
+  out->emplace_back("memory_row_cache_bytes", static_cast<int64_t>(row_cache_bytes));
+  out->emplace_back("memory_row_cache_limit_bytes", static_cast<int64_t>(so.row_cache_mb) * mib);
+  // The write path's buffers (memory_stats()): the WriteBatch kept between
+  // group commits, and the Apply batches received and not yet freed.
+  const MemoryStats mem = memory_stats();
+  out->emplace_back("memory_write_batch_bytes", static_cast<int64_t>(mem.store.write_batch_bytes));
+  out->emplace_back("memory_write_batch_limit_bytes",
+                    static_cast<int64_t>(so.retained_write_batch_mb) * mib);
+  out->emplace_back("memory_apply_batches_bytes", static_cast<int64_t>(mem.apply_bytes));
 }
 
 void ShardService::HandleStats(const SessionPtr& s, const net::StatsRequest& m) {
@@ -555,6 +577,21 @@ StatusOr<std::string> ShardService::MaybeCheckpoint() {
 
 // --- Holdback warning ------------------------------------------------------------
 
+std::vector<uint32_t> ShardService::ConnectedClientsLocked() const {
+  std::vector<bool> connected(num_clients_, false);
+  for (const auto& [id, session] : sessions_) {
+    const net::Hello& h = session->hello();
+    if (h.role == net::Hello::kClientProcess && h.client_id < num_clients_) {
+      connected[h.client_id] = true;
+    }
+  }
+  std::vector<uint32_t> ids;
+  for (uint32_t c = 0; c < num_clients_; ++c) {
+    if (connected[c]) ids.push_back(c);
+  }
+  return ids;
+}
+
 HoldbackReport ShardService::CheckHoldback(std::chrono::steady_clock::time_point now) {
   HoldbackReport r;
   const int64_t now_ms = NowMs(now);
@@ -585,12 +622,7 @@ HoldbackReport ShardService::CheckHoldback(std::chrono::steady_clock::time_point
   warn_interval_ms_ = std::min(2 * warn_interval_ms_, kMaxWarnIntervalMs);
 
   std::vector<bool> connected(num_clients_, false);
-  for (const auto& [id, session] : sessions_) {
-    const net::Hello& h = session->hello();
-    if (h.role == net::Hello::kClientProcess && h.client_id < num_clients_) {
-      connected[h.client_id] = true;
-    }
-  }
+  for (uint32_t c : ConnectedClientsLocked()) connected[c] = true;
   std::ostringstream msg;
   msg << "shard " << shard_id_ << ": shard clock " << r.shard_clock << " held back for "
       << r.stalled_ms << " ms by client";

@@ -155,7 +155,8 @@ class ShardService : public net::ServiceHandler {
   // cache, retained WriteBatch) plus `apply_bytes`, the Apply batches received
   // and not yet freed (queued for the writer, being committed, or waiting to
   // be freed on a reader thread: payload plus per-row bookkeeping). Cheap;
-  // any thread. Stats() reports the same as mem_* counters.
+  // any thread. Stats() reports the write-path parts as memory_write_batch_bytes
+  // and memory_apply_batches_bytes (beside the RocksDB and row cache memory_*).
   struct MemoryStats {
     StoreMemoryStats store;
     uint64_t apply_bytes = 0;
@@ -197,6 +198,9 @@ class ShardService : public net::ServiceHandler {
   ShardStore* store() { return store_.get(); }
 
  private:
+  // The ids of the client processes with a session now, increasing.
+  // REQUIRES: mu_ held.
+  std::vector<uint32_t> ConnectedClientsLocked() const;
   using SessionPtr = std::shared_ptr<net::Session>;
   struct Counters {
     std::atomic<int64_t> batches_applied{0};
@@ -206,6 +210,11 @@ class ShardService : public net::ServiceHandler {
     std::atomic<int64_t> delta_bytes_in{0};
     std::atomic<int64_t> request_errors{0};
     std::atomic<int64_t> apply_bytes{0};  // MemoryStats::apply_bytes
+    // Group commit: writes of the store (one per group), batches in them,
+    // the largest group.
+    std::atomic<int64_t> commit_groups{0};
+    std::atomic<int64_t> commit_group_batches{0};
+    std::atomic<int64_t> commit_group_max{0};
   };
 
   // An Apply checked by the transport thread, waiting for the writer.
@@ -246,6 +255,10 @@ class ShardService : public net::ServiceHandler {
   void HandleCreateTable(const SessionPtr& s, const net::CreateTable& m);
   void HandleListTables(const SessionPtr& s, const net::ListTables& m);
   void HandleDescribeTable(const SessionPtr& s, const net::DescribeTable& m);
+  // Memory per component against its bound, as Stats() counters
+  // "memory_<component>_bytes" and "memory_<component>_limit_bytes".
+  void AppendMemoryCounters(uint64_t row_cache_bytes,
+                            std::vector<std::pair<std::string, int64_t>>* out) const;
   void HandleStats(const SessionPtr& s, const net::StatsRequest& m);
   // `retriable`: the condition is transient (net::Error::retriable).
   void SendError(const SessionPtr& s, uint64_t req_id, const Status& st, bool retriable = false);

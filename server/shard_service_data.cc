@@ -155,6 +155,12 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
     requests.push_back(BatchRequest{p->session->hello().client_id, p->apply.clock, &p->deltas});
   }
   std::vector<BatchResult> results;
+  const int64_t n = static_cast<int64_t>(group->size());
+  counters_.commit_groups.fetch_add(1, std::memory_order_relaxed);
+  counters_.commit_group_batches.fetch_add(n, std::memory_order_relaxed);
+  if (n > counters_.commit_group_max.load(std::memory_order_relaxed)) {
+    counters_.commit_group_max.store(n, std::memory_order_relaxed);  // the writer's only
+  }
   const auto t0 = std::chrono::steady_clock::now();
   Status st = store_->ApplyBatches(requests, &results);
   if (!st.ok()) {

@@ -40,6 +40,10 @@ inline constexpr std::string_view kNextTableIdKey =
 inline constexpr std::string_view kCreatedKey =
     "\x01"
     "created_unix_ms";
+// The last import (pacectl import): one "key=value ..." text line.
+inline constexpr std::string_view kLastImportKey =
+    "\x01"
+    "last_import";
 
 inline constexpr size_t kRowKeySize = 13;      // prefix + u32 table + u64 row
 inline constexpr size_t kTablePrefixSize = 5;  // prefix + u32 table

@@ -2,6 +2,7 @@
 // Batches, reads and checkpoints live in shard_store_data.cc.
 #include "storage/shard_store.h"
 
+#include <fcntl.h>
 #include <glog/logging.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/iterator.h>
@@ -9,6 +10,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -217,12 +219,44 @@ bool ReadManifestState(const std::string& dir, ManifestState* st) {
   return !ec;
 }
 
+// The process that holds RocksDB's lock on `dir` (an fcntl lock on
+// DIR/LOCK), or 0 if none is known.
+pid_t LockHolder(const std::string& dir) {
+  const int fd = ::open((dir + "/LOCK").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct flock fl = {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  const bool got = ::fcntl(fd, F_GETLK, &fl) == 0;
+  ::close(fd);
+  return got && fl.l_type != F_UNLCK ? fl.l_pid : 0;
+}
+
+// RocksDB's "While lock file: DIR/LOCK: Resource temporarily unavailable" in
+// words: who holds the store and what to do.
+Status InUseError(const std::string& dir, const rocksdb::Status& s) {
+  const pid_t holder = LockHolder(dir);
+  const bool self = s.ToString().find("current process") != std::string::npos;
+  return Status::FailedPrecondition(
+      dir + " is in use by " +
+      (self         ? "this process (opened twice)"
+       : holder > 0 ? "another process (pid " + std::to_string(holder) +
+                          ", a paced or an app's embedded "
+                          "shard)"
+                    : "another process (a paced or an app's embedded shard)") +
+      ": stop it first, or give this one its own --data_dir (pacectl reads a store in use with "
+      "--data_dir, or a running paced with --server)");
+}
+
 }  // namespace
 
 Status ShardStore::Impl::OpenRocks(const rocksdb::Options& ro) {
   rocksdb::DB* raw = nullptr;
   if (!options_.read_only) {
     rocksdb::Status s = rocksdb::DB::Open(ro, dir_, &raw);
+    if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
+      return InUseError(dir_, s);
+    }
     if (!s.ok()) return FromRocks(s, "open RocksDB in " + dir_);
     db_.reset(raw);
     return Status::OK();
@@ -605,6 +639,15 @@ Status ShardStore::ApplyBatches(const std::vector<BatchRequest>& batches,
                                 std::vector<BatchResult>* results) {
   return impl_->ApplyBatches(batches, results);
 }
+Status ShardStore::ImportBatch(const std::vector<RowDelta>& deltas, const std::string& record) {
+  BatchRequest req;
+  req.deltas = &deltas;
+  req.import_record = &record;
+  std::vector<BatchResult> results;
+  RETURN_IF_ERROR(impl_->ApplyBatches({req}, &results));
+  return results[0].status;
+}
+StatusOr<std::string> ShardStore::LastImport() const { return impl_->LastImport(); }
 ShardStore::ReadView ShardStore::View() const {
   PACE_CHECK_STORE_THREAD("View");
   return ReadView(impl_.get());
@@ -652,6 +695,10 @@ Status ShardStore::RestoreCheckpoint(const std::string& checkpoint_dir,
   return CopyCheckpointFiles(checkpoint_dir, data_dir);
 }
 Status ShardStore::Flush() { return impl_->Flush(); }
+bool ShardStore::GetIntProperty(const std::string& name, uint64_t* value) const {
+  return impl_->GetIntProperty(name, value);
+}
+
 Status ShardStore::ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const {
   return impl_->ApproximateSize(disk_bytes, estimated_keys);
 }

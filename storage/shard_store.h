@@ -98,6 +98,10 @@ struct BatchRequest {
   ClientId client = 0;
   ClockT clock = 0;
   const std::vector<RowDelta>* deltas = nullptr;
+  // Non-null: an import (ImportBatch), not a client's batch: `client` and
+  // `clock` are ignored, no applied clock changes, and this text is stored
+  // as the store's last-import record in the same WriteBatch.
+  const std::string* import_record = nullptr;
 };
 
 // What ApplyBatches did with one batch.
@@ -200,6 +204,15 @@ class ShardStore {
   // batch was written and every result carries that error.
   Status ApplyBatches(const std::vector<BatchRequest>& batches, std::vector<BatchResult>* results);
 
+  // Writes `deltas` as one atomic WriteBatch that changes no applied clock,
+  // together with `record` (a one-line text) as the store's last-import
+  // record (LastImport). For loading data into a store no client is training
+  // on (pacectl import); the rows then hold their old value plus the delta.
+  // Errors (nothing written): as ApplyBatch for the deltas.
+  Status ImportBatch(const std::vector<RowDelta>& deltas, const std::string& record);
+  // The record of the last ImportBatch; "" if there was none.
+  StatusOr<std::string> LastImport() const;
+
   // --- Clocks --------------------------------------------------------------
   // 0 for a client id >= num_clients.
   ClockT AppliedClock(ClientId client) const;
@@ -250,6 +263,11 @@ class ShardStore {
   // Approximate bytes (files and memtables) of one table's rows. NotFound for
   // an unknown table.
   Status ApproximateTableSize(uint32_t table, uint64_t* bytes) const;
+  // An integer RocksDB property of the default column family (e.g.
+  // "rocksdb.cur-size-all-mem-tables", "rocksdb.block-cache-usage",
+  // "rocksdb.estimate-table-readers-mem"), for memory stats and metrics.
+  // False if RocksDB does not know it.
+  bool GetIntProperty(const std::string& name, uint64_t* value) const;
   // True if opened with options.read_only.
   bool read_only() const;
   // Row cache counters (all zero when the cache is disabled).

@@ -72,6 +72,7 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   std::vector<ClockUpdate> clocks;
   // The applied clock each client will have after the batches accepted so far.
   std::unordered_map<ClientId, ClockT> next_clock;
+  const std::string* import_record = nullptr;  // the last import's record, if any
   size_t reserve = 64;
   uint32_t seq = 0;
   {
@@ -82,19 +83,24 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
       const BatchRequest& req = batches[b];
       BatchResult& res = (*results)[b];
       const ClientId client = req.client;
-      if (client >= identity_.num_clients) {
+      const bool import = req.import_record != nullptr;
+      if (import) {
+        // No client, no clock: the deltas only.
+      } else if (client >= identity_.num_clients) {
         res.status =
             Status::InvalidArgument("client id " + std::to_string(client) + " is not in [0, " +
                                     std::to_string(identity_.num_clients) + ")");
         continue;
       }
-      if (req.clock < 0) {
+      if (!import && req.clock < 0) {
         res.status = Status::InvalidArgument("negative clock " + std::to_string(req.clock));
         continue;
       }
       auto nc = next_clock.find(client);
-      const ClockT applied =
-          nc != next_clock.end() ? nc->second : applied_[client].load(std::memory_order_relaxed);
+      const ClockT applied = import ? req.clock
+                             : nc != next_clock.end()
+                                 ? nc->second
+                                 : applied_[client].load(std::memory_order_relaxed);
       if (req.clock < applied) {
         res.duplicate = true;
         continue;
@@ -152,11 +158,15 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
       }
       seq += static_cast<uint32_t>(deltas.size());
       reserve += batch_reserve + 32;
+      if (import) {
+        import_record = req.import_record;
+        continue;
+      }
       next_clock[client] = req.clock + 1;
       clocks.push_back(ClockUpdate{client, req.clock + 1});
     }
   }
-  if (clocks.empty()) return Status::OK();  // nothing to write
+  if (clocks.empty() && import_record == nullptr) return Status::OK();  // nothing to write
 
   // 2. The WriteBatch, in row-key order (deltas of one row in group order):
   // inserting keys in order lets the memtable start each insert from the
@@ -276,6 +286,10 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
     rocksdb::Status s = batch.Put(sf::ClockKey(c.client), sf::EncodeClock(c.applied));
     if (!s.ok()) return fail(FromRocks(s, "build batch"));
   }
+  if (import_record != nullptr) {
+    rocksdb::Status s = batch.Put(sf::kLastImportKey, *import_record);
+    if (!s.ok()) return fail(FromRocks(s, "build batch"));
+  }
 
   // 3. One write for the whole group, then make it visible.
   const auto t_built = std::chrono::steady_clock::now();
@@ -345,6 +359,15 @@ void ShardStore::Impl::Publish(const std::vector<CacheOp>& ops, const std::strin
 }
 
 // --- Reads --------------------------------------------------------------------
+
+StatusOr<std::string> ShardStore::Impl::LastImport() const {
+  PACE_CHECK_STORE_THREAD("LastImport");
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), sf::kLastImportKey, &v);
+  if (s.IsNotFound()) return std::string();
+  RETURN_IF_ERROR(FromRocks(s, "read the last import of " + dir_));
+  return v;
+}
 
 namespace {
 
@@ -605,6 +628,10 @@ Status ShardStore::Impl::ApproximateSize(uint64_t* disk_bytes, uint64_t* estimat
                 "approximate size"));
   if (!db_->GetIntProperty("rocksdb.estimate-num-keys", estimated_keys)) *estimated_keys = 0;
   return Status::OK();
+}
+
+bool ShardStore::Impl::GetIntProperty(const std::string& name, uint64_t* value) const {
+  return db_->GetIntProperty(name, value);
 }
 
 Status ShardStore::Impl::ApproximateTableSize(uint32_t table, uint64_t* bytes) const {

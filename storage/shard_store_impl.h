@@ -124,8 +124,10 @@ class ShardStore::Impl {
               const std::function<bool(uint64_t, std::string_view)>& fn) const;
 
   Status CreateCheckpoint(const std::string& dir) const;
+  StatusOr<std::string> LastImport() const;
   Status Flush();
   Status ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const;
+  bool GetIntProperty(const std::string& name, uint64_t* value) const;
   Status ApproximateTableSize(uint32_t table, uint64_t* bytes) const;
 
   const ShardIdentity& identity() const { return identity_; }

@@ -376,6 +376,40 @@ TEST_F(ShardStoreTest, SparseZerosAreNeverStored) {
   }
 }
 
+TEST_F(ShardStoreTest, ImportBatchWritesRowsAndRecordButNoClock) {
+  auto s = OpenStore(Opts(2));
+  uint32_t d = CreateOrDie(s.get(), MakeSchema("d", RowKind::kDense, ElementType::kI64, 3)).id;
+  EXPECT_EQ(s->LastImport().value(), "");
+  bool dup;
+  ASSERT_TRUE(s->ApplyBatch(0, 0, {{d, 1, EncodeDense<int64_t>({1, 1, 1})}}, &dup).ok());
+  const std::string v = EncodeDense<int64_t>({5, 6, 7});
+  ASSERT_TRUE(s->ImportBatch({{d, 1, v}, {d, 9, v}}, "table=d rows=2").ok());
+  EXPECT_EQ(GetOrDie(s.get(), d, 1), EncodeDense<int64_t>({6, 7, 8}));
+  EXPECT_EQ(GetOrDie(s.get(), d, 9), v);
+  EXPECT_EQ(s->AppliedClocks(), (std::vector<ClockT>{1, 0}));
+  // A bad delta: nothing written, the old record stays.
+  EXPECT_EQ(s->ImportBatch({{d, 2, v}, {77, 1, v}}, "bad").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(GetOrDie(s.get(), d, 2), EncodeDense<int64_t>({0, 0, 0}));
+  s.reset();
+  s = OpenStore(Opts(2));
+  EXPECT_EQ(s->LastImport().value(), "table=d rows=2");
+  EXPECT_EQ(GetOrDie(s.get(), d, 9), v);
+  EXPECT_EQ(s->AppliedClocks(), (std::vector<ClockT>{1, 0}));
+  // The client's next clock is still accepted in order.
+  ASSERT_TRUE(s->ApplyBatch(0, 1, {}, &dup).ok());
+  EXPECT_FALSE(dup);
+}
+
+TEST_F(ShardStoreTest, StoreInUseIsRefusedInWords) {
+  auto s = OpenStore(Opts(2));
+  std::unique_ptr<ShardStore> second;
+  Status st = ShardStore::Open(Opts(2), dir_, &second);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find(dir_ + " is in use by this process"), std::string::npos)
+      << st.message();
+  EXPECT_EQ(st.message().find("Resource temporarily"), std::string::npos) << st.message();
+}
+
 TEST_F(ShardStoreTest, BadBatchWritesNothing) {
   auto s = OpenStore(Opts(2));
   uint32_t d = CreateOrDie(s.get(), MakeSchema("d", RowKind::kDense, ElementType::kI32, 2)).id;

@@ -18,6 +18,7 @@
 #include "apps/lda/lda_trainer.h"
 #include "apps/shared/app_flags.h"
 #include "apps/shared/job_record.h"
+#include "apps/shared/job_start.h"
 #include "apps/shared/report.h"
 #include "apps/shared/stop_signal.h"
 #include "client/metrics.h"
@@ -193,19 +194,12 @@ int Run() {
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
   if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
-  s = apps::CheckAndRecordJob(client.get(), DescribeJob(corpus, options), options.run.resume);
+  apps::JobSession session;
+  s = apps::StartJob(
+      client.get(), DescribeJob(corpus, options),
+      {kProgram, options.run.resume, FLAGS_csv, FLAGS_metrics_listen, FLAGS_wait_report_ms},
+      &report, &session);
   if (!s.ok()) return apps::UsageError(kProgram, s);
-  if (!FLAGS_csv.empty()) {
-    s = report.OpenCsv(FLAGS_csv, /*append=*/options.run.resume);
-    if (!s.ok()) return apps::UsageError(kProgram, s);
-  }
-  std::unique_ptr<ClientMetricsServer> metrics;
-  if (!FLAGS_metrics_listen.empty()) {
-    s = ClientMetricsServer::Start(FLAGS_metrics_listen, client.get(), &metrics);
-    if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--metrics_listen"));
-    std::printf("# metrics on %s\n", metrics->address().c_str());
-    std::fflush(stdout);
-  }
   LdaTrainer trainer(client.get(), &corpus, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
@@ -270,6 +264,9 @@ int Run() {
   std::printf("# done: %llu tokens in %.3f s: %.0f tokens/s in this process\n",
               static_cast<unsigned long long>(summary.tokens), summary.seconds,
               summary.tokens_per_second);
+  // The app's own data: the documents' tokens and their topic assignments.
+  apps::PrintMemorySummary(client->Stats(), corpus.num_tokens * 2 * sizeof(uint32_t) +
+                                                corpus.docs.size() * 3 * sizeof(void*));
   if (client->client_id() == 0 && FLAGS_topics_out > 0 && !summary.word_topic.empty()) {
     PrintTopics(corpus, summary.word_topic, trainer.params());
   }

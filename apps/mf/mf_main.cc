@@ -20,6 +20,7 @@
 #include "apps/mf/ratings_data.h"
 #include "apps/shared/app_flags.h"
 #include "apps/shared/job_record.h"
+#include "apps/shared/job_start.h"
 #include "apps/shared/report.h"
 #include "apps/shared/stop_signal.h"
 #include "client/metrics.h"
@@ -143,15 +144,36 @@ PlainMfOptions PlainOptions(const MfTrainOptions& o) {
 
 // Without --lr: eta0 from a short search on held-out training ratings
 // (SearchStepSize), the same in every process.
-void ChooseStepSize(const MfDataset& data, MfTrainOptions* o) {
+//
+// A job of T = num_clients * workers > 2 workers gets a search with a safety
+// margin. Its workers update the shared item rows from stale copies (each
+// sees the others' updates of a clock only at the next clock), and T such
+// updates add up: a step that sequential SGD survives can overshoot T-fold
+// and diverge (0.2, picked by the sequential search, took 3 processes x 2
+// workers under TSan, whose slow workers read every row at the clock's start,
+// to RMSE nan). So the search then simulates the job's T workers (the bsp
+// worst case: PlainMfOptions::workers), on a finer grid, and a step wins only
+// if the next larger one (25% larger above 0.08; 0.25 is only that probe for
+// 0.2) does not diverge either: the real job's staleness varies with timing
+// and its consistency model, so the chosen step must not sit at the edge.
+// T <= 2 (one process, the default 2 workers) keeps the sequential search:
+// the sum of two stale updates cannot overshoot where each alone converges,
+// and its choices stay as they were.
+void ChooseStepSize(const MfDataset& data, uint32_t num_clients, MfTrainOptions* o) {
   if (!FLAGS_lr_search || apps::FlagWasSet("lr")) return;
-  const std::vector<double> candidates = {0.03, 0.08, 0.2};
+  const int job_workers = static_cast<int>(num_clients) * o->run.workers;
+  const bool margin = job_workers > 2;
+  const std::vector<double> candidates =
+      margin ? std::vector<double>{0.03, 0.08, 0.1, 0.125, 0.16, 0.2, 0.25}
+             : std::vector<double>{0.03, 0.08, 0.2};
   // 60 clocks (the default job), fewer on large data (at most ~20M steps per
   // candidate, at least 10 clocks); a function of the data only, so a
   // resumed run picks the same.
   const int64_t clocks = std::clamp<int64_t>(
       static_cast<int64_t>(20000000 / std::max<size_t>(1, data.train.size())), 10, 60);
-  StepSizeSearch found = SearchStepSize(data, PlainOptions(*o), candidates, clocks);
+  PlainMfOptions base = PlainOptions(*o);
+  base.workers = margin ? job_workers : 1;
+  StepSizeSearch found = SearchStepSize(data, base, candidates, clocks, margin);
   if (found.heldout_rmse.empty()) return;
   o->lr = found.lr;
   std::printf(
@@ -160,6 +182,9 @@ void ChooseStepSize(const MfDataset& data, MfTrainOptions* o) {
       o->lr, static_cast<long long>(found.clocks));
   for (size_t k = 0; k < candidates.size(); ++k) {
     std::printf("%s %g: %.4f", k ? "," : "", candidates[k], found.heldout_rmse[k]);
+  }
+  if (margin) {
+    std::printf("; %d workers simulated, the next larger step must not diverge", job_workers);
   }
   std::printf("); --lr=X sets it\n");
 }
@@ -235,7 +260,7 @@ int Run() {
   std::optional<double> bias_rmse = BiasBaseline(data);
   if (bias_rmse)
     std::printf("# bias baseline (mean + user + item biases): test RMSE %.4f\n", *bias_rmse);
-  ChooseStepSize(data, &options);
+  ChooseStepSize(data, FLAGS_baseline ? 1 : client_options.num_clients, &options);
 
   apps::ReportWriter report(Columns(), stdout);
   if (FLAGS_baseline) {
@@ -251,19 +276,12 @@ int Run() {
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
   if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
-  s = apps::CheckAndRecordJob(client.get(), DescribeJob(data, options), options.run.resume);
+  apps::JobSession session;
+  s = apps::StartJob(
+      client.get(), DescribeJob(data, options),
+      {kProgram, options.run.resume, FLAGS_csv, FLAGS_metrics_listen, FLAGS_wait_report_ms},
+      &report, &session);
   if (!s.ok()) return apps::UsageError(kProgram, s);
-  if (!FLAGS_csv.empty()) {
-    s = report.OpenCsv(FLAGS_csv, /*append=*/options.run.resume);
-    if (!s.ok()) return apps::UsageError(kProgram, s);
-  }
-  std::unique_ptr<ClientMetricsServer> metrics;
-  if (!FLAGS_metrics_listen.empty()) {
-    s = ClientMetricsServer::Start(FLAGS_metrics_listen, client.get(), &metrics);
-    if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--metrics_listen"));
-    std::printf("# metrics on %s\n", metrics->address().c_str());
-    std::fflush(stdout);
-  }
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
@@ -339,6 +357,11 @@ int Run() {
       std::printf("; test RMSE %.4f (bias baseline %.4f)", *summary.final_test_rmse, *bias_rmse);
     }
     std::printf("\n");
+    // The app's own data: the ratings and the id maps (held for the run).
+    const uint64_t app_bytes =
+        (data.train.capacity() + data.test.capacity()) * sizeof(Rating) +
+        (data.users.raw_ids().capacity() + data.items.raw_ids().capacity()) * 3 * sizeof(uint64_t);
+    apps::PrintMemorySummary(client->Stats(), app_bytes);
     if (summary.final_test_rmse && bias_rmse && client->client_id() == 0) {
       const double rmse = *summary.final_test_rmse;
       if (!std::isfinite(rmse)) {

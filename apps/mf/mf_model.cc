@@ -91,6 +91,15 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
                           const std::function<void(const MfClockResult&)>& on_clock) {
   using Clock = std::chrono::steady_clock;
   const uint32_t width = RowWidth(o.rank, o.biases);
+  // With simulated workers: the job's parts of the training ratings.
+  const uint32_t parts = static_cast<uint32_t>(std::max(1, o.workers));
+  MfDataset parted;
+  std::vector<size_t> offsets;
+  if (parts > 1) {
+    parted.train = data.train;
+    parted.users = data.users;
+    offsets = PartitionByUser(parts, &parted);
+  }
   std::vector<float> users, items;
   InitFactors(data.users.size(), width, o.init_scale, apps::DeriveSeed(o.seed, 1), &users);
   InitFactors(data.items.size(), width, o.init_scale, apps::DeriveSeed(o.seed, 2), &items);
@@ -108,31 +117,73 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
     return Predict(u, v, p);
   };
 
+  std::vector<float> start, work;  // simulated workers only
+  std::vector<uint8_t> touched(parts > 1 ? data.items.size() : 0, 0);
+  std::vector<uint32_t> touched_rows;
+
   PlainMfSummary summary;
-  const auto start = Clock::now();
+  const auto start_time = Clock::now();
   for (int64_t clock = 0; clock < o.clocks; ++clock) {
     p.lr = static_cast<float>(StepSize(o.lr, clock, o.lr_power));
-    Window w = MinibatchWindow(data.train.size(), o.minibatch, clock);
     double sq = 0;
-    for (size_t j = 0; j < w.count; ++j) {
-      const Rating& r = data.train[(w.start + j) % data.train.size()];
-      float e = SgdUpdate(&users[size_t{r.user} * width], &items[size_t{r.item} * width], r.value,
-                          reg.user[r.user], reg.item[r.item], p);
-      sq += static_cast<double>(e) * e;
+    size_t count = 0;
+    if (parts == 1) {
+      Window w = MinibatchWindow(data.train.size(), o.minibatch, clock);
+      for (size_t j = 0; j < w.count; ++j) {
+        const Rating& r = data.train[(w.start + j) % data.train.size()];
+        float e = SgdUpdate(&users[size_t{r.user} * width], &items[size_t{r.item} * width], r.value,
+                            reg.user[r.user], reg.item[r.item], p);
+        sq += static_cast<double>(e) * e;
+      }
+      count = w.count;
+    } else {
+      // Each part updates `work`, a copy of the clock's starting item rows
+      // (`start`); its changes to the rows it touched are then added to
+      // `items` and those rows of `work` reset, for the next part.
+      start = items;
+      work = items;
+      for (uint32_t g = 0; g < parts; ++g) {
+        const size_t begin = offsets[g], size = offsets[g + 1] - offsets[g];
+        if (size == 0) continue;
+        Window w = MinibatchWindow(size, o.minibatch, clock);
+        for (size_t j = 0; j < w.count; ++j) {
+          const Rating& r = parted.train[begin + (w.start + j) % size];
+          if (!touched[r.item]) {
+            touched[r.item] = 1;
+            touched_rows.push_back(r.item);
+          }
+          float e = SgdUpdate(&users[size_t{r.user} * width], &work[size_t{r.item} * width],
+                              r.value, reg.user[r.user], reg.item[r.item], p);
+          sq += static_cast<double>(e) * e;
+        }
+        for (uint32_t i : touched_rows) {
+          for (size_t k = size_t{i} * width; k < size_t{i + 1} * width; ++k) {
+            items[k] += work[k] - start[k];
+            work[k] = start[k];
+          }
+          touched[i] = 0;
+        }
+        touched_rows.clear();
+        count += w.count;
+      }
     }
-    summary.ratings += w.count;
+    summary.ratings += count;
     MfClockResult res;
     res.clock = clock;
-    res.ratings = w.count;
-    res.train_loss = sq / static_cast<double>(std::max<size_t>(w.count, 1));
+    res.ratings = count;
+    res.train_loss = sq / static_cast<double>(std::max<size_t>(count, 1));
+    if (o.stop_when_diverged && !std::isfinite(res.train_loss)) {
+      summary.final_test_rmse = std::nan("");
+      break;
+    }
     if ((clock + 1) % o.eval_every == 0 || clock + 1 == o.clocks) {
       res.test_rmse = Rmse(data.test, data.min_rating, data.max_rating, predict);
       if (clock + 1 == o.clocks) summary.final_test_rmse = res.test_rmse;
     }
-    res.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    res.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
     if (on_clock) on_clock(res);
   }
-  summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  summary.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
   if (summary.seconds > 0) {
     summary.ratings_per_second = static_cast<double>(summary.ratings) / summary.seconds;
   }
@@ -140,7 +191,7 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
 }
 
 StepSizeSearch SearchStepSize(const MfDataset& data, const PlainMfOptions& base,
-                              const std::vector<double>& candidates, int64_t clocks) {
+                              const std::vector<double>& candidates, int64_t clocks, bool margin) {
   StepSizeSearch out;
   out.lr = base.lr;
   out.candidates = candidates;
@@ -161,16 +212,23 @@ StepSizeSearch SearchStepSize(const MfDataset& data, const PlainMfOptions& base,
   // a resumed run (other --clocks) would pick another eta0 than its job.
   o.clocks = std::max<int64_t>(1, clocks);
   o.eval_every = o.clocks;
+  o.stop_when_diverged = true;
   out.clocks = o.clocks;
-  double best = INFINITY;
   for (double lr : candidates) {
     o.lr = lr;
     const PlainMfSummary s = RunPlainMf(fit, o, nullptr);
-    const double rmse = s.final_test_rmse.value_or(INFINITY);
-    out.heldout_rmse.push_back(rmse);
-    if (std::isfinite(rmse) && rmse < best) {  // a diverged run (NaN) never wins
+    out.heldout_rmse.push_back(s.final_test_rmse.value_or(INFINITY));
+  }
+  double best = INFINITY;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const double rmse = out.heldout_rmse[k];
+    if (!std::isfinite(rmse)) continue;  // a diverged run (NaN) never wins
+    if (margin && (k + 1 == candidates.size() || !std::isfinite(out.heldout_rmse[k + 1]))) {
+      continue;
+    }
+    if (rmse < best) {
       best = rmse;
-      out.lr = lr;
+      out.lr = candidates[k];
     }
   }
   return out;

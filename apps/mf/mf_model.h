@@ -138,6 +138,20 @@ struct PlainMfOptions {
   uint64_t seed = 1;
   // Factors start uniform in [-init_scale, init_scale).
   double init_scale = 0.01;
+  // Data-parallel workers to simulate (the step-size search uses the job's
+  // num_clients * workers). 1: plain sequential SGD. T > 1: the ratings are
+  // split as the job splits them (PartitionByUser into T parts, each clock a
+  // MinibatchWindow of each part), and every part starts the clock from the
+  // item rows as they were when the clock began; the parts' changes to them
+  // are added up at the clock's end. That is what the job's workers do under
+  // bsp, and the least staleness any consistency model has (each worker's
+  // RowBuffer sees other workers' updates of a clock only at the next one).
+  // User rows are never shared (one part per user), as in the job.
+  int workers = 1;
+  // End the run at the first clock whose train loss is not finite, with a
+  // NaN final_test_rmse (the step-size search: a diverged run costs a clock
+  // or two instead of all of them).
+  bool stop_when_diverged = false;
 };
 
 struct MfClockResult {
@@ -163,9 +177,13 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& options,
 // seeded 10% of the training ratings, runs the plain SGD (RunPlainMf with
 // `base`, for `clocks` clocks whatever base.clocks) once per candidate eta0
 // on the rest, and returns the candidate with the lowest RMSE on the held-out slice
-// (the first on ties; base.lr if there is nothing to hold out). Deterministic:
-// every process of a job picks the same value. *rmse_out (optional) gets each
-// candidate's held-out RMSE.
+// (the first on ties; base.lr if there is nothing to hold out; a run that
+// diverged never wins). With base.workers = the job's T workers the runs
+// simulate the job's stale item updates. With `margin` (candidates
+// ascending), candidate k wins only if candidate k + 1 did not diverge
+// either, so the last candidate is only a probe. Deterministic: every
+// process of a job picks the same value. heldout_rmse gets each candidate's
+// held-out RMSE.
 struct StepSizeSearch {
   double lr = 0;
   std::vector<double> candidates;
@@ -173,7 +191,8 @@ struct StepSizeSearch {
   int64_t clocks = 0;
 };
 StepSizeSearch SearchStepSize(const MfDataset& data, const PlainMfOptions& base,
-                              const std::vector<double>& candidates, int64_t clocks);
+                              const std::vector<double>& candidates, int64_t clocks,
+                              bool margin = false);
 
 }  // namespace mf
 }  // namespace pace

@@ -150,6 +150,84 @@ TEST(PlainMfTest, FitsTinyLowRankMatrix) {
   EXPECT_GT(s.ratings_per_second, 0);
 }
 
+// Ratings 2 * a_u * c_i of a rank-1 model, half of 80 x 50 observed.
+MfDataset RankOneData() {
+  std::vector<RawRating> raw;
+  apps::Rng rng(9);
+  std::vector<double> a(80), c(50);
+  for (double& x : a) x = rng.Uniform() * 2 - 1;
+  for (double& x : c) x = rng.Uniform() * 2 - 1;
+  for (uint64_t u = 0; u < 80; ++u) {
+    for (uint64_t i = 0; i < 50; ++i) {
+      if (rng.Uniform() < 0.5) raw.push_back({u, i, static_cast<float>(2 * a[u] * c[i])});
+    }
+  }
+  MfDataset d;
+  EXPECT_TRUE(BuildDataset(raw, {}, 0.1, 1, &d).ok());
+  return d;
+}
+
+PlainMfOptions RankOneOptions() {
+  PlainMfOptions o;
+  o.rank = 2;
+  o.biases = false;
+  o.lr_power = 0.5;
+  o.init_scale = 0.1;
+  o.lambda = 0.01;
+  o.clocks = 50;
+  o.eval_every = 50;
+  return o;
+}
+
+// Simulated workers start each clock from the same item rows and their
+// changes add up: a step sequential SGD survives diverges with 8 of them,
+// while a small step learns the model either way.
+TEST(PlainMfTest, SimulatedWorkersOvershootWhereSequentialSgdDoesNot) {
+  MfDataset d = RankOneData();
+  PlainMfOptions o = RankOneOptions();
+  for (int workers : {1, 8}) {
+    o.workers = workers;
+    o.lr = 0.1;
+    PlainMfSummary s = RunPlainMf(d, o, nullptr);
+    ASSERT_TRUE(s.final_test_rmse.has_value());
+    EXPECT_LT(*s.final_test_rmse, 0.05) << workers << " workers";
+    EXPECT_EQ(s.ratings, 50u * d.train.size()) << workers << " workers";
+  }
+  o.lr = 0.5;
+  o.workers = 1;
+  EXPECT_LT(RunPlainMf(d, o, nullptr).final_test_rmse.value_or(INFINITY), 0.05);
+  o.workers = 8;
+  EXPECT_FALSE(std::isfinite(RunPlainMf(d, o, nullptr).final_test_rmse.value_or(0)));
+  // stop_when_diverged: the same NaN, without running the remaining clocks.
+  o.stop_when_diverged = true;
+  PlainMfSummary stopped = RunPlainMf(d, o, nullptr);
+  EXPECT_FALSE(std::isfinite(stopped.final_test_rmse.value_or(0)));
+  EXPECT_LT(stopped.ratings, 50u * d.train.size());
+}
+
+// With `margin`, a step whose next larger candidate diverges does not win.
+TEST(StepSizeSearchTest, MarginSkipsAStepNextToOneThatDiverges) {
+  MfDataset d = RankOneData();
+  PlainMfOptions o = RankOneOptions();
+  o.workers = 8;
+  const std::vector<double> candidates = {0.1, 0.3, 0.5};
+  // Sequential SGD: 0.5 learns best.
+  o.workers = 1;
+  StepSizeSearch seq = SearchStepSize(d, o, candidates, 50);
+  EXPECT_EQ(seq.lr, 0.5);
+  // 8 workers: 0.5 diverges, so 0.3 (the best finite) wins without a margin
+  // and 0.1 with one.
+  o.workers = 8;
+  StepSizeSearch plain = SearchStepSize(d, o, candidates, 50);
+  ASSERT_EQ(plain.heldout_rmse.size(), 3u);
+  EXPECT_FALSE(std::isfinite(plain.heldout_rmse[2]));
+  EXPECT_LT(plain.heldout_rmse[1], plain.heldout_rmse[0]);
+  EXPECT_EQ(plain.lr, 0.3);
+  StepSizeSearch with_margin = SearchStepSize(d, o, candidates, 50, /*margin=*/true);
+  EXPECT_EQ(with_margin.heldout_rmse[1], plain.heldout_rmse[1]);
+  EXPECT_EQ(with_margin.lr, 0.1);
+}
+
 TEST(StepSizeSearchTest, PicksTheBestHeldOutCandidateDeterministically) {
   std::vector<RawRating> raw;
   apps::Rng rng(9);

@@ -41,6 +41,20 @@ Status ValidateMfOptions(const MfTrainOptions& o) {
   return Status::OK();
 }
 
+namespace {
+
+// Ratings per look-ahead chunk: the rows of two chunks per worker (a user and
+// an item row per rating at most) take at most a quarter of the cache budget,
+// within [256, 8192] ratings.
+size_t LookAheadRatings(uint64_t cache_budget_bytes, uint32_t width, int workers) {
+  const uint64_t row_bytes = uint64_t{width} * sizeof(float) + 160;  // + entry overhead
+  const uint64_t per_chunk =
+      cache_budget_bytes / (4 * 2 * 2 * row_bytes * static_cast<uint64_t>(std::max(1, workers)));
+  return static_cast<size_t>(std::clamp<uint64_t>(per_chunk, 256, 8192));
+}
+
+}  // namespace
+
 struct MfTrainer::Shared {
   int64_t start_ns = 0;
   ClockT start_clock = 0;
@@ -197,48 +211,53 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     return worker->Inc(t, changed_rows, deltas.data());
   };
 
-  // The distinct rows of one clock's window, for Worker::Prefetch.
-  std::vector<uint8_t> user_seen(data_->users.size()), item_seen(data_->items.size());
+  // Look-ahead: the rows of the next `chunk` ratings are prefetched (one
+  // Read per shard and table, skipping rows cached fresh, pushed or in
+  // flight) while the worker computes on the ratings before them, so that a
+  // Get finds its row cached instead of paying a round trip per row. The
+  // window is `2 * chunk` ratings ahead at most; its rows are a small part of
+  // the cache budget, so they are not evicted before they are read (and the
+  // cache prefers to evict rows outside it: Worker::Prefetch).
+  const size_t chunk = LookAheadRatings(client_->Stats().cache_budget_bytes, width_, run.workers);
+  std::vector<uint32_t> user_mark(data_->users.size(), 0), item_mark(data_->items.size(), 0);
+  uint32_t mark = 0;
   std::vector<uint64_t> user_rows, item_rows;
-  auto prefetch = [&](const Window& win) -> Status {
+  // Prefetches the distinct rows of ratings [begin, end) of `rating(j)`.
+  auto prefetch_range = [&](size_t begin, size_t end, auto&& rating) -> Status {
+    if (++mark == 0) {  // wrapped: clear the marks once every 2^32 ranges
+      std::fill(user_mark.begin(), user_mark.end(), 0);
+      std::fill(item_mark.begin(), item_mark.end(), 0);
+      mark = 1;
+    }
     user_rows.clear();
     item_rows.clear();
-    for (size_t j = 0; j < win.count; ++j) {
-      const Rating& r = data_->train[part.begin + (win.start + j) % part.size()];
-      if (!user_seen[r.user]) {
-        user_seen[r.user] = 1;
-        user_rows.push_back(data_->users.raw(r.user));
+    for (size_t j = begin; j < end; ++j) {
+      const Rating& r = rating(j);
+      if (r.user != IdMap::kUnknown && user_mark[r.user] != mark) {
+        user_mark[r.user] = mark;
+        if (ubuf.Find(r.user) == nullptr) user_rows.push_back(data_->users.raw(r.user));
       }
-      if (!item_seen[r.item]) {
-        item_seen[r.item] = 1;
-        item_rows.push_back(data_->items.raw(r.item));
+      if (r.item != IdMap::kUnknown && item_mark[r.item] != mark) {
+        item_mark[r.item] = mark;
+        if (ibuf.Find(r.item) == nullptr) item_rows.push_back(data_->items.raw(r.item));
       }
     }
-    std::fill(user_seen.begin(), user_seen.end(), 0);
-    std::fill(item_seen.begin(), item_seen.end(), 0);
-    RETURN_IF_ERROR(worker->Prefetch(ut, user_rows));
-    return worker->Prefetch(it, item_rows);
+    if (!user_rows.empty()) RETURN_IF_ERROR(worker->Prefetch(ut, user_rows));
+    if (!item_rows.empty()) RETURN_IF_ERROR(worker->Prefetch(it, item_rows));
+    return Status::OK();
   };
-  // The distinct rows the test ratings read: fetched in one Read per shard
-  // before evaluating, not one round trip per missing row.
-  auto prefetch_test = [&]() -> Status {
-    user_rows.clear();
-    item_rows.clear();
-    for (size_t j = test_part.begin; j < test_part.end; ++j) {
-      const Rating& r = data_->test[j];
-      if (r.user != IdMap::kUnknown && !user_seen[r.user]) {
-        user_seen[r.user] = 1;
-        user_rows.push_back(data_->users.raw(r.user));
+  // Runs body(j) for j in [0, count) with the look-ahead window kept filled.
+  auto with_look_ahead = [&](size_t count, auto&& rating, auto&& body) -> Status {
+    size_t ahead = 0;  // ratings [0, ahead) have been prefetched
+    for (size_t j = 0; j < count; ++j) {
+      if (j + chunk >= ahead && ahead < count) {
+        const size_t end = std::min(count, ahead + chunk);
+        RETURN_IF_ERROR(prefetch_range(ahead, end, rating));
+        ahead = end;
       }
-      if (r.item != IdMap::kUnknown && !item_seen[r.item]) {
-        item_seen[r.item] = 1;
-        item_rows.push_back(data_->items.raw(r.item));
-      }
+      body(rating(j));
     }
-    std::fill(user_seen.begin(), user_seen.end(), 0);
-    std::fill(item_seen.begin(), item_seen.end(), 0);
-    RETURN_IF_ERROR(worker->Prefetch(ut, user_rows));
-    return worker->Prefetch(it, item_rows);
+    return Status::OK();
   };
 
   std::vector<double> cols(MeasureCols::kCount + MfStatsCols::kCount);
@@ -253,29 +272,31 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     apps::MaybeStraggle(run, client_->client_id(), w, c);
     p.lr = static_cast<float>(StepSize(options_.lr, c, options_.lr_power));
     const Window win = MinibatchWindow(part.size(), options_.minibatch, c);
-    if (apps::ShouldPrefetch(run, c, sh->start_clock)) RETURN_IF_ERROR(prefetch(win));
     double train_sq = 0;
-    for (size_t j = 0; j < win.count; ++j) {
-      const Rating& r = data_->train[part.begin + (win.start + j) % part.size()];
+    auto train_rating = [&](size_t j) -> const Rating& {
+      return data_->train[part.begin + (win.start + j) % part.size()];
+    };
+    RETURN_IF_ERROR(with_look_ahead(win.count, train_rating, [&](const Rating& r) {
       float* u = user_row(r.user);
       float* v = item_row(r.item);
       const float e = SgdUpdate(u, v, r.value, reg_.user[r.user], reg_.item[r.item], p);
       train_sq += static_cast<double>(e) * e;
-    }
+    }));
     RETURN_IF_ERROR(load_status);
     RETURN_IF_ERROR(flush(ubuf, data_->users, ut));
     RETURN_IF_ERROR(flush(ibuf, data_->items, it));
 
     double test_sq = 0, test_n = 0;
     if ((c + 1) % run.eval_every == 0 || c + 1 == sh->end_clock) {
-      RETURN_IF_ERROR(prefetch_test());
-      for (size_t j = test_part.begin; j < test_part.end; ++j) {
-        const Rating& r = data_->test[j];
+      auto test_rating = [&](size_t j) -> const Rating& {
+        return data_->test[test_part.begin + j];
+      };
+      RETURN_IF_ERROR(with_look_ahead(test_part.size(), test_rating, [&](const Rating& r) {
         const float* u = r.user == IdMap::kUnknown ? zero.data() : user_row(r.user);
         const float* v = r.item == IdMap::kUnknown ? zero.data() : item_row(r.item);
         const float e = r.value - Clip(Predict(u, v, p), data_->min_rating, data_->max_rating);
         test_sq += static_cast<double>(e) * e;
-      }
+      }));
       RETURN_IF_ERROR(load_status);
       test_n = static_cast<double>(test_part.size());
     }

@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
+#include "common/memory_budget.h"
 #include "common/token_file.h"
 
 DEFINE_string(consistency, "essp", "consistency model of the model tables: bsp|ssp|essp|async");
@@ -20,8 +22,30 @@ DEFINE_int32(client_id, -1,
 DEFINE_int32(num_clients, -1,
              "number of client processes of the job (default: launcher environment, else 1)");
 DEFINE_string(token_file, "", "file holding the job's shared secret (as given to paced)");
-DEFINE_int64(cache_mb, 1024, "client row cache budget in MiB");
-DEFINE_int64(block_cache_mb, 256, "embedded mode: the shard's RocksDB block cache in MiB");
+DEFINE_int64(memory_mb, 0,
+             "this process's memory budget in MiB, split over the client's cache, open deltas "
+             "and unacknowledged batches (50/20/10%, 20% reserved for batches in flight) and, "
+             "embedded, the in-process shard's "
+             "block cache, memtables and row cache (40% of the budget); the component flags "
+             "below override their share when given (docs/operations.md, sizing); 0: each "
+             "component at its default");
+DEFINE_int64(cache_mb, 1024,
+             "client row cache budget in MiB (default: its share of --memory_mb, else 1024)");
+DEFINE_int64(open_delta_mb, 256,
+             "bound on open deltas of clocks ahead of the process clock, MiB (default: share of "
+             "--memory_mb, else 256)");
+DEFINE_int64(unacked_mb, 256,
+             "bound on sent, unacknowledged batches, MiB (default: share of --memory_mb, else "
+             "256)");
+DEFINE_int64(block_cache_mb, 256,
+             "embedded mode: the shard's RocksDB block cache in MiB (default: its share of "
+             "--memory_mb, else 256)");
+DEFINE_int64(write_buffer_mb, 64,
+             "embedded mode: one memtable of the shard, MiB; it keeps up to 3 (default: share "
+             "of --memory_mb, else 64)");
+DEFINE_int64(row_cache_mb, 256,
+             "embedded mode: the shard's row cache in MiB (default: share of --memory_mb, else "
+             "256)");
 DEFINE_bool(sync, false,
             "embedded mode: fsync the in-process shard's write-ahead log before every clock's "
             "batch is acknowledged (survives power loss; with --servers give paced --sync)");
@@ -38,6 +62,9 @@ DEFINE_bool(skip_bad_lines, false, "skip (and count) malformed input lines inste
 DEFINE_double(minibatch, 1.0, "fraction of each worker's data processed per clock, in (0, 1]");
 DEFINE_bool(baseline, false,
             "run the single-threaded, no-parameter-server baseline with the same update rule");
+DEFINE_int64(wait_report_ms, 5000,
+             "with several clients: after this long without progress, print whom the run waits "
+             "for (0: never)");
 
 namespace pace {
 namespace apps {
@@ -57,8 +84,10 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
                    join(job, {"eval_every", "baseline"}))},
       {"output", join(output, {"csv", "staleness_hist"})},
       {"cluster (without --servers the run is embedded)",
-       {"servers", "client_id", "num_clients", "token_file"}},
-      {"memory", {"cache_mb", "block_cache_mb"}},
+       {"servers", "client_id", "num_clients", "token_file", "wait_report_ms"}},
+      {"memory",
+       {"memory_mb", "cache_mb", "open_delta_mb", "unacked_mb", "block_cache_mb", "write_buffer_mb",
+        "row_cache_mb"}},
       {"experiments", {"straggler_ms", "straggler_prob"}},
       {"logging", {"minloglevel"}},
   };
@@ -120,10 +149,34 @@ Status CheckNoLauncherWithoutServers() {
 
 Status ClientOptionsFromFlags(ClientOptions* o) {
   *o = ClientOptions();
-  if (FLAGS_cache_mb < 1) return Status::InvalidArgument("--cache_mb must be >= 1");
-  if (FLAGS_block_cache_mb < 1) return Status::InvalidArgument("--block_cache_mb must be >= 1");
-  o->cache_mb = static_cast<size_t>(FLAGS_cache_mb);
-  o->embedded.block_cache_mb = static_cast<size_t>(FLAGS_block_cache_mb);
+  // A component flag given explicitly overrides its share of --memory_mb;
+  // one left at its default is derived (0 in the options).
+  struct MemFlag {
+    const char* name;
+    int64_t value;
+    size_t* field;
+  };
+  const MemFlag mem[] = {
+      {"cache_mb", FLAGS_cache_mb, &o->cache_mb},
+      {"open_delta_mb", FLAGS_open_delta_mb, &o->open_delta_mb},
+      {"unacked_mb", FLAGS_unacked_mb, &o->unacked_mb},
+      {"block_cache_mb", FLAGS_block_cache_mb, &o->embedded.block_cache_mb},
+      {"write_buffer_mb", FLAGS_write_buffer_mb, &o->embedded.write_buffer_mb},
+      {"row_cache_mb", FLAGS_row_cache_mb, &o->embedded.row_cache_mb},
+  };
+  constexpr int64_t kMaxMb = int64_t{1} << 24;
+  if (FLAGS_memory_mb < 0 || FLAGS_memory_mb > kMaxMb) {
+    return Status::InvalidArgument("--memory_mb must be in [0, " + std::to_string(kMaxMb) + "]");
+  }
+  o->memory_mb = static_cast<size_t>(FLAGS_memory_mb);
+  if (o->memory_mb > 0) LimitMallocArenas();  // common/memory_budget.h
+  for (const MemFlag& f : mem) {
+    if (f.value < 1 || f.value > kMaxMb) {
+      return Status::InvalidArgument(std::string("--") + f.name + " must be in [1, " +
+                                     std::to_string(kMaxMb) + "]");
+    }
+    if (FlagWasSet(f.name)) *f.field = static_cast<size_t>(f.value);
+  }
   if (FLAGS_data_dir.empty()) return Status::InvalidArgument("--data_dir must not be empty");
   o->data_dir = FLAGS_data_dir;
   o->embedded.sync = FLAGS_sync;
@@ -212,6 +265,49 @@ Status CheckOutputFile(const char* flag, const std::string& path) {
                                    " is not a writable directory");
   }
   return Status::OK();
+}
+
+uint64_t PeakRssBytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  uint64_t kb = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, "VmHWM:", 6) == 0) {
+      kb = std::strtoull(line + 6, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb << 10;
+}
+
+void PrintMemorySummary(const ClientStats& stats, uint64_t app_data_bytes) {
+  auto mib = [](uint64_t b) { return static_cast<double>(b) / (1 << 20); };
+  std::string line = "# memory (MiB used/bound):";
+  char buf[160];
+  for (const ClientStats::MemoryComponent& c : stats.memory) {
+    if (c.bound_bytes > 0) {
+      std::snprintf(buf, sizeof(buf), " %s %.1f/%.0f", c.name.c_str(), mib(c.bytes),
+                    mib(c.bound_bytes));
+    } else {
+      std::snprintf(buf, sizeof(buf), " %s %.1f", c.name.c_str(), mib(c.bytes));
+    }
+    line += buf;
+  }
+  if (stats.memory_budget_bytes > 0) {
+    std::snprintf(buf, sizeof(buf), "; budget %.0f", mib(stats.memory_budget_bytes));
+    line += buf;
+  }
+  std::snprintf(buf, sizeof(buf), "; app data %.1f; peak RSS %.1f", mib(app_data_bytes),
+                mib(PeakRssBytes()));
+  line += buf;
+  if (stats.open_delta_waits > 0) {
+    std::snprintf(buf, sizeof(buf), "; %llu Inc waits at the open-delta bound",
+                  static_cast<unsigned long long>(stats.open_delta_waits));
+    line += buf;
+  }
+  std::printf("%s\n", line.c_str());
 }
 
 int UsageError(const char* program, const Status& s) {

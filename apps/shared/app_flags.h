@@ -1,6 +1,8 @@
 // Command-line flags shared by pace_mf and pace_lda (issue 5's contract:
 // --consistency, --staleness, --workers, --clocks, --data_dir, --servers,
-// --client_id, --num_clients, --token_file, --cache_mb, --block_cache_mb, --sync,
+// --client_id, --num_clients, --token_file, --memory_mb (and the per-component
+// --cache_mb, --open_delta_mb, --unacked_mb, --block_cache_mb,
+// --write_buffer_mb, --row_cache_mb overriding its shares), --sync,
 // --csv, --seed, --resume, plus --eval_every, --straggler_ms,
 // --straggler_prob, --staleness_hist, --skip_bad_lines, --minibatch,
 // --baseline), and their conversion into RunOptions and ClientOptions.
@@ -26,8 +28,13 @@ DECLARE_string(servers);
 DECLARE_int32(client_id);
 DECLARE_int32(num_clients);
 DECLARE_string(token_file);
+DECLARE_int64(memory_mb);
 DECLARE_int64(cache_mb);
+DECLARE_int64(open_delta_mb);
+DECLARE_int64(unacked_mb);
 DECLARE_int64(block_cache_mb);
+DECLARE_int64(write_buffer_mb);
+DECLARE_int64(row_cache_mb);
 DECLARE_bool(sync);
 DECLARE_string(csv);
 DECLARE_uint64(seed);
@@ -39,6 +46,7 @@ DECLARE_string(staleness_hist);
 DECLARE_bool(skip_bad_lines);
 DECLARE_double(minibatch);
 DECLARE_bool(baseline);
+DECLARE_int64(wait_report_ms);
 
 namespace pace {
 namespace apps {
@@ -78,6 +86,16 @@ Status ClientOptionsFromFlags(ClientOptions* options);
 Status CheckOutputDir(const char* flag, const std::string& dir);
 // The same for an output file (its directory must exist and be writable).
 Status CheckOutputFile(const char* flag, const std::string& path);
+
+// This process's peak resident set (VmHWM of /proc/self/status), bytes; 0 if
+// unknown.
+uint64_t PeakRssBytes();
+
+// The end-of-run memory line: every component's bytes against its bound
+// (ClientStats::memory), the process budget, the peak RSS and the part of it
+// that is the app's own data (`app_data_bytes`: ratings, documents, ...), as
+// "# memory: ..." on stdout.
+void PrintMemorySummary(const ClientStats& stats, uint64_t app_data_bytes);
 
 // Prints "<program>: <message>" on stderr and returns exit code 1.
 int UsageError(const char* program, const Status& s);

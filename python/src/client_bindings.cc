@@ -134,7 +134,7 @@ py::dict StatsDict(const PyClient& c) {
   out["batches_resent"] = s.batches_resent;
   py::dict memory;
   memory["cache_bytes"] = s.cache_bytes;
-  memory["cache_budget_bytes"] = static_cast<uint64_t>(c.cache_mb) << 20;
+  memory["cache_budget_bytes"] = s.cache_budget_bytes;  // cache_mb as resolved
   out["memory"] = memory;
   return out;
 }

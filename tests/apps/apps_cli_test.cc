@@ -5,12 +5,14 @@
 #include <sys/wait.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/testing/subprocess.h"
@@ -259,6 +261,38 @@ TEST_F(AppsCliTest, MfOnTwoShardsAndTwoClientsMatchesEmbeddedQuality) {
   EXPECT_NEAR(cluster, local, 0.03) << r0.out << embedded.out;
   std::fprintf(stderr, "final test RMSE: embedded %.4f, 2 shards x 2 clients %.4f\n", local,
                cluster);
+}
+
+// A client blocked on a peer that has not connected says whom it waits for,
+// and the job finishes once the peer comes.
+TEST_F(AppsCliTest, MfSaysWhomItWaitsFor) {
+  GenerateRatings();
+  Subprocess shard;
+  uint16_t port = 0;
+  Status s = StartPaced(&shard, Path("shard"), 0, 1, 2, {}, &port);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto args = [&](int i) {
+    std::vector<std::string> a = MfArgs(Path("unused"));
+    a.insert(a.end(),
+             {"--clocks=5", "--lr=0.1", "--servers=127.0.0.1:" + std::to_string(port),
+              "--client_id=" + std::to_string(i), "--num_clients=2", "--wait_report_ms=300"});
+    return a;
+  };
+  Subprocess client[2];
+  ASSERT_TRUE(Start(&client[0], args(0), Path("client0.err")).ok());
+  const std::string want = "pace_mf: waiting for client 1 (not connected) at clock 0, for ";
+  std::string err;
+  for (int i = 0; i < 600 && err.find(want) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    err = ReadFile(Path("client0.err"));
+  }
+  ASSERT_NE(err.find(want), std::string::npos) << err;
+  ASSERT_TRUE(Start(&client[1], args(1), Path("client1.err")).ok());
+  RunResult r0 = Finish(&client[0], Path("client0.err"));
+  RunResult r1 = Finish(&client[1], Path("client1.err"));
+  EXPECT_EQ(r0.exit_code, 0) << r0.err;
+  EXPECT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_NE(r0.out.find("# done: clocks 0..4"), std::string::npos) << r0.out;
 }
 
 TEST_F(AppsCliTest, LdaEmbeddedAndOnTwoShardsAndTwoClients) {

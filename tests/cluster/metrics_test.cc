@@ -366,10 +366,20 @@ TEST(MetricsEndpointTest, PacedAndPaceMfServeValidPrometheusTextDuringARun) {
   EXPECT_EQ(shard.series.at("pace_shard_refused_peers_total{}"), 0);
   EXPECT_EQ(shard.series.at("pace_shard_memory_limit_bytes{component=\"row_cache\",}"),
             256.0 * (1 << 20));
+  // Memory per component against its bound (RocksDB properties), group commits.
+  EXPECT_GT(shard.series.at("pace_shard_memory_limit_bytes{component=\"block_cache\",}"), 0);
+  EXPECT_GT(shard.series.at("pace_shard_memory_limit_bytes{component=\"memtables\",}"), 0);
+  EXPECT_GT(shard.series.at("pace_shard_memory_bytes{component=\"memtables\",}"), 0);
+  EXPECT_TRUE(shard.series.count("pace_shard_memory_bytes{component=\"table_readers\",}"));
+  EXPECT_GE(shard.series.at("pace_shard_commit_groups_total{}"), 1);
+  EXPECT_GE(shard.series.at("pace_shard_commit_group_batches_total{}"),
+            shard.series.at("pace_shard_commit_groups_total{}"));
   EXPECT_TRUE(shard.series.count("pace_shard_table_bytes{table=\"mf.user\",}"));
   EXPECT_EQ(shard.types.at("pace_shard_batches_applied_total"), "counter");
 
   EXPECT_EQ(client.types.at("pace_client_read_staleness_clocks"), "histogram");
+  EXPECT_GT(client.series.at("pace_client_memory_limit_bytes{component=\"client.cache\",}"), 0);
+  EXPECT_TRUE(client.series.count("pace_client_memory_bytes{component=\"client.unacked\",}"));
   const double reads = client.series.at("pace_client_reads_total{table=\"mf.item\",}");
   EXPECT_GT(reads, 0);
   EXPECT_GT(client.series.at("pace_client_read_staleness_clocks_count{table=\"mf.item\",}"), 0);

@@ -39,6 +39,23 @@ run_proc_clients() {
   done
 }
 
+# wait_clients_started: every client of run_proc_clients has connected to
+# both shards (printed START), so a fault injected next lands in the run of
+# all three, also when the processes start slowly (sanitizer builds: under
+# TSan a client took more than the fixed 1 s that was waited before).
+wait_clients_started() {
+  local h i
+  for ((h = 0; h < 3; h++)); do
+    for ((i = 0; i < 1200; i++)); do
+      grep -qs '^START' "$LOG_DIR/client$h.log" && break
+      kill -0 "${CLIENT_PIDS[$h]}" 2>/dev/null ||
+        fail "client $h exited before it started: $(grep -m1 FAIL "$LOG_DIR/client$h.log")"
+      sleep 0.05
+    done
+    grep -qs '^START' "$LOG_DIR/client$h.log" || fail "client $h did not start within 60 s"
+  done
+}
+
 # wait_proc_clients: every client exits 0 with OK; their TOTAL lines summed
 # per (table, row) go to $LOG_DIR/expected.
 wait_proc_clients() {
@@ -122,7 +139,8 @@ case $SCENARIO in
     start_shard 0
     start_shard 1
     run_proc_clients --workers=2 --clocks=100 --ops=20 --sleep_us=20000
-    sleep 1
+    wait_clients_started
+    sleep 0.5
     kill -9 "${SHARD_PID[1]}"
     wait "${SHARD_PID[1]}" 2>/dev/null
     say "shard 1 killed (SIGKILL)"
@@ -138,7 +156,8 @@ case $SCENARIO in
     start_shard 0
     start_shard 1
     run_proc_clients --workers=2 --clocks=60 --ops=20 --sleep_us=20000 --shard_timeout_ms=30000
-    sleep 1
+    wait_clients_started
+    sleep 0.5
     link_down 1
     say "host 1's link down"
     sleep 3
@@ -154,7 +173,8 @@ case $SCENARIO in
     start_shard 0
     start_shard 1
     run_proc_clients --workers=2 --clocks=400 --ops=20 --sleep_us=20000 --shard_timeout_ms=3000
-    sleep 1
+    wait_clients_started
+    sleep 0.5
     link_down 1
     say "host 1's link down (clients' shard_timeout_ms is 3000)"
     start=$(date +%s)

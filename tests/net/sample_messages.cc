@@ -142,6 +142,7 @@ void Compare(Diff& d, const StatsReply& a, const StatsReply& b) {
   d.Field("shard_clock", a.shard_clock, b.shard_clock);
   d.Field("applied_clocks", a.applied_clocks, b.applied_clocks);
   d.Field("counters", a.counters, b.counters);
+  d.Field("connected_clients", a.connected_clients, b.connected_clients);
 }
 void Compare(Diff& d, const Error& a, const Error& b) {
   d.Field("req_id", a.req_id, b.req_id);
@@ -184,7 +185,8 @@ std::vector<Message> SampleMessages() {
   out.push_back(DescribeTable{2, std::string("na\0me", 5)});
   out.push_back(TablesReply{3, {SampleSchema(1, "a"), SampleSchema(UINT32_MAX, "b-c_d")}});
   out.push_back(StatsRequest{99});
-  out.push_back(StatsReply{4, 2, 10, {10, 11, kMax64}, {{"batches_applied", 5}, {"", kMin64}}});
+  out.push_back(StatsReply{
+      4, 2, 10, {10, 11, kMax64}, {{"batches_applied", 5}, {"", kMin64}}, {0, 2, UINT32_MAX}});
   out.push_back(Error{6, StatusCode::kIncompatible, std::string("bad\0thing", 9)});
   out.push_back(Error{7, StatusCode::kResourceExhausted, "busy", /*retriable=*/true});
   return out;

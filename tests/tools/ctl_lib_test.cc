@@ -284,8 +284,8 @@ TEST_F(CtlCommandTest, UserErrorsExitOneWithOneLineMessages) {
   EXPECT_NE(err_.find("not both"), std::string::npos) << err_;
   CtlOptions online;
   online.server = "127.0.0.1:1";
-  EXPECT_EQ(Run({"scan", "w"}, online), kExitUserError);
-  EXPECT_NE(err_.find("'scan' works offline only"), std::string::npos) << err_;
+  EXPECT_EQ(Run({"scan", "w"}, online), kExitUserError);  // online scan needs --limit
+  EXPECT_NE(err_.find("scan online needs --limit=N"), std::string::npos) << err_;
   CtlOptions none;
   none.data_dir = "";
   none.server = "";

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench/run.sh [BUILD_DIR] — runs the benchmarks (1-7 of issue 6, 3d-3f, 9), each
+# tools/bench/run.sh [BUILD_DIR] — runs the benchmarks (1-7 of issue 6, 3d-3f, 8, 9), each
 # against a baseline in the same run, and prints one RATIO line per comparison
 # next to its target. Lines are also collected in BUILD_DIR/bench/ratios.txt.
 # Takes a few minutes on a 2-core machine. BENCH_QUICK=1 shortens runs.
@@ -115,7 +115,11 @@ s_ssp=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "after") print $(i+1) }' "$wo
 s_essp=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "after") print $(i+1) }' "$work/s7-essp.txt")
 awk -v a="$s_ssp" -v b="$s_essp" 'BEGIN { printf "RATIO 7 time to target loss, SSP / ESSP (s=4): %.3f (>1: ESSP faster; no target)\n", (b > 0) ? a / b : 0 }' | tee -a "$ratios"
 
-[ -d "$build/python/pacedb" ] && PYTHONPATH="$build/python" "${PACE_PYTHON:-/usr/bin/python3}" "$(dirname "$0")/../../python/bench/batch_bench.py" "$bin" || echo "(8: Python benchmark skipped: no $build/python/pacedb)"
+echo "=== 8: MF at model scale (600k users x 20k items, rank 128), embedded vs --baseline ==="
+BENCH_REPS=$reps bash "$(dirname "$0")/model_scale.sh" "$build" | tee "$work/ms.txt"
+grep -E '^RATIO 8|^8 peak' "$work/ms.txt" >> "$ratios" || true
+
+[ -d "$build/python/pacedb" ] && PYTHONPATH="$build/python" "${PACE_PYTHON:-/usr/bin/python3}" "$(dirname "$0")/../../python/bench/batch_bench.py" "$bin" || echo "(9: Python benchmark skipped: no $build/python/pacedb)"
 echo
 echo "=== summary (also in $ratios) ==="
 grep '^RATIO' "$ratios"

@@ -12,12 +12,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// RocksDB's message when another process holds the store's LOCK file.
-bool IsLockError(const Status& s) {
-  const std::string& m = s.message();
-  return m.find("lock") != std::string::npos || m.find("LOCK") != std::string::npos;
-}
-
 std::string TableNames(const std::vector<TableSchema>& tables) {
   std::string names;
   for (const TableSchema& t : tables) {
@@ -62,12 +56,10 @@ Status CheckpointCreate(const CtlContext& ctx, const Args& args) {
   o.block_cache_mb = ctx.options.block_cache_mb;
   std::unique_ptr<ShardStore> store;
   Status s = ShardStore::Open(o, ctx.options.data_dir, &store);
-  if (!s.ok() && !s.IsNotFound() && IsLockError(s)) {
+  if (s.code() == StatusCode::kFailedPrecondition) {
+    // The store is in use (ShardStore::Open names the holder).
     return Status::FailedPrecondition(
-        "cannot open " + ctx.options.data_dir +
-        " for writing: another process (a running paced?) holds it. Stop it first, or let "
-        "paced write checkpoints with --checkpoint_every=K (" +
-        s.message() + ")");
+        s.message() + "; a running paced writes checkpoints itself with --checkpoint_every=K");
   }
   RETURN_IF_ERROR(s);
   const fs::path parent = fs::path(dir).parent_path();

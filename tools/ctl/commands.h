@@ -83,6 +83,9 @@ Status OfflineExport(const CtlContext& ctx, const Args& args);
 // InvalidArgument unless --format is csv or npy and --out is set.
 Status CheckExportFlags(const CtlOptions& options);
 Status OfflineVerify(const CtlContext& ctx, const Args& args);
+// import NAME FILE.npy|FILE.csv (import_command.cc): opens the stores for
+// writing (so no paced or app may hold them).
+Status OfflineImport(const CtlContext& ctx, const Args& args);
 
 // --- Checkpoints (checkpoint_commands.cc) -------------------------------------
 
@@ -95,6 +98,8 @@ Status CheckpointRestore(const CtlContext& ctx, const Args& args);
 Status OnlineTables(const CtlContext& ctx, const Args& args);
 Status OnlineDescribe(const CtlContext& ctx, const Args& args);
 Status OnlineGet(const CtlContext& ctx, const Args& args);
+// scan online: rows [--start, --start + --limit), --limit required.
+Status OnlineScan(const CtlContext& ctx, const Args& args);
 Status OnlineStats(const CtlContext& ctx, const Args& args);
 Status OnlineExport(const CtlContext& ctx, const Args& args);
 

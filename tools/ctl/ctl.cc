@@ -34,7 +34,13 @@ const std::vector<CommandSpec>& Commands() {
       {"tables", "tables", 0, 0, OfflineTables, OnlineTables, {}},
       {"describe", "describe NAME", 1, 1, OfflineDescribe, OnlineDescribe, {}},
       {"get", "get NAME ROW [ROW...]", 2, kUnbounded, OfflineGet, OnlineGet, {}},
-      {"scan", "scan NAME [--start=R] [--limit=N]", 1, 1, OfflineScan, nullptr, {"start", "limit"}},
+      {"scan",
+       "scan NAME [--start=R] [--limit=N]",
+       1,
+       1,
+       OfflineScan,
+       OnlineScan,
+       {"start", "limit"}},
       {"stats", "stats", 0, 0, OfflineStats, OnlineStats, {}},
       {"export",
        "export NAME --format=csv|npy --out=FILE [--rows=N] [--max_rows=N]",
@@ -43,6 +49,7 @@ const std::vector<CommandSpec>& Commands() {
        OfflineExport,
        OnlineExport,
        {"format", "out", "rows", "max_rows"}},
+      {"import", "import NAME FILE.npy|FILE.csv", 2, 2, OfflineImport, nullptr, {}},
       {"verify", "verify", 0, 0, OfflineVerify, nullptr, {}},
       {"checkpoint create",
        "checkpoint create DIR  (--data_dir: the store)",
@@ -107,12 +114,18 @@ Status ChooseHandler(const CommandSpec& cmd, const CtlOptions& o, Handler* handl
         "pass either --server=HOST:PORT (one shard) or --servers=A,B,... (every shard of the "
         "job), not both");
   }
-  if (SplitList(o.data_dir).size() > 1 && name != "tables" && name != "get" && name != "export") {
+  if (SplitList(o.data_dir).size() > 1 && name != "tables" && name != "get" && name != "export" &&
+      name != "import") {
     return Status::InvalidArgument("'" + name +
                                    "' takes one --data_dir; several (the shards of a job) work "
-                                   "with tables, get and export");
+                                   "with tables, get, export and import");
   }
   if (!o.server.empty() || !o.servers.empty()) {
+    if (name == "import") {
+      return Status::InvalidArgument(
+          "'import' writes the store, so it works offline only: stop the job's paced (or do it "
+          "before the job starts) and pass --data_dir=DIR (every shard's: --data_dir=A,B)");
+    }
     if (cmd.online == nullptr) {
       return Status::InvalidArgument(
           "'" + name + "' works offline only: pass --data_dir=DIR instead of --server(s) " +
@@ -165,7 +178,7 @@ Status ParseCommand(const std::vector<std::string>& args, const CommandSpec** cm
     }
     return Status::InvalidArgument("unknown command '" + args[0] +
                                    "' (commands: tables, describe, get, scan, stats, export, "
-                                   "checkpoint, verify; see 'pacectl --help')");
+                                   "import, checkpoint, verify; see 'pacectl --help')");
   }
   rest->assign(args.begin() + first_arg, args.end());
   const size_t n = rest->size();
@@ -194,9 +207,9 @@ std::string UsageText() {
       "Offline (read-only, also while paced runs):  pacectl --data_dir=DIR COMMAND ...\n"
       "Online (against a running paced):            pacectl --server=HOST:PORT "
       "[--token_file=F] COMMAND ...\n"
-      "A whole job:   --data_dir=A,B,... (offline: tables, get, export merged)\n"
-      "               --servers=H:P,H:P,... (online, index = shard id: get routed by row,\n"
-      "               tables/describe/stats over all shards)\n"
+      "A whole job:   --data_dir=A,B,... (offline: tables, get, export merged, import)\n"
+      "               --servers=H:P,H:P,... (online, index = shard id: get, scan, export\n"
+      "               routed by row; tables/describe/stats over all shards)\n"
       "\n"
       "Commands:\n";
   std::vector<std::vector<std::string>> rows;
@@ -216,7 +229,7 @@ std::string UsageText() {
        "  --servers=H:P,H:P       every shard of the job, index = shard id (online mode)\n"
        "  --token_file=F          file holding the job token (online)\n"
        "  --json                  one JSON document on stdout\n"
-       "  --start=R --limit=N     scan: first row, most rows (0: all)\n"
+       "  --start=R --limit=N     scan: first row, most rows (0: all; online: required)\n"
        "  --format=csv|npy --out=FILE --max_rows=N   export (npy: dense tables, at most N rows;\n"
        "                          default 50000000; row ids in FILE.rows.npy)\n"
        "  --rows=N                export npy: the array's rows (e.g. the vocabulary size);\n"
@@ -239,6 +252,11 @@ const char* CommandSummary(const std::string& name) {
       {"scan", "lists the stored rows of a table in row order"},
       {"stats", "the store's clocks (shard clock, per-client applied clocks) and sizes"},
       {"export", "writes a table as CSV or a NumPy .npy array"},
+      {"import",
+       "creates or fills a dense table from a NumPy .npy array (rows 0..N-1) or a CSV of\n"
+       "ROW,V0,... lines (the export format): one atomic batch per shard, recorded with the\n"
+       "shard clock; a schema mismatch is refused and nothing is written. Opens the store\n"
+       "for writing: the job's paced (or app) must not be running"},
       {"verify", "checks every record of the store; exit 2 if corruption is found"},
       {"checkpoint create", "a consistent RocksDB checkpoint of the store (hard links) + manifest"},
       {"checkpoint list", "the checkpoints in DIR (default: DATA_DIR/checkpoints)"},
@@ -263,7 +281,9 @@ std::string FlagHelp(const std::string& flag) {
       {"timeout_ms", "--timeout_ms=MS         online: time per reply (default 30000)"},
       {"block_cache_mb", "--block_cache_mb=M      offline: RocksDB block cache (default 32)"},
       {"start", "--start=R               first row to list (default 0)"},
-      {"limit", "--limit=N               most rows to list (default 0: all)"},
+      {"limit",
+       "--limit=N               most rows to list (default 0: all);\n"
+       "                          online (required): rows START..START+N-1"},
       {"format", "--format=csv|npy        output format (npy: dense tables)"},
       {"out", "--out=FILE              output file, - for stdout"},
       {"max_rows", "--max_rows=N            npy: refuse arrays with more rows (default 50000000)"},

@@ -260,18 +260,35 @@ Status OfflineStats(const CtlContext& ctx, const Args&) {
   uint64_t disk_bytes = 0, keys = 0;
   RETURN_IF_ERROR(store->ApproximateSize(&disk_bytes, &keys));
   const std::vector<TableSchema> tables = store->ListTables();
+  // This process's RocksDB memory reading the store (offline: pacectl's own
+  // --block_cache_mb), as the shard's Stats counters name it.
+  std::vector<std::pair<std::string, int64_t>> memory;
+  for (const auto& [counter, property] : std::vector<std::pair<std::string, std::string>>{
+           {"memory_block_cache_bytes", "rocksdb.block-cache-usage"},
+           {"memory_block_cache_limit_bytes", "rocksdb.block-cache-capacity"},
+           {"memory_memtables_bytes", "rocksdb.cur-size-all-mem-tables"},
+           {"memory_table_readers_bytes", "rocksdb.estimate-table-readers-mem"}}) {
+    uint64_t v = 0;
+    if (store->GetIntProperty(property, &v)) memory.emplace_back(counter, static_cast<int64_t>(v));
+  }
   std::vector<uint64_t> table_bytes(tables.size());
   for (size_t i = 0; i < tables.size(); ++i) {
     RETURN_IF_ERROR(store->ApproximateTableSize(tables[i].id, &table_bytes[i]));
   }
+  ASSIGN_OR_RETURN(const std::string last_import, store->LastImport());
   if (ctx.options.json) {
     JsonWriter w(&ctx.out);
     w.BeginObject();
     w.Member("data_dir", store->dir());
+    if (!last_import.empty()) w.Member("last_import", last_import);
     IdentityJson(store->identity(), &w);
     ClocksJson(*store, &w);
     w.MemberUint("approximate_row_bytes", disk_bytes);
     w.MemberUint("estimated_keys", keys);
+    w.Key("memory");
+    w.BeginObject();
+    for (const auto& [name, value] : memory) w.MemberInt(name, value);
+    w.EndObject();
     w.Key("tables");
     w.BeginArray();
     for (size_t i = 0; i < tables.size(); ++i) {
@@ -300,6 +317,9 @@ Status OfflineStats(const CtlContext& ctx, const Args&) {
     rows.push_back({"  " + tables[i].name,
                     "~" + BytesText(table_bytes[i]) + " (" + std::to_string(table_bytes[i]) + ")"});
   }
+  if (!last_import.empty()) rows.push_back({"last import", last_import});
+  rows.push_back({"memory", "(this process reading the store: used / bound)"});
+  for (auto& l : MemoryRows(memory, "  ")) rows.push_back(l);
   ctx.out << AlignColumns(rows);
   return Status::OK();
 }

@@ -1,6 +1,6 @@
-// pacectl's online commands against a running paced (--server=HOST:PORT):
-// tables, describe, get, stats. pacectl connects as an observer: it never
-// counts toward the shard clock and may not Apply.
+// pacectl's online commands against a running paced (--server=HOST:PORT, or
+// every shard with --servers): tables, describe, get, scan, stats, export. pacectl connects as an
+// observer: it never counts toward the shard clock and may not Apply.
 #include <algorithm>
 #include <chrono>
 #include <future>
@@ -375,6 +375,8 @@ Status OnlineStats(const CtlContext& ctx, const Args&) {
   }
   for (size_t k = 0; k < shards.size(); ++k) {
     for (auto& l : ShardLines(*shards[k], stats[k])) rows.push_back(l);
+    rows.push_back({"memory", "(used / bound)"});
+    for (auto& l : MemoryRows(stats[k].counters, "  ")) rows.push_back(l);
     if (single != nullptr) {
       for (const auto& [name, value] : stats[k].counters)
         rows.push_back({"  " + name, std::to_string(value)});
@@ -382,6 +384,104 @@ Status OnlineStats(const CtlContext& ctx, const Args&) {
   }
   ctx.out << AlignColumns(rows);
   return Status::OK();
+}
+
+namespace {
+
+// The table `name` for a command over a range of rows (`what`: "scan",
+// "export"): on every --servers shard, or on a --server that is the job's
+// only shard.
+StatusOr<TableSchema> RangeTable(const CtlOptions& options, OnlineSet& set, Online* single,
+                                 const std::string& name, const std::string& what) {
+  if (single == nullptr) return set.FindTable(name);
+  ASSIGN_OR_RETURN(TableSchema t, single->FindTable(name));
+  const net::Welcome& wl = single->welcome();
+  if (wl.num_shards > 1) {
+    return Status::InvalidArgument(options.server + " is shard " + std::to_string(wl.shard_id) +
+                                   " of " + std::to_string(wl.num_shards) + "; " + what +
+                                   " the whole table with --servers=A,B,... (every shard, in "
+                                   "shard id order)");
+  }
+  return t;
+}
+
+// Reads rows [a, b) of `t`, each from its owning shard, into *by_row; lowers
+// *low and raises *high to the versions read.
+Status ReadRange(OnlineSet& set, Online* single, const TableSchema& t, uint64_t a, uint64_t b,
+                 std::map<uint64_t, std::string>* by_row, Version* low, Version* high) {
+  const size_t num = single != nullptr ? 1 : set.size();
+  std::vector<std::vector<uint64_t>> by_shard(num);
+  for (uint64_t r = a; r < b; ++r) {
+    by_shard[num == 1 ? 0 : ShardOf(t.id, r, static_cast<uint32_t>(num))].push_back(r);
+  }
+  for (size_t k = 0; k < num; ++k) {
+    if (by_shard[k].empty()) continue;
+    Version v = std::numeric_limits<Version>::max();
+    RETURN_IF_ERROR(ReadFrom(single != nullptr ? *single : set[k], t, by_shard[k], by_row, &v));
+    *low = std::min(*low, v);
+    *high = std::max(*high, v);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+// scan online: rows [--start, --start + --limit) of the table, each read from
+// its owning shard, in row order. The protocol has no scan, so --limit is
+// required and every row in the range is listed (a row never written shows
+// its initializer's value).
+Status OnlineScan(const CtlContext& ctx, const Args& args) {
+  const uint64_t start = ctx.options.start, limit = ctx.options.limit;
+  if (limit == 0) {
+    return Status::InvalidArgument(
+        "scan online needs --limit=N (rows START..START+N-1 are read; the server cannot list "
+        "written rows), or scan offline with --data_dir (the written rows only)");
+  }
+  if (start > std::numeric_limits<uint64_t>::max() - limit) {
+    return Status::InvalidArgument("--start + --limit passes the largest row id");
+  }
+  OnlineSet set;
+  std::unique_ptr<Online> single;
+  RETURN_IF_ERROR(ConnectAll(ctx.options, &set, &single));
+  ASSIGN_OR_RETURN(const TableSchema t,
+                   RangeTable(ctx.options, set, single.get(), args[0], "scan"));
+  std::unique_ptr<JsonWriter> w;
+  if (ctx.options.json) {
+    w = std::make_unique<JsonWriter>(&ctx.out);
+    w->BeginObject();
+    w->Member("table", t.name);
+    w->MemberUint("start", start);
+    w->MemberUint("limit", limit);
+    w->Key("rows");
+    w->BeginArray();
+  }
+  constexpr uint64_t kChunk = 1024;
+  uint64_t listed = 0;
+  Status s;
+  for (uint64_t a = start; a < start + limit && s.ok(); a += kChunk) {
+    const uint64_t b = std::min(start + limit, a + kChunk);
+    std::map<uint64_t, std::string> by_row;
+    Version low = std::numeric_limits<Version>::max(), high = 0;
+    s = ReadRange(set, single.get(), t, a, b, &by_row, &low, &high);
+    if (!s.ok()) break;
+    for (const auto& [row, value] : by_row) {
+      ++listed;
+      if (w != nullptr) {
+        WriteRowJson(w.get(), t, row, value, -1);
+      } else {
+        WriteRowText(ctx, t, row, value, -1);
+      }
+    }
+  }
+  if (w != nullptr) {
+    // Close the document even on error so stdout stays well-formed JSON.
+    w->EndArray();
+    w->MemberUint("rows_listed", listed);
+    w->MemberBool("truncated", false);
+    w->EndObject();
+    ctx.out << '\n';
+  }
+  return s;
 }
 
 // export online: rows [0, --rows) of the table, each read from its owning
@@ -399,19 +499,8 @@ Status OnlineExport(const CtlContext& ctx, const Args& args) {
   OnlineSet set;
   std::unique_ptr<Online> single;
   RETURN_IF_ERROR(ConnectAll(ctx.options, &set, &single));
-  TableSchema t;
-  if (single != nullptr) {
-    ASSIGN_OR_RETURN(t, single->FindTable(args[0]));
-    const net::Welcome& wl = single->welcome();
-    if (wl.num_shards > 1) {
-      return Status::InvalidArgument(
-          ctx.options.server + " is shard " + std::to_string(wl.shard_id) + " of " +
-          std::to_string(wl.num_shards) +
-          "; export the whole table with --servers=A,B,... (every shard, in shard id order)");
-    }
-  } else {
-    ASSIGN_OR_RETURN(t, set.FindTable(args[0]));
-  }
+  ASSIGN_OR_RETURN(const TableSchema t,
+                   RangeTable(ctx.options, set, single.get(), args[0], "export"));
   if (format == "npy" && t.kind != RowKind::kDense) {
     return Status::InvalidArgument("table '" + t.name +
                                    "' is sparse; npy export needs a dense table (use "
@@ -434,18 +523,8 @@ Status OnlineExport(const CtlContext& ctx, const Args& args) {
   std::string text;
   for (uint64_t a = 0; a < n; a += chunk) {
     const uint64_t b = std::min(n, a + chunk);
-    std::vector<std::vector<uint64_t>> by_shard(num);
-    for (uint64_t r = a; r < b; ++r) {
-      by_shard[num == 1 ? 0 : ShardOf(t.id, r, static_cast<uint32_t>(num))].push_back(r);
-    }
     std::map<uint64_t, std::string> by_row;
-    for (size_t k = 0; k < num; ++k) {
-      if (by_shard[k].empty()) continue;
-      Version v = std::numeric_limits<Version>::max();
-      RETURN_IF_ERROR(ReadFrom(single != nullptr ? *single : set[k], t, by_shard[k], &by_row, &v));
-      low = std::min(low, v);
-      high = std::max(high, v);
-    }
+    RETURN_IF_ERROR(ReadRange(set, single.get(), t, a, b, &by_row, &low, &high));
     text.clear();
     for (const auto& [row, value] : by_row) {
       if (format == "npy") {

@@ -1,5 +1,6 @@
 #include "tools/ctl/value_format.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -163,6 +164,39 @@ std::string BytesText(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f %s", v, kUnits[unit]);
   return buf;
+}
+
+std::vector<std::vector<std::string>> MemoryRows(
+    const std::vector<std::pair<std::string, int64_t>>& counters, const std::string& indent) {
+  const std::string kPrefix = "memory_", kLimit = "_limit_bytes", kBytes = "_bytes";
+  auto ends_with = [](const std::string& s, const std::string& e) {
+    return s.size() > e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+  };
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> mem;  // name -> used, bound
+  auto slot = [&mem](const std::string& c) -> std::pair<int64_t, int64_t>& {
+    for (auto& [name, v] : mem) {
+      if (name == c) return v;
+    }
+    mem.push_back({c, {0, -1}});
+    return mem.back().second;
+  };
+  for (const auto& [name, value] : counters) {
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    const std::string rest = name.substr(kPrefix.size());
+    if (ends_with(rest, kLimit)) {
+      slot(rest.substr(0, rest.size() - kLimit.size())).second = value;
+    } else if (ends_with(rest, kBytes)) {
+      slot(rest.substr(0, rest.size() - kBytes.size())).first = value;
+    }
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [name, v] : mem) {
+    const std::string used = BytesText(static_cast<uint64_t>(std::max<int64_t>(0, v.first)));
+    const std::string bound =
+        v.second > 0 ? BytesText(static_cast<uint64_t>(v.second)) : std::string("-");
+    rows.push_back({indent + name, used + " / " + bound});
+  }
+  return rows;
 }
 
 std::string UnixMsText(int64_t unix_ms) {

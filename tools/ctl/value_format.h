@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -48,6 +49,13 @@ std::string BytesText(uint64_t bytes);
 std::string UnixMsText(int64_t unix_ms);
 // "client 0: 5, client 1: 7".
 std::string ClocksText(const std::vector<ClockT>& clocks);
+
+// The memory lines of `pacectl stats`: from Stats counters
+// "memory_<component>_bytes" / "memory_<component>_limit_bytes", one row
+// {"  <component>", "<used> / <bound>"} per component (bound "-" if none),
+// prefixed by `indent`.
+std::vector<std::vector<std::string>> MemoryRows(
+    const std::vector<std::pair<std::string, int64_t>>& counters, const std::string& indent);
 
 // Renders rows of cells as left-aligned columns separated by two spaces,
 // one line per row (trailing spaces trimmed).

@@ -1,0 +1,45 @@
+// One process budget, held over a table larger than it (issue 10's
+// integration test): an embedded pace_memory_workload with --memory_mb=96
+// writes a table of >= 512 MiB (1M rows x 128 f32), then two workers read and
+// update random rows for three clocks while adding known amounts to integer
+// control rows. Its peak RSS (VmHWM, measured by the process itself from
+// /proc/self/status) stays below 160 MiB and the control rows are exact.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <map>
+#include <string>
+
+#include "tests/memory/memory_test_util.h"
+#include "tests/testing/subprocess.h"
+
+namespace pace::testing {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+TEST(MemoryBudgetTest, EmbeddedProcessStaysWithinItsBudgetOverALargerTable) {
+  TempDir dir;
+  Subprocess proc;
+  ASSERT_TRUE(
+      proc.Start({BinaryDir() + "/pace_memory_workload", "--data_dir=" + dir.path() + "/d",
+                  "--memory_mb=96", "--rows=1048576", "--width=128", "--fill_rows_per_clock=16384",
+                  "--workers=2", "--clocks=3", "--ops_per_clock=4000"},
+                 dir.path() + "/stderr.log")
+          .ok());
+  std::map<std::string, std::string> kv;
+  CollectKeyValues(&proc, "workload", 240000, &kv);
+  int status = 0;
+  ASSERT_TRUE(proc.Wait(30000, &status).ok());
+  ASSERT_TRUE(WIFEXITED(status)) << "the workload did not exit";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "see " << dir.path() << "/stderr.log";
+  EXPECT_EQ(kv["control_exact"], "true");
+  EXPECT_GE(U64(kv, "data_dir_bytes"), 512 * kMiB) << "the table is smaller than the test needs";
+  const uint64_t peak = U64(kv, "peak_rss_bytes");
+  EXPECT_GT(peak, 0u);
+  EXPECT_LT(peak, 160 * kMiB) << "peak RSS " << peak / kMiB << " MiB with --memory_mb=96";
+  EXPECT_GT(U64(kv, "rows_fetched"), 0u);
+}
+
+}  // namespace
+}  // namespace pace::testing
