@@ -526,8 +526,12 @@ void ShardService::AppendMemoryCounters(uint64_t row_cache_bytes,
   // group commits, and the Apply batches received and not yet freed.
   const MemoryStats mem = memory_stats();
   out->emplace_back("memory_write_batch_bytes", static_cast<int64_t>(mem.store.write_batch_bytes));
-  out->emplace_back("memory_write_batch_limit_bytes",
-                    static_cast<int64_t>(so.retained_write_batch_mb) * mib);
+  out->emplace_back(
+      "memory_write_batch_limit_bytes",
+      static_cast<int64_t>(std::min<size_t>(
+          so.retained_write_batch_mb,
+          so.write_buffer_mb * static_cast<size_t>(std::max(1, so.max_write_buffer_number)))) *
+          mib);
   out->emplace_back("memory_apply_batches_bytes", static_cast<int64_t>(mem.apply_bytes));
 }
 
