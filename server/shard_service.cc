@@ -519,16 +519,6 @@ net::StatsReply ShardService::Stats() const {
   r.counters.emplace_back("push_latency_samples", pl.samples);
   r.counters.emplace_back("push_latency_p50_us", pl.p50_us);
   r.counters.emplace_back("push_latency_p99_us", pl.p99_us);
-  const MemoryStats mem = memory_stats();
-  r.counters.emplace_back("mem_memtable_bytes", static_cast<int64_t>(mem.store.memtable_bytes));
-  r.counters.emplace_back("mem_block_cache_bytes",
-                          static_cast<int64_t>(mem.store.block_cache_bytes));
-  r.counters.emplace_back("mem_table_reader_bytes",
-                          static_cast<int64_t>(mem.store.table_reader_bytes));
-  r.counters.emplace_back("mem_row_cache_bytes", static_cast<int64_t>(mem.store.row_cache_bytes));
-  r.counters.emplace_back("mem_write_batch_bytes",
-                          static_cast<int64_t>(mem.store.write_batch_bytes));
-  r.counters.emplace_back("mem_apply_bytes", static_cast<int64_t>(mem.apply_bytes));
   const ClockVector& clocks = engine_.clocks();
   r.shard_clock = clocks.Min();
   r.applied_clocks = clocks.clocks();
@@ -562,10 +552,16 @@ void ShardService::AppendMemoryCounters(uint64_t row_cache_bytes,
   out->emplace_back("memory_table_readers_bytes", prop("rocksdb.estimate-table-readers-mem"));
   out->emplace_back("memory_row_cache_bytes", static_cast<int64_t>(row_cache_bytes));
   out->emplace_back("memory_row_cache_limit_bytes", static_cast<int64_t>(so.row_cache_mb) * mib);
-  // The write path's buffers and the decoded Applies waiting for the writer:
-  // not bounded by the budget yet (they follow the clients' batch sizes).
+  // The write path's buffers (memory_stats()): the WriteBatch kept between
+  // group commits, and the Apply batches received and not yet freed.
   out->emplace_back("memory_write_batch_bytes", static_cast<int64_t>(mem.store.write_batch_bytes));
-  out->emplace_back("memory_apply_bytes", static_cast<int64_t>(mem.apply_bytes));
+  out->emplace_back(
+      "memory_write_batch_limit_bytes",
+      static_cast<int64_t>(std::min<size_t>(
+          so.retained_write_batch_mb,
+          so.write_buffer_mb * static_cast<size_t>(std::max(1, so.max_write_buffer_number)))) *
+          mib);
+  out->emplace_back("memory_apply_batches_bytes", static_cast<int64_t>(mem.apply_bytes));
 }
 
 void ShardService::HandleStats(const SessionPtr& s, const net::StatsRequest& m) {

@@ -168,7 +168,8 @@ class ShardService : public net::ServiceHandler {
   // cache, retained WriteBatch) plus `apply_bytes`, the Apply batches received
   // and not yet freed (queued for the writer, being committed, or waiting to
   // be freed on a reader thread: payload plus per-row bookkeeping). Cheap;
-  // any thread. Stats() reports the same as mem_* counters.
+  // any thread. Stats() reports the write-path parts as memory_write_batch_bytes
+  // and memory_apply_batches_bytes (beside the RocksDB and row cache memory_*).
   struct MemoryStats {
     StoreMemoryStats store;
     uint64_t apply_bytes = 0;

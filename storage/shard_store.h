@@ -53,7 +53,10 @@ struct ShardStoreOptions {
   // The largest WriteBatch buffer, in MiB, kept between group commits for
   // the next group (reused so a model-scale clock does not map and fault in
   // a fresh ~130 MB buffer each time); a larger one is freed after its write.
-  // Counted in StoreMemoryStats::write_batch_bytes. 0: never kept. Default: 256.
+  // Never more than the memtable budget (write_buffer_mb x
+  // max_write_buffer_number), so a store sized from a memory budget keeps
+  // little. Counted in StoreMemoryStats::write_batch_bytes. 0: never kept.
+  // Default: 256.
   size_t retained_write_batch_mb = 256;
   // fsync the WAL before ApplyBatch returns. Default: false (WAL written, not synced).
   bool sync = false;

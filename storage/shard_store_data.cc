@@ -303,7 +303,13 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   if (!written.ok()) return fail(MarkFailedLocked(written, "ApplyBatches"));
   const auto t_written = std::chrono::steady_clock::now();
   const size_t batch_bytes = batch.GetDataSize();
-  if (batch.Data().capacity() > (options_.retained_write_batch_mb << 20)) {
+  // Kept up to retained_write_batch_mb and never more than the memtable budget,
+  // so a store sized from a memory budget (small write buffers) keeps little.
+  const size_t retain_mb =
+      std::min<size_t>(options_.retained_write_batch_mb,
+                       options_.write_buffer_mb *
+                           static_cast<size_t>(std::max(1, options_.max_write_buffer_number)));
+  if (batch.Data().capacity() > (retain_mb << 20)) {
     batch = rocksdb::WriteBatch();
   }
   batch.Clear();
