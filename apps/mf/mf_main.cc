@@ -200,7 +200,7 @@ void ChooseStepSize(const MfDataset& data, uint32_t num_clients, MfTrainOptions*
           : 1 + std::max<int>(o->run.consistency == Consistency::kAsync ? 1 : 0,
                               static_cast<int>(o->run.staleness));
   base.workers = margin ? job_workers * stale_clocks : 1;
-  StepSizeSearch found = SearchStepSize(data, base, candidates, clocks, margin);
+  StepSizeSearch found = SearchStepSize(data, base, candidates, clocks, /*margin=*/false);
   if (found.heldout_rmse.empty()) return;
   o->lr = found.lr;
   std::printf(
