@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <utility>
 
 namespace pace::client {
@@ -16,6 +17,9 @@ constexpr int kReconnectSliceMs = 2000;
 // woken early only by Shutdown.
 constexpr int64_t kReconnectBackoffMinMs = 10;
 constexpr int64_t kReconnectBackoffMaxMs = 100;
+// How long Start retries a Hello refused because the client id is held
+// (see Start).
+constexpr int64_t kFencedGraceMs = 1000;
 }  // namespace
 
 RemoteChannel::RemoteChannel(uint32_t shard, net::RemoteShardOptions options)
@@ -45,7 +49,30 @@ Status RemoteChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
     MutexLock l(&mu_);
     gen = ++gen_;
   }
-  RETURN_IF_ERROR(ConnectOnce(options_.connect_timeout_ms, &conn, gen));
+  // A refusal because our client id is held (fencing) is retried for a short
+  // grace period: a process that starts as client k right after the previous
+  // client k exited can reach the shard before the shard has seen the old
+  // connection close (seen under TSan: a verifier started right after the
+  // job's client 0). A real second process still fails, after the grace.
+  const auto fenced_deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kFencedGraceMs);
+  int64_t backoff_ms = 20;
+  for (;;) {
+    Status s = ConnectOnce(options_.connect_timeout_ms, &conn, gen);
+    if (s.ok()) break;
+    if (s.code() != StatusCode::kAlreadyExists ||
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms) >
+            fenced_deadline) {
+      return s;
+    }
+    VLOG(1) << Describe() << ": " << s.ToString() << "; retrying in " << backoff_ms << " ms";
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min<int64_t>(2 * backoff_ms, 320);
+    {
+      MutexLock l(&mu_);
+      gen = ++gen_;
+    }
+  }
   *welcome = conn->welcome();
   {
     MutexLock l(&mu_);

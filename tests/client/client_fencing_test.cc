@@ -120,10 +120,12 @@ class FencingTest : public ::testing::Test {
 TEST_F(FencingTest, RogueSecondProcessIsRefusedWhileTheRealOneTrains) {
   StartShards();
   if (HasFatalFailure()) return;
-  std::unique_ptr<Subprocess> real = StartClient(0, "run", "client0");
-  std::unique_ptr<Subprocess> other = StartClient(1, "run", "client1");
+  // 150 clocks x 30 ms: they still train when the rogue's Hello retries
+  // (RemoteChannel::Start retries a refused id for 1 s) have run out.
+  std::unique_ptr<Subprocess> real = StartClient(0, "run", "client0", 150);
+  std::unique_ptr<Subprocess> other = StartClient(1, "run", "client1", 150);
   if (HasFailure()) return;
-  // The rogue starts while both train (30 clocks x 30 ms each).
+  // The rogue starts while both train.
   std::unique_ptr<Subprocess> rogue = StartClient(0, "run", "rogue", 30, false);
   const std::string fail = ExpectFail(rogue.get(), "rogue");
   EXPECT_TRUE(Contains(fail, "client 0 is already connected from 127.0.0.1:")) << fail;
