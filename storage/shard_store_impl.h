@@ -8,8 +8,8 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
-#include <rocksdb/write_batch.h>
 #include <rocksdb/sst_file_manager.h>
+#include <rocksdb/write_batch.h>
 
 #include <atomic>
 #include <cstdint>
