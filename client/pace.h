@@ -215,7 +215,7 @@ struct ClientStats {
   // its bound (0: unbounded or not configured). Names: "client.cache",
   // "client.open_deltas", "client.unacked", "shard.block_cache",
   // "shard.block_cache_pinned", "shard.memtables", "shard.table_readers",
-  // "shard.row_cache", "shard.write_batch", "shard.apply" (docs/operations.md
+  // "shard.row_cache", "shard.write_batch", "shard.apply_batches" (docs/operations.md
   // "Metrics").
   struct MemoryComponent {
     std::string name;
