@@ -455,7 +455,16 @@ void Server::Impl::OnPeerMessage(Peer* peer, Message m) {
     return;
   }
   if (!ConstantTimeEquals(hello->token, options_.token)) {
-    Refuse(peer, conn.get(), Status::PermissionDenied("wrong job token"));
+    // Three cases, three messages: what to fix differs.
+    Refuse(peer, conn.get(),
+           Status::PermissionDenied(
+               hello->token.empty()
+                   ? "no job token: this server requires one (pass the --token_file it was "
+                     "started with)"
+               : options_.token.empty()
+                   ? "wrong job token: this server was started without --token_file "
+                     "and takes none"
+                   : "wrong job token"));
     return;
   }
   Welcome welcome;

@@ -138,12 +138,14 @@ std::string Frame(const net::Message& m) {
 }
 
 // Expects an Error frame with `code` and then the connection closed.
-void ExpectErrorAndClose(RawConn* conn, StatusCode code, const char* what) {
+void ExpectErrorAndClose(RawConn* conn, StatusCode code, const char* what,
+                         const std::string& message_part = "") {
   net::Message m;
   ASSERT_TRUE(conn->ReadMessage(&m)) << what << ": no reply";
   auto* err = std::get_if<net::Error>(&m);
   ASSERT_NE(err, nullptr) << what << ": reply is " << net::MessageName(m);
   EXPECT_EQ(err->code, code) << what << ": " << err->message;
+  EXPECT_NE(err->message.find(message_part), std::string::npos) << what << ": " << err->message;
   EXPECT_TRUE(conn->ClosedByPeer()) << what << ": connection not closed";
 }
 
@@ -199,7 +201,13 @@ TEST_F(PacedTest, HostileInputIsRefusedAndServerKeepsServing) {
   {  // Wrong token.
     RawConn conn(port_);
     conn.Write(Frame(net::Hello{net::kWireVersion, 0, "wrong"}));
-    ExpectErrorAndClose(&conn, StatusCode::kPermissionDenied, "wrong token");
+    ExpectErrorAndClose(&conn, StatusCode::kPermissionDenied, "wrong token", "wrong job token");
+  }
+  {  // No token, where the server requires one: another message.
+    RawConn conn(port_);
+    conn.Write(Frame(net::Hello{net::kWireVersion, 0, ""}));
+    ExpectErrorAndClose(&conn, StatusCode::kPermissionDenied, "no token",
+                        "no job token: this server requires one");
   }
   {  // A first frame that is not Hello.
     RawConn conn(port_);
