@@ -18,6 +18,7 @@
 #include "tools/ctl/ctl.h"
 #include "tools/ctl/export.h"
 #include "tools/ctl/json_writer.h"
+#include "tools/ctl/output_file.h"
 #include "tools/ctl/value_format.h"
 
 namespace pace::ctl {
@@ -86,6 +87,34 @@ TEST(JsonWriterTest, WritesNestedDocumentsWithCorrectCommas) {
   EXPECT_EQ(j["list"][6].text, "-Infinity");
   EXPECT_EQ(j["list"][7].type, Json::kNull);
   EXPECT_EQ(j["ok"].type, Json::kBool);
+}
+
+TEST(ExportProgressTest, ReportsBytesThroughTheStreamAndStaysQuietWhenFast) {
+  std::ostringstream err, sink;
+  {  // The default interval (1 s): a fast export prints nothing.
+    ExportProgress quiet(&err, "export w", 4u << 20);
+    ProgressStream out(&sink, &quiet);
+    out << std::string(4u << 20, 'x');
+    quiet.Finish(out.bytes());
+    EXPECT_EQ(out.bytes(), 4u << 20);
+    EXPECT_EQ(err.str(), "");
+  }
+  {  // Interval 0: every check (each MiB) prints, and Finish prints 100%.
+    ExportProgress p(&err, "export w", 4u << 20, /*rows=*/false, std::chrono::milliseconds(0));
+    ProgressStream out(&sink, &p);
+    for (int i = 0; i < 4; ++i) out << std::string(1u << 20, 'y');
+    p.Finish(out.bytes());
+    EXPECT_NE(err.str().find("pacectl: export w: 25%, 1.0 MiB of 4.0 MiB"), std::string::npos)
+        << err.str();
+    EXPECT_NE(err.str().find("pacectl: export w: 100%, 4.0 MiB of 4.0 MiB"), std::string::npos)
+        << err.str();
+  }
+  EXPECT_EQ(sink.str().size(), 8u << 20);  // every byte reached the inner stream
+  err.str("");
+  ExportProgress rows(&err, "export h", 10, /*rows=*/true, std::chrono::milliseconds(0));
+  rows.Update(5);
+  EXPECT_NE(err.str().find("pacectl: export h: 50%, 5 rows of 10 rows"), std::string::npos)
+      << err.str();
 }
 
 TEST(ValueFormatTest, FloatsRoundTripAndIntegersAreExact) {

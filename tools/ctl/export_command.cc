@@ -1,4 +1,5 @@
 // pacectl export NAME --format=csv|npy --out=FILE (offline; online: online_commands.cc).
+#include "common/row.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/export.h"
 #include "tools/ctl/json_writer.h"
@@ -64,12 +65,22 @@ Status OfflineExport(const CtlContext& ctx, const Args& args) {
     RETURN_IF_ERROR(rows_file->Open());
   }
   ExportStats stats;
+  // npy: the whole size is known (header + rows x row bytes); csv: bytes so far.
+  const uint64_t npy_bytes =
+      format == "npy" ? NpyHeader(t.type, plan.rows, t.width).size() +
+                            plan.rows * static_cast<uint64_t>(RowFormat::Of(t).dense_bytes())
+                      : 0;
+  ExportProgress progress(&ctx.err, "export " + t.name, npy_bytes);
+  ProgressStream out(file->stream(), &progress);
   if (format == "npy") {
-    RETURN_IF_ERROR(WriteMergedNpy(set.shards, t, plan, file->stream(), &stats));
+    RETURN_IF_ERROR(WriteMergedNpy(set.shards, t, plan, &out, &stats));
     if (rows_file != nullptr) RETURN_IF_ERROR(WriteRowIdsNpy(plan.written, rows_file->stream()));
   } else {
-    RETURN_IF_ERROR(WriteMergedCsv(set.shards, t, plan, file->stream(), &stats));
+    RETURN_IF_ERROR(WriteMergedCsv(set.shards, t, plan, &out, &stats));
   }
+  out.flush();
+  if (!out.good()) return Status::IOError("export: write to --out=" + ctx.options.out + " failed");
+  progress.Finish(out.bytes());
   RETURN_IF_ERROR(file->Commit());
   if (rows_file != nullptr) RETURN_IF_ERROR(rows_file->Commit());
   if (ctx.options.out == "-") return Status::OK();

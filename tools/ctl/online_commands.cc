@@ -521,7 +521,10 @@ Status OnlineExport(const CtlContext& ctx, const Args& args) {
   Version low = std::numeric_limits<Version>::max(), high = 0;
   uint64_t lines = 0;
   std::string text;
+  // Progress in rows read (as a share of n; the byte total of csv is unknown).
+  ExportProgress progress(&ctx.err, "export " + t.name, n, /*rows=*/true);
   for (uint64_t a = 0; a < n; a += chunk) {
+    progress.Update(a);
     const uint64_t b = std::min(n, a + chunk);
     std::map<uint64_t, std::string> by_row;
     RETURN_IF_ERROR(ReadRange(set, single.get(), t, a, b, &by_row, &low, &high));
@@ -537,6 +540,7 @@ Status OnlineExport(const CtlContext& ctx, const Args& args) {
     if (!out->good()) return Status::IOError("export: write failed");
   }
   out->flush();
+  progress.Finish(n);
   RETURN_IF_ERROR(file.Commit());
   if (ctx.options.out == "-") return Status::OK();
   if (low > high) low = high;
