@@ -93,6 +93,13 @@ Status Client::Impl::Create(const ClientOptions& given,
         "memory_mb, cache_mb, open_delta_mb and unacked_mb must be below " +
         std::to_string(kMaxMb) + " MiB");
   }
+  if (options.min_log_level < -1 || options.min_log_level > 3) {
+    return Status::InvalidArgument(
+        "min_log_level must be -1 (leave glog alone) or 0..3 (INFO, "
+        "WARNING, ERROR, FATAL), got " +
+        std::to_string(options.min_log_level));
+  }
+  if (options.min_log_level >= 0) FLAGS_minloglevel = options.min_log_level;  // also in Open
   if (options.retry_backoff_min_ms < 1 ||
       options.retry_backoff_max_ms < options.retry_backoff_min_ms) {
     return Status::InvalidArgument("retry_backoff_min_ms (" +

@@ -1,5 +1,6 @@
 // Client::Open (choosing embedded or remote channels) and the option helpers
 // ParseServers and ClientIdFromEnvironment.
+#include <glog/logging.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,6 +65,10 @@ void ResolveMemoryBudget(ClientOptions* o) {
 Status Client::Open(const ClientOptions& given, std::unique_ptr<Client>* client) {
   ClientOptions options = given;
   ResolveMemoryBudget(&options);
+  // Before the embedded shard opens (it logs too); Create validates the range.
+  if (options.min_log_level >= 0 && options.min_log_level <= 3) {
+    FLAGS_minloglevel = options.min_log_level;
+  }
   std::vector<std::unique_ptr<client::ShardChannel>> channels;
   const bool embedded = options.servers.empty();
   if (embedded) {

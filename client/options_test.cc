@@ -1,8 +1,10 @@
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "client/pace.h"
+#include "common/scoped_temp_dir.h"
 
 namespace pace {
 namespace {
@@ -118,6 +120,28 @@ TEST(ResolveMemoryBudgetTest, RemoteClientGetsTheWholeBudget) {
   EXPECT_EQ(o.cache_mb, 64u);
   EXPECT_EQ(o.open_delta_mb, 25u);
   EXPECT_EQ(o.unacked_mb, 12u);
+}
+
+TEST(ClientOptionsTest, MinLogLevelSetsGlogsLevelAtOpenAndIsRangeChecked) {
+  const int before = FLAGS_minloglevel;
+  ScopedTempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path() + "/store";
+  o.min_log_level = 7;
+  std::unique_ptr<Client> client;
+  Status s = Client::Open(o, &client);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("min_log_level"), std::string::npos) << s.ToString();
+  EXPECT_EQ(FLAGS_minloglevel, before);  // a refused value changes nothing
+  o.min_log_level = 2;
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  EXPECT_EQ(FLAGS_minloglevel, 2);
+  client.reset();
+  o.min_log_level = -1;  // the default leaves glog as it is
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  EXPECT_EQ(FLAGS_minloglevel, 2);
+  client.reset();
+  FLAGS_minloglevel = before;
 }
 
 }  // namespace

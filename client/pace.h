@@ -136,6 +136,12 @@ struct ClientOptions {
   // fail at once with the shard's message. Defaults: 1, 200.
   int64_t retry_backoff_min_ms = 1;
   int64_t retry_backoff_max_ms = 200;
+  // The library logs through glog (stderr unless the program configured
+  // glog otherwise). At Open, a value >= 0 sets glog's minimum level for the
+  // process: 0 INFO, 1 WARNING (the library's reconnects, retries and holdback
+  // notices), 2 ERROR (only failures), 3 FATAL. -1: leave glog as the program
+  // set it. Default: -1.
+  int min_log_level = -1;
 };
 
 // A handle to a table. Cheap to copy. Valid while its Client lives.
