@@ -335,6 +335,15 @@ int ConnectIdle(uint16_t port) {
 // stops writing (the cause named once), the batches are held, and once the
 // connections are gone the shard recovers by itself; totals exact.
 TEST_F(PacedFaultsTest, FdExhaustionHoldsBatchesAndRecovers) {
+#if defined(__SANITIZE_ADDRESS__)
+  // UBSan's vptr check tests that a vtable is readable by writing it to a
+  // pipe; with the descriptors exhausted pipe(2) fails (EMFILE) and the check
+  // reports "invalid vptr" on a valid object (seen: a shared_ptr control
+  // block, "memory cannot be printed"), which halts paced. The sanitizer
+  // runtime, not paced, needs the descriptors here. Release and TSan builds
+  // run this test; storage_test's fd-exhaustion case runs under ASan too.
+  GTEST_SKIP() << "not under ASan+UBSan: the vptr check itself needs a free descriptor";
+#endif
   TempDir dir;
   const std::string data = dir.path() + "/db";
   const std::string paced_log = dir.path() + "/paced.log";

@@ -167,7 +167,11 @@ TEST(PacedHostileTest, BigReadAndParkedFloodAreBounded) {
   std::printf("paced VmHWM %llu KiB (bound %llu KiB)\n", static_cast<unsigned long long>(hwm),
               static_cast<unsigned long long>(kHwmBoundKb));
   EXPECT_GT(hwm, 0u);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // Not in sanitizer builds: their shadow memory and quarantine are not the
+  // shard's (338 MiB under ASan).
   EXPECT_LT(hwm, kHwmBoundKb);
+#endif
   peer->Close();
   paced.Signal(SIGTERM);
   ASSERT_TRUE(paced.Wait(30000, &st).ok());
