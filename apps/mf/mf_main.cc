@@ -171,12 +171,12 @@ PlainMfOptions PlainOptions(const MfTrainOptions& o) {
 // to RMSE nan). So the search then simulates T x (s + 1) workers (the bsp
 // worst case, PlainMfOptions::workers, times the s + 1 clocks of the others'
 // updates a stale read can miss; s = the staleness bound, at least 1 for
-// async) on a finer grid and keeps the best step that does not diverge. With
-// T workers only, 0.2 still won for mpirun -np 3 x 1 worker (essp s=1), and
-// that job oscillated to RMSE 1.47 in about 1 of 10 runs; requiring also the
-// next larger step not to diverge fell back to 0.03 on the coarse low end of
-// the grid (RMSE 0.95 in apps_cli_test), so the larger simulation is the
-// margin.
+// async) on a finer grid (25% steps), and a step wins only if the next larger
+// one does not diverge either: the real job's staleness varies with timing,
+// so the chosen step must not sit at the edge (with T workers only, 0.2 won
+// for mpirun -np 3 x 1 worker, essp s=1, which oscillated to RMSE 1.47 in
+// about 1 of 10 runs; without the next-step rule, 0.125 won for the 3-host
+// netns job, next to a diverging 0.16, and diverged under TSan).
 // T <= 2 (one process, the default 2 workers) keeps the sequential search:
 // the sum of two stale updates cannot overshoot where each alone converges,
 // and its choices stay as they were.
@@ -185,7 +185,7 @@ void ChooseStepSize(const MfDataset& data, uint32_t num_clients, MfTrainOptions*
   const int job_workers = static_cast<int>(num_clients) * o->run.workers;
   const bool margin = job_workers > 2;
   const std::vector<double> candidates =
-      margin ? std::vector<double>{0.03, 0.08, 0.1, 0.125, 0.16, 0.2, 0.25}
+      margin ? std::vector<double>{0.03, 0.04, 0.05, 0.064, 0.08, 0.1, 0.125, 0.16, 0.2, 0.25}
              : std::vector<double>{0.03, 0.08, 0.2};
   // 60 clocks (the default job), fewer on large data (at most ~20M steps per
   // candidate, at least 10 clocks); a function of the data only, so a
@@ -199,7 +199,7 @@ void ChooseStepSize(const MfDataset& data, uint32_t num_clients, MfTrainOptions*
           : 1 + std::max<int>(o->run.consistency == Consistency::kAsync ? 1 : 0,
                               static_cast<int>(o->run.staleness));
   base.workers = margin ? job_workers * stale_clocks : 1;
-  StepSizeSearch found = SearchStepSize(data, base, candidates, clocks, /*margin=*/false);
+  StepSizeSearch found = SearchStepSize(data, base, candidates, clocks, margin);
   if (found.heldout_rmse.empty()) return;
   o->lr = found.lr;
   std::printf(
@@ -210,7 +210,8 @@ void ChooseStepSize(const MfDataset& data, uint32_t num_clients, MfTrainOptions*
     std::printf("%s %g: %.4f", k ? "," : "", candidates[k], found.heldout_rmse[k]);
   }
   if (margin) {
-    std::printf("; %d workers simulated", static_cast<int>(base.workers));
+    std::printf("; %d workers simulated, the next larger step must not diverge",
+                static_cast<int>(base.workers));
   }
   std::printf("); --lr=X sets it\n");
 }

@@ -70,7 +70,7 @@ void FakeService::OnMessage(const std::shared_ptr<Session>& s, Message m) {
       s->Send(Error{d->req_id, StatusCode::kNotFound, "no table named '" + d->name + "'"});
     }
   } else if (auto* st = std::get_if<StatsRequest>(&m)) {
-    s->Send(StatsReply{st->req_id, 3, 6, {1, 2}, {{"reads", 11}}});
+    s->Send(StatsReply{st->req_id, 3, 6, {1, 2}, {{"reads", 11}}, {}});
   } else if (auto* u = std::get_if<Unsubscribe>(&m)) {
     Push push{9, 9, {}};
     for (uint64_t row : u->rows) push.rows.push_back(RowData{u->table, row, "v"});
