@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/paced_cluster.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
@@ -158,18 +159,7 @@ class PacedFaultsTest : public ::testing::Test {
   // Reads a client's stdout up to "OK", adding its TOTAL / ROW lines.
   ::testing::AssertionResult Collect(Subprocess* p, const char* prefix, Totals* totals,
                                      int timeout_ms) {
-    std::string line;
-    for (;;) {
-      Status s = p->ReadLine(&line, timeout_ms);
-      if (!s.ok()) return ::testing::AssertionFailure() << s.ToString();
-      if (line == "OK") return ::testing::AssertionSuccess();
-      if (line.rfind("FAIL", 0) == 0) return ::testing::AssertionFailure() << line;
-      std::istringstream in(line);
-      std::string tag, table;
-      uint64_t row;
-      int64_t v;
-      if (in >> tag >> table >> row >> v && tag == prefix) (*totals)[{table, row}] += v;
-    }
+    return testing::ReadTotals(p, prefix, totals, timeout_ms);
   }
   // Waits for the START line of a client.
   static bool Started(Subprocess* p) {

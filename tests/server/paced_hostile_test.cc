@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "net/remote_shard.h"
+#include "tests/testing/paced_cluster.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
@@ -49,18 +50,7 @@ uint64_t StatusKb(pid_t pid, const std::string& field) {
 }
 
 ::testing::AssertionResult Collect(Subprocess* p, const char* prefix, Totals* totals) {
-  std::string line;
-  for (;;) {
-    Status s = p->ReadLine(&line, 120000);
-    if (!s.ok()) return ::testing::AssertionFailure() << s.ToString();
-    if (line == "OK") return ::testing::AssertionSuccess();
-    if (line.rfind("FAIL", 0) == 0) return ::testing::AssertionFailure() << line;
-    std::istringstream in(line);
-    std::string tag, table;
-    uint64_t row;
-    int64_t v;
-    if (in >> tag >> table >> row >> v && tag == prefix) (*totals)[{table, row}] += v;
-  }
+  return testing::ReadTotals(p, prefix, totals, 120000);
 }
 
 std::vector<std::string> ClientArgs(uint16_t port, const std::string& mode, int clocks) {

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/paced_cluster.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
@@ -51,18 +52,7 @@ double Mean(const std::vector<uint64_t>& v) {
 
 ::testing::AssertionResult Collect(Subprocess* p, const char* prefix, Totals* totals,
                                    int timeout_ms) {
-  std::string line;
-  for (;;) {
-    Status s = p->ReadLine(&line, timeout_ms);
-    if (!s.ok()) return ::testing::AssertionFailure() << s.ToString();
-    if (line == "OK") return ::testing::AssertionSuccess();
-    if (line.rfind("FAIL", 0) == 0) return ::testing::AssertionFailure() << line;
-    std::istringstream in(line);
-    std::string tag, table;
-    uint64_t row;
-    int64_t v;
-    if (in >> tag >> table >> row >> v && tag == prefix) (*totals)[{table, row}] += v;
-  }
+  return testing::ReadTotals(p, prefix, totals, timeout_ms);
 }
 
 TEST(PacedSoakTest, ShardKilledEvery30sMemoryStaysFlat) {

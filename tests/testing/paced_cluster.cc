@@ -25,6 +25,22 @@ std::string PacedCluster::Servers() const {
   return s;
 }
 
+::testing::AssertionResult ReadTotals(Subprocess* p, const char* prefix, Totals* totals,
+                                      int timeout_ms) {
+  std::string line;
+  for (;;) {
+    Status s = p->ReadLine(&line, timeout_ms);
+    if (!s.ok()) return ::testing::AssertionFailure() << s.ToString();
+    if (line == "OK") return ::testing::AssertionSuccess();
+    if (line.rfind("FAIL", 0) == 0) return ::testing::AssertionFailure() << line;
+    std::istringstream in(line);
+    std::string tag, table;
+    uint64_t row;
+    int64_t v;
+    if (in >> tag >> table >> row >> v && tag == prefix) (*totals)[{table, row}] += v;
+  }
+}
+
 void CollectTotals(Subprocess* p, const char* prefix, Totals* totals, const std::string& who,
                    int64_t* resent) {
   std::string line;

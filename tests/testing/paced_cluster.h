@@ -5,6 +5,8 @@
 #ifndef PACE_TESTS_TESTING_PACED_CLUSTER_H_
 #define PACE_TESTS_TESTING_PACED_CLUSTER_H_
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -30,6 +32,12 @@ struct PacedCluster {
   // "127.0.0.1:P0,127.0.0.1:P1,...".
   std::string Servers() const;
 };
+
+// Reads a pace_client_proc's stdout until "OK", adding its `prefix` lines
+// ("TOTAL table row value" or "ROW ...") to *totals; a FAIL line, EOF or no
+// line for `timeout_ms` is the failure returned. Does not wait for the exit.
+::testing::AssertionResult ReadTotals(Subprocess* p, const char* prefix, Totals* totals,
+                                      int timeout_ms);
 
 // Reads a pace_client_proc's stdout until "OK", adding its `prefix` lines
 // ("TOTAL table row value" or "ROW ...") to *totals and the batches_resent of
