@@ -60,6 +60,7 @@ Client::Impl::Impl(const ClientOptions& options, bool embedded)
   for (auto& st : stripes_) {
     client::SpinLock l(&st.mu);  // not shared yet; for the analysis
     st.budget = budget;
+    st.recycle_delta_buffers = options.memory_mb == 0;
   }
 }
 
@@ -442,18 +443,24 @@ uint64_t Client::Impl::OpenDeltaBytesOf(ClockT c) const {
   return open;
 }
 
+uint64_t Client::Impl::PartBytes() const {
+  const uint64_t open = uint64_t{options_.open_delta_mb} << 20;
+  const uint64_t unacked = uint64_t{options_.unacked_mb} << 20;
+  return std::max<uint64_t>(uint64_t{64} << 10, std::min(open, unacked) / 2);
+}
+
 Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
-  const uint64_t bound = uint64_t{options_.open_delta_mb} << 20;
-  // Cheap test first (the same sum WaitOpenDeltas uses); clock c must hold a
-  // fair share, else the workers ahead hold the rest and wait for it.
-  if (OpenDeltaBytes() <= bound || OpenDeltaBytesOf(c) < bound / 4) return Status::OK();
+  // A part is half of the smaller of the open-delta and unacked bounds: the
+  // clock's open deltas stay below the open-delta bound, and two parts fit
+  // the unacked bound, so one can be written while the next is filled.
+  const uint64_t part = PartBytes();
+  if (OpenDeltaBytesOf(c) < part) return Status::OK();
   {
     MutexLock l(&send_mu_);
     // The process clock may have moved past c meanwhile (its last part is
     // sent then), or another worker at c sealed first.
     if (shards_[0]->sent_through.load(std::memory_order_acquire) != c ||
-        process_clock_seen_.load(std::memory_order_acquire) != c ||
-        OpenDeltaBytesOf(c) < bound / 4) {
+        process_clock_seen_.load(std::memory_order_acquire) != c || OpenDeltaBytesOf(c) < part) {
       return Status::OK();
     }
     SendBatch(c, next_part_, /*more=*/true);

@@ -172,11 +172,13 @@ class Client::Impl : public client::ChannelListener {
   // Callers check it every kOpenDeltaCheckEvery Incs (ahead_of_process_clock).
   Status WaitOpenDeltas(ClockT c, client::WorkerStats* ws);
   // The same bound for a worker AT the process clock c, which cannot wait:
-  // when the open deltas exceed the bound and clock c holds a quarter of it or
-  // more, clock c's open deltas are sealed and sent as its next part
-  // (Apply{more}, docs/wire-protocol.md "Apply parts"); then, while the
-  // unacknowledged deltas exceed unacked_mb, it waits for Acks.
+  // when clock c's open deltas reach PartBytes(), they are sealed and sent as
+  // the clock's next part (Apply{more}, docs/wire-protocol.md "Apply parts");
+  // then, while the unacknowledged deltas exceed unacked_mb, it waits for
+  // Acks. Checked every kOpenDeltaCheckEvery Incs.
   Status SealOpenDeltas(ClockT c, client::WorkerStats* ws);
+  // Half of min(open_delta_mb, unacked_mb), at least 64 KiB.
+  uint64_t PartBytes() const;
   bool ahead_of_process_clock(ClockT c) const {
     return c > process_clock_seen_.load(std::memory_order_acquire);
   }

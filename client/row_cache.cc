@@ -154,7 +154,8 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, ClockT c, uint32_t part) {
   auto keep = std::remove_if(pd.begin(), pd.end(), acked);
   // Recycle one buffer for the row's next open delta (no allocation per
   // row per clock in steady state).
-  if (keep != pd.end() && !e->has_open && e->open.delta.capacity() < pd.back().delta.capacity()) {
+  if (recycle_delta_buffers && keep != pd.end() && !e->has_open &&
+      e->open.delta.capacity() < pd.back().delta.capacity()) {
     e->open.delta.swap(pd.back().delta);
     e->open.delta.clear();
   }

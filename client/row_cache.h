@@ -333,6 +333,10 @@ struct alignas(64) CacheStripe {
   size_t hand GUARDED_BY(mu) = 0;
   size_t bytes GUARDED_BY(mu) = 0;   // sum of Charge() over `ring`
   size_t budget GUARDED_BY(mu) = 0;  // cache budget / number of stripes
+  // PurgeAcked keeps an acknowledged delta's buffer for the row's next open
+  // delta (no allocation per row per clock). Off under a memory budget: every
+  // cached row would keep a row-sized buffer the cache budget does not count.
+  bool recycle_delta_buffers GUARDED_BY(mu) = true;
   // Bytes of the open (not yet sent) deltas of this stripe's rows. (Sealed
   // ones are counted client-wide, per batch: Client::Impl::unacked_bytes_.)
   size_t open_bytes GUARDED_BY(mu) = 0;
