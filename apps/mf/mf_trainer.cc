@@ -226,7 +226,9 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   // chunk and are kept for the whole clock); under a small budget they would
   // not (20k items x rank 128 are 20 MB of copies per worker plus 10 MB of
   // deltas), so they are flushed like user rows.
-  const size_t user_buffer_rows = 4 * chunk;
+  // Under a small cache (chunk below its cap of 8192) two chunks' worth: the
+  // copies are then as large as the client cache itself otherwise.
+  const size_t user_buffer_rows = (chunk >= 8192 ? 4 : 2) * chunk;
   const size_t item_buffer_rows = user_buffer_rows;
   std::vector<uint32_t> user_mark(data_->users.size(), 0), item_mark(data_->items.size(), 0);
   uint32_t mark = 0;
