@@ -60,6 +60,7 @@ Client::Impl::Impl(const ClientOptions& options, bool embedded)
   for (auto& st : stripes_) {
     client::SpinLock l(&st.mu);  // not shared yet; for the analysis
     st.budget = budget;
+    st.recycle_delta_buffers = options.memory_mb == 0;
   }
 }
 
@@ -139,6 +140,7 @@ Status Client::Impl::Create(const ClientOptions& given,
     start = k == 0 ? w.applied_clock : std::min(start, w.applied_clock);
     sh.known_clock.store(w.shard_clock);
     sh.duplicates_below.store(w.applied_clock);
+    sh.duplicate_parts_below.store(w.applied_parts);
   }
   impl->start_clock_ = start;
   {
@@ -432,6 +434,54 @@ uint64_t Client::Impl::OpenDeltaBytes() const {
   return open;
 }
 
+uint64_t Client::Impl::OpenDeltaBytesOf(ClockT c) const {
+  uint64_t open = 0;
+  for (CacheStripe& st : stripes_) {
+    client::SpinLock l(&st.mu);
+    open += st.OpenBytesOf(c);
+  }
+  return open;
+}
+
+uint64_t Client::Impl::PartBytes() const {
+  const uint64_t open = uint64_t{options_.open_delta_mb} << 20;
+  const uint64_t unacked = uint64_t{options_.unacked_mb} << 20;
+  return std::max<uint64_t>(uint64_t{64} << 10, std::min(open, unacked) / 2);
+}
+
+Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
+  // A part is half of the smaller of the open-delta and unacked bounds: the
+  // clock's open deltas stay below the open-delta bound, and two parts fit
+  // the unacked bound, so one can be written while the next is filled.
+  const uint64_t part = PartBytes();
+  if (OpenDeltaBytesOf(c) < part) return Status::OK();
+  {
+    MutexLock l(&send_mu_);
+    // The process clock may have moved past c meanwhile (its last part is
+    // sent then), or another worker at c sealed first.
+    if (shards_[0]->sent_through.load(std::memory_order_acquire) != c ||
+        process_clock_seen_.load(std::memory_order_acquire) != c || OpenDeltaBytesOf(c) < part) {
+      return Status::OK();
+    }
+    SendBatch(c, next_part_, /*more=*/true);
+    ++next_part_;
+    parts_sent_.fetch_add(1, std::memory_order_relaxed);
+  }
+  {
+    // Ahead workers waiting at the bound re-check it.
+    std::lock_guard<std::mutex> l(progress_mu_);
+    progress_cv_.notify_all();
+  }
+  // The sealed parts are bounded like whole batches: wait for Acks while the
+  // unacknowledged deltas exceed unacked_mb (parts are always sendable, and
+  // Acks need nothing from this process, so this cannot deadlock).
+  const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;
+  auto acked = [&] { return unacked_bytes_.load(std::memory_order_acquire) <= unacked_budget; };
+  if (acked()) return Status::OK();
+  return WaitProgress(
+      acked, [&] { return AllShardsHealth(); }, ws, "Inc (unacked bound)");
+}
+
 Status Client::Impl::WaitOpenDeltas(ClockT c, client::WorkerStats* ws) {
   const uint64_t bound = uint64_t{options_.open_delta_mb} << 20;
   auto within = [&] {
@@ -467,72 +517,83 @@ Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
 }
 
 void Client::Impl::SendClocks(ClockT from, ClockT to) {
-  const uint32_t n = num_shards();
   // Workers waiting in Inc for the open-delta bound wait for this clock.
   process_clock_seen_.store(to, std::memory_order_release);
   for (ClockT c = from; c < to; ++c) {
-    std::vector<net::Apply> applies(n);
-    std::vector<std::vector<RowKey>> keys(n);
-    for (CacheStripe& st : stripes_) {
-      client::SpinLock l(&st.mu);
-      const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
-      for (size_t i = 0; i < dirty.size(); ++i) {
-        // Rows are scattered in memory: start loading the entries a few rows
-        // ahead, and their value and delta bytes one step later, so that the
-        // cache misses of consecutive rows overlap.
-        if (i + 8 < dirty.size()) __builtin_prefetch(dirty[i + 8]);
-        if (i + 4 < dirty.size()) {
-          const CacheEntry* ahead = dirty[i + 4];
-          __builtin_prefetch(ahead->value.data());
-          __builtin_prefetch(ahead->open.delta.data());
-        }
-        CacheEntry* e = dirty[i];
-        const client::PendingDelta* p = st.Seal(e, c);
-        if (p == nullptr) continue;
-        applies[e->shard].updates.push_back(net::RowData{e->key.table, e->key.row, p->delta});
-        keys[e->shard].push_back(e->key);
-      }
-      if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
-    }
-    FlushAllUnsubscribes();
-    uint64_t sealed = 0;
-    for (const net::Apply& a : applies) {
-      for (const net::RowData& u : a.updates) sealed += u.bytes.size();
-    }
-    // Counted before any Ack of this batch can arrive.
-    unacked_bytes_.fetch_add(sealed, std::memory_order_acq_rel);
-    for (uint32_t k = 0; k < n; ++k) {
-      ShardState& sh = *shards_[k];
-      applies[k].clock = c;
-      rows_sent_.fetch_add(applies[k].updates.size(), std::memory_order_relaxed);
-      {
-        std::lock_guard<std::mutex> l(sh.mu);
-        sh.unacked.push_back(SentBatch{c, std::move(keys[k])});
-      }
-      sh.sent_through.store(c + 1, std::memory_order_release);
-      batches_sent_.fetch_add(1, std::memory_order_relaxed);
-      // While the shard is away, batches only queue: OnReconnect (which takes
-      // send_mu_) sends every unacknowledged one in clock order, so a new
-      // batch can never reach a fresh connection before older re-sent ones.
-      if (sh.connected.load(std::memory_order_acquire)) SendToShard(k, std::move(applies[k]));
-    }
+    // Only the clock the process was at can have had parts sent early.
+    SendBatch(c, c == from ? next_part_ : 0, /*more=*/false);
   }
+  next_part_ = 0;
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
+}
+
+uint64_t Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
+  const uint32_t n = num_shards();
+  std::vector<net::Apply> applies(n);
+  std::vector<std::vector<RowKey>> keys(n);
+  for (CacheStripe& st : stripes_) {
+    client::SpinLock l(&st.mu);
+    const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
+    for (size_t i = 0; i < dirty.size(); ++i) {
+      // Rows are scattered in memory: start loading the entries a few rows
+      // ahead, and their value and delta bytes one step later, so that the
+      // cache misses of consecutive rows overlap.
+      if (i + 8 < dirty.size()) __builtin_prefetch(dirty[i + 8]);
+      if (i + 4 < dirty.size()) {
+        const CacheEntry* ahead = dirty[i + 4];
+        __builtin_prefetch(ahead->value.data());
+        __builtin_prefetch(ahead->open.delta.data());
+      }
+      CacheEntry* e = dirty[i];
+      const client::PendingDelta* p = st.Seal(e, c, part);
+      if (p == nullptr) continue;
+      applies[e->shard].updates.push_back(net::RowData{e->key.table, e->key.row, p->delta});
+      keys[e->shard].push_back(e->key);
+    }
+    if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
+  }
+  FlushAllUnsubscribes();
+  uint64_t sealed = 0;
+  for (const net::Apply& a : applies) {
+    for (const net::RowData& u : a.updates) sealed += u.bytes.size();
+  }
+  // Counted before any Ack of this batch can arrive.
+  unacked_bytes_.fetch_add(sealed, std::memory_order_acq_rel);
+  for (uint32_t k = 0; k < n; ++k) {
+    ShardState& sh = *shards_[k];
+    applies[k].clock = c;
+    applies[k].part = part;
+    applies[k].more = more;
+    rows_sent_.fetch_add(applies[k].updates.size(), std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> l(sh.mu);
+      sh.unacked.push_back(SentBatch{c, std::move(keys[k]), part, more});
+    }
+    if (!more) sh.sent_through.store(c + 1, std::memory_order_release);
+    batches_sent_.fetch_add(1, std::memory_order_relaxed);
+    // While the shard is away, batches only queue: OnReconnect (which takes
+    // send_mu_) sends every unacknowledged one in clock order, so a new
+    // batch can never reach a fresh connection before older re-sent ones.
+    if (sh.connected.load(std::memory_order_acquire)) SendToShard(k, std::move(applies[k]));
+  }
+  return sealed;
 }
 
 net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {
   net::Apply a;
   a.clock = b.clock;
+  a.part = b.part;
+  a.more = b.more;
   a.updates.reserve(b.keys.size());
   for (const RowKey& key : b.keys) {
     CacheStripe& st = StripeFor(key);
     client::SpinLock l(&st.mu);
     CacheEntry* e = st.Find(key);
-    const client::PendingDelta* p = e == nullptr ? nullptr : e->FindPending(b.clock);
+    const client::PendingDelta* p = e == nullptr ? nullptr : e->FindSealed(b.clock, b.part);
     if (p == nullptr) {
-      LOG(DFATAL) << "unacknowledged delta of clock " << b.clock << " missing for row " << key.table
-                  << "/" << key.row;
+      LOG(DFATAL) << "unacknowledged delta of clock " << b.clock << " part " << b.part
+                  << " missing for row " << key.table << "/" << key.row;
       continue;
     }
     a.updates.push_back(net::RowData{key.table, key.row, p->delta});

@@ -72,11 +72,13 @@ struct InFlight {
   int64_t first_error_ms = 0;
 };
 
-// A sent, unacknowledged Apply: its clock and the rows it carried (their
-// deltas stay in the cache entries' `pending` until the Ack).
+// A sent, unacknowledged Apply: its clock (and part) and the rows it carried
+// (their deltas stay in the cache entries' `pending` until the Ack).
 struct SentBatch {
   ClockT clock = 0;
   std::vector<RowKey> keys;
+  uint32_t part = 0;
+  bool more = false;  // a part with more parts of its clock to come
 };
 
 struct ShardState {
@@ -91,6 +93,9 @@ struct ShardState {
   // Every batch of clock < acked_through is acknowledged; its deltas are
   // purged (and out of unacked_bytes_) once purged_through passes it too.
   std::atomic<ClockT> acked_through{0};
+  // Parts of clock acked_through acknowledged (its Apply parts; written and
+  // read on this shard's inbound thread).
+  std::atomic<uint32_t> acked_parts{0};
   std::atomic<ClockT> purged_through{0};
   // Every batch of clock < sent_through has been sent.
   std::atomic<ClockT> sent_through{0};
@@ -99,6 +104,9 @@ struct ShardState {
   // applied_clock) or that were re-sent after a reconnect. A duplicate at or
   // above it is a batch someone else sent as this client: fatal.
   std::atomic<ClockT> duplicates_below{0};
+  // ... and parts below this one of clock duplicates_below (the first
+  // Welcome's applied_parts: parts the shard had before this process).
+  std::atomic<uint32_t> duplicate_parts_below{0};
   std::atomic<bool> connected{true};
   std::atomic<int64_t> disconnected_since_ms{0};
   std::atomic<bool> failed{false};
@@ -163,12 +171,22 @@ class Client::Impl : public client::ChannelListener {
   // and the process clock is below c. Never waits at the process clock.
   // Callers check it every kOpenDeltaCheckEvery Incs (ahead_of_process_clock).
   Status WaitOpenDeltas(ClockT c, client::WorkerStats* ws);
+  // The same bound for a worker AT the process clock c, which cannot wait:
+  // when clock c's open deltas reach PartBytes(), they are sealed and sent as
+  // the clock's next part (Apply{more}, docs/wire-protocol.md "Apply parts");
+  // then, while the unacknowledged deltas exceed unacked_mb, it waits for
+  // Acks. Checked every kOpenDeltaCheckEvery Incs.
+  Status SealOpenDeltas(ClockT c, client::WorkerStats* ws);
+  // Half of min(open_delta_mb, unacked_mb), at least 64 KiB.
+  uint64_t PartBytes() const;
   bool ahead_of_process_clock(ClockT c) const {
     return c > process_clock_seen_.load(std::memory_order_acquire);
   }
   static constexpr uint32_t kOpenDeltaCheckEvery = 64;
   // Sum of the stripes' open delta bytes (takes every stripe lock briefly).
   uint64_t OpenDeltaBytes() const;
+  // The same for clock c's open deltas only.
+  uint64_t OpenDeltaBytesOf(ClockT c) const;
   Status Flush();
 
   // --- Reads and updates ---------------------------------------------------
@@ -293,8 +311,12 @@ class Client::Impl : public client::ChannelListener {
   // send_mu_ before releasing clock_mu_, so batches leave in clock order).
   // Releases clock_mu_ in every case.
   void AdvanceProcessClockAndUnlock() RELEASE(clock_mu_) EXCLUDES(send_mu_);
-  // Sends batches for clocks [from, to).
+  // Sends batches for clocks [from, to) (the last part of clock `from` if
+  // parts of it were sent).
   void SendClocks(ClockT from, ClockT to) REQUIRES(send_mu_);
+  // Seals clock c's open deltas and sends them to every shard as part `part`
+  // of clock c (more: not the last part). Returns the bytes sealed.
+  uint64_t SendBatch(ClockT c, uint32_t part, bool more) REQUIRES(send_mu_);
   // Builds shard k's Apply for an unacked batch from the entries' pending
   // deltas.
   net::Apply RebuildBatch(const client::SentBatch& b) REQUIRES(send_mu_);
@@ -316,8 +338,8 @@ class Client::Impl : public client::ChannelListener {
   // Installs one row value from shard k. `read` marks a reply to our Read
   // (clears one read in flight; `subscribe` as requested).
   // `read_min` is that Read's min_version.
-  void InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, bool read, bool subscribe,
-                  Version read_min);
+  void InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, uint32_t parts, bool read,
+                  bool subscribe, Version read_min);
   void NoteShardClock(uint32_t k, Version v);
 
   client::TableState* RegisterTable(const TableSchema& schema);
@@ -345,6 +367,8 @@ class Client::Impl : public client::ChannelListener {
   std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_ GUARDED_BY(clock_mu_);
 
   Mutex send_mu_;  // orders Apply batches per shard
+  // Parts of the process clock's batch sent so far (to every shard alike).
+  uint32_t next_part_ GUARDED_BY(send_mu_) = 0;
 
   std::mutex progress_mu_;
   std::condition_variable progress_cv_;  // acks, shard clocks, health changes
@@ -368,6 +392,7 @@ class Client::Impl : public client::ChannelListener {
   // before it seals, and at Create).
   std::atomic<ClockT> process_clock_seen_{0};
   std::atomic<uint64_t> open_delta_waits_{0};
+  std::atomic<uint64_t> parts_sent_{0};  // Apply parts sent early (more)
   // Bytes of the sealed deltas of sent, unacknowledged batches (the sizes
   // SendClocks sealed, minus what HandleAck purged). Bounded by
   // options_.unacked_mb at Clock().
@@ -403,14 +428,16 @@ class Worker::Impl {
   uint32_t incs_since_bound_check_ = 0;  // see Client::Impl::WaitOpenDeltas
 
   // After an Inc: the open-delta bound, checked every kOpenDeltaCheckEvery
-  // Incs while this worker is ahead of the process clock.
+  // Incs: a worker ahead of the process clock waits, one at it seals a part.
   Status AfterInc(size_t rows = 1) {
-    if (!client_->ahead_of_process_clock(clock_)) return Status::OK();
     incs_since_bound_check_ += static_cast<uint32_t>(std::min<size_t>(rows, 1u << 20));
     if (incs_since_bound_check_ < Client::Impl::kOpenDeltaCheckEvery) {
       return Status::OK();
     }
     incs_since_bound_check_ = 0;
+    if (!client_->ahead_of_process_clock(clock_)) {
+      return client_->SealOpenDeltas(clock_, stats_.get());
+    }
     return client_->WaitOpenDeltas(clock_, stats_.get());
   }
 };

@@ -125,8 +125,8 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
                                      " of table " + std::to_string(read->table)));
       return;
     }
-    InstallRow(k, *data, r.version, r.applied_clock, /*read=*/true, read->subscribe,
-               read->min_version);
+    InstallRow(k, *data, r.version, r.applied_clock, r.applied_parts, /*read=*/true,
+               read->subscribe, read->min_version);
   }
   FlushAllUnsubscribes();  // of the rows these installs evicted
   std::lock_guard<std::mutex> l(progress_mu_);
@@ -137,7 +137,8 @@ void Client::Impl::HandlePush(uint32_t k, net::Push p) {
   NoteShardClock(k, p.version);
   rows_received_.fetch_add(p.rows.size(), std::memory_order_relaxed);
   for (net::RowData& row : p.rows) {
-    InstallRow(k, row, p.version, p.applied_clock, /*read=*/false, /*subscribe=*/false, 0);
+    InstallRow(k, row, p.version, p.applied_clock, p.applied_parts, /*read=*/false,
+               /*subscribe=*/false, 0);
   }
   FlushAllUnsubscribes();  // of the rows these installs evicted
 }
@@ -155,8 +156,8 @@ void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
   progress_cv_.notify_all();
 }
 
-void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, bool read,
-                              bool subscribe, Version read_min) {
+void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, uint32_t parts,
+                              bool read, bool subscribe, Version read_min) {
   ShardState& sh = *shards_[k];
   RowKey key{row.table, row.row};
   CacheStripe& st = StripeFor(key);
@@ -172,13 +173,15 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
     }
     bad = ValidateRow(e->table->format, row.bytes);
     if (bad.ok()) {
-      if (a < sh.acked_through.load(std::memory_order_acquire)) {
+      if (client::PartBefore(a, parts, sh.acked_through.load(std::memory_order_acquire),
+                             sh.acked_parts.load(std::memory_order_acquire))) {
         // The value predates an Ack we already processed, so the deltas it
         // lacks were purged: it cannot be rebased. Drop it and ask again
         // (a correct shard never sends this; see DESIGN notes in
         // docs/client-example.md).
         LOG(WARNING) << "stale-applied value for row " << key.table << "/" << key.row
-                     << " (applied " << a << " < acked " << sh.acked_through.load()
+                     << " (applied " << a << " part " << parts << " < acked "
+                     << sh.acked_through.load() << " part " << sh.acked_parts.load()
                      << "); refetching";
         if (!read) {
           e->subscribed = false;
@@ -186,7 +189,7 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
         }
         if (e->waiters > 0 || !read) SendRead(st, e, v, e->table->push);
       } else {
-        if (!e->has_value || v >= e->version) st.InstallValue(e, std::move(row.bytes), v, a);
+        if (!e->has_value || v >= e->version) st.InstallValue(e, std::move(row.bytes), v, a, parts);
         if (read && subscribe) e->subscribed = true;
         if (!read) e->table->pushes_applied.fetch_add(1, std::memory_order_relaxed);
       }
@@ -206,7 +209,9 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
 
 void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   ShardState& sh = *shards_[k];
-  if (a.duplicate && a.clock >= sh.duplicates_below.load(std::memory_order_acquire)) {
+  if (a.duplicate &&
+      !client::PartBefore(a.clock, a.part, sh.duplicates_below.load(std::memory_order_acquire),
+                          sh.duplicate_parts_below.load(std::memory_order_acquire))) {
     // This process sent batch a.clock to shard k only once, after the shard
     // said it had not applied it: another sender applied it first.
     const std::string id = std::to_string(client_id());
@@ -221,7 +226,9 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   std::vector<SentBatch> done;
   {
     std::lock_guard<std::mutex> l(sh.mu);
-    while (!sh.unacked.empty() && sh.unacked.front().clock <= a.clock) {
+    // Batches (and parts) up to (a.clock, a.part), in the order they were sent.
+    while (!sh.unacked.empty() && !client::PartBefore(a.clock, a.part, sh.unacked.front().clock,
+                                                      sh.unacked.front().part)) {
       done.push_back(std::move(sh.unacked.front()));
       sh.unacked.pop_front();
     }
@@ -229,17 +236,25 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   if (done.empty()) return;  // a duplicate Ack after a re-send
   // Published before purging: InstallRow then refuses values that would need
   // the purged deltas (only for shard k, whose messages we handle in order).
-  sh.acked_through.store(done.back().clock + 1, std::memory_order_release);
+  const SentBatch& last = done.back();
+  if (last.more) {
+    // A part: its clock stays open at the shard.
+    sh.acked_parts.store(last.part + 1, std::memory_order_release);
+    sh.acked_through.store(last.clock, std::memory_order_release);
+  } else {
+    sh.acked_parts.store(0, std::memory_order_release);
+    sh.acked_through.store(last.clock + 1, std::memory_order_release);
+  }
   uint64_t purged = 0;
   for (const SentBatch& b : done) {
     for (const RowKey& key : b.keys) {
       CacheStripe& st = StripeFor(key);
       client::SpinLock l(&st.mu);
-      purged += st.PurgeAcked(key, b.clock);
+      purged += st.PurgeAcked(key, b.clock, b.part);
     }
   }
   unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
-  sh.purged_through.store(done.back().clock + 1, std::memory_order_release);
+  if (!last.more) sh.purged_through.store(last.clock + 1, std::memory_order_release);
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
 }
@@ -280,7 +295,10 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   // The shard may have applied any of these already (their Acks were lost).
   // Not w.applied_clock: batches above what we sent are someone else's.
   ClockT dup_below = sh.duplicates_below.load();
-  if (!batches.empty()) dup_below = std::max(dup_below, batches.back()->clock + 1);
+  if (!batches.empty() && batches.back()->clock + 1 > dup_below) {
+    dup_below = batches.back()->clock + 1;
+    sh.duplicate_parts_below.store(0, std::memory_order_release);
+  }
   sh.duplicates_below.store(dup_below, std::memory_order_release);
   for (const SentBatch* b : batches) {
     net::Apply apply = RebuildBatch(*b);

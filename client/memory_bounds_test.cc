@@ -5,6 +5,7 @@
 // and the bounds change nothing else (read-my-writes, exact totals).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -200,7 +201,8 @@ TEST_F(MemoryBoundsTest, ExactTotalsAndReadMyWritesHoldUnderTheBound) {
 }
 
 // The open-delta bound (open_delta_mb): the slowest worker (at the process
-// clock) never waits, however many open deltas it makes; a worker ahead of it
+// clock) never waits for other workers; when its open deltas exceed the bound
+// they leave early as parts of its clock (Apply{more}); a worker ahead of it
 // waits in Inc while the open deltas exceed the bound, until the process clock
 // reaches its clock. Totals stay exact.
 TEST_F(MemoryBoundsTest, WorkersAheadWaitAtTheOpenDeltaBound) {
@@ -212,9 +214,11 @@ TEST_F(MemoryBoundsTest, WorkersAheadWaitAtTheOpenDeltaBound) {
   Table t = Create(kWidth, Consistency::kSsp, 100);
   std::mutex mu;
   std::map<uint64_t, int64_t> stored;  // row -> element 0; guarded by mu
+  int parts = 0;                       // Applies with more; guarded by mu
   ch_->StartAuto([&](uint32_t, uint64_t) { return EncodeDense(std::vector<int64_t>(kWidth)); }, 0,
                  [&](const net::Apply& a) {
                    std::lock_guard<std::mutex> l(mu);
+                   if (a.more) ++parts;
                    for (const net::RowData& u : a.updates) {
                      stored[u.row] += DecodeDense<int64_t>(u.bytes)[0];
                    }
@@ -223,10 +227,22 @@ TEST_F(MemoryBoundsTest, WorkersAheadWaitAtTheOpenDeltaBound) {
   ASSERT_TRUE(client_->RegisterWorker(&slow).ok());
   ASSERT_TRUE(client_->RegisterWorker(&fast).ok());
   std::vector<int64_t> delta(kWidth, 1);
-  for (uint64_t r = 0; r < kRows; ++r) ASSERT_TRUE(slow->Inc(t, r, delta.data()).ok());
-  EXPECT_EQ(client_->Stats().open_delta_bytes, kRows * kWidth * sizeof(int64_t));
+  // The bound is checked every kOpenDeltaCheckEvery Incs: the open deltas
+  // exceed it by at most that many rows.
+  const uint64_t slack = Client::Impl::kOpenDeltaCheckEvery * kWidth * sizeof(int64_t);
+  uint64_t max_open = 0;
+  for (uint64_t r = 0; r < kRows; ++r) {
+    ASSERT_TRUE(slow->Inc(t, r, delta.data()).ok());
+    max_open = std::max(max_open, client_->Stats().open_delta_bytes);
+  }
+  EXPECT_LE(max_open, (uint64_t{1} << 20) + slack);
+  EXPECT_LT(client_->Stats().open_delta_bytes, kRows * kWidth * sizeof(int64_t));
   EXPECT_EQ(client_->Stats().open_delta_waits, 0u);  // at the process clock: never waits
-  ASSERT_TRUE(fast->Clock().ok());                   // fast is at 1, the process clock at 0
+  {
+    std::lock_guard<std::mutex> l(mu);
+    EXPECT_GE(parts, 1);  // sent early, as parts of clock 0
+  }
+  ASSERT_TRUE(fast->Clock().ok());  // fast is at 1, the process clock at 0
   auto ahead = std::async(std::launch::async, [&]() -> Status {
     std::vector<int64_t> d(kWidth, 10);
     for (uint64_t r = 0; r < kRows; ++r) RETURN_IF_ERROR(fast->Inc(t, r, d.data()));

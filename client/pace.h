@@ -101,14 +101,14 @@ struct ClientOptions {
   // beyond it; un-sent updates are never lost by eviction. 0: the share of
   // memory_mb, or 1024 without a budget. Default: 0.
   size_t cache_mb = 0;
-  // Bound on the open deltas (updates of clocks whose batch is not sent yet)
-  // of clocks AFTER the process clock, in MiB: a worker that runs ahead of the
-  // slowest one and would take them beyond it waits in Inc until the process
-  // clock catches up (its deltas are then sealed and sent). The open deltas of
-  // the process clock itself are never waited for (the slowest worker must
-  // be able to finish its clock): they are the rows one clock touches and
-  // are bounded by the clock's working set, which the application sizes
-  // (docs/operations.md "What happens at each bound"). No semantics change.
+  // Bound on the open deltas (updates not sent yet), in MiB. A worker that
+  // runs ahead of the slowest one and would take them beyond it waits in Inc
+  // until the process clock catches up (its deltas are then sealed and sent).
+  // The slowest worker (at the process clock) must be able to finish its
+  // clock, so it never waits for others: once its clock's open deltas reach
+  // half of min(open_delta_mb, unacked_mb) they are sent early as a part of
+  // the clock's batch (docs/wire-protocol.md "Apply parts"; docs/operations.md
+  // "What happens at each bound"). No semantics change.
   // 0: the share of memory_mb, or 256 without a budget. Default: 0.
   size_t open_delta_mb = 0;
   // Bound on the deltas of sent, not yet acknowledged batches (kept so that

@@ -29,18 +29,22 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
       e->pending.push_back(PendingDelta{c, false, std::string(delta)});
     }
     auto it =
-        std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.first == c; });
+        std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.clock == c; });
     if (it == dirty.rend()) {
-      dirty.emplace_back(c, std::vector<CacheEntry*>{e});
+      dirty.push_back(DirtyClock{c, std::vector<CacheEntry*>{e}, delta.size()});
     } else {
-      it->second.push_back(e);
+      it->entries.push_back(e);
+      it->bytes += delta.size();
     }
   } else if (f.kind == RowKind::kDense) {
     AddDenseElements(f.type, p->delta.data(), delta.data(), f.width);
   } else {
     const size_t before = p->delta.size();
     AddRowUnchecked(f, &p->delta, delta);  // a sparse delta may grow
-    if (!p->sealed) open_bytes = open_bytes - before + p->delta.size();
+    open_bytes = open_bytes - before + p->delta.size();
+    auto it =
+        std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.clock == c; });
+    if (it != dirty.rend()) it->bytes = it->bytes - before + p->delta.size();
   }
 }
 
@@ -54,13 +58,14 @@ void CacheStripe::AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double val
   ::pace::AddDenseCell(f.type, p->delta.data(), col, value);
 }
 
-const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c) {
+const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c, uint32_t part) {
   PendingDelta* p = e->FindPending(c);
-  if (p == nullptr || p->sealed) return p;
+  if (p == nullptr) return nullptr;
   p->sealed = true;
+  p->part = part;
   open_bytes -= p->delta.size();
-  // A value's applied clock never exceeds the number of batches sent, so a
-  // newly sealed clock is always >= e->applied: it belongs in the value.
+  // A value's (applied, applied_parts) never exceeds what was sent, so a
+  // newly sealed (clock, part) always comes after it: it belongs in the value.
   if (e->has_value) {
     size_t before = e->value.capacity();
     const char* data = e->value.data();
@@ -81,18 +86,20 @@ const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c) {
       break;
     }
   }
-  return e->FindPending(c);
+  return e->FindSealed(c, part);
 }
 
-void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a) {
+void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a,
+                               uint32_t parts) {
   const RowFormat& f = e->table->format;
   size_t old_charge = e->has_value ? Charge(*e) : 0;
   e->value = std::move(server_value);
   for (const PendingDelta& p : e->pending) {
-    if (p.sealed && p.clock >= a) AddRowUnchecked(f, &e->value, p.delta);
+    if (p.sealed && !PartBefore(p.clock, p.part, a, parts)) AddRowUnchecked(f, &e->value, p.delta);
   }
   e->version = v;
   e->applied = a;
+  e->applied_parts = parts;
   if (!e->has_value) {
     e->has_value = true;
     e->ring_index = static_cast<int32_t>(ring.size());
@@ -133,11 +140,13 @@ void CacheStripe::MaybeErase(CacheEntry* e) {
   map.Erase(key, RowKeyHash()(key));
 }
 
-size_t CacheStripe::PurgeAcked(const RowKey& key, ClockT c) {
+size_t CacheStripe::PurgeAcked(const RowKey& key, ClockT c, uint32_t part) {
   CacheEntry* e = Find(key);
   if (e == nullptr) return 0;
   auto& pd = e->pending;
-  auto acked = [c](const PendingDelta& p) { return p.sealed && p.clock <= c; };
+  auto acked = [c, part](const PendingDelta& p) {
+    return p.sealed && (p.clock < c || (p.clock == c && p.part <= part));
+  };
   size_t purged = 0;
   for (const PendingDelta& p : pd) {
     if (acked(p)) purged += p.delta.size();
@@ -145,7 +154,8 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, ClockT c) {
   auto keep = std::remove_if(pd.begin(), pd.end(), acked);
   // Recycle one buffer for the row's next open delta (no allocation per
   // row per clock in steady state).
-  if (keep != pd.end() && !e->has_open && e->open.delta.capacity() < pd.back().delta.capacity()) {
+  if (recycle_delta_buffers && keep != pd.end() && !e->has_open &&
+      e->open.delta.capacity() < pd.back().delta.capacity()) {
     e->open.delta.swap(pd.back().delta);
     e->open.delta.clear();
   }
@@ -156,8 +166,8 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, ClockT c) {
 
 std::vector<CacheEntry*> CacheStripe::TakeDirty(ClockT c) {
   for (auto it = dirty.begin(); it != dirty.end(); ++it) {
-    if (it->first == c) {
-      std::vector<CacheEntry*> out = std::move(it->second);
+    if (it->clock == c) {
+      std::vector<CacheEntry*> out = std::move(it->entries);
       dirty.erase(it);
       return out;
     }

@@ -3,16 +3,22 @@
 // of that row, so Inc needs a single hash lookup.
 //
 // A row's deltas are "open" (their clock's batch is not sent yet: workers may
-// still add to them) or "sealed" (sent, waiting for the shard's Ack).
+// still add to them) or "sealed" (sent, waiting for the shard's Ack). A clock
+// may be sent in parts (docs/wire-protocol.md, "Apply parts"): a sealed delta
+// carries its (clock, part), and a row may have sealed deltas of several parts
+// of one clock plus an open delta of the same clock.
 // Invariant (DESIGN.md section 1, read-my-writes): when has_value,
 //   value == (server value at version `version`, containing this process's
-//             batches of clocks < `applied`)
-//            + sum of the SEALED pending deltas with clock >= applied,
-// and a reader sees value + the OPEN pending deltas (all of which have clocks
-// >= applied). So an Inc adds to one buffer only (its open delta), a Get of a
-// row without open deltas is a plain copy, and sealing a clock (sending its
-// batch) folds each sealed delta into the value once. A fresh server value
-// (v', a') becomes value = server + sealed deltas of clocks >= a'.
+//             batches of clocks < `applied` and parts < `applied_parts` of
+//             clock `applied`)
+//            + sum of the SEALED pending deltas with (clock, part) >=
+//              (applied, applied_parts),
+// and a reader sees value + the OPEN pending deltas (all of which come after
+// every sealed one). So an Inc adds to one buffer only (its open delta), a Get
+// of a row without open deltas is a plain copy, and sealing a clock or a part
+// (sending its batch) folds each sealed delta into the value once. A fresh
+// server value (v', a', p') becomes value = server + sealed deltas of
+// (clock, part) >= (a', p'): never a part twice, never one missing.
 //
 // The cache is split into CacheStripe's by key hash, each with its own mutex,
 // condition variable and byte budget (budget / number of stripes). Eviction is
@@ -53,7 +59,13 @@ struct PendingDelta {
   ClockT clock = 0;
   bool sealed = false;  // its batch has been sent (it is part of `value`)
   std::string delta;    // encoded as a row delta of the table's format
+  uint32_t part = 0;    // when sealed: the part of `clock` it was sent in
 };
+
+// (clock, part) a before (clock, part) b, in the order a shard applies them.
+inline bool PartBefore(ClockT ca, uint32_t pa, ClockT cb, uint32_t pb) {
+  return ca < cb || (ca == cb && pa < pb);
+}
 
 // Fields are ordered so that a cache-hit Get touches only the first cache
 // line (then the value) and an Inc only the second (then its delta).
@@ -80,16 +92,27 @@ struct CacheEntry {
   PendingDelta open;
   uint16_t waiters = 0;  // readers blocked on this row
   TableState* table = nullptr;
-  ClockT applied = 0;       // this process's applied clock with that value
-  int32_t ring_index = -1;  // position in CacheStripe::ring, -1 if no value
+  ClockT applied = 0;          // this process's applied clock with that value
+  uint32_t applied_parts = 0;  // and the parts of clock `applied` in it
+  int32_t ring_index = -1;     // position in CacheStripe::ring, -1 if no value
   std::vector<PendingDelta> pending;
   // min_version of each Read of this row sent and not yet answered (few).
   std::vector<Version> reads_in_flight;
 
+  // The open (not yet sealed) delta of clock c, or nullptr.
   PendingDelta* FindPending(ClockT c) {
     if (has_open && open.clock == c) return &open;
     for (size_t i = pending.size(); i-- > 0;) {
-      if (pending[i].clock == c) return &pending[i];
+      if (pending[i].clock == c && !pending[i].sealed) return &pending[i];
+    }
+    return nullptr;
+  }
+  // The sealed delta of part `part` of clock c, or nullptr.
+  PendingDelta* FindSealed(ClockT c, uint32_t part) {
+    for (size_t i = pending.size(); i-- > 0;) {
+      if (pending[i].clock == c && pending[i].sealed && pending[i].part == part) {
+        return &pending[i];
+      }
     }
     return nullptr;
   }
@@ -246,22 +269,32 @@ struct alignas(64) CacheStripe {
   void AddDelta(CacheEntry* e, ClockT c, std::string_view delta) REQUIRES(mu);
   // One cell of a dense row: element `col` += `value` (converted).
   void AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double value) REQUIRES(mu);
-  // Marks the row's delta of clock `c` sent and folds it into the value.
-  // Returns it (nullptr if none).
-  const PendingDelta* Seal(CacheEntry* e, ClockT c) REQUIRES(mu);
+  // Marks the row's open delta of clock `c` sent as part `part` of the clock
+  // and folds it into the value. Returns it (nullptr if none).
+  const PendingDelta* Seal(CacheEntry* e, ClockT c, uint32_t part = 0) REQUIRES(mu);
 
-  // Installs a server value (validated) per the invariant above.
-  void InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a) REQUIRES(mu);
+  // Installs a server value (validated) per the invariant above: it holds
+  // this process's clocks < a and parts < parts of clock a.
+  void InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a,
+                    uint32_t parts = 0) REQUIRES(mu);
   // Forgets the value (keeps the oplog). Does not touch `subscribed`.
   void DropValue(CacheEntry* e) REQUIRES(mu);
   // Erases the entry if it holds nothing: no value, no pending, not pinned.
   void MaybeErase(CacheEntry* e) REQUIRES(mu);
-  // Removes pending deltas of clocks <= c (acknowledged by the shard).
-  // Returns their bytes.
-  size_t PurgeAcked(const RowKey& key, ClockT c) REQUIRES(mu);
+  // Removes sealed deltas of (clock, part) <= (c, part) (acknowledged by the
+  // shard; a whole clock is its part 0 — later parts of c, if any, are acked
+  // with their own part). Returns their bytes.
+  size_t PurgeAcked(const RowKey& key, ClockT c, uint32_t part = UINT32_MAX) REQUIRES(mu);
 
-  // Removes and returns the entries with a delta of clock `c`.
+  // Removes and returns the entries with an open delta of clock `c`.
   std::vector<CacheEntry*> TakeDirty(ClockT c) REQUIRES(mu);
+  // Bytes of the open deltas of clock `c` in this stripe.
+  size_t OpenBytesOf(ClockT c) const REQUIRES(mu) {
+    for (const DirtyClock& d : dirty) {
+      if (d.clock == c) return d.bytes;
+    }
+    return 0;
+  }
 
   // Evicts values (CLOCK order) until bytes <= budget or nothing is
   // evictable. Calls on_evict(entry) before each value is dropped.
@@ -300,6 +333,10 @@ struct alignas(64) CacheStripe {
   size_t hand GUARDED_BY(mu) = 0;
   size_t bytes GUARDED_BY(mu) = 0;   // sum of Charge() over `ring`
   size_t budget GUARDED_BY(mu) = 0;  // cache budget / number of stripes
+  // PurgeAcked keeps an acknowledged delta's buffer for the row's next open
+  // delta (no allocation per row per clock). Off under a memory budget: every
+  // cached row would keep a row-sized buffer the cache budget does not count.
+  bool recycle_delta_buffers GUARDED_BY(mu) = true;
   // Bytes of the open (not yet sent) deltas of this stripe's rows. (Sealed
   // ones are counted client-wide, per batch: Client::Impl::unacked_bytes_.)
   size_t open_bytes GUARDED_BY(mu) = 0;
@@ -312,8 +349,14 @@ struct alignas(64) CacheStripe {
   // message per row was one channel wake-up per evicted row.
   std::vector<PendingUnsubscribe> unsubscribe GUARDED_BY(mu);
   size_t unsubscribe_rows GUARDED_BY(mu) = 0;
-  // Open and sending clocks -> entries with a delta of that clock (few clocks).
-  std::vector<std::pair<ClockT, std::vector<CacheEntry*>>> dirty GUARDED_BY(mu);
+  // Open clocks -> entries with an open delta of that clock and their bytes
+  // (few clocks). A part or the clock's batch takes them (TakeDirty).
+  struct DirtyClock {
+    ClockT clock = 0;
+    std::vector<CacheEntry*> entries;
+    size_t bytes = 0;
+  };
+  std::vector<DirtyClock> dirty GUARDED_BY(mu);
 };
 
 }  // namespace pace::client

@@ -106,7 +106,8 @@ class ScriptedChannel : public ShardChannel {
   // Auto mode: value(table, row) answers Reads at version `version` (applied
   // = version); Applies are acked. With on_apply, each Apply is passed to it
   // before its Ack and the version becomes its clock + 1 (the shard clock of a
-  // job with one client process).
+  // job with one client process); a part with more parts to come counts as an
+  // applied part of the open clock (ReadReply::applied_parts).
   void StartAuto(std::function<std::string(uint32_t, uint64_t)> value, Version version,
                  std::function<void(const net::Apply&)> on_apply = nullptr) {
     value_ = std::move(value);
@@ -140,15 +141,20 @@ class ScriptedChannel : public ShardChannel {
         e.req_id = r->req_id;
         Deliver(std::move(e));
       } else if (r != nullptr) {
-        net::ReadReply reply{r->req_id, version_, version_, {}};
+        net::ReadReply reply{r->req_id, version_, version_, {}, parts_};
         for (uint64_t row : r->rows) reply.rows.push_back({r->table, row, value_(r->table, row)});
         Deliver(std::move(reply));
       } else if (auto* a = std::get_if<net::Apply>(&m)) {
         if (on_apply_) {
           on_apply_(*a);
-          version_ = a->clock + 1;
+          if (a->more) {
+            parts_ = a->part + 1;
+          } else {
+            version_ = a->clock + 1;
+            parts_ = 0;
+          }
         }
-        Deliver(net::Ack{a->clock, false});
+        Deliver(net::Ack{a->clock, false, a->part});
       }
       l.lock();
     }
@@ -171,6 +177,7 @@ class ScriptedChannel : public ShardChannel {
   std::function<std::string(uint32_t, uint64_t)> value_;
   std::function<void(const net::Apply&)> on_apply_;
   Version version_ = 0;
+  uint32_t parts_ = 0;
   std::thread auto_thread_;
 };
 

@@ -101,8 +101,13 @@ inline void SplitEmbeddedBudget(size_t memory_mb, size_t* client_mb, size_t* sha
 // arena (up to 8 per core), each keeping the memory freed in it: with the
 // shard's writer, readers and RocksDB's threads beside the workers, that is
 // tens of MiB of RSS the budget never sees (measured: 153 MiB instead of 122
-// MiB peak for --memory_mb=96). No-op on other C libraries.
-inline constexpr int kMallocArenas = 2;
+// MiB peak for --memory_mb=96). One arena, not two: the deltas the workers
+// allocate are freed by the inbound thread (Acks) and the shard's readers
+// (decoded Applies), so with two arenas each kept the other's pattern of
+// holes (pace_mf --memory_mb=64 at model scale: 166-178 MiB peak with two,
+// 137 MiB with one, same speed; glibc's per-thread caches keep small
+// allocations off the arena lock). No-op on other C libraries.
+inline constexpr int kMallocArenas = 1;
 inline void LimitMallocArenas() {
 #if defined(__GLIBC__)
   mallopt(M_ARENA_MAX, kMallocArenas);

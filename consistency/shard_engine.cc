@@ -13,8 +13,13 @@ constexpr size_t kMaxReservedPushRows = size_t{1} << 16;
 }  // namespace
 
 ShardEngine::ShardEngine(const ShardEngineOptions& options, std::vector<ClockT> applied_clocks,
-                         int64_t now_ms)
-    : options_(options), clocks_(std::move(applied_clocks), now_ms), published_(clocks_.Min()) {}
+                         int64_t now_ms, std::vector<uint32_t> applied_parts)
+    : options_(options),
+      clocks_(std::move(applied_clocks), now_ms),
+      parts_(std::move(applied_parts)),
+      published_(clocks_.Min()) {
+  parts_.resize(clocks_.num_clients(), 0);
+}
 
 void ShardEngine::Connect(PeerId id, std::shared_ptr<Peer> peer, PeerInfo info) {
   if (info.is_client && info.client >= clocks_.num_clients()) info.is_client = false;
@@ -133,6 +138,7 @@ Status ShardEngine::AnswerFromView(const PeerInfo& reader, const ReadRequest& re
   answer->version = view.ShardClock();
   // Observers have no own updates: a = v.
   answer->applied_clock = reader.is_client ? view.AppliedClock(reader.client) : answer->version;
+  answer->applied_parts = reader.is_client ? view.AppliedParts(reader.client) : 0;
   answer->rows.clear();
   answer->rows.reserve(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
@@ -243,8 +249,10 @@ void ShardEngine::PushToSubscribers(Version clock, const RowsView& view) {
     Peer& peer = *it->second.peer;
     const ClockT applied =
         it->second.info.is_client ? view.AppliedClock(it->second.info.client) : view.ShardClock();
+    const uint32_t parts =
+        it->second.info.is_client ? view.AppliedParts(it->second.info.client) : 0;
     bool complete = true;
-    PushBatch push{clock, applied, {}};
+    PushBatch push{clock, applied, {}, parts};
     push.rows.reserve(std::min(entry.row_indices.size(), kMaxReservedPushRows));
     size_t push_bytes = 0;
     auto flush = [&] {
@@ -252,7 +260,7 @@ void ShardEngine::PushToSubscribers(Version clock, const RowsView& view) {
       counters_.value_bytes_out += static_cast<int64_t>(push_bytes);
       ++counters_.pushes;
       peer.SendPush(std::move(push));
-      push = PushBatch{clock, applied, {}};
+      push = PushBatch{clock, applied, {}, parts};
       push_bytes = 0;
     };
     for (uint32_t i : entry.row_indices) {

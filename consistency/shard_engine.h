@@ -79,17 +79,22 @@ struct ReadRequest {
   bool subscribe = false;
 };
 
+// applied_parts (both): the parts of the receiver's clock applied_clock
+// already in the values (a partial Apply in progress; 0 otherwise), so that
+// its read-my-writes adds exactly its parts that are not in them.
 struct ReadAnswer {
   uint64_t req_id = 0;
   Version version = 0;
   ClockT applied_clock = 0;
   std::vector<RowValue> rows;  // in the order of the request
+  uint32_t applied_parts = 0;
 };
 
 struct PushBatch {
   Version version = 0;
   ClockT applied_clock = 0;
   std::vector<RowValue> rows;
+  uint32_t applied_parts = 0;
 };
 
 // One consistent state of the shard's rows: values and the clocks they hold.
@@ -103,6 +108,8 @@ class RowsView {
   // This state's shard clock and applied clocks.
   virtual Version ShardClock() const = 0;
   virtual ClockT AppliedClock(ClientId client) const = 0;
+  // Parts of clock AppliedClock(client) this state holds (partial Apply).
+  virtual uint32_t AppliedParts(ClientId /*client*/) const { return 0; }
 };
 
 // Where the engine sends to one peer. Implementations queue; they must not
@@ -157,8 +164,10 @@ struct ShardEngineCounters {
 class ShardEngine {
  public:
   // `applied_clocks`: one per client of the job (the store's record).
-  ShardEngine(const ShardEngineOptions& options, std::vector<ClockT> applied_clocks,
-              int64_t now_ms);
+  // `applied_parts`: the parts of each client's next clock applied (empty:
+  // none).
+  ShardEngine(const ShardEngineOptions& options, std::vector<ClockT> applied_clocks, int64_t now_ms,
+              std::vector<uint32_t> applied_parts = {});
   ShardEngine(const ShardEngine&) = delete;
   ShardEngine& operator=(const ShardEngine&) = delete;
 
@@ -196,9 +205,12 @@ class ShardEngine {
   PeerInfo InfoOf(PeerId id) const;
   void Unsubscribe(PeerId id, uint32_t table, const std::vector<uint64_t>& rows);
 
-  // True if a batch of `client` for `clock` is already in (clock < a_p).
-  bool IsDuplicate(ClientId client, ClockT clock) const {
-    return client < clocks_.num_clients() && clock < clocks_.Get(client);
+  // True if a batch of `client` for `clock` (part `part`) is already in:
+  // clock < a_p, or clock == a_p and part < the parts of it applied.
+  bool IsDuplicate(ClientId client, ClockT clock, uint32_t part = 0) const {
+    if (client >= clocks_.num_clients()) return false;
+    const ClockT a = clocks_.Get(client);
+    return clock < a || (clock == a && part < parts_[client]);
   }
   // Bookkeeping after a batch was durably applied, in two steps so a caller
   // need not build a key list: MarkChanged for each changed row (preferably
@@ -217,8 +229,16 @@ class ShardEngine {
   // RecordApplied (the triple would be inconsistent), so the caller does all
   // of it under its lock; Publish then answers and pushes what the new shard
   // clock allows, and returns it.
-  void RecordApplied(ClientId client, ClockT applied, int64_t now_ms) {
+  // `parts`: parts of clock `applied` applied too (a part with more parts
+  // to come leaves the applied clock and counts a part; the clock vector,
+  // the shard clock and push planning see complete clocks only).
+  void RecordApplied(ClientId client, ClockT applied, int64_t now_ms, uint32_t parts = 0) {
     clocks_.Set(client, applied, now_ms);
+    if (client < parts_.size()) parts_[client] = parts;
+  }
+  // Parts of clock clocks().Get(client) applied.
+  uint32_t AppliedParts(ClientId client) const {
+    return client < parts_.size() ? parts_[client] : 0;
   }
   Version Publish(const RowsView& view);
 
@@ -264,6 +284,7 @@ class ShardEngine {
 
   const ShardEngineOptions options_;
   ClockVector clocks_;
+  std::vector<uint32_t> parts_;  // [num_clients], see AppliedParts
   std::unordered_map<PeerId, PeerState> peers_;
   ParkedReads<Parked> parked_;
   size_t parked_bytes_ = 0;  // sum of PeerState::parked_bytes

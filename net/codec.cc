@@ -144,7 +144,7 @@ struct BodyEncoder {
   }
   Body operator()(const Welcome& m) {
     return MakeBody(fb::CreateWelcome(b, m.wire_version, m.shard_id, m.num_shards, m.num_clients,
-                                      m.applied_clock, m.shard_clock));
+                                      m.applied_clock, m.shard_clock, m.applied_parts));
   }
   Body operator()(const Read& m) {
     auto rows = b.CreateVector(m.rows);
@@ -152,16 +152,17 @@ struct BodyEncoder {
   }
   Body operator()(const ReadReply& m) {
     auto rows = EncodeRows(b, m.rows);
-    return MakeBody(fb::CreateReadReply(b, m.req_id, m.version, m.applied_clock, rows));
+    return MakeBody(
+        fb::CreateReadReply(b, m.req_id, m.version, m.applied_clock, rows, m.applied_parts));
   }
   Body operator()(const Apply& m) {
     auto rows = EncodeRows(b, m.updates);
-    return MakeBody(fb::CreateApply(b, m.clock, rows));
+    return MakeBody(fb::CreateApply(b, m.clock, rows, m.part, m.more));
   }
-  Body operator()(const Ack& m) { return MakeBody(fb::CreateAck(b, m.clock, m.duplicate)); }
+  Body operator()(const Ack& m) { return MakeBody(fb::CreateAck(b, m.clock, m.duplicate, m.part)); }
   Body operator()(const Push& m) {
     auto rows = EncodeRows(b, m.rows);
-    return MakeBody(fb::CreatePush(b, m.version, m.applied_clock, rows));
+    return MakeBody(fb::CreatePush(b, m.version, m.applied_clock, rows, m.applied_parts));
   }
   Body operator()(const PushDone& m) {
     return MakeBody(fb::CreatePushDone(b, m.version, m.applied_clock));
@@ -363,6 +364,7 @@ Status Decode(const fb::Welcome& t, Welcome* m) {
   m->num_clients = t.num_clients();
   m->applied_clock = t.applied_clock();
   m->shard_clock = t.shard_clock();
+  m->applied_parts = t.applied_parts();
   return Status::OK();
 }
 
@@ -379,23 +381,28 @@ Status Decode(const fb::ReadReply& t, ReadReply* m) {
   m->req_id = t.req_id();
   m->version = t.version();
   m->applied_clock = t.applied_clock();
+  m->applied_parts = t.applied_parts();
   return DecodeRows(t.rows(), "ReadReply.rows", &m->rows);
 }
 
 Status Decode(const fb::Apply& t, Apply* m) {
   m->clock = t.clock();
+  m->part = t.part();
+  m->more = t.more();
   return DecodeRows(t.updates(), "Apply.updates", &m->updates);
 }
 
 Status Decode(const fb::Ack& t, Ack* m) {
   m->clock = t.clock();
   m->duplicate = t.duplicate();
+  m->part = t.part();
   return Status::OK();
 }
 
 Status Decode(const fb::Push& t, Push* m) {
   m->version = t.version();
   m->applied_clock = t.applied_clock();
+  m->applied_parts = t.applied_parts();
   return DecodeRows(t.rows(), "Push.rows", &m->rows);
 }
 

@@ -56,6 +56,8 @@ struct Welcome {
   uint32_t num_clients = 1;
   ClockT applied_clock = 0;  // this client's applied clock a_p at this shard
   Version shard_clock = 0;
+  // Parts of clock applied_clock applied (a partial Apply in progress).
+  uint32_t applied_parts = 0;
 };
 
 // Client → shard. Answered with a ReadReply once the shard clock is at least
@@ -70,33 +72,42 @@ struct Read {
 };
 
 // Shard → client. `version` is the shard clock when the values were read;
-// `applied_clock` is the receiving client's a_p at that moment (a_p >= version).
+// `applied_clock` is the receiving client's a_p at that moment (a_p >= version)
+// and `applied_parts` the parts of its clock a_p the values already hold.
 struct ReadReply {
   uint64_t req_id = 0;
   Version version = 0;
   ClockT applied_clock = 0;
   std::vector<RowData> rows;
+  uint32_t applied_parts = 0;
 };
 
-// Client → shard: the client's coalesced deltas for clock `clock` (may be empty).
+// Client → shard: the client's coalesced deltas for clock `clock` (may be
+// empty), or part `part` of them (docs/wire-protocol.md, "Apply parts"):
+// `more` says parts of this clock follow; the part with more = false
+// completes the clock at the shard.
 struct Apply {
   ClockT clock = 0;
   std::vector<RowData> updates;
+  uint32_t part = 0;
+  bool more = false;
 };
 
-// Shard → client: batch `clock` is durable (duplicate: it had been applied
-// before and was skipped now).
+// Shard → client: batch (clock, part) is durable (duplicate: it had been
+// applied before and was skipped now).
 struct Ack {
   ClockT clock = 0;
   bool duplicate = false;
+  uint32_t part = 0;
 };
 
 // Shard → subscriber: fresh values of subscribed rows that changed, stamped
-// `version`; `applied_clock` as in ReadReply.
+// `version`; `applied_clock` and `applied_parts` as in ReadReply.
 struct Push {
   Version version = 0;
   ClockT applied_clock = 0;
   std::vector<RowData> rows;
+  uint32_t applied_parts = 0;
 };
 
 // Shard → subscriber: every subscribed row on this shard is current as of

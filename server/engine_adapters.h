@@ -28,6 +28,7 @@ class ViewRows : public RowsView {
   }
   Version ShardClock() const override { return view_.ShardClock(); }
   ClockT AppliedClock(ClientId client) const override { return view_.AppliedClock(client); }
+  uint32_t AppliedParts(ClientId client) const override { return view_.AppliedParts(client); }
 
  private:
   const ShardStore::ReadView& view_;
@@ -38,7 +39,8 @@ class SessionPeer : public Peer {
  public:
   explicit SessionPeer(std::shared_ptr<net::Session> session) : session_(std::move(session)) {}
   void SendReadAnswer(ReadAnswer a) override {
-    session_->Send(net::ReadReply{a.req_id, a.version, a.applied_clock, ToRowData(a.rows)});
+    session_->Send(
+        net::ReadReply{a.req_id, a.version, a.applied_clock, ToRowData(a.rows), a.applied_parts});
   }
   // The engine's read errors are a full park queue (ResourceExhausted), a
   // store read that failed (IOError, Unavailable) or a shutdown (Aborted):
@@ -50,7 +52,7 @@ class SessionPeer : public Peer {
     session_->Send(net::Error{req_id, c, st.message(), retriable});
   }
   void SendPush(PushBatch p) override {
-    session_->Send(net::Push{p.version, p.applied_clock, ToRowData(p.rows)});
+    session_->Send(net::Push{p.version, p.applied_clock, ToRowData(p.rows), p.applied_parts});
   }
   void SendPushDone(Version version, ClockT applied_clock) override {
     session_->Send(net::PushDone{version, applied_clock});

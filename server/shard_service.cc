@@ -42,6 +42,13 @@ std::vector<ClockT> ClocksFor(std::vector<ClockT> clocks, uint32_t num_clients) 
   return clocks;
 }
 
+// The parts of each client's next clock the store holds (partial Apply).
+std::vector<uint32_t> PartsFor(const ShardStore& store, uint32_t num_clients) {
+  std::vector<uint32_t> parts(num_clients);
+  for (uint32_t c = 0; c < num_clients; ++c) parts[c] = store.AppliedParts(c);
+  return parts;
+}
+
 }  // namespace
 
 Status ShardService::Open(const ShardServiceOptions& options,
@@ -90,7 +97,7 @@ ShardService::ShardService(const ShardServiceOptions& options, std::unique_ptr<S
                                  options.max_subscriptions_per_session,
                                  options.max_subscriptions_total},
               ClocksFor(store_->AppliedClocks(), num_clients_),
-              NowMs(std::chrono::steady_clock::now())) {}
+              NowMs(std::chrono::steady_clock::now()), PartsFor(*store_, num_clients_)) {}
 
 ShardService::~ShardService() {
   StopThreads();
@@ -329,6 +336,8 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
   welcome->shard_clock = clocks.Min();
   welcome->applied_clock =
       hello.role == net::Hello::kClientProcess ? clocks.Get(hello.client_id) : clocks.Min();
+  welcome->applied_parts =
+      hello.role == net::Hello::kClientProcess ? engine_.AppliedParts(hello.client_id) : 0;
   return Status::OK();
 }
 

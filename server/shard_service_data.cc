@@ -159,7 +159,10 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
   std::vector<BatchRequest> requests;
   requests.reserve(group->size());
   for (const auto& p : *group) {
-    requests.push_back(BatchRequest{p->session->hello().client_id, p->apply.clock, &p->deltas});
+    BatchRequest req{p->session->hello().client_id, p->apply.clock, &p->deltas};
+    req.part = p->apply.part;
+    req.more = p->apply.more;
+    requests.push_back(req);
   }
   std::vector<BatchResult> results;
   const int64_t n = static_cast<int64_t>(group->size());
@@ -227,13 +230,24 @@ void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<Pendi
     }
     if (r.duplicate) {
       counters_.duplicates.fetch_add(1, std::memory_order_relaxed);
-      s->Send(net::Ack{p.apply.clock, true});
+      // A last part that completed the clock without its deltas (another
+      // incarnation's parts, ShardStore::ApplyBatch) still moves the clock.
+      if (!p.apply.more && view.AppliedClock(client) > engine_.clocks().Get(client) &&
+          p.apply.clock + 1 == view.AppliedClock(client)) {
+        engine_.RecordApplied(client, p.apply.clock + 1, now_ms, 0);
+      }
+      s->Send(net::Ack{p.apply.clock, true, p.apply.part});
       continue;
     }
     counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
     for (const RowDelta& d : p.deltas) engine_.MarkChanged(s->id(), RowKey{d.table, d.row});
-    engine_.RecordApplied(client, p.apply.clock + 1, now_ms);
-    s->Send(net::Ack{p.apply.clock, false});
+    // A part with more to come leaves the clock open and counts the part.
+    if (p.apply.more) {
+      engine_.RecordApplied(client, p.apply.clock, now_ms, p.apply.part + 1);
+    } else {
+      engine_.RecordApplied(client, p.apply.clock + 1, now_ms, 0);
+    }
+    s->Send(net::Ack{p.apply.clock, false, p.apply.part});
   }
   // Answers the parked reads that became ready and pushes, from the state
   // just published (which holds exactly the batches recorded above).

@@ -333,6 +333,79 @@ TEST_F(ShardServiceTest, DuplicateBatchIsAckedAndNotAppliedTwice) {
   EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{1}));
 }
 
+// Partial Apply: parts are acked with their number, a re-sent part is
+// skipped, the clock (and so the shard clock) advances only with the last
+// part, and values tell the reader how many parts of its open clock they hold
+// (ReadReply, Push, Welcome after a reconnect).
+TEST_F(ShardServiceTest, ApplyPartsAreAckedSkippedOnceAndCompleteTheClockAtTheLast) {
+  OpenService(2);
+  net::Hello h0;
+  h0.client_id = 0;
+  h0.incarnation = 5;
+  auto c0 = std::make_shared<FakeSession>(h0);
+  net::Welcome w;
+  ASSERT_TRUE(service_->OnHello(c0->hello(), &w).ok());
+  service_->OnConnect(c0);
+  auto c1 = Connect(1);
+  uint32_t t = CreateTable(c0, "w");
+  Read(c0, 1, t, {3}, 0, /*subscribe=*/true);
+  c0->Take();
+  auto part = [&](ClockT clock, uint32_t i, bool more, std::vector<net::RowData> updates) {
+    net::Apply a{clock, std::move(updates)};
+    a.part = i;
+    a.more = more;
+    Deliver(c0, std::move(a));
+  };
+  part(0, 0, true, {Delta(t, 3, 1, 0)});
+  part(0, 0, true, {Delta(t, 3, 1, 0)});  // re-sent
+  part(0, 1, true, {Delta(t, 3, 10, 0)});
+  auto acks = MessagesOfType<net::Ack>(c0->Take());
+  ASSERT_EQ(acks.size(), 3u);
+  EXPECT_EQ(acks[0].part, 0u);
+  EXPECT_FALSE(acks[0].duplicate);
+  EXPECT_EQ(acks[1].part, 0u);
+  EXPECT_TRUE(acks[1].duplicate);
+  EXPECT_EQ(acks[2].part, 1u);
+  EXPECT_FALSE(acks[2].duplicate);
+  EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{0, 0}));
+  // c0's read sees its two parts in the value and is told so.
+  Read(c0, 2, t, {3}, 0);
+  auto replies = MessagesOfType<net::ReadReply>(c0->Take());
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].applied_clock, 0);
+  EXPECT_EQ(replies[0].applied_parts, 2u);
+  EXPECT_EQ(DecodeDense<int64_t>(replies[0].rows[0].bytes), (V{11, 0}));
+  // A gap (part 3 before 2) is refused.
+  part(0, 3, false, {Delta(t, 3, 1000, 0)});
+  auto errors = MessagesOfType<net::Error>(c0->Take());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, StatusCode::kFailedPrecondition);
+  // The last part completes clock 0; with c1's clock 0 the shard clock is 1
+  // and c0 is pushed row 3 (c1 changed it) stamped with applied (1, 0 parts).
+  part(0, 2, false, {Delta(t, 3, 100, 0)});
+  acks = MessagesOfType<net::Ack>(c0->Take());
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].clock, 0);
+  EXPECT_EQ(acks[0].part, 2u);
+  EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{1, 0}));
+  // c0 starts clock 1 in parts; then c1 completes clock 0.
+  part(1, 0, true, {Delta(t, 3, 5, 0)});
+  c0->Take();
+  ApplyOk(c1, 0, {Delta(t, 3, 0, 1)});
+  auto m0 = c0->Take();
+  auto pushes = MessagesOfType<net::Push>(m0);
+  ASSERT_EQ(pushes.size(), 1u);
+  EXPECT_EQ(pushes[0].version, 1);
+  EXPECT_EQ(pushes[0].applied_clock, 1);
+  EXPECT_EQ(pushes[0].applied_parts, 1u);
+  EXPECT_EQ(DecodeDense<int64_t>(pushes[0].rows[0].bytes), (V{116, 1}));
+  EXPECT_EQ(Values(t, {3}), (std::vector<V>{{116, 1}}));
+  // A reconnect of c0 is told the parts of its open clock 1 too.
+  ASSERT_TRUE(service_->OnHello(c0->hello(), &w).ok());
+  EXPECT_EQ(w.applied_clock, 1);
+  EXPECT_EQ(w.applied_parts, 1u);
+}
+
 TEST_F(ShardServiceTest, ClockGapIsAnErrorAndKeepsTheSession) {
   OpenService(1);
   auto c0 = Connect(0);

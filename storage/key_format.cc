@@ -147,14 +147,25 @@ Status DecodeFixed64(std::string_view in, std::string_view what, uint64_t* v) {
   return Status::OK();
 }
 
-std::string EncodeClock(ClockT clock) { return EncodeFixed64(static_cast<uint64_t>(clock)); }
+std::string EncodeClock(ClockT clock, uint32_t parts) {
+  std::string out = EncodeFixed64(static_cast<uint64_t>(clock));
+  if (parts != 0) Append(&out, parts);
+  return out;
+}
 
-Status DecodeClock(std::string_view in, ClockT* clock) {
+Status DecodeClock(std::string_view in, ClockT* clock, uint32_t* parts) {
   uint64_t raw;
+  uint32_t p = 0;
+  if (in.size() == 12) {
+    std::memcpy(&p, in.data() + 8, 4);
+    if (p == 0) return Status::Corruption("applied-clock record with an explicit 0 parts");
+    in = in.substr(0, 8);
+  }
   RETURN_IF_ERROR(DecodeFixed64(in, "applied clock", &raw));
   ClockT c = static_cast<ClockT>(raw);
   if (c < 0) return Status::Corruption("negative applied clock " + std::to_string(c));
   *clock = c;
+  if (parts != nullptr) *parts = p;
   return Status::OK();
 }
 

@@ -80,9 +80,13 @@ std::string EncodeFixed64(uint64_t v);
 Status DecodeFixed32(std::string_view in, std::string_view what, uint32_t* v);
 Status DecodeFixed64(std::string_view in, std::string_view what, uint64_t* v);
 
-// Applied clock value: i64 LE, >= 0.
-std::string EncodeClock(ClockT clock);
-Status DecodeClock(std::string_view in, ClockT* clock);
+// Applied clock value: i64 LE, >= 0 (clocks < it are complete), followed by
+// u32 LE parts > 0 when that many parts of the next clock are applied too (a
+// partial Apply, docs/wire-protocol.md "Apply parts"); without parts the
+// record is the 8 bytes it always was.
+std::string EncodeClock(ClockT clock, uint32_t parts = 0);
+// *parts may be null (then parts are not returned).
+Status DecodeClock(std::string_view in, ClockT* clock, uint32_t* parts = nullptr);
 
 // Identity value: u32 LE shard_id, num_shards, num_clients.
 struct IdentityRecord {

@@ -91,6 +91,17 @@ TEST(KeyFormatTest, FixedAndClockCodecs) {
   EXPECT_EQ(c, 123456789012);
   EXPECT_EQ(DecodeClock(EncodeClock(-1), &c).code(), StatusCode::kCorruption);
   EXPECT_EQ(DecodeClock("1234567", &c).code(), StatusCode::kCorruption);
+  // With parts (a partial Apply): 12 bytes; without, the old 8.
+  uint32_t parts = 9;
+  EXPECT_EQ(EncodeClock(5, 0), EncodeClock(5));
+  EXPECT_EQ(EncodeClock(5, 3).size(), 12u);
+  ASSERT_TRUE(DecodeClock(EncodeClock(5, 3), &c, &parts).ok());
+  EXPECT_EQ(c, 5);
+  EXPECT_EQ(parts, 3u);
+  ASSERT_TRUE(DecodeClock(EncodeClock(6), &c, &parts).ok());
+  EXPECT_EQ(parts, 0u);
+  EXPECT_EQ(DecodeClock(EncodeClock(5) + std::string(4, '\0'), &c, &parts).code(),
+            StatusCode::kCorruption);
 }
 
 TEST(KeyFormatTest, IdentityCodec) {

@@ -394,9 +394,11 @@ Status ShardStore::Impl::LoadCatalog() {
   return FromRocks(it->status(), "read catalog of " + dir_);
 }
 
-Status ShardStore::Impl::ReadStoredClocks(std::vector<ClockT>* clocks) const {
+Status ShardStore::Impl::ReadStoredClocks(std::vector<ClockT>* clocks,
+                                          std::vector<uint32_t>* parts) const {
   const uint32_t n = identity_.num_clients;
   clocks->assign(n, 0);
+  if (parts != nullptr) parts->assign(n, 0);
   std::string begin = sf::ClockKey(0);
   std::string end = sf::KeySpaceEnd(sf::kClockPrefix);
   rocksdb::Slice upper(end);
@@ -410,19 +412,26 @@ Status ShardStore::Impl::ReadStoredClocks(std::vector<ClockT>* clocks) const {
       return Status::Corruption(dir_ + ": applied-clock record for an unknown client");
     }
     ClockT clock;
+    uint32_t p = 0;
     RETURN_IF_ERROR(
-        sf::DecodeClock(std::string_view(it->value().data(), it->value().size()), &clock)
+        sf::DecodeClock(std::string_view(it->value().data(), it->value().size()), &clock, &p)
             .WithPrefix(dir_));
     (*clocks)[client] = clock;
+    if (parts != nullptr) (*parts)[client] = p;
   }
   return FromRocks(it->status(), "read applied clocks of " + dir_);
 }
 
 Status ShardStore::Impl::LoadClocks() {
   std::vector<ClockT> clocks;
-  RETURN_IF_ERROR(ReadStoredClocks(&clocks));
+  std::vector<uint32_t> parts;
+  RETURN_IF_ERROR(ReadStoredClocks(&clocks, &parts));
   applied_ = std::make_unique<std::atomic<ClockT>[]>(clocks.size());
-  for (size_t i = 0; i < clocks.size(); ++i) applied_[i].store(clocks[i]);
+  applied_parts_ = std::make_unique<std::atomic<uint32_t>[]>(clocks.size());
+  for (size_t i = 0; i < clocks.size(); ++i) {
+    applied_[i].store(clocks[i]);
+    applied_parts_[i].store(parts[i]);
+  }
   return Status::OK();
 }
 
@@ -590,6 +599,11 @@ ClockT ShardStore::Impl::AppliedClock(ClientId client) const {
   return applied_[client].load(std::memory_order_acquire);
 }
 
+uint32_t ShardStore::Impl::AppliedParts(ClientId client) const {
+  if (client >= identity_.num_clients) return 0;
+  return applied_parts_[client].load(std::memory_order_acquire);
+}
+
 std::vector<ClockT> ShardStore::Impl::AppliedClocks() const {
   std::vector<ClockT> out(identity_.num_clients);
   for (uint32_t i = 0; i < identity_.num_clients; ++i) {
@@ -677,8 +691,12 @@ Status ShardStore::ReadView::MultiGet(uint32_t table, const std::vector<uint64_t
 ClockT ShardStore::ReadView::AppliedClock(ClientId client) const {
   return impl_->AppliedClock(client);
 }
+uint32_t ShardStore::ReadView::AppliedParts(ClientId client) const {
+  return impl_->AppliedParts(client);
+}
 Version ShardStore::ReadView::ShardClock() const { return impl_->ShardClock(); }
 ClockT ShardStore::AppliedClock(ClientId client) const { return impl_->AppliedClock(client); }
+uint32_t ShardStore::AppliedParts(ClientId client) const { return impl_->AppliedParts(client); }
 std::vector<ClockT> ShardStore::AppliedClocks() const { return impl_->AppliedClocks(); }
 Version ShardStore::ShardClock() const { return impl_->ShardClock(); }
 

@@ -101,6 +101,13 @@ struct BatchRequest {
   ClientId client = 0;
   ClockT clock = 0;
   const std::vector<RowDelta>* deltas = nullptr;
+  // A partial Apply (docs/wire-protocol.md, "Apply parts"): this batch is
+  // part `part` (0, 1, ...) of the client's clock `clock`; `more`: more
+  // parts of that clock follow, so the clock is not complete after it. The
+  // default (part 0, no more) is the whole clock in one batch. See
+  // ApplyBatch for duplicates and gaps.
+  uint32_t part = 0;
+  bool more = false;
   // Non-null: an import (ImportBatch), not a client's batch: `client` and
   // `clock` are ignored, no applied clock changes, and this text is stored
   // as the store's last-import record in the same WriteBatch.
@@ -196,6 +203,14 @@ class ShardStore {
   // Errors (nothing written): InvalidArgument for client >= num_clients, an
   // unknown table, or a delta that fails ValidateRow; FailedPrecondition for a
   // clock gap (clock > AppliedClock(client)).
+  // Parts (BatchRequest::part/more, through ApplyBatches): the record is
+  // (applied clock a, parts p of clock a applied). A part (c, i) with c < a,
+  // or c == a and i < p, is a duplicate (nothing written); c == a and i == p
+  // is applied with the record (a, p + 1), or (a + 1, 0) when it is the last
+  // (!more); anything later is a gap. A last part with i < p (possible only
+  // from another incarnation of the client, which cut the clock differently)
+  // completes the clock without writing its deltas (a duplicate, like a
+  // re-run clock the shard already has).
   Status ApplyBatch(ClientId client, ClockT clock, const std::vector<RowDelta>& deltas,
                     bool* duplicate);
   // Group commit: validates each batch on its own (exactly as ApplyBatch),
@@ -219,6 +234,9 @@ class ShardStore {
   // --- Clocks --------------------------------------------------------------
   // 0 for a client id >= num_clients.
   ClockT AppliedClock(ClientId client) const;
+  // Parts of clock AppliedClock(client) applied (0 unless a partial Apply of
+  // it is in progress).
+  uint32_t AppliedParts(ClientId client) const;
   std::vector<ClockT> AppliedClocks() const;  // indexed by client id
   // min over all num_clients clients of AppliedClock.
   Version ShardClock() const;
@@ -323,6 +341,7 @@ class ShardStore::ReadView {
                   std::vector<std::string>* values) const;
   // Applied clocks of this view's state; 0 for client >= num_clients.
   ClockT AppliedClock(ClientId client) const;
+  uint32_t AppliedParts(ClientId client) const;
   Version ShardClock() const;
 
  private:

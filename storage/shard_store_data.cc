@@ -76,7 +76,8 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   std::deque<std::string> stripped_rows;  // stable addresses for GroupDelta::bytes
   std::vector<ClockUpdate> clocks;
   // The applied clock each client will have after the batches accepted so far.
-  std::unordered_map<ClientId, ClockT> next_clock;
+  // (applied clock, parts of it applied) after the batches accepted so far.
+  std::unordered_map<ClientId, std::pair<ClockT, uint32_t>> next_clock;
   const std::string* import_record = nullptr;  // the last import's record, if any
   size_t reserve = 64;
   uint32_t seq = 0;
@@ -104,17 +105,34 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
       auto nc = next_clock.find(client);
       const ClockT applied = import ? req.clock
                              : nc != next_clock.end()
-                                 ? nc->second
+                                 ? nc->second.first
                                  : applied_[client].load(std::memory_order_relaxed);
-      if (req.clock < applied) {
+      const uint32_t parts = import ? req.part
+                             : nc != next_clock.end()
+                                 ? nc->second.second
+                                 : applied_parts_[client].load(std::memory_order_relaxed);
+      if (req.clock < applied || (req.clock == applied && req.part < parts && req.more)) {
         res.duplicate = true;
         continue;
       }
-      if (req.clock > applied) {
+      if (req.clock == applied && req.part < parts) {
+        // The last part of a clock cut into fewer parts than the shard has of
+        // it (another incarnation of the client): completes the clock, its
+        // deltas skipped as a re-run's duplicate.
+        res.duplicate = true;
+        next_clock[client] = {req.clock + 1, 0};
+        clocks.push_back(ClockUpdate{client, req.clock + 1, 0});
+        continue;
+      }
+      if (req.clock > applied || req.part > parts) {
         res.status = Status::FailedPrecondition(
             "clock gap: client " + std::to_string(client) + " sent its batch for clock " +
-            std::to_string(req.clock) + " but this shard has applied only clocks < " +
-            std::to_string(applied));
+            std::to_string(req.clock) +
+            (req.part > 0 || req.more ? " part " + std::to_string(req.part) : std::string()) +
+            " but this shard has applied only clocks < " + std::to_string(applied) +
+            (parts > 0
+                 ? " and " + std::to_string(parts) + " part(s) of clock " + std::to_string(applied)
+                 : std::string()));
         continue;
       }
       const size_t group_begin = group.size();
@@ -167,8 +185,13 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
         import_record = req.import_record;
         continue;
       }
-      next_clock[client] = req.clock + 1;
-      clocks.push_back(ClockUpdate{client, req.clock + 1});
+      if (req.more) {
+        next_clock[client] = {req.clock, req.part + 1};
+        clocks.push_back(ClockUpdate{client, req.clock, req.part + 1});
+      } else {
+        next_clock[client] = {req.clock + 1, 0};
+        clocks.push_back(ClockUpdate{client, req.clock + 1, 0});
+      }
     }
   }
   if (clocks.empty() && import_record == nullptr) return Status::OK();  // nothing to write
@@ -288,7 +311,7 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   }
   cache_lock.reset();
   for (const ClockUpdate& c : clocks) {
-    rocksdb::Status s = batch.Put(sf::ClockKey(c.client), sf::EncodeClock(c.applied));
+    rocksdb::Status s = batch.Put(sf::ClockKey(c.client), sf::EncodeClock(c.applied, c.parts));
     if (!s.ok()) return fail(FromRocks(s, "build batch"));
   }
   if (import_record != nullptr) {
@@ -329,8 +352,10 @@ void ShardStore::Impl::Publish(const std::vector<CacheOp>& ops, const std::strin
                                const std::vector<ClockUpdate>& clocks) {
   ViewWriterLock view_lock(&view_mu_);
   RefreshSnapshotLocked();
-  for (const ClockUpdate& c : clocks)
+  for (const ClockUpdate& c : clocks) {
     applied_[c.client].store(c.applied, std::memory_order_release);
+    applied_parts_[c.client].store(c.parts, std::memory_order_release);
+  }
   if (row_cache_ == nullptr) return;
   MutexLock cache_lock(&cache_mu_);
   // Every cached row the group touches gets its deltas in WriteBatch order with

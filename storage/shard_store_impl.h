@@ -114,6 +114,7 @@ class ShardStore::Impl {
   Status ApplyBatches(const std::vector<BatchRequest>& batches, std::vector<BatchResult>* results)
       EXCLUDES(write_mu_, view_mu_);
   ClockT AppliedClock(ClientId client) const;
+  uint32_t AppliedParts(ClientId client) const;
   std::vector<ClockT> AppliedClocks() const;
   Version ShardClock() const;
 
@@ -162,7 +163,9 @@ class ShardStore::Impl {
   Status LoadCatalog();
   Status LoadClocks();
   // The applied clocks stored in RocksDB, indexed by client id.
-  Status ReadStoredClocks(std::vector<ClockT>* clocks) const;
+  // parts (may be null): the parts of the next clock applied, per client.
+  Status ReadStoredClocks(std::vector<ClockT>* clocks,
+                          std::vector<uint32_t>* parts = nullptr) const;
   Status CheckWritable(std::string_view op) const;
   // The entry of table `id`, or NotFound.
   StatusOr<std::shared_ptr<const TableEntry>> Lookup(uint32_t id) const;
@@ -192,6 +195,7 @@ class ShardStore::Impl {
   struct ClockUpdate {
     ClientId client;
     ClockT applied;
+    uint32_t parts = 0;  // parts of clock `applied` applied (a partial Apply)
   };
   // put_sums: the new sums of the Put rows (CacheOp::put), copied into their
   // cache entries.
@@ -243,6 +247,9 @@ class ShardStore::Impl {
   // [num_clients]: the applied clocks of the view. Written under view_mu_
   // exclusively (atomics so AppliedClock needs no lock).
   std::unique_ptr<std::atomic<ClockT>[]> applied_;
+  // [num_clients]: parts of clock applied_[i] applied (docs/wire-protocol.md,
+  // "Apply parts"); written with applied_.
+  std::unique_ptr<std::atomic<uint32_t>[]> applied_parts_;
   // The snapshot reads of RocksDB use: the state after the last published
   // write (null for a read-only store). Guarded by view_mu_.
   const rocksdb::Snapshot* snapshot_ GUARDED_BY(view_mu_) = nullptr;

@@ -250,11 +250,17 @@ Status ShardStore::Impl::Recover() {
   // reached the WAL before its sync failed is replayed by the open. The
   // applied clocks are read back so the view holds exactly what is stored.
   std::vector<ClockT> stored;
-  Status loaded = ReadStoredClocks(&stored);
+  std::vector<uint32_t> stored_parts;
+  Status loaded = ReadStoredClocks(&stored, &stored_parts);
   if (!loaded.ok()) return loaded;
-  if (stored != AppliedClocks()) {
+  bool parts_differ = false;
+  for (size_t i = 0; i < stored_parts.size(); ++i) {
+    parts_differ = parts_differ || stored_parts[i] != applied_parts_[i].load();
+  }
+  if (stored != AppliedClocks() || parts_differ) {
     for (size_t i = 0; i < stored.size(); ++i) {
       applied_[i].store(stored[i], std::memory_order_release);
+      applied_parts_[i].store(stored_parts[i], std::memory_order_release);
     }
     LOG(WARNING) << dir_ << ": a write reported as failed was stored; the row cache is cleared";
     if (row_cache_ != nullptr) {

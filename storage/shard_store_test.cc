@@ -471,6 +471,79 @@ TEST_F(ShardStoreTest, ClocksAndRowsSurviveReopen) {
   EXPECT_FALSE(dup);
 }
 
+// Partial Apply: a clock in parts. The (clock, parts) record is written with
+// each part, survives a reopen, and decides duplicates and gaps.
+TEST_F(ShardStoreTest, ClockPartsRecordDecidesDuplicatesAndSurvivesReopen) {
+  uint32_t t;
+  auto part = [&](ShardStore* s, ClientId client, ClockT clock, uint32_t i, bool more,
+                  int64_t delta, BatchResult* r) {
+    std::vector<RowDelta> deltas;
+    const std::string bytes = EncodeDense<int64_t>({delta});
+    if (delta != 0) deltas.push_back(RowDelta{t, 7, bytes});
+    BatchRequest req{client, clock, &deltas};
+    req.part = i;
+    req.more = more;
+    std::vector<BatchResult> results;
+    Status st = s->ApplyBatches({req}, &results);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    *r = results[0];
+  };
+  BatchResult r;
+  {
+    auto s = OpenStore(Opts(2));
+    t = CreateOrDie(s.get(), MakeSchema("t", RowKind::kDense, ElementType::kI64, 1)).id;
+    part(s.get(), 0, 0, 0, true, 1, &r);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_FALSE(r.duplicate);
+    EXPECT_EQ(s->AppliedClock(0), 0);  // the clock is not complete
+    EXPECT_EQ(s->AppliedParts(0), 1u);
+    part(s.get(), 0, 0, 0, true, 1, &r);  // re-sent part 0: skipped
+    EXPECT_TRUE(r.status.ok());
+    EXPECT_TRUE(r.duplicate);
+    part(s.get(), 0, 0, 2, true, 1, &r);  // part 1 missing: a gap
+    EXPECT_EQ(r.status.code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(r.status.message().find("1 part(s) of clock 0"), std::string::npos)
+        << r.status.message();
+    part(s.get(), 0, 0, 1, true, 10, &r);
+    EXPECT_FALSE(r.duplicate);
+    EXPECT_EQ(s->AppliedParts(0), 2u);
+    EXPECT_EQ(GetOrDie(s.get(), t, 7), EncodeDense<int64_t>({11}));
+  }
+  // A crash between parts: the record says (0, 2 parts).
+  {
+    auto s = OpenStore(Opts(2));
+    EXPECT_EQ(s->AppliedClock(0), 0);
+    EXPECT_EQ(s->AppliedParts(0), 2u);
+    EXPECT_EQ(GetOrDie(s.get(), t, 7), EncodeDense<int64_t>({11}));
+    part(s.get(), 0, 0, 1, true, 10, &r);  // the client re-sends its unacked part 1
+    EXPECT_TRUE(r.duplicate);
+    part(s.get(), 0, 0, 2, false, 100, &r);  // the last part completes clock 0
+    EXPECT_FALSE(r.duplicate);
+    EXPECT_EQ(s->AppliedClock(0), 1);
+    EXPECT_EQ(s->AppliedParts(0), 0u);
+    part(s.get(), 0, 0, 2, false, 100, &r);  // re-sent last part: clock 0 < 1
+    EXPECT_TRUE(r.duplicate);
+    // A whole clock (the old form: part 0, no more) after parted ones.
+    part(s.get(), 0, 1, 0, false, 1000, &r);
+    EXPECT_FALSE(r.duplicate);
+    EXPECT_EQ(s->AppliedClock(0), 2);
+    // Client 1: a part, then a last part from another incarnation that cut
+    // the clock into fewer parts: completes the clock, its deltas skipped.
+    part(s.get(), 1, 0, 0, true, 5, &r);
+    part(s.get(), 1, 0, 1, true, 5, &r);
+    part(s.get(), 1, 0, 0, false, 7, &r);
+    EXPECT_TRUE(r.status.ok());
+    EXPECT_TRUE(r.duplicate);
+    EXPECT_EQ(s->AppliedClock(1), 1);
+    EXPECT_EQ(s->ShardClock(), 1);
+    EXPECT_EQ(GetOrDie(s.get(), t, 7), EncodeDense<int64_t>({1121}));
+  }
+  auto s = OpenStore(Opts(2));
+  EXPECT_EQ(s->AppliedClocks(), (std::vector<ClockT>{2, 1}));
+  EXPECT_EQ(s->AppliedParts(0), 0u);
+  EXPECT_EQ(GetOrDie(s.get(), t, 7), EncodeDense<int64_t>({1121}));
+}
+
 TEST_F(ShardStoreTest, ReadsComposeInitializerAndScanInOrder) {
   auto s = OpenStore(Opts(1));
   TableSchema u = MakeSchema("u", RowKind::kDense, ElementType::kF32, 3);

@@ -221,8 +221,15 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   // cache prefers to evict rows outside it: Worker::Prefetch).
   const size_t chunk = LookAheadRatings(client_->Stats().cache_budget_bytes, width_, run.workers);
   // The user rows a worker keeps copies of within a clock (RowBuffer: the
-  // value as read and as updated): four look-ahead chunks' worth.
-  const size_t user_buffer_rows = 4 * chunk;
+  // value as read and as updated): four look-ahead chunks' worth. Item rows
+  // likewise: with budgets that fit, all items fit in it (they recur in every
+  // chunk and are kept for the whole clock); under a small budget they would
+  // not (20k items x rank 128 are 20 MB of copies per worker plus 10 MB of
+  // deltas), so they are flushed like user rows.
+  // Under a small cache (chunk below its cap of 8192) two chunks' worth: the
+  // copies are then as large as the client cache itself otherwise.
+  const size_t user_buffer_rows = (chunk >= 8192 ? 4 : 2) * chunk;
+  const size_t item_buffer_rows = user_buffer_rows;
   std::vector<uint32_t> user_mark(data_->users.size(), 0), item_mark(data_->items.size(), 0);
   uint32_t mark = 0;
   std::vector<uint64_t> user_rows, item_rows;
@@ -294,6 +301,11 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
         if (!s.ok() && load_status.ok()) load_status = s;
         ubuf.Clear();
       }
+      if (ibuf.loaded() >= item_buffer_rows) {
+        Status s = flush(ibuf, data_->items, it);
+        if (!s.ok() && load_status.ok()) load_status = s;
+        ibuf.Clear();
+      }
     }));
     RETURN_IF_ERROR(load_status);
     RETURN_IF_ERROR(flush(ubuf, data_->users, ut));
@@ -312,6 +324,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
         // The clock's changes were added above: forgetting the copies loses
         // nothing (a flush here would add them twice).
         if (ubuf.loaded() >= user_buffer_rows) ubuf.Clear();
+        if (ibuf.loaded() >= item_buffer_rows) ibuf.Clear();
       }));
       RETURN_IF_ERROR(load_status);
       test_n = static_cast<double>(test_part.size());

@@ -32,8 +32,9 @@ DEFINE_int64(memory_mb, 0,
 DEFINE_int64(cache_mb, 1024,
              "client row cache budget in MiB (default: its share of --memory_mb, else 1024)");
 DEFINE_int64(open_delta_mb, 256,
-             "bound on open deltas of clocks ahead of the process clock, MiB (default: share of "
-             "--memory_mb, else 256)");
+             "bound on open (unsent) deltas, MiB: workers ahead of the process clock wait, the "
+             "process clock's deltas leave early in parts (default: share of --memory_mb, else "
+             "256)");
 DEFINE_int64(unacked_mb, 256,
              "bound on sent, unacknowledged batches, MiB (default: share of --memory_mb, else "
              "256)");

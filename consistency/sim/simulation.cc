@@ -41,9 +41,21 @@ class Rng {
   uint64_t s_;
 };
 
-// (client, clock): one coalesced batch's contribution to a row.
+// (client, Stamp(clock, part)): one coalesced batch's (or Apply part's)
+// contribution to a row. A clock may be sent in parts (docs/wire-protocol.md,
+// "Apply parts"); kOpenPart stands for a client's own deltas not sealed into
+// a part yet.
 using Contribution = std::pair<uint32_t, int64_t>;
 using Provenance = std::vector<Contribution>;
+constexpr int64_t kPartsPerClock = int64_t{1} << 20;
+constexpr uint32_t kOpenPart = kPartsPerClock - 1;
+int64_t Stamp(ClockT clock, uint32_t part) { return clock * kPartsPerClock + part; }
+ClockT ClockOf(int64_t stamp) { return stamp / kPartsPerClock; }
+std::string DescribeStamp(int64_t stamp) {
+  const int64_t part = stamp % kPartsPerClock;
+  return "clock " + std::to_string(ClockOf(stamp)) +
+         (part == kOpenPart ? " (open)" : " part " + std::to_string(part));
+}
 
 // A row's bytes in the simulation: its i64 value, then its provenance.
 std::string EncodeRow(int64_t value, const Provenance& prov) {
@@ -77,6 +89,8 @@ bool DecodeRow(const std::string& bytes, int64_t* value, Provenance* prov) {
 struct ApplyMsg {
   ClockT clock = 0;
   std::vector<std::pair<RowKey, int64_t>> deltas;
+  uint32_t part = 0;
+  bool more = false;  // parts of this clock follow
 };
 struct UnsubscribeMsg {
   uint32_t table = 0;
@@ -95,6 +109,7 @@ struct PushDoneMsg {
 struct AckMsg {
   ClockT clock = 0;
   bool duplicate = false;
+  uint32_t part = 0;
 };
 using ToClient = std::variant<ReadAnswer, ReadErrorMsg, PushBatch, PushDoneMsg, AckMsg>;
 
@@ -123,7 +138,7 @@ class FakeStore : public RowsView {
     Provenance prov;
   };
   FakeStore(uint32_t num_clients, Rng* rng, double fail_chance)
-      : applied(num_clients, 0), rng_(rng), fail_chance_(fail_chance) {}
+      : applied(num_clients, 0), parts(num_clients, 0), rng_(rng), fail_chance_(fail_chance) {}
   Status ReadRows(uint32_t table, const std::vector<uint64_t>& rows,
                   std::vector<std::string>* values) const override {
     values->clear();
@@ -143,10 +158,13 @@ class FakeStore : public RowsView {
 
   Version ShardClock() const override { return *std::min_element(applied.begin(), applied.end()); }
   ClockT AppliedClock(ClientId c) const override { return applied[c]; }
+  uint32_t AppliedParts(ClientId c) const override { return parts[c]; }
 
-  // What survives a crash: the committed rows and applied clocks.
+  // What survives a crash: the committed rows and the (applied clock, parts
+  // of it applied) records.
   std::map<RowKey, Row> committed;
   std::vector<ClockT> applied;
+  std::vector<uint32_t> parts;
 
  private:
   Rng* const rng_;
@@ -187,7 +205,12 @@ struct Pending {
   ClockT clock = 0;
   bool sealed = false;
   int64_t delta = 0;
+  uint32_t part = 0;  // when sealed
 };
+
+bool PartBefore(ClockT ca, uint32_t pa, ClockT cb, uint32_t pb) {
+  return ca < cb || (ca == cb && pa < pb);
+}
 
 struct Entry {
   bool has_value = false;
@@ -195,6 +218,7 @@ struct Entry {
   Provenance prov;    // likewise
   Version version = 0;
   ClockT applied = 0;
+  uint32_t applied_parts = 0;
   bool subscribed = false;
   int waiters = 0;  // workers blocked on this row
   std::vector<Version> reads_in_flight;
@@ -215,11 +239,14 @@ struct Entry {
 struct SentBatch {
   ClockT clock = 0;
   std::vector<std::pair<RowKey, int64_t>> deltas;
+  uint32_t part = 0;
+  bool more = false;
 };
 
 struct ShardView {
   std::deque<SentBatch> unacked;
   ClockT acked_through = 0;
+  uint32_t acked_parts = 0;  // of clock acked_through
   Version pushed_version = 0;
   bool connected = false;
   std::map<uint64_t, ReadRequest> requests;  // in flight, re-sent after a reconnect
@@ -235,7 +262,8 @@ struct Worker {
 
 struct Client {
   ClientId id = 0;
-  ClockT clock = 0;  // the process clock: the minimum of its workers' clocks
+  ClockT clock = 0;        // the process clock: the minimum of its workers' clocks
+  uint32_t next_part = 0;  // parts of the process clock's batch sent so far
   std::vector<Worker> workers;
   uint64_t next_req = 1;
   std::map<RowKey, Entry> entries;
@@ -293,12 +321,16 @@ class World {
   void ClientInc(Client& cl, ClockT c, const RowKey& key, int64_t delta);
   void WorkerClock(Client& cl, Worker& w);
   void SendBatches(Client& cl);
+  // Seals the process clock's open deltas as its next part (more = true).
+  void SendPart(Client& cl);
+  void SealAndSend(Client& cl, uint32_t part, bool more);
   void RetryBlocked(ClientId c);
   void ClientEvict(Client& cl);
   void ClientReceive(ClientId c, uint32_t k, ToClient m);
-  void InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT a, bool read,
-                  bool subscribe, Version read_min);
-  void InstallValue(Client& cl, Entry& e, int64_t value, Provenance prov, Version v, ClockT a);
+  void InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT a, uint32_t parts,
+                  bool read, bool subscribe, Version read_min);
+  void InstallValue(Client& cl, Entry& e, int64_t value, Provenance prov, Version v, ClockT a,
+                    uint32_t parts);
   void SendRead(Client& cl, const RowKey& key, Entry& e, Version min_version, bool subscribe);
   void ClientReconnected(Client& cl, uint32_t k);
   Version EffectiveVersion(const Client& cl, const RowKey& key, const Entry& e) const {
@@ -329,11 +361,14 @@ class World {
   bool group_publish_ = false;
   double evict_chance_ = 0;
   double read_fail_chance_ = 0;
+  double part_chance_ = 0;  // per Inc at the process clock: send a part now
   std::vector<TableSpec> tables_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<Client> clients_;
   std::vector<Connection> conns_;
-  // Ground truth: every coalesced delta, by row and (client, clock).
+  // Ground truth: every coalesced delta, by row and (client, Stamp(clock,
+  // part)); deltas not sealed yet are at kOpenPart and move to their part
+  // when it is sealed.
   std::map<RowKey, std::map<Contribution, int64_t>> ledger_;
 };
 
@@ -345,7 +380,7 @@ class SimPeer : public Peer {
     w_->SendToClient(c_, k_, epoch_, ReadErrorMsg{req_id, st.ToString()});
   }
   void SendPush(PushBatch p) override { w_->SendToClient(c_, k_, epoch_, std::move(p)); }
-  void SendPushDone(Version v, ClockT a) override {
+  void SendPushDone(Version v, ClockT a) override {  // no parts: it carries no values
     w_->SendToClient(c_, k_, epoch_, PushDoneMsg{v, a});
   }
 
@@ -366,6 +401,7 @@ void World::Configure() {
   group_publish_ = rng_.Chance(0.5);
   evict_chance_ = rng_.Chance(0.5) ? 0.0 : 0.15;
   read_fail_chance_ = rng_.Chance(0.7) ? 0.0 : 0.2;
+  part_chance_ = rng_.Chance(0.5) ? 0.0 : (rng_.Chance(0.5) ? 0.2 : 0.6);
   const uint32_t num_tables = static_cast<uint32_t>(rng_.Between(1, 2));
   static constexpr Consistency kModels[] = {Consistency::kBsp, Consistency::kSsp,
                                             Consistency::kEssp, Consistency::kAsync};
@@ -373,7 +409,8 @@ void World::Configure() {
   cfg << num_shards << " shard(s), " << num_clients << " client(s), " << clocks_
       << " clocks, delay<=" << max_delay_ << (group_publish_ ? ", group commit" : "")
       << (evict_chance_ > 0 ? ", evictions" : "")
-      << (read_fail_chance_ > 0 ? ", failing push reads" : "") << ", tables:";
+      << (read_fail_chance_ > 0 ? ", failing push reads" : "")
+      << (part_chance_ > 0 ? ", clocks in parts" : "") << ", tables:";
   for (uint32_t t = 0; t < num_tables; ++t) {
     TableSpec s;
     s.id = t + 1;
@@ -537,39 +574,60 @@ void World::Commit(uint32_t k, uint64_t incarnation) {
   if (sh.incarnation != incarnation || sh.engine == nullptr) return;
   auto group = std::make_shared<std::vector<QueuedBatch>>();
   group->swap(sh.queue);
-  // Per batch: duplicate, or written (the store's state moves on).
-  auto written = std::make_shared<std::vector<bool>>();
+  // Per batch: duplicate, or written (the store's state moves on), with the
+  // (applied clock, parts) record it left (as ShardStore::ApplyBatches).
+  struct Written {
+    bool written = false;
+    ClockT applied = 0;
+    uint32_t parts = 0;
+  };
+  auto written = std::make_shared<std::vector<Written>>();
   for (const QueuedBatch& b : *group) {
     ClockT& applied = sh.store.applied[b.client];
-    if (b.msg.clock < applied) {
-      written->push_back(false);
+    uint32_t& parts = sh.store.parts[b.client];
+    const ApplyMsg& m = b.msg;
+    if (m.clock < applied || (m.clock == applied && m.part < parts)) {
+      // (A last part below the parts applied comes only from another
+      // incarnation of the client, which the simulation does not model.)
+      if (m.clock == applied) ++result_.parts_skipped;
+      written->push_back(Written{});
       continue;
     }
-    if (b.msg.clock > applied) {
-      return Fail("shard " + std::to_string(k) + ": clock gap, batch " +
-                  std::to_string(b.msg.clock) + " of client " + std::to_string(b.client) +
-                  " with applied clock " + std::to_string(applied));
+    if (m.clock > applied || m.part > parts) {
+      return Fail("shard " + std::to_string(k) + ": clock gap, batch " + std::to_string(m.clock) +
+                  " part " + std::to_string(m.part) + " of client " + std::to_string(b.client) +
+                  " with applied clock " + std::to_string(applied) + " and " +
+                  std::to_string(parts) + " part(s)");
     }
-    for (const auto& [key, d] : b.msg.deltas) {
+    for (const auto& [key, d] : m.deltas) {
       FakeStore::Row& row = sh.store.committed[key];
       row.value += d;
-      row.prov.emplace_back(b.client, b.msg.clock);
+      row.prov.emplace_back(b.client, Stamp(m.clock, m.part));
     }
-    ++applied;
-    written->push_back(true);
-    Trace("shard " + std::to_string(k) + " commits clock " + std::to_string(b.msg.clock) +
-          " of client " + std::to_string(b.client));
+    if (m.more) {
+      parts = m.part + 1;
+    } else {
+      ++applied;
+      parts = 0;
+    }
+    written->push_back(Written{true, applied, parts});
+    Trace("shard " + std::to_string(k) + " commits clock " + std::to_string(m.clock) + " part " +
+          std::to_string(m.part) + (m.more ? " (more)" : "") + " of client " +
+          std::to_string(b.client));
     if (!group_publish_) {
       // The old shard: write and bookkeeping of each batch in one step.
-      for (const auto& [key, d] : b.msg.deltas) sh.engine->MarkChanged(b.peer, key);
-      SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, false});
-      sh.engine->Advance(b.client, applied, now_, sh.store);
+      for (const auto& [key, d] : m.deltas) sh.engine->MarkChanged(b.peer, key);
+      SendToClient(b.client, k, b.epoch, AckMsg{m.clock, false, m.part});
+      sh.engine->RecordApplied(b.client, applied, now_, parts);
+      sh.engine->Publish(sh.store);
     }
   }
   if (!group_publish_) {
     for (size_t i = 0; i < group->size(); ++i) {
       const QueuedBatch& b = (*group)[i];
-      if (!(*written)[i]) SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, true});
+      if (!(*written)[i].written) {
+        SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, true, b.msg.part});
+      }
     }
     sh.commit_scheduled = false;
     return;
@@ -582,11 +640,12 @@ void World::Commit(uint32_t k, uint64_t incarnation) {
     if (s.incarnation != incarnation || s.engine == nullptr) return;
     for (size_t i = 0; i < group->size(); ++i) {
       const QueuedBatch& b = (*group)[i];
-      if ((*written)[i]) {
+      const Written& w = (*written)[i];
+      if (w.written) {
         for (const auto& [key, d] : b.msg.deltas) s.engine->MarkChanged(b.peer, key);
-        s.engine->RecordApplied(b.client, b.msg.clock + 1, now_);
+        s.engine->RecordApplied(b.client, w.applied, now_, w.parts);
       }
-      SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, !(*written)[i]});
+      SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, !w.written, b.msg.part});
     }
     s.engine->Publish(s.store);
     s.commit_scheduled = false;
@@ -614,7 +673,8 @@ void World::Crash(uint32_t k) {
 
 void World::Restart(uint32_t k) {
   Shard& sh = *shards_[k];
-  sh.engine = std::make_unique<ShardEngine>(ShardEngineOptions{}, sh.store.applied, now_);
+  sh.engine =
+      std::make_unique<ShardEngine>(ShardEngineOptions{}, sh.store.applied, now_, sh.store.parts);
   Trace("restart shard " + std::to_string(k));
   for (ClientId c = 0; c < clients_.size(); ++c) {
     At(now_ + Delay(), [this, c, k] { Connect(c, k); });
@@ -688,13 +748,14 @@ void World::CheckRead(const Client& cl, ClockT c, const RowKey& key, const Entry
   for (const Pending& p : e.pending) {
     if (!p.sealed) {
       value += p.delta;
-      prov.emplace_back(cl.id, p.clock);
+      prov.emplace_back(cl.id, Stamp(p.clock, kOpenPart));
     }
   }
   std::sort(prov.begin(), prov.end());
   std::ostringstream where;
   where << "client " << cl.id << " (a worker at clock " << c << ") read row " << key.table << "/"
-        << key.row << " (version " << v << ", applied " << e.applied << ")";
+        << key.row << " (version " << v << ", applied " << e.applied << " part " << e.applied_parts
+        << ")";
   if (std::adjacent_find(prov.begin(), prov.end()) != prov.end()) {
     return Fail(where.str() + ": a batch counted twice");
   }
@@ -712,25 +773,29 @@ void World::CheckRead(const Client& cl, ClockT c, const RowKey& key, const Entry
   const ReadPolicy policy = Policy(key.table);
   for (const auto& [u, d] : truth) {
     const bool own = u.first == cl.id;
-    const bool required = own || (!policy.is_async() && u.second < c - policy.staleness());
+    const bool required = own || (!policy.is_async() && ClockOf(u.second) < c - policy.staleness());
     if (required && !std::binary_search(prov.begin(), prov.end(), u)) {
-      return Fail(where.str() + ": lacks client " + std::to_string(u.first) +
-                  "'s update of clock " + std::to_string(u.second) +
-                  (own ? " (read-my-writes)" : " (read rule)"));
+      return Fail(where.str() + ": lacks client " + std::to_string(u.first) + "'s update of " +
+                  DescribeStamp(u.second) + (own ? " (read-my-writes)" : " (read rule)"));
     }
   }
 }
 
 void World::ClientInc(Client& cl, ClockT c, const RowKey& key, int64_t delta) {
   Entry& e = cl.entries[key];
-  ledger_[key][{cl.id, c}] += delta;
+  ledger_[key][{cl.id, Stamp(c, kOpenPart)}] += delta;
+  bool merged = false;
   for (Pending& p : e.pending) {
     if (!p.sealed && p.clock == c) {
       p.delta += delta;
-      return;
+      merged = true;
+      break;
     }
   }
-  e.pending.push_back(Pending{c, false, delta});
+  if (!merged) e.pending.push_back(Pending{c, false, delta});
+  // The open-delta bound of a worker at the process clock: its open deltas
+  // leave early as the clock's next part (random here).
+  if (c == cl.clock && part_chance_ > 0 && rng_.Chance(part_chance_)) SendPart(cl);
 }
 
 void World::WorkerClock(Client& cl, Worker& w) {
@@ -741,26 +806,51 @@ void World::WorkerClock(Client& cl, Worker& w) {
   while (cl.clock < min) SendBatches(cl);  // the process clock advanced
 }
 
-// Seals the process clock's deltas and sends each shard its batch.
+// Seals the process clock's deltas and sends each shard its batch (the last
+// part of the clock).
 void World::SendBatches(Client& cl) {
+  SealAndSend(cl, cl.next_part, /*more=*/false);
+  cl.next_part = 0;
+  ++cl.clock;
+}
+
+void World::SendPart(Client& cl) {
+  Trace("client " + std::to_string(cl.id) + " sends part " + std::to_string(cl.next_part) +
+        " of clock " + std::to_string(cl.clock));
+  SealAndSend(cl, cl.next_part, /*more=*/true);
+  ++cl.next_part;
+  ++result_.parts_sent;
+}
+
+void World::SealAndSend(Client& cl, uint32_t part, bool more) {
   std::vector<SentBatch> batches(shards_.size());
   for (auto& [key, e] : cl.entries) {
     for (Pending& p : e.pending) {
       if (p.sealed || p.clock != cl.clock) continue;
       p.sealed = true;
+      p.part = part;
+      // The ground truth: the open deltas become this part.
+      auto& truth = ledger_[key];
+      auto open = truth.find({cl.id, Stamp(p.clock, kOpenPart)});
+      if (open != truth.end()) {
+        truth[{cl.id, Stamp(p.clock, part)}] += open->second;
+        truth.erase(open);
+      }
       if (e.has_value) {  // fold it into the value (it is now part of a batch)
         e.value += p.delta;
-        e.prov.emplace_back(cl.id, p.clock);
+        e.prov.emplace_back(cl.id, Stamp(p.clock, part));
       }
       batches[ShardOfKey(key)].deltas.emplace_back(key, p.delta);
     }
   }
   for (uint32_t k = 0; k < shards_.size(); ++k) {
     batches[k].clock = cl.clock;
+    batches[k].part = part;
+    batches[k].more = more;
     cl.shards[k].unacked.push_back(batches[k]);
-    SendToShard(cl.id, k, ApplyMsg{cl.clock, std::move(batches[k].deltas)});
+    ApplyMsg m{cl.clock, std::move(batches[k].deltas), part, more};
+    SendToShard(cl.id, k, std::move(m));
   }
-  ++cl.clock;
 }
 
 void World::ClientEvict(Client& cl) {
@@ -793,12 +883,12 @@ void World::SendRead(Client& cl, const RowKey& key, Entry& e, Version min_versio
   SendToShard(cl.id, k, std::move(r));
 }
 
-void World::InstallValue(Client& cl, Entry& e, int64_t value, Provenance prov, Version v,
-                         ClockT a) {
+void World::InstallValue(Client& cl, Entry& e, int64_t value, Provenance prov, Version v, ClockT a,
+                         uint32_t parts) {
   for (const Pending& p : e.pending) {
-    if (p.sealed && p.clock >= a) {
+    if (p.sealed && !PartBefore(p.clock, p.part, a, parts)) {
       value += p.delta;
-      prov.emplace_back(cl.id, p.clock);
+      prov.emplace_back(cl.id, Stamp(p.clock, p.part));
     }
   }
   e.has_value = true;
@@ -806,10 +896,11 @@ void World::InstallValue(Client& cl, Entry& e, int64_t value, Provenance prov, V
   e.prov = std::move(prov);
   e.version = v;
   e.applied = a;
+  e.applied_parts = parts;
 }
 
-void World::InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT a, bool read,
-                       bool subscribe, Version read_min) {
+void World::InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT a, uint32_t parts,
+                       bool read, bool subscribe, Version read_min) {
   const RowKey key{row.table, row.row};
   auto it = cl.entries.find(key);
   if (it == cl.entries.end()) return;
@@ -820,7 +911,7 @@ void World::InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT 
   Provenance prov;
   if (!DecodeRow(row.bytes, &value, &prov)) return Fail("undecodable row bytes");
   ShardView& sh = cl.shards[k];
-  if (a < sh.acked_through) {
+  if (PartBefore(a, parts, sh.acked_through, sh.acked_parts)) {
     // The value predates an Ack we processed: the deltas it lacks are
     // purged, so it cannot be rebased. Drop it and ask again.
     if (!read) {
@@ -832,7 +923,7 @@ void World::InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT 
     if (e.waiters > 0 || !read) SendRead(cl, key, e, v, Policy(key.table).uses_push());
     return;
   }
-  if (!e.has_value || v >= e.version) InstallValue(cl, e, value, std::move(prov), v, a);
+  if (!e.has_value || v >= e.version) InstallValue(cl, e, value, std::move(prov), v, a, parts);
   if (read && subscribe) e.subscribed = true;
 }
 
@@ -851,27 +942,35 @@ void World::ClientReceive(ClientId c, uint32_t k, ToClient m) {
                     std::to_string(r->version));
       }
       for (RowValue& row : r->rows) {
-        InstallRow(cl, k, row, r->version, r->applied_clock, true, req.subscribe, req.min_version);
+        InstallRow(cl, k, row, r->version, r->applied_clock, r->applied_parts, true, req.subscribe,
+                   req.min_version);
       }
     }
   } else if (auto* p = std::get_if<PushBatch>(&m)) {
     ++result_.pushes;
     for (RowValue& row : p->rows)
-      InstallRow(cl, k, row, p->version, p->applied_clock, false, false, 0);
+      InstallRow(cl, k, row, p->version, p->applied_clock, p->applied_parts, false, false, 0);
   } else if (auto* d = std::get_if<PushDoneMsg>(&m)) {
     sh.pushed_version = std::max(sh.pushed_version, d->version);
   } else if (auto* a = std::get_if<AckMsg>(&m)) {
-    ClockT last = -1;
-    while (!sh.unacked.empty() && sh.unacked.front().clock <= a->clock) {
-      last = sh.unacked.front().clock;
+    bool any = false;
+    SentBatch last;
+    while (!sh.unacked.empty() &&
+           !PartBefore(a->clock, a->part, sh.unacked.front().clock, sh.unacked.front().part)) {
+      last = std::move(sh.unacked.front());
+      any = true;
       sh.unacked.pop_front();
     }
-    if (last >= 0) {
-      sh.acked_through = last + 1;
+    if (any) {
+      sh.acked_through = last.more ? last.clock : last.clock + 1;
+      sh.acked_parts = last.more ? last.part + 1 : 0;
       for (auto& [key, e] : cl.entries) {
         if (ShardOfKey(key) != k) continue;
         e.pending.erase(std::remove_if(e.pending.begin(), e.pending.end(),
-                                       [last](const Pending& p) { return p.clock <= last; }),
+                                       [&last](const Pending& p) {
+                                         return p.sealed &&
+                                                !PartBefore(last.clock, last.part, p.clock, p.part);
+                                       }),
                         e.pending.end());
       }
     }
@@ -886,7 +985,8 @@ void World::ClientReconnected(Client& cl, uint32_t k) {
   // 1. Unacknowledged batches, in clock order (the shard skips duplicates).
   for (const SentBatch& b : sh.unacked) {
     ++result_.resent_batches;
-    SendToShard(cl.id, k, ApplyMsg{b.clock, b.deltas});
+    if (b.more || b.part > 0) ++result_.parts_resent;
+    SendToShard(cl.id, k, ApplyMsg{b.clock, b.deltas, b.part, b.more});
   }
   // 2. Requests in flight.
   std::vector<ReadRequest> again;
@@ -921,7 +1021,7 @@ void World::FinalChecks() {
   for (uint32_t k = 0; k < shards_.size(); ++k) {
     const FakeStore& store = shards_[k]->store;
     for (ClientId c = 0; c < clients_.size(); ++c) {
-      if (store.applied[c] != clocks_) {
+      if (store.applied[c] != clocks_ || store.parts[c] != 0) {
         return Fail("shard " + std::to_string(k) + " ends with applied clock " +
                     std::to_string(store.applied[c]) + " for client " + std::to_string(c));
       }

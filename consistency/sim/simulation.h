@@ -3,10 +3,11 @@
 // ShardEngine over an in-memory store with crash semantics (a crash loses
 // every batch not yet committed, and the engine's parked reads, sessions and
 // subscriptions) — and M client processes, each a small faithful model of
-// client/ (coalesced deltas per clock, batches kept until acknowledged and
-// re-sent after a reconnect, the cache with the read rule, read-my-writes by
-// rebasing on the applied clock, pull or push per ReadPolicy, subscriptions,
-// evictions). Messages get random delays; each connection is FIFO (as TCP),
+// client/ (coalesced deltas per clock, sent as random numbers of Apply parts
+// (docs/wire-protocol.md "Apply parts"), batches and parts kept until
+// acknowledged and re-sent after a reconnect, the cache with the read rule,
+// read-my-writes by rebasing on the applied clock and parts, pull or push per ReadPolicy,
+// subscriptions, evictions). Messages get random delays; each connection is FIFO (as TCP),
 // different connections reorder freely; connections drop and shards crash at
 // random moments.
 //
@@ -41,6 +42,9 @@ struct SimResult {
   int64_t crashes = 0;
   int64_t disconnects = 0;
   int64_t resent_batches = 0;
+  int64_t parts_sent = 0;     // Apply parts with more (a clock sent in parts)
+  int64_t parts_resent = 0;   // ... of them re-sent after a reconnect
+  int64_t parts_skipped = 0;  // re-sent parts a shard skipped as duplicates
 };
 
 struct SimOptions {

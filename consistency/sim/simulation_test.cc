@@ -39,7 +39,8 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
   const uint64_t n = EnvOr("PACE_SIM_SCHEDULES", PACE_SIM_DEFAULT_SCHEDULES);
   const uint64_t first = EnvOr("PACE_SIM_FIRST_SEED", 1);
   const auto start = std::chrono::steady_clock::now();
-  int64_t events = 0, reads = 0, pushes = 0, crashes = 0, disconnects = 0, resent = 0;
+  int64_t events = 0, reads = 0, pushes = 0, crashes = 0, disconnects = 0, resent = 0, parts = 0,
+          parts_resent = 0, parts_skipped = 0;
   uint64_t failures = 0;
   for (uint64_t seed = first; seed < first + n; ++seed) {
     SimResult r = RunSchedule(seed);
@@ -49,6 +50,9 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
     crashes += r.crashes;
     disconnects += r.disconnects;
     resent += r.resent_batches;
+    parts += r.parts_sent;
+    parts_resent += r.parts_resent;
+    parts_skipped += r.parts_skipped;
     if (!r.ok && ++failures <= 3) {
       ADD_FAILURE() << "seed " << seed << " failed: " << r.error << "\n  schedule: " << r.config
                     << "\n  replay: PACE_SIM_SEED=" << seed;
@@ -59,7 +63,8 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
   std::cout << n << " schedules in " << secs << " s (" << failures << " failed): " << events
             << " events, " << reads << " reads checked, " << pushes << " pushes, " << crashes
             << " shard crashes, " << disconnects << " disconnects, " << resent
-            << " batches re-sent\n";
+            << " batches re-sent, " << parts << " parts sent early (" << parts_resent
+            << " re-sent, " << parts_skipped << " skipped as duplicates of the open clock)\n";
   EXPECT_EQ(failures, 0u);
   // The schedules exercise what they claim to.
   EXPECT_GT(reads, static_cast<int64_t>(n));
@@ -68,6 +73,9 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
     EXPECT_GT(crashes, 0);
     EXPECT_GT(disconnects, 0);
     EXPECT_GT(resent, 0);
+    EXPECT_GT(parts, 0);
+    EXPECT_GT(parts_resent, 0);
+    EXPECT_GT(parts_skipped, 0);
   }
 }
 

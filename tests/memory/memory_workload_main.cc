@@ -34,6 +34,9 @@ DEFINE_uint64(rows, 1 << 20, "rows of table big");
 DEFINE_uint32(width, 128, "f32 columns of table big");
 DEFINE_bool(fill, true, "write every row of big first");
 DEFINE_uint64(fill_rows_per_clock, 1 << 15, "rows written per clock while filling");
+DEFINE_uint64(fill_inc_rows, 0,
+              "rows per Inc call while filling (0: one Inc per clock); with many calls per clock "
+              "the clock's open deltas can exceed the budget and leave in parts");
 DEFINE_int32(workers, 2, "worker threads of the random phase");
 DEFINE_int32(clocks, 3, "clocks of the random phase");
 DEFINE_int32(ops_per_clock, 5000, "random rows each worker reads and updates per clock");
@@ -122,6 +125,7 @@ int Run() {
     const uint64_t chunk = std::max<uint64_t>(1, FLAGS_fill_rows_per_clock);
     std::vector<uint64_t> rows;
     std::vector<float> deltas;
+    const uint64_t per_inc = FLAGS_fill_inc_rows == 0 ? chunk : FLAGS_fill_inc_rows;
     // Every client does the same clocks; client k writes its share of rows.
     for (uint64_t start = 0; start < FLAGS_rows; start += chunk) {
       const uint64_t end = std::min<uint64_t>(FLAGS_rows, start + chunk);
@@ -129,22 +133,27 @@ int Run() {
         if (!(s = w->Clock()).ok()) return Fail(s, "fill Clock");
         continue;
       }
-      rows.clear();
-      deltas.resize((end - start) * width);
-      for (uint64_t r = start; r < end; ++r) {
-        rows.push_back(r);
-        float* d = deltas.data() + (r - start) * width;
-        for (uint32_t i = 0; i < width; i += 2) {
-          const uint64_t x = Mix(r * width + i + FLAGS_seed);
-          d[i] = static_cast<float>(x & 0xffffff) * (1.0f / (1 << 24));
-          if (i + 1 < width) d[i + 1] = static_cast<float>(x >> 40) * (1.0f / (1 << 24));
+      for (uint64_t b = start; b < end; b += per_inc) {
+        const uint64_t e = std::min(end, b + per_inc);
+        rows.clear();
+        deltas.resize((e - b) * width);
+        for (uint64_t r = b; r < e; ++r) {
+          rows.push_back(r);
+          float* d = deltas.data() + (r - b) * width;
+          for (uint32_t i = 0; i < width; i += 2) {
+            const uint64_t x = Mix(r * width + i + FLAGS_seed);
+            d[i] = static_cast<float>(x & 0xffffff) * (1.0f / (1 << 24));
+            if (i + 1 < width) d[i + 1] = static_cast<float>(x >> 40) * (1.0f / (1 << 24));
+          }
         }
+        if (!(s = w->Inc(tb, rows, deltas.data())).ok()) return Fail(s, "fill Inc");
       }
-      if (!(s = w->Inc(tb, rows, deltas.data())).ok()) return Fail(s, "fill Inc");
       if (!(s = w->Clock()).ok()) return Fail(s, "fill Clock");
     }
     if (!(s = client->Flush()).ok()) return Fail(s, "fill Flush");
     std::printf("fill_seconds=%.2f\n", Seconds(t0));
+    std::printf("fill_batches_sent=%llu\n",
+                static_cast<unsigned long long>(client->Stats().batches_sent));
     std::printf("fill_peak_rss_bytes=%llu\n",
                 static_cast<unsigned long long>(StatusKb("VmHWM:") << 10));
     std::fflush(stdout);

@@ -1,0 +1,213 @@
+// Partial Apply on the client (docs/wire-protocol.md, "Apply parts"), against
+// a scripted shard: a worker at the process clock whose open deltas pass
+// open_delta_mb sends them early as parts of its clock (Apply{more}); values
+// stamped with the parts they hold are rebased on exactly the parts not in
+// them (read-my-writes: never a part twice, never one missing); the last part
+// completes the clock; a part re-sent after a reconnect is acknowledged as a
+// duplicate without failing the client.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client_impl.h"
+#include "client/pace.h"
+#include "client/scripted_channel_test_util.h"
+
+namespace pace {
+namespace {
+
+using client::ScriptedChannel;
+
+constexpr uint32_t kWidth = 8192;  // 64 KiB of i64 per row: 16 rows = 1 MiB
+// Rows per part: the bound is checked every kOpenDeltaCheckEvery Incs, and
+// that many rows (4 MiB) are over the 1 MiB bound.
+constexpr uint64_t kRowsPerPart = Client::Impl::kOpenDeltaCheckEvery;
+
+std::string Row(int64_t v) { return EncodeDense(std::vector<int64_t>(kWidth, v)); }
+
+class PartialApplyTest : public ::testing::Test {
+ protected:
+  void Open() {
+    net::Welcome w;
+    w.num_shards = 1;
+    w.num_clients = 1;
+    auto ch = std::make_unique<ScriptedChannel>(0, w);
+    ch_ = ch.get();
+    std::vector<std::unique_ptr<client::ShardChannel>> chans;
+    chans.push_back(std::move(ch));
+    ClientOptions o;
+    o.open_delta_mb = 1;
+    o.unacked_mb = 64;  // parts need not wait for Acks here
+    ASSERT_TRUE(Client::Impl::Create(o, std::move(chans), false, &client_).ok());
+    TableSchema schema;
+    schema.name = "p";
+    schema.type = ElementType::kI64;
+    schema.width = kWidth;
+    schema.consistency = Consistency::kEssp;
+    schema.staleness = 2;
+    auto f = std::async(std::launch::async, [&] { return client_->CreateTable(schema, &t_); });
+    net::CreateTable req;
+    ASSERT_TRUE(ch_->Next(&req));
+    TableSchema created = req.schema;
+    created.id = 3;
+    ch_->Deliver(net::TablesReply{req.req_id, {created}});
+    ASSERT_TRUE(f.get().ok());
+    ASSERT_TRUE(client_->RegisterWorker(&w_).ok());
+  }
+
+  // Incs rows [0, n) by v (every element).
+  void IncRows(uint64_t n, int64_t v) {
+    std::vector<int64_t> d(kWidth, v);
+    for (uint64_t r = 0; r < n; ++r) ASSERT_TRUE(w_->Inc(t_, r, d.data()).ok());
+  }
+
+  // Element 0 of `row` as the worker reads it; `answer` plays the shard for
+  // the Read it sends (cache miss).
+  int64_t GetWithReply(uint64_t row,
+                       const std::function<net::ReadReply(const net::Read&)>& answer) {
+    int64_t x = -1;
+    auto f = std::async(std::launch::async, [&] {
+      return w_->Read(t_, row, [&](const RowView& v) { x = v.dense<int64_t>()[0]; });
+    });
+    net::Read r;
+    EXPECT_TRUE(ch_->Next(&r));
+    ch_->Deliver(answer(r));
+    EXPECT_TRUE(f.get().ok());
+    return x;
+  }
+
+  std::unique_ptr<Client> client_;
+  ScriptedChannel* ch_ = nullptr;
+  Table t_;
+  std::unique_ptr<Worker> w_;
+};
+
+TEST_F(PartialApplyTest, ValuesHoldingPartsOfTheOpenClockAreRebasedOnTheOthersOnly) {
+  Open();
+  IncRows(kRowsPerPart, 1);  // over the bound: part 0 of clock 0
+  net::Apply p0;
+  ASSERT_TRUE(ch_->Next(&p0));
+  EXPECT_EQ(p0.clock, 0);
+  EXPECT_EQ(p0.part, 0u);
+  EXPECT_TRUE(p0.more);
+  EXPECT_EQ(p0.updates.size(), kRowsPerPart);
+  IncRows(kRowsPerPart, 10);  // part 1
+  net::Apply p1;
+  ASSERT_TRUE(ch_->Next(&p1));
+  EXPECT_EQ(p1.clock, 0);
+  EXPECT_EQ(p1.part, 1u);
+  EXPECT_TRUE(p1.more);
+  IncRows(1, 100);                                   // open
+  EXPECT_EQ(client_->Stats().open_delta_waits, 0u);  // the process clock never waits
+
+  // The shard has part 0 in row 0 (1000 from others + 1): the worker sees it
+  // plus part 1 and its open delta, part 0 once.
+  EXPECT_EQ(GetWithReply(0,
+                         [](const net::Read& r) {
+                           return net::ReadReply{r.req_id, 0, 0, {{3, 0, Row(1001)}}, 1};
+                         }),
+            1111);
+  // Row 1 from a value without any of our parts: both parts are added.
+  EXPECT_EQ(GetWithReply(1,
+                         [](const net::Read& r) {
+                           return net::ReadReply{r.req_id, 0, 0, {{3, 1, Row(5)}}, 0};
+                         }),
+            16);
+  // A push of row 0 holding parts 0 and 1: only the open delta is added.
+  ch_->Deliver(net::Push{0, 0, {{3, 0, Row(2011)}}, 2});
+  ASSERT_TRUE(w_->Get(t_, 0, std::vector<int64_t>(kWidth).data()).ok());
+  {
+    std::vector<int64_t> got(kWidth);
+    ASSERT_TRUE(w_->Get(t_, 0, got.data()).ok());
+    EXPECT_EQ(got[0], 2111);
+    EXPECT_EQ(got[kWidth - 1], 2111);
+  }
+
+  // Part 0 acknowledged: a value without it can no longer be rebased (its
+  // deltas are purged); the client refetches instead of guessing.
+  ch_->Deliver(net::Ack{0, false, 0});
+  ch_->Deliver(net::Push{0, 0, {{3, 1, Row(5)}}, 0});
+  net::Read again;
+  ASSERT_TRUE(ch_->Next(&again));
+  EXPECT_EQ(again.rows, std::vector<uint64_t>{1});
+  ch_->Deliver(net::ReadReply{again.req_id, 0, 0, {{3, 1, Row(6)}}, 1});  // part 0 in
+  {
+    std::vector<int64_t> got(kWidth);
+    ASSERT_TRUE(w_->Get(t_, 1, got.data()).ok());
+    EXPECT_EQ(got[0], 16);  // 5 + 1 (part 0, in the value) + 10 (part 1, added)
+  }
+
+  // Clock(): the last part completes clock 0, with what was still open.
+  ASSERT_TRUE(w_->Clock().ok());
+  net::Apply last;
+  ASSERT_TRUE(ch_->Next(&last));
+  EXPECT_EQ(last.clock, 0);
+  EXPECT_EQ(last.part, 2u);
+  EXPECT_FALSE(last.more);
+  ASSERT_EQ(last.updates.size(), 1u);
+  EXPECT_EQ(DecodeDense<int64_t>(last.updates[0].bytes)[0], 100);
+  ch_->Deliver(net::Ack{0, false, 1});
+  ch_->Deliver(net::Ack{0, false, 2});
+  EXPECT_TRUE(client_->Flush().ok());
+  EXPECT_EQ(client_->Stats().unacked_bytes, 0u);
+  // Clock 0 complete at the shard: a value stamped (1, 0) holds all of it.
+  ch_->Deliver(net::Push{1, 1, {{3, 0, Row(3111)}}, 0});
+  ch_->Deliver(net::PushDone{1, 1});
+  std::vector<int64_t> got(kWidth);
+  ASSERT_TRUE(w_->Get(t_, 0, got.data()).ok());
+  EXPECT_EQ(got[0], 3111);
+}
+
+TEST_F(PartialApplyTest, APartResentAfterAReconnectIsAcknowledgedAsADuplicateOnce) {
+  Open();
+  IncRows(kRowsPerPart, 1);
+  net::Apply p0;
+  ASSERT_TRUE(ch_->Next(&p0));
+  ASSERT_TRUE(p0.more);
+  // The shard applied part 0 but its Ack was lost with the connection.
+  ch_->listener()->OnDisconnect(0, Status::Unavailable("test"));
+  net::Welcome w;
+  w.num_shards = 1;
+  w.num_clients = 1;
+  w.applied_clock = 0;
+  w.applied_parts = 1;
+  ch_->listener()->OnReconnect(0, w);
+  net::Apply resent;
+  ASSERT_TRUE(ch_->Next(&resent));
+  EXPECT_EQ(resent.clock, 0);
+  EXPECT_EQ(resent.part, 0u);
+  EXPECT_TRUE(resent.more);
+  ASSERT_EQ(resent.updates.size(), p0.updates.size());
+  for (size_t i = 0; i < p0.updates.size(); ++i) {
+    EXPECT_EQ(resent.updates[i].bytes, p0.updates[i].bytes) << i;
+  }
+  ch_->Deliver(net::Ack{0, true, 0});  // skipped by the shard: expected
+  IncRows(2, 7);
+  ASSERT_TRUE(w_->Clock().ok());
+  net::Apply last;
+  ASSERT_TRUE(ch_->Next(&last));
+  EXPECT_EQ(last.part, 1u);
+  EXPECT_FALSE(last.more);
+  EXPECT_EQ(last.updates.size(), 2u);
+  ch_->Deliver(net::Ack{0, false, 1});
+  EXPECT_TRUE(client_->Flush().ok());
+  // Part 0 went out twice in all (once, then re-sent), never a third time.
+  int part0 = 0;
+  for (const net::Apply& a : ch_->All<net::Apply>()) part0 += a.clock == 0 && a.part == 0;
+  EXPECT_EQ(part0, 2);
+  // A later part sent only once and acknowledged as a duplicate: someone
+  // else is this client.
+  IncRows(kRowsPerPart, 1);
+  net::Apply p;
+  ASSERT_TRUE(ch_->Next(&p));
+  EXPECT_EQ(p.clock, 1);
+  EXPECT_EQ(p.part, 0u);
+  ch_->Deliver(net::Ack{1, true, 0});
+  EXPECT_EQ(w_->Clock().code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace pace
