@@ -128,7 +128,7 @@ class PacedFaultsTest : public ::testing::Test {
         BinaryDir() + "/paced",   "--listen=127.0.0.1:" + std::to_string(fixed_port),
         "--data_dir=" + data_dir, "--num_clients=" + std::to_string(num_clients),
         "--write_buffer_mb=1",    "--block_cache_mb=8",
-        "--row_cache_mb=8"};
+        "--row_cache_mb=8",       "--insecure"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     Status s = p->Start(argv, log);
     if (!s.ok()) return false;

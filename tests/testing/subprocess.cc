@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -114,6 +115,10 @@ Status StartPaced(Subprocess* proc, const std::string& data_dir, uint32_t shard,
                                    "--shard=" + std::to_string(shard),
                                    "--num_shards=" + std::to_string(num_shards),
                                    "--num_clients=" + std::to_string(num_clients)};
+  const bool auth_given = std::any_of(extra.begin(), extra.end(), [](const std::string& f) {
+    return f.rfind("--token_file=", 0) == 0 || f == "--insecure" || f == "--noinsecure";
+  });
+  if (!auth_given) argv.push_back("--insecure");
   argv.insert(argv.end(), extra.begin(), extra.end());
   RETURN_IF_ERROR(proc->Start(argv, data_dir + ".stderr.log"));
   std::string line;
