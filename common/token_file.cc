@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -16,25 +17,6 @@ namespace {
 
 Status Errno(const std::string& what, int err) {
   return Status::IOError(what + ": " + std::strerror(err));
-}
-
-// 128 random bits as 32 lowercase hex digits.
-Status NewToken(std::string* token) {
-  uint8_t bytes[16];
-  size_t got = 0;
-  while (got < sizeof(bytes)) {
-    ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("getrandom", errno);
-    got += static_cast<size_t>(n);
-  }
-  static const char kHex[] = "0123456789abcdef";
-  token->clear();
-  for (uint8_t b : bytes) {
-    token->push_back(kHex[b >> 4]);
-    token->push_back(kHex[b & 15]);
-  }
-  return Status::OK();
 }
 
 Status WriteAll(int fd, const std::string& data, const std::string& path) {
@@ -51,6 +33,41 @@ Status WriteAll(int fd, const std::string& data, const std::string& path) {
 
 }  // namespace
 
+Status RandomHex(size_t bytes, std::string* out) {
+  std::string raw(bytes, '\0');
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("getrandom", errno);
+    got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  out->clear();
+  for (char c : raw) {
+    const uint8_t b = static_cast<uint8_t>(c);
+    out->push_back(kHex[b >> 4]);
+    out->push_back(kHex[b & 15]);
+  }
+  return Status::OK();
+}
+
+bool IsAutoJobId(const std::string& job) { return job.rfind(kAutoJobPrefix, 0) == 0; }
+
+Status CheckJobId(const std::string& job, const std::string& flag) {
+  const bool ok_chars = std::all_of(job.begin(), job.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == ':' || c == '-';
+  });
+  if (job.empty() || job.size() > 128 || !ok_chars || IsAutoJobId(job)) {
+    return Status::InvalidArgument(flag + "='" + job +
+                                   "': a job name is 1 to 128 characters of A-Z a-z 0-9 . _ : - "
+                                   "and does not start with '" +
+                                   kAutoJobPrefix + "'");
+  }
+  return Status::OK();
+}
+
 Status ReadTokenFile(const std::string& path, std::string* token) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("cannot read --token_file=" + path);
@@ -66,7 +83,7 @@ Status ReadOrCreateTokenFile(const std::string& path, std::string* token, bool* 
   *created = false;
   if (access(path.c_str(), F_OK) == 0) return ReadTokenFile(path, token);
   std::string fresh;
-  RETURN_IF_ERROR(NewToken(&fresh));
+  RETURN_IF_ERROR(RandomHex(16, &fresh));
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("create " + tmp, errno);

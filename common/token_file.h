@@ -23,6 +23,20 @@ Status ReadTokenFile(const std::string& path, std::string* token);
 // exist. Errors: IOError naming the path (e.g. no space left).
 Status ReadOrCreateTokenFile(const std::string& path, std::string* token, bool* created);
 
+// *out = `bytes` random bytes from getrandom(2) as 2 x `bytes` lowercase hex
+// digits (tokens, job ids). IOError if the kernel refuses.
+Status RandomHex(size_t bytes, std::string* out);
+
+// Job ids (docs/wire-protocol.md, "Jobs"). A job name given by the user
+// (paced --job, the clients' --job) is shared by every shard of the job; a
+// store created without one gets an automatic id, kAutoJobPrefix + 16 random
+// hex digits, which belongs to that one shard.
+inline constexpr char kAutoJobPrefix[] = "auto-";
+bool IsAutoJobId(const std::string& job);
+// OK if `job` is a usable job name: 1 to 128 characters of [A-Za-z0-9._:-],
+// not starting with kAutoJobPrefix. Else InvalidArgument naming `flag`.
+Status CheckJobId(const std::string& job, const std::string& flag);
+
 }  // namespace pace
 
 #endif  // PACE_COMMON_TOKEN_FILE_H_

@@ -46,6 +46,9 @@ struct Hello {
   // session's incarnation replaces it (a reconnect of the same process), any
   // other is refused (docs/wire-protocol.md).
   uint64_t incarnation = 0;
+  // The client's job id ("" = not known yet: its first shard tells it); a
+  // shard of another job refuses the Hello.
+  std::string job{};
 };
 
 // Shard → client, reply to a valid Hello.
@@ -56,6 +59,7 @@ struct Welcome {
   uint32_t num_clients = 1;
   ClockT applied_clock = 0;  // this client's applied clock a_p at this shard
   Version shard_clock = 0;
+  std::string job{};  // the job of the shard's store ("" = an older shard)
 };
 
 // Client → shard. Answered with a ReadReply once the shard clock is at least

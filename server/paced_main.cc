@@ -37,6 +37,10 @@ DEFINE_uint32(num_clients, 1, "number of client processes in the job (fixed at j
 DEFINE_string(token_file, "",
               "file holding the job's shared secret; empty: DATA_DIR/token, created (mode 0600) "
               "on first start");
+DEFINE_string(job, "",
+              "the job id the store belongs to (recorded at its creation; a store of another "
+              "job is refused); clients of another job are refused; empty: the recorded one, "
+              "or a random one for a new store");
 DEFINE_bool(insecure, false,
             "no job token: any process that can connect may join the job as any client");
 DEFINE_bool(sync, false, "fsync the write-ahead log before acknowledging each batch");
@@ -98,6 +102,7 @@ Status ValidateFlags() {
   }
   if (FLAGS_checkpoint_every < 0) return Status::InvalidArgument("--checkpoint_every must be >= 0");
   if (FLAGS_checkpoint_keep < 1) return Status::InvalidArgument("--checkpoint_keep must be >= 1");
+  if (!FLAGS_job.empty()) RETURN_IF_ERROR(CheckJobId(FLAGS_job, "--job"));
   if (FLAGS_insecure && !FLAGS_token_file.empty()) {
     return Status::InvalidArgument("give --token_file or --insecure, not both");
   }
@@ -186,6 +191,7 @@ int Run() {
   options.store.num_shards = FLAGS_num_shards;
   options.store.num_clients = FLAGS_num_clients;
   options.store.sync = FLAGS_sync;
+  options.store.job = FLAGS_job;
   // --memory_mb's shares, unless a component flag is given explicitly.
   if (FLAGS_memory_mb > 0) LimitMallocArenas();
   const ShardMemorySplit split = SplitShardBudget(FLAGS_memory_mb);
@@ -234,6 +240,10 @@ int Run() {
           "section 12)";
     } else if (m.find("Too many open files") != std::string::npos) {
       hint = " (raise the open-file limit, ulimit -n, and start paced again)";
+    } else if (m.find("' was requested") != std::string::npos && !FLAGS_job.empty()) {
+      hint =
+          " (a store keeps the job it was created for: start paced without --job, or with "
+          "that job, or on another --data_dir)";
     }
     std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
                  s.ToString().c_str(), hint.c_str());
@@ -259,9 +269,9 @@ int Run() {
   const auto& id = service->identity();
   auto tables = service->store()->ListTables();
   LOG(INFO) << "paced: shard " << id.shard_id << "/" << id.num_shards << ", " << id.num_clients
-            << " client(s), " << (existed ? "data_dir " : "new data_dir ") << FLAGS_data_dir
-            << ", listening on " << server_options.host << ":" << server.port() << ", "
-            << tables.size() << " table(s), shard clock " << service->ShardClock()
+            << " client(s), job " << id.job << ", " << (existed ? "data_dir " : "new data_dir ")
+            << FLAGS_data_dir << ", listening on " << server_options.host << ":" << server.port()
+            << ", " << tables.size() << " table(s), shard clock " << service->ShardClock()
             << (FLAGS_sync ? ", sync" : "")
             << (FLAGS_insecure ? ", insecure (no token)" : ", token " + token_path) << ", "
             << LimitsText(server.limits());
@@ -331,7 +341,7 @@ int main(int argc, char** argv) {
   info.groups = {
       {"store", {"data_dir", "sync", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"}},
       {"cluster",
-       {"listen", "shard", "num_shards", "num_clients", "token_file", "insecure",
+       {"listen", "shard", "num_shards", "num_clients", "job", "token_file", "insecure",
         "holdback_warn_ms"}},
       {"memory",
        {"memory_mb", "block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb"}},

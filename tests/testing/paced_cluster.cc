@@ -7,13 +7,14 @@
 
 namespace pace::testing {
 
-Status PacedCluster::Start(const std::string& base, uint32_t num_shards, uint32_t num_clients) {
+Status PacedCluster::Start(const std::string& base, uint32_t num_shards, uint32_t num_clients,
+                           const std::vector<std::string>& extra) {
   for (uint32_t k = 0; k < num_shards; ++k) {
     dirs.push_back(base + "/shard" + std::to_string(k));
     shards.push_back(std::make_unique<Subprocess>());
     ports.push_back(0);
     RETURN_IF_ERROR(
-        StartPaced(shards[k].get(), dirs[k], k, num_shards, num_clients, {}, &ports[k]));
+        StartPaced(shards[k].get(), dirs[k], k, num_shards, num_clients, extra, &ports[k]));
   }
   return Status::OK();
 }

@@ -28,7 +28,9 @@ struct PacedCluster {
   std::vector<std::unique_ptr<Subprocess>> shards;
   std::vector<uint16_t> ports;
 
-  Status Start(const std::string& base, uint32_t num_shards, uint32_t num_clients);
+  // `extra`: flags for every shard (StartPaced).
+  Status Start(const std::string& base, uint32_t num_shards, uint32_t num_clients,
+               const std::vector<std::string>& extra = {});
   // "127.0.0.1:P0,127.0.0.1:P1,...".
   std::string Servers() const;
 };
