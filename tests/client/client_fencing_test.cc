@@ -26,7 +26,6 @@
 namespace pace {
 namespace {
 
-using testing::BinaryDir;
 using testing::StartPaced;
 using testing::Subprocess;
 using testing::TempDir;
@@ -54,16 +53,12 @@ class FencingTest : public ::testing::Test {
                                           const std::vector<std::string>& extra = {},
                                           const std::string& servers = "") {
     auto p = std::make_unique<Subprocess>();
-    std::vector<std::string> argv = {BinaryDir() + "/pace_client_proc",
-                                     "--servers=" + (servers.empty() ? Servers() : servers),
-                                     "--client_id=" + std::to_string(id),
-                                     "--num_clients=" + std::to_string(kClients),
-                                     "--mode=" + mode,
-                                     "--clocks=" + std::to_string(clocks),
-                                     "--sleep_us=30000",
-                                     "--seed=" + std::to_string(id + 11),
-                                     "--shard_timeout_ms=20000"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
+    std::vector<std::string> flags = {"--clocks=" + std::to_string(clocks), "--sleep_us=30000",
+                                      "--seed=" + std::to_string(id + 11),
+                                      "--shard_timeout_ms=20000"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    const std::vector<std::string> argv =
+        testing::ClientProcArgs(servers.empty() ? Servers() : servers, id, kClients, mode, flags);
     Status s = p->Start(argv, dir_.path() + "/" + name + ".stderr.log");
     EXPECT_TRUE(s.ok()) << name << ": " << s.ToString();
     if (s.ok() && wait_start) {
@@ -97,16 +92,25 @@ class FencingTest : public ::testing::Test {
   // SIGKILLs every shard and restarts it on its port: every client
   // connection is lost.
   void RestartShards() {
-    for (uint32_t k = 0; k < kShards; ++k) {
-      shards_[k]->Signal(SIGKILL);
-      int status = 0;
-      ASSERT_TRUE(shards_[k]->Wait(30000, &status).ok());
-      auto restarted = std::make_unique<Subprocess>();
-      uint16_t port = 0;
-      ASSERT_TRUE(
-          StartPaced(restarted.get(), dirs_[k], k, kShards, kClients, {}, &port, ports_[k]).ok());
-      shards_[k] = std::move(restarted);
-    }
+    for (uint32_t k = 0; k < kShards; ++k) ASSERT_TRUE(cluster_.Restart(k).ok());
+  }
+  // A zombie client 0 (stopped while both shards restart: its connections
+  // are gone), client 1 running ahead (kill it at the end: it would wait for
+  // client 0), and client 0's replacement, started (and connected) after.
+  struct ZombieScene {
+    std::unique_ptr<Subprocess> zombie, other, replacement;
+  };
+  ZombieScene StopZombieAndStartReplacement() {
+    ZombieScene z;
+    z.zombie = StartClient(0, "run", "zombie", 60);
+    z.other = StartClient(1, "run", "client1", 200);
+    if (HasFailure()) return z;
+    LetThemTrain();
+    z.zombie->Signal(SIGSTOP);
+    RestartShards();
+    if (HasFatalFailure()) return z;
+    z.replacement = StartClient(0, "run", "replacement", 60);
+    return z;
   }
   // The stored totals equal `expected` exactly (and are not all zero).
   void Verify(const Totals& expected) {
@@ -173,25 +177,16 @@ TEST_F(FencingTest, ReplacementOfALiveZombieIsRefusedAndNothingIsDropped) {
 TEST_F(FencingTest, ZombieThatWakesUpAfterItsReplacementFailsLoudly) {
   StartShards();
   if (HasFatalFailure()) return;
-  std::unique_ptr<Subprocess> zombie = StartClient(0, "run", "zombie", 60);
-  // Client 1 runs ahead: the replacement (60 clocks from where the zombie
-  // stopped) must not wait for it; it is killed at the end.
-  std::unique_ptr<Subprocess> other = StartClient(1, "run", "client1", 200);
+  ZombieScene z = StopZombieAndStartReplacement();
   if (HasFailure()) return;
-  LetThemTrain();
-  zombie->Signal(SIGSTOP);
-  RestartShards();
-  if (HasFatalFailure()) return;
-  std::unique_ptr<Subprocess> replacement = StartClient(0, "run", "replacement", 60);
-  if (HasFailure()) return;
-  zombie->Signal(SIGCONT);
-  const std::string fail = ExpectFail(zombie.get(), "zombie");
+  z.zombie->Signal(SIGCONT);
+  const std::string fail = ExpectFail(z.zombie.get(), "zombie");
   EXPECT_TRUE(Contains(fail, "another process is running as client 0") ||
               Contains(fail, "another process is client 0"))
       << fail;
   Totals ignored;
-  Collect(replacement.get(), "TOTAL", &ignored, "replacement");
-  other->Kill();  // it would wait for client 0 forever
+  Collect(z.replacement.get(), "TOTAL", &ignored, "replacement");
+  z.other->Kill();
 }
 
 // As above, but the zombie wakes up after its replacement finished and left:
@@ -201,21 +196,14 @@ TEST_F(FencingTest, ZombieThatWakesUpAfterItsReplacementFailsLoudly) {
 TEST_F(FencingTest, ZombieThatWakesUpAfterItsReplacementFinishedFailsOnADuplicateAck) {
   StartShards();
   if (HasFatalFailure()) return;
-  std::unique_ptr<Subprocess> zombie = StartClient(0, "run", "zombie", 60);
-  std::unique_ptr<Subprocess> other = StartClient(1, "run", "client1", 200);
-  if (HasFailure()) return;
-  LetThemTrain();
-  zombie->Signal(SIGSTOP);
-  RestartShards();
-  if (HasFatalFailure()) return;
-  std::unique_ptr<Subprocess> replacement = StartClient(0, "run", "replacement", 60);
+  ZombieScene z = StopZombieAndStartReplacement();
   if (HasFailure()) return;
   Totals ignored;
-  Collect(replacement.get(), "TOTAL", &ignored, "replacement");
-  zombie->Signal(SIGCONT);
-  const std::string fail = ExpectFail(zombie.get(), "zombie");
+  Collect(z.replacement.get(), "TOTAL", &ignored, "replacement");
+  z.zombie->Signal(SIGCONT);
+  const std::string fail = ExpectFail(z.zombie.get(), "zombie");
   EXPECT_TRUE(Contains(fail, "another process is client 0, or this job was resumed twice")) << fail;
-  other->Kill();  // it would wait for client 0 forever
+  z.other->Kill();
 }
 
 // Job ids (docs/wire-protocol.md, "Jobs"), all without a token: a client of

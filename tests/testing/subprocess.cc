@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 namespace pace::testing {
@@ -100,6 +101,15 @@ void Subprocess::Kill() {
   pid_ = -1;
   if (stdout_fd_ >= 0) close(stdout_fd_);
   stdout_fd_ = -1;
+}
+
+uint64_t ProcStatusKb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1));
+  }
+  return 0;
 }
 
 std::string BinaryDir() {

@@ -55,6 +55,10 @@ class Subprocess {
 // directory of /proc/self/exe.
 std::string BinaryDir();
 
+// A field of /proc/PID/status in KiB ("VmRSS", "VmHWM"); 0 if the process or
+// the field is gone.
+uint64_t ProcStatusKb(pid_t pid, const std::string& field);
+
 // A fresh empty temporary directory, removed by the destructor.
 using TempDir = ::pace::ScopedTempDir;
 
