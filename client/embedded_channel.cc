@@ -56,6 +56,7 @@ Status EmbeddedChannel::OpenService() {
   so.store.shard_id = 0;
   so.store.num_shards = 1;
   so.store.num_clients = options_.num_clients;
+  so.store.job = options_.job;  // a store of another job is refused at open
   Status s = ShardService::Open(so, &service_);
   return s.WithPrefix("opening the embedded shard in '" + options_.data_dir + "'");
 }

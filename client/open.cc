@@ -80,6 +80,7 @@ Status Client::Open(const ClientOptions& given, std::unique_ptr<Client>* client)
     if (options.connect_timeout_ms <= 0 || options.shard_timeout_ms <= 0) {
       return Status::InvalidArgument("connect_timeout_ms and shard_timeout_ms must be > 0");
     }
+    auto job = std::make_shared<client::JobPin>(options.job, options.servers.size());
     for (size_t k = 0; k < options.servers.size(); ++k) {
       net::RemoteShardOptions ro;
       RETURN_IF_ERROR(net::ParseHostPort(options.servers[k], &ro.host, &ro.port)
@@ -93,7 +94,8 @@ Status Client::Open(const ClientOptions& given, std::unique_ptr<Client>* client)
       // half the shard timeout, so calls fail within ~1.5 x shard_timeout_ms.
       ro.dead_peer_timeout_ms =
           static_cast<int>(std::min<int64_t>(options.shard_timeout_ms / 2, 1 << 30));
-      channels.push_back(std::make_unique<client::RemoteChannel>(static_cast<uint32_t>(k), ro));
+      channels.push_back(
+          std::make_unique<client::RemoteChannel>(static_cast<uint32_t>(k), ro, job));
     }
   }
   return Impl::Create(options, std::move(channels), embedded, client);

@@ -83,6 +83,12 @@ struct ClientOptions {
   uint32_t num_clients = 1;
   // The job's shared secret (contents of --token_file). Default: empty.
   std::string token;
+  // The job this process belongs to (paced --job; docs/operations.md, "Jobs
+  // and tokens"). Nonempty: a shard (or the embedded store) of another job is
+  // refused, naming both. Empty: the job of the first shard's Welcome is
+  // pinned, and a shard of another job (another shard of --servers, or one
+  // restarted on another data dir) is refused. Default: empty.
+  std::string job{};
   // Embedded mode only: the data directory and the in-process shard's
   // options. Defaults: "./pace-data", EmbeddedShardOptions defaults.
   std::string data_dir = "./pace-data";

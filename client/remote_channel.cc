@@ -7,6 +7,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/token_file.h"
+
 namespace pace::client {
 
 namespace {
@@ -22,8 +24,67 @@ constexpr int64_t kReconnectBackoffMaxMs = 100;
 constexpr int64_t kFencedGraceMs = 1000;
 }  // namespace
 
-RemoteChannel::RemoteChannel(uint32_t shard, net::RemoteShardOptions options)
-    : shard_(shard), options_(std::move(options)) {}
+JobPin::JobPin(std::string job, size_t num_shards)
+    : given_(!job.empty()), job_(std::move(job)), per_shard_(num_shards), who_(num_shards) {}
+
+std::string JobPin::Expected(uint32_t shard) const {
+  MutexLock l(&mu_);
+  if (shard < per_shard_.size() && !per_shard_[shard].empty()) return per_shard_[shard];
+  return job_;
+}
+
+Status JobPin::Check(uint32_t shard, const std::string& who, const std::string& shard_job) {
+  MutexLock l(&mu_);
+  if (shard >= per_shard_.size()) return Status::InvalidArgument("JobPin: no shard " + who);
+  auto named = [](const std::string& job) { return "job '" + job + "'"; };
+  const std::string theirs = shard_job.empty() ? "no job id (an older paced)" : named(shard_job);
+  if (!per_shard_[shard].empty() && shard_job != per_shard_[shard]) {
+    return Status::FailedPrecondition(who + " came back as " + theirs + ", but it was " +
+                                      named(per_shard_[shard]) +
+                                      " when this client connected (restarted on another data "
+                                      "dir?)");
+  }
+  if (given_) {
+    if (shard_job != job_) {
+      return Status::FailedPrecondition(who + " belongs to " + theirs + ", this client to " +
+                                        named(job_) + " (--job)");
+    }
+  } else if (!shard_job.empty()) {
+    const bool is_auto = IsAutoJobId(shard_job);
+    if (!is_auto && job_.empty() && !auto_from_.empty()) {
+      return Status::FailedPrecondition(
+          who + " belongs to " + theirs + ", but " + auto_from_ +
+          " was started without paced --job: give every shard of a job the same --job");
+    }
+    if (is_auto && !job_.empty()) {
+      return Status::FailedPrecondition(who + " was started without paced --job (" + theirs +
+                                        "), but " + job_from_ + " belongs to " + named(job_) +
+                                        ": give every shard of a job the same --job");
+    }
+    if (!is_auto && !job_.empty() && shard_job != job_) {
+      return Status::FailedPrecondition(who + " belongs to " + theirs + ", but " + job_from_ +
+                                        " to " + named(job_) +
+                                        ": all shards of a client must be of one job (check "
+                                        "--servers)");
+    }
+    if (is_auto && auto_from_.empty()) auto_from_ = who;
+    if (!is_auto && job_.empty()) {
+      job_ = shard_job;
+      job_from_ = who;
+    }
+  }
+  if (per_shard_[shard].empty()) per_shard_[shard] = shard_job;
+  return Status::OK();
+}
+
+bool IsJobMismatch(const Status& s) {
+  return s.code() == StatusCode::kFailedPrecondition &&
+         s.message().find("this shard belongs to job '") != std::string::npos;
+}
+
+RemoteChannel::RemoteChannel(uint32_t shard, net::RemoteShardOptions options,
+                             std::shared_ptr<JobPin> job)
+    : shard_(shard), options_(std::move(options)), job_(std::move(job)) {}
 
 RemoteChannel::~RemoteChannel() { Shutdown(); }
 
@@ -33,12 +94,27 @@ std::string RemoteChannel::Describe() const {
 }
 
 Status RemoteChannel::ConnectOnce(int timeout_ms, std::unique_ptr<net::RemoteShard>* out,
-                                  uint64_t gen) {
+                                  uint64_t gen, bool* fatal) {
   net::RemoteShardOptions o = options_;
   o.connect_timeout_ms = timeout_ms;
-  return net::RemoteShard::Connect(
+  if (job_ != nullptr) o.hello.job = job_->Expected(shard_);
+  Status s = net::RemoteShard::Connect(
       o, [this, gen](net::Message m) { OnConnMessage(gen, std::move(m)); },
       [this, gen](const Status& why) { OnConnLost(gen, why); }, out);
+  if (!s.ok()) {
+    *fatal = s.code() == StatusCode::kAlreadyExists || IsJobMismatch(s);
+    return s;
+  }
+  s = job_ == nullptr ? Status::OK() : job_->Check(shard_, Describe(), (*out)->welcome().job);
+  if (!s.ok()) {
+    *fatal = true;
+    {
+      MutexLock l(&mu_);
+      ++gen_;  // its callbacks (the close) are ignored
+    }
+    out->reset();  // nothing was sent on it but the Hello
+  }
+  return s;
 }
 
 Status RemoteChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
@@ -58,7 +134,8 @@ Status RemoteChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
       std::chrono::steady_clock::now() + std::chrono::milliseconds(kFencedGraceMs);
   int64_t backoff_ms = 20;
   for (;;) {
-    Status s = ConnectOnce(options_.connect_timeout_ms, &conn, gen);
+    bool fatal = false;
+    Status s = ConnectOnce(options_.connect_timeout_ms, &conn, gen, &fatal);
     if (s.ok()) break;
     if (s.code() != StatusCode::kAlreadyExists ||
         std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms) >
@@ -162,11 +239,13 @@ void RemoteChannel::ReconnectLoop() {
         MutexLock g(&mu_);
         if (stopping_) return;
       }
-      s = ConnectOnce(kReconnectSliceMs, &conn, gen);
+      bool fatal = false;
+      s = ConnectOnce(kReconnectSliceMs, &conn, gen, &fatal);
       if (s.ok()) break;
-      if (s.code() == StatusCode::kAlreadyExists) {
+      if (fatal) {
         // Fenced: another process holds our client id at this shard
-        // (docs/wire-protocol.md, Hello). Retrying cannot help; fail loudly.
+        // (docs/wire-protocol.md, Hello), or the shard is of another job.
+        // Retrying cannot help; fail loudly.
         LOG(ERROR) << Describe() << ": " << s.ToString();
         listener_->OnMessage(shard_, net::Error{0, s.code(), s.message()});
         return;

@@ -1,6 +1,7 @@
 // Tests of the small shared helpers: HistogramPercentile, ReadTokenFile,
-// ScopedTempDir.
+// ReadOrCreateTokenFile, ScopedTempDir.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -38,6 +39,33 @@ TEST(TokenFileTest, ReadsWithoutTrailingNewlinesAndRejectsEmptyOrMissing) {
   Status s = ReadTokenFile(dir.Sub("missing"), &token);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_NE(s.message().find("--token_file="), std::string::npos);
+}
+
+TEST(TokenFileTest, CreatesOnceWithMode0600ThenReusesIt) {
+  ScopedTempDir dir;
+  const std::string path = dir.Sub("token");
+  std::string first;
+  bool created = false;
+  ASSERT_TRUE(ReadOrCreateTokenFile(path, &first, &created).ok());
+  EXPECT_TRUE(created);
+  EXPECT_EQ(first.size(), 32u);
+  EXPECT_EQ(first.find_first_not_of("0123456789abcdef"), std::string::npos) << first;
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::string again;
+  ASSERT_TRUE(ReadOrCreateTokenFile(path, &again, &created).ok());
+  EXPECT_FALSE(created);
+  EXPECT_EQ(again, first);
+  ScopedTempDir other;
+  ASSERT_TRUE(ReadOrCreateTokenFile(other.Sub("token"), &again, &created).ok());
+  EXPECT_NE(again, first);  // random, not a constant
+  // No temporary file is left beside it.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.exists();
+  EXPECT_EQ(files, 1);
+  EXPECT_EQ(ReadOrCreateTokenFile(dir.Sub("missing/token"), &again, &created).code(),
+            StatusCode::kIOError);
 }
 
 TEST(ScopedTempDirTest, CreatesAndRemoves) {

@@ -53,10 +53,10 @@ class SizeCheck {
   size_t bytes = 64;
 
   void operator()(const Hello& m) {
-    bytes += 32 + m.token.size();
+    bytes += 32 + m.token.size() + m.job.size();
     if (!KnownRole(m.role)) Fail("Hello.role");
   }
-  void operator()(const Welcome&) { bytes += 64; }
+  void operator()(const Welcome& m) { bytes += 64 + m.job.size(); }
   void operator()(const Read& m) { bytes += 48 + 8 * m.rows.size(); }
   void operator()(const ReadReply& m) { Rows(m.rows); }
   void operator()(const Apply& m) { Rows(m.updates); }
@@ -139,12 +139,14 @@ struct BodyEncoder {
 
   Body operator()(const Hello& m) {
     auto token = Str(b, m.token);
+    auto job = m.job.empty() ? Offset<flatbuffers::String>() : Str(b, m.job);
     return MakeBody(fb::CreateHello(b, m.wire_version, m.client_id, token,
-                                    static_cast<fb::Role>(m.role), m.incarnation));
+                                    static_cast<fb::Role>(m.role), m.incarnation, job));
   }
   Body operator()(const Welcome& m) {
+    auto job = m.job.empty() ? Offset<flatbuffers::String>() : Str(b, m.job);
     return MakeBody(fb::CreateWelcome(b, m.wire_version, m.shard_id, m.num_shards, m.num_clients,
-                                      m.applied_clock, m.shard_clock, m.applied_parts));
+                                      m.applied_clock, m.shard_clock, m.applied_parts, job));
   }
   Body operator()(const Read& m) {
     auto rows = b.CreateVector(m.rows);
@@ -354,6 +356,7 @@ Status Decode(const fb::Hello& t, Hello* m) {
   }
   m->role = static_cast<Hello::Role>(role);
   m->incarnation = t.incarnation();
+  m->job = ToString(t.job());
   return Status::OK();
 }
 
@@ -365,6 +368,7 @@ Status Decode(const fb::Welcome& t, Welcome* m) {
   m->applied_clock = t.applied_clock();
   m->shard_clock = t.shard_clock();
   m->applied_parts = t.applied_parts();
+  m->job = ToString(t.job());
   return Status::OK();
 }
 

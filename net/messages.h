@@ -46,6 +46,9 @@ struct Hello {
   // session's incarnation replaces it (a reconnect of the same process), any
   // other is refused (docs/wire-protocol.md).
   uint64_t incarnation = 0;
+  // The client's job id ("" = not known yet: its first shard tells it); a
+  // shard of another job refuses the Hello.
+  std::string job{};
 };
 
 // Shard → client, reply to a valid Hello.
@@ -58,6 +61,7 @@ struct Welcome {
   Version shard_clock = 0;
   // Parts of clock applied_clock applied (a partial Apply in progress).
   uint32_t applied_parts = 0;
+  std::string job{};  // the job of the shard's store ("" = an older shard)
 };
 
 // Client → shard. Answered with a ReadReply once the shard clock is at least

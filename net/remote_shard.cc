@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -270,7 +271,15 @@ void RemoteShard::Impl::OnMessage(Message m) {
         connected_ = true;
       }
     } else if (auto* e = std::get_if<Error>(&m)) {
-      result = e->ToStatus().WithPrefix("server at " + where_ + " refused the connection");
+      // A shard that requires a token says what to do; say it in one line.
+      static constexpr std::string_view kNoToken = "no job token: this shard requires one: ";
+      if (e->code == StatusCode::kPermissionDenied && options_.hello.token.empty() &&
+          std::string_view(e->message).substr(0, kNoToken.size()) == kNoToken) {
+        result = Status::PermissionDenied(
+            "shard " + where_ + " requires a token: " + e->message.substr(kNoToken.size()));
+      } else {
+        result = e->ToStatus().WithPrefix("server at " + where_ + " refused the connection");
+      }
     } else {
       result = Status::Corruption(std::string("expected Welcome from ") + where_ + ", got " +
                                   MessageName(m));

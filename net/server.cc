@@ -133,12 +133,14 @@ class Server::Impl {
  public:
   explicit Impl(ServerOptions options)
       : options_(std::move(options)),
+        token_(options_.token),
         accept_strand_(asio::make_strand(io_)),
         acceptor_(io_),
         retry_timer_(accept_strand_) {}
 
   Status Listen();
   Status Start(ServiceHandler* handler);
+  Status SetToken(std::string token);
   void Stop();
   uint16_t port() const { return port_; }
   ServerStats stats() const;
@@ -166,6 +168,7 @@ class Server::Impl {
 
   // Constant after Start.
   const ServerOptions options_;
+  std::string token_;  // options_.token or SetToken's
   ServiceHandler* handler_ = nullptr;
   uint16_t port_ = 0;
   bool listening_ = false;  // Listen succeeded (caller's thread, before Start)
@@ -231,6 +234,13 @@ Status Server::Impl::Listen() {
   port_ = acceptor_.local_endpoint(ec).port();
   if (ec) return Status::IOError(where + ": " + ec.message());
   listening_ = true;
+  return Status::OK();
+}
+
+Status Server::Impl::SetToken(std::string token) {
+  MutexLock l(&mu_);
+  if (started_) return Status::FailedPrecondition("Server::SetToken after Start");
+  token_ = std::move(token);  // the I/O threads start after this (Start)
   return Status::OK();
 }
 
@@ -454,16 +464,15 @@ void Server::Impl::OnPeerMessage(Peer* peer, Message m) {
                                 std::to_string(kWireVersion) + ")"));
     return;
   }
-  if (!ConstantTimeEquals(hello->token, options_.token)) {
+  if (!ConstantTimeEquals(hello->token, token_)) {
     // Three cases, three messages: what to fix differs.
     Refuse(peer, conn.get(),
            Status::PermissionDenied(
                hello->token.empty()
-                   ? "no job token: this server requires one (pass the --token_file it was "
-                     "started with)"
-               : options_.token.empty()
-                   ? "wrong job token: this server was started without --token_file "
-                     "and takes none"
+                   ? "no job token: this shard requires one: " + options_.missing_token_hint
+               : token_.empty()
+                   ? "wrong job token: this shard takes none (paced --insecure); start the "
+                     "client without --token_file"
                    : "wrong job token"));
     return;
   }
@@ -566,6 +575,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
 Server::~Server() { Stop(); }
 Status Server::Listen() { return impl_->Listen(); }
 Status Server::Start(ServiceHandler* handler) { return impl_->Start(handler); }
+Status Server::SetToken(std::string token) { return impl_->SetToken(std::move(token)); }
 uint16_t Server::port() const { return impl_->port(); }
 void Server::Stop() { impl_->Stop(); }
 ServerStats Server::stats() const { return impl_->stats(); }

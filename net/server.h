@@ -49,8 +49,12 @@ struct ServerOptions {
   // Error{ResourceExhausted} (the peer would refuse it). Default: 64 MiB.
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   // The job token every Hello must carry (an empty token accepts only an
-  // empty token). Default: "".
+  // empty token); Server::SetToken replaces it before Start. Default: "".
   std::string token;
+  // What a peer that sent no token is told to do, after "no job token: this
+  // shard requires one: " (paced names the token file and --insecure).
+  // Default: "pass the --token_file it was started with".
+  std::string missing_token_hint = "pass the --token_file it was started with";
   // Per-session queued outbound bytes at which the server stops reading that
   // peer (resumes below half). Default: 64 MiB.
   size_t max_write_queue_bytes = 64u << 20;
@@ -146,6 +150,9 @@ class Server {
   // bound (e.g. "127.0.0.1:7100: Address already in use"), FailedPrecondition
   // if already started.
   Status Start(ServiceHandler* handler);
+  // Replaces options.token: paced creates its token in the data dir, which it
+  // opens only after Listen. FailedPrecondition once started.
+  Status SetToken(std::string token);
 
   // The bound port (useful with port 0). REQUIRES: Listen or Start returned OK.
   uint16_t port() const;

@@ -1,13 +1,14 @@
 // paced: a PaceDB shard server.
 //
 //   paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 --num_shards=1 --num_clients=N
-//         [--token_file=F] [--sync] [--memory_mb=M] [--block_cache_mb=M] [--row_cache_mb=M]
-//         [--max_frame_mb=M] [--checkpoint_every=K]
+//         [--token_file=F | --insecure] [--sync] [--memory_mb=M] [--block_cache_mb=M]
+//         [--row_cache_mb=M] [--max_frame_mb=M] [--checkpoint_every=K]
 //
 // SIGTERM/SIGINT: stop accepting, finish in-flight writes, close RocksDB, exit 0.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,7 +34,15 @@ DEFINE_string(data_dir, "", "the shard's data directory (created if missing); re
 DEFINE_uint32(shard, 0, "this shard's id in [0, num_shards)");
 DEFINE_uint32(num_shards, 1, "number of shards in the job");
 DEFINE_uint32(num_clients, 1, "number of client processes in the job (fixed at job start)");
-DEFINE_string(token_file, "", "file holding the job's shared secret; empty: no token");
+DEFINE_string(token_file, "",
+              "file holding the job's shared secret; empty: DATA_DIR/token, created (mode 0600) "
+              "on first start");
+DEFINE_string(job, "",
+              "the job id the store belongs to (recorded at its creation; a store of another "
+              "job is refused); clients of another job are refused; empty: the recorded one, "
+              "or a random one for a new store");
+DEFINE_bool(insecure, false,
+            "no job token: any process that can connect may join the job as any client");
 DEFINE_bool(sync, false, "fsync the write-ahead log before acknowledging each batch");
 DEFINE_uint32(memory_mb, 0,
               "the shard's memory budget, MiB: block cache 40%, memtables 40% (3 of them), row "
@@ -93,6 +102,39 @@ Status ValidateFlags() {
   }
   if (FLAGS_checkpoint_every < 0) return Status::InvalidArgument("--checkpoint_every must be >= 0");
   if (FLAGS_checkpoint_keep < 1) return Status::InvalidArgument("--checkpoint_keep must be >= 1");
+  if (!FLAGS_job.empty()) RETURN_IF_ERROR(CheckJobId(FLAGS_job, "--job"));
+  if (FLAGS_insecure && !FLAGS_token_file.empty()) {
+    return Status::InvalidArgument("give --token_file or --insecure, not both");
+  }
+  return Status::OK();
+}
+
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
+}
+
+// The job token (docs/operations.md, "Tokens"): --token_file's, or
+// DATA_DIR/token, created on the first start. *path = the file it came from.
+Status LoadToken(std::string* token, std::string* path) {
+  if (!FLAGS_token_file.empty()) {
+    *path = Absolute(FLAGS_token_file);
+    return ReadTokenFile(FLAGS_token_file, token);
+  }
+  *path = Absolute(FLAGS_data_dir + "/token");
+  bool created = false;
+  RETURN_IF_ERROR(ReadOrCreateTokenFile(*path, token, &created));
+  if (created) {
+    LOG(INFO) << "created the job token " << *path
+              << " (mode 0600): clients need --token_file=" << *path;
+    return Status::OK();
+  }
+  struct stat st;
+  if (stat(path->c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    LOG(WARNING) << "the job token " << *path << " is readable by other users (mode " << std::oct
+                 << (st.st_mode & 0777) << std::dec << "): chmod 600 " << *path;
+  }
   return Status::OK();
 }
 
@@ -115,16 +157,22 @@ int Run() {
     std::fprintf(stderr, "paced: --listen: %s\n", s.ToString().c_str());
     return 1;
   }
-  if (!FLAGS_token_file.empty()) {
-    s = ReadTokenFile(FLAGS_token_file, &server_options.token);
+  std::string token_path;
+  if (FLAGS_insecure) {
+    LOG(WARNING) << "--insecure: no job token; any process that can connect to " << FLAGS_listen
+                 << " can join the job as any client";
+  } else if (!FLAGS_token_file.empty()) {
+    // Read now: a bad --token_file is refused before anything is created.
+    s = LoadToken(&server_options.token, &token_path);
     if (!s.ok()) {
       std::fprintf(stderr, "paced: %s\n", s.ToString().c_str());
       return 1;
     }
-  } else if (server_options.host != "127.0.0.1" && server_options.host != "localhost" &&
-             server_options.host != "::1") {
-    LOG(WARNING) << "listening on " << server_options.host
-                 << " without --token_file: any peer that can connect can join the job";
+    server_options.missing_token_hint =
+        "pass --token_file=" + token_path + " (the token paced was started with)";
+  } else {
+    server_options.missing_token_hint = "pass --token_file=" + Absolute(FLAGS_data_dir + "/token") +
+                                        " (created by paced) or start paced with --insecure";
   }
   server_options.io_threads = FLAGS_io_threads;
   server_options.max_frame_bytes = FLAGS_max_frame_mb << 20;
@@ -143,6 +191,7 @@ int Run() {
   options.store.num_shards = FLAGS_num_shards;
   options.store.num_clients = FLAGS_num_clients;
   options.store.sync = FLAGS_sync;
+  options.store.job = FLAGS_job;
   // --memory_mb's shares, unless a component flag is given explicitly.
   if (FLAGS_memory_mb > 0) LimitMallocArenas();
   const ShardMemorySplit split = SplitShardBudget(FLAGS_memory_mb);
@@ -191,10 +240,24 @@ int Run() {
           "section 12)";
     } else if (m.find("Too many open files") != std::string::npos) {
       hint = " (raise the open-file limit, ulimit -n, and start paced again)";
+    } else if (m.find("' was requested") != std::string::npos && !FLAGS_job.empty()) {
+      hint =
+          " (a store keeps the job it was created for: start paced without --job, or with "
+          "that job, or on another --data_dir)";
     }
     std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
                  s.ToString().c_str(), hint.c_str());
     return 1;
+  }
+  if (!FLAGS_insecure && FLAGS_token_file.empty()) {
+    std::string token;
+    s = LoadToken(&token, &token_path);
+    if (s.ok()) s = server.SetToken(std::move(token));
+    if (!s.ok()) {
+      std::fprintf(stderr, "paced: cannot create the job token in --data_dir=%s: %s\n",
+                   FLAGS_data_dir.c_str(), s.ToString().c_str());
+      return 1;
+    }
   }
   s = server.Start(service.get());
   if (!s.ok()) {
@@ -206,10 +269,12 @@ int Run() {
   const auto& id = service->identity();
   auto tables = service->store()->ListTables();
   LOG(INFO) << "paced: shard " << id.shard_id << "/" << id.num_shards << ", " << id.num_clients
-            << " client(s), " << (existed ? "data_dir " : "new data_dir ") << FLAGS_data_dir
-            << ", listening on " << server_options.host << ":" << server.port() << ", "
-            << tables.size() << " table(s), shard clock " << service->ShardClock()
-            << (FLAGS_sync ? ", sync" : "") << ", " << LimitsText(server.limits());
+            << " client(s), job " << id.job << ", " << (existed ? "data_dir " : "new data_dir ")
+            << FLAGS_data_dir << ", listening on " << server_options.host << ":" << server.port()
+            << ", " << tables.size() << " table(s), shard clock " << service->ShardClock()
+            << (FLAGS_sync ? ", sync" : "")
+            << (FLAGS_insecure ? ", insecure (no token)" : ", token " + token_path) << ", "
+            << LimitsText(server.limits());
   for (const auto& t : tables) VLOG(1) << "  table " << DescribeSchema(t);
   std::unique_ptr<net::MetricsHttpServer> metrics;
   if (!FLAGS_metrics_listen.empty()) {
@@ -231,7 +296,8 @@ int Run() {
     }
     std::printf("paced metrics on %s:%u\n", metrics->host().c_str(), metrics->port());
   }
-  // A machine-readable line for scripts and tests (port 0 picks a free port).
+  // Machine-readable lines for scripts and tests (port 0 picks a free port).
+  if (!token_path.empty()) std::printf("paced token file %s\n", token_path.c_str());
   std::printf("paced listening on %s:%u\n", server_options.host.c_str(), server.port());
   std::fflush(stdout);
 
@@ -271,11 +337,12 @@ int main(int argc, char** argv) {
   info.summary = "a PaceDB shard server";
   info.usage =
       "paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 --num_shards=1 --num_clients=N\n"
-      "      [--token_file=F] [--sync]";
+      "      [--token_file=F | --insecure] [--sync]";
   info.groups = {
       {"store", {"data_dir", "sync", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"}},
       {"cluster",
-       {"listen", "shard", "num_shards", "num_clients", "token_file", "holdback_warn_ms"}},
+       {"listen", "shard", "num_shards", "num_clients", "job", "token_file", "insecure",
+        "holdback_warn_ms"}},
       {"memory",
        {"memory_mb", "block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb"}},
       {"threads", {"io_threads"}},

@@ -295,6 +295,15 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
                                    " out of range: this job has " + std::to_string(num_clients_) +
                                    " client process(es)");
   }
+  const std::string& job = store_->identity().job;
+  if (!hello.job.empty() && !job.empty() && hello.job != job) {
+    // Before fencing: a client of another job must not take (or be told
+    // about) a client id of this one.
+    LOG(WARNING) << "refused a Hello of job '" << hello.job << "' as client " << hello.client_id
+                 << ": this shard belongs to job '" << job << "'";
+    return Status::FailedPrecondition("this shard belongs to job '" + job +
+                                      "', the client to job '" + hello.job + "'");
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (hello.role == net::Hello::kClientProcess) {
     // Fencing: one live session per client id (docs/wire-protocol.md, Hello).
@@ -332,6 +341,7 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
   welcome->shard_id = shard_id_;
   welcome->num_shards = num_shards_;
   welcome->num_clients = num_clients_;
+  welcome->job = job;
   const ClockVector& clocks = engine_.clocks();
   welcome->shard_clock = clocks.Min();
   welcome->applied_clock =

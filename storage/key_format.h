@@ -44,6 +44,10 @@ inline constexpr std::string_view kCreatedKey =
 inline constexpr std::string_view kLastImportKey =
     "\x01"
     "last_import";
+// The job the store belongs to: its id as text (ShardStoreOptions::job).
+inline constexpr std::string_view kJobKey =
+    "\x01"
+    "job";
 
 inline constexpr size_t kRowKeySize = 13;      // prefix + u32 table + u64 row
 inline constexpr size_t kTablePrefixSize = 5;  // prefix + u32 table

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "common/thread_role.h"
+#include "common/token_file.h"
 #include "storage/checkpoint.h"
 #include "storage/key_format.h"
 #include "storage/rocks_status.h"
@@ -32,6 +33,14 @@ namespace fs = std::filesystem;
 namespace sf = storage_format;
 
 namespace {
+
+// A store created without a job name: kAutoJobPrefix + 16 random hex digits.
+Status NewAutoJobId(std::string* job) {
+  std::string hex;
+  RETURN_IF_ERROR(RandomHex(8, &hex));
+  *job = kAutoJobPrefix + hex;
+  return Status::OK();
+}
 
 Status ValidateOptions(const ShardStoreOptions& o) {
   if (o.num_shards == 0 || o.shard_id >= o.num_shards) {
@@ -55,6 +64,10 @@ Status ValidateOptions(const ShardStoreOptions& o) {
   if (o.block_cache_mb > (1u << 24)) {
     return Status::InvalidArgument("block_cache_mb is too large: " +
                                    std::to_string(o.block_cache_mb));
+  }
+  if (o.job.size() > 128) {
+    return Status::InvalidArgument("job id is longer than 128 bytes: " + o.job.substr(0, 32) +
+                                   "...");
   }
   if (o.row_cache_mb > (1u << 24)) {
     return Status::InvalidArgument("row_cache_mb is too large: " + std::to_string(o.row_cache_mb));
@@ -321,7 +334,10 @@ Status ShardStore::Impl::InitOrCheckMeta() {
                                 "(it has no format version record)");
     }
     if (options_.read_only) return Status::NotFound("the store in " + dir_ + " is empty");
+    identity_.job = options_.job;
+    if (identity_.job.empty()) RETURN_IF_ERROR(NewAutoJobId(&identity_.job));
     rocksdb::WriteBatch b;
+    b.Put(sf::kJobKey, identity_.job);
     b.Put(sf::kFormatVersionKey, sf::EncodeFixed32(kStorageFormatVersion));
     b.Put(sf::kIdentityKey,
           sf::EncodeIdentity({identity_.shard_id, identity_.num_shards, identity_.num_clients}));
@@ -358,10 +374,35 @@ Status ShardStore::Impl::InitOrCheckMeta() {
         " was requested");
   }
   identity_ = ShardIdentity{format, rec.shard_id, rec.num_shards, rec.num_clients};
+  RETURN_IF_ERROR(LoadJob());
   s = db_->Get(ro, sf::kNextTableIdKey, &v);
   if (s.IsNotFound()) return Status::Corruption("the store in " + dir_ + " has no next table id");
   RETURN_IF_ERROR(FromRocks(s, "read next table id of " + dir_));
   RETURN_IF_ERROR(sf::DecodeFixed64(v, "next table id", &next_table_id_).WithPrefix(dir_));
+  return Status::OK();
+}
+
+Status ShardStore::Impl::LoadJob() {
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), sf::kJobKey, &v);
+  if (s.ok()) {
+    if (options_.check_identity && !options_.job.empty() && options_.job != v) {
+      return Status::InvalidArgument("the store in " + dir_ + " belongs to job '" + v +
+                                     "', but job '" + options_.job + "' was requested");
+    }
+    identity_.job = v;
+    return Status::OK();
+  }
+  if (!s.IsNotFound()) return FromRocks(s, "read the job id of " + dir_);
+  if (options_.read_only) return Status::OK();  // an older store: no job id to report
+  // A store of an older build: record its job now.
+  identity_.job = options_.job;
+  if (identity_.job.empty()) RETURN_IF_ERROR(NewAutoJobId(&identity_.job));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  RETURN_IF_ERROR(FromRocks(db_->Put(wo, sf::kJobKey, identity_.job), "record job id in " + dir_));
+  LOG(INFO) << "recorded job id '" << identity_.job << "' in " << dir_
+            << " (a store created before job ids)";
   return Status::OK();
 }
 

@@ -72,6 +72,13 @@ struct ShardStoreOptions {
   uint32_t num_shards = 1;
   uint32_t num_clients = 1;
   bool check_identity = true;
+  // The job the store belongs to (docs/wire-protocol.md, "Jobs"), recorded
+  // at creation: this name, or when empty an automatic id of this shard
+  // (common/token_file.h, kAutoJobPrefix + 16 random hex digits). On open, a nonempty id that
+  // differs from the recorded one is an InvalidArgument error (unless check_identity is false);
+  // empty takes the recorded one. A store of an older build without a job id gets one recorded at
+  // its first writable open. At most 128 bytes. Default: "".
+  std::string job{};
 };
 
 // The identity recorded in a store.
@@ -80,6 +87,7 @@ struct ShardIdentity {
   uint32_t shard_id = 0;
   uint32_t num_shards = 1;
   uint32_t num_clients = 1;
+  std::string job{};  // "" only for a read-only open of a store without one
 };
 
 // A delta for one row. `bytes` uses the encoding of common/row.h.

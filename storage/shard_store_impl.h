@@ -160,6 +160,7 @@ class ShardStore::Impl {
   rocksdb::Options MakeRocksOptions() const;
   Status OpenRocks(const rocksdb::Options& ro);
   Status InitOrCheckMeta();
+  Status LoadJob();  // identity_.job: the recorded one, or records one (older store)
   Status LoadCatalog();
   Status LoadClocks();
   // The applied clocks stored in RocksDB, indexed by client id.

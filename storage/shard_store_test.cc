@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/row.h"
+#include "common/token_file.h"
 #include "storage/key_format.h"
 #include "storage/row_merge.h"
 #include "storage/storage_test_util.h"
@@ -128,6 +129,69 @@ TEST_F(ShardStoreTest, IdentityMismatchRefused) {
   ASSERT_TRUE(ShardStore::Open(other, dir_, &s).ok());
   EXPECT_EQ(s->identity().num_clients, 3u);  // the recorded identity wins
   EXPECT_EQ(s->AppliedClocks().size(), 3u);
+}
+
+// The job id (docs/wire-protocol.md, "Jobs"): recorded at creation (a name,
+// or an automatic id), refused when another is requested, carried by
+// checkpoints, and recorded at the first open of an older store.
+TEST_F(ShardStoreTest, JobIdRecordedAtCreationAndChecked) {
+  ShardStoreOptions o = Opts();
+  std::string auto_id;
+  {
+    auto s = OpenStore(o);
+    ASSERT_NE(s, nullptr);
+    auto_id = s->identity().job;
+  }
+  EXPECT_EQ(auto_id.rfind(kAutoJobPrefix, 0), 0u) << auto_id;
+  EXPECT_EQ(auto_id.size(), std::string(kAutoJobPrefix).size() + 16) << auto_id;
+  std::unique_ptr<ShardStore> s;
+  ASSERT_TRUE(ShardStore::Open(o, dir_, &s).ok());
+  EXPECT_EQ(s->identity().job, auto_id);  // reused, not drawn again
+  s.reset();
+  ShardStoreOptions other = o;
+  other.job = "B";
+  Status st = ShardStore::Open(other, dir_, &s);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("belongs to job '" + auto_id + "', but job 'B' was requested"),
+            std::string::npos)
+      << st.message();
+  other.check_identity = false;  // tools that only inspect
+  ASSERT_TRUE(ShardStore::Open(other, dir_, &s).ok());
+  EXPECT_EQ(s->identity().job, auto_id);
+  s.reset();
+
+  // A named job, carried by a checkpoint; a read-only open reports it.
+  const std::string named = tmp_.Sub("named"), ckpt = tmp_.Sub("ckpt");
+  other = o;
+  other.job = "mf-2026";
+  ASSERT_TRUE(ShardStore::Open(other, named, &s).ok());
+  EXPECT_EQ(s->identity().job, "mf-2026");
+  ASSERT_TRUE(s->CreateCheckpoint(ckpt).ok());
+  s.reset();
+  ASSERT_TRUE(ShardStore::Open(o, ckpt, &s).ok());
+  EXPECT_EQ(s->identity().job, "mf-2026");
+  s.reset();
+  other.read_only = true;
+  ASSERT_TRUE(ShardStore::Open(other, named, &s).ok());
+  EXPECT_EQ(s->identity().job, "mf-2026");
+  s.reset();
+
+  // A store of an older build (no job record) gets one at its first open.
+  {
+    rocksdb::Options ro;
+    ro.merge_operator = NewRowAddMergeOperator();
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(ro, named, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    const std::string_view key = storage_format::kJobKey;
+    ASSERT_TRUE(db->Delete(rocksdb::WriteOptions(), rocksdb::Slice(key.data(), key.size())).ok());
+  }
+  ASSERT_TRUE(ShardStore::Open(o, named, &s).ok());
+  const std::string recorded = s->identity().job;
+  EXPECT_EQ(recorded.rfind(kAutoJobPrefix, 0), 0u) << recorded;
+  s.reset();
+  ASSERT_TRUE(ShardStore::Open(o, named, &s).ok());
+  EXPECT_EQ(s->identity().job, recorded);
 }
 
 TEST_F(ShardStoreTest, FormatVersionMismatchRefused) {

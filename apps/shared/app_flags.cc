@@ -22,6 +22,9 @@ DEFINE_int32(client_id, -1,
 DEFINE_int32(num_clients, -1,
              "number of client processes of the job (default: launcher environment, else 1)");
 DEFINE_string(token_file, "", "file holding the job's shared secret (as given to paced)");
+DEFINE_string(job, "",
+              "the job id of the shards (paced --job): a shard of another job is refused; "
+              "empty: the first shard's, and every other shard must match it");
 DEFINE_int64(memory_mb, 0,
              "this process's memory budget in MiB, split over the client's cache, open deltas "
              "and unacknowledged batches (50/20/10%, 20% reserved for batches in flight) and, "
@@ -85,7 +88,7 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
                    join(job, {"eval_every", "baseline"}))},
       {"output", join(output, {"csv", "staleness_hist"})},
       {"cluster (without --servers the run is embedded)",
-       {"servers", "client_id", "num_clients", "token_file", "wait_report_ms"}},
+       {"servers", "client_id", "num_clients", "token_file", "job", "wait_report_ms"}},
       {"memory",
        {"memory_mb", "cache_mb", "open_delta_mb", "unacked_mb", "block_cache_mb", "write_buffer_mb",
         "row_cache_mb"}},
@@ -182,6 +185,8 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   o->data_dir = FLAGS_data_dir;
   o->embedded.sync = FLAGS_sync;
   if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadTokenFile(FLAGS_token_file, &o->token));
+  if (!FLAGS_job.empty()) RETURN_IF_ERROR(CheckJobId(FLAGS_job, "--job"));
+  o->job = FLAGS_job;
   const bool id_given = FlagWasSet("client_id") || FlagWasSet("num_clients");
   if (FLAGS_servers.empty()) {
     if (!(FlagWasSet("num_clients") && FLAGS_num_clients == 1)) {

@@ -28,6 +28,7 @@ DECLARE_string(servers);
 DECLARE_int32(client_id);
 DECLARE_int32(num_clients);
 DECLARE_string(token_file);
+DECLARE_string(job);
 DECLARE_int64(memory_mb);
 DECLARE_int64(cache_mb);
 DECLARE_int64(open_delta_mb);

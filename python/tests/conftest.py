@@ -29,8 +29,8 @@ class Paced:
     def __init__(self, data_dir, num_clients=1, token_file=None):
         args = [binary("paced"), "--listen=127.0.0.1:0", f"--data_dir={data_dir}",
                 f"--num_clients={num_clients}"]
-        if token_file:
-            args.append(f"--token_file={token_file}")
+        # Tests not about authentication run without a token.
+        args.append(f"--token_file={token_file}" if token_file else "--insecure")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)
         self.output = []

@@ -3,13 +3,15 @@
 // second process with a client id that is connected is refused with a clear
 // message while the real one trains, and the real one's totals stay exact; a
 // zombie and its --resume'd replacement never both run silently: one of them
-// fails with the message.
+// fails with the message. A client of another job (docs/wire-protocol.md,
+// "Jobs") is refused before it writes anything, even without a token.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -24,7 +26,6 @@
 namespace pace {
 namespace {
 
-using testing::BinaryDir;
 using testing::StartPaced;
 using testing::Subprocess;
 using testing::TempDir;
@@ -40,23 +41,24 @@ bool Contains(const std::string& s, const std::string& what) {
 
 class FencingTest : public ::testing::Test {
  protected:
-  void StartShards() { ASSERT_TRUE(cluster_.Start(dir_.path(), kShards, kClients).ok()); }
+  void StartShards(const std::vector<std::string>& extra = {}) {
+    ASSERT_TRUE(cluster_.Start(dir_.path(), kShards, kClients, extra).ok());
+  }
   std::string Servers() const { return cluster_.Servers(); }
   // Starts a client process (mode run or verify) and, for run, waits for
   // its "START" line: it is connected to every shard.
   std::unique_ptr<Subprocess> StartClient(uint32_t id, const std::string& mode,
                                           const std::string& name, int clocks = 30,
-                                          bool wait_start = true) {
+                                          bool wait_start = true,
+                                          const std::vector<std::string>& extra = {},
+                                          const std::string& servers = "") {
     auto p = std::make_unique<Subprocess>();
-    std::vector<std::string> argv = {BinaryDir() + "/pace_client_proc",
-                                     "--servers=" + Servers(),
-                                     "--client_id=" + std::to_string(id),
-                                     "--num_clients=" + std::to_string(kClients),
-                                     "--mode=" + mode,
-                                     "--clocks=" + std::to_string(clocks),
-                                     "--sleep_us=30000",
-                                     "--seed=" + std::to_string(id + 11),
-                                     "--shard_timeout_ms=20000"};
+    std::vector<std::string> flags = {"--clocks=" + std::to_string(clocks), "--sleep_us=30000",
+                                      "--seed=" + std::to_string(id + 11),
+                                      "--shard_timeout_ms=20000"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    const std::vector<std::string> argv =
+        testing::ClientProcArgs(servers.empty() ? Servers() : servers, id, kClients, mode, flags);
     Status s = p->Start(argv, dir_.path() + "/" + name + ".stderr.log");
     EXPECT_TRUE(s.ok()) << name << ": " << s.ToString();
     if (s.ok() && wait_start) {
@@ -90,16 +92,25 @@ class FencingTest : public ::testing::Test {
   // SIGKILLs every shard and restarts it on its port: every client
   // connection is lost.
   void RestartShards() {
-    for (uint32_t k = 0; k < kShards; ++k) {
-      shards_[k]->Signal(SIGKILL);
-      int status = 0;
-      ASSERT_TRUE(shards_[k]->Wait(30000, &status).ok());
-      auto restarted = std::make_unique<Subprocess>();
-      uint16_t port = 0;
-      ASSERT_TRUE(
-          StartPaced(restarted.get(), dirs_[k], k, kShards, kClients, {}, &port, ports_[k]).ok());
-      shards_[k] = std::move(restarted);
-    }
+    for (uint32_t k = 0; k < kShards; ++k) ASSERT_TRUE(cluster_.Restart(k).ok());
+  }
+  // A zombie client 0 (stopped while both shards restart: its connections
+  // are gone), client 1 running ahead (kill it at the end: it would wait for
+  // client 0), and client 0's replacement, started (and connected) after.
+  struct ZombieScene {
+    std::unique_ptr<Subprocess> zombie, other, replacement;
+  };
+  ZombieScene StopZombieAndStartReplacement() {
+    ZombieScene z;
+    z.zombie = StartClient(0, "run", "zombie", 60);
+    z.other = StartClient(1, "run", "client1", 200);
+    if (HasFailure()) return z;
+    LetThemTrain();
+    z.zombie->Signal(SIGSTOP);
+    RestartShards();
+    if (HasFatalFailure()) return z;
+    z.replacement = StartClient(0, "run", "replacement", 60);
+    return z;
   }
   // The stored totals equal `expected` exactly (and are not all zero).
   void Verify(const Totals& expected) {
@@ -166,25 +177,16 @@ TEST_F(FencingTest, ReplacementOfALiveZombieIsRefusedAndNothingIsDropped) {
 TEST_F(FencingTest, ZombieThatWakesUpAfterItsReplacementFailsLoudly) {
   StartShards();
   if (HasFatalFailure()) return;
-  std::unique_ptr<Subprocess> zombie = StartClient(0, "run", "zombie", 60);
-  // Client 1 runs ahead: the replacement (60 clocks from where the zombie
-  // stopped) must not wait for it; it is killed at the end.
-  std::unique_ptr<Subprocess> other = StartClient(1, "run", "client1", 200);
+  ZombieScene z = StopZombieAndStartReplacement();
   if (HasFailure()) return;
-  LetThemTrain();
-  zombie->Signal(SIGSTOP);
-  RestartShards();
-  if (HasFatalFailure()) return;
-  std::unique_ptr<Subprocess> replacement = StartClient(0, "run", "replacement", 60);
-  if (HasFailure()) return;
-  zombie->Signal(SIGCONT);
-  const std::string fail = ExpectFail(zombie.get(), "zombie");
+  z.zombie->Signal(SIGCONT);
+  const std::string fail = ExpectFail(z.zombie.get(), "zombie");
   EXPECT_TRUE(Contains(fail, "another process is running as client 0") ||
               Contains(fail, "another process is client 0"))
       << fail;
   Totals ignored;
-  Collect(replacement.get(), "TOTAL", &ignored, "replacement");
-  other->Kill();  // it would wait for client 0 forever
+  Collect(z.replacement.get(), "TOTAL", &ignored, "replacement");
+  z.other->Kill();
 }
 
 // As above, but the zombie wakes up after its replacement finished and left:
@@ -194,21 +196,82 @@ TEST_F(FencingTest, ZombieThatWakesUpAfterItsReplacementFailsLoudly) {
 TEST_F(FencingTest, ZombieThatWakesUpAfterItsReplacementFinishedFailsOnADuplicateAck) {
   StartShards();
   if (HasFatalFailure()) return;
-  std::unique_ptr<Subprocess> zombie = StartClient(0, "run", "zombie", 60);
-  std::unique_ptr<Subprocess> other = StartClient(1, "run", "client1", 200);
-  if (HasFailure()) return;
-  LetThemTrain();
-  zombie->Signal(SIGSTOP);
-  RestartShards();
-  if (HasFatalFailure()) return;
-  std::unique_ptr<Subprocess> replacement = StartClient(0, "run", "replacement", 60);
+  ZombieScene z = StopZombieAndStartReplacement();
   if (HasFailure()) return;
   Totals ignored;
-  Collect(replacement.get(), "TOTAL", &ignored, "replacement");
-  zombie->Signal(SIGCONT);
-  const std::string fail = ExpectFail(zombie.get(), "zombie");
+  Collect(z.replacement.get(), "TOTAL", &ignored, "replacement");
+  z.zombie->Signal(SIGCONT);
+  const std::string fail = ExpectFail(z.zombie.get(), "zombie");
   EXPECT_TRUE(Contains(fail, "another process is client 0, or this job was resumed twice")) << fail;
-  other->Kill();  // it would wait for client 0 forever
+  z.other->Kill();
+}
+
+// Job ids (docs/wire-protocol.md, "Jobs"), all without a token: a client of
+// job A pointed at job B's shards (same topology) is refused and writes
+// nothing; so is a client whose --servers mix two jobs; a shard restarted
+// with another --job than its store's refuses to start.
+TEST_F(FencingTest, ClientOfAnotherJobIsRefusedAndWritesNothing) {
+  StartShards({"--insecure", "--job=B"});
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Subprocess> b0 = StartClient(0, "run", "b0", 20, true, {"--job=B"});
+  std::unique_ptr<Subprocess> b1 = StartClient(1, "run", "b1", 20);  // pins B from shard 0
+  Totals expected;
+  Collect(b0.get(), "TOTAL", &expected, "client 0 of B");
+  Collect(b1.get(), "TOTAL", &expected, "client 1 of B");
+  if (HasFatalFailure()) return;
+
+  // Job A's client 0, same topology, no token: refused by the first shard.
+  std::unique_ptr<Subprocess> a0 = StartClient(0, "run", "a0", 20, false, {"--job=A"});
+  std::string fail = ExpectFail(a0.get(), "client 0 of A");
+  EXPECT_TRUE(Contains(fail, "this shard belongs to job 'B', the client to job 'A'")) << fail;
+  // --servers mixing job B's shard 0 and job C's shard 1: refused.
+  testing::PacedCluster c;
+  ASSERT_TRUE(c.Start(dir_.path() + "/c", kShards, kClients, {"--job=C"}).ok());
+  const std::string mixed =
+      "127.0.0.1:" + std::to_string(ports_[0]) + ",127.0.0.1:" + std::to_string(c.ports[1]);
+  std::unique_ptr<Subprocess> m = StartClient(1, "run", "mixed", 20, false, {}, mixed);
+  fail = ExpectFail(m.get(), "client of mixed --servers");
+  EXPECT_TRUE(Contains(fail, "job 'C'") && Contains(fail, "job 'B'")) << fail;
+  // Nothing of either was written into B.
+  Verify(expected);
+
+  shards_[0]->Signal(SIGTERM);
+  int status = 0;
+  ASSERT_TRUE(shards_[0]->Wait(30000, &status).ok());
+  Subprocess wrong;
+  uint16_t port = 0;
+  EXPECT_FALSE(StartPaced(&wrong, dirs_[0], 0, kShards, kClients, {"--job=C"}, &port).ok());
+  ASSERT_TRUE(wrong.Wait(30000, &status).ok());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  std::ifstream in(dirs_[0] + ".stderr.log");
+  std::stringstream log;
+  log << in.rdbuf();
+  EXPECT_TRUE(Contains(log.str(), "belongs to job 'B', but job 'C' was requested")) << log.str();
+}
+
+// Without --job anywhere: each client pins each shard's automatic id, so a
+// shard restarted on another data dir at the same address (another store)
+// is refused on reconnect, loudly, instead of receiving the batches.
+TEST_F(FencingTest, ShardRestartedOnAnotherStoreIsRefusedOnReconnect) {
+  StartShards();
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Subprocess> c0 = StartClient(0, "run", "client0", 150);
+  std::unique_ptr<Subprocess> c1 = StartClient(1, "run", "client1", 150);
+  if (HasFailure()) return;
+  LetThemTrain();
+  shards_[1]->Signal(SIGKILL);
+  int status = 0;
+  ASSERT_TRUE(shards_[1]->Wait(30000, &status).ok());
+  auto fresh = std::make_unique<Subprocess>();
+  uint16_t port = 0;
+  ASSERT_TRUE(
+      StartPaced(fresh.get(), dir_.path() + "/fresh1", 1, kShards, kClients, {}, &port, ports_[1])
+          .ok());
+  shards_[1] = std::move(fresh);
+  for (auto* p : {c0.get(), c1.get()}) {
+    const std::string fail = ExpectFail(p, "client");
+    EXPECT_TRUE(Contains(fail, "this shard belongs to job 'auto-")) << fail;
+  }
 }
 
 // Two Clients with one client id in one process share the incarnation: the

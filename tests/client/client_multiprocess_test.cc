@@ -26,7 +26,6 @@
 namespace pace {
 namespace {
 
-using testing::BinaryDir;
 using testing::StartPaced;
 using testing::Subprocess;
 using testing::TempDir;
@@ -42,11 +41,7 @@ class MultiProcessTest : public ::testing::Test {
   std::string Servers() const { return cluster_.Servers(); }
   std::vector<std::string> Args(uint32_t id, const std::string& mode,
                                 const std::vector<std::string>& extra) const {
-    std::vector<std::string> argv = {BinaryDir() + "/pace_client_proc", "--servers=" + Servers(),
-                                     "--client_id=" + std::to_string(id),
-                                     "--num_clients=" + std::to_string(kClients), "--mode=" + mode};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return argv;
+    return testing::ClientProcArgs(Servers(), id, kClients, mode, extra);
   }
   void Collect(Subprocess* p, const char* prefix, Totals* totals, const std::string& who) {
     testing::CollectTotals(p, prefix, totals, who + " (stderr in " + dir_.path() + ")", &resent_);

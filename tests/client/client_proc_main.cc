@@ -37,6 +37,7 @@ DEFINE_uint64(seed, 1, "random seed");
 DEFINE_int32(sleep_us, 0, "sleep per clock (simulated computation)");
 DEFINE_int64(shard_timeout_ms, 60000, "client shard timeout");
 DEFINE_string(token_file, "", "file holding the job's shared secret (first line)");
+DEFINE_string(job, "", "the job id of the shards (ClientOptions::job); empty: the first shard's");
 
 namespace {
 
@@ -197,6 +198,7 @@ int main(int argc, char** argv) {
     if (!std::getline(in, o.token) || o.token.empty())
       return std::printf("FAIL cannot read --token_file=%s\n", FLAGS_token_file.c_str()), 1;
   }
+  o.job = FLAGS_job;
   std::unique_ptr<pace::Client> client;
   s = pace::Client::Open(o, &client);
   if (!s.ok()) return std::printf("FAIL open: %s\n", s.ToString().c_str()), 1;

@@ -321,7 +321,7 @@ TEST(MetricsEndpointTest, PacedAndPaceMfServeValidPrometheusTextDuringARun) {
   ASSERT_TRUE(
       paced
           .Start({bin + "/paced", "--listen=127.0.0.1:0", "--data_dir=" + dir.path() + "/shard",
-                  "--num_clients=1", "--metrics_listen=127.0.0.1:0"},
+                  "--num_clients=1", "--metrics_listen=127.0.0.1:0", "--insecure"},
                  dir.path() + "/paced.log")
           .ok());
   uint16_t shard_metrics = WaitForPortLine(&paced, "paced metrics on ", "paced");

@@ -46,7 +46,7 @@ wait_port() {
 direct=() proxied=()
 for k in 0 1; do
   "$BIN/paced" --listen=127.0.0.1:0 --data_dir="$DIR/shard$k" --shard=$k --num_shards=2 \
-    --num_clients=3 >"$DIR/paced$k.log" 2>&1 &
+    --num_clients=3 --insecure >"$DIR/paced$k.log" 2>&1 &
   PIDS+=($!)
   port=$(wait_port "$DIR/paced$k.log" "paced listening on") || fail "paced $k did not start"
   direct+=("127.0.0.1:$port")

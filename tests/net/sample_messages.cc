@@ -72,6 +72,7 @@ void Compare(Diff& d, const Hello& a, const Hello& b) {
   d.Field("token", a.token, b.token);
   d.Field("role", a.role, b.role);
   d.Field("incarnation", a.incarnation, b.incarnation);
+  d.Field("job", a.job, b.job);
 }
 void Compare(Diff& d, const Welcome& a, const Welcome& b) {
   d.Field("wire_version", a.wire_version, b.wire_version);
@@ -80,6 +81,7 @@ void Compare(Diff& d, const Welcome& a, const Welcome& b) {
   d.Field("num_clients", a.num_clients, b.num_clients);
   d.Field("applied_clock", a.applied_clock, b.applied_clock);
   d.Field("shard_clock", a.shard_clock, b.shard_clock);
+  d.Field("job", a.job, b.job);
 }
 void Compare(Diff& d, const Read& a, const Read& b) {
   d.Field("req_id", a.req_id, b.req_id);
@@ -173,6 +175,8 @@ std::vector<Message> SampleMessages() {
   std::vector<Message> out;
   out.push_back(Hello{kWireVersion, 4294967295u, std::string("tok\0en", 6), Hello::kObserver});
   out.push_back(Welcome{kWireVersion, 3, 8, 17, kMax64, kMin64});
+  out.push_back(Welcome{kWireVersion, 0, 1, 1, 0, 0, "job-7f3a"});
+  out.push_back(Hello{kWireVersion, 2, "t", Hello::kClientProcess, 99, "job-7f3a"});
   out.push_back(Read{UINT64_MAX, 9, {0, 1, UINT64_MAX, 42}, -3, true});
   out.push_back(ReadReply{77, 12, 15, SampleRows()});
   out.push_back(Apply{kMax64, SampleRows()});

@@ -128,7 +128,7 @@ class PacedFaultsTest : public ::testing::Test {
         BinaryDir() + "/paced",   "--listen=127.0.0.1:" + std::to_string(fixed_port),
         "--data_dir=" + data_dir, "--num_clients=" + std::to_string(num_clients),
         "--write_buffer_mb=1",    "--block_cache_mb=8",
-        "--row_cache_mb=8"};
+        "--row_cache_mb=8",       "--insecure"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     Status s = p->Start(argv, log);
     if (!s.ok()) return false;
@@ -144,17 +144,9 @@ class PacedFaultsTest : public ::testing::Test {
   }
   std::vector<std::string> ClientArgs(uint16_t port, uint32_t id, uint32_t num_clients,
                                       const std::string& mode, int clocks) {
-    return {BinaryDir() + "/pace_client_proc",
-            "--servers=127.0.0.1:" + std::to_string(port),
-            "--client_id=" + std::to_string(id),
-            "--num_clients=" + std::to_string(num_clients),
-            "--mode=" + mode,
-            "--clocks=" + std::to_string(clocks),
-            "--ops=200",
-            "--rows=500",
-            "--workers=2",
-            "--sleep_us=2000",
-            "--shard_timeout_ms=120000"};
+    return testing::ClientProcArgs("127.0.0.1:" + std::to_string(port), id, num_clients, mode,
+                                   {"--clocks=" + std::to_string(clocks), "--ops=200", "--rows=500",
+                                    "--workers=2", "--sleep_us=2000", "--shard_timeout_ms=120000"});
   }
   // Reads a client's stdout up to "OK", adding its TOTAL / ROW lines.
   ::testing::AssertionResult Collect(Subprocess* p, const char* prefix, Totals* totals,

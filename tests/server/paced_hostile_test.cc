@@ -27,7 +27,6 @@ namespace pace {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::BinaryDir;
 using testing::StartPaced;
 using testing::Subprocess;
 using testing::TempDir;
@@ -39,31 +38,14 @@ std::string ReadFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// A field of /proc/PID/status in KiB ("VmHWM", "VmRSS").
-uint64_t StatusKb(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1));
-  }
-  return 0;
-}
-
 ::testing::AssertionResult Collect(Subprocess* p, const char* prefix, Totals* totals) {
   return testing::ReadTotals(p, prefix, totals, 120000);
 }
 
 std::vector<std::string> ClientArgs(uint16_t port, const std::string& mode, int clocks) {
-  return {BinaryDir() + "/pace_client_proc",
-          "--servers=127.0.0.1:" + std::to_string(port),
-          "--client_id=0",
-          "--num_clients=1",
-          "--mode=" + mode,
-          "--clocks=" + std::to_string(clocks),
-          "--ops=100",
-          "--rows=200",
-          "--workers=2",
-          "--sleep_us=1000"};
+  return testing::ClientProcArgs("127.0.0.1:" + std::to_string(port), 0, 1, mode,
+                                 {"--clocks=" + std::to_string(clocks), "--ops=100", "--rows=200",
+                                  "--workers=2", "--sleep_us=1000"});
 }
 
 // The bound this test states for the shard's peak RSS: its caches (8 + 8
@@ -153,7 +135,7 @@ TEST(PacedHostileTest, BigReadAndParkedFloodAreBounded) {
   ASSERT_TRUE(Collect(&verify, "ROW", &stored));
   EXPECT_EQ(stored, expected);
 
-  const uint64_t hwm = StatusKb(paced.pid(), "VmHWM");
+  const uint64_t hwm = testing::ProcStatusKb(paced.pid(), "VmHWM");
   std::printf("paced VmHWM %llu KiB (bound %llu KiB)\n", static_cast<unsigned long long>(hwm),
               static_cast<unsigned long long>(kHwmBoundKb));
   EXPECT_GT(hwm, 0u);

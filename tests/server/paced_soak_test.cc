@@ -30,21 +30,13 @@ namespace pace {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::BinaryDir;
 using testing::StartPaced;
 using testing::Subprocess;
 using testing::TempDir;
 
 using Totals = std::map<std::pair<std::string, uint64_t>, int64_t>;
 
-uint64_t RssKb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
-  }
-  return 0;
-}
+uint64_t RssKb(pid_t pid) { return testing::ProcStatusKb(pid, "VmRSS"); }
 
 double Mean(const std::vector<uint64_t>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
@@ -70,16 +62,16 @@ TEST(PacedSoakTest, ShardKilledEvery30sMemoryStaysFlat) {
   // Paced by its sleep (about 105 clocks a second with the kills), so the run lasts about
   // `seconds`; the shard is killed until it finishes.
   const int clocks = seconds * 105;
+  const std::string servers = "127.0.0.1:" + std::to_string(port);
   Subprocess client;
   const std::string client_log = dir.path() + "/client.log";
-  ASSERT_TRUE(
-      client
-          .Start({BinaryDir() + "/pace_client_proc", "--servers=127.0.0.1:" + std::to_string(port),
-                  "--client_id=0", "--num_clients=1", "--mode=run",
-                  "--clocks=" + std::to_string(clocks), "--ops=40", "--rows=2000", "--workers=2",
-                  "--sleep_us=5000", "--shard_timeout_ms=120000"},
-                 client_log)
-          .ok());
+  ASSERT_TRUE(client
+                  .Start(testing::ClientProcArgs(
+                             servers, 0, 1, "run",
+                             {"--clocks=" + std::to_string(clocks), "--ops=40", "--rows=2000",
+                              "--workers=2", "--sleep_us=5000", "--shard_timeout_ms=120000"}),
+                         client_log)
+                  .ok());
   std::string line;
   ASSERT_TRUE(client.ReadLine(&line, 30000).ok());
   ASSERT_EQ(line.rfind("START", 0), 0u) << line;
@@ -131,12 +123,10 @@ TEST(PacedSoakTest, ShardKilledEvery30sMemoryStaysFlat) {
 
   Totals stored;
   Subprocess verify;
-  ASSERT_TRUE(
-      verify
-          .Start({BinaryDir() + "/pace_client_proc", "--servers=127.0.0.1:" + std::to_string(port),
-                  "--client_id=0", "--num_clients=1", "--mode=verify", "--rows=2000"},
-                 dir.path() + "/verify.log")
-          .ok());
+  ASSERT_TRUE(verify
+                  .Start(testing::ClientProcArgs(servers, 0, 1, "verify", {"--rows=2000"}),
+                         dir.path() + "/verify.log")
+                  .ok());
   ASSERT_TRUE(Collect(&verify, "ROW", &stored, 120000));
   EXPECT_EQ(stored, expected);
 

@@ -1,12 +1,14 @@
 // Integration tests of a real `paced` process over loopback TCP: tables,
 // batches from several clients, parked reads, duplicate re-sends, hostile
-// input, and SIGKILL + restart without losing an acknowledged batch.
+// input, the default job token, and SIGKILL + restart without losing an
+// acknowledged batch.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include <thread>
 
 #include "common/row.h"
+#include "common/token_file.h"
 #include "net/codec.h"
 #include "net/remote_shard.h"
 #include "tests/testing/shard_peer.h"
@@ -207,7 +210,8 @@ TEST_F(PacedTest, HostileInputIsRefusedAndServerKeepsServing) {
     RawConn conn(port_);
     conn.Write(Frame(net::Hello{net::kWireVersion, 0, ""}));
     ExpectErrorAndClose(&conn, StatusCode::kPermissionDenied, "no token",
-                        "no job token: this server requires one");
+                        "no job token: this shard requires one: pass --token_file=" + token_file +
+                            " (the token paced was started with)");
   }
   {  // A first frame that is not Hello.
     RawConn conn(port_);
@@ -244,6 +248,69 @@ TEST_F(PacedTest, HostileInputIsRefusedAndServerKeepsServing) {
   EXPECT_TRUE(good.shard->connected());
 }
 
+// paced's default: a job token created in DATA_DIR/token (mode 0600) on the
+// first start and reused by later ones; a client without it is refused with
+// one line that says what to do; --insecure takes none.
+TEST_F(PacedTest, DefaultTokenIsCreatedOnceRequiredAndReused) {
+  StartServer(1, {"--noinsecure"});
+  const std::string token_path =
+      std::filesystem::absolute(data_dir_ + "/token").lexically_normal().string();
+  struct stat st;
+  ASSERT_EQ(stat(token_path.c_str(), &st), 0) << "paced created no " << token_path;
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::string token;
+  ASSERT_TRUE(ReadTokenFile(token_path, &token).ok());
+  EXPECT_EQ(token.size(), 32u) << token;
+
+  // A real client process without --token_file: refused, and told what to do.
+  const std::string where = "127.0.0.1:" + std::to_string(port_);
+  const std::string told = "shard " + where + " requires a token: pass --token_file=" + token_path +
+                           " (created by paced) or start paced with --insecure";
+  auto client_proc = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {testing::BinaryDir() + "/pace_client_proc",
+                                     "--servers=" + where, "--clocks=2", "--rows=4"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    Subprocess p;
+    EXPECT_TRUE(p.Start(argv, dir_.path() + "/client.err").ok());
+    std::string out, line;
+    while (p.ReadLine(&line, 20000).ok()) out += line + "\n";
+    int status = 0;
+    EXPECT_TRUE(p.Wait(20000, &status).ok());
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+  };
+  auto [code, out] = client_proc({});
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("FAIL open: PermissionDenied: " + told + "\n"), std::string::npos) << out;
+  std::tie(code, out) = client_proc({"--token_file=" + token_path});
+  EXPECT_EQ(code, 0) << out;
+  Client nothing;
+  Status s = Connect(port_, 0, &nothing);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.message(), told);
+
+  // A restart reuses the token: the same file, the same secret.
+  paced_.Signal(SIGTERM);
+  int exit_status = 0;
+  ASSERT_TRUE(paced_.Wait(20000, &exit_status).ok());
+  StartServer(1, {"--noinsecure"});
+  std::string again;
+  ASSERT_TRUE(ReadTokenFile(token_path, &again).ok());
+  EXPECT_EQ(again, token);
+  Client with_token;
+  ASSERT_TRUE(Connect(port_, 0, &with_token, token).ok());
+  EXPECT_EQ(with_token.shard->welcome().applied_clock, 2) << "the run above was kept";
+  with_token.shard.reset();
+
+  // --insecure: no token needed (and the token file is left alone).
+  paced_.Signal(SIGTERM);
+  ASSERT_TRUE(paced_.Wait(20000, &exit_status).ok());
+  StartServer(1, {"--insecure"});
+  Client insecure;
+  EXPECT_TRUE(Connect(port_, 0, &insecure).ok());
+  ASSERT_TRUE(ReadTokenFile(token_path, &again).ok());
+  EXPECT_EQ(again, token);
+}
+
 TEST_F(PacedTest, BadFlagsGiveClearErrors) {
   struct Case {
     std::vector<std::string> args;
@@ -253,6 +320,8 @@ TEST_F(PacedTest, BadFlagsGiveClearErrors) {
       {{"--listen=nonsense", "--data_dir=" + dir_.path() + "/x"}, "--listen"},
       {{}, "--data_dir is required"},
       {{"--data_dir=" + dir_.path() + "/x", "--token_file=/nonexistent/t"}, "token_file"},
+      {{"--data_dir=" + dir_.path() + "/x", "--token_file=" + dir_.path() + "/t", "--insecure"},
+       "give --token_file or --insecure, not both"},
   };
   for (const auto& c : cases) {
     std::string text;
@@ -286,7 +355,7 @@ TEST_F(PacedTest, BusyPortAndHeldDataDirAreRefusedInWords) {
   Subprocess named;
   ASSERT_TRUE(named
                   .Start({testing::BinaryDir() + "/paced", "--listen=localhost:0",
-                          "--data_dir=" + dir_.path() + "/named"},
+                          "--data_dir=" + dir_.path() + "/named", "--insecure"},
                          dir_.path() + "/named.err")
                   .ok());
   std::string line;

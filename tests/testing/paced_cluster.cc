@@ -7,15 +7,38 @@
 
 namespace pace::testing {
 
-Status PacedCluster::Start(const std::string& base, uint32_t num_shards, uint32_t num_clients) {
+Status PacedCluster::Start(const std::string& base, uint32_t num_shards, uint32_t num_clients,
+                           const std::vector<std::string>& extra) {
+  this->num_clients = num_clients;
   for (uint32_t k = 0; k < num_shards; ++k) {
     dirs.push_back(base + "/shard" + std::to_string(k));
     shards.push_back(std::make_unique<Subprocess>());
     ports.push_back(0);
     RETURN_IF_ERROR(
-        StartPaced(shards[k].get(), dirs[k], k, num_shards, num_clients, {}, &ports[k]));
+        StartPaced(shards[k].get(), dirs[k], k, num_shards, num_clients, extra, &ports[k]));
   }
   return Status::OK();
+}
+
+Status PacedCluster::Restart(uint32_t k, const std::vector<std::string>& extra) {
+  shards[k]->Kill();
+  auto restarted = std::make_unique<Subprocess>();
+  uint16_t port = 0;
+  RETURN_IF_ERROR(StartPaced(restarted.get(), dirs[k], k, static_cast<uint32_t>(shards.size()),
+                             num_clients, extra, &port, ports[k]));
+  shards[k] = std::move(restarted);
+  return Status::OK();
+}
+
+std::vector<std::string> ClientProcArgs(const std::string& servers, uint32_t id,
+                                        uint32_t num_clients, const std::string& mode,
+                                        const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {BinaryDir() + "/pace_client_proc", "--servers=" + servers,
+                                   "--client_id=" + std::to_string(id),
+                                   "--num_clients=" + std::to_string(num_clients),
+                                   "--mode=" + mode};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
 }
 
 std::string PacedCluster::Servers() const {

@@ -28,10 +28,23 @@ struct PacedCluster {
   std::vector<std::unique_ptr<Subprocess>> shards;
   std::vector<uint16_t> ports;
 
-  Status Start(const std::string& base, uint32_t num_shards, uint32_t num_clients);
+  // `extra`: flags for every shard (StartPaced).
+  Status Start(const std::string& base, uint32_t num_shards, uint32_t num_clients,
+               const std::vector<std::string>& extra = {});
   // "127.0.0.1:P0,127.0.0.1:P1,...".
   std::string Servers() const;
+  // SIGKILLs shard k (every client connection to it is lost) and restarts it
+  // on its data dir and port with `extra` flags.
+  Status Restart(uint32_t k, const std::vector<std::string>& extra = {});
+
+  uint32_t num_clients = 0;  // as given to Start
 };
+
+// pace_client_proc's command line: client `id` of `num_clients`, against
+// `servers` ("host:port,..."), in `mode` ("run" or "verify"), then `extra`.
+std::vector<std::string> ClientProcArgs(const std::string& servers, uint32_t id,
+                                        uint32_t num_clients, const std::string& mode,
+                                        const std::vector<std::string>& extra = {});
 
 // Reads a pace_client_proc's stdout until "OK", adding its `prefix` lines
 // ("TOTAL table row value" or "ROW ...") to *totals; a FAIL line, EOF or no

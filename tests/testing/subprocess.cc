@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 namespace pace::testing {
@@ -101,6 +103,15 @@ void Subprocess::Kill() {
   stdout_fd_ = -1;
 }
 
+uint64_t ProcStatusKb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1));
+  }
+  return 0;
+}
+
 std::string BinaryDir() {
   return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
 }
@@ -114,6 +125,10 @@ Status StartPaced(Subprocess* proc, const std::string& data_dir, uint32_t shard,
                                    "--shard=" + std::to_string(shard),
                                    "--num_shards=" + std::to_string(num_shards),
                                    "--num_clients=" + std::to_string(num_clients)};
+  const bool auth_given = std::any_of(extra.begin(), extra.end(), [](const std::string& f) {
+    return f.rfind("--token_file=", 0) == 0 || f == "--insecure" || f == "--noinsecure";
+  });
+  if (!auth_given) argv.push_back("--insecure");
   argv.insert(argv.end(), extra.begin(), extra.end());
   RETURN_IF_ERROR(proc->Start(argv, data_dir + ".stderr.log"));
   std::string line;

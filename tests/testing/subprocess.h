@@ -55,11 +55,18 @@ class Subprocess {
 // directory of /proc/self/exe.
 std::string BinaryDir();
 
+// A field of /proc/PID/status in KiB ("VmRSS", "VmHWM"); 0 if the process or
+// the field is gone.
+uint64_t ProcStatusKb(pid_t pid, const std::string& field);
+
 // A fresh empty temporary directory, removed by the destructor.
 using TempDir = ::pace::ScopedTempDir;
 
 // Starts `paced` on an ephemeral loopback port and returns its port, parsed
 // from its "paced listening on HOST:PORT" line. `extra` flags are appended.
+// Tests not about authentication: unless `extra` has --token_file=F,
+// --insecure or --noinsecure (paced's default: a token created in
+// DATA_DIR/token), --insecure is added.
 Status StartPaced(Subprocess* proc, const std::string& data_dir, uint32_t shard,
                   uint32_t num_shards, uint32_t num_clients, const std::vector<std::string>& extra,
                   uint16_t* port, uint16_t fixed_port = 0);

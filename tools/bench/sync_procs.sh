@@ -17,7 +17,7 @@ run() {  # run [--sync]: wall seconds of the 8 client processes
   start=$(date +%s.%N)
   for c in 0 1 2 3 4 5 6 7; do
     "$bin/pace_client_proc" --servers="127.0.0.1:$port" --client_id=$c --num_clients=8 \
-      --workers=1 --clocks=300 > "$work/c$c.out" 2>&1 &
+      --workers=1 --clocks=300 --token_file="$work/data/token" > "$work/c$c.out" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done

@@ -88,7 +88,7 @@ start_shards() {
   mkdir -p "$dir"
   for ((k = 0; k < SHARDS; k++)); do
     "$BIN/paced" --listen=127.0.0.1:0 --data_dir="$dir/shard$k" --shard=$k \
-      --num_shards=$SHARDS --num_clients="$CLIENTS" >"$dir/paced$k.log" 2>&1 &
+      --num_shards=$SHARDS --num_clients="$CLIENTS" --insecure >"$dir/paced$k.log" 2>&1 &
     PACED_PIDS+=($!)
   done
   for ((k = 0; k < SHARDS; k++)); do
