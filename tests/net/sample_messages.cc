@@ -175,12 +175,15 @@ std::vector<Message> SampleMessages() {
   std::vector<Message> out;
   out.push_back(Hello{kWireVersion, 4294967295u, std::string("tok\0en", 6), Hello::kObserver});
   out.push_back(Welcome{kWireVersion, 3, 8, 17, kMax64, kMin64});
-  out.push_back(Welcome{kWireVersion, 0, 1, 1, 0, 0, "job-7f3a"});
+  out.push_back(Welcome{kWireVersion, 0, 1, 1, 0, 0, 3, "job-7f3a"});
   out.push_back(Hello{kWireVersion, 2, "t", Hello::kClientProcess, 99, "job-7f3a"});
   out.push_back(Read{UINT64_MAX, 9, {0, 1, UINT64_MAX, 42}, -3, true});
   out.push_back(ReadReply{77, 12, 15, SampleRows()});
   out.push_back(Apply{kMax64, SampleRows()});
   out.push_back(Ack{-1, true});
+  out.push_back(Apply{7, SampleRows(), 4294967295u, true});
+  out.push_back(Ack{7, false, 2});
+  out.push_back(ReadReply{78, 12, 15, SampleRows(), 5});
   out.push_back(Push{5, 6, SampleRows()});
   out.push_back(PushDone{kMin64, kMax64});
   out.push_back(Unsubscribe{11, {5, 4, 3}});
