@@ -334,15 +334,15 @@ void ShardStore::Impl::MaybeSwitchMemtableLocked(size_t group_bytes) {
   // them, out of cache: with a 64 MiB memtable and 380 KB groups (the
   // push-latency job: 10k x 4k, rank 16) inserting 4.5k rows took 10-20 ms
   // of the writer's 12-22 ms per group, and pushes wait for it. So once the
-  // active memtable holds more than kMemtableGroups groups of this size, it
-  // is switched (flushed in the background: the flush keeps only the newest
-  // version of each row). Groups larger than write_buffer_mb / kMemtableGroups
+  // active memtable holds more than memtable_switch_groups groups of this
+  // size, it is switched (flushed in the background: the flush keeps only the newest
+  // version of each row). Groups larger than write_buffer_mb divided by that
   // (model scale) never trigger it: RocksDB's own size limit applies.
   // Skipped while an earlier memtable is still being flushed, so it never
   // adds a write stall.
-  constexpr size_t kMemtableGroups = 4;
+  if (options_.memtable_switch_groups == 0) return;
   constexpr size_t kMinSwitchBytes = size_t{1} << 20;
-  const size_t limit = std::max(kMinSwitchBytes, kMemtableGroups * group_bytes);
+  const size_t limit = std::max(kMinSwitchBytes, options_.memtable_switch_groups * group_bytes);
   if (limit >= (options_.write_buffer_mb << 20)) return;
   uint64_t active = 0, immutable = 0;
   if (!db_->GetIntProperty(rocksdb::DB::Properties::kCurSizeActiveMemTable, &active) ||
