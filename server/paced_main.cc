@@ -50,6 +50,9 @@ DEFINE_uint32(memory_mb, 0,
               "share when given; 0: each component at its default");
 DEFINE_uint32(block_cache_mb, 256, "RocksDB block cache size, MiB");
 DEFINE_uint32(write_buffer_mb, 64, "RocksDB memtable size, MiB");
+DEFINE_uint32(memtable_switch_groups, 4,
+              "flush the memtable early once it holds this many group commits' worth (small "
+              "groups: fewer versions per row, faster inserts); 0: by --write_buffer_mb only");
 DEFINE_uint32(row_cache_mb, 256,
               "in-memory cache of materialized row values (hot rows skip RocksDB's "
               "merge-on-read), MiB; 0 disables it");
@@ -206,6 +209,7 @@ int Run() {
       component("write_buffer_mb", FLAGS_write_buffer_mb, split.write_buffer_mb);
   options.store.row_cache_mb = component("row_cache_mb", FLAGS_row_cache_mb, split.row_cache_mb);
   options.store.max_write_buffer_number = kMemtablesPerShard;
+  options.store.memtable_switch_groups = FLAGS_memtable_switch_groups;
   // Holdback warnings and periodic checkpoints run on the service's own
   // housekeeping thread (as in embedded mode).
   options.checkpoint_every = FLAGS_checkpoint_every;

@@ -105,9 +105,15 @@ ShardService::~ShardService() {
   engine_.AbortParked(Status::Aborted("shard shutting down"));
   const PushLatency pl = PushLatencyLocked();
   if (pl.samples > 0) {
+    auto ms = [](int64_t us) { return static_cast<double>(us) / 1000.0; };
+    const PushLatency q = push_queue_us_.Summary(), c = push_commit_us_.Summary(),
+                      snd = push_send_us_.Summary();
     LOG(INFO) << "shard " << shard_id_ << ": push latency (last Apply of a clock received -> "
-              << "pushes sent) over " << pl.samples << " clock(s): p50 " << pl.p50_us / 1000.0
-              << " ms, p99 " << pl.p99_us / 1000.0 << " ms, max " << pl.max_us / 1000.0 << " ms";
+              << "pushes sent) over " << pl.samples << " clock(s): p50 " << ms(pl.p50_us)
+              << " ms, p99 " << ms(pl.p99_us) << " ms, max " << ms(pl.max_us)
+              << " ms; stages p50/p99: writer queue " << ms(q.p50_us) << "/" << ms(q.p99_us)
+              << " ms, commit " << ms(c.p50_us) << "/" << ms(c.p99_us) << " ms, acks+reads+pushes "
+              << ms(snd.p50_us) << "/" << ms(snd.p99_us) << " ms";
   }
 }
 
@@ -489,8 +495,27 @@ ShardService::PushLatency ShardService::push_latency() const {
   return PushLatencyLocked();
 }
 
+ShardService::PushLatencySplit ShardService::push_latency_split() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return PushLatencySplit{push_latency_us_.Summary(), push_queue_us_.Summary(),
+                          push_commit_us_.Summary(), push_send_us_.Summary()};
+}
+
 ShardService::PushLatency ShardService::PushLatencyLocked() const {
-  std::vector<int64_t> v = push_latency_us_;
+  return push_latency_us_.Summary();
+}
+
+void ShardService::LatencyRing::Add(int64_t us) {
+  if (us_.size() < kPushLatencySamples) {
+    us_.push_back(us);
+  } else {
+    us_[next_] = us;
+    next_ = (next_ + 1) % kPushLatencySamples;
+  }
+}
+
+ShardService::PushLatency ShardService::LatencyRing::Summary() const {
+  std::vector<int64_t> v = us_;
   PushLatency r;
   r.samples = static_cast<int64_t>(v.size());
   if (v.empty()) return r;
@@ -538,6 +563,13 @@ net::StatsReply ShardService::Stats() const {
   r.counters.emplace_back("push_latency_samples", pl.samples);
   r.counters.emplace_back("push_latency_p50_us", pl.p50_us);
   r.counters.emplace_back("push_latency_p99_us", pl.p99_us);
+  const std::pair<const char*, const LatencyRing*> stages[] = {
+      {"queue", &push_queue_us_}, {"commit", &push_commit_us_}, {"send", &push_send_us_}};
+  for (const auto& [name, ring] : stages) {
+    const PushLatency st = ring->Summary();
+    r.counters.emplace_back(std::string("push_latency_") + name + "_p50_us", st.p50_us);
+    r.counters.emplace_back(std::string("push_latency_") + name + "_p99_us", st.p99_us);
+  }
   const ClockVector& clocks = engine_.clocks();
   r.shard_clock = clocks.Min();
   r.applied_clocks = clocks.clocks();

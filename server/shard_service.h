@@ -179,7 +179,12 @@ class ShardService : public net::ServiceHandler {
   // Push latency: for every group commit that advanced the shard clock and
   // sent pushes, the time from receiving the group's last Apply (the batch
   // that completed the clock) to handing its pushes to the transport. Over
-  // the last kPushLatencySamples such commits; microseconds.
+  // the last kPushLatencySamples such commits; microseconds. The same split
+  // into its three stages: `queue` from receiving that Apply to the writer
+  // starting the group's commit (the writer busy with the group before),
+  // `commit` the store's write (validate, DB::Write, publish), `send` the
+  // Acks, parked reads and the pushes themselves (planned, read from the
+  // published view, encoded and queued on the sessions).
   struct PushLatency {
     int64_t samples = 0;
     int64_t p50_us = 0;
@@ -187,6 +192,10 @@ class ShardService : public net::ServiceHandler {
     int64_t max_us = 0;
   };
   PushLatency push_latency() const;
+  struct PushLatencySplit {
+    PushLatency total, queue, commit, send;
+  };
+  PushLatencySplit push_latency_split() const;
   static constexpr size_t kPushLatencySamples = 4096;
   // Number of parked reads and subscriptions (for tests and stats).
   size_t NumParkedReads() const;
@@ -359,10 +368,22 @@ class ShardService : public net::ServiceHandler {
   // and how long its commit took, for the group-commit wait under sync
   // (WriterLoop).
   size_t last_group_applies_ = 0;
+  // The last kPushLatencySamples samples (us) of one push-latency figure.
+  class LatencyRing {
+   public:
+    void Add(int64_t us);
+    PushLatency Summary() const;
+
+   private:
+    std::vector<int64_t> us_;
+    size_t next_ = 0;
+  };
   PushLatency PushLatencyLocked() const;  // REQUIRES: mu_ held
-  // Ring of the last kPushLatencySamples push latencies (us), guarded by mu_.
-  std::vector<int64_t> push_latency_us_;
-  size_t push_latency_next_ = 0;
+  // Push latency and its stages (PushLatencySplit), guarded by mu_.
+  LatencyRing push_latency_us_, push_queue_us_, push_commit_us_, push_send_us_;
+  // When the writer started and finished the commit of the group being
+  // handled (AfterBatchesCommitted's push-latency split). Writer thread only.
+  std::chrono::steady_clock::time_point commit_start_{}, commit_end_{};
   std::chrono::steady_clock::duration last_commit_time_{};
   // Batches held while the store is failed (HoldGroup), in arrival order;
   // the sessions told so during this failure; when the held state was last

@@ -172,6 +172,7 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
     counters_.commit_group_max.store(n, std::memory_order_relaxed);  // the writer's only
   }
   const auto t0 = std::chrono::steady_clock::now();
+  commit_start_ = t0;
   Status st = store_->ApplyBatches(requests, &results);
   if (!st.ok() && store_->failed()) return HoldGroup(group);
   if (!st.ok()) {
@@ -179,6 +180,7 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
                  << " batch(es) failed: " << st.ToString();
   }
   const auto t1 = std::chrono::steady_clock::now();
+  commit_end_ = t1;
   last_group_applies_ = group->size();
   last_commit_time_ = t1 - t0;
   AfterBatchesCommitted(*group, results);
@@ -257,15 +259,25 @@ void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<Pendi
   if (engine_.counters().pushes != pushes && !group.empty()) {
     auto last = group[0]->received;
     for (const auto& p : group) last = std::max(last, p->received);
-    const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(
-                           std::chrono::steady_clock::now() - last)
-                           .count();
-    if (push_latency_us_.size() < kPushLatencySamples) {
-      push_latency_us_.push_back(us);
-    } else {
-      push_latency_us_[push_latency_next_] = us;
-      push_latency_next_ = (push_latency_next_ + 1) % kPushLatencySamples;
-    }
+    const auto now = std::chrono::steady_clock::now();
+    auto us = [](std::chrono::steady_clock::duration d) {
+      return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+    };
+    // A group handed to the writer before its last Apply was received cannot
+    // be; guard the split against a clock that is not monotonic anyway.
+    const auto start = std::max(commit_start_, last);
+    const auto end = std::max(commit_end_, start);
+    push_latency_us_.Add(us(now - last));
+    push_queue_us_.Add(us(start - last));
+    push_commit_us_.Add(us(end - start));
+    push_send_us_.Add(us(now - end));
+    // The steady clock is CLOCK_MONOTONIC, the same in every process of a
+    // host: a client's "PushDone ... arrived" line (--v=1) subtracts this
+    // time to get the push's arrival latency.
+    VLOG(1) << "shard " << shard_id_ << ": clock " << engine_.shard_clock()
+            << " pushed; last Apply received at " << us(last.time_since_epoch())
+            << " us (steady), queue " << us(start - last) << " us, commit " << us(end - start)
+            << " us, acks/reads/pushes " << us(now - end) << " us";
   }
   if (engine_.counters().push_read_errors != push_read_errors) {
     LOG_EVERY_N(ERROR, 100) << "shard " << shard_id_

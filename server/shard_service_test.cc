@@ -686,6 +686,38 @@ TEST_F(ShardServiceTest, StatsReportClocksAndCounters) {
   EXPECT_EQ(counter("delta_bytes_in"), 16);
 }
 
+TEST_F(ShardServiceTest, PushLatencyIsSplitIntoQueueCommitAndSend) {
+  OpenService(2);
+  auto c0 = Connect(0), c1 = Connect(1);
+  uint32_t t = CreateTable(c0, "w");
+  Read(c0, 1, t, {1, 2}, 0, /*subscribe=*/true);
+  c0->Take();
+  EXPECT_EQ(service_->push_latency().samples, 0);
+  ApplyOk(c0, 0, {Delta(t, 1, 1, 0)});
+  Apply(c1, 0, {Delta(t, 2, 2, 0)});  // clock -> 1: row 2 pushed to c0
+  ASSERT_EQ(MessagesOfType<net::Push>(c0->Take()).size(), 1u);
+  const ShardService::PushLatencySplit split = service_->push_latency_split();
+  ASSERT_EQ(split.total.samples, 1);
+  EXPECT_EQ(split.queue.samples, 1);
+  EXPECT_EQ(split.commit.samples, 1);
+  EXPECT_EQ(split.send.samples, 1);
+  // One sample: the stages add up to the whole, from the same timestamps.
+  EXPECT_EQ(split.total.p50_us, split.queue.p50_us + split.commit.p50_us + split.send.p50_us);
+  EXPECT_GT(split.commit.p50_us, 0) << "a RocksDB write takes longer than a microsecond";
+  net::StatsReply stats = service_->Stats();
+  std::map<std::string, int64_t> counters(stats.counters.begin(), stats.counters.end());
+  EXPECT_EQ(counters.at("push_latency_samples"), 1);
+  EXPECT_EQ(counters.at("push_latency_commit_p50_us"), split.commit.p50_us);
+  EXPECT_EQ(counters.at("push_latency_queue_p99_us"), split.queue.p99_us);
+  EXPECT_EQ(counters.at("push_latency_send_p99_us"), split.send.p99_us);
+
+  // A clock that changed no subscribed row pushes no rows: no sample.
+  ApplyOk(c0, 1, {Delta(t, 7, 1, 0)});
+  Apply(c1, 1);
+  EXPECT_EQ(MessagesOfType<net::Push>(c0->Take()).size(), 0u);
+  EXPECT_EQ(service_->push_latency_split().total.samples, 1);
+}
+
 TEST_F(ShardServiceTest, StatsCountRowCacheHitsAndMisses) {
   OpenService(2);
   auto c0 = Connect(0), c1 = Connect(1);

@@ -43,6 +43,14 @@ struct ShardStoreOptions {
   size_t write_buffer_mb = 64;
   // Number of memtables kept before writes stall. Default: 3.
   int max_write_buffer_number = 3;
+  // After a group commit, the active memtable is switched (flushed in the
+  // background) once it holds more than this many groups of that group's
+  // size (and at least 1 MiB), so small groups written every clock do not
+  // pile up one version per clock of each row until write_buffer_mb fills
+  // (each skip-list insert walks past a row's older versions). 0: memtables
+  // are switched by size only, so the WAL holds everything since the last
+  // flush. Default: 4.
+  size_t memtable_switch_groups = 4;
   // Budget of the in-memory row cache, in MiB: the materialized values of
   // recently read rows, kept exactly equal to the stored ones by ApplyBatch
   // (write-through), so reads of hot rows skip RocksDB's merge-on-read.

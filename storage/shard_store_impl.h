@@ -202,6 +202,9 @@ class ShardStore::Impl {
   // cache entries.
   void Publish(const std::vector<CacheOp>& ops, const std::string& put_sums,
                const std::vector<ClockUpdate>& clocks) REQUIRES(write_mu_) EXCLUDES(view_mu_);
+  // After a group of `group_bytes` was written: starts a background flush of
+  // the active memtable once it holds several groups' worth (shard_store_data.cc).
+  void MaybeSwitchMemtableLocked(size_t group_bytes) REQUIRES(write_mu_);
   // Replaces the view's snapshot with one of the latest state.
   // REQUIRES: view_mu_ held exclusively, write_mu_ held.
   void RefreshSnapshotLocked() REQUIRES(view_mu_, write_mu_);

@@ -396,13 +396,15 @@ int RunTool(const std::vector<std::string>& argv, const std::string& log, std::s
 
 class PacedWalTest : public PacedFaultsTest {
  protected:
-  // A job of 600 clocks whose batches are all in the WAL (64 MiB memtable),
-  // then paced SIGKILLed. Returns the WAL.
+  // A job of 600 clocks whose batches are all in the WAL (64 MiB memtable,
+  // switched by size only), then paced SIGKILLed. Returns the WAL.
   void WriteJobAndKill(const std::string& data, const std::string& scratch) {
     Subprocess paced;
     uint16_t port = 0;
     const std::string log = scratch + "/paced_first.log";
-    ASSERT_TRUE(StartShard(&paced, data, log, 1, {"--write_buffer_mb=64"}, &port)) << ReadFile(log);
+    ASSERT_TRUE(StartShard(&paced, data, log, 1,
+                           {"--write_buffer_mb=64", "--memtable_switch_groups=0"}, &port))
+        << ReadFile(log);
     Subprocess client;
     std::vector<std::string> args = ClientArgs(port, 0, 1, "run", 600);
     args.push_back("--sleep_us=0");
