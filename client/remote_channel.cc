@@ -1,9 +1,13 @@
 #include "client/remote_channel.h"
 
 #include <glog/logging.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -22,6 +26,22 @@ constexpr int64_t kReconnectBackoffMaxMs = 100;
 // How long Start retries a Hello refused because the client id is held
 // (see Start).
 constexpr int64_t kFencedGraceMs = 1000;
+// After an outage the batches the client kept meanwhile (up to unacked_mb),
+// their re-sent copies and the re-read rows are freed within moments of the
+// reconnect, but glibc keeps freed memory in its arenas: every outage that
+// was longer than the ones before raised the process's RSS for good (the
+// 10-minute soak: in-use heap flat at 4.5 MB, free arena memory 0.16 -> 2.4
+// MB over the first reconnects). This long after a reconnect the channel
+// returns free arena pages to the OS.
+constexpr int64_t kTrimAfterReconnectMs = 3000;
+
+// Returns the free pages of every malloc arena to the OS (glibc
+// malloc_trim). A few milliseconds, once per reconnect. No-op elsewhere.
+void ReleaseFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 }  // namespace
 
 JobPin::JobPin(std::string job, size_t num_shards)
@@ -214,8 +234,20 @@ void RemoteChannel::OnConnLost(uint64_t gen, const Status& why) {
 }
 
 void RemoteChannel::ReconnectLoop() {
+  // When to hand the memory of the last outage back (see kTrimAfterReconnectMs).
+  std::optional<std::chrono::steady_clock::time_point> trim_at;
   mu_.Lock();
   for (;;) {
+    if (trim_at.has_value()) {
+      cv_.WaitUntil(&mu_, *trim_at, [&]() REQUIRES(mu_) { return stopping_ || lost_; });
+      if (!stopping_ && !lost_) {
+        trim_at.reset();
+        mu_.Unlock();
+        ReleaseFreedMemory();
+        mu_.Lock();
+        continue;
+      }
+    }
     cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || lost_; });
     if (stopping_ || fenced_) {
       mu_.Unlock();
@@ -263,6 +295,7 @@ void RemoteChannel::ReconnectLoop() {
       lost_ = false;
     }
     listener_->OnReconnect(shard_, welcome);
+    trim_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTrimAfterReconnectMs);
     mu_.Lock();
     while (!held_.empty()) {
       net::Message m = std::move(held_.front());

@@ -161,10 +161,7 @@ int Run() {
     return 1;
   }
   std::string token_path;
-  if (FLAGS_insecure) {
-    LOG(WARNING) << "--insecure: no job token; any process that can connect to " << FLAGS_listen
-                 << " can join the job as any client";
-  } else if (!FLAGS_token_file.empty()) {
+  if (!FLAGS_insecure && !FLAGS_token_file.empty()) {
     // Read now: a bad --token_file is refused before anything is created.
     s = LoadToken(&server_options.token, &token_path);
     if (!s.ok()) {
@@ -173,7 +170,7 @@ int Run() {
     }
     server_options.missing_token_hint =
         "pass --token_file=" + token_path + " (the token paced was started with)";
-  } else {
+  } else if (!FLAGS_insecure) {
     server_options.missing_token_hint = "pass --token_file=" + Absolute(FLAGS_data_dir + "/token") +
                                         " (created by paced) or start paced with --insecure";
   }
@@ -231,6 +228,11 @@ int Run() {
     std::fprintf(stderr, "paced: cannot listen on %s: %s\n", FLAGS_listen.c_str(),
                  s.ToString().c_str());
     return 1;
+  }
+  if (FLAGS_insecure) {
+    LOG(WARNING) << "--insecure: no job token; any process that can connect to "
+                 << server_options.host << ":" << server.port()
+                 << " can join the job as any client";
   }
   const bool existed = std::filesystem::exists(FLAGS_data_dir + "/CURRENT");
   std::unique_ptr<ShardService> service;

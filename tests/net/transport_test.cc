@@ -197,6 +197,29 @@ TEST_F(TransportTest, WrongTokenIsRefused) {
   ExpectErrorThenClose(&raw, StatusCode::kPermissionDenied);
 }
 
+// paced sets the token after Listen (it creates it in the data dir it opens
+// later): SetToken before Start replaces options.token; after Start it is
+// refused. A Hello without a token is told what to do (missing_token_hint).
+TEST_F(TransportTest, SetTokenBeforeStartAndTheMissingTokenHint) {
+  ServerOptions options;
+  options.token = "old";
+  options.missing_token_hint = "pass --token_file=/d/token";
+  server_ = std::make_unique<Server>(options);
+  ASSERT_TRUE(server_->Listen().ok());
+  ASSERT_TRUE(server_->SetToken(kToken).ok());
+  ASSERT_TRUE(server_->Start(&service_).ok());
+  EXPECT_EQ(server_->SetToken("later").code(), StatusCode::kFailedPrecondition);
+  std::unique_ptr<RemoteShard> client;
+  ASSERT_TRUE(Connect(ClientOptions(), &client).ok());
+  RemoteShardOptions o = ClientOptions();
+  o.hello.token = "";
+  std::unique_ptr<RemoteShard> none;
+  Status s = Connect(o, &none);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.message(), "shard 127.0.0.1:" + std::to_string(server_->port()) +
+                             " requires a token: pass --token_file=/d/token");
+}
+
 TEST_F(TransportTest, WrongWireVersionIsIncompatible) {
   StartServer();
   RemoteShardOptions o = ClientOptions();

@@ -3,7 +3,12 @@
 // port. Checked: the client finishes with exact totals, and memory is flat:
 // the client's RSS in the last minute is within 5% of its RSS in the second
 // minute, and so is paced's (each incarnation sampled 25 s after its start;
-// a single incarnation varies by about 3%, so minutes are compared).
+// a single incarnation varies by about 3%, so minutes are compared). The
+// client's RSS used to step up by ~1 MB (6.7%) whenever an outage was longer
+// than the ones before: the batches kept meanwhile and the re-sent copies,
+// freed after the reconnect, stayed in glibc's arenas (in-use heap flat at
+// 4.5 MB, free arena memory 0.16 -> 2.4 MB); RemoteChannel now returns it
+// (malloc_trim) 3 s after each reconnect, and the 5% bound is unchanged.
 // PACE_SOAK_SECONDS overrides the length (default 600).
 #include <gtest/gtest.h>
 #include <signal.h>
