@@ -17,7 +17,7 @@ data=$root/r1m.txt
 pids=""
 for s in 0 1; do
   "$bin/paced" --data_dir="$w/s$s" --listen=127.0.0.1:$((pb + s)) --shard=$s --num_shards=2 \
-    --num_clients=2 --v=1 ${PACED_FLAGS:-} > "$w/paced$s.log" 2>&1 &
+    --num_clients=2 --insecure --v=1 ${PACED_FLAGS:-} > "$w/paced$s.log" 2>&1 &
   pids="$pids $!"
 done
 mfp=""
