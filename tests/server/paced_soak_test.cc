@@ -7,8 +7,11 @@
 // client's RSS used to step up by ~1 MB (6.7%) whenever an outage was longer
 // than the ones before: the batches kept meanwhile and the re-sent copies,
 // freed after the reconnect, stayed in glibc's arenas (in-use heap flat at
-// 4.5 MB, free arena memory 0.16 -> 2.4 MB); RemoteChannel now returns it
-// (malloc_trim) 3 s after each reconnect, and the 5% bound is unchanged.
+// 4.5 MB, free arena memory 0.16 -> 2.4 MB). RemoteChannel now returns the
+// whole free pages (malloc_trim) 3 s after each reconnect, which lowers the
+// client's RSS by ~1.4 MB, but holes between live allocations stay: with it
+// the client still rose +6.1% and +6.4% in two runs (steps of ~0.3 MB at
+// minutes 3, 4 and 8, then flat). The 5% bound is kept: open.
 // PACE_SOAK_SECONDS overrides the length (default 600).
 #include <gtest/gtest.h>
 #include <signal.h>
