@@ -179,6 +179,21 @@ rocksdb::Options ShardStore::Impl::MakeRocksOptions() const {
   // at a snapshot then sees later merges too), and readers rely on the view's
   // snapshot (docs/storage-format.md section 14).
   o.level_compaction_dynamic_level_bytes = true;
+  // Level sizes scaled to the memtables (RocksDB's tuning guide: the base
+  // level about the size of L0 at its compaction trigger). With the default
+  // 64 MiB memtables these are RocksDB's defaults (trigger 4, base 256 MiB,
+  // files of 64 MiB). With the small memtables of a small budget (1 MiB each
+  // in pace_mf --memory_mb=64) RocksDB's defaults made the base level the
+  // whole store, and every L0 compaction of four 1 MiB files rewrote most of
+  // it (rows are spread by hash, so each L0 file overlaps every base file);
+  // a 16 MiB base level of 4 MiB files and a trigger of 8 halve what
+  // compactions write and make that job ~25-40% faster (BENCHMARKS.md,
+  // "Model scale after partial Apply").
+  const uint64_t memtable_bytes = uint64_t{options_.write_buffer_mb} << 20;
+  o.level0_file_num_compaction_trigger = memtable_bytes < (uint64_t{16} << 20) ? 8 : 4;
+  o.max_bytes_for_level_base =
+      std::max<uint64_t>(uint64_t{16} << 20, memtable_bytes * o.level0_file_num_compaction_trigger);
+  o.target_file_size_base = o.max_bytes_for_level_base / 4;
   // L0 and the base level uncompressed, deeper levels Snappy: model rows are
   // floats, which Snappy barely shrinks, and a model-scale clock flushes and
   // compacts ~130 MB; integer tables get compressed once they reach the
