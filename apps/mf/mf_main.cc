@@ -396,9 +396,8 @@ int Run() {
     }
     std::printf("\n");
     // The app's own data: the ratings and the id maps (held for the run).
-    const uint64_t app_bytes =
-        (data.train.capacity() + data.test.capacity()) * sizeof(Rating) +
-        (data.users.raw_ids().capacity() + data.items.raw_ids().capacity()) * 3 * sizeof(uint64_t);
+    const uint64_t app_bytes = (data.train.capacity() + data.test.capacity()) * sizeof(Rating) +
+                               data.users.MemoryBytes() + data.items.MemoryBytes();
     apps::PrintMemorySummary(client->Stats(), app_bytes);
     if (summary.final_test_rmse && bias_rmse && client->client_id() == 0) {
       const double rmse = *summary.final_test_rmse;

@@ -226,14 +226,41 @@ Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
 }
 
 uint32_t IdMap::Intern(uint64_t raw) {
+  if (!sorted_.empty()) {
+    index_.reserve(sorted_.size());
+    for (const auto& [id, index] : sorted_) index_.emplace(id, index);
+    std::vector<std::pair<uint64_t, uint32_t>>().swap(sorted_);
+  }
   auto [it, inserted] = index_.emplace(raw, static_cast<uint32_t>(raw_.size()));
   if (inserted) raw_.push_back(raw);
   return it->second;
 }
 
 uint32_t IdMap::Find(uint64_t raw) const {
+  if (!sorted_.empty()) {
+    auto it = std::lower_bound(
+        sorted_.begin(), sorted_.end(), raw,
+        [](const std::pair<uint64_t, uint32_t>& e, uint64_t id) { return e.first < id; });
+    return it != sorted_.end() && it->first == raw ? it->second : kUnknown;
+  }
   auto it = index_.find(raw);
   return it == index_.end() ? kUnknown : it->second;
+}
+
+void IdMap::Compact() {
+  if (index_.empty()) return;
+  std::vector<std::pair<uint64_t, uint32_t>> sorted(index_.begin(), index_.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted_.swap(sorted);
+  std::unordered_map<uint64_t, uint32_t>().swap(index_);
+  raw_.shrink_to_fit();
+}
+
+uint64_t IdMap::MemoryBytes() const {
+  // An unordered_map node: next pointer + key/value pair + the allocator's
+  // header, plus one bucket pointer per element.
+  const uint64_t hashed = index_.size() * (sizeof(void*) + 16 + 16 + sizeof(void*));
+  return hashed + sorted_.capacity() * sizeof(sorted_[0]) + raw_.capacity() * sizeof(uint64_t);
 }
 
 Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<RawRating>& test_raw,
@@ -281,6 +308,8 @@ Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<R
   } else {
     for (const RawRating& r : test_raw) add_test(r);
   }
+  out->users.Compact();
+  out->items.Compact();
   return Status::OK();
 }
 

@@ -117,9 +117,17 @@ class IdMap {
   uint64_t raw(uint32_t index) const { return raw_[index]; }
   const std::vector<uint64_t>& raw_ids() const { return raw_; }
   uint32_t size() const { return static_cast<uint32_t>(raw_.size()); }
+  // Replaces the hash index by a sorted one (12 bytes per id instead of ~40:
+  // 600k users are ~24 MB less for the rest of the run); Find stays exact, a
+  // later Intern rebuilds the hash index. BuildDataset calls it at its end.
+  void Compact();
+  // Bytes held by the map (both indices and the raw ids).
+  uint64_t MemoryBytes() const;
 
  private:
   std::unordered_map<uint64_t, uint32_t> index_;
+  // Sorted by raw id; used (and index_ empty) once Compact() ran.
+  std::vector<std::pair<uint64_t, uint32_t>> sorted_;
   std::vector<uint64_t> raw_;
 };
 

@@ -181,6 +181,26 @@ TEST_F(RatingsDataTest, IdMappingIsDenseAndTestUnknownsAreMarked) {
   EXPECT_EQ(d.test_unknown, 1u);
 }
 
+// Compact (BuildDataset's last step) swaps the hash index for a sorted one:
+// every id keeps its index, unknown ids stay unknown, and a later Intern
+// continues the numbering.
+TEST(IdMapTest, CompactKeepsEveryMappingAndInternContinuesAfterIt) {
+  IdMap m;
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 1000; ++i) ids.push_back((i * 2654435761u) ^ 0x5555);
+  for (uint64_t id : ids) m.Intern(id);
+  const uint64_t hashed_bytes = m.MemoryBytes();
+  m.Compact();
+  EXPECT_LT(m.MemoryBytes(), hashed_bytes / 2);
+  for (uint32_t i = 0; i < ids.size(); ++i) EXPECT_EQ(m.Find(ids[i]), i);
+  EXPECT_EQ(m.Find(0x5555 + 1), IdMap::kUnknown);
+  EXPECT_EQ(m.Find(UINT64_MAX), IdMap::kUnknown);
+  EXPECT_EQ(m.Intern(ids[3]), 3u);
+  EXPECT_EQ(m.Intern(UINT64_MAX), 1000u);
+  EXPECT_EQ(m.Find(UINT64_MAX), 1000u);
+  EXPECT_EQ(m.Find(ids[999]), 999u);
+}
+
 TEST_F(RatingsDataTest, TestFractionSplitIsDeterministic) {
   std::vector<RawRating> train;
   for (uint64_t i = 0; i < 10000; ++i) train.push_back({i % 100, i / 100, 1.0f});
