@@ -73,7 +73,9 @@ class FencingTest : public ::testing::Test {
     testing::CollectTotals(p, prefix, totals, who + " (stderr in " + dir_.path() + ")");
   }
   // Expects the process to print a FAIL line (returned) and exit 1.
-  std::string ExpectFail(Subprocess* p, const std::string& who) {
+  // `name`: the one given to StartClient, whose stderr is shown if the
+  // process does not fail as expected.
+  std::string ExpectFail(Subprocess* p, const std::string& who, const std::string& name = "") {
     std::string line, fail;
     while (p->ReadLine(&line, 120000).ok()) {
       EXPECT_NE(line, "OK") << who << " was expected to fail";
@@ -82,9 +84,21 @@ class FencingTest : public ::testing::Test {
     int status = 0;
     EXPECT_TRUE(p->Wait(30000, &status).ok()) << who;
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << who << " status " << status;
-    EXPECT_FALSE(fail.empty()) << who << " printed no FAIL line";
+    EXPECT_FALSE(fail.empty()) << who << " printed no FAIL line" << StderrTail(name);
     std::printf("%s: %s\n", who.c_str(), fail.c_str());
     return fail;
+  }
+  // The last lines of StartClient(..., name)'s stderr, for a failure message.
+  std::string StderrTail(const std::string& name) const {
+    if (name.empty()) return "";
+    std::ifstream in(dir_.path() + "/" + name + ".stderr.log");
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    std::string out = "; last lines of its stderr:";
+    for (size_t i = lines.size() > 40 ? lines.size() - 40 : 0; i < lines.size(); ++i) {
+      out += "\n  " + lines[i];
+    }
+    return out;
   }
   // Gives the clients time to apply some clocks (the test does not depend
   // on how many).
@@ -268,8 +282,8 @@ TEST_F(FencingTest, ShardRestartedOnAnotherStoreIsRefusedOnReconnect) {
       StartPaced(fresh.get(), dir_.path() + "/fresh1", 1, kShards, kClients, {}, &port, ports_[1])
           .ok());
   shards_[1] = std::move(fresh);
-  for (auto* p : {c0.get(), c1.get()}) {
-    const std::string fail = ExpectFail(p, "client");
+  for (auto [p, name] : {std::pair{c0.get(), "client0"}, std::pair{c1.get(), "client1"}}) {
+    const std::string fail = ExpectFail(p, name, name);
     EXPECT_TRUE(Contains(fail, "this shard belongs to job 'auto-")) << fail;
   }
 }
