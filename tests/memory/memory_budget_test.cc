@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tests/memory/memory_test_util.h"
 #include "tests/testing/subprocess.h"
@@ -19,22 +20,32 @@ namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-TEST(MemoryBudgetTest, EmbeddedProcessStaysWithinItsBudgetOverALargerTable) {
-  TempDir dir;
+// Runs pace_memory_workload with `flags` on a fresh data dir in `dir` and
+// collects its `workload` key=values into *kv; the process must exit 0 with
+// its control rows exact.
+void RunWorkload(const TempDir& dir, const std::vector<std::string>& flags,
+                 std::map<std::string, std::string>* kv) {
+  std::vector<std::string> argv = {BinaryDir() + "/pace_memory_workload",
+                                   "--data_dir=" + dir.path() + "/d"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
   Subprocess proc;
-  ASSERT_TRUE(
-      proc.Start({BinaryDir() + "/pace_memory_workload", "--data_dir=" + dir.path() + "/d",
-                  "--memory_mb=96", "--rows=1048576", "--width=128", "--fill_rows_per_clock=16384",
-                  "--workers=2", "--clocks=3", "--ops_per_clock=4000"},
-                 dir.path() + "/stderr.log")
-          .ok());
-  std::map<std::string, std::string> kv;
-  CollectKeyValues(&proc, "workload", 240000, &kv);
+  ASSERT_TRUE(proc.Start(argv, dir.path() + "/stderr.log").ok());
+  CollectKeyValues(&proc, "workload", 240000, kv);
   int status = 0;
   ASSERT_TRUE(proc.Wait(30000, &status).ok());
   ASSERT_TRUE(WIFEXITED(status)) << "the workload did not exit";
   EXPECT_EQ(WEXITSTATUS(status), 0) << "see " << dir.path() << "/stderr.log";
-  EXPECT_EQ(kv["control_exact"], "true");
+  EXPECT_EQ((*kv)["control_exact"], "true");
+}
+
+TEST(MemoryBudgetTest, EmbeddedProcessStaysWithinItsBudgetOverALargerTable) {
+  TempDir dir;
+  std::map<std::string, std::string> kv;
+  RunWorkload(dir,
+              {"--memory_mb=96", "--rows=1048576", "--width=128", "--fill_rows_per_clock=16384",
+               "--workers=2", "--clocks=3", "--ops_per_clock=4000"},
+              &kv);
+  if (HasFatalFailure()) return;
   EXPECT_GE(U64(kv, "data_dir_bytes"), 512 * kMiB) << "the table is smaller than the test needs";
   const uint64_t peak = U64(kv, "peak_rss_bytes");
   EXPECT_GT(peak, 0u);
@@ -68,20 +79,12 @@ TEST(MemoryBudgetTest, EmbeddedProcessStaysWithinItsBudgetOverALargerTable) {
 // exact.
 TEST(MemoryBudgetTest, TheProcessClocksHolderSendsAClockLargerThanTheBudgetInParts) {
   TempDir dir;
-  Subprocess proc;
-  ASSERT_TRUE(
-      proc.Start({BinaryDir() + "/pace_memory_workload", "--data_dir=" + dir.path() + "/d",
-                  "--memory_mb=64", "--rows=262144", "--width=128", "--fill_rows_per_clock=262144",
-                  "--fill_inc_rows=1024", "--workers=2", "--clocks=2", "--ops_per_clock=1000"},
-                 dir.path() + "/stderr.log")
-          .ok());
   std::map<std::string, std::string> kv;
-  CollectKeyValues(&proc, "workload", 240000, &kv);
-  int status = 0;
-  ASSERT_TRUE(proc.Wait(30000, &status).ok());
-  ASSERT_TRUE(WIFEXITED(status)) << "the workload did not exit";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "see " << dir.path() << "/stderr.log";
-  EXPECT_EQ(kv["control_exact"], "true");
+  RunWorkload(dir,
+              {"--memory_mb=64", "--rows=262144", "--width=128", "--fill_rows_per_clock=262144",
+               "--fill_inc_rows=1024", "--workers=2", "--clocks=2", "--ops_per_clock=1000"},
+              &kv);
+  if (HasFatalFailure()) return;
   // One clock, many parts: 128 MiB in parts of ~1.9 MiB.
   EXPECT_GE(U64(kv, "fill_batches_sent"), 32u);
   const uint64_t peak = U64(kv, "fill_peak_rss_bytes");
