@@ -190,7 +190,16 @@ TEST_F(MemoryBoundsTest, ExactTotalsAndReadMyWritesHoldUnderTheBound) {
   auto flush = std::async(std::launch::async, [&] { return client_->Flush(); });
   ASSERT_TRUE(Await(flush).ok());
   EXPECT_LE(max_unacked.load(), (uint64_t{1} << 20) + kMaxBatch);
-  EXPECT_EQ(client_->Stats().unacked_bytes, 0u);
+  const ClientStats stats = client_->Stats();
+  EXPECT_EQ(stats.unacked_bytes, 0u);
+  // Every delta left in some batch: none is still open after the last clock
+  // (a delta that is never sealed would be missing from the totals below
+  // while every read-my-writes check above still sees it).
+  EXPECT_EQ(stats.open_delta_bytes, 0u);
+  // Each worker Incs every one of its rows once per clock: rows_sent counts
+  // each (row, clock) once if no delta was split over parts (and more if one
+  // was), never fewer.
+  EXPECT_GE(stats.rows_sent, uint64_t{kRows} * kClocks) << "batches_sent " << stats.batches_sent;
   std::lock_guard<std::mutex> l(mu);
   ASSERT_EQ(stored.size(), static_cast<size_t>(kRows));
   for (const auto& [row, v] : stored) {
