@@ -28,14 +28,7 @@ using client::ScriptedChannel;
 class MemoryBoundsTest : public ::testing::Test {
  protected:
   void Open(ClientOptions options) {
-    net::Welcome w;
-    w.num_shards = 1;
-    w.num_clients = options.num_clients;
-    auto ch = std::make_unique<ScriptedChannel>(0, w);
-    ch_ = ch.get();
-    std::vector<std::unique_ptr<client::ShardChannel>> chans;
-    chans.push_back(std::move(ch));
-    ASSERT_TRUE(Client::Impl::Create(options, std::move(chans), false, &client_).ok());
+    ASSERT_TRUE(client::OpenOnScriptedShard(options, &client_, &ch_).ok());
   }
 
   Table Create(uint32_t width, Consistency c, uint32_t s) {
@@ -46,13 +39,7 @@ class MemoryBoundsTest : public ::testing::Test {
     schema.consistency = c;
     schema.staleness = s;
     Table t;
-    auto f = std::async(std::launch::async, [&] { return client_->CreateTable(schema, &t); });
-    net::CreateTable req;
-    EXPECT_TRUE(ch_->Next(&req));
-    TableSchema created = req.schema;
-    created.id = 1;
-    ch_->Deliver(net::TablesReply{req.req_id, {created}});
-    EXPECT_TRUE(f.get().ok());
+    EXPECT_TRUE(client::CreateTableOnScriptedShard(client_.get(), ch_, schema, 1, &t).ok());
     return t;
   }
 

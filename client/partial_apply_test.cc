@@ -31,30 +31,17 @@ std::string Row(int64_t v) { return EncodeDense(std::vector<int64_t>(kWidth, v))
 class PartialApplyTest : public ::testing::Test {
  protected:
   void Open() {
-    net::Welcome w;
-    w.num_shards = 1;
-    w.num_clients = 1;
-    auto ch = std::make_unique<ScriptedChannel>(0, w);
-    ch_ = ch.get();
-    std::vector<std::unique_ptr<client::ShardChannel>> chans;
-    chans.push_back(std::move(ch));
     ClientOptions o;
     o.open_delta_mb = 1;
     o.unacked_mb = 64;  // parts need not wait for Acks here
-    ASSERT_TRUE(Client::Impl::Create(o, std::move(chans), false, &client_).ok());
+    ASSERT_TRUE(client::OpenOnScriptedShard(o, &client_, &ch_).ok());
     TableSchema schema;
     schema.name = "p";
     schema.type = ElementType::kI64;
     schema.width = kWidth;
     schema.consistency = Consistency::kEssp;
     schema.staleness = 2;
-    auto f = std::async(std::launch::async, [&] { return client_->CreateTable(schema, &t_); });
-    net::CreateTable req;
-    ASSERT_TRUE(ch_->Next(&req));
-    TableSchema created = req.schema;
-    created.id = 3;
-    ch_->Deliver(net::TablesReply{req.req_id, {created}});
-    ASSERT_TRUE(f.get().ok());
+    ASSERT_TRUE(client::CreateTableOnScriptedShard(client_.get(), ch_, schema, 3, &t_).ok());
     ASSERT_TRUE(client_->RegisterWorker(&w_).ok());
   }
 

@@ -23,14 +23,7 @@ std::string I64(std::vector<int64_t> v) { return EncodeDense(v); }
 class ProtocolTest : public ::testing::Test {
  protected:
   void Open(ClientOptions options = {}) {
-    net::Welcome w;
-    w.num_shards = 1;
-    w.num_clients = options.num_clients;
-    auto ch = std::make_unique<ScriptedChannel>(0, w);
-    ch_ = ch.get();
-    std::vector<std::unique_ptr<client::ShardChannel>> chans;
-    chans.push_back(std::move(ch));
-    ASSERT_TRUE(Client::Impl::Create(options, std::move(chans), false, &client_).ok());
+    ASSERT_TRUE(client::OpenOnScriptedShard(options, &client_, &ch_).ok());
   }
 
   Table Create(const std::string& name, Consistency c, uint32_t s, uint32_t id,
@@ -42,13 +35,7 @@ class ProtocolTest : public ::testing::Test {
     schema.consistency = c;
     schema.staleness = s;
     Table t;
-    auto f = std::async(std::launch::async, [&] { return client_->CreateTable(schema, &t); });
-    net::CreateTable req;
-    EXPECT_TRUE(ch_->Next(&req));
-    TableSchema created = req.schema;
-    created.id = id;
-    ch_->Deliver(net::TablesReply{req.req_id, {created}});
-    EXPECT_TRUE(f.get().ok());
+    EXPECT_TRUE(client::CreateTableOnScriptedShard(client_.get(), ch_, schema, id, &t).ok());
     return t;
   }
 
@@ -277,13 +264,7 @@ TEST_F(ProtocolTest, SparsePrefetchesAreCutIntoSmallReads) {
   schema.consistency = Consistency::kSsp;
   schema.staleness = 1;
   Table t;
-  auto f = std::async(std::launch::async, [&] { return client_->CreateTable(schema, &t); });
-  net::CreateTable req;
-  ASSERT_TRUE(ch_->Next(&req));
-  TableSchema created = req.schema;
-  created.id = 5;
-  ch_->Deliver(net::TablesReply{req.req_id, {created}});
-  ASSERT_TRUE(f.get().ok());
+  ASSERT_TRUE(client::CreateTableOnScriptedShard(client_.get(), ch_, schema, 5, &t).ok());
   std::unique_ptr<Worker> w;
   ASSERT_TRUE(client_->RegisterWorker(&w).ok());
   std::vector<uint64_t> rows(100);

@@ -13,12 +13,16 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <variant>
 #include <vector>
 
+#include "client/client_impl.h"
+#include "client/pace.h"
 #include "client/shard_channel.h"
 
 namespace pace::client {
@@ -180,6 +184,38 @@ class ScriptedChannel : public ShardChannel {
   uint32_t parts_ = 0;
   std::thread auto_thread_;
 };
+
+// Opens a client with `options` on one scripted shard (its Welcome: shard 0
+// of 1, options.num_clients clients); *channel is that shard.
+inline Status OpenOnScriptedShard(const ClientOptions& options, std::unique_ptr<Client>* client,
+                                  ScriptedChannel** channel) {
+  net::Welcome w;
+  w.num_shards = 1;
+  w.num_clients = options.num_clients;
+  auto ch = std::make_unique<ScriptedChannel>(0, w);
+  *channel = ch.get();
+  std::vector<std::unique_ptr<ShardChannel>> chans;
+  chans.push_back(std::move(ch));
+  return Client::Impl::Create(options, std::move(chans), false, client);
+}
+
+// Creates `schema` through `client`, with `channel` playing the shard: it
+// answers the CreateTable with the schema under table id `id`.
+inline Status CreateTableOnScriptedShard(Client* client, ScriptedChannel* channel,
+                                         const TableSchema& schema, uint32_t id, Table* t) {
+  auto f = std::async(std::launch::async, [&] { return client->CreateTable(schema, t); });
+  net::CreateTable req;
+  if (!channel->Next(&req)) {
+    // Unblocks the CreateTable (the future waits for it).
+    channel->Deliver(net::Error{0, StatusCode::kInternal, "no CreateTable sent"});
+    f.wait();
+    return Status::Internal("the client sent no CreateTable");
+  }
+  TableSchema created = req.schema;
+  created.id = id;
+  channel->Deliver(net::TablesReply{req.req_id, {created}});
+  return f.get();
+}
 
 }  // namespace pace::client
 
