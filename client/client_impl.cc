@@ -528,7 +528,7 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
   progress_cv_.notify_all();
 }
 
-uint64_t Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
+void Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
   const uint32_t n = num_shards();
   std::vector<net::Apply> applies(n);
   std::vector<std::vector<RowKey>> keys(n);
@@ -577,7 +577,6 @@ uint64_t Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
     // batch can never reach a fresh connection before older re-sent ones.
     if (sh.connected.load(std::memory_order_acquire)) SendToShard(k, std::move(applies[k]));
   }
-  return sealed;
 }
 
 net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {

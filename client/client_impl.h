@@ -315,8 +315,8 @@ class Client::Impl : public client::ChannelListener {
   // parts of it were sent).
   void SendClocks(ClockT from, ClockT to) REQUIRES(send_mu_);
   // Seals clock c's open deltas and sends them to every shard as part `part`
-  // of clock c (more: not the last part). Returns the bytes sealed.
-  uint64_t SendBatch(ClockT c, uint32_t part, bool more) REQUIRES(send_mu_);
+  // of clock c (more: not the last part).
+  void SendBatch(ClockT c, uint32_t part, bool more) REQUIRES(send_mu_);
   // Builds shard k's Apply for an unacked batch from the entries' pending
   // deltas.
   net::Apply RebuildBatch(const client::SentBatch& b) REQUIRES(send_mu_);

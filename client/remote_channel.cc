@@ -45,7 +45,7 @@ void ReleaseFreedMemory() {
 }  // namespace
 
 JobPin::JobPin(std::string job, size_t num_shards)
-    : given_(!job.empty()), job_(std::move(job)), per_shard_(num_shards), who_(num_shards) {}
+    : given_(!job.empty()), job_(std::move(job)), per_shard_(num_shards) {}
 
 std::string JobPin::Expected(uint32_t shard) const {
   MutexLock l(&mu_);

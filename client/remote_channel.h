@@ -56,7 +56,6 @@ class JobPin {
   std::string job_from_ GUARDED_BY(mu_);                // the shard that reported job_
   std::string auto_from_ GUARDED_BY(mu_);               // a shard with an automatic id
   std::vector<std::string> per_shard_ GUARDED_BY(mu_);  // each shard's first id
-  std::vector<std::string> who_ GUARDED_BY(mu_);
 };
 
 // True for a shard's refusal of a Hello of another job (see JobPin): fatal,

@@ -144,8 +144,9 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, ClockT c, uint32_t part) {
   CacheEntry* e = Find(key);
   if (e == nullptr) return 0;
   auto& pd = e->pending;
+  // Sealed deltas of (clock, part) up to (c, part).
   auto acked = [c, part](const PendingDelta& p) {
-    return p.sealed && (p.clock < c || (p.clock == c && p.part <= part));
+    return p.sealed && !PartBefore(c, part, p.clock, p.part);
   };
   size_t purged = 0;
   for (const PendingDelta& p : pd) {

@@ -118,6 +118,9 @@ std::string Absolute(const std::string& path) {
   return ec ? path : p.lexically_normal().string();
 }
 
+// Where paced keeps the job token when --token_file is not given.
+std::string DefaultTokenPath() { return Absolute(FLAGS_data_dir + "/token"); }
+
 // The job token (docs/operations.md, "Tokens"): --token_file's, or
 // DATA_DIR/token, created on the first start. *path = the file it came from.
 Status LoadToken(std::string* token, std::string* path) {
@@ -125,7 +128,7 @@ Status LoadToken(std::string* token, std::string* path) {
     *path = Absolute(FLAGS_token_file);
     return ReadTokenFile(FLAGS_token_file, token);
   }
-  *path = Absolute(FLAGS_data_dir + "/token");
+  *path = DefaultTokenPath();
   bool created = false;
   RETURN_IF_ERROR(ReadOrCreateTokenFile(*path, token, &created));
   if (created) {
@@ -171,7 +174,7 @@ int Run() {
     server_options.missing_token_hint =
         "pass --token_file=" + token_path + " (the token paced was started with)";
   } else if (!FLAGS_insecure) {
-    server_options.missing_token_hint = "pass --token_file=" + Absolute(FLAGS_data_dir + "/token") +
+    server_options.missing_token_hint = "pass --token_file=" + DefaultTokenPath() +
                                         " (created by paced) or start paced with --insecure";
   }
   server_options.io_threads = FLAGS_io_threads;
