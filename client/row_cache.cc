@@ -1,6 +1,7 @@
 #include "client/row_cache.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace pace::client {
 
@@ -161,6 +162,17 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, ClockT c, uint32_t part) {
     e->open.delta.clear();
   }
   pd.erase(keep, pd.end());
+  // A vector never shrinks by itself: the capacity an outage's backlog gave
+  // the row (one pending delta per clock it was touched in) would stay for
+  // the rest of the job, and more rows reach a new high-water mark with every
+  // longer outage (the soak's client heap crept ~6 KB a minute). Steady state
+  // needs at most kKeptPendingCapacity; beyond that the storage goes.
+  if (pd.capacity() > kKeptPendingCapacity && pd.size() <= kKeptPendingCapacity) {
+    std::vector<PendingDelta> fit;
+    fit.reserve(kKeptPendingCapacity);
+    std::move(pd.begin(), pd.end(), std::back_inserter(fit));
+    pd.swap(fit);
+  }
   MaybeErase(e);
   return purged;
 }

@@ -115,6 +115,43 @@ TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
   EXPECT_EQ(Seen(*e), (std::vector<int64_t>{3, 3}));
 }
 
+// An outage: a row is sealed in many clocks before any Ack, then the Acks
+// purge them. The row must not keep the backlog's storage for the rest of the
+// job (issue 11: memory grows with the job's length), and it must not churn
+// the allocator in steady state either (one clock in flight at a time).
+TEST_F(RowCacheTest, PendingStorageOfAnOutageIsReleasedAfterItsAcks) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
+  CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
+  st_.InstallValue(e, Dense({0, 0}), 0, 0);  // keeps the entry alive
+  constexpr ClockT kBacklog = 64;
+  for (ClockT c = 0; c < kBacklog; ++c) {
+    st_.AddDelta(e, c, Dense({1, 1}));
+    ASSERT_NE(st_.Seal(e, c), nullptr);
+  }
+  EXPECT_EQ(e->pending.size(), static_cast<size_t>(kBacklog));
+  // The Acks come one clock at a time; the last two clocks stay unacked.
+  for (ClockT c = 0; c + 2 < kBacklog; ++c) st_.PurgeAcked(RowKey{1, 1}, c);
+  EXPECT_EQ(e->pending.size(), 2u);
+  EXPECT_LE(e->pending.capacity(), kKeptPendingCapacity);
+  // The kept deltas are intact (value = server + both).
+  EXPECT_EQ(e->pending[0].clock, kBacklog - 2);
+  EXPECT_EQ(e->pending[1].clock, kBacklog - 1);
+  st_.InstallValue(e, Dense({0, 0}), 0, kBacklog - 2);
+  EXPECT_EQ(Seen(*e), (std::vector<int64_t>{2, 2}));
+
+  // Steady state: seal clock c, purge clock c - 1. The vector's storage stays
+  // put (no allocation per row per clock).
+  st_.PurgeAcked(RowKey{1, 1}, kBacklog - 2);
+  const PendingDelta* storage = e->pending.data();
+  for (ClockT c = kBacklog; c < kBacklog + 16; ++c) {
+    st_.AddDelta(e, c, Dense({1, 1}));
+    st_.Seal(e, c);
+    st_.PurgeAcked(RowKey{1, 1}, c - 1);
+    ASSERT_EQ(e->pending.size(), 1u);
+    EXPECT_EQ(e->pending.data(), storage) << "clock " << c;
+  }
+}
+
 TEST_F(RowCacheTest, EvictionPrefersRowsOutsideTheLookAheadWindow) {
   SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   const size_t one = kEntryOverheadBytes + 16;
