@@ -162,12 +162,16 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, ClockT c, uint32_t part) {
     e->open.delta.clear();
   }
   pd.erase(keep, pd.end());
-  // A vector never shrinks by itself: the capacity an outage's backlog gave
-  // the row (one pending delta per clock it was touched in) would stay for
-  // the rest of the job, and more rows reach a new high-water mark with every
-  // longer outage (the soak's client heap crept ~6 KB a minute). Steady state
-  // needs at most kKeptPendingCapacity; beyond that the storage goes.
-  if (pd.capacity() > kKeptPendingCapacity && pd.size() <= kKeptPendingCapacity) {
+  // A vector never shrinks by itself, so a row would keep the largest
+  // backlog it ever had for the rest of the job: the capacity an outage gave
+  // it (one pending delta per clock it was touched in), or two once it was
+  // touched in two clocks before the first one's Ack. More rows reach a new
+  // high-water mark as the job goes on (the soak's client heap crept with
+  // the job's length). So a row with nothing pending holds no storage, and
+  // one with a few left keeps room for kKeptPendingCapacity.
+  if (pd.empty()) {
+    std::vector<PendingDelta>().swap(pd);
+  } else if (pd.capacity() > kKeptPendingCapacity && pd.size() <= kKeptPendingCapacity) {
     std::vector<PendingDelta> fit;
     fit.reserve(kKeptPendingCapacity);
     std::move(pd.begin(), pd.end(), std::back_inserter(fit));

@@ -62,11 +62,11 @@ struct PendingDelta {
   uint32_t part = 0;    // when sealed: the part of `clock` it was sent in
 };
 
-// Pending deltas a row keeps room for once its acknowledged ones are purged:
-// in steady state a sealed delta whose Ack is on its way and one more (the
+// Pending deltas a row with some left keeps room for once its acknowledged
+// ones are purged: a sealed delta whose Ack is on its way and one more (the
 // next clock's, or an open delta of a worker a clock ahead). PurgeAcked
 // releases the rest (what an outage's backlog of unacknowledged clocks made
-// the row's vector grow to).
+// the row's vector grow to), and all of it when nothing is left.
 inline constexpr size_t kKeptPendingCapacity = 2;
 
 // (clock, part) a before (clock, part) b, in the order a shard applies them.
@@ -290,8 +290,9 @@ struct alignas(64) CacheStripe {
   void MaybeErase(CacheEntry* e) REQUIRES(mu);
   // Removes sealed deltas of (clock, part) <= (c, part) (acknowledged by the
   // shard; a whole clock is its part 0 — later parts of c, if any, are acked
-  // with their own part). Returns their bytes. Capacity of `pending` beyond
-  // kKeptPendingCapacity is released once no more than that is left.
+  // with their own part). Returns their bytes. The storage of `pending` is
+  // released when it is left empty, and beyond kKeptPendingCapacity once no
+  // more than that is left.
   size_t PurgeAcked(const RowKey& key, ClockT c, uint32_t part = UINT32_MAX) REQUIRES(mu);
 
   // Removes and returns the entries with an open delta of clock `c`.
