@@ -26,13 +26,14 @@ constexpr int64_t kReconnectBackoffMaxMs = 100;
 // How long Start retries a Hello refused because the client id is held
 // (see Start).
 constexpr int64_t kFencedGraceMs = 1000;
-// After an outage the batches the client kept meanwhile (up to unacked_mb),
-// their re-sent copies and the re-read rows are freed within moments of the
-// reconnect, but glibc keeps freed memory in its arenas: every outage that
-// was longer than the ones before raised the process's RSS for good (the
-// 10-minute soak: in-use heap flat at 4.5 MB, free arena memory 0.16 -> 2.4
-// MB over the first reconnects). This long after a reconnect the channel
-// returns free arena pages to the OS.
+// What a reconnect allocates at once (the batches the client kept during the
+// outage, up to unacked_mb, their re-sent copies, the replies re-subscribing
+// its pushed rows) is freed within moments, but glibc keeps freed memory in
+// its arenas. This long after a reconnect the channel returns the free arena
+// pages to the OS. (The 10-minute soak before session 6, when every pushed
+// row was re-subscribed with a Read of its own: free arena memory 0.3 -> 2.6
+// MB over the first reconnects, -1.4 MB RSS with the trim; with one Read per
+// table it stays at 0.4-0.7 MB.)
 constexpr int64_t kTrimAfterReconnectMs = 3000;
 
 // Returns the free pages of every malloc arena to the OS (glibc
