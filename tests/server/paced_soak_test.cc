@@ -3,15 +3,17 @@
 // port. Checked: the client finishes with exact totals, and memory is flat:
 // the client's RSS in the last minute is within 5% of its RSS in the second
 // minute, and so is paced's (each incarnation sampled 25 s after its start;
-// a single incarnation varies by about 3%, so minutes are compared). The
-// client's RSS used to step up by ~1 MB (6.7%) whenever an outage was longer
-// than the ones before: the batches kept meanwhile and the re-sent copies,
-// freed after the reconnect, stayed in glibc's arenas (in-use heap flat at
-// 4.5 MB, free arena memory 0.16 -> 2.4 MB). RemoteChannel now returns the
-// whole free pages (malloc_trim) 3 s after each reconnect, which lowers the
-// client's RSS by ~1.4 MB, but holes between live allocations stay: with it
-// the client still rose +6.1% and +6.4% in two runs (steps of ~0.3 MB at
-// minutes 3, 4 and 8, then flat). The 5% bound is kept: open.
+// a single incarnation varies by about 3%, so minutes are compared).
+// Until session 6 the client's RSS rose by 2-6% (+6.1%, +6.4%, +2.4%), for
+// two reasons, both fixed: after every reconnect it re-subscribed each of its
+// 4,000 pushed rows with a Read of its own (4,000 requests in flight and 4,000
+// replies at once, ~1 MB of small allocations that left 1-2.5 MB free but
+// resident in glibc's arenas; now one Read per table), and every row kept
+// the largest pending-delta vector it ever needed (in-use heap creeping with
+// the job's length; now freed once acknowledged). The batches kept during an
+// outage are not the cause here: the bsp reads stop the workers within a
+// clock of a kill, so a reconnect re-sends 0 or 1 batch. Session 6's runs:
+// BENCHMARKS.md, "Soak RSS, session 6".
 // PACE_SOAK_SECONDS overrides the length (default 600).
 #include <gtest/gtest.h>
 #include <signal.h>
