@@ -141,6 +141,15 @@ Status Client::Impl::Create(const ClientOptions& given,
     sh.known_clock.store(w.shard_clock);
     sh.duplicates_below.store(w.applied_clock);
     sh.duplicate_parts_below.store(w.applied_parts);
+    sh.resume_clock = w.applied_clock;
+    sh.resume_parts = w.applied_parts;
+    if (w.applied_parts > 0) {
+      LOG(WARNING) << sh.channel->Describe() << " holds " << w.applied_parts << " part(s) of clock "
+                   << w.applied_clock << " of client " << options.client_id
+                   << " from a process of this client that ended mid-clock; they stay applied and "
+                      "this process re-runs clock "
+                   << w.applied_clock << " in full after them";
+    }
   }
   impl->start_clock_ = start;
   {
@@ -532,6 +541,12 @@ void Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
   const uint32_t n = num_shards();
   std::vector<net::Apply> applies(n);
   std::vector<std::vector<RowKey>> keys(n);
+  // Shard k's number for this part: after the parts a previous process left
+  // of clock c (ShardState::resume_parts), if any.
+  std::vector<uint32_t> part_of(n, part);
+  for (uint32_t k = 0; k < n; ++k) {
+    if (c == shards_[k]->resume_clock) part_of[k] = part + shards_[k]->resume_parts;
+  }
   for (CacheStripe& st : stripes_) {
     client::SpinLock l(&st.mu);
     const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
@@ -546,7 +561,7 @@ void Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
         __builtin_prefetch(ahead->open.delta.data());
       }
       CacheEntry* e = dirty[i];
-      const client::PendingDelta* p = st.Seal(e, c, part);
+      const client::PendingDelta* p = st.Seal(e, c, part_of[e->shard]);
       if (p == nullptr) continue;
       applies[e->shard].updates.push_back(net::RowData{e->key.table, e->key.row, p->delta});
       keys[e->shard].push_back(e->key);
@@ -563,12 +578,12 @@ void Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
   for (uint32_t k = 0; k < n; ++k) {
     ShardState& sh = *shards_[k];
     applies[k].clock = c;
-    applies[k].part = part;
+    applies[k].part = part_of[k];
     applies[k].more = more;
     rows_sent_.fetch_add(applies[k].updates.size(), std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> l(sh.mu);
-      sh.unacked.push_back(SentBatch{c, std::move(keys[k]), part, more});
+      sh.unacked.push_back(SentBatch{c, std::move(keys[k]), part_of[k], more});
     }
     if (!more) sh.sent_through.store(c + 1, std::memory_order_release);
     batches_sent_.fetch_add(1, std::memory_order_relaxed);

@@ -107,6 +107,13 @@ struct ShardState {
   // ... and parts below this one of clock duplicates_below (the first
   // Welcome's applied_parts: parts the shard had before this process).
   std::atomic<uint32_t> duplicate_parts_below{0};
+  // The first Welcome's (applied_clock, applied_parts): parts of clock
+  // resume_clock that a previous process of this client had sent before it
+  // ended mid-clock. This process's parts of that clock are numbered after
+  // them (SendBatch), so the shard keeps those parts and applies every part
+  // of the re-run (docs/wire-protocol.md, "Apply parts"). Set by Create.
+  ClockT resume_clock = 0;
+  uint32_t resume_parts = 0;
   std::atomic<bool> connected{true};
   std::atomic<int64_t> disconnected_since_ms{0};
   std::atomic<bool> failed{false};
