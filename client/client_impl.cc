@@ -155,6 +155,7 @@ Status Client::Impl::Create(const ClientOptions& given,
   {
     MutexLock l(&impl->clock_mu_);  // not shared yet; for the analysis
     impl->process_clock_ = start;
+    impl->max_worker_clock_ = start;
   }
   impl->process_clock_seen_.store(start, std::memory_order_release);
   for (auto& sh : impl->shards_) {
@@ -400,6 +401,7 @@ Status Client::Impl::ListTables(std::vector<TableSchema>* tables) {
 ClockT Client::Impl::RegisterWorker(std::shared_ptr<client::WorkerStats>* stats) {
   MutexLock l(&clock_mu_);
   ++worker_clocks_[process_clock_];
+  max_worker_clock_ = std::max(max_worker_clock_, process_clock_);
   *stats = std::make_shared<client::WorkerStats>();
   worker_stats_.push_back(*stats);
   return process_clock_;
@@ -421,12 +423,16 @@ void Client::Impl::DeregisterWorker(ClockT clock) {
 }
 
 void Client::Impl::AdvanceProcessClockAndUnlock() {
-  if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) {
+  // With no worker left, the clocks the last ones finished are still due: a
+  // worker that left at clock c while another had finished c (and left
+  // first) did nothing at c, so c is complete.
+  const ClockT target = worker_clocks_.empty() ? max_worker_clock_ : worker_clocks_.begin()->first;
+  if (target <= process_clock_) {
     clock_mu_.Unlock();
     return;
   }
   const ClockT from = process_clock_;
-  process_clock_ = worker_clocks_.begin()->first;
+  process_clock_ = target;
   const ClockT to = process_clock_;
   send_mu_.Lock();  // hand over: batches leave in clock order
   clock_mu_.Unlock();
@@ -510,6 +516,7 @@ Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
   MoveWorker(&worker_clocks_, *clock);
   ++*clock;
   ++worker_clocks_[*clock];
+  max_worker_clock_ = std::max(max_worker_clock_, *clock);
   AdvanceProcessClockAndUnlock();
   const ClockT c = *clock;
   const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;

@@ -313,8 +313,9 @@ class Client::Impl : public client::ChannelListener {
   // The retry thread: re-sends queued Reads when due (started on first use).
   void RetryLoop();
 
-  // With clock_mu_ held: if the min over worker clocks passed the process
-  // clock, advances it and sends the batches of the clocks it passed (taking
+  // With clock_mu_ held: if the min over worker clocks (max_worker_clock_
+  // when no worker is left) passed the process clock, advances it and sends
+  // the batches of the clocks it passed (taking
   // send_mu_ before releasing clock_mu_, so batches leave in clock order).
   // Releases clock_mu_ in every case.
   void AdvanceProcessClockAndUnlock() RELEASE(clock_mu_) EXCLUDES(send_mu_);
@@ -371,6 +372,11 @@ class Client::Impl : public client::ChannelListener {
   mutable Mutex clock_mu_ ACQUIRED_BEFORE(send_mu_);
   std::map<ClockT, int> worker_clocks_ GUARDED_BY(clock_mu_);
   ClockT process_clock_ GUARDED_BY(clock_mu_) = 0;
+  // The highest clock a worker has reached (registered at or clocked to).
+  // With no worker registered the process clock is this: every clock below
+  // it was finished by every worker that was still there (a worker leaves
+  // at its clock, having finished the ones below), so their batches are due.
+  ClockT max_worker_clock_ GUARDED_BY(clock_mu_) = 0;
   std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_ GUARDED_BY(clock_mu_);
 
   Mutex send_mu_;  // orders Apply batches per shard

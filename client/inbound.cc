@@ -272,7 +272,16 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
     }
   }
   unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
-  if (!last.more) sh.purged_through.store(last.clock + 1, std::memory_order_release);
+  // Through the last whole clock among them (an Ack that also covers a later
+  // part still completes the clocks before it, for Flush).
+  for (auto b = done.rbegin(); b != done.rend(); ++b) {
+    if (!b->more) {
+      if (b->clock + 1 > sh.purged_through.load(std::memory_order_relaxed)) {
+        sh.purged_through.store(b->clock + 1, std::memory_order_release);
+      }
+      break;
+    }
+  }
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
 }

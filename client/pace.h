@@ -310,7 +310,11 @@ class Client {
 
 // An application thread's identity: its clock and its reads and updates.
 // Not thread-safe: one thread uses a Worker at a time. Destroying a Worker
-// deregisters it (the process clock no longer waits for it).
+// deregisters it (the process clock no longer waits for it). When the last
+// Worker is destroyed, the process clock moves to the highest clock any
+// Worker reached, so every clock some Worker finished is sent; updates a
+// Worker made at a clock it never finished with Clock() are sent only if
+// another Worker finished that clock.
 class Worker {
  public:
   ~Worker();

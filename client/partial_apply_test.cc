@@ -9,6 +9,7 @@
 // them.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <memory>
 #include <string>
@@ -198,6 +199,26 @@ TEST_F(PartialApplyTest, AProcessResumingAHalfAppliedClockNumbersItsPartsAfterTh
   ASSERT_TRUE(ch_->Next(&next));
   EXPECT_EQ(next.clock, 6);
   EXPECT_EQ(next.part, 0u);
+}
+
+// One Ack covering a whole clock and a later part (acknowledgements are
+// cumulative) completes the clock for Flush.
+TEST_F(PartialApplyTest, AnAckThroughAPartCompletesTheClocksBeforeIt) {
+  Open();
+  ASSERT_TRUE(w_->Clock().ok());  // clock 0, whole (empty)
+  IncRows(kRowsPerPart, 1);       // part 0 of clock 1
+  net::Apply a0, p0;
+  ASSERT_TRUE(ch_->Next(&a0));
+  ASSERT_TRUE(ch_->Next(&p0));
+  ASSERT_EQ(p0.clock, 1);
+  ASSERT_TRUE(p0.more);
+  ch_->Deliver(net::Ack{1, false, 0});
+  auto flush = std::async(std::launch::async, [&] { return client_->Flush(); });
+  if (flush.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ADD_FAILURE() << "Flush still waits for clock 0";
+    ch_->Deliver(net::Error{0, StatusCode::kInternal, "test deadline"});  // unblocks it
+  }
+  EXPECT_TRUE(flush.get().ok());
 }
 
 TEST_F(PartialApplyTest, APartResentAfterAReconnectIsAcknowledgedAsADuplicateOnce) {
