@@ -18,7 +18,6 @@ namespace pace {
 using client::CacheEntry;
 using client::CacheStripe;
 using client::InFlight;
-using client::NowMs;
 using client::RpcCall;
 using client::SentBatch;
 using client::ShardState;
@@ -247,7 +246,7 @@ Status Client::Impl::Call(uint32_t k, net::Message request, net::Message* reply)
 }
 
 int64_t Client::Impl::NextRetryDelayMs(InFlight* req, const Status& why, Status* final) {
-  const int64_t now = NowMs();
+  const int64_t now = SteadyNowMs();
   if (req->retries == 0) req->first_error_ms = now;
   ++req->retries;
   const int64_t failing_ms = now - req->first_error_ms;
@@ -753,7 +752,7 @@ Status Client::Impl::ShardHealth(uint32_t k) const {
     return sh.fatal;
   }
   if (!sh.connected.load(std::memory_order_acquire)) {
-    int64_t away = NowMs() - sh.disconnected_since_ms.load();
+    int64_t away = SteadyNowMs() - sh.disconnected_since_ms.load();
     if (away > options_.shard_timeout_ms) {
       return Status::Unavailable(sh.channel->Describe() + " unreachable for " +
                                  std::to_string(away) + " ms (shard_timeout_ms " +

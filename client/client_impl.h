@@ -45,6 +45,7 @@
 #include "client/worker_stats.h"
 #include "common/hash.h"
 #include "common/mutex.h"
+#include "common/steady_time.h"
 #include "common/thread_annotations.h"
 #include "net/messages.h"
 
@@ -123,12 +124,6 @@ struct ShardState {
   std::map<uint64_t, InFlight> requests;  // guarded by mu, by req_id
   Status fatal;                           // guarded by mu; set once
 };
-
-inline int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 using Deadline = std::chrono::steady_clock::time_point;
 inline constexpr Deadline kNoDeadline = Deadline::max();

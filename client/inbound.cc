@@ -15,20 +15,11 @@ namespace pace {
 using client::CacheEntry;
 using client::CacheStripe;
 using client::InFlight;
-using client::NowMs;
 using client::SentBatch;
 using client::ShardState;
 using client::TableState;
 
-namespace {
-
-int64_t SteadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void Client::Impl::OnMessage(uint32_t k, net::Message m) {
   bytes_received_.fetch_add(client::ApproxBytes(m), std::memory_order_relaxed);
@@ -146,7 +137,7 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
 
 void Client::Impl::HandlePush(uint32_t k, net::Push p) {
   VLOG(2) << "client " << client_id() << ": Push " << p.version << " of " << p.rows.size()
-          << " rows from shard " << k << " at " << SteadyMicros() << " us (steady)";
+          << " rows from shard " << k << " at " << SteadyNowUs() << " us (steady)";
   NoteShardClock(k, p.version);
   rows_received_.fetch_add(p.rows.size(), std::memory_order_relaxed);
   for (net::RowData& row : p.rows) {
@@ -169,7 +160,7 @@ void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
   // clock is CLOCK_MONOTONIC, shared by the processes of a host: the shard's
   // "clock ... pushed; last Apply received at" line (--v=1) gives the start.
   VLOG(1) << "client " << client_id() << ": PushDone " << d.version << " from shard " << k
-          << " visible at " << SteadyMicros() << " us (steady)";
+          << " visible at " << SteadyNowUs() << " us (steady)";
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
 }
@@ -296,7 +287,7 @@ void Client::Impl::OnDisconnect(uint32_t k, const Status& why) {
     // reach the new connection ahead of the older ones OnReconnect re-sends
     // (the shard then refuses it: a clock gap).
     MutexLock send_lock(&send_mu_);
-    sh.disconnected_since_ms.store(NowMs());
+    sh.disconnected_since_ms.store(SteadyNowMs());
     sh.connected.store(false, std::memory_order_release);
   }
   LOG(WARNING) << sh.channel->Describe() << " disconnected: " << why.ToString() << "; reconnecting";
