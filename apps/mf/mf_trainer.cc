@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <tuple>
 
 #include "apps/shared/report.h"
 #include "apps/shared/row_buffer.h"
@@ -261,28 +260,26 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   };
   // Under essp/async the push of the previous clock usually completes some
   // milliseconds into a clock, after the worker has read (and copied) nearly
-  // every row it needs: items recur in every chunk and are kept for the whole
-  // clock. So at the first look-ahead chunk boundary after such a push the
-  // copies are given up: while training their changes go to the table first
-  // (during the test pass they are there already), and later ratings read
-  // the pushed value, which includes them (read-my-writes). This is what a
-  // Get per access through the cache (Bösen's MF) sees, at the cost of one
-  // more Get per row per push (one push per global clock).
+  // every item row it needs: items recur in every chunk and are kept for the
+  // whole clock. So at the first look-ahead chunk boundary after such a push
+  // the item copies are given up: while training their changes go to the
+  // table first (during the test pass they are there already), and later
+  // ratings read the pushed value, which includes them (read-my-writes). This
+  // is what a Get per access through the cache (Bösen's MF) sees, at the cost
+  // of one more Get per item per push (one push per global clock). User rows
+  // are partitioned by worker: no one else updates them, a push never changes
+  // them, and their copies are kept.
   apps::PushWatch pushes(client_);
   constexpr bool kTrain = true, kTest = false;
   auto refresh = [&](bool training) {
     if (training) {
-      for (auto [buf, ids, t] :
-           {std::tuple(&ubuf, &data_->users, &ut), std::tuple(&ibuf, &data_->items, &it)}) {
-        Status s = flush(*buf, *ids, *t);
-        if (!s.ok() && load_status.ok()) load_status = s;
-      }
+      Status s = flush(ibuf, data_->items, it);
+      if (!s.ok() && load_status.ok()) load_status = s;
     }
-    ubuf.Clear();
     ibuf.Clear();
   };
   // Runs body(j) for j in [0, count) with the look-ahead window kept filled
-  // (and the copies refreshed after a push, see above).
+  // (and the item copies refreshed after a push, see above).
   auto with_look_ahead = [&](bool training, size_t count, auto&& rating, auto&& body) -> Status {
     size_t ahead = 0;  // ratings [0, ahead) have been prefetched
     for (size_t j = 0; j < count; ++j) {
