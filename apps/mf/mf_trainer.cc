@@ -271,8 +271,10 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   // them, and their copies are kept.
   apps::PushWatch pushes(client_);
   constexpr bool kTrain = true, kTest = false;
-  auto refresh = [&](bool training) {
+  size_t refreshed_at = 0;  // of the clock's training ratings, for --v=1
+  auto refresh = [&](bool training, size_t j) {
     if (training) {
+      if (refreshed_at == 0) refreshed_at = j;
       Status s = flush(ibuf, data_->items, it);
       if (!s.ok() && load_status.ok()) load_status = s;
     }
@@ -284,7 +286,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     size_t ahead = 0;  // ratings [0, ahead) have been prefetched
     for (size_t j = 0; j < count; ++j) {
       if (j + chunk >= ahead && ahead < count) {
-        if (j > 0 && pushes.Newer()) refresh(training);
+        if (j > 0 && pushes.Newer()) refresh(training, j);
         const size_t end = std::min(count, ahead + chunk);
         RETURN_IF_ERROR(prefetch_range(ahead, end, rating));
         ahead = end;
@@ -310,6 +312,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     p.lr = static_cast<float>(StepSize(options_.lr, c, options_.lr_power));
     const Window win = MinibatchWindow(part.size(), options_.minibatch, c);
     pushes.Newer();  // the copies are empty here: read from now on
+    refreshed_at = 0;
     double train_sq = 0;
     auto train_rating = [&](size_t j) -> const Rating& {
       return data_->train[part.begin + (win.start + j) % part.size()];
@@ -383,7 +386,8 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
       VLOG(1) << "mf client " << client_->client_id() << " worker " << w << ": clock " << c
               << " wall " << wall << " ms, on cpu " << run << " ms, runnable " << wait
               << " ms, blocked " << wall - run - wait << " ms, ended at " << now / 1000
-              << " us (steady)";
+              << " us (steady); items refreshed after " << refreshed_at << " of " << win.count
+              << " ratings";
       trace_start = now;
       trace_sched = t;
     }

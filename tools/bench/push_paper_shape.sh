@@ -11,7 +11,9 @@
 # MF_FLAGS="--test_fraction=0.1 --eval_every=30") and the load average. A second line (from
 # pace_mf's --v=1 per-clock lines) says where each worker's wall time went: median CPU per
 # clock, and the shares of the clocks' wall time on a CPU / runnable (waiting for one) /
-# blocked; and the most clocks one process ran ahead of the other (at a clock's end).
+# blocked; the share of the training ratings that used item values refreshed after a push
+# (pushed share; the refresh happens at most once per push, at a look-ahead chunk boundary); and
+# the most clocks one process ran ahead of the other (at a clock's end).
 set -u
 bin=$1; tag=$2; cons=$3; pb=$4; root=${5:-/tmp/pace-push-shape}
 w=$root/$tag; rm -rf "$w"; mkdir -p "$w"
@@ -67,16 +69,22 @@ for f in glob.glob(w + '/mf*.log'):
         if m and (m[2], m[1]) in recv: lat.append((int(m[3]) - recv[(m[2], m[1])]) / 1000.0)
 ends, trace = {}, []
 for c in (0, 1):
-    rs = []
+    rs, fresh, total = [], 0, 0
     for line in open('%s/mf%d.log' % (w, c)):
         m = re.search(r'clock (\d+) wall (\S+) ms, on cpu (\S+) ms, runnable (\S+) ms, '
                       r'blocked (\S+) ms, ended at (\d+) us', line)
         if m: rs.append((float(m[2]), float(m[3]), float(m[4]), float(m[5]), int(m[6])))
+        m = re.search(r'items refreshed after (\d+) of (\d+) ratings', line)
+        if m:
+            total += int(m[2])
+            fresh += int(m[2]) - int(m[1]) if int(m[1]) > 0 else 0
     ends[c] = sorted(r[4] for r in rs)
     wall = sum(r[0] for r in rs) or float('nan')
-    trace.append('client %d cpu/clock p50 %.1f ms, cpu/runnable/blocked %.0f/%.0f/%.0f%%' %
+    trace.append('client %d cpu/clock p50 %.1f ms, cpu/runnable/blocked %.0f/%.0f/%.0f%%, '
+                 'pushed share %.0f%%' %
                  (c, q([r[1] for r in rs], .5), 100 * sum(r[1] for r in rs) / wall,
-                  100 * sum(r[2] for r in rs) / wall, 100 * sum(r[3] for r in rs) / wall))
+                  100 * sum(r[2] for r in rs) / wall, 100 * sum(r[3] for r in rs) / wall,
+                  100 * fresh / max(1, total)))
 lead = 0
 for a, b in ((0, 1), (1, 0)):
     for k, t in enumerate(ends[a]):
