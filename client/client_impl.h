@@ -225,6 +225,14 @@ class Client::Impl : public client::ChannelListener {
   void ResetStats();
   Status Laggards(std::vector<ClientLag>* laggards);
   Status JobClock(Version* clock);
+  Version PushedVersion() const {  // Client::PushedVersion
+    Version v = 0;
+    for (size_t k = 0; k < shards_.size(); ++k) {
+      Version p = shards_[k]->pushed_version.load(std::memory_order_acquire);
+      if (k == 0 || p < v) v = p;
+    }
+    return v;
+  }
   // Embedded: the in-process shard's memory per component (its Stats
   // counters memory_*), appended as "shard.<component>".
   void AppendShardMemory(std::vector<ClientStats::MemoryComponent>* out) const;
