@@ -187,6 +187,7 @@ ClientStats Client::Stats() const { return impl_->Stats(); }
 void Client::ResetStats() { impl_->ResetStats(); }
 Status Client::Laggards(std::vector<ClientLag>* laggards) { return impl_->Laggards(laggards); }
 Status Client::JobClock(Version* clock) { return impl_->JobClock(clock); }
+Version Client::PushedVersion() const { return impl_->PushedVersion(); }
 
 // --- Worker ------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ namespace pace {
 using client::CacheEntry;
 using client::CacheStripe;
 using client::InFlight;
-using client::NowMs;
 using client::RpcCall;
 using client::SentBatch;
 using client::ShardState;
@@ -141,11 +140,21 @@ Status Client::Impl::Create(const ClientOptions& given,
     sh.known_clock.store(w.shard_clock);
     sh.duplicates_below.store(w.applied_clock);
     sh.duplicate_parts_below.store(w.applied_parts);
+    sh.resume_clock = w.applied_clock;
+    sh.resume_parts = w.applied_parts;
+    if (w.applied_parts > 0) {
+      LOG(WARNING) << sh.channel->Describe() << " holds " << w.applied_parts << " part(s) of clock "
+                   << w.applied_clock << " of client " << options.client_id
+                   << " from a process of this client that ended mid-clock; they stay applied and "
+                      "this process re-runs clock "
+                   << w.applied_clock << " in full after them";
+    }
   }
   impl->start_clock_ = start;
   {
     MutexLock l(&impl->clock_mu_);  // not shared yet; for the analysis
     impl->process_clock_ = start;
+    impl->max_worker_clock_ = start;
   }
   impl->process_clock_seen_.store(start, std::memory_order_release);
   for (auto& sh : impl->shards_) {
@@ -237,7 +246,7 @@ Status Client::Impl::Call(uint32_t k, net::Message request, net::Message* reply)
 }
 
 int64_t Client::Impl::NextRetryDelayMs(InFlight* req, const Status& why, Status* final) {
-  const int64_t now = NowMs();
+  const int64_t now = SteadyNowMs();
   if (req->retries == 0) req->first_error_ms = now;
   ++req->retries;
   const int64_t failing_ms = now - req->first_error_ms;
@@ -391,6 +400,7 @@ Status Client::Impl::ListTables(std::vector<TableSchema>* tables) {
 ClockT Client::Impl::RegisterWorker(std::shared_ptr<client::WorkerStats>* stats) {
   MutexLock l(&clock_mu_);
   ++worker_clocks_[process_clock_];
+  max_worker_clock_ = std::max(max_worker_clock_, process_clock_);
   *stats = std::make_shared<client::WorkerStats>();
   worker_stats_.push_back(*stats);
   return process_clock_;
@@ -412,12 +422,16 @@ void Client::Impl::DeregisterWorker(ClockT clock) {
 }
 
 void Client::Impl::AdvanceProcessClockAndUnlock() {
-  if (worker_clocks_.empty() || worker_clocks_.begin()->first <= process_clock_) {
+  // With no worker left, the clocks the last ones finished are still due: a
+  // worker that left at clock c while another had finished c (and left
+  // first) did nothing at c, so c is complete.
+  const ClockT target = worker_clocks_.empty() ? max_worker_clock_ : worker_clocks_.begin()->first;
+  if (target <= process_clock_) {
     clock_mu_.Unlock();
     return;
   }
   const ClockT from = process_clock_;
-  process_clock_ = worker_clocks_.begin()->first;
+  process_clock_ = target;
   const ClockT to = process_clock_;
   send_mu_.Lock();  // hand over: batches leave in clock order
   clock_mu_.Unlock();
@@ -501,6 +515,7 @@ Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
   MoveWorker(&worker_clocks_, *clock);
   ++*clock;
   ++worker_clocks_[*clock];
+  max_worker_clock_ = std::max(max_worker_clock_, *clock);
   AdvanceProcessClockAndUnlock();
   const ClockT c = *clock;
   const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;
@@ -532,6 +547,12 @@ void Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
   const uint32_t n = num_shards();
   std::vector<net::Apply> applies(n);
   std::vector<std::vector<RowKey>> keys(n);
+  // Shard k's number for this part: after the parts a previous process left
+  // of clock c (ShardState::resume_parts), if any.
+  std::vector<uint32_t> part_of(n, part);
+  for (uint32_t k = 0; k < n; ++k) {
+    if (c == shards_[k]->resume_clock) part_of[k] = part + shards_[k]->resume_parts;
+  }
   for (CacheStripe& st : stripes_) {
     client::SpinLock l(&st.mu);
     const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
@@ -546,7 +567,7 @@ void Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
         __builtin_prefetch(ahead->open.delta.data());
       }
       CacheEntry* e = dirty[i];
-      const client::PendingDelta* p = st.Seal(e, c, part);
+      const client::PendingDelta* p = st.Seal(e, c, part_of[e->shard]);
       if (p == nullptr) continue;
       applies[e->shard].updates.push_back(net::RowData{e->key.table, e->key.row, p->delta});
       keys[e->shard].push_back(e->key);
@@ -563,12 +584,12 @@ void Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
   for (uint32_t k = 0; k < n; ++k) {
     ShardState& sh = *shards_[k];
     applies[k].clock = c;
-    applies[k].part = part;
+    applies[k].part = part_of[k];
     applies[k].more = more;
     rows_sent_.fetch_add(applies[k].updates.size(), std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> l(sh.mu);
-      sh.unacked.push_back(SentBatch{c, std::move(keys[k]), part, more});
+      sh.unacked.push_back(SentBatch{c, std::move(keys[k]), part_of[k], more});
     }
     if (!more) sh.sent_through.store(c + 1, std::memory_order_release);
     batches_sent_.fetch_add(1, std::memory_order_relaxed);
@@ -731,7 +752,7 @@ Status Client::Impl::ShardHealth(uint32_t k) const {
     return sh.fatal;
   }
   if (!sh.connected.load(std::memory_order_acquire)) {
-    int64_t away = NowMs() - sh.disconnected_since_ms.load();
+    int64_t away = SteadyNowMs() - sh.disconnected_since_ms.load();
     if (away > options_.shard_timeout_ms) {
       return Status::Unavailable(sh.channel->Describe() + " unreachable for " +
                                  std::to_string(away) + " ms (shard_timeout_ms " +

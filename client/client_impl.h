@@ -45,6 +45,7 @@
 #include "client/worker_stats.h"
 #include "common/hash.h"
 #include "common/mutex.h"
+#include "common/steady_time.h"
 #include "common/thread_annotations.h"
 #include "net/messages.h"
 
@@ -107,6 +108,13 @@ struct ShardState {
   // ... and parts below this one of clock duplicates_below (the first
   // Welcome's applied_parts: parts the shard had before this process).
   std::atomic<uint32_t> duplicate_parts_below{0};
+  // The first Welcome's (applied_clock, applied_parts): parts of clock
+  // resume_clock that a previous process of this client had sent before it
+  // ended mid-clock. This process's parts of that clock are numbered after
+  // them (SendBatch), so the shard keeps those parts and applies every part
+  // of the re-run (docs/wire-protocol.md, "Apply parts"). Set by Create.
+  ClockT resume_clock = 0;
+  uint32_t resume_parts = 0;
   std::atomic<bool> connected{true};
   std::atomic<int64_t> disconnected_since_ms{0};
   std::atomic<bool> failed{false};
@@ -116,12 +124,6 @@ struct ShardState {
   std::map<uint64_t, InFlight> requests;  // guarded by mu, by req_id
   Status fatal;                           // guarded by mu; set once
 };
-
-inline int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 using Deadline = std::chrono::steady_clock::time_point;
 inline constexpr Deadline kNoDeadline = Deadline::max();
@@ -223,6 +225,14 @@ class Client::Impl : public client::ChannelListener {
   void ResetStats();
   Status Laggards(std::vector<ClientLag>* laggards);
   Status JobClock(Version* clock);
+  Version PushedVersion() const {  // Client::PushedVersion
+    Version v = 0;
+    for (size_t k = 0; k < shards_.size(); ++k) {
+      Version p = shards_[k]->pushed_version.load(std::memory_order_acquire);
+      if (k == 0 || p < v) v = p;
+    }
+    return v;
+  }
   // Embedded: the in-process shard's memory per component (its Stats
   // counters memory_*), appended as "shard.<component>".
   void AppendShardMemory(std::vector<ClientStats::MemoryComponent>* out) const;
@@ -306,8 +316,9 @@ class Client::Impl : public client::ChannelListener {
   // The retry thread: re-sends queued Reads when due (started on first use).
   void RetryLoop();
 
-  // With clock_mu_ held: if the min over worker clocks passed the process
-  // clock, advances it and sends the batches of the clocks it passed (taking
+  // With clock_mu_ held: if the min over worker clocks (max_worker_clock_
+  // when no worker is left) passed the process clock, advances it and sends
+  // the batches of the clocks it passed (taking
   // send_mu_ before releasing clock_mu_, so batches leave in clock order).
   // Releases clock_mu_ in every case.
   void AdvanceProcessClockAndUnlock() RELEASE(clock_mu_) EXCLUDES(send_mu_);
@@ -364,6 +375,11 @@ class Client::Impl : public client::ChannelListener {
   mutable Mutex clock_mu_ ACQUIRED_BEFORE(send_mu_);
   std::map<ClockT, int> worker_clocks_ GUARDED_BY(clock_mu_);
   ClockT process_clock_ GUARDED_BY(clock_mu_) = 0;
+  // The highest clock a worker has reached (registered at or clocked to).
+  // With no worker registered the process clock is this: every clock below
+  // it was finished by every worker that was still there (a worker leaves
+  // at its clock, having finished the ones below), so their batches are due.
+  ClockT max_worker_clock_ GUARDED_BY(clock_mu_) = 0;
   std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_ GUARDED_BY(clock_mu_);
 
   Mutex send_mu_;  // orders Apply batches per shard

@@ -16,7 +16,6 @@ namespace pace {
 using client::CacheEntry;
 using client::CacheStripe;
 using client::InFlight;
-using client::NowMs;
 using client::SentBatch;
 using client::ShardState;
 using client::TableState;
@@ -31,12 +30,6 @@ size_t ResubscribeRows(const RowFormat& f) {
   constexpr size_t kMaxSparseRows = 64;
   if (f.kind != RowKind::kDense) return kMaxSparseRows;
   return std::max<size_t>(1, kMaxReadBytes / std::max<size_t>(f.dense_bytes(), 64));
-}
-
-int64_t SteadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -157,7 +150,7 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
 
 void Client::Impl::HandlePush(uint32_t k, net::Push p) {
   VLOG(2) << "client " << client_id() << ": Push " << p.version << " of " << p.rows.size()
-          << " rows from shard " << k << " at " << SteadyMicros() << " us (steady)";
+          << " rows from shard " << k << " at " << SteadyNowUs() << " us (steady)";
   NoteShardClock(k, p.version);
   rows_received_.fetch_add(p.rows.size(), std::memory_order_relaxed);
   for (net::RowData& row : p.rows) {
@@ -180,7 +173,7 @@ void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
   // clock is CLOCK_MONOTONIC, shared by the processes of a host: the shard's
   // "clock ... pushed; last Apply received at" line (--v=1) gives the start.
   VLOG(1) << "client " << client_id() << ": PushDone " << d.version << " from shard " << k
-          << " visible at " << SteadyMicros() << " us (steady)";
+          << " visible at " << SteadyNowUs() << " us (steady)";
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
 }
@@ -283,7 +276,16 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
     }
   }
   unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
-  if (!last.more) sh.purged_through.store(last.clock + 1, std::memory_order_release);
+  // Through the last whole clock among them (an Ack that also covers a later
+  // part still completes the clocks before it, for Flush).
+  for (auto b = done.rbegin(); b != done.rend(); ++b) {
+    if (!b->more) {
+      if (b->clock + 1 > sh.purged_through.load(std::memory_order_relaxed)) {
+        sh.purged_through.store(b->clock + 1, std::memory_order_release);
+      }
+      break;
+    }
+  }
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
 }
@@ -298,7 +300,7 @@ void Client::Impl::OnDisconnect(uint32_t k, const Status& why) {
     // reach the new connection ahead of the older ones OnReconnect re-sends
     // (the shard then refuses it: a clock gap).
     MutexLock send_lock(&send_mu_);
-    sh.disconnected_since_ms.store(NowMs());
+    sh.disconnected_since_ms.store(SteadyNowMs());
     sh.connected.store(false, std::memory_order_release);
   }
   LOG(WARNING) << sh.channel->Describe() << " disconnected: " << why.ToString() << "; reconnecting";

@@ -299,6 +299,13 @@ class Client {
   // updates of clocks < it are in every shard). One round trip per shard.
   // Thread-safe. Errors: a shard's health error.
   Status JobClock(Version* clock);
+  // essp/async (pushed tables): the least version, over the shards, whose
+  // push has completed here (its PushDone): every row this process is
+  // subscribed to reads at least this version. 0 before the first push and
+  // under bsp/ssp. For a worker that keeps copies of rows within a clock, a
+  // growth says its copies are older than the cache. No round trip; cheap
+  // (one atomic load per shard). Thread-safe.
+  Version PushedVersion() const;
 
   class Impl;
 
@@ -310,7 +317,11 @@ class Client {
 
 // An application thread's identity: its clock and its reads and updates.
 // Not thread-safe: one thread uses a Worker at a time. Destroying a Worker
-// deregisters it (the process clock no longer waits for it).
+// deregisters it (the process clock no longer waits for it). When the last
+// Worker is destroyed, the process clock moves to the highest clock any
+// Worker reached, so every clock some Worker finished is sent; updates a
+// Worker made at a clock it never finished with Clock() are sent only if
+// another Worker finished that clock.
 class Worker {
  public:
   ~Worker();

@@ -4,9 +4,12 @@
 // stamped with the parts they hold are rebased on exactly the parts not in
 // them (read-my-writes: never a part twice, never one missing); the last part
 // completes the clock; a part re-sent after a reconnect is acknowledged as a
-// duplicate without failing the client.
+// duplicate without failing the client; a process started on a shard that
+// holds parts of its clock from a previous process numbers its parts after
+// them.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <memory>
 #include <string>
@@ -30,11 +33,12 @@ std::string Row(int64_t v) { return EncodeDense(std::vector<int64_t>(kWidth, v))
 
 class PartialApplyTest : public ::testing::Test {
  protected:
-  void Open() {
+  // `welcome`: the shard's (applied clock, parts) for this client.
+  void Open(net::Welcome welcome = {}) {
     ClientOptions o;
     o.open_delta_mb = 1;
     o.unacked_mb = 64;  // parts need not wait for Acks here
-    ASSERT_TRUE(client::OpenOnScriptedShard(o, &client_, &ch_).ok());
+    ASSERT_TRUE(client::OpenOnScriptedShard(o, welcome, &client_, &ch_).ok());
     TableSchema schema;
     schema.name = "p";
     schema.type = ElementType::kI64;
@@ -146,6 +150,75 @@ TEST_F(PartialApplyTest, ValuesHoldingPartsOfTheOpenClockAreRebasedOnTheOthersOn
   std::vector<int64_t> got(kWidth);
   ASSERT_TRUE(w_->Get(t_, 0, got.data()).ok());
   EXPECT_EQ(got[0], 3111);
+}
+
+// A process of client 0 ended after parts 0 and 1 of clock 5 reached the
+// shard. Its replacement re-runs clock 5: its parts are numbered 2, 3, ...
+// (the shard applies them after the two it has, instead of skipping the
+// re-run's first two whatever they hold), and its values are rebased on its
+// own parts only.
+TEST_F(PartialApplyTest, AProcessResumingAHalfAppliedClockNumbersItsPartsAfterTheShards) {
+  net::Welcome w;
+  w.applied_clock = 5;
+  w.applied_parts = 2;
+  w.shard_clock = 5;
+  Open(w);
+  EXPECT_EQ(w_->clock(), 5);
+  IncRows(kRowsPerPart, 1);
+  net::Apply p;
+  ASSERT_TRUE(ch_->Next(&p));
+  EXPECT_EQ(p.clock, 5);
+  EXPECT_EQ(p.part, 2u);
+  EXPECT_TRUE(p.more);
+  EXPECT_EQ(p.updates.size(), kRowsPerPart);
+  // Row 0 from a value holding the two old parts only (stamped (5, 2)): this
+  // process's part is added; from one holding it too (5, 3): not again.
+  EXPECT_EQ(GetWithReply(0,
+                         [](const net::Read& r) {
+                           return net::ReadReply{r.req_id, 5, 5, {{3, 0, Row(700)}}, 2};
+                         }),
+            701);
+  EXPECT_EQ(GetWithReply(1,
+                         [](const net::Read& r) {
+                           return net::ReadReply{r.req_id, 5, 5, {{3, 1, Row(701)}}, 3};
+                         }),
+            701);
+  ch_->Deliver(net::Ack{5, false, 2});  // not a duplicate: no fencing error
+  ASSERT_TRUE(w_->Clock().ok());
+  net::Apply last;
+  ASSERT_TRUE(ch_->Next(&last));
+  EXPECT_EQ(last.clock, 5);
+  EXPECT_EQ(last.part, 3u);
+  EXPECT_FALSE(last.more);
+  ch_->Deliver(net::Ack{5, false, 3});
+  ASSERT_TRUE(client_->Flush().ok());
+  EXPECT_EQ(client_->Stats().unacked_bytes, 0u);
+  // The next clock starts at part 0 again.
+  IncRows(kRowsPerPart, 1);
+  net::Apply next;
+  ASSERT_TRUE(ch_->Next(&next));
+  EXPECT_EQ(next.clock, 6);
+  EXPECT_EQ(next.part, 0u);
+}
+
+// One Ack covering a whole clock and a later part (acknowledgements are
+// cumulative) completes the clock for Flush.
+TEST_F(PartialApplyTest, AnAckThroughAPartCompletesTheClocksBeforeIt) {
+  Open();
+  ASSERT_TRUE(w_->Clock().ok());  // clock 0, whole (empty)
+  IncRows(kRowsPerPart, 1);       // part 0 of clock 1
+  net::Apply a0, p0;
+  ASSERT_TRUE(ch_->Next(&a0));
+  ASSERT_TRUE(ch_->Next(&p0));
+  ASSERT_EQ(p0.clock, 1);
+  ASSERT_TRUE(p0.more);
+  ch_->Deliver(net::Ack{1, false, 0});
+  auto flush = std::async(std::launch::async, [&] { return client_->Flush(); });
+  if (flush.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ADD_FAILURE() << "Flush still waits for clock 0";
+    ch_->Deliver(net::Error{0, StatusCode::kInternal, "test deadline"});  // unblocks it
+  }
+  EXPECT_TRUE(flush.get().ok());
 }
 
 TEST_F(PartialApplyTest, APartResentAfterAReconnectIsAcknowledgedAsADuplicateOnce) {

@@ -166,6 +166,41 @@ TEST_F(ProtocolTest, EveryProcessClockSendsOneBatchEvenIfEmpty) {
   EXPECT_EQ(client_->Stats().batches_sent, 4u);
 }
 
+// A worker that started a clock later than another leaves last-but-one: the
+// other, still at the older clock, leaves after it without doing anything
+// there. The clock the first finished is complete and its batch is sent (it
+// used to stay open for ever: the deltas were never sent, yet every read of
+// this process saw them).
+TEST_F(ProtocolTest, TheLastWorkerToLeaveSendsTheClocksTheOthersFinished) {
+  Open();
+  Table t = Create("t", Consistency::kSsp, 1, 3, 2);
+  std::unique_ptr<Worker> a, b;
+  ASSERT_TRUE(client_->RegisterWorker(&a).ok());
+  ASSERT_TRUE(a->Clock().ok());  // a at 1, alone: batch 0
+  ASSERT_TRUE(client_->RegisterWorker(&b).ok());
+  EXPECT_EQ(b->clock(), 1);
+  int64_t d[2] = {1, 2};
+  ASSERT_TRUE(a->Inc(t, 4, d).ok());
+  ASSERT_TRUE(b->Inc(t, 5, d).ok());
+  ASSERT_TRUE(a->Clock().ok());
+  ASSERT_TRUE(b->Clock().ok());  // both at 2: batch 1
+  ASSERT_TRUE(b->Inc(t, 5, d).ok());
+  ASSERT_TRUE(b->Clock().ok());  // b finished clock 2, a (at 2) did nothing there
+  b.reset();
+  a.reset();  // the last worker leaves at 2: clock 2 is complete
+  std::vector<net::Apply> sent = ch_->All<net::Apply>();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[2].clock, 2);
+  ASSERT_EQ(sent[2].updates.size(), 1u);
+  EXPECT_EQ(sent[2].updates[0].row, 5u);
+  EXPECT_EQ(sent[2].updates[0].bytes, I64({1, 2}));
+  EXPECT_EQ(client_->Stats().open_delta_bytes, 0u);
+  // A worker registered now starts at the process clock, 3.
+  std::unique_ptr<Worker> c;
+  ASSERT_TRUE(client_->RegisterWorker(&c).ok());
+  EXPECT_EQ(c->clock(), 3);
+}
+
 TEST_F(ProtocolTest, EsspSubscribesOnceAndPushDoneRefreshesVersions) {
   Open();
   Table t = Create("e", Consistency::kEssp, 1, 2);

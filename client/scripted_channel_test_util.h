@@ -185,11 +185,11 @@ class ScriptedChannel : public ShardChannel {
   std::thread auto_thread_;
 };
 
-// Opens a client with `options` on one scripted shard (its Welcome: shard 0
-// of 1, options.num_clients clients); *channel is that shard.
-inline Status OpenOnScriptedShard(const ClientOptions& options, std::unique_ptr<Client>* client,
-                                  ScriptedChannel** channel) {
-  net::Welcome w;
+// Opens a client with `options` on one scripted shard whose Welcome is `w`
+// with shard 0 of 1 and options.num_clients clients; *channel is that shard.
+inline Status OpenOnScriptedShard(const ClientOptions& options, net::Welcome w,
+                                  std::unique_ptr<Client>* client, ScriptedChannel** channel) {
+  w.shard_id = 0;
   w.num_shards = 1;
   w.num_clients = options.num_clients;
   auto ch = std::make_unique<ScriptedChannel>(0, w);
@@ -197,6 +197,12 @@ inline Status OpenOnScriptedShard(const ClientOptions& options, std::unique_ptr<
   std::vector<std::unique_ptr<ShardChannel>> chans;
   chans.push_back(std::move(ch));
   return Client::Impl::Create(options, std::move(chans), false, client);
+}
+
+// The same with a fresh shard's Welcome (nothing applied).
+inline Status OpenOnScriptedShard(const ClientOptions& options, std::unique_ptr<Client>* client,
+                                  ScriptedChannel** channel) {
+  return OpenOnScriptedShard(options, net::Welcome{}, client, channel);
 }
 
 // Creates `schema` through `client`, with `channel` playing the shard: it

@@ -54,11 +54,24 @@ Status RandomHex(size_t bytes, std::string* out) {
 
 bool IsAutoJobId(const std::string& job) { return job.rfind(kAutoJobPrefix, 0) == 0; }
 
-Status CheckJobId(const std::string& job, const std::string& flag) {
-  const bool ok_chars = std::all_of(job.begin(), job.end(), [](char c) {
+namespace {
+
+bool JobChars(const std::string& job) {
+  return std::all_of(job.begin(), job.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
            c == '_' || c == ':' || c == '-';
   });
+}
+
+}  // namespace
+
+Status CheckStoredJobId(const std::string& job, const std::string& flag) {
+  if (IsAutoJobId(job) && job.size() <= 128 && JobChars(job)) return Status::OK();
+  return CheckJobId(job, flag);
+}
+
+Status CheckJobId(const std::string& job, const std::string& flag) {
+  const bool ok_chars = JobChars(job);
   if (job.empty() || job.size() > 128 || !ok_chars || IsAutoJobId(job)) {
     return Status::InvalidArgument(flag + "='" + job +
                                    "': a job name is 1 to 128 characters of A-Z a-z 0-9 . _ : - "

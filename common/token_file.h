@@ -36,6 +36,8 @@ bool IsAutoJobId(const std::string& job);
 // OK if `job` is a usable job name: 1 to 128 characters of [A-Za-z0-9._:-],
 // not starting with kAutoJobPrefix. Else InvalidArgument naming `flag`.
 Status CheckJobId(const std::string& job, const std::string& flag);
+// The same for a job id a store may record: a job name or an automatic id.
+Status CheckStoredJobId(const std::string& job, const std::string& flag);
 
 }  // namespace pace
 

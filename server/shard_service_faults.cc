@@ -20,6 +20,7 @@
 #include <string>
 #include <utility>
 
+#include "common/steady_time.h"
 #include "server/shard_service.h"
 
 namespace pace {
@@ -27,12 +28,6 @@ namespace pace {
 namespace {
 
 constexpr int64_t kHeldLogIntervalMs = 30000;
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -58,7 +53,7 @@ void ShardService::HoldGroup(std::vector<std::unique_ptr<PendingApply>>* group) 
   if (first) {
     LOG(WARNING) << "shard " << shard_id_
                  << ": holding batches until the store recovers: " << why.message();
-    held_logged_ms_ = SteadyMs();
+    held_logged_ms_ = SteadyNowMs();
   }
 }
 
@@ -70,7 +65,7 @@ void ShardService::RetryHeld() {
     return;
   }
   if (st.code() == StatusCode::kUnavailable) {
-    const int64_t now = SteadyMs();
+    const int64_t now = SteadyNowMs();
     if (now - held_logged_ms_ >= kHeldLogIntervalMs) {
       std::set<ClientId> clients;
       for (const auto& p : held_) clients.insert(p->session->hello().client_id);

@@ -13,17 +13,11 @@
 #include <thread>
 #include <utility>
 
+#include "common/steady_time.h"
+
 namespace pace {
 
-namespace {
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 RocksLogger::RocksLogger(std::string dir, uint64_t max_bytes)
     : rocksdb::Logger(rocksdb::InfoLogLevel::INFO_LEVEL),
@@ -45,7 +39,7 @@ rocksdb::Status RocksLogger::CloseImpl() {
 
 void RocksLogger::EnsureOpenLocked() {
   if (fd_ >= 0) return;
-  const int64_t now = SteadyMs();
+  const int64_t now = SteadyNowMs();
   if (now < next_open_ms_) return;
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {

@@ -65,10 +65,7 @@ Status ValidateOptions(const ShardStoreOptions& o) {
     return Status::InvalidArgument("block_cache_mb is too large: " +
                                    std::to_string(o.block_cache_mb));
   }
-  if (o.job.size() > 128) {
-    return Status::InvalidArgument("job id is longer than 128 bytes: " + o.job.substr(0, 32) +
-                                   "...");
-  }
+  if (!o.job.empty()) RETURN_IF_ERROR(CheckStoredJobId(o.job, "ShardStoreOptions::job"));
   if (o.row_cache_mb > (1u << 24)) {
     return Status::InvalidArgument("row_cache_mb is too large: " + std::to_string(o.row_cache_mb));
   }

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "common/steady_time.h"
 #include "storage/rocks_logger.h"
 #include "storage/rocks_status.h"
 #include "storage/row_merge.h"
@@ -32,12 +33,6 @@ namespace pace {
 namespace fs = std::filesystem;
 
 namespace {
-
-int64_t SteadyNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 bool Contains(std::string_view haystack, std::string_view needle) {
   return haystack.find(needle) != std::string_view::npos;

@@ -159,6 +159,21 @@ TEST_F(ShardStoreTest, JobIdRecordedAtCreationAndChecked) {
   ASSERT_TRUE(ShardStore::Open(other, dir_, &s).ok());
   EXPECT_EQ(s->identity().job, auto_id);
   s.reset();
+  // A requested job must be a job name or an automatic id: the options are
+  // checked like paced's --job, before anything is opened.
+  for (const std::string& bad :
+       std::vector<std::string>{"two words", std::string(129, 'j'), "a\nb"}) {
+    other = o;
+    other.job = bad;
+    st = ShardStore::Open(other, tmp_.Sub("never"), &s);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("a job name is 1 to 128 characters"), std::string::npos)
+        << st.message();
+  }
+  other = o;
+  other.job = auto_id;  // its own automatic id, as recorded
+  ASSERT_TRUE(ShardStore::Open(other, dir_, &s).ok());
+  s.reset();
 
   // A named job, carried by a checkpoint; a read-only open reports it.
   const std::string named = tmp_.Sub("named"), ckpt = tmp_.Sub("ckpt");

@@ -1,5 +1,6 @@
 #include "apps/mf/mf_trainer.h"
 
+#include <glog/logging.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -257,11 +258,35 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     if (!item_rows.empty()) RETURN_IF_ERROR(worker->Prefetch(it, item_rows));
     return Status::OK();
   };
-  // Runs body(j) for j in [0, count) with the look-ahead window kept filled.
-  auto with_look_ahead = [&](size_t count, auto&& rating, auto&& body) -> Status {
+  // Under essp/async the push of the previous clock usually completes some
+  // milliseconds into a clock, after the worker has read (and copied) nearly
+  // every item row it needs: items recur in every chunk and are kept for the
+  // whole clock. So at the first look-ahead chunk boundary after such a push
+  // the item copies are given up: while training their changes go to the
+  // table first (during the test pass they are there already), and later
+  // ratings read the pushed value, which includes them (read-my-writes). This
+  // is what a Get per access through the cache (Bösen's MF) sees, at the cost
+  // of one more Get per item per push (one push per global clock). User rows
+  // are partitioned by worker: no one else updates them, a push never changes
+  // them, and their copies are kept.
+  apps::PushWatch pushes(client_);
+  constexpr bool kTrain = true, kTest = false;
+  size_t refreshed_at = 0;  // of the clock's training ratings, for --v=1
+  auto refresh = [&](bool training, size_t j) {
+    if (training) {
+      if (refreshed_at == 0) refreshed_at = j;
+      Status s = flush(ibuf, data_->items, it);
+      if (!s.ok() && load_status.ok()) load_status = s;
+    }
+    ibuf.Clear();
+  };
+  // Runs body(j) for j in [0, count) with the look-ahead window kept filled
+  // (and the item copies refreshed after a push, see above).
+  auto with_look_ahead = [&](bool training, size_t count, auto&& rating, auto&& body) -> Status {
     size_t ahead = 0;  // ratings [0, ahead) have been prefetched
     for (size_t j = 0; j < count; ++j) {
       if (j + chunk >= ahead && ahead < count) {
+        if (j > 0 && pushes.Newer()) refresh(training, j);
         const size_t end = std::min(count, ahead + chunk);
         RETURN_IF_ERROR(prefetch_range(ahead, end, rating));
         ahead = end;
@@ -274,6 +299,9 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   std::vector<double> cols(MeasureCols::kCount + MfStatsCols::kCount);
   double* app = cols.data() + MeasureCols::kCount;
   int64_t interval_start = apps::NowNs();
+  // --v=1: where each clock's wall time went (on a CPU, runnable, blocked).
+  int64_t trace_start = interval_start;
+  apps::ThreadSchedTimes trace_sched = apps::ReadThreadSchedTimes();
   for (ClockT c = worker->clock(); c < sh->end_clock; c = worker->clock()) {
     if (failed.load()) return Status::Aborted("another worker failed");
     if (apps::StopBefore(c)) {
@@ -283,11 +311,13 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     apps::MaybeStraggle(run, client_->client_id(), w, c);
     p.lr = static_cast<float>(StepSize(options_.lr, c, options_.lr_power));
     const Window win = MinibatchWindow(part.size(), options_.minibatch, c);
+    pushes.Newer();  // the copies are empty here: read from now on
+    refreshed_at = 0;
     double train_sq = 0;
     auto train_rating = [&](size_t j) -> const Rating& {
       return data_->train[part.begin + (win.start + j) % part.size()];
     };
-    RETURN_IF_ERROR(with_look_ahead(win.count, train_rating, [&](const Rating& r) {
+    RETURN_IF_ERROR(with_look_ahead(kTrain, win.count, train_rating, [&](const Rating& r) {
       float* u = user_row(r.user);
       float* v = item_row(r.item);
       const float e = SgdUpdate(u, v, r.value, reg_.user[r.user], reg_.item[r.item], p);
@@ -316,7 +346,7 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
       auto test_rating = [&](size_t j) -> const Rating& {
         return data_->test[test_part.begin + j];
       };
-      RETURN_IF_ERROR(with_look_ahead(test_part.size(), test_rating, [&](const Rating& r) {
+      RETURN_IF_ERROR(with_look_ahead(kTest, test_part.size(), test_rating, [&](const Rating& r) {
         const float* u = r.user == IdMap::kUnknown ? zero.data() : user_row(r.user);
         const float* v = r.item == IdMap::kUnknown ? zero.data() : item_row(r.item);
         const float e = r.value - Clip(Predict(u, v, p), data_->min_rating, data_->max_rating);
@@ -348,6 +378,19 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     // ahead, which would show up as read staleness of up to s throughout.
     if (c == sh->start_clock && c + 1 < sh->end_clock) RETURN_IF_ERROR(worker->GlobalBarrier());
     sh->ratings += win.count;
+    if (VLOG_IS_ON(1)) {
+      const int64_t now = apps::NowNs();
+      const apps::ThreadSchedTimes t = apps::ReadThreadSchedTimes();
+      const double wall = (now - trace_start) / 1e6, run = (t.run_ns - trace_sched.run_ns) / 1e6,
+                   wait = (t.wait_ns - trace_sched.wait_ns) / 1e6;
+      VLOG(1) << "mf client " << client_->client_id() << " worker " << w << ": clock " << c
+              << " wall " << wall << " ms, on cpu " << run << " ms, runnable " << wait
+              << " ms, blocked " << wall - run - wait << " ms, ended at " << now / 1000
+              << " us (steady); items refreshed after " << refreshed_at << " of " << win.count
+              << " ratings";
+      trace_start = now;
+      trace_sched = t;
+    }
     if (reporter) {
       clock_end_seconds.push_back(apps::SecondsSince(sh->start_ns));
       RETURN_IF_ERROR(reader.Poll(worker, emit));

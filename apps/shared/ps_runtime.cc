@@ -35,6 +35,18 @@ Status ValidateRunOptions(const RunOptions& o) {
   return Status::OK();
 }
 
+ThreadSchedTimes ReadThreadSchedTimes() {
+  ThreadSchedTimes t;
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen("/proc/thread-self/schedstat", "r"),
+                                          &std::fclose);
+  long long run = 0, wait = 0;
+  if (f && std::fscanf(f.get(), "%lld %lld", &run, &wait) == 2) {
+    t.run_ns = run;
+    t.wait_ns = wait;
+  }
+  return t;
+}
+
 uint32_t EffectiveBound(const RunOptions& o) {
   switch (o.consistency) {
     case Consistency::kBsp:

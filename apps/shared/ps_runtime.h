@@ -90,6 +90,39 @@ double MaybeStraggle(const RunOptions& o, ClientId client, int worker, ClockT cl
 Status RunWorkers(Client* client, int n,
                   const std::function<Status(int, Worker*, const std::atomic<bool>&)>& fn);
 
+// The calling thread's scheduler times since it started (Linux
+// /proc/thread-self/schedstat): on a CPU, and runnable but waiting for one.
+// The rest of its wall time it was blocked (sleeping). Zeros if unreadable.
+struct ThreadSchedTimes {
+  int64_t run_ns = 0;
+  int64_t wait_ns = 0;
+};
+ThreadSchedTimes ReadThreadSchedTimes();
+
+// Says when a worker's own copies of model rows (RowBuffer), kept within a
+// clock, have become older than the client's cache: under essp/async a push
+// that completes during the clock (Client::PushedVersion grows) makes a newer
+// version of every subscribed row visible. Newer() is true once per such
+// growth since the last call; the worker then adds its copies' changes (Inc:
+// the same sums, in two parts) and drops the copies, so that its later reads
+// get the pushed value with its own changes (read-my-writes). Never true under
+// bsp/ssp (nothing is pushed). One atomic load per shard per call. Not
+// thread-safe: one per worker.
+class PushWatch {
+ public:
+  explicit PushWatch(const Client* client) : client_(client), seen_(client->PushedVersion()) {}
+  bool Newer() {
+    const Version v = client_->PushedVersion();
+    if (v <= seen_) return false;
+    seen_ = v;
+    return true;
+  }
+
+ private:
+  const Client* const client_;
+  Version seen_;
+};
+
 // This process's measurements per clock: blocked seconds and the read
 // staleness of the named tables, from Client::Stats(). Each worker calls
 // EndClock at the end of each of its clocks; the last of the process's

@@ -7,7 +7,13 @@
 # read staleness (--staleness_hist), paced CPU (10 ms ticks), the shards' push latency
 # p50/p99 and, from the --v=1 lines of both sides (steady clock = CLOCK_MONOTONIC, shared by
 # the processes of a host), the time from a clock's last Apply at the shard to its PushDone
-# being visible at each client (p50, p99).
+# being visible at each client (p50, p99), the last clock's train RMSE (and test RMSE with
+# MF_FLAGS="--test_fraction=0.1 --eval_every=30") and the load average. A second line (from
+# pace_mf's --v=1 per-clock lines) says where each worker's wall time went: median CPU per
+# clock, and the shares of the clocks' wall time on a CPU / runnable (waiting for one) /
+# blocked; the share of the training ratings that used item values refreshed after a push
+# (pushed share; the refresh happens at most once per push, at a look-ahead chunk boundary); and
+# the most clocks one process ran ahead of the other (at a clock's end).
 set -u
 bin=$1; tag=$2; cons=$3; pb=$4; root=${5:-/tmp/pace-push-shape}
 w=$root/$tag; rm -rf "$w"; mkdir -p "$w"
@@ -40,6 +46,8 @@ def q(v, p):
     return v[max(0, min(len(v), math.ceil(p * len(v))) - 1)] if v else float('nan')
 rows = [l.split(',') for l in open(w + '/mf0.csv').read().split('\n')[1:] if l]
 last, mean = float(rows[-1][4]), sum(float(r[4]) for r in rows) / len(rows)
+rmse = 'train rmse %.4f' % math.sqrt(float(rows[-1][2]))
+if rows[-1][3]: rmse += ' test rmse %.4f' % float(rows[-1][3])
 hist = []
 for c in (0, 1):
     n = s = 0
@@ -59,9 +67,33 @@ for f in glob.glob(w + '/mf*.log'):
     for line in open(f):
         m = re.search(r'PushDone (\d+) from shard (\d+) visible at (\d+) us', line)
         if m and (m[2], m[1]) in recv: lat.append((int(m[3]) - recv[(m[2], m[1])]) / 1000.0)
+ends, trace = {}, []
+for c in (0, 1):
+    rs, fresh, total = [], 0, 0
+    for line in open('%s/mf%d.log' % (w, c)):
+        m = re.search(r'clock (\d+) wall (\S+) ms, on cpu (\S+) ms, runnable (\S+) ms, '
+                      r'blocked (\S+) ms, ended at (\d+) us', line)
+        if m: rs.append((float(m[2]), float(m[3]), float(m[4]), float(m[5]), int(m[6])))
+        m = re.search(r'items refreshed after (\d+) of (\d+) ratings', line)
+        if m:
+            total += int(m[2])
+            fresh += int(m[2]) - int(m[1]) if int(m[1]) > 0 else 0
+    ends[c] = sorted(r[4] for r in rs)
+    wall = sum(r[0] for r in rs) or float('nan')
+    trace.append('client %d cpu/clock p50 %.1f ms, cpu/runnable/blocked %.0f/%.0f/%.0f%%, '
+                 'pushed share %.0f%%' %
+                 (c, q([r[1] for r in rs], .5), 100 * sum(r[1] for r in rs) / wall,
+                  100 * sum(r[2] for r in rs) / wall, 100 * sum(r[3] for r in rs) / wall,
+                  100 * fresh / max(1, total)))
+lead = 0
+for a, b in ((0, 1), (1, 0)):
+    for k, t in enumerate(ends[a]):
+        lead = max(lead, k + 1 - sum(1 for u in ends[b] if u <= t))
 load = open('/proc/loadavg').read().split()[0]
 print('%s: staleness last %.2f mean %.2f; per process %.2f / %.2f; paced cpu %s ticks; shard push '
-      'p50/p99 %s ms; arrival p50 %.1f p99 %.1f ms (n %d); load %s' %
+      'p50/p99 %s ms; arrival p50 %.1f p99 %.1f ms (n %d); %s; load %s' %
       (cons, last, mean, hist[0], hist[1], cpu.rstrip('/'), ' '.join(shard) or '-',
-       q(lat, .5), q(lat, .99), len(lat), load))
+       q(lat, .5), q(lat, .99), len(lat), rmse, load))
+if any(ends.values()):
+    print('  workers: %s; max lead %d clocks' % ('; '.join(trace), lead))
 PY
