@@ -271,6 +271,11 @@ class Client::Impl : public client::ChannelListener {
   Status WaitForRow(ClockT c, client::WorkerStats* ws, client::TableState* t, const RowKey& key,
                     client::CacheStripe& st, client::SpinUniqueLock& lock,
                     client::CacheEntry** entry, Version* version) REQUIRES(st.mu);
+  // After a reconnect to shard k: its subscribed rows are subscribed again
+  // (a subscription lives in the session), with one Read per table of up to
+  // MaxRowsPerRead rows (read_path.cc). Until the reply, a row keeps the
+  // version the old session vouched for. REQUIRES: no stripe lock held.
+  void ResubscribeShard(uint32_t k);
   // Sends Read{row, min_version, subscribe} for `e` of stripe `st`.
   void SendRead(client::CacheStripe& st, client::CacheEntry* e, Version min_version, bool subscribe)
       REQUIRES(st.mu);

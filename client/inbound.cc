@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <string>
 #include <utility>
 #include <variant>
@@ -19,20 +18,6 @@ using client::InFlight;
 using client::SentBatch;
 using client::ShardState;
 using client::TableState;
-
-namespace {
-
-// Rows per re-subscribing Read after a reconnect: the bound of Prefetch's
-// Reads (read_path.cc): about 4 MiB of dense values per reply, a few sparse
-// rows (their size is unknown).
-size_t ResubscribeRows(const RowFormat& f) {
-  constexpr size_t kMaxReadBytes = size_t{4} << 20;
-  constexpr size_t kMaxSparseRows = 64;
-  if (f.kind != RowKind::kDense) return kMaxSparseRows;
-  return std::max<size_t>(1, kMaxReadBytes / std::max<size_t>(f.dense_bytes(), 64));
-}
-
-}  // namespace
 
 void Client::Impl::OnMessage(uint32_t k, net::Message m) {
   bytes_received_.fetch_add(client::ApproxBytes(m), std::memory_order_relaxed);
@@ -345,37 +330,10 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   for (net::Message& m : again) SendToShard(k, std::move(m));
   // 3. Subscriptions live in the old session: subscribe again. Until the
   //    reply, the row keeps the version the old session vouched for. One
-  //    Read per table of up to ResubscribeRows rows: one per row was a
+  //    Read per table of up to MaxRowsPerRead rows: one per row was a
   //    request in flight and a reply per subscribed row at every reconnect
   //    (the soak: 4,000 of each, ~1 MB of small allocations at once).
-  std::map<uint32_t, net::Read> resubscribe;  // by table
-  for (CacheStripe& st : stripes_) {
-    client::SpinLock l(&st.mu);
-    st.map.ForEach([&](CacheEntry* e) {
-      st.mu.AssertHeld();  // held around ForEach
-      if (e->shard != k || !e->subscribed) return;
-      e->version = EffectiveVersion(*e);
-      e->subscribed = false;
-      // As SendRead: the stripe's queued Unsubscribes leave before this
-      // Read, which may subscribe a row among them; the mark pins the row.
-      if (st.unsubscribe_rows != 0) FlushUnsubscribesLocked(st);
-      e->reads_in_flight.push_back(0);
-      net::Read& r = resubscribe[e->key.table];
-      r.rows.push_back(e->key.row);
-      if (r.rows.size() >= ResubscribeRows(e->table->format)) {
-        r.table = e->key.table;
-        r.subscribe = true;
-        SendCacheRead(k, std::move(r));
-        r = net::Read();
-      }
-    });
-  }
-  for (auto& [table, r] : resubscribe) {
-    if (r.rows.empty()) continue;
-    r.table = table;
-    r.subscribe = true;
-    SendCacheRead(k, std::move(r));
-  }
+  ResubscribeShard(k);
   sh.connected.store(true, std::memory_order_release);
   LOG(INFO) << sh.channel->Describe() << " reconnected; re-sent " << batches.size()
             << " batches and " << again.size() << " requests";

@@ -55,6 +55,30 @@ class MemoryBoundsTest : public ::testing::Test {
     return f.get();
   }
 
+  // Auto mode as a shard that adds every Apply to stored_ and answers Reads
+  // with it (rows of `width` i64; a row never written reads as zeros).
+  void StartSummingShard(uint32_t width) {
+    ch_->StartAuto(
+        [this, width](uint32_t, uint64_t row) {
+          std::lock_guard<std::mutex> l(mu_);
+          auto it = stored_.find(row);
+          return EncodeDense(it == stored_.end() ? std::vector<int64_t>(width) : it->second);
+        },
+        0,
+        [this, width](const net::Apply& a) {
+          std::lock_guard<std::mutex> l(mu_);
+          for (const net::RowData& u : a.updates) {
+            std::vector<int64_t> d = DecodeDense<int64_t>(u.bytes);
+            std::vector<int64_t>& v = stored_[u.row];
+            v.resize(width);
+            for (uint32_t i = 0; i < width; ++i) v[i] += d[i];
+          }
+        });
+  }
+
+  // Declared before client_, so that they outlive its channel's auto thread.
+  std::mutex mu_;
+  std::map<uint64_t, std::vector<int64_t>> stored_;  // guarded by mu_
   std::unique_ptr<Client> client_;
   ScriptedChannel* ch_ = nullptr;
 };
@@ -137,24 +161,7 @@ TEST_F(MemoryBoundsTest, ExactTotalsAndReadMyWritesHoldUnderTheBound) {
   constexpr int kRows = 64, kClocks = 12, kWorkers = 2;
   constexpr uint64_t kMaxBatch = uint64_t{kRows} * kWidth * sizeof(int64_t);
   Table t = Create(kWidth, Consistency::kSsp, 1);
-  std::mutex mu;
-  std::map<uint64_t, std::vector<int64_t>> stored;  // guarded by mu
-  ch_->StartAuto(
-      [&](uint32_t, uint64_t row) {
-        std::lock_guard<std::mutex> l(mu);
-        auto it = stored.find(row);
-        return EncodeDense(it == stored.end() ? std::vector<int64_t>(kWidth) : it->second);
-      },
-      0,
-      [&](const net::Apply& a) {
-        std::lock_guard<std::mutex> l(mu);
-        for (const net::RowData& u : a.updates) {
-          std::vector<int64_t> d = DecodeDense<int64_t>(u.bytes);
-          std::vector<int64_t>& v = stored[u.row];
-          v.resize(kWidth);
-          for (uint32_t i = 0; i < kWidth; ++i) v[i] += d[i];
-        }
-      });
+  StartSummingShard(kWidth);
   std::atomic<uint64_t> max_unacked{0};
   auto run = [&](int id) -> Status {
     std::unique_ptr<Worker> w;
@@ -192,9 +199,9 @@ TEST_F(MemoryBoundsTest, ExactTotalsAndReadMyWritesHoldUnderTheBound) {
   // each (row, clock) once if no delta was split over parts (and more if one
   // was), never fewer.
   EXPECT_GE(stats.rows_sent, uint64_t{kRows} * kClocks) << "batches_sent " << stats.batches_sent;
-  std::lock_guard<std::mutex> l(mu);
-  ASSERT_EQ(stored.size(), static_cast<size_t>(kRows));
-  for (const auto& [row, v] : stored) {
+  std::lock_guard<std::mutex> l(mu_);
+  ASSERT_EQ(stored_.size(), static_cast<size_t>(kRows));
+  for (const auto& [row, v] : stored_) {
     for (uint32_t i : {0u, 5u, kWidth - 1}) {
       EXPECT_EQ(v[i], kClocks * static_cast<int64_t>(row + i + 1)) << "row " << row;
     }
@@ -219,24 +226,7 @@ TEST_F(MemoryBoundsTest, ExactTotalsWithManyWorkersAtRandomSpeeds) {
     constexpr uint32_t kWidth = 1024;  // 8 KiB rows: 832 KiB of deltas per clock
     constexpr int kWorkers = 4, kOwnRows = 24, kShared = 8, kClocks = 16;
     Table t = Create(kWidth, Consistency::kSsp, 1 + seed % 3);
-    std::mutex mu;
-    std::map<uint64_t, std::vector<int64_t>> stored;  // guarded by mu
-    ch_->StartAuto(
-        [&](uint32_t, uint64_t row) {
-          std::lock_guard<std::mutex> l(mu);
-          auto it = stored.find(row);
-          return EncodeDense(it == stored.end() ? std::vector<int64_t>(kWidth) : it->second);
-        },
-        0,
-        [&](const net::Apply& a) {
-          std::lock_guard<std::mutex> l(mu);
-          for (const net::RowData& u : a.updates) {
-            std::vector<int64_t> d = DecodeDense<int64_t>(u.bytes);
-            std::vector<int64_t>& v = stored[u.row];
-            v.resize(kWidth);
-            for (uint32_t i = 0; i < kWidth; ++i) v[i] += d[i];
-          }
-        });
+    StartSummingShard(kWidth);
     auto run = [&](int id) -> Status {
       std::unique_ptr<Worker> w;
       RETURN_IF_ERROR(client_->RegisterWorker(&w));
@@ -272,21 +262,22 @@ TEST_F(MemoryBoundsTest, ExactTotalsWithManyWorkersAtRandomSpeeds) {
     EXPECT_EQ(stats.open_delta_bytes, 0u);
     for (const net::Apply& a : ch_->All<net::Apply>()) parts += a.more;
     {
-      std::lock_guard<std::mutex> l(mu);
+      std::lock_guard<std::mutex> l(mu_);
       int64_t shared_total = 0;
-      for (uint64_t r = 0; r < kShared; ++r) shared_total += stored[r][kWidth - 1];
+      for (uint64_t r = 0; r < kShared; ++r) shared_total += stored_[r][kWidth - 1];
       EXPECT_EQ(shared_total, int64_t{kWorkers} * kOwnRows * kClocks);
       for (int id = 0; id < kWorkers; ++id) {
         for (int k = 0; k < kOwnRows; ++k) {
           const uint64_t r = static_cast<uint64_t>(kShared + id * kOwnRows + k);
-          ASSERT_EQ(stored[r].size(), kWidth) << "row " << r;
-          EXPECT_EQ(stored[r][3], kClocks * static_cast<int64_t>(r + 4))
+          ASSERT_EQ(stored_[r].size(), kWidth) << "row " << r;
+          EXPECT_EQ(stored_[r][3], kClocks * static_cast<int64_t>(r + 4))
               << "worker " << id << " row " << r << " batches_sent " << stats.batches_sent;
         }
       }
     }
-    client_.reset();
+    client_.reset();  // stops the shard's auto thread: stored_ is ours again
     ch_ = nullptr;
+    stored_.clear();
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GT(parts, 0) << "no clock was sent in parts: the test no longer tests them";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "client/client_impl.h"
@@ -71,32 +72,47 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
   return Status::OK();
 }
 
+namespace {
+
+// Rows per cache-filling Read of a table of format f. One Read carries at
+// most kMaxReadBytes of row values, so that a large prefetch neither makes
+// one huge reply frame nor holds the shard for long. Dense rows have a known
+// size; a sparse row's size is unknown (it may be large), so sparse rows go a
+// few per Read.
+size_t MaxRowsPerRead(const RowFormat& f) {
+  constexpr size_t kMaxReadBytes = size_t{4} << 20;
+  constexpr size_t kMaxSparseReadRows = 64;
+  if (f.kind != RowKind::kDense) return kMaxSparseReadRows;
+  return std::max<size_t>(1, kMaxReadBytes / std::max<size_t>(f.dense_bytes(), 64));
+}
+
+}  // namespace
+
 // Cache-filling Reads being gathered, one per shard, for one table and
-// min_version. It owns the reads_in_flight marks it adds: Add() marks a row
-// (under its stripe lock) and queues it in the same step, a shard's Read
-// leaves when it is full (SendFull) and whatever is queued leaves at
-// SendAll() or in the destructor, so no return path can leave a mark whose
-// Read is never sent.
+// min_version, MaxRowsPerRead rows each at most. It owns the reads_in_flight marks it adds: Add()
+// marks a row (under its stripe lock) and queues it in the same step, a shard's Read leaves when it
+// is full (SendFull) and whatever is queued leaves at SendAll() or in the destructor, so no return
+// path can leave a mark whose Read is never sent.
 class Client::Impl::ReadGatherer {
  public:
-  ReadGatherer(Impl* impl, const TableState* t, Version min_version, size_t max_rows)
+  ReadGatherer(Impl* impl, const TableState* t, Version min_version)
       : impl_(impl),
         t_(t),
         min_version_(min_version),
-        max_rows_(max_rows),
+        max_rows_(MaxRowsPerRead(t->format)),
         reads_(impl->num_shards()) {}
   ~ReadGatherer() { SendAll(); }
   ReadGatherer(const ReadGatherer&) = delete;
   ReadGatherer& operator=(const ReadGatherer&) = delete;
 
-  // Marks `e` (of stripe `st`) in flight and queues its row as a look-ahead
-  // row.
-  void Add(CacheStripe& st, CacheEntry* e) REQUIRES(st.mu) {
+  // Marks `e` (of stripe `st`) in flight and queues its row (as a
+  // look-ahead row if `look_ahead`: Prefetch's rows).
+  void Add(CacheStripe& st, CacheEntry* e, bool look_ahead = true) REQUIRES(st.mu) {
     // The stripe's queued Unsubscribes leave first: this Read may subscribe
     // a row whose Unsubscribe is among them.
     if (st.unsubscribe_rows != 0) impl_->FlushUnsubscribesLocked(st);
     e->reads_in_flight.push_back(min_version_);
-    e->look_ahead = client::kLookAheadChances;
+    if (look_ahead) e->look_ahead = client::kLookAheadChances;
     reads_[e->shard].rows.push_back(e->key.row);
   }
   // Sends shard k's Read if it holds max_rows rows.
@@ -127,16 +143,6 @@ class Client::Impl::ReadGatherer {
 
 Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
                               const std::vector<uint64_t>& rows) {
-  // One Read carries at most this many bytes of row values, so that a large
-  // prefetch neither makes one huge reply frame nor holds the shard for long.
-  constexpr size_t kMaxReadBytes = size_t{4} << 20;
-  // Dense rows have a known size; a sparse row's size is unknown (it may be
-  // large), so sparse prefetches go a few rows per Read.
-  constexpr size_t kMaxSparseReadRows = 64;
-  const size_t row_bytes = std::max<size_t>(t->format.dense_bytes(), 64);
-  const size_t max_rows = t->format.kind == RowKind::kDense
-                              ? std::max<size_t>(1, kMaxReadBytes / row_bytes)
-                              : kMaxSparseReadRows;
   const Version need = t->policy.MinVersion(c);
   // Each shard's health is checked once, before any of its rows is marked:
   // the rows of an unhealthy shard are skipped (a later Get reports it), the
@@ -145,7 +151,7 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   std::vector<uint8_t> health(num_shards(), kUnchecked);
   Status unhealthy;
   uint64_t fetched = 0;
-  ReadGatherer gather(this, t, need, max_rows);
+  ReadGatherer gather(this, t, need);
   for (uint64_t row : rows) {
     RowKey key{t->schema.id, row};
     const uint32_t shard = ShardOfKey(key);
@@ -178,6 +184,26 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   client::TableCounters* tc = Counters(ws, t);
   if (tc != nullptr && fetched > 0) tc->fetched.Add(fetched);
   return unhealthy.WithPrefix("Prefetch");
+}
+
+void Client::Impl::ResubscribeShard(uint32_t k) {
+  // One gatherer per table (few), each sending Reads of up to MaxRowsPerRead
+  // rows to shard k.
+  std::map<uint32_t, std::unique_ptr<ReadGatherer>> by_table;
+  for (CacheStripe& st : stripes_) {
+    client::SpinLock l(&st.mu);
+    st.map.ForEach([&](CacheEntry* e) {
+      st.mu.AssertHeld();  // held around ForEach
+      if (e->shard != k || !e->subscribed) return;
+      e->version = EffectiveVersion(*e);
+      e->subscribed = false;
+      std::unique_ptr<ReadGatherer>& g = by_table[e->key.table];
+      if (g == nullptr) g = std::make_unique<ReadGatherer>(this, e->table, 0);
+      g->Add(st, e, /*look_ahead=*/false);
+      g->SendFull(k);
+    });
+  }
+  // The gatherers send the rest as they go.
 }
 
 void Client::Impl::SendRead(CacheStripe& st, CacheEntry* e, Version min_version, bool subscribe) {
