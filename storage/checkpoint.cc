@@ -222,9 +222,10 @@ Status ParseCheckpointManifest(std::string_view text, CheckpointManifest* m) {
     if (fields.count(k) == 0) return Bad("missing field '" + std::string(k) + "'");
   }
   RETURN_IF_ERROR(ParseNumber(fields["format_version"], "format_version", &v.format_version));
-  if (v.format_version != kStorageFormatVersion) {
+  if (v.format_version < kOldestStorageFormatVersion || v.format_version > kStorageFormatVersion) {
     return Status::Incompatible("checkpoint has storage format version " +
-                                std::to_string(v.format_version) + "; this build reads version " +
+                                std::to_string(v.format_version) + "; this build reads versions " +
+                                std::to_string(kOldestStorageFormatVersion) + " to " +
                                 std::to_string(kStorageFormatVersion));
   }
   v.identity.format_version = v.format_version;

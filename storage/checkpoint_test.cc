@@ -130,7 +130,7 @@ TEST(CheckpointManifestTest, InconsistentContentIsCorruption) {
   EXPECT_TRUE(ParseCheckpointManifest(Resign(body + "future_field=1\n"), &out).ok());
   // Another storage format version is Incompatible, not Corruption.
   EXPECT_EQ(
-      ParseCheckpointManifest(Resign(Replace(body, "format_version=1", "format_version=2")), &out)
+      ParseCheckpointManifest(Resign(Replace(body, "format_version=2", "format_version=3")), &out)
           .code(),
       StatusCode::kIncompatible);
 }

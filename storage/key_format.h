@@ -49,6 +49,13 @@ inline constexpr std::string_view kJobKey =
     "\x01"
     "job";
 
+// The clock log's state (docs/storage-format.md section 15): u64 LE log file
+// number, u64 LE end offset, u64 LE sequence number of the file's first
+// record, u64 LE sequence number of the next record (32 bytes).
+inline constexpr std::string_view kClockLogKey =
+    "\x01"
+    "clock_log";
+
 inline constexpr size_t kRowKeySize = 13;      // prefix + u32 table + u64 row
 inline constexpr size_t kTablePrefixSize = 5;  // prefix + u32 table
 

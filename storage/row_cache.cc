@@ -39,6 +39,16 @@ uint32_t RowCache::FindNode(uint32_t table, uint64_t row) const {
 
 void RowCache::Unlink(uint32_t n) {
   Node& x = nodes_[n];
+  if (x.dirty) {
+    if (x.prev != kNil) {
+      nodes_[x.prev].next = x.next;
+    } else {
+      dirty_head_ = x.next;
+    }
+    if (x.next != kNil) nodes_[x.next].prev = x.prev;
+    x.prev = x.next = kNil;
+    return;
+  }
   if (x.prev != kNil) {
     nodes_[x.prev].next = x.next;
   } else {
@@ -50,6 +60,58 @@ void RowCache::Unlink(uint32_t n) {
     tail_ = x.prev;
   }
   x.prev = x.next = kNil;
+}
+
+bool RowCache::MarkDirty(uint32_t table, uint64_t row) {
+  const uint32_t n = FindNode(table, row);
+  if (n == kNil) return false;
+  Node& x = nodes_[n];
+  if (x.dirty) return true;
+  Unlink(n);
+  x.dirty = true;
+  x.prev = kNil;
+  x.next = dirty_head_;
+  if (dirty_head_ != kNil) nodes_[dirty_head_].prev = n;
+  dirty_head_ = n;
+  dirty_bytes_ += x.charge;
+  ++dirty_entries_;
+  return true;
+}
+
+void RowCache::InsertDirty(uint32_t table, uint64_t row, CachedRow value) {
+  const uint32_t old = FindNode(table, row);
+  if (old != kNil) EraseNode(old);
+  uint32_t n;
+  if (!free_nodes_.empty()) {
+    n = free_nodes_.back();
+    free_nodes_.pop_back();
+  } else {
+    n = static_cast<uint32_t>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  Node& x = nodes_[n];
+  x.table = table;
+  x.row = row;
+  x.charge = ChargeOf(value);
+  x.value = std::move(value);
+  x.dirty = false;
+  PushFront(n);
+  slots_.Insert(HashOf(table, row), Slot{row, table, n});
+  bytes_ += x.charge;
+  ++counters_.inserts;
+  MarkDirty(table, row);
+}
+
+void RowCache::CleanAll() {
+  while (dirty_head_ != kNil) {
+    const uint32_t n = dirty_head_;
+    Unlink(n);
+    nodes_[n].dirty = false;
+    PushFront(n);
+  }
+  dirty_bytes_ = 0;
+  dirty_entries_ = 0;
+  EvictToCapacity();
 }
 
 void RowCache::PushFront(uint32_t n) {
@@ -68,7 +130,7 @@ CachedRow* RowCache::Lookup(uint32_t table, uint64_t row) {
     return nullptr;
   }
   ++counters_.hits;
-  if (n != head_) {
+  if (n != head_ && !nodes_[n].dirty) {
     Unlink(n);
     PushFront(n);
   }
@@ -83,6 +145,7 @@ CachedRow* RowCache::Peek(uint32_t table, uint64_t row) {
 void RowCache::Insert(uint32_t table, uint64_t row, CachedRow value) {
   const size_t charge = ChargeOf(value);
   const uint32_t old = FindNode(table, row);
+  if (old != kNil && nodes_[old].dirty) return;  // newer than what a reader read
   if (old != kNil) EraseNode(old);
   if (charge > capacity_) return;
   uint32_t n;
@@ -111,6 +174,7 @@ void RowCache::Recharge(uint32_t table, uint64_t row) {
   Node& x = nodes_[n];
   const size_t charge = ChargeOf(x.value);
   bytes_ = bytes_ - x.charge + charge;
+  if (x.dirty) dirty_bytes_ = dirty_bytes_ - x.charge + charge;
   x.charge = charge;
   EvictToCapacity();
 }
@@ -121,10 +185,12 @@ void RowCache::Erase(uint32_t table, uint64_t row) {
 }
 
 void RowCache::EraseTable(uint32_t table) {
-  for (uint32_t n = head_; n != kNil;) {
-    const uint32_t next = nodes_[n].next;
-    if (nodes_[n].table == table) EraseNode(n);
-    n = next;
+  for (uint32_t list : {head_, dirty_head_}) {
+    for (uint32_t n = list; n != kNil;) {
+      const uint32_t next = nodes_[n].next;
+      if (nodes_[n].table == table) EraseNode(n);
+      n = next;
+    }
   }
 }
 
@@ -132,8 +198,8 @@ void RowCache::Clear() {
   nodes_.clear();
   free_nodes_.clear();
   slots_.Clear();
-  head_ = tail_ = kNil;
-  bytes_ = 0;
+  head_ = tail_ = dirty_head_ = kNil;
+  bytes_ = dirty_bytes_ = dirty_entries_ = 0;
 }
 
 void RowCache::EraseNode(uint32_t n) {
@@ -144,6 +210,11 @@ void RowCache::EraseNode(uint32_t n) {
   slots_.Erase(HashOf(table, row),
                [table, row](const Slot& s) { return s.row == row && s.table == table; });
   Unlink(n);
+  if (x.dirty) {
+    dirty_bytes_ -= x.charge;
+    --dirty_entries_;
+    x.dirty = false;
+  }
   x.value = CachedRow();  // frees its strings now
   x.charge = 0;
   free_nodes_.push_back(n);

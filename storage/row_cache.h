@@ -13,6 +13,11 @@
 // (table, row) to an entry index. A lookup touches the table slot and the entry, nothing is
 // allocated per lookup, and no list or hash node is allocated per row.
 //
+// Dirty rows (MarkDirty): rows whose state is newer than RocksDB's, held
+// here until a row write-back (docs/storage-format.md section 15). They are
+// kept in a list of their own and never evicted, whatever the capacity; their
+// bytes count in bytes() and dirty_bytes(). Eviction only removes clean rows.
+//
 // Thread-compatibility: not thread-safe; ShardStore guards it with a mutex.
 // Pointers returned by Lookup/Peek stay valid until the next call that inserts,
 // erases or evicts.
@@ -64,11 +69,27 @@ class RowCache {
   CachedRow* Peek(uint32_t table, uint64_t row);
   // Inserts or replaces the row as most recently used, then evicts least
   // recently used rows while over capacity. A row larger than the whole
-  // capacity is not kept.
+  // capacity is not kept, and a dirty row is never replaced (it is newer).
   void Insert(uint32_t table, uint64_t row, CachedRow value);
   // Re-charges a row whose strings were changed through a Peek/Lookup pointer,
   // then evicts while over capacity (possibly this row). No-op if not cached.
   void Recharge(uint32_t table, uint64_t row);
+  // Marks a cached row dirty (never evicted until CleanAll). False if the
+  // row is not cached.
+  bool MarkDirty(uint32_t table, uint64_t row);
+  // Inserts the row as dirty (replacing a cached one): kept whatever its size.
+  void InsertDirty(uint32_t table, uint64_t row, CachedRow value);
+  // Calls fn(table, row, value) for every dirty row (in no particular order).
+  template <typename Fn>
+  void ForEachDirty(Fn&& fn) const {
+    for (uint32_t n = dirty_head_; n != kNil; n = nodes_[n].next) {
+      fn(nodes_[n].table, nodes_[n].row, nodes_[n].value);
+    }
+  }
+  // Makes every dirty row clean (most recently used), then evicts to capacity.
+  void CleanAll();
+  size_t dirty_bytes() const { return dirty_bytes_; }
+  size_t dirty_entries() const { return dirty_entries_; }
   // Drops one row / every row of `table` / everything.
   void Erase(uint32_t table, uint64_t row);
   void EraseTable(uint32_t table);
@@ -87,6 +108,7 @@ class RowCache {
     uint32_t next = kNil;  // towards the least recently used
     uint64_t row = 0;
     size_t charge = 0;
+    bool dirty = false;  // in the dirty list (dirty_head_), not the LRU list
     CachedRow value;
   };
   // A slot of the (table, row) -> node table; node == kNil: empty.
@@ -113,8 +135,11 @@ class RowCache {
   size_t bytes_ = 0;
   std::vector<Node> nodes_;
   std::vector<uint32_t> free_nodes_;
-  uint32_t head_ = kNil;               // most recently used
-  uint32_t tail_ = kNil;               // least recently used
+  uint32_t head_ = kNil;        // most recently used
+  uint32_t tail_ = kNil;        // least recently used
+  uint32_t dirty_head_ = kNil;  // dirty rows (prev/next link them)
+  size_t dirty_bytes_ = 0;
+  size_t dirty_entries_ = 0;
   FlatTable<Slot, SlotPolicy> slots_;  // one slot per cached row
   RowCacheCounters counters_;
 };

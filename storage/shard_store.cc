@@ -108,8 +108,9 @@ ShardStore::Impl::Impl(const ShardStoreOptions& options, std::string dir, ShardI
     : options_(options),
       dir_(std::move(dir)),
       identity_(identity),
-      row_cache_(options.row_cache_mb > 0 ? std::make_unique<RowCache>(options.row_cache_mb << 20)
-                                          : nullptr) {
+      row_cache_(options.row_cache_mb > 0 || options.clock_log || options.read_only
+                     ? std::make_unique<RowCache>(std::max<size_t>(options.row_cache_mb << 20, 1))
+                     : nullptr) {
   write_options_.sync = options_.sync;
   write_options_.disableWAL = false;
 }
@@ -139,6 +140,13 @@ void CheckNotTransportThread(const char* method) {
 }
 
 ShardStore::Impl::~Impl() {
+  if (db_ != nullptr && !options_.read_only && !failed() && log_mode_) {
+    // The rows held in memory go to RocksDB, so the next open replays no log.
+    MutexLock write_lock(&write_mu_);
+    Status s = WriteBackLocked("close");
+    if (!s.ok())
+      LOG(WARNING) << "writing back the rows of " << dir_ << " on close: " << s.ToString();
+  }
   if (db_ != nullptr && !options_.read_only && !failed()) {
     // A clean close leaves no WAL to replay: the next open (pacectl, a
     // restart) is then fast however much was written since the last flush.
@@ -366,9 +374,10 @@ Status ShardStore::Impl::InitOrCheckMeta() {
   RETURN_IF_ERROR(FromRocks(s, "read format version of " + dir_));
   uint32_t format;
   RETURN_IF_ERROR(sf::DecodeFixed32(v, "format version", &format).WithPrefix(dir_));
-  if (format != kStorageFormatVersion) {
+  if (format < kOldestStorageFormatVersion || format > kStorageFormatVersion) {
     return Status::Incompatible("the store in " + dir_ + " has storage format version " +
-                                std::to_string(format) + "; this build of PaceDB reads version " +
+                                std::to_string(format) + "; this build of PaceDB reads versions " +
+                                std::to_string(kOldestStorageFormatVersion) + " to " +
                                 std::to_string(kStorageFormatVersion));
   }
   s = db_->Get(ro, sf::kIdentityKey, &v);
@@ -510,7 +519,7 @@ Status ShardStore::Impl::Open() {
     ViewWriterLock view_lock(&view_mu_);
     RefreshSnapshotLocked();
   }
-  return Status::OK();
+  return OpenClockLog();
 }
 
 void ShardStore::Impl::RefreshSnapshotLocked() {
@@ -601,6 +610,9 @@ Status ShardStore::Impl::DropTable(const std::string& name) {
     entry = by_id_.at(it->second);
   }
   const uint32_t id = entry->schema.id;
+  // The log must hold nothing of the table (a replay would bring its rows
+  // back): the rows held in memory are written back first.
+  if (log_mode_) RETURN_IF_ERROR(WriteBackLocked("drop table"));
   rocksdb::WriteBatch b;
   b.Delete(sf::CatalogKey(id));
   b.DeleteRange(sf::TableRowsBegin(id), sf::TableRowsEnd(id));
@@ -694,6 +706,8 @@ const std::string& ShardStore::dir() const { return impl_->dir(); }
 bool ShardStore::read_only() const { return impl_->read_only(); }
 RowCacheStats ShardStore::row_cache_stats() const { return impl_->row_cache_stats(); }
 StoreMemoryStats ShardStore::memory_stats() const { return impl_->memory_stats(); }
+DataPathStats ShardStore::data_path_stats() const { return impl_->data_path_stats(); }
+Status ShardStore::WriteBack() { return impl_->WriteBack(); }
 
 Status ShardStore::CreateTable(const TableSchema& schema, TableSchema* created) {
   return impl_->CreateTable(schema, created);

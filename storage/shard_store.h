@@ -34,7 +34,9 @@ namespace pace {
 
 // Bumped when the on-disk format changes incompatibly. A store written with a
 // different major format is refused with StatusCode::kIncompatible.
-inline constexpr uint32_t kStorageFormatVersion = 1;
+inline constexpr uint32_t kStorageFormatVersion = 2;
+// The oldest format this build opens (and upgrades at a writable open).
+inline constexpr uint32_t kOldestStorageFormatVersion = 1;
 
 struct ShardStoreOptions {
   // Size of the RocksDB block cache, in MiB. Bounds read memory. Default: 256.
@@ -66,6 +68,17 @@ struct ShardStoreOptions {
   // little. Counted in StoreMemoryStats::write_batch_bytes. 0: never kept.
   // Default: 256.
   size_t retained_write_batch_mb = 256;
+  // Write path (docs/storage-format.md section 15). true: each group is one
+  // record of the clock log plus its applied clocks in RocksDB; the rows it
+  // changes are held in memory (dirty rows of the row cache) and written to
+  // RocksDB in bulk (one SST file, ingested) when the dirty rows exceed the
+  // row cache budget or the log exceeds clock_log_mb, and at close, checkpoint
+  // and DropTable. false: every group writes each row it changes to RocksDB
+  // (a Put or merge operand per row). Default: true.
+  bool clock_log = true;
+  // Log bytes after which the dirty rows are written back. 0: four times
+  // row_cache_mb, at least 64 MiB. Default: 0.
+  size_t clock_log_mb = 0;
   // fsync the WAL before ApplyBatch returns. Default: false (WAL written, not synced).
   bool sync = false;
   // Open for inspection only; may run beside a writer process (RocksDB
@@ -146,6 +159,24 @@ struct RowCacheStats {
   uint64_t hits = 0;            // rows read from the cache
   uint64_t misses = 0;          // rows read from RocksDB
   uint64_t evictions = 0;
+};
+
+// The write path's per-stage counters (ShardStore::data_path_stats), totals
+// since the store was opened, for /metrics and the shard's --v=1 trace
+// (docs/data-path.md).
+struct DataPathStats {
+  bool clock_log = false;            // the store writes groups to the clock log
+  uint64_t log_records = 0;          // groups appended to the clock log
+  uint64_t log_bytes = 0;            // bytes appended to it (headers included)
+  uint64_t log_offset = 0;           // bytes of the active log file not yet written back
+  uint64_t dirty_rows = 0;           // rows newer in memory than in RocksDB, now
+  uint64_t dirty_bytes = 0;          // their charged bytes, now
+  uint64_t writebacks = 0;           // row write-backs
+  uint64_t writeback_rows = 0;       // rows they wrote
+  uint64_t writeback_bytes = 0;      // bytes of the SST files they ingested
+  uint64_t rows_read_for_write = 0;  // rows read from RocksDB to hold them in memory
+  uint64_t replayed_records = 0;     // log records replayed at open or recovery
+  uint64_t rocksdb_write_bytes = 0;  // bytes of the WriteBatches written through RocksDB's WAL
 };
 
 // Memory a store holds now, per component, in bytes (ShardStore::memory_stats).
@@ -334,6 +365,11 @@ class ShardStore {
   Status Recover();
   // Row cache counters (all zero when the cache is disabled).
   RowCacheStats row_cache_stats() const;
+  // The write path's counters (see DataPathStats).
+  DataPathStats data_path_stats() const;
+  // Writes the rows held in memory (dirty) to RocksDB and starts a new clock
+  // log file (docs/storage-format.md section 15). No-op without a clock log.
+  Status WriteBack();
   // Bytes of memory the store holds now, per component (see StoreMemoryStats).
   StoreMemoryStats memory_stats() const;
 

@@ -255,7 +255,9 @@ TEST(RowCacheStoreTest, CountsHitsAndMissesAndCanBeDisabled) {
   testing_util::ScopedTempDir tmp;
   ASSERT_FALSE(tmp.path().empty());
   for (size_t mb : {size_t{0}, size_t{8}}) {
-    auto store = OpenOrDie(Opts(1, mb), tmp.Sub("s" + std::to_string(mb)));
+    ShardStoreOptions o = Opts(1, mb);
+    o.clock_log = mb != 0;  // a clock log always holds its rows in the row cache
+    auto store = OpenOrDie(o, tmp.Sub("s" + std::to_string(mb)));
     ASSERT_NE(store, nullptr);
     TableSchema t;
     ASSERT_TRUE(
@@ -450,6 +452,7 @@ TEST(StoreMemoryStatsTest, ReportsEachComponent) {
   testing_util::ScopedTempDir tmp;
   ShardStoreOptions o = Opts(1, 16);
   o.write_buffer_mb = 64;  // nothing flushed during the test
+  o.clock_log = false;     // the components of rows written per group
   std::unique_ptr<ShardStore> store = OpenOrDie(o, tmp.Sub("s"));
   ASSERT_NE(store, nullptr);
   TableSchema created;

@@ -209,6 +209,19 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   if (!std::is_sorted(group.begin(), group.end(), key_less)) {
     std::sort(group.begin(), group.end(), key_less);
   }
+  if (log_mode_) {
+    std::vector<ClockLogEntry> deltas(group.size());
+    for (size_t k = 0; k < group.size(); ++k) {
+      deltas[k] = ClockLogEntry{group[k].table, group[k].row, group[k].bytes};
+    }
+    Status logged = WriteGroupToLogLocked(deltas, clocks, import_record);
+    if (!logged.ok()) {
+      for (BatchResult& r : *results) {
+        if (r.status.ok() && !r.duplicate) r.status = logged;
+      }
+    }
+    return logged;
+  }
   // The batch reuses the previous group's buffer: a model-scale group is
   // ~130 MB, and a fresh buffer of that size is mapped and faulted in page by
   // page on every clock.
@@ -609,8 +622,10 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
   ReaderLock db_lock(&db_mu_);
   if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");
   ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
-  // The iterator reads one consistent state (its implicit snapshot): whole
-  // groups or none of them.
+  // The iterator reads one consistent state (its own snapshot): whole groups
+  // or none of them. The rows held in memory and not yet written back (the
+  // row cache's dirty rows, docs/storage-format.md section 15) are newer than
+  // RocksDB's; they are copied under the same view and merged in row order.
   const TableSchema& schema = e->schema;
   const bool zero_init = schema.init.kind == InitKind::kZeros || schema.kind == RowKind::kSparse;
   std::string end = sf::TableRowsEnd(table);
@@ -618,26 +633,59 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper;
   ro.readahead_size = 2 << 20;
+  std::vector<std::pair<uint64_t, std::string>> dirty;  // (row, stored sum), sorted
+  const rocksdb::Snapshot* snapshot = nullptr;
+  {
+    ViewReaderLock view_lock(&view_mu_);
+    snapshot = db_->GetSnapshot();
+    if (row_cache_ != nullptr) {
+      MutexLock cache_lock(&cache_mu_);
+      row_cache_->ForEachDirty([&](uint32_t t, uint64_t row, const CachedRow& v) {
+        if (t == table && v.written && row >= start_row) dirty.emplace_back(row, v.sum);
+      });
+    }
+  }
+  struct SnapshotReleaser {
+    rocksdb::DB* db;
+    const rocksdb::Snapshot* s;
+    ~SnapshotReleaser() { db->ReleaseSnapshot(s); }
+  } releaser{db_.get(), snapshot};
+  ro.snapshot = snapshot;
+  std::sort(dirty.begin(), dirty.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t next_dirty = 0;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
   std::string composed;
+  auto emit = [&](uint64_t row, std::string_view payload) {
+    if (zero_init) return fn(row, payload);
+    ComposeRow(schema, row, &payload, &composed);
+    return fn(row, composed);
+  };
   for (it->Seek(sf::MakeRowKey(table, start_row)); it->Valid(); it->Next()) {
     uint32_t key_table;
     uint64_t row;
     if (!sf::DecodeRowKey(SliceView(it->key()), &key_table, &row) || key_table != table) {
       return Status::Corruption("malformed row key in table '" + schema.name + "'");
     }
+    for (; next_dirty < dirty.size() && dirty[next_dirty].first < row; ++next_dirty) {
+      if (!emit(dirty[next_dirty].first, dirty[next_dirty].second)) return Status::OK();
+    }
+    if (next_dirty < dirty.size() && dirty[next_dirty].first == row) {
+      if (!emit(row, dirty[next_dirty].second)) return Status::OK();
+      ++next_dirty;
+      continue;
+    }
     std::string_view payload;
     RETURN_IF_ERROR(
         ParseStoredRow(e->format, SliceView(it->value()), &payload)
             .WithPrefix("row " + std::to_string(row) + " of table '" + schema.name + "'"));
-    if (zero_init) {
-      if (!fn(row, payload)) return Status::OK();
-    } else {
-      ComposeRow(schema, row, &payload, &composed);
-      if (!fn(row, composed)) return Status::OK();
-    }
+    if (!emit(row, payload)) return Status::OK();
   }
-  return FromRocks(it->status(), "scan table '" + schema.name + "'");
+  RETURN_IF_ERROR(FromRocks(it->status(), "scan table '" + schema.name + "'"));
+  for (; next_dirty < dirty.size(); ++next_dirty) {
+    if (!emit(dirty[next_dirty].first, dirty[next_dirty].second)) return Status::OK();
+  }
+  return Status::OK();
 }
 
 // --- Checkpoints and maintenance ---------------------------------------------
@@ -645,6 +693,13 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
 Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) const {
   PACE_CHECK_STORE_THREAD("CreateCheckpoint");
   RETURN_IF_ERROR(CheckWritable("CreateCheckpoint"));
+  // The checkpoint must hold every row: the rows held in memory are written
+  // back first, and no group is committed until the checkpoint is taken.
+  MutexLock write_lock(&write_mu_);
+  if (log_mode_) {
+    if (!failed_.ok()) return failed_;
+    RETURN_IF_ERROR(const_cast<Impl*>(this)->WriteBackLocked("checkpoint"));
+  }
   ReaderLock db_lock(&db_mu_);
   if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");
   std::error_code ec;
@@ -690,6 +745,7 @@ Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) const {
 Status ShardStore::Impl::Flush() {
   PACE_CHECK_STORE_THREAD("Flush");
   RETURN_IF_ERROR(CheckWritable("Flush"));
+  RETURN_IF_ERROR(WriteBack());  // the rows held in memory first
   ReaderLock db_lock(&db_mu_);
   if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");
   return FromRocks(db_->Flush(rocksdb::FlushOptions()), "flush " + dir_);
@@ -709,7 +765,18 @@ Status ShardStore::Impl::ApproximateSize(uint64_t* disk_bytes, uint64_t* estimat
       FromRocks(db_->GetApproximateSizes(so, db_->DefaultColumnFamily(), &range, 1, disk_bytes),
                 "approximate size"));
   if (!db_->GetIntProperty("rocksdb.estimate-num-keys", estimated_keys)) *estimated_keys = 0;
+  *disk_bytes += DirtyRowBytes(0, true);  // rows held in memory, not yet in RocksDB
   return Status::OK();
+}
+
+uint64_t ShardStore::Impl::DirtyRowBytes(uint32_t table, bool all_tables) const {
+  if (row_cache_ == nullptr) return 0;
+  uint64_t bytes = 0;
+  MutexLock cache_lock(&cache_mu_);
+  row_cache_->ForEachDirty([&](uint32_t t, uint64_t, const CachedRow& v) {
+    if (v.written && (all_tables || t == table)) bytes += sf::kRowKeySize + 1 + v.sum.size();
+  });
+  return bytes;
 }
 
 bool ShardStore::Impl::GetIntProperty(const std::string& name, uint64_t* value) const {
@@ -727,8 +794,11 @@ Status ShardStore::Impl::ApproximateTableSize(uint32_t table, uint64_t* bytes) c
   rocksdb::SizeApproximationOptions so;
   so.include_memtables = true;
   so.include_files = true;
-  return FromRocks(db_->GetApproximateSizes(so, db_->DefaultColumnFamily(), &range, 1, bytes),
-                   "approximate size of table '" + e->schema.name + "'");
+  RETURN_IF_ERROR(
+      FromRocks(db_->GetApproximateSizes(so, db_->DefaultColumnFamily(), &range, 1, bytes),
+                "approximate size of table '" + e->schema.name + "'"));
+  *bytes += DirtyRowBytes(table, false);  // rows held in memory, not yet in RocksDB
+  return Status::OK();
 }
 
 }  // namespace pace

@@ -50,9 +50,15 @@ std::string Delta(int64_t v, uint32_t width) {
   return std::string(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(int64_t));
 }
 
-TEST(ShardStoreFailureTest, FailedWriteStopsWritesUntilRecoverThenNothingIsLost) {
+// Both write paths: the clock log (a write-back fails: a group commit opens
+// no file) and rows written per group (a new WAL or table file fails).
+class ShardStoreFailureTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ShardStoreFailureTest, FailedWriteStopsWritesUntilRecoverThenNothingIsLost) {
   ScopedTempDir tmp;
   ShardStoreOptions o;
+  o.clock_log = GetParam();
+  o.clock_log_mb = 1;  // a write-back about every 16 clocks
   o.num_clients = 1;
   o.block_cache_mb = 8;
   o.write_buffer_mb = 1;  // a new WAL and table file about every MiB
@@ -75,7 +81,7 @@ TEST(ShardStoreFailureTest, FailedWriteStopsWritesUntilRecoverThenNothingIsLost)
   Status failed;
   {
     ScopedFdLimit limit;
-    limit.Lower(OpenFds() + 1);
+    limit.Lower(OpenFds() + (GetParam() ? 0 : 1));
     for (int i = 0; i < 2000 && failed.ok(); ++i) {
       Status s = batch(clock, &dup);
       if (s.ok()) {
@@ -125,6 +131,11 @@ TEST(ShardStoreFailureTest, FailedWriteStopsWritesUntilRecoverThenNothingIsLost)
   ASSERT_TRUE(store->Get(t.id, 15, &v).ok());
   EXPECT_EQ(v, Delta(clock, 512));
 }
+
+INSTANTIATE_TEST_SUITE_P(WritePath, ShardStoreFailureTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "ClockLog" : "Rows";
+                         });
 
 }  // namespace
 }  // namespace pace

@@ -26,6 +26,7 @@
 #include "common/mutex.h"
 #include "common/row.h"
 #include "common/thread_annotations.h"
+#include "storage/clock_log.h"
 #include "storage/row_cache.h"
 #include "storage/shard_store.h"
 
@@ -143,6 +144,8 @@ class ShardStore::Impl {
   bool read_only() const { return options_.read_only; }
   RowCacheStats row_cache_stats() const;
   StoreMemoryStats memory_stats() const;
+  DataPathStats data_path_stats() const;
+  Status WriteBack() EXCLUDES(write_mu_, view_mu_);
 
   // Failures and recovery (shard_store_recovery.cc).
   Status failure() const EXCLUDES(write_mu_);
@@ -202,6 +205,46 @@ class ShardStore::Impl {
   // cache entries.
   void Publish(const std::vector<CacheOp>& ops, const std::string& put_sums,
                const std::vector<ClockUpdate>& clocks) REQUIRES(write_mu_) EXCLUDES(view_mu_);
+  // The clock log (shard_store_log.cc, docs/storage-format.md section 15).
+  struct LogState {
+    uint64_t number = 1;     // the active log file
+    uint64_t end = 0;        // committed bytes of it
+    uint64_t first_seq = 1;  // sequence number of its first record
+    uint64_t next_seq = 1;   // of the next record
+  };
+  // Reads the stored log state; a store without one (format 1, or new) has
+  // the default state. REQUIRES: db_ open.
+  Status ReadLogState(LogState* st) const;
+  // Opening: replays the log's committed records into the row cache (dirty
+  // rows); a writable store then writes them back and opens the log for
+  // appending, and records the current format.
+  Status OpenClockLog();
+  // Replays records [from, st.end) of log file st.number, whose first record
+  // at `from` has sequence number `seq`, into the row cache as dirty rows.
+  Status ReplayLogLocked(const LogState& st, uint64_t from, uint64_t seq) REQUIRES(write_mu_);
+  // Adds `deltas` (table, row, bytes) to the rows in the row cache, reading
+  // the rows missing from it from RocksDB first; every row is left dirty.
+  Status ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) REQUIRES(write_mu_);
+  // Reads the rows the group changes that the row cache lacks and marks them
+  // all dirty (pinned) before the group is logged.
+  Status PinRowsLocked(const std::vector<ClockLogEntry>& deltas) REQUIRES(write_mu_)
+      EXCLUDES(view_mu_);
+  // The group commit of the clock log: one log record, then the clocks and the
+  // log's end in RocksDB, then the deltas added to the pinned rows.
+  Status WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas,
+                               const std::vector<ClockUpdate>& clocks,
+                               const std::string* import_record) REQUIRES(write_mu_);
+  // Writes the dirty rows back (one SST file, ingested) and restarts the log.
+  Status WriteBackLocked(const char* why) REQUIRES(write_mu_);
+  // After a failed write: brings the log and the dirty rows in line with
+  // what RocksDB holds (Recover).
+  Status ResyncLogLocked() REQUIRES(write_mu_);
+  // Stored bytes of the dirty rows of `table` (or of all tables).
+  uint64_t DirtyRowBytes(uint32_t table, bool all_tables) const;
+  // Log bytes after which the dirty rows are written back, and dirty bytes.
+  uint64_t LogLimitBytes() const;
+  uint64_t DirtyLimitBytes() const;
+
   // After a group of `group_bytes` was written: starts a background flush of
   // the active memtable once it holds several groups' worth (shard_store_data.cc).
   void MaybeSwitchMemtableLocked(size_t group_bytes) REQUIRES(write_mu_);
@@ -260,7 +303,15 @@ class ShardStore::Impl {
 
   // The row cache (null when disabled). Exactness rules: see
   // docs/storage-format.md sections 12 and 13.
+  // With a clock log it also holds the dirty rows; it always exists then.
   const std::unique_ptr<RowCache> row_cache_;
+
+  // The clock log. log_mode_: groups go to it (constant after Open).
+  bool log_mode_ = false;
+  ClockLogWriter log_ GUARDED_BY(write_mu_);
+  LogState log_state_ GUARDED_BY(write_mu_);
+  mutable std::mutex stats_mu_;
+  DataPathStats path_stats_;  // guarded by stats_mu_ (counters only)
 
   // Catalog, protected by catalog_mu_ (DropTable also holds write_mu_, so a
   // batch being written cannot see its table vanish).

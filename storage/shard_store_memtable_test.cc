@@ -46,6 +46,7 @@ TEST_P(MemtableSwitchTest, SmallGroupsKeepFewVersionsPerRowAndExactValues) {
   o.num_clients = 1;
   o.write_buffer_mb = 64;       // 40 groups of ~300 KB never fill it
   o.row_cache_mb = GetParam();  // Puts of cached rows, or merge operands
+  o.clock_log = false;          // the write path of rows written per group
   std::unique_ptr<ShardStore> store;
   ASSERT_TRUE(ShardStore::Open(o, dir, &store).ok());
   TableSchema t;

@@ -218,28 +218,31 @@ Status ShardStore::Impl::Recover() {
   MutexLock write_lock(&write_mu_);
   if (failed_.ok()) return Status::OK();
   RETURN_IF_ERROR(CheckCauseGoneLocked().WithPrefix(failed_.message() + "; still"));
-  WriterLock db_lock(&db_mu_);
-  ViewWriterLock view_lock(&view_mu_);
-  if (db_ != nullptr) {
-    if (snapshot_ != nullptr) db_->ReleaseSnapshot(snapshot_);
-    snapshot_ = nullptr;
-    // Closing may report the failed WAL again; what it held that was
-    // acknowledged is replayed by the open below.
-    rocksdb::Status closed = db_->Close();
-    if (!closed.ok())
-      VLOG(1) << "closing the failed store in " << dir_ << ": " << closed.ToString();
-    db_.reset();
-  }
-  Status opened = OpenRocks(MakeWritableRocksOptions());
-  if (!opened.ok()) {
-    // Reads fail (Unavailable) until a later Recover opens it.
-    LOG(WARNING) << "reopening the failed store in " << dir_ << ": " << opened.ToString();
-    const StatusCode c = opened.code();
-    if (c == StatusCode::kCorruption || c == StatusCode::kIncompatible ||
-        c == StatusCode::kInvalidArgument) {
-      return opened;
+  {
+    WriterLock db_lock(&db_mu_);
+    ViewWriterLock view_lock(&view_mu_);
+    if (db_ != nullptr) {
+      if (snapshot_ != nullptr) db_->ReleaseSnapshot(snapshot_);
+      snapshot_ = nullptr;
+      // Closing may report the failed WAL again; what it held that was
+      // acknowledged is replayed by the open below.
+      rocksdb::Status closed = db_->Close();
+      if (!closed.ok())
+        VLOG(1) << "closing the failed store in " << dir_ << ": " << closed.ToString();
+      db_.reset();
     }
-    return Status::Unavailable(failed_.message() + "; reopening failed: " + opened.message());
+    Status opened = OpenRocks(MakeWritableRocksOptions());
+    if (!opened.ok()) {
+      // Reads fail (Unavailable) until a later Recover opens it.
+      LOG(WARNING) << "reopening the failed store in " << dir_ << ": " << opened.ToString();
+      const StatusCode c = opened.code();
+      if (c == StatusCode::kCorruption || c == StatusCode::kIncompatible ||
+          c == StatusCode::kInvalidArgument) {
+        return opened;
+      }
+      return Status::Unavailable(failed_.message() + "; reopening failed: " + opened.message());
+    }
+    RefreshSnapshotLocked();
   }
   // The failed write was refused, so it was not published; but a write that
   // reached the WAL before its sync failed is replayed by the open. The
@@ -252,18 +255,29 @@ Status ShardStore::Impl::Recover() {
   for (size_t i = 0; i < stored_parts.size(); ++i) {
     parts_differ = parts_differ || stored_parts[i] != applied_parts_[i].load();
   }
-  if (stored != AppliedClocks() || parts_differ) {
-    for (size_t i = 0; i < stored.size(); ++i) {
-      applied_[i].store(stored[i], std::memory_order_release);
-      applied_parts_[i].store(stored_parts[i], std::memory_order_release);
-    }
-    LOG(WARNING) << dir_ << ": a write reported as failed was stored; the row cache is cleared";
-    if (row_cache_ != nullptr) {
-      MutexLock cache_lock(&cache_mu_);
-      row_cache_->Clear();
-    }
+  if (log_mode_) {
+    // The rows held in memory are the published state: the log brings them
+    // in line with a group that was committed although its write failed.
+    Status synced = ResyncLogLocked();
+    if (!synced.ok()) return synced;
   }
-  RefreshSnapshotLocked();
+  {
+    ViewWriterLock view_lock(&view_mu_);
+    if (stored != AppliedClocks() || parts_differ) {
+      for (size_t i = 0; i < stored.size(); ++i) {
+        applied_[i].store(stored[i], std::memory_order_release);
+        applied_parts_[i].store(stored_parts[i], std::memory_order_release);
+      }
+      if (!log_mode_) {
+        LOG(WARNING) << dir_ << ": a write reported as failed was stored; the row cache is cleared";
+        if (row_cache_ != nullptr) {
+          MutexLock cache_lock(&cache_mu_);
+          row_cache_->Clear();
+        }
+      }
+    }
+    RefreshSnapshotLocked();
+  }
   const int64_t ms = SteadyNowMs() - failed_since_ms_;
   LOG(WARNING) << "shard " << identity_.shard_id << ": recovered from '"
                << DescribeCause(failed_errno_) << "' in " << dir_ << " after " << ms

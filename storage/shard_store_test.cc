@@ -211,11 +211,11 @@ TEST_F(ShardStoreTest, JobIdRecordedAtCreationAndChecked) {
 
 TEST_F(ShardStoreTest, FormatVersionMismatchRefused) {
   ASSERT_NE(OpenStore(Opts()), nullptr);
-  PokeMeta(dir_, storage_format::kFormatVersionKey, storage_format::EncodeFixed32(2));
+  PokeMeta(dir_, storage_format::kFormatVersionKey, storage_format::EncodeFixed32(3));
   std::unique_ptr<ShardStore> s;
   Status st = ShardStore::Open(Opts(), dir_, &s);
   EXPECT_EQ(st.code(), StatusCode::kIncompatible) << st.ToString();
-  EXPECT_NE(st.message().find("format version 2"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("format version 3"), std::string::npos) << st.message();
   ShardStoreOptions ro = Opts();
   ro.read_only = true;
   EXPECT_EQ(ShardStore::Open(ro, dir_, &s).code(), StatusCode::kIncompatible);

@@ -1,0 +1,324 @@
+#include "storage/clock_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace pace {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x474c4350;  // "PCLG" little-endian
+// Records are staged in a buffer of at most this many bytes per write.
+constexpr size_t kStageBytes = size_t{8} << 20;
+
+// --- CRC-32C ------------------------------------------------------------------
+
+constexpr uint32_t kPoly = 0x82f63b78;  // reflected Castagnoli polynomial
+
+std::array<std::array<uint32_t, 256>, 8> MakeTables() {
+  std::array<std::array<uint32_t, 256>, 8> t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ ((c & 1) ? kPoly : 0);
+    t[0][i] = c;
+  }
+  for (uint32_t i = 0; i < 256; ++i) {
+    for (int k = 1; k < 8; ++k) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
+  }
+  return t;
+}
+
+const std::array<std::array<uint32_t, 256>, 8>& Tables() {
+  static const auto tables = MakeTables();
+  return tables;
+}
+
+uint32_t Crc32cSoftware(uint32_t crc, const unsigned char* p, size_t n) {
+  const auto& t = Tables();
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    v ^= crc;
+    crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^ t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff] ^
+          t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff] ^ t[1][(v >> 48) & 0xff] ^ t[0][v >> 56];
+    p += 8;
+    n -= 8;
+  }
+  while (n-- > 0) crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
+  return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t Crc32cHardware(uint32_t crc, const unsigned char* p,
+                                                          size_t n) {
+  uint64_t c = crc;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = __builtin_ia32_crc32di(c, v);
+    p += 8;
+    n -= 8;
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  while (n-- > 0) c32 = __builtin_ia32_crc32qi(c32, *p++);
+  return c32;
+}
+#endif
+
+bool HaveHardwareCrc() {
+#if defined(__x86_64__)
+  static const bool have = __builtin_cpu_supports("sse4.2");
+  return have;
+#else
+  return false;
+#endif
+}
+
+void PutU32(char* out, uint32_t v) { std::memcpy(out, &v, 4); }
+void PutU64(char* out, uint64_t v) { std::memcpy(out, &v, 8); }
+uint32_t GetU32(const char* in) {
+  uint32_t v;
+  std::memcpy(&v, in, 4);
+  return v;
+}
+uint64_t GetU64(const char* in) {
+  uint64_t v;
+  std::memcpy(&v, in, 8);
+  return v;
+}
+
+Status ErrnoStatus(const std::string& what, int err) {
+  return Status::IOError(what + ": " + std::strerror(err));
+}
+
+Status SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("open directory " + dir, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoStatus("sync directory " + dir, err);
+  return Status::OK();
+}
+
+}  // namespace
+
+uint32_t Crc32c(uint32_t crc, const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  crc = ~crc;
+#if defined(__x86_64__)
+  if (HaveHardwareCrc()) return ~Crc32cHardware(crc, p, n);
+#endif
+  return ~Crc32cSoftware(crc, p, n);
+}
+
+bool Crc32cIsHardware() { return HaveHardwareCrc(); }
+
+std::string ClockLogPath(const std::string& dir, uint64_t number) {
+  char name[40];
+  std::snprintf(name, sizeof(name), "CLOCKLOG-%06llu", static_cast<unsigned long long>(number));
+  return dir + "/" + name;
+}
+
+bool ParseClockLogName(std::string_view name, uint64_t* number) {
+  constexpr std::string_view kPrefix = "CLOCKLOG-";
+  if (name.size() <= kPrefix.size() || name.substr(0, kPrefix.size()) != kPrefix) return false;
+  uint64_t v = 0;
+  for (char c : name.substr(kPrefix.size())) {
+    if (c < '0' || c > '9' || v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *number = v;
+  return true;
+}
+
+// --- Writer -------------------------------------------------------------------
+
+ClockLogWriter::~ClockLogWriter() { Close(); }
+
+void ClockLogWriter::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Status ClockLogWriter::Open(const std::string& dir, uint64_t number, uint64_t offset) {
+  Close();
+  dir_ = dir;
+  const std::string path = ClockLogPath(dir, number);
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) return ErrnoStatus("open clock log " + path, errno);
+  number_ = number;
+  offset_ = offset;
+  return Status::OK();
+}
+
+Status ClockLogWriter::WriteAt(const char* data, size_t n, uint64_t offset) {
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd_, data, n, static_cast<off_t>(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("write clock log " + ClockLogPath(dir_, number_), errno);
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
+  }
+  return Status::OK();
+}
+
+Status ClockLogWriter::Append(uint64_t seq, size_t count,
+                              const std::function<ClockLogEntry(size_t)>& entry, bool sync) {
+  if (fd_ < 0) return Status::FailedPrecondition("the clock log is not open");
+  // The payload is staged and written in pieces of kStageBytes after the
+  // header's place; the header (with the payload's length and checksum) last.
+  uint64_t at = offset_ + kClockLogHeaderBytes;
+  uint64_t payload = 0;
+  uint32_t crc = 0;
+  if (buffer_.size() < kStageBytes) buffer_.resize(kStageBytes);
+  size_t used = 0;
+  auto flush = [&]() -> Status {
+    if (used == 0) return Status::OK();
+    crc = Crc32c(crc, buffer_.data(), used);
+    Status s = WriteAt(buffer_.data(), used, at);
+    at += used;
+    payload += used;
+    used = 0;
+    return s;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const ClockLogEntry e = entry(i);
+    if (e.bytes.size() > UINT32_MAX) return Status::InvalidArgument("clock log entry too large");
+    if (used + kClockLogEntryHeaderBytes > buffer_.size()) RETURN_IF_ERROR(flush());
+    char* h = buffer_.data() + used;
+    PutU32(h, e.table);
+    PutU32(h + 4, static_cast<uint32_t>(e.bytes.size()));
+    PutU64(h + 8, e.row);
+    used += kClockLogEntryHeaderBytes;
+    const char* src = e.bytes.data();
+    size_t left = e.bytes.size();
+    while (left > 0) {
+      if (used == buffer_.size()) RETURN_IF_ERROR(flush());
+      const size_t n = std::min(left, buffer_.size() - used);
+      std::memcpy(buffer_.data() + used, src, n);
+      used += n;
+      src += n;
+      left -= n;
+    }
+  }
+  RETURN_IF_ERROR(flush());
+  char header[kClockLogHeaderBytes];
+  PutU32(header, kMagic);
+  PutU64(header + 8, seq);
+  PutU64(header + 16, payload);
+  PutU32(header + 24, crc);
+  PutU32(header + 28, static_cast<uint32_t>(count));
+  PutU32(header + 4, Crc32c(0, header + 8, kClockLogHeaderBytes - 8));
+  RETURN_IF_ERROR(WriteAt(header, sizeof(header), offset_));
+  if (sync && ::fdatasync(fd_) != 0) {
+    return ErrnoStatus("sync clock log " + ClockLogPath(dir_, number_), errno);
+  }
+  offset_ += kClockLogHeaderBytes + payload;
+  return Status::OK();
+}
+
+Status ClockLogWriter::Restart(uint64_t number) {
+  if (fd_ < 0) return Status::FailedPrecondition("the clock log is not open");
+  const std::string from = ClockLogPath(dir_, number_), to = ClockLogPath(dir_, number);
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    return ErrnoStatus("rename clock log " + from + " to " + to, errno);
+  }
+  number_ = number;
+  offset_ = 0;
+  return SyncDir(dir_);
+}
+
+// --- Reader -------------------------------------------------------------------
+
+Status ReadClockLog(const std::string& dir, uint64_t number, uint64_t end, uint64_t first_seq,
+                    const std::function<Status(uint64_t, const std::vector<ClockLogEntry>&)>& fn) {
+  if (end == 0) return Status::OK();
+  const std::string path = ClockLogPath(dir, number);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound("clock log " + path + " is missing");
+    return ErrnoStatus("open clock log " + path, errno);
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  auto read_at = [&](char* dst, size_t n, uint64_t offset) -> Status {
+    while (n > 0) {
+      ssize_t r = ::pread(fd, dst, n, static_cast<off_t>(offset));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus("read clock log " + path, errno);
+      }
+      if (r == 0) {
+        return Status::Corruption("clock log " + path + " ends at " + std::to_string(offset) +
+                                  ", before its committed end " + std::to_string(end));
+      }
+      dst += r;
+      n -= static_cast<size_t>(r);
+      offset += static_cast<uint64_t>(r);
+    }
+    return Status::OK();
+  };
+  auto corrupt = [&](uint64_t offset, const std::string& what) {
+    return Status::Corruption("clock log " + path + " at offset " + std::to_string(offset) + ": " +
+                              what);
+  };
+  std::string payload;
+  std::vector<ClockLogEntry> entries;
+  uint64_t offset = 0, seq = first_seq;
+  while (offset < end) {
+    if (end - offset < kClockLogHeaderBytes) return corrupt(offset, "truncated record header");
+    char h[kClockLogHeaderBytes];
+    RETURN_IF_ERROR(read_at(h, sizeof(h), offset));
+    if (GetU32(h) != kMagic) return corrupt(offset, "bad record magic");
+    if (GetU32(h + 4) != Crc32c(0, h + 8, kClockLogHeaderBytes - 8)) {
+      return corrupt(offset, "record header checksum mismatch");
+    }
+    const uint64_t rec_seq = GetU64(h + 8), bytes = GetU64(h + 16);
+    const uint32_t crc = GetU32(h + 24), count = GetU32(h + 28);
+    if (rec_seq != seq) {
+      return corrupt(offset, "record " + std::to_string(rec_seq) + " where record " +
+                                 std::to_string(seq) + " was expected");
+    }
+    if (bytes > end - offset - kClockLogHeaderBytes) {
+      return corrupt(offset, "record of " + std::to_string(bytes) + " bytes past the end");
+    }
+    payload.resize(bytes);
+    RETURN_IF_ERROR(read_at(payload.data(), bytes, offset + kClockLogHeaderBytes));
+    if (Crc32c(0, payload.data(), bytes) != crc) {
+      return corrupt(offset, "record payload checksum mismatch");
+    }
+    entries.clear();
+    entries.reserve(count);
+    size_t p = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (payload.size() - p < kClockLogEntryHeaderBytes) return corrupt(offset, "truncated entry");
+      const char* e = payload.data() + p;
+      const uint32_t n = GetU32(e + 4);
+      p += kClockLogEntryHeaderBytes;
+      if (payload.size() - p < n) return corrupt(offset, "entry past the record's end");
+      entries.push_back(ClockLogEntry{GetU32(e), GetU64(e + 8), std::string_view(e + 16, n)});
+      p += n;
+    }
+    if (p != payload.size()) return corrupt(offset, "bytes after the record's last entry");
+    RETURN_IF_ERROR(fn(rec_seq, entries));
+    offset += kClockLogHeaderBytes + bytes;
+    ++seq;
+  }
+  return Status::OK();
+}
+
+}  // namespace pace

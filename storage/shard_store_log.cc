@@ -1,0 +1,486 @@
+// ShardStore: the clock-log write path (docs/storage-format.md section 15).
+//
+// A group commit appends one record of the group's deltas to the clock log,
+// then writes the group's applied clocks and the log's new end to RocksDB
+// (the commit point), then adds the deltas to the rows held in memory (the
+// row cache's dirty rows). A row write-back puts every dirty row into one SST
+// file that RocksDB ingests together with the log's next state, then starts
+// the next log file. Recovery = the rows RocksDB holds + the committed log
+// records after them.
+#include <glog/logging.h>
+#include <rocksdb/env.h>
+#include <rocksdb/options.h>
+#include <rocksdb/sst_file_writer.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/key_format.h"
+#include "storage/rocks_status.h"
+#include "storage/row_merge.h"
+#include "storage/shard_store.h"
+#include "storage/shard_store_impl.h"
+
+namespace pace {
+
+namespace fs = std::filesystem;
+namespace sf = storage_format;
+
+namespace {
+
+constexpr size_t kLogStateBytes = 32;
+
+std::string EncodeLogState(uint64_t number, uint64_t end, uint64_t first_seq, uint64_t next_seq) {
+  std::string v(kLogStateBytes, '\0');
+  std::memcpy(v.data(), &number, 8);
+  std::memcpy(v.data() + 8, &end, 8);
+  std::memcpy(v.data() + 16, &first_seq, 8);
+  std::memcpy(v.data() + 24, &next_seq, 8);
+  return v;
+}
+
+// Rows handled under one hold of the cache lock, so readers filling the
+// cache are not kept out for a whole model-scale group.
+constexpr size_t kRowsPerCacheLock = 256;
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+uint64_t ShardStore::Impl::LogLimitBytes() const {
+  if (options_.clock_log_mb > 0) return uint64_t{options_.clock_log_mb} << 20;
+  return std::max<uint64_t>(uint64_t{64} << 20, uint64_t{options_.row_cache_mb} << 22);
+}
+
+uint64_t ShardStore::Impl::DirtyLimitBytes() const {
+  // The row cache's budget; a store without one keeps up to 16 MiB of rows.
+  return options_.row_cache_mb > 0 ? uint64_t{options_.row_cache_mb} << 20 : uint64_t{16} << 20;
+}
+
+Status ShardStore::Impl::ReadLogState(LogState* st) const {
+  *st = LogState();
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), sf::kClockLogKey, &v);
+  if (s.IsNotFound()) return Status::OK();
+  RETURN_IF_ERROR(FromRocks(s, "read the clock log state of " + dir_));
+  if (v.size() != kLogStateBytes) {
+    return Status::Corruption("the store in " + dir_ + " has a clock log record of " +
+                              std::to_string(v.size()) + " bytes (expected " +
+                              std::to_string(kLogStateBytes) + ")");
+  }
+  std::memcpy(&st->number, v.data(), 8);
+  std::memcpy(&st->end, v.data() + 8, 8);
+  std::memcpy(&st->first_seq, v.data() + 16, 8);
+  std::memcpy(&st->next_seq, v.data() + 24, 8);
+  if (st->next_seq < st->first_seq || (st->end == 0) != (st->next_seq == st->first_seq)) {
+    return Status::Corruption("the store in " + dir_ + " has an inconsistent clock log record");
+  }
+  return Status::OK();
+}
+
+Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas) {
+  ViewReaderLock view_lock(&view_mu_);
+  std::vector<uint64_t> missing;
+  std::vector<CachedRow> fill;
+  uint64_t read = 0;
+  for (size_t i = 0; i < deltas.size();) {
+    const uint32_t table = deltas[i].table;
+    size_t j = i;
+    while (j < deltas.size() && deltas[j].table == table) ++j;
+    ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
+    missing.clear();
+    for (size_t k = i; k < j;) {
+      MutexLock cache_lock(&cache_mu_);
+      for (const size_t stop = std::min(j, k + kRowsPerCacheLock); k < stop; ++k) {
+        if (k > i && deltas[k].row == deltas[k - 1].row) continue;
+        if (!row_cache_->MarkDirty(table, deltas[k].row)) missing.push_back(deltas[k].row);
+      }
+    }
+    if (!missing.empty()) {
+      // Deltas are not sorted when replayed from a group of several batches.
+      std::sort(missing.begin(), missing.end());
+      missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+      RETURN_IF_ERROR(ReadFromStore(*e, missing.data(), missing.size(), nullptr, &fill));
+      read += missing.size();
+      MutexLock cache_lock(&cache_mu_);
+      for (size_t m = 0; m < missing.size(); ++m) {
+        // A reader may have cached it meanwhile (the same published state).
+        if (!row_cache_->MarkDirty(table, missing[m])) {
+          row_cache_->InsertDirty(table, missing[m], std::move(fill[m]));
+        }
+      }
+    }
+    i = j;
+  }
+  std::lock_guard<std::mutex> l(stats_mu_);
+  path_stats_.rows_read_for_write += read;
+  return Status::OK();
+}
+
+namespace {
+
+// Adds one delta to a cached row with the merge operator's arithmetic (a row
+// without a record takes it as its sum). Returns whether its strings grew.
+bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta) {
+  if (!c->written) {
+    c->sum.assign(delta.data(), delta.size());
+    c->written = true;
+    return true;
+  }
+  if (f.kind == RowKind::kDense) {
+    AddDenseUnaligned(f.type, c->sum.data(), delta.data(), f.width);
+    return false;
+  }
+  AddRowUnchecked(f, &c->sum, delta);
+  return true;
+}
+
+}  // namespace
+
+Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) {
+  RETURN_IF_ERROR(PinRowsLocked(deltas));
+  std::shared_ptr<const TableEntry> e;
+  std::vector<size_t> grown;
+  MutexLock cache_lock(&cache_mu_);
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    const ClockLogEntry& d = deltas[i];
+    if (e == nullptr || e->schema.id != d.table) {
+      ASSIGN_OR_RETURN(e, Lookup(d.table));
+    }
+    RETURN_IF_ERROR(ValidateRow(e->format, d.bytes)
+                        .WithPrefix("clock log entry for row " + std::to_string(d.row) +
+                                    " of table '" + e->schema.name + "'"));
+    CachedRow* c = row_cache_->Peek(d.table, d.row);
+    if (c == nullptr) return Status::Internal("a pinned row left the row cache");
+    if (AddToCachedRow(e->format, c, d.bytes)) grown.push_back(i);
+  }
+  for (size_t i : grown) row_cache_->Recharge(deltas[i].table, deltas[i].row);
+  return Status::OK();
+}
+
+Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t from, uint64_t seq) {
+  // Records are read whole from `from`; the reader checks sequence numbers
+  // from the file's first record, so records before `from` are skipped by
+  // reading them too (replays after a failure start at a record boundary).
+  uint64_t replayed = 0;
+  Status s =
+      ReadClockLog(dir_, st.number, st.end, st.first_seq,
+                   [&](uint64_t rec_seq, const std::vector<ClockLogEntry>& entries) -> Status {
+                     if (rec_seq < seq) return Status::OK();
+                     ++replayed;
+                     return ApplyToDirtyRowsLocked(entries);
+                   });
+  (void)from;
+  if (!s.ok()) return s.WithPrefix("replaying the clock log of " + dir_);
+  std::lock_guard<std::mutex> l(stats_mu_);
+  path_stats_.replayed_records += replayed;
+  return Status::OK();
+}
+
+Status ShardStore::Impl::OpenClockLog() {
+  LogState st;
+  RETURN_IF_ERROR(ReadLogState(&st));
+  MutexLock write_lock(&write_mu_);
+  log_state_ = st;
+  if (st.end > 0) {
+    Status r = ReplayLogLocked(st, 0, st.first_seq);
+    if (!r.ok()) {
+      if (options_.read_only &&
+          (r.code() == StatusCode::kNotFound || r.code() == StatusCode::kCorruption)) {
+        // Its writer may have written the rows back and reused the file
+        // since this open read the log's state.
+        return Status::Unavailable(r.message() + " (the store may have changed during the open)");
+      }
+      return r;
+    }
+    LOG(INFO) << dir_ << ": replayed " << (st.next_seq - st.first_seq) << " clock log record(s), "
+              << st.end << " bytes";
+  }
+  if (options_.read_only) return Status::OK();
+
+  // Leftovers of an interrupted write-back or log restart.
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(dir_, ec)) {
+    const std::string name = f.path().filename().string();
+    uint64_t number;
+    const bool stale_log = ParseClockLogName(name, &number) && number != st.number;
+    const bool stale_sst = name.rfind("writeback-", 0) == 0;
+    if (stale_log || stale_sst) fs::remove(f.path(), ec);
+  }
+  RETURN_IF_ERROR(log_.Open(dir_, st.number, st.end));
+  log_mode_ = true;
+  if (st.end > 0) RETURN_IF_ERROR(WriteBackLocked("open"));
+  if (identity_.format_version != kStorageFormatVersion) {
+    rocksdb::WriteBatch b;
+    b.Put(sf::kFormatVersionKey, sf::EncodeFixed32(kStorageFormatVersion));
+    b.Put(sf::kClockLogKey, EncodeLogState(log_state_.number, log_state_.end, log_state_.first_seq,
+                                           log_state_.next_seq));
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "upgrade the store format of " + dir_));
+    LOG(INFO) << dir_ << ": storage format " << identity_.format_version << " upgraded to "
+              << kStorageFormatVersion;
+    identity_.format_version = kStorageFormatVersion;
+  }
+  log_mode_ = options_.clock_log;
+  std::lock_guard<std::mutex> l(stats_mu_);
+  path_stats_.clock_log = log_mode_;
+  return Status::OK();
+}
+
+Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas,
+                                               const std::vector<ClockUpdate>& clocks,
+                                               const std::string* import_record) {
+  const auto t_start = std::chrono::steady_clock::now();
+  // 1. Every row the group changes is held in memory, pinned.
+  RETURN_IF_ERROR(PinRowsLocked(deltas));
+  const auto t_pinned = std::chrono::steady_clock::now();
+
+  // 2. The log record. A failed append leaves the committed end as it was.
+  const uint64_t before = log_.offset();
+  Status appended = log_.Append(
+      log_state_.next_seq, deltas.size(), [&deltas](size_t i) { return deltas[i]; }, options_.sync);
+  if (!appended.ok()) return MarkFailedLocked(appended, "ApplyBatches (clock log)");
+  const auto t_logged = std::chrono::steady_clock::now();
+
+  // 3. The commit: the applied clocks and the log's new end, in one write.
+  LogState next = log_state_;
+  next.end = log_.offset();
+  ++next.next_seq;
+  rocksdb::WriteBatch& batch = batch_;
+  batch.Clear();
+  for (const ClockUpdate& c : clocks) {
+    rocksdb::Status s = batch.Put(sf::ClockKey(c.client), sf::EncodeClock(c.applied, c.parts));
+    if (!s.ok()) return FromRocks(s, "build batch");
+  }
+  if (import_record != nullptr) {
+    rocksdb::Status s = batch.Put(sf::kLastImportKey, *import_record);
+    if (!s.ok()) return FromRocks(s, "build batch");
+  }
+  rocksdb::Status put = batch.Put(
+      sf::kClockLogKey, EncodeLogState(next.number, next.end, next.first_seq, next.next_seq));
+  if (!put.ok()) return FromRocks(put, "build batch");
+  Status written = FromRocks(db_->Write(write_options_, &batch),
+                             "apply a group of " + std::to_string(clocks.size()) + " batch(es)");
+  const size_t batch_bytes = batch.GetDataSize();
+  batch.Clear();
+  if (!written.ok()) return MarkFailedLocked(written, "ApplyBatches");
+  log_state_ = next;
+  const auto t_committed = std::chrono::steady_clock::now();
+
+  // 4. Visible: the applied clocks and the rows.
+  {
+    ViewWriterLock view_lock(&view_mu_);
+    for (const ClockUpdate& c : clocks) {
+      applied_[c.client].store(c.applied, std::memory_order_release);
+      applied_parts_[c.client].store(c.parts, std::memory_order_release);
+    }
+    std::shared_ptr<const TableEntry> e;
+    std::vector<size_t> grown;
+    MutexLock cache_lock(&cache_mu_);
+    for (size_t i = 0; i < deltas.size(); ++i) {
+      const ClockLogEntry& d = deltas[i];
+      if (e == nullptr || e->schema.id != d.table) {
+        auto found = Lookup(d.table);
+        if (!found.ok()) return found.status();  // validated: cannot happen
+        e = *found;
+      }
+      CachedRow* c = row_cache_->Peek(d.table, d.row);
+      CHECK(c != nullptr) << "a pinned row left the row cache";
+      if (AddToCachedRow(e->format, c, d.bytes)) grown.push_back(i);
+    }
+    for (size_t i : grown) row_cache_->Recharge(deltas[i].table, deltas[i].row);
+  }
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    ++path_stats_.log_records;
+    path_stats_.log_bytes += log_.offset() - before;
+    path_stats_.log_offset = log_state_.end;
+    path_stats_.rocksdb_write_bytes += batch_bytes;
+  }
+  if (VLOG_IS_ON(2)) {
+    VLOG(2) << dir_ << ": group of " << clocks.size() << " batch(es), " << deltas.size()
+            << " deltas, log record " << (log_.offset() - before) << " bytes: pin "
+            << std::chrono::duration<double, std::milli>(t_pinned - t_start).count() << " ms, log "
+            << std::chrono::duration<double, std::milli>(t_logged - t_pinned).count()
+            << " ms, commit "
+            << std::chrono::duration<double, std::milli>(t_committed - t_logged).count()
+            << " ms, publish " << MsSince(t_committed) << " ms";
+  }
+
+  // 5. Rows back to RocksDB once the memory or the log is at its budget. The
+  // group is committed whatever happens here.
+  uint64_t dirty;
+  {
+    MutexLock cache_lock(&cache_mu_);
+    dirty = row_cache_->dirty_bytes();
+  }
+  if (dirty > DirtyLimitBytes() || log_state_.end > LogLimitBytes()) {
+    Status wb = WriteBackLocked(dirty > DirtyLimitBytes() ? "row budget" : "log budget");
+    if (!wb.ok()) LOG(WARNING) << dir_ << ": row write-back failed: " << wb.ToString();
+  }
+  return Status::OK();
+}
+
+Status ShardStore::Impl::WriteBackLocked(const char* why) {
+  if (!failed_.ok()) return failed_;
+  const auto t_start = std::chrono::steady_clock::now();
+  struct Item {
+    uint32_t table;
+    uint64_t row;
+  };
+  std::vector<Item> items;
+  {
+    MutexLock cache_lock(&cache_mu_);
+    items.reserve(row_cache_->dirty_entries());
+    row_cache_->ForEachDirty([&items](uint32_t table, uint64_t row, const CachedRow& v) {
+      if (v.written) items.push_back(Item{table, row});
+    });
+  }
+  if (items.empty() && log_state_.end == 0) {
+    ViewWriterLock view_lock(&view_mu_);
+    MutexLock cache_lock(&cache_mu_);
+    row_cache_->CleanAll();
+    return Status::OK();
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return a.table != b.table ? a.table < b.table : a.row < b.row;
+  });
+  LogState next{log_state_.number + 1, 0, log_state_.next_seq, log_state_.next_seq};
+
+  // One SST file: the log's next state, then every dirty row (a Put of its
+  // stored value), in key order.
+  const std::string path = dir_ + "/writeback-" + std::to_string(next.first_seq) + ".sst";
+  rocksdb::Options o = MakeRocksOptions();
+  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), o);
+  auto fail = [&](const rocksdb::Status& s, const char* what) {
+    std::error_code ec;
+    fs::remove(path, ec);
+    return MarkFailedLocked(FromRocks(s, std::string(what) + " " + path), "row write-back");
+  };
+  rocksdb::Status s = writer.Open(path);
+  if (!s.ok()) return fail(s, "create");
+  s = writer.Put(sf::kClockLogKey,
+                 EncodeLogState(next.number, next.end, next.first_seq, next.next_seq));
+  if (!s.ok()) return fail(s, "write");
+  std::string values;
+  std::vector<size_t> ends;
+  char key[sf::kRowKeySize];
+  std::shared_ptr<const TableEntry> e;
+  for (size_t i = 0; i < items.size();) {
+    const size_t stop = std::min(items.size(), i + kRowsPerCacheLock);
+    values.clear();
+    ends.clear();
+    {
+      MutexLock cache_lock(&cache_mu_);
+      for (size_t k = i; k < stop; ++k) {
+        if (e == nullptr || e->schema.id != items[k].table) {
+          auto found = Lookup(items[k].table);
+          if (!found.ok()) return MarkFailedLocked(found.status(), "row write-back");
+          e = *found;
+        }
+        const CachedRow* c = row_cache_->Peek(items[k].table, items[k].row);
+        CHECK(c != nullptr) << "a dirty row left the row cache";
+        values.push_back(e->tag);
+        values.append(c->sum);
+        ends.push_back(values.size());
+      }
+    }
+    size_t begin = 0;
+    for (size_t k = i; k < stop; ++k) {
+      sf::EncodeRowKey(items[k].table, items[k].row, key);
+      const size_t end = ends[k - i];
+      s = writer.Put(rocksdb::Slice(key, sf::kRowKeySize),
+                     rocksdb::Slice(values.data() + begin, end - begin));
+      if (!s.ok()) return fail(s, "write");
+      begin = end;
+    }
+    i = stop;
+  }
+  rocksdb::ExternalSstFileInfo info;
+  s = writer.Finish(&info);
+  if (!s.ok()) return fail(s, "finish");
+  const auto t_written = std::chrono::steady_clock::now();
+  rocksdb::IngestExternalFileOptions io;
+  io.move_files = true;
+  io.allow_global_seqno = true;
+  io.allow_blocking_flush = true;
+  s = db_->IngestExternalFile({path}, io);
+  if (!s.ok()) return fail(s, "ingest");
+  {
+    std::error_code ec;
+    fs::remove(path, ec);  // the store holds its own link
+  }
+  log_state_ = next;
+  {
+    ViewWriterLock view_lock(&view_mu_);
+    RefreshSnapshotLocked();
+    MutexLock cache_lock(&cache_mu_);
+    row_cache_->CleanAll();
+  }
+  Status restarted = log_.Restart(next.number);
+  if (!restarted.ok()) return MarkFailedLocked(restarted, "clock log restart");
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    ++path_stats_.writebacks;
+    path_stats_.log_offset = 0;
+    path_stats_.writeback_rows += items.size();
+    path_stats_.writeback_bytes += info.file_size;
+  }
+  VLOG(1) << dir_ << ": wrote back " << items.size() << " rows (" << info.file_size << " bytes, "
+          << why << ") in " << MsSince(t_start) << " ms (ingest " << MsSince(t_written)
+          << " ms); clock log " << next.number << " started";
+  return Status::OK();
+}
+
+Status ShardStore::Impl::ResyncLogLocked() {
+  LogState stored;
+  RETURN_IF_ERROR(ReadLogState(&stored));
+  if (stored.number != log_state_.number) {
+    // A write-back was ingested before the failure: the dirty rows are stored.
+    ViewWriterLock view_lock(&view_mu_);
+    MutexLock cache_lock(&cache_mu_);
+    row_cache_->CleanAll();
+  }
+  if (stored.number != log_state_.number || stored.end != log_state_.end) {
+    const bool same_file = stored.number == log_state_.number;
+    const uint64_t from_seq = same_file ? log_state_.next_seq : stored.first_seq;
+    RETURN_IF_ERROR(ReplayLogLocked(stored, 0, from_seq));
+    LOG(WARNING) << dir_ << ": a group reported as failed was committed; "
+                 << (stored.next_seq - from_seq) << " clock log record(s) applied again";
+  }
+  log_state_ = stored;
+  return log_.Open(dir_, stored.number, stored.end);
+}
+
+Status ShardStore::Impl::WriteBack() {
+  PACE_CHECK_STORE_THREAD("WriteBack");
+  RETURN_IF_ERROR(CheckWritable("WriteBack"));
+  MutexLock write_lock(&write_mu_);
+  if (!log_mode_) return Status::OK();
+  if (!failed_.ok()) return failed_;
+  return WriteBackLocked("requested");
+}
+
+DataPathStats ShardStore::Impl::data_path_stats() const {
+  DataPathStats st;
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    st = path_stats_;
+  }
+  if (row_cache_ != nullptr) {
+    MutexLock cache_lock(&cache_mu_);
+    st.dirty_rows = row_cache_->dirty_entries();
+    st.dirty_bytes = row_cache_->dirty_bytes();
+  }
+  return st;
+}
+
+}  // namespace pace
