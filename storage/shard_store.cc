@@ -133,7 +133,7 @@ void CheckNotTransportThread(const char* method) {
   if (IsTransportThread()) {
     LOG(FATAL) << "ShardStore::" << method
                << " called on a transport thread: transport threads only move frames and never "
-                  "call RocksDB (DESIGN.md section 1); hand the work to the shard's writer or "
+                  "call RocksDB (docs/design.md, Threads); hand the work to the shard's writer or "
                   "reader threads";
   }
 }
