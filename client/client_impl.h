@@ -1,5 +1,5 @@
 // Client::Impl and Worker::Impl: the client library's engine. Internal to
-// client/; the public contract is client/pace.h and DESIGN.md section 1.
+// client/; the public contract is client/pace.h and docs/design.md, "Semantics".
 //
 // Pieces:
 // - shards_: one ShardState per shard (its channel, unacknowledged batches,

@@ -184,8 +184,8 @@ void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a
                              sh.acked_parts.load(std::memory_order_acquire))) {
         // The value predates an Ack we already processed, so the deltas it
         // lacks were purged: it cannot be rebased. Drop it and ask again
-        // (a correct shard never sends this; see DESIGN notes in
-        // docs/client-example.md).
+        // (a correct shard never sends this; docs/design.md,
+        // "Read-my-writes").
         LOG(WARNING) << "stale-applied value for row " << key.table << "/" << key.row
                      << " (applied " << a << " part " << parts << " < acked "
                      << sh.acked_through.load() << " part " << sh.acked_parts.load()

@@ -16,7 +16,7 @@
 //   RETURN_IF_ERROR(worker->Inc(w, 7, delta));     // additive, read-my-writes
 //   RETURN_IF_ERROR(worker->Clock());              // end of this worker's clock
 //
-// Semantics are DESIGN.md section 1: the read rule v >= c - s per table,
+// Semantics are docs/design.md, "Semantics": the read rule v >= c - s per table,
 // read-my-writes within a process, one coalesced batch per shard per process
 // clock, SSP pull / ESSP push, durability by re-sending unacknowledged batches.
 //
@@ -93,7 +93,7 @@ struct ClientOptions {
   // options. Defaults: "./pace-data", EmbeddedShardOptions defaults.
   std::string data_dir = "./pace-data";
   EmbeddedShardOptions embedded;
-  // The process's memory budget, in MiB (DESIGN.md "Memory";
+  // The process's memory budget, in MiB (docs/design.md, "Memory budgets";
   // docs/operations.md "Sizing the memory budget"). The client's components
   // get their shares of it (common/memory_budget.h): row cache 50%, open
   // deltas 20%, unacknowledged batches 10%, and 20% reserved for the copies
@@ -181,7 +181,7 @@ struct RowView {
   }
 };
 
-// Per-table measurements (DESIGN.md; issue "measurements built in").
+// Per-table measurements (docs/design.md, "The read rule": staleness c - v).
 struct TableStats {
   std::string name;
   uint32_t staleness_bound = 0;

@@ -80,7 +80,7 @@ class ReadErrorsTest : public ::testing::Test {
   std::vector<ScriptedChannel*> chs_;  // by shard id, owned by client_
 };
 
-// Issue 15 defect 1: a Prefetch that met an unhealthy shard used to return
+// Regression: a Prefetch that met an unhealthy shard used to return
 // with the healthy shards' rows marked in flight but never sent, so a later
 // Get of those rows waited forever.
 TEST_F(ReadErrorsTest, PrefetchSendsTheHealthyShardsReadsAndReportsTheUnhealthyOne) {
@@ -126,7 +126,7 @@ TEST_F(ReadErrorsTest, PrefetchSendsTheHealthyShardsReadsAndReportsTheUnhealthyO
   EXPECT_NE(s.message().find("scripted shard 1 unreachable"), std::string::npos) << s.ToString();
 }
 
-// Issue 15 defect 2: a shard's transient answer (too many parked reads) is
+// Regression: a shard's transient answer (too many parked reads) is
 // retried, not fatal. Shard 1 refuses the first kFailures Reads; the job still
 // reads exact values under bsp, with read-my-writes, and ends with exact totals.
 TEST_F(ReadErrorsTest, ResourceExhaustedReadsAreRetriedAndTheJobEndsExact) {

@@ -7,7 +7,7 @@
 // may be sent in parts (docs/wire-protocol.md, "Apply parts"): a sealed delta
 // carries its (clock, part), and a row may have sealed deltas of several parts
 // of one clock plus an open delta of the same clock.
-// Invariant (DESIGN.md section 1, read-my-writes): when has_value,
+// Invariant (docs/design.md, "Read-my-writes"): when has_value,
 //   value == (server value at version `version`, containing this process's
 //             batches of clocks < `applied` and parts < `applied_parts` of
 //             clock `applied`)

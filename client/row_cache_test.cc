@@ -117,7 +117,7 @@ TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
 
 // An outage: a row is sealed in many clocks before any Ack, then the Acks
 // purge them. The row must not keep the backlog's storage for the rest of the
-// job (issue 11: memory grows with the job's length), nor any storage once
+// job (else memory grows with the job's length), nor any storage once
 // nothing is pending, and it keeps its storage while deltas of consecutive
 // clocks are in flight (no allocation per clock for a row updated in every
 // clock).

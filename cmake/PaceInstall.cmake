@@ -34,7 +34,7 @@ if(TARGET pace_client)
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   install(TARGETS ${_pace_client_libs} EXPORT PaceDBTargets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  # The public client headers: std + common/ only (DESIGN.md section 2).
+  # The public client headers: std + common/ only (docs/design.md, "Layers").
   install(FILES ${PROJECT_SOURCE_DIR}/client/pace.h DESTINATION ${PACE_INSTALL_INCLUDEDIR}/client)
   install(FILES
     ${PROJECT_SOURCE_DIR}/common/clock.h

@@ -1,4 +1,4 @@
-// Clocks and versions (DESIGN.md section 1).
+// Clocks and versions (docs/design.md, "Workers and clocks", "Shard clock and versions").
 //
 // A worker's clock counts its Clock() calls, starting at 0. A shard's applied
 // clock for a client is the number of that client's clocks it has applied; the

@@ -1,4 +1,4 @@
-// One memory budget per process (DESIGN.md section 1, "Memory"): how a
+// One memory budget per process (docs/design.md, "Memory budgets"): how a
 // budget of `memory_mb` MiB is split over the components of a client, a
 // shard, or an embedded process (both). The shares are part of the
 // user-facing contract (docs/operations.md, "Sizing the memory budget");

@@ -1,7 +1,7 @@
 // Thread roles that layers check each other against. The transport (net/)
 // marks its I/O threads; the store (storage/) refuses, in builds with
-// PACE_ASSERT_STORE_THREADS, to touch RocksDB on one (DESIGN.md section 1,
-// "Threads of a shard": transport threads only move frames).
+// PACE_ASSERT_STORE_THREADS, to touch RocksDB on one (docs/design.md,
+// "Threads": transport threads only move frames).
 //
 // Thread-safety: each flag is thread-local; no locking.
 #ifndef PACE_COMMON_THREAD_ROLE_H_

@@ -1,5 +1,5 @@
 // ClockVector: a shard's per-client applied clocks and their minimum, the
-// shard clock (DESIGN.md section 1), plus what a "client X holds back the shard
+// shard clock (docs/design.md, "Semantics"), plus what a "client X holds back the shard
 // clock" warning needs: which clients sit at the minimum and since when.
 //
 // Times are caller-supplied milliseconds on any monotonic scale, which keeps

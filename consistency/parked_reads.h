@@ -1,5 +1,5 @@
 // ParkedReads<T>: requests waiting until the shard clock reaches their
-// min_version (SSP read rule, DESIGN.md section 1). The shard parks a Read it
+// min_version (docs/design.md, "SSP: pull"). The shard parks a Read it
 // cannot answer yet and takes the ready ones after every shard-clock advance.
 //
 // Thread-compatible: the owner serializes access. T must be movable.

@@ -1,5 +1,5 @@
-// ReadPolicy: the client side of the protocol for one table (DESIGN.md section
-// 1), in one place: the bound s in effect ("bsp means s = 0" lives here and
+// ReadPolicy: the client side of the protocol for one table (docs/design.md,
+// "The read rule"), in one place: the bound s in effect ("bsp means s = 0" lives here and
 // nowhere else), whether the table's rows are kept fresh by shard pushes or
 // pulled by Reads, which min_version to request, whether a cached version may
 // serve a worker at clock c, and how far the staleness histogram tracks

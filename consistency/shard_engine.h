@@ -1,5 +1,5 @@
-// ShardEngine: the shard side of the consistency protocol (DESIGN.md section
-// 1), written against interfaces declared here so that it runs the same over
+// ShardEngine: the shard side of the consistency protocol (docs/design.md,
+// "Semantics"), written against interfaces declared here so that it runs the same over
 // RocksDB and the transport (server/) and over in-memory fakes (its tests and
 // the deterministic simulation in consistency/sim/).
 //

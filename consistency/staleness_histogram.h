@@ -1,5 +1,5 @@
 // StalenessHistogram: the distribution of read staleness c - v (worker clock
-// minus the version of the value it used; DESIGN.md section 1) for one table.
+// minus the version of the value it used; docs/design.md, "The read rule") for one table.
 //
 // Buckets 0..s hold exact staleness values; one more bucket holds every value
 // above s ("> s"). Negative staleness (a value newer than the worker's clock)

@@ -1,5 +1,5 @@
-// SubscriptionRegistry: the server side of ESSP push scheduling (DESIGN.md
-// section 1, "ESSP (push)").
+// SubscriptionRegistry: the server side of ESSP push scheduling (docs/design.md,
+// "ESSP: push").
 //
 // It records which subscriber (a session id) subscribes to which rows, and
 // which subscribed rows changed since the last shard-clock advance. On an

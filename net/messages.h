@@ -3,7 +3,7 @@
 // net/schema/pace.fbs, documented in docs/wire-protocol.md); everything above
 // net/ (server/, client/, tools/) speaks these structs only.
 //
-// Semantics follow DESIGN.md sections 1 and 3. Values are plain data:
+// Semantics: docs/design.md, "Semantics", and docs/wire-protocol.md. Values are plain data:
 // thread-compatible.
 #ifndef PACE_NET_MESSAGES_H_
 #define PACE_NET_MESSAGES_H_

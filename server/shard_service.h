@@ -1,7 +1,7 @@
 // ShardService: one shard of PaceDB as a net::ServiceHandler — the generic
 // versioned key-value service over a ShardStore, wired to the protocol engine
 // (consistency/shard_engine.h), which makes the server side's decisions of
-// the consistency models (DESIGN.md section 1): the shard clock, parked SSP
+// the consistency models (docs/design.md, "Semantics"): the shard clock, parked SSP
 // reads, ESSP subscriptions and pushes. This class validates requests, runs
 // the writer, reader and housekeeping threads and sends the Acks.
 //
@@ -18,7 +18,7 @@
 //   Unsubscribe, CreateTable / ListTables / DescribeTable -> TablesReply,
 //   StatsRequest -> StatsReply. Anything else -> Error and the session closes.
 //
-// Threads (DESIGN.md section 1, "Threads of a shard"). The transport's
+// Threads (docs/design.md, "Threads", "A shard"). The transport's
 // callbacks never touch RocksDB and never wait for disk: they check a
 // message, then hand it on.
 //   - One writer thread takes every Apply (and CreateTable) waiting at that

@@ -134,7 +134,7 @@ void CheckNotTransportThread(const char* method) {
   if (IsTransportThread()) {
     LOG(FATAL) << "ShardStore::" << method
                << " called on a transport thread: transport threads only move frames and never "
-                  "call RocksDB (DESIGN.md section 1); hand the work to the shard's writer or "
+                  "call RocksDB (docs/design.md, Threads); hand the work to the shard's writer or "
                   "reader threads";
   }
 }
@@ -193,7 +193,7 @@ rocksdb::Options ShardStore::Impl::MakeRocksOptions() const {
   // it (rows are spread by hash, so each L0 file overlaps every base file);
   // a 16 MiB base level of 4 MiB files and a trigger of 8 halve what
   // compactions write and make that job ~25-40% faster (BENCHMARKS.md,
-  // "Model scale after partial Apply").
+  // "Model scale at a small budget").
   const uint64_t memtable_bytes = uint64_t{options_.write_buffer_mb} << 20;
   o.level0_file_num_compaction_trigger = memtable_bytes < (uint64_t{16} << 20) ? 8 : 4;
   o.max_bytes_for_level_base =

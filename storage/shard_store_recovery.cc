@@ -105,7 +105,7 @@ rocksdb::Options ShardStore::Impl::MakeWritableRocksOptions() {
   // A torn last record (a crash while appending) is dropped; damage before
   // the end of a log refuses the open. RocksDB's default, point-in-time
   // recovery, stops replaying at the damage and opens: every acknowledged
-  // batch after it silently gone (7 clocks in issue 11's reproduction).
+  // batch after it silently gone (7 clocks in one reproduction).
   o.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   return o;
 }

@@ -1,4 +1,4 @@
-// pace_lda: collapsed Gibbs sampling LDA on PaceDB (issue 5). See docs/apps.md.
+// pace_lda: collapsed Gibbs sampling LDA on PaceDB. See docs/apps.md.
 //
 //   pace_lda --docword=docword.txt --vocab=vocab.txt --topics=20   # embedded, ./pace-data
 //   pace_lda --docs=docs.txt --topics=20 --baseline                # no parameter server

@@ -1,5 +1,5 @@
 // pace_lda's token assignments on local disk, so that --resume can continue a
-// job (issue 11, item 7).
+// job.
 //
 // Each worker (partition part of num_parts) writes the topic of every token of
 // its documents at the end of each clock c, before the clock's batch can be

@@ -1,4 +1,4 @@
-// pace_mf: SGD matrix factorization on PaceDB (issue 5). See docs/apps.md.
+// pace_mf: SGD matrix factorization on PaceDB. See docs/apps.md.
 //
 //   pace_mf --train=ratings.csv --test=test.csv            # embedded, ./pace-data
 //   pace_mf --train=F --test_fraction=0.1 --servers=h:7100,h:7101 --client_id=0 --num_clients=2

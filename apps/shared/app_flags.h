@@ -1,4 +1,4 @@
-// Command-line flags shared by pace_mf and pace_lda (issue 5's contract:
+// Command-line flags shared by pace_mf and pace_lda (their common contract:
 // --consistency, --staleness, --workers, --clocks, --data_dir, --servers,
 // --client_id, --num_clients, --token_file, --memory_mb (and the per-component
 // --cache_mb, --open_delta_mb, --unacked_mb, --block_cache_mb,

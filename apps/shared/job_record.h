@@ -1,4 +1,4 @@
-// The job record: what a store's clocks belong to (DESIGN.md "Jobs"), so that
+// The job record: what a store's clocks belong to (docs/design.md, "Jobs and --resume"), so that
 // --resume continues only the same job and refuses anything else.
 //
 // A store holds one job. Its record is the table PREFIX.job (dense i64 rows of

@@ -1,4 +1,4 @@
-// A deterministic simulation of the PaceDB protocol (DESIGN.md section 1),
+// A deterministic simulation of the PaceDB protocol (docs/design.md, "Semantics"),
 // FoundationDB style: one seeded scheduler drives N shards — each the real
 // ShardEngine over an in-memory store with crash semantics (a crash loses
 // every batch not yet committed, and the engine's parked reads, sessions and

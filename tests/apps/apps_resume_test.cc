@@ -1,4 +1,4 @@
-// The job record (DESIGN.md "Jobs"): --resume continues only the job the
+// The job record (docs/design.md, "Jobs and --resume"): --resume continues only the job the
 // store holds and refuses, with one line and exit 1, anything else: another
 // table prefix, other model flags, other input data, another app, a missing
 // store, an embedded run started by a launcher with several processes. A

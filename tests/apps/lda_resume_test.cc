@@ -1,4 +1,4 @@
-// pace_lda --resume after SIGKILL (issue 11, item 7), with real processes:
+// pace_lda --resume after SIGKILL, with real processes:
 // the job is killed three times mid-run and resumed each time; the final
 // log-likelihood is within 1% of an uninterrupted run's, and the word-topic
 // counts the store holds are exactly the counts of the token assignments the

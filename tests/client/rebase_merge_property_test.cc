@@ -2,7 +2,7 @@
 // InstallValue, ReaderView) and the shard's merge operator (storage/row_merge,
 // in a real RocksDB with flushes and compactions) produce the same bytes.
 //
-// Read-my-writes (DESIGN.md section 1) needs this bit for bit: a client shows
+// Read-my-writes (docs/design.md, "Read-my-writes") needs this bit for bit: a client shows
 // its workers `server value + own unacknowledged deltas`, computed with
 // common/ arithmetic on its side, and the shard later computes the same sum
 // with its merge operator. Each schedule plays one row of a random format

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_layering.sh SRC_DIR — fails (exit 1, one line per violation) if a source
-# file includes a header of a layer it may not depend on (DESIGN.md section 2).
+# file includes a header of a layer it may not depend on (docs/design.md, "Layers").
 #
 # Project includes are checked by their first path component; third-party
 # includes by their prefix. gflags may be included only by binaries (files

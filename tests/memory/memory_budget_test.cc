@@ -1,4 +1,4 @@
-// One process budget, held over a table larger than it (issue 10's
+// One process budget, held over a table larger than it (the budget's
 // integration test): an embedded pace_memory_workload with --memory_mb=96
 // writes a table of >= 512 MiB (1M rows x 128 f32), then two workers read and
 // update random rows for three clocks while adding known amounts to integer
@@ -70,7 +70,7 @@ TEST(MemoryBudgetTest, EmbeddedProcessStaysWithinItsBudgetOverALargerTable) {
   EXPECT_TRUE(kv.count("memory.shard.memtables"));
 }
 
-// The open-delta bound for the worker that holds the process clock (issue 10,
+// The open-delta bound for the worker that holds the process clock (the
 // partial Apply): one worker writes 256k rows x 128 f32 (128 MiB of deltas)
 // in ONE clock, in Incs of 1024 rows, under --memory_mb=64 (open deltas 7 MiB,
 // unacknowledged 3 MiB). It cannot wait for anyone, so its clock leaves in

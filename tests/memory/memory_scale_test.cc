@@ -1,4 +1,4 @@
-// Issue 10's slow test: >= 4 GiB of table (8M rows x 128 f32) on a paced
+// The memory budget's slow test: >= 4 GiB of table (8M rows x 128 f32) on a paced
 // shard with --memory_mb=64, written and then read and updated at random by
 // two client processes (three workers each) with --memory_mb=128 for three
 // clocks. Every process's VmHWM stays below 512 MiB and the integer control

@@ -12,8 +12,8 @@
 // the largest pending-delta vector it ever needed (in-use heap creeping with
 // the job's length; now freed once acknowledged). The batches kept during an
 // outage are not the cause here: the bsp reads stop the workers within a
-// clock of a kill, so a reconnect re-sends 0 or 1 batch. Session 6's runs:
-// BENCHMARKS.md, "Soak RSS, session 6".
+// clock of a kill, so a reconnect re-sends 0 or 1 batch. The runs:
+// BENCHMARKS.md, "Soak RSS".
 // PACE_SOAK_SECONDS overrides the length (default 600).
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-// Benchmarks 1 and 2 (issue 6), embedded client, rows of 100 f32:
+// Benchmarks 1 and 2, embedded client, rows of 100 f32:
 //  1. cache-hit Get into a caller buffer vs std::unordered_map lookup + copy
 //     (target <= 2x the baseline's time per read), 1 and 2 threads;
 //  2. Inc into the oplog vs a hash-map lookup + vector add (target <= 2x).

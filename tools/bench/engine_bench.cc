@@ -1,4 +1,4 @@
-// Benchmarks 3e and 3f (issue 9): the shard engine's write path.
+// Benchmarks 3e and 3f: the shard engine's write path.
 //
 // 3e: the shard service applying one model-scale clock — 165,000 rows x 128
 // f32 (the user rows one pace_mf clock of 600k users, rank 128, minibatch 0.4

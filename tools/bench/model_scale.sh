@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench/model_scale.sh [BUILD_DIR] — benchmark 8 (issue 10): pace_mf at
+# tools/bench/model_scale.sh [BUILD_DIR] — benchmark 8: pace_mf at
 # model scale, embedded, against pace_mf --baseline on the same data in the
 # same run. BENCH_REPS runs of each (default 3), interleaved; the medians
 # count. Prints the runs, two RATIO lines and the peak RSS of each.
@@ -15,7 +15,7 @@ ratio_line() {  # ratio_line LABEL SUBJECT BASELINE TARGET
     printf "RATIO %s: %.3f (%.0f vs %.0f; target >= %.2f) %s\n", l, r, s, b, t, (r >= t) ? "MET" : "MISSED" }'
 }
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-# The job of issue 10: 700k ratings (413k users rated), 3 clocks of 40% of the
+# The model-scale job: 700k ratings (413k users rated), 3 clocks of 40% of the
 # ratings each; the factor tables are ~220 MB. 8a: default budgets (the model
 # fits in the client cache); 8b: a tenth of the factor tables as the memory
 # budget (--memory_mb if pace_mf has it, else --cache_mb and --block_cache_mb

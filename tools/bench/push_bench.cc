@@ -1,4 +1,4 @@
-// Benchmark 4 (issue 6): the ESSP push path over loopback. A real shard
+// Benchmark 4: the ESSP push path over loopback. A real shard
 // service behind the real TCP transport pushes N subscribed dense rows (100 f32)
 // to a RemoteShard after each shard-clock advance; measured from the batch that
 // advances the clock to the PushDone received by the subscriber: reading the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interleaved runs of push_paper_shape.sh (BENCHMARKS.md, "ESSP staleness, session 6"): N rounds,
+# Interleaved runs of push_paper_shape.sh (BENCHMARKS.md, "ESSP staleness"): N rounds,
 # each running every NAME=BIN/DIR in turn on the same ports and work dir, one summary per run
 # prefixed with the set, round, name and the load average before it. MF_FLAGS/PACED_FLAGS pass
 # through.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench/run.sh [BUILD_DIR] — runs the benchmarks (1-7 of issue 6, 3d-3f, 8, 9), each
+# tools/bench/run.sh [BUILD_DIR] — runs the benchmarks (1-9, 3b-3f; BENCHMARKS.md), each
 # against a baseline in the same run, and prints one RATIO line per comparison
 # next to its target. Lines are also collected in BUILD_DIR/bench/ratios.txt.
 # Takes a few minutes on a 2-core machine. BENCH_QUICK=1 shortens runs.

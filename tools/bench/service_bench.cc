@@ -1,4 +1,4 @@
-// Benchmark 3d (issue 6, report only): the shard service's cost of one
+// Benchmark 3d (report only): the shard service's cost of one
 // pace_mf-shaped clock. A ShardService (embedded, one client process) has one
 // in-process subscriber session that subscribed to every row of two ESSP
 // tables of 17 f32 (20,000 "user" + 5,000 "item" rows, the MF job's shape). Per
@@ -7,7 +7,7 @@
 // its writer thread has written the batch, sent the Ack, advanced the shard
 // clock and sent the PushDone. The subscriber is the writer, so none of the
 // rows is pushed back (a row changed only by its subscriber's own batches is
-// not; until commit 95fc13a all 25,000 were, and the figures of BENCHMARKS.md
+// not; until commit 95fc13a all 25,000 were, and figures measured
 // before that include them). Building the Apply message and freeing the
 // delivered messages are not timed.
 //

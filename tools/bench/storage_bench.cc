@@ -1,4 +1,4 @@
-// Benchmark 3 (issue 6): ShardStore::ApplyBatch of 10,000 rows x 100 f32 with
+// Benchmark 3: ShardStore::ApplyBatch of 10,000 rows x 100 f32 with
 // the WAL on (no fsync), against raw RocksDB writing the same merge operands
 // (same keys, same delta bytes) in one WriteBatch. Target: >= 0.7x the raw rate.
 //

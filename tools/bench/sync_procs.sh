@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench/sync_procs.sh [BUILD_DIR] — benchmark 3f the way issue 9 measured
+# tools/bench/sync_procs.sh [BUILD_DIR] — benchmark 3f the way a user runs
 # it: 8 pace_client_proc processes x 1 worker x 300 clocks against one paced,
 # without and with --sync; prints the wall seconds of each and their ratio.
 set -euo pipefail

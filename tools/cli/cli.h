@@ -5,7 +5,7 @@
 // revision the build was configured from; exit 0).
 //
 // A binaries-only library: it uses gflags, so libraries never link it
-// (DESIGN.md section 2); tests/layering/check_layering.sh lets binaries of any
+// (docs/design.md, "Layers"); tests/layering/check_layering.sh lets binaries of any
 // layer include tools/cli/.
 #ifndef PACE_TOOLS_CLI_CLI_H_
 #define PACE_TOOLS_CLI_CLI_H_

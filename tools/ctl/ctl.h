@@ -16,7 +16,7 @@
 
 namespace pace::ctl {
 
-// Process exit codes (DESIGN.md section 4).
+// Process exit codes (docs/pacectl.md, "Exit codes and errors").
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUserError = 1;   // bad usage, unknown table, I/O or connection failure
 inline constexpr int kExitCorruption = 2;  // corrupt data found

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Live heap bytes per allocation stack at given times of a heaptrack recording, and their
-growth between consecutive times (issue 11's soak; not part of any test).
+growth between consecutive times (the soak of paced_soak_test; not part of any test).
 
   heaptrack_live_diff.py FILE.zst T1 T2 [T3 ...]   (seconds since the process started)
 

@@ -1,6 +1,6 @@
 #!/bin/bash
-# The soak of paced_soak_test by hand, for memory profiling (issue 11; BENCHMARKS.md "Soak RSS,
-# session 6"): one paced (the test's flags) SIGKILLed every 30 s and restarted on its port, one
+# The soak of paced_soak_test by hand, for memory profiling (BENCHMARKS.md, "Soak RSS"):
+# one paced (the test's flags) SIGKILLed every 30 s and restarted on its port, one
 # pace_client_proc with the test's workload, optionally run under a wrapper (heaptrack, or env
 # LD_PRELOAD=malloc_sampler.so). Not part of any test.
 #
