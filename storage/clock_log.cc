@@ -1,6 +1,7 @@
 #include "storage/clock_log.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,8 +17,6 @@ namespace pace {
 namespace {
 
 constexpr uint32_t kMagic = 0x474c4350;  // "PCLG" little-endian
-// Records are staged in a buffer of at most this many bytes per write.
-constexpr size_t kStageBytes = size_t{8} << 20;
 
 // --- CRC-32C ------------------------------------------------------------------
 
@@ -142,6 +141,8 @@ bool ParseClockLogName(std::string_view name, uint64_t* number) {
 
 // --- Writer -------------------------------------------------------------------
 
+void ClockLogWriter::FreeDeleter::operator()(char* p) const { std::free(p); }
+
 ClockLogWriter::~ClockLogWriter() { Close(); }
 
 void ClockLogWriter::Close() {
@@ -153,8 +154,25 @@ Status ClockLogWriter::Open(const std::string& dir, uint64_t number, uint64_t of
   Close();
   dir_ = dir;
   const std::string path = ClockLogPath(dir, number);
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  // O_DIRECT where the file system has it (not tmpfs) and the offset allows.
+  direct_ = offset % kAlign == 0;
+  fd_ = direct_ ? ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_DIRECT, 0644) : -1;
+  if (fd_ < 0) {
+    direct_ = false;
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  }
   if (fd_ < 0) return ErrnoStatus("open clock log " + path, errno);
+  if (buffer_ == nullptr) {
+    void* p = nullptr;
+    if (::posix_memalign(&p, kAlign, kStageBytes) != 0) {
+      return Status::ResourceExhausted("cannot allocate the clock log's buffer");
+    }
+    buffer_.reset(static_cast<char*>(p));
+    if (::posix_memalign(&p, kAlign, kAlign) != 0) {
+      return Status::ResourceExhausted("cannot allocate the clock log's buffer");
+    }
+    first_block_.reset(static_cast<char*>(p));
+  }
   number_ = number;
   offset_ = offset;
   return Status::OK();
@@ -177,55 +195,84 @@ Status ClockLogWriter::WriteAt(const char* data, size_t n, uint64_t offset) {
 Status ClockLogWriter::Append(uint64_t seq, size_t count,
                               const std::function<ClockLogEntry(size_t)>& entry, bool sync) {
   if (fd_ < 0) return Status::FailedPrecondition("the clock log is not open");
-  // The payload is staged and written in pieces of kStageBytes after the
-  // header's place; the header (with the payload's length and checksum) last.
-  uint64_t at = offset_ + kClockLogHeaderBytes;
+  // The record (header slot, then the payload) is staged and written in
+  // pieces of kStageBytes from the record's start; the header, known last,
+  // is then written into its slot (with O_DIRECT: the first block again).
+  char* const stage = buffer_.get();
+  uint64_t at = offset_;                   // where the staged bytes go
+  size_t used = kClockLogHeaderBytes;      // bytes staged
+  size_t crc_from = kClockLogHeaderBytes;  // payload starts here in the stage
   uint64_t payload = 0;
   uint32_t crc = 0;
-  if (buffer_.size() < kStageBytes) buffer_.resize(kStageBytes);
-  size_t used = 0;
-  auto flush = [&]() -> Status {
-    if (used == 0) return Status::OK();
-    crc = Crc32c(crc, buffer_.data(), used);
-    Status s = WriteAt(buffer_.data(), used, at);
-    at += used;
-    payload += used;
+  bool first = true;  // the stage holds the record's first block
+  auto write_stage = [&](bool last) -> Status {
+    crc = Crc32c(crc, stage + crc_from, used - crc_from);
+    payload += used - crc_from;
+    size_t n = used;
+    if (direct_ && last && n % kAlign != 0) {
+      const size_t padded = (n + kAlign - 1) / kAlign * kAlign;
+      std::memset(stage + n, 0, padded - n);
+      n = padded;
+    }
+    if (last && first) return Status::OK();  // written with its header below
+    if (first) std::memcpy(first_block_.get(), stage, kAlign);
+    Status s = WriteAt(stage, n, at);
+    at += n;
     used = 0;
+    crc_from = 0;
+    first = false;
     return s;
+  };
+  // Copies n bytes into the stage, writing each full stage out.
+  auto put = [&](const char* src, size_t n) -> Status {
+    while (n > 0) {
+      if (used == kStageBytes) RETURN_IF_ERROR(write_stage(false));
+      const size_t k = std::min(n, kStageBytes - used);
+      std::memcpy(stage + used, src, k);
+      used += k;
+      src += k;
+      n -= k;
+    }
+    return Status::OK();
   };
   for (size_t i = 0; i < count; ++i) {
     const ClockLogEntry e = entry(i);
     if (e.bytes.size() > UINT32_MAX) return Status::InvalidArgument("clock log entry too large");
-    if (used + kClockLogEntryHeaderBytes > buffer_.size()) RETURN_IF_ERROR(flush());
-    char* h = buffer_.data() + used;
+    char h[kClockLogEntryHeaderBytes];
     PutU32(h, e.table);
     PutU32(h + 4, static_cast<uint32_t>(e.bytes.size()));
     PutU64(h + 8, e.row);
-    used += kClockLogEntryHeaderBytes;
-    const char* src = e.bytes.data();
-    size_t left = e.bytes.size();
-    while (left > 0) {
-      if (used == buffer_.size()) RETURN_IF_ERROR(flush());
-      const size_t n = std::min(left, buffer_.size() - used);
-      std::memcpy(buffer_.data() + used, src, n);
-      used += n;
-      src += n;
-      left -= n;
-    }
+    RETURN_IF_ERROR(put(h, sizeof(h)));
+    RETURN_IF_ERROR(put(e.bytes.data(), e.bytes.size()));
   }
-  RETURN_IF_ERROR(flush());
+  const bool single = first;  // the whole record fits the stage
+  const size_t tail = used;
+  RETURN_IF_ERROR(write_stage(true));
+  uint64_t record = kClockLogHeaderBytes + payload;
+  if (direct_) record = (record + kAlign - 1) / kAlign * kAlign;
   char header[kClockLogHeaderBytes];
   PutU32(header, kMagic);
   PutU64(header + 8, seq);
   PutU64(header + 16, payload);
   PutU32(header + 24, crc);
   PutU32(header + 28, static_cast<uint32_t>(count));
+  PutU64(header + 32, record);
   PutU32(header + 4, Crc32c(0, header + 8, kClockLogHeaderBytes - 8));
-  RETURN_IF_ERROR(WriteAt(header, sizeof(header), offset_));
+  if (single) {
+    std::memcpy(stage, header, sizeof(header));
+    size_t n = tail;
+    if (direct_) n = (n + kAlign - 1) / kAlign * kAlign;  // padded by write_stage
+    RETURN_IF_ERROR(WriteAt(stage, n, offset_));
+  } else if (direct_) {
+    std::memcpy(first_block_.get(), header, sizeof(header));
+    RETURN_IF_ERROR(WriteAt(first_block_.get(), kAlign, offset_));
+  } else {
+    RETURN_IF_ERROR(WriteAt(header, sizeof(header), offset_));
+  }
   if (sync && ::fdatasync(fd_) != 0) {
     return ErrnoStatus("sync clock log " + ClockLogPath(dir_, number_), errno);
   }
-  offset_ += kClockLogHeaderBytes + payload;
+  offset_ += record;
   return Status::OK();
 }
 
@@ -289,11 +336,13 @@ Status ReadClockLog(const std::string& dir, uint64_t number, uint64_t end, uint6
     }
     const uint64_t rec_seq = GetU64(h + 8), bytes = GetU64(h + 16);
     const uint32_t crc = GetU32(h + 24), count = GetU32(h + 28);
+    const uint64_t record = GetU64(h + 32);
     if (rec_seq != seq) {
       return corrupt(offset, "record " + std::to_string(rec_seq) + " where record " +
                                  std::to_string(seq) + " was expected");
     }
-    if (bytes > end - offset - kClockLogHeaderBytes) {
+    if (bytes > end - offset - kClockLogHeaderBytes || record < kClockLogHeaderBytes + bytes ||
+        record > end - offset) {
       return corrupt(offset, "record of " + std::to_string(bytes) + " bytes past the end");
     }
     payload.resize(bytes);
@@ -315,7 +364,7 @@ Status ReadClockLog(const std::string& dir, uint64_t number, uint64_t end, uint6
     }
     if (p != payload.size()) return corrupt(offset, "bytes after the record's last entry");
     RETURN_IF_ERROR(fn(rec_seq, entries));
-    offset += kClockLogHeaderBytes + bytes;
+    offset += record;
     ++seq;
   }
   return Status::OK();

@@ -12,9 +12,14 @@
 // pages costs a memory copy, appending to a fresh file allocates every page).
 //
 // Record layout (integers little-endian):
-//   u32 magic "PCLG" | u32 crc32c of bytes [8, 32) | u64 seq | u64 payload
-//   bytes | u32 crc32c of the payload | u32 entry count
+//   u32 magic "PCLG" | u32 crc32c of bytes [8, 40) | u64 seq | u64 payload
+//   bytes | u32 crc32c of the payload | u32 entry count | u64 record bytes
+//   (header + payload + padding: where the next record starts)
 //   payload: per entry u32 table | u32 bytes | u64 row | delta payload
+// Where the file system allows it the log is written with O_DIRECT (no page
+// cache: a model-scale record is written at the device's speed instead of
+// the kernel's page allocation, and the page cache of a memory-bounded
+// process stays its own), and records are padded to 4 KiB.
 //
 // Thread-compatibility: a ClockLogWriter is used by one writer at a time (the
 // store's write_mu_); readers open their own ClockLogReader.
@@ -24,8 +29,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -37,7 +44,7 @@ uint32_t Crc32c(uint32_t crc, const void* data, size_t n);
 // Whether Crc32c runs on the CPU's instruction.
 bool Crc32cIsHardware();
 
-inline constexpr size_t kClockLogHeaderBytes = 32;
+inline constexpr size_t kClockLogHeaderBytes = 40;
 inline constexpr size_t kClockLogEntryHeaderBytes = 16;
 
 // The path of log file `number` in `dir`.
@@ -78,7 +85,12 @@ class ClockLogWriter {
   uint64_t number() const { return number_; }
   uint64_t offset() const { return offset_; }
   // Bytes of the buffer used to stage records (kept between appends).
-  size_t buffer_bytes() const { return buffer_.capacity(); }
+  size_t buffer_bytes() const { return buffer_ != nullptr ? kStageBytes : 0; }
+  // Whether the file is written with O_DIRECT.
+  bool direct() const { return direct_; }
+
+  static constexpr size_t kStageBytes = size_t{8} << 20;
+  static constexpr size_t kAlign = 4096;
 
  private:
   Status WriteAt(const char* data, size_t n, uint64_t offset);
@@ -87,7 +99,12 @@ class ClockLogWriter {
   uint64_t number_ = 0;
   uint64_t offset_ = 0;
   int fd_ = -1;
-  std::string buffer_;
+  bool direct_ = false;
+  struct FreeDeleter {
+    void operator()(char* p) const;
+  };
+  std::unique_ptr<char, FreeDeleter> buffer_;       // kStageBytes, kAlign-aligned
+  std::unique_ptr<char, FreeDeleter> first_block_;  // kAlign bytes
 };
 
 // Reads the records of a log file in [0, end), checking every checksum and

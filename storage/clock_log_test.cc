@@ -1,0 +1,307 @@
+// The clock log's record format, checksums and recovery of a killed writer.
+#include "storage/clock_log.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/row.h"
+#include "storage/shard_store.h"
+#include "storage/storage_test_util.h"
+
+namespace pace {
+namespace {
+
+using testing_util::MakeSchema;
+
+TEST(Crc32cTest, KnownValuesAndContinuation) {
+  const std::string s = "123456789";
+  EXPECT_EQ(Crc32c(0, s.data(), s.size()), 0xE3069283u);  // the CRC-32C check value
+  EXPECT_EQ(Crc32c(Crc32c(0, s.data(), 4), s.data() + 4, 5), 0xE3069283u);
+  std::string big(100003, 'x');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7);
+  uint32_t whole = Crc32c(0, big.data(), big.size());
+  uint32_t parts = Crc32c(Crc32c(0, big.data(), 12345), big.data() + 12345, big.size() - 12345);
+  EXPECT_EQ(whole, parts);
+}
+
+struct Rec {
+  uint64_t seq;
+  std::vector<std::pair<uint64_t, std::string>> rows;
+};
+
+std::vector<Rec> ReadAll(const std::string& dir, uint64_t number, uint64_t end, uint64_t first,
+                         Status* status) {
+  std::vector<Rec> out;
+  *status = ReadClockLog(dir, number, end, first,
+                         [&](uint64_t seq, const std::vector<ClockLogEntry>& e) -> Status {
+                           Rec r{seq, {}};
+                           for (const ClockLogEntry& x : e) {
+                             EXPECT_EQ(x.table, 7u);
+                             r.rows.emplace_back(x.row, std::string(x.bytes));
+                           }
+                           out.push_back(std::move(r));
+                           return Status::OK();
+                         });
+  return out;
+}
+
+// Records smaller than a block and larger than the staging buffer (written
+// in several pieces) read back exactly; the end offset bounds what is read.
+TEST(ClockLogTest, RecordsOfAnySizeReadBackAndTheEndBoundsThem) {
+  ScopedTempDir tmp;
+  ClockLogWriter w;
+  ASSERT_TRUE(w.Open(tmp.path(), 3, 0).ok());
+  std::vector<size_t> counts = {1, 0, 5000, 40000};  // 40000 x 516 B > 8 MiB
+  std::vector<uint64_t> ends;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    std::vector<std::string> rows(counts[k]);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = std::string(516, static_cast<char>(i + k));
+    ASSERT_TRUE(w.Append(
+                     10 + k, rows.size(),
+                     [&](size_t i) {
+                       return ClockLogEntry{7, i * 3 + k, rows[i]};
+                     },
+                     false)
+                    .ok());
+    ends.push_back(w.offset());
+  }
+  Status s;
+  std::vector<Rec> got = ReadAll(tmp.path(), 3, ends.back(), 10, &s);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(got.size(), counts.size());
+  for (size_t k = 0; k < counts.size(); ++k) {
+    EXPECT_EQ(got[k].seq, 10 + k);
+    ASSERT_EQ(got[k].rows.size(), counts[k]);
+    for (size_t i = 0; i < counts[k]; i += 997) {
+      EXPECT_EQ(got[k].rows[i].first, i * 3 + k);
+      EXPECT_EQ(got[k].rows[i].second, std::string(516, static_cast<char>(i + k)));
+    }
+  }
+  // Only the committed records: [0, ends[1]).
+  got = ReadAll(tmp.path(), 3, ends[1], 10, &s);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(got.size(), 2u);
+  // Sequence numbers must run on from the first expected one.
+  ReadAll(tmp.path(), 3, ends.back(), 11, &s);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+  // A missing file with a committed end is NotFound.
+  ReadAll(tmp.path(), 4, ends.back(), 10, &s);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+}
+
+TEST(ClockLogTest, AFlippedByteIsCorruptionNamingTheFile) {
+  ScopedTempDir tmp;
+  ClockLogWriter w;
+  ASSERT_TRUE(w.Open(tmp.path(), 1, 0).ok());
+  std::string row(100, 'a');
+  ASSERT_TRUE(w.Append(
+                   1, 50,
+                   [&](size_t i) {
+                     return ClockLogEntry{7, i, row};
+                   },
+                   false)
+                  .ok());
+  const uint64_t end = w.offset();
+  w.Close();
+  const std::string path = ClockLogPath(tmp.path(), 1);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(kClockLogHeaderBytes + 1000);
+    f.put('b');
+  }
+  Status s;
+  ReadAll(tmp.path(), 1, end, 1, &s);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("checksum"), std::string::npos) << s.message();
+}
+
+// Restart reuses the file under the next number; old bytes past the new end
+// are never read.
+TEST(ClockLogTest, RestartReusesTheFileFromOffsetZero) {
+  ScopedTempDir tmp;
+  ClockLogWriter w;
+  ASSERT_TRUE(w.Open(tmp.path(), 1, 0).ok());
+  std::string row(4000, 'a');
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    ASSERT_TRUE(w.Append(
+                     seq, 100,
+                     [&](size_t i) {
+                       return ClockLogEntry{7, i, row};
+                     },
+                     false)
+                    .ok());
+  }
+  ASSERT_TRUE(w.Restart(2).ok());
+  EXPECT_EQ(w.offset(), 0u);
+  EXPECT_NE(::access(ClockLogPath(tmp.path(), 2).c_str(), F_OK), -1);
+  EXPECT_EQ(::access(ClockLogPath(tmp.path(), 1).c_str(), F_OK), -1);
+  std::string b(10, 'b');
+  ASSERT_TRUE(w.Append(
+                   4, 1,
+                   [&](size_t) {
+                     return ClockLogEntry{7, 9, b};
+                   },
+                   true)
+                  .ok());
+  Status s;
+  std::vector<Rec> got = ReadAll(tmp.path(), 2, w.offset(), 4, &s);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].rows[0].second, b);
+}
+
+std::string I64Row(int64_t v, uint32_t width) {
+  return EncodeDense<int64_t>(std::vector<int64_t>(width, v));
+}
+
+// The writers of the tests below run in a child process (the test binary
+// again, running only ClockLogChild.Writer): a forked copy of a process
+// whose RocksDB background threads already ran would have none.
+int RunChild(const std::string& mode, const std::string& dir) {
+  pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    ::setenv("PACE_CLOCK_LOG_CHILD", (mode + ":" + dir).c_str(), 1);
+    ::execl("/proc/self/exe", "storage_test", "--gtest_filter=ClockLogChild.Writer", nullptr);
+    ::_exit(127);
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+constexpr int kKilledClocks = 13;  // a write-back every two clocks: one record left
+constexpr uint32_t kKilledWidth = 32;
+
+ShardStoreOptions KilledWriterOptions() {
+  ShardStoreOptions o;
+  o.num_clients = 1;
+  o.row_cache_mb = 4;  // the rows of every clock fit; the log budget writes back
+  o.clock_log_mb = 1;
+  return o;
+}
+
+// Exits the process with 0 after writing, without closing the store.
+void KilledWriter(const std::string& dir) {
+  std::unique_ptr<ShardStore> s;
+  if (!ShardStore::Open(KilledWriterOptions(), dir, &s).ok()) ::_exit(2);
+  TableSchema t;
+  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, kKilledWidth), &t).ok()) {
+    ::_exit(3);
+  }
+  for (int c = 0; c < kKilledClocks; ++c) {
+    std::vector<std::string> bytes(3000, I64Row(c + 1, kKilledWidth));
+    std::vector<RowDelta> deltas;
+    for (uint64_t r = 0; r < bytes.size(); ++r) deltas.push_back(RowDelta{t.id, r, bytes[r]});
+    bool dup = false;
+    if (!s->ApplyBatch(0, c, deltas, &dup).ok()) ::_exit(4);
+  }
+  if (s->data_path_stats().writebacks == 0) ::_exit(5);
+  if (s->data_path_stats().log_offset == 0) ::_exit(6);  // something left to replay
+  ::_exit(0);                                            // killed: no destructor, no write-back
+}
+
+void ReadOnlyWriter(const std::string& dir) {
+  ShardStoreOptions o;
+  o.num_clients = 1;
+  std::unique_ptr<ShardStore> s;
+  if (!ShardStore::Open(o, dir, &s).ok()) ::_exit(2);
+  TableSchema t;
+  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t).ok()) {
+    ::_exit(3);
+  }
+  std::string one = I64Row(1, 2), two = I64Row(2, 2);
+  bool dup;
+  if (!s->ApplyBatch(0, 0, {RowDelta{t.id, 5, one}}, &dup).ok()) ::_exit(4);
+  if (!s->WriteBack().ok()) ::_exit(5);  // row 5 in RocksDB
+  if (!s->ApplyBatch(0, 1, {RowDelta{t.id, 5, two}, RowDelta{t.id, 9, two}}, &dup).ok()) {
+    ::_exit(6);
+  }
+  ::_exit(0);
+}
+
+TEST(ClockLogChild, Writer) {
+  const char* env = std::getenv("PACE_CLOCK_LOG_CHILD");
+  if (env == nullptr) GTEST_SKIP() << "runs as the child of the tests below";
+  const std::string arg = env;
+  const size_t colon = arg.find(':');
+  const std::string mode = arg.substr(0, colon), dir = arg.substr(colon + 1);
+  if (mode == "killed") KilledWriter(dir);
+  if (mode == "readonly") ReadOnlyWriter(dir);
+  ::_exit(9);
+}
+
+// A process killed after its groups were committed (no close, no write-back):
+// the next open replays every committed record exactly once, and the one
+// after it replays nothing (the open wrote the rows back).
+TEST(ClockLogStoreTest, AKilledWriterLosesNothingAndReplaysExactlyOnce) {
+  ScopedTempDir tmp;
+  const std::string dir = tmp.Sub("s");
+  ASSERT_EQ(RunChild("killed", dir), 0);
+  const ShardStoreOptions o = KilledWriterOptions();
+  constexpr int kClocks = kKilledClocks;
+  constexpr uint32_t kWidth = kKilledWidth;
+  const int64_t want = kClocks * (kClocks + 1) / 2;
+  for (int open = 0; open < 2; ++open) {
+    std::unique_ptr<ShardStore> s;
+    ASSERT_TRUE(ShardStore::Open(o, dir, &s).ok());
+    EXPECT_EQ(s->AppliedClock(0), kClocks);
+    if (open == 0) {
+      EXPECT_GT(s->data_path_stats().replayed_records, 0u);
+    } else {
+      EXPECT_EQ(s->data_path_stats().replayed_records, 0u);
+    }
+    TableSchema t = *s->FindTable("t");
+    for (uint64_t r : {uint64_t{0}, uint64_t{1234}, uint64_t{2999}}) {
+      std::string v;
+      ASSERT_TRUE(s->Get(t.id, r, &v).ok());
+      EXPECT_EQ(v, I64Row(want, kWidth)) << "row " << r << ", open " << open;
+    }
+    // A read-only open sees the same (the rows it replays are its own).
+    uint64_t rows = 0;
+    ASSERT_TRUE(s->Scan(t.id, 0, [&](uint64_t, std::string_view v) {
+                   EXPECT_EQ(v, I64Row(want, kWidth));
+                   ++rows;
+                   return true;
+                 }).ok());
+    EXPECT_EQ(rows, 3000u);
+  }
+}
+
+// A read-only open beside no writer replays the log into its own memory and
+// leaves the store as it is; Scan merges the replayed rows with RocksDB's.
+TEST(ClockLogStoreTest, ReadOnlyOpenReplaysWithoutWriting) {
+  ScopedTempDir tmp;
+  const std::string dir = tmp.Sub("s");
+  ASSERT_EQ(RunChild("readonly", dir), 0);
+  ShardStoreOptions o;
+  o.num_clients = 1;
+  ShardStoreOptions ro = o;
+  ro.read_only = true;
+  for (int i = 0; i < 2; ++i) {
+    std::unique_ptr<ShardStore> s;
+    ASSERT_TRUE(ShardStore::Open(ro, dir, &s).ok());
+    EXPECT_EQ(s->AppliedClock(0), 2);
+    EXPECT_EQ(s->data_path_stats().replayed_records, 1u);  // each time: nothing written
+    TableSchema t = *s->FindTable("t");
+    std::vector<std::pair<uint64_t, std::string>> rows;
+    ASSERT_TRUE(s->Scan(t.id, 0, [&](uint64_t r, std::string_view v) {
+                   rows.emplace_back(r, std::string(v));
+                   return true;
+                 }).ok());
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0], std::make_pair(uint64_t{5}, I64Row(3, 2)));
+    EXPECT_EQ(rows[1], std::make_pair(uint64_t{9}, I64Row(2, 2)));
+  }
+}
+
+}  // namespace
+}  // namespace pace
