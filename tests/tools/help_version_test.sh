@@ -34,6 +34,7 @@ done
 "$bin/pace_lda" --help | grep -q -- '--topics=INT' || bad "pace_lda --help lacks --topics"
 "$bin/paced" --help | grep -q -- '--listen=STR' || bad "paced --help lacks --listen"
 "$bin/pace_gen" --help | grep -q -- '--noise=NUM' || bad "pace_gen --help lacks --noise"
+"$bin/pace_gen" --help | grep -q -- '--skew=NUM' || bad "pace_gen --help lacks --skew"
 "$bin/pace_gen" ratings --help | grep -q -- '--users=INT' || bad "pace_gen ratings --help"
 
 # pacectl COMMAND --help: that command's usage and flags.
