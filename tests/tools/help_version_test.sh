@@ -26,7 +26,7 @@ for want in 'usage:' 'data:' '--train=STR' '--test=STR' 'model:' '--rank=INT' 'd
   printf '%s\n' "$head20" | grep -q -- "$want" || bad "pace_mf --help | head -20 lacks '$want'"
 done
 h=$("$bin/pace_mf" --help)
-for want in 'job:' 'cluster' 'memory:' '--servers=STR' '--cache_mb=INT' '--resume'; do
+for want in 'job:' 'cluster' 'memory:' '--servers=STR' '--cache_mb=INT' '--resume' '--baseline_mmap'; do
   printf '%s\n' "$h" | grep -q -- "$want" || bad "pace_mf --help lacks '$want'"
 done
 # --help wins over other flags, even bad ones.
