@@ -3,8 +3,8 @@
 // ZipfSampler draws ranks k in [1, n] with P(k) = k^-s / H(n, s), where
 // H(n, s) = sum_{j=1..n} j^-s, by rejection-inversion (W. Hormann and
 // G. Derflinger, "Rejection-inversion to generate variates from monotone
-// discrete distributions", ACM TOMACS 6(3), 1996): O(1) memory and set-up,
-// fewer than 1.1 uniform draws per sample on average for any n and s > 0.
+// discrete distributions", ACM TOMACS 6(3), 1996): O(1) memory and set-up, a
+// bounded expected number of uniform draws per sample for any n and s > 0.
 // Exact: no table, no truncation, no approximation of H(n, s).
 //
 // Thread-compatible; Sample() is const, the caller owns the Rng.
