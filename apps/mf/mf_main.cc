@@ -3,6 +3,7 @@
 //   pace_mf --train=ratings.csv --test=test.csv            # embedded, ./pace-data
 //   pace_mf --train=F --test_fraction=0.1 --servers=h:7100,h:7101 --client_id=0 --num_clients=2
 //   pace_mf --train=F --test=G --baseline                  # no parameter server
+//   pace_mf --train=F --test=G --baseline_mmap --lr=0.08   # the same, factors in a mapped file
 //
 // Exit code 0 on success, 1 on a usage or input error, 2 if training failed.
 #include <gflags/gflags.h>
@@ -11,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +49,10 @@ DEFINE_bool(biases, true, "model a global mean and user and item biases");
 DEFINE_double(init_scale, 0.01, "factors start uniform in [-init_scale, init_scale)");
 DEFINE_string(export, "", "write the learned factors as CSV into this directory at the end");
 DEFINE_string(table_prefix, "mf", "names of the tables: PREFIX.user, PREFIX.item, PREFIX.stats");
+DEFINE_bool(baseline_mmap, false,
+            "run the --baseline SGD with the factor tables in a file-backed mmap (MADV_RANDOM) "
+            "instead of plain memory: a file in --data_dir if given, else in $TMPDIR or /tmp, "
+            "removed at once; the OS's demand paging serves the rows");
 
 DEFINE_string(metrics_listen, "",
               "host:port serving this process's Prometheus metrics at /metrics (port 0: any "
@@ -216,19 +223,53 @@ void ChooseStepSize(const MfDataset& data, uint32_t num_clients, MfTrainOptions*
   std::printf("); --lr=X sets it\n");
 }
 
+// Where --baseline_mmap puts its file: --data_dir if given (created if
+// missing), else $TMPDIR or /tmp.
+StatusOr<std::string> MappedFactorsDir() {
+  if (apps::FlagWasSet("data_dir")) {
+    std::error_code ec;
+    std::filesystem::create_directories(FLAGS_data_dir, ec);
+    if (ec) {
+      return Status::IOError("--data_dir: cannot create '" + FLAGS_data_dir + "': " + ec.message());
+    }
+    return FLAGS_data_dir;
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
+}
+
 int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWriter* report) {
   PlainMfOptions p = PlainOptions(o);
-  std::printf("# baseline: single-threaded SGD in plain memory, no parameter server\n");
+  std::string dir;
+  if (FLAGS_baseline_mmap) {
+    StatusOr<std::string> d = MappedFactorsDir();
+    if (!d.ok()) return apps::UsageError(kProgram, d.status());
+    dir = *d;
+    std::printf(
+        "# baseline: single-threaded SGD, factor tables in a file-backed mmap in %s "
+        "(MADV_RANDOM), no parameter server\n",
+        dir.c_str());
+  } else {
+    std::printf("# baseline: single-threaded SGD in plain memory, no parameter server\n");
+  }
   report->PrintHeader();
   Status write_status;
-  PlainMfSummary s = RunPlainMf(data, p, [&](const MfClockResult& r) {
+  auto on_clock = [&](const MfClockResult& r) {
     Status w = report->AddLine(
         {static_cast<double>(r.clock), r.seconds, r.train_loss, r.test_rmse, 0.0, 0.0, 0.0});
     if (write_status.ok()) write_status = w;
-  });
+  };
+  PlainMfSummary s;
+  if (FLAGS_baseline_mmap) {
+    Status mapped = RunPlainMfMapped(data, p, dir, on_clock, &s);
+    if (!mapped.ok()) return apps::UsageError(kProgram, mapped.WithPrefix("--baseline_mmap"));
+  } else {
+    s = RunPlainMf(data, p, on_clock);
+  }
   if (!write_status.ok()) return apps::UsageError(kProgram, write_status);
-  std::printf("# done: %llu ratings in %.3f s: %.0f ratings/s (baseline, 1 thread)\n",
-              static_cast<unsigned long long>(s.ratings), s.seconds, s.ratings_per_second);
+  std::printf("# done: %llu ratings in %.3f s: %.0f ratings/s (baseline, 1 thread%s)\n",
+              static_cast<unsigned long long>(s.ratings), s.seconds, s.ratings_per_second,
+              FLAGS_baseline_mmap ? ", factors in a mapped file" : "");
   return 0;
 }
 
@@ -276,8 +317,10 @@ int Run() {
   MfTrainOptions options;
   Status s = OptionsFromFlags(&options);
   if (!s.ok()) return apps::UsageError(kProgram, s);
+  // --baseline_mmap is the baseline with its factor tables in a mapped file.
+  const bool baseline = FLAGS_baseline || FLAGS_baseline_mmap;
   ClientOptions client_options;
-  if (!FLAGS_baseline) {
+  if (!baseline) {
     s = apps::ClientOptionsFromFlags(&client_options);
     if (!s.ok()) return apps::UsageError(kProgram, s);
   }
@@ -291,10 +334,10 @@ int Run() {
   std::optional<double> bias_rmse = BiasBaseline(data);
   if (bias_rmse)
     std::printf("# bias baseline (mean + user + item biases): test RMSE %.4f\n", *bias_rmse);
-  ChooseStepSize(data, FLAGS_baseline ? 1 : client_options.num_clients, &options);
+  ChooseStepSize(data, baseline ? 1 : client_options.num_clients, &options);
 
   apps::ReportWriter report(Columns(), stdout);
-  if (FLAGS_baseline) {
+  if (baseline) {
     if (!FLAGS_csv.empty()) {
       s = report.OpenCsv(FLAGS_csv);
       if (!s.ok()) return apps::UsageError(kProgram, s);
@@ -455,7 +498,7 @@ int main(int argc, char** argv) {
   info.groups = pace::apps::AppFlagGroups(
       {"train", "test", "test_fraction", "format"},
       {"rank", "lr", "lr_search", "lr_power", "lambda", "bias_lambda", "biases", "init_scale"},
-      {"table_prefix"}, {"export"});
+      {"table_prefix", "baseline_mmap"}, {"export"});
   info.footer =
       "Exit codes: 0 ok, 1 usage or input error, 2 training failed. Documentation: "
       "docs/apps.md";

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <numeric>
 
+#include "apps/mf/mapped_floats.h"
 #include "apps/shared/random.h"
 
 namespace pace {
@@ -78,19 +80,20 @@ std::optional<double> Rmse(const std::vector<Rating>& test, float lo, float hi,
 
 namespace {
 
-void InitFactors(size_t rows, uint32_t width, double scale, uint64_t seed,
-                 std::vector<float>* out) {
-  out->resize(rows * width);
+// Fills out[0, n) with uniform values in [-scale, scale).
+void InitFactors(float* out, size_t n, double scale, uint64_t seed) {
   apps::Rng rng(seed);
-  for (float& x : *out) x = static_cast<float>((2 * rng.Uniform() - 1) * scale);
+  for (size_t k = 0; k < n; ++k) out[k] = static_cast<float>((2 * rng.Uniform() - 1) * scale);
 }
 
-}  // namespace
-
-PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
-                          const std::function<void(const MfClockResult&)>& on_clock) {
+// The plain SGD over factor tables the caller provides: `users` (users x
+// width floats) and `items` (items x width), initialized here.
+PlainMfSummary RunPlainMfOn(const MfDataset& data, const PlainMfOptions& o, float* users,
+                            float* items,
+                            const std::function<void(const MfClockResult&)>& on_clock) {
   using Clock = std::chrono::steady_clock;
   const uint32_t width = RowWidth(o.rank, o.biases);
+  const size_t item_floats = size_t{data.items.size()} * width;
   // With simulated workers: the job's parts of the training ratings.
   const uint32_t parts = static_cast<uint32_t>(std::max(1, o.workers));
   MfDataset parted;
@@ -100,9 +103,8 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
     parted.users = data.users;
     offsets = PartitionByUser(parts, &parted);
   }
-  std::vector<float> users, items;
-  InitFactors(data.users.size(), width, o.init_scale, apps::DeriveSeed(o.seed, 1), &users);
-  InitFactors(data.items.size(), width, o.init_scale, apps::DeriveSeed(o.seed, 2), &items);
+  InitFactors(users, size_t{data.users.size()} * width, o.init_scale, apps::DeriveSeed(o.seed, 1));
+  InitFactors(items, item_floats, o.init_scale, apps::DeriveSeed(o.seed, 2));
   const RegWeights reg = ComputeRegWeights(data);
   SgdParams p;
   p.rank = o.rank;
@@ -140,8 +142,8 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
       // Each part updates `work`, a copy of the clock's starting item rows
       // (`start`); its changes to the rows it touched are then added to
       // `items` and those rows of `work` reset, for the next part.
-      start = items;
-      work = items;
+      start.assign(items, items + item_floats);
+      work = start;
       for (uint32_t g = 0; g < parts; ++g) {
         const size_t begin = offsets[g], size = offsets[g + 1] - offsets[g];
         if (size == 0) continue;
@@ -188,6 +190,31 @@ PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
     summary.ratings_per_second = static_cast<double>(summary.ratings) / summary.seconds;
   }
   return summary;
+}
+
+}  // namespace
+
+PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& o,
+                          const std::function<void(const MfClockResult&)>& on_clock) {
+  const uint32_t width = RowWidth(o.rank, o.biases);
+  std::vector<float> users(size_t{data.users.size()} * width);
+  std::vector<float> items(size_t{data.items.size()} * width);
+  return RunPlainMfOn(data, o, users.data(), items.data(), on_clock);
+}
+
+Status RunPlainMfMapped(const MfDataset& data, const PlainMfOptions& o, const std::string& dir,
+                        const std::function<void(const MfClockResult&)>& on_clock,
+                        PlainMfSummary* summary, std::string* file) {
+  const uint32_t width = RowWidth(o.rank, o.biases);
+  const size_t user_floats = size_t{data.users.size()} * width;
+  const size_t item_floats = size_t{data.items.size()} * width;
+  StatusOr<std::unique_ptr<MappedFloats>> mapped =
+      MappedFloats::Create(dir, "pace_mf-baseline-factors", user_floats + item_floats);
+  if (!mapped.ok()) return mapped.status();
+  if (file != nullptr) *file = (*mapped)->path();
+  float* tables = (*mapped)->data();
+  *summary = RunPlainMfOn(data, o, tables, tables + user_floats, on_clock);
+  return Status::OK();
 }
 
 StepSizeSearch SearchStepSize(const MfDataset& data, const PlainMfOptions& base,

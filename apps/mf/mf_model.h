@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "apps/mf/ratings_data.h"
@@ -172,6 +173,19 @@ struct PlainMfSummary {
 // REQUIRES: valid options (rank >= 1, minibatch in (0, 1], clocks >= 1).
 PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& options,
                           const std::function<void(const MfClockResult&)>& on_clock);
+
+// RunPlainMf with the user and item factor tables in a file-backed shared
+// mapping instead of plain memory (MappedFloats: a new file in `dir`, removed
+// from the directory at once, advised MADV_RANDOM), so that the OS's demand
+// paging serves the rows: inside a memory cgroup only as many pages as fit
+// stay in the page cache, the rest are written back and read again from the
+// disk. The same updates and results as RunPlainMf. Sets *summary and, if
+// `file` is not null, *file to the mapped file's path. IOError if the file
+// cannot be created, sized or mapped.
+Status RunPlainMfMapped(const MfDataset& data, const PlainMfOptions& options,
+                        const std::string& dir,
+                        const std::function<void(const MfClockResult&)>& on_clock,
+                        PlainMfSummary* summary, std::string* file = nullptr);
 
 // The step-size search of pace_mf when --lr is not given: holds out a
 // seeded 10% of the training ratings, runs the plain SGD (RunPlainMf with

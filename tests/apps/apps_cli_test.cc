@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -185,6 +186,46 @@ TEST_F(AppsCliTest, MfBaselineRunsWithoutAParameterServer) {
   // header, 40 clocks, the summary.
   EXPECT_EQ(Lines(r.out).size(), 5u + 1u + 40u + 1u) << r.out;
   EXPECT_NE(r.out.find("# step size --lr="), std::string::npos) << r.out;
+}
+
+// --baseline_mmap: the same clocks (losses and RMSE) as --baseline, the
+// factors in a mapped file in --data_dir that is gone at the end.
+TEST_F(AppsCliTest, MfBaselineMmapRunsTheSameSgdInAMappedFile) {
+  GenerateRatings();
+  std::vector<std::string> args = MfArgs(Path("unused"));
+  args.push_back("--lr=0.08");
+  args.push_back("--clocks=5");
+  std::vector<std::string> plain_args = args, mapped_args = args;
+  plain_args.push_back("--baseline");
+  mapped_args.push_back("--baseline_mmap");
+  mapped_args.push_back("--data_dir=" + Path("mapped"));
+  RunResult plain = Run(plain_args);
+  RunResult mapped = Run(mapped_args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(mapped.exit_code, 0) << mapped.err;
+  EXPECT_NE(mapped.out.find("factor tables in a file-backed mmap in " + Path("mapped")),
+            std::string::npos)
+      << mapped.out;
+  EXPECT_NE(mapped.out.find("ratings/s (baseline, 1 thread, factors in a mapped file)"),
+            std::string::npos)
+      << mapped.out;
+  // The clock lines without their seconds column.
+  auto clocks = [](const std::string& out) {
+    std::vector<std::string> rows;
+    for (const std::string& line : Lines(out)) {
+      std::istringstream in(line);
+      std::string clock, seconds, rest;
+      if (!(in >> clock >> seconds) || clock.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      std::getline(in, rest);
+      rows.push_back(clock + rest);
+    }
+    return rows;
+  };
+  EXPECT_EQ(clocks(mapped.out).size(), 5u) << mapped.out;
+  EXPECT_EQ(clocks(mapped.out), clocks(plain.out)) << mapped.out << plain.out;
+  EXPECT_TRUE(std::filesystem::is_empty(Path("mapped")));
 }
 
 // Two paced shards, two pace_mf client processes (2 workers each): the job

@@ -26,7 +26,7 @@ for want in 'usage:' 'data:' '--train=STR' '--test=STR' 'model:' '--rank=INT' 'd
   printf '%s\n' "$head20" | grep -q -- "$want" || bad "pace_mf --help | head -20 lacks '$want'"
 done
 h=$("$bin/pace_mf" --help)
-for want in 'job:' 'cluster' 'memory:' '--servers=STR' '--cache_mb=INT' '--resume'; do
+for want in 'job:' 'cluster' 'memory:' '--servers=STR' '--cache_mb=INT' '--resume' '--baseline_mmap'; do
   printf '%s\n' "$h" | grep -q -- "$want" || bad "pace_mf --help lacks '$want'"
 done
 # --help wins over other flags, even bad ones.
@@ -34,6 +34,7 @@ done
 "$bin/pace_lda" --help | grep -q -- '--topics=INT' || bad "pace_lda --help lacks --topics"
 "$bin/paced" --help | grep -q -- '--listen=STR' || bad "paced --help lacks --listen"
 "$bin/pace_gen" --help | grep -q -- '--noise=NUM' || bad "pace_gen --help lacks --noise"
+"$bin/pace_gen" --help | grep -q -- '--skew=NUM' || bad "pace_gen --help lacks --skew"
 "$bin/pace_gen" ratings --help | grep -q -- '--users=INT' || bad "pace_gen ratings --help"
 
 # pacectl COMMAND --help: that command's usage and flags.

@@ -53,7 +53,10 @@ class AckSession : public net::Session {
   void Send(net::Message m) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto* a = std::get_if<net::Ack>(&m)) acked_ = std::max(acked_, a->clock + 1);
-    if (std::holds_alternative<net::Error>(m)) error_ = true;
+    if (auto* e = std::get_if<net::Error>(&m)) {
+      error_ = true;
+      if (error_text_.empty()) error_text_ = e->ToStatus().ToString();
+    }
     if (std::holds_alternative<net::ReadReply>(m)) ++replies_;
     cv_.notify_all();
   }
@@ -73,6 +76,11 @@ class AckSession : public net::Session {
     cv_.wait(lock, [&] { return error_ || replies_ >= n; });
     return !error_;
   }
+  // The first Error received ("" if none).
+  std::string error_text() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_text_;
+  }
 
  private:
   const uint64_t id_;
@@ -82,6 +90,7 @@ class AckSession : public net::Session {
   ClockT acked_ = 0;
   int replies_ = 0;
   bool error_ = false;
+  std::string error_text_;
 };
 
 std::vector<std::string> ModelDeltas() {
@@ -162,10 +171,22 @@ void BM_ServiceApplyModelClock(benchmark::State& state) {
   }
   const std::vector<std::string> deltas = ModelDeltas();
   const std::vector<uint64_t> rows = ModelRows();
-  // The workers read their rows first: they are in the row cache.
-  service->OnMessage(session, net::Read{1, table, rows, 0, false});
-  if (!session->WaitReplies(1)) {
-    state.SkipWithError("read failed");
+  // The workers read their rows first: they are in the row cache. In Reads
+  // of the size the client sends (at most 4 MiB of row values each): the
+  // service refuses a Read whose reply would exceed its frame bound.
+  constexpr size_t kReadBytes = size_t{4} << 20;
+  constexpr size_t kRowsPerRead = kReadBytes / (kModelWidth * sizeof(float));
+  int reads = 0;
+  for (size_t begin = 0; begin < rows.size(); begin += kRowsPerRead) {
+    const size_t end = std::min(rows.size(), begin + kRowsPerRead);
+    ++reads;
+    service->OnMessage(
+        session,
+        net::Read{static_cast<uint64_t>(reads), table,
+                  std::vector<uint64_t>(rows.begin() + begin, rows.begin() + end), 0, false});
+  }
+  if (!session->WaitReplies(reads)) {
+    state.SkipWithError(("read failed: " + session->error_text()).c_str());
     return;
   }
   ClockT clock = 0;

@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -33,6 +34,7 @@ class CollectingReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
+      if (r.error_occurred) errors[r.benchmark_name()] = r.error_message;
       if (r.error_occurred || r.run_type != Run::RT_Iteration) continue;
       Measured m;
       m.real_time_ns = r.GetAdjustedRealTime();  // in the run's time unit
@@ -70,12 +72,14 @@ class CollectingReporter : public benchmark::ConsoleReporter {
     return out;
   }
   std::map<std::string, std::vector<Measured>> samples;
+  std::map<std::string, std::string> errors;  // benchmark name -> its error message
 };
 
 // An exact name, else the first run whose name starts with `name` + "/" (so
 // "BM_X" matches "BM_X/min_time:2.000/real_time").
-std::map<std::string, Measured>::const_iterator Find(const std::map<std::string, Measured>& m,
-                                                     const std::string& name) {
+template <typename V>
+typename std::map<std::string, V>::const_iterator Find(const std::map<std::string, V>& m,
+                                                       const std::string& name) {
   auto it = m.find(name);
   if (it != m.end()) return it;
   for (it = m.begin(); it != m.end(); ++it) {
@@ -95,11 +99,12 @@ int RunAndReport(int argc, char** argv) {
   // Unless told otherwise: 5 repetitions, randomly interleaved, so a subject
   // and its baseline see the same machine; ratios use the medians.
   std::vector<char*> args(argv, argv + argc);
-  bool has_reps = false, has_interleave = false;
+  bool has_reps = false, has_interleave = false, has_filter = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     has_reps |= a.rfind("--benchmark_repetitions", 0) == 0;
     has_interleave |= a.rfind("--benchmark_enable_random_interleaving", 0) == 0;
+    has_filter |= a.rfind("--benchmark_filter", 0) == 0;
   }
   static char reps[] = "--benchmark_repetitions=5";
   static char interleave[] = "--benchmark_enable_random_interleaving=true";
@@ -114,13 +119,24 @@ int RunAndReport(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const std::map<std::string, Measured> medians = reporter.Medians();
   std::string lines;
+  int missing = 0;  // comparisons with a target that produced no ratio
   for (const PairSpec& p : Pairs()) {
     auto b = Find(medians, p.baseline);
     auto s = Find(medians, p.subject);
-    char buf[512];
+    char buf[1024];
     if (b == medians.end() || s == medians.end()) {
-      std::snprintf(buf, sizeof(buf), "RATIO %s: not run (filtered out or failed)\n",
-                    p.label.c_str());
+      // A benchmark that reported an error failed; one that reported nothing
+      // was filtered out if a --benchmark_filter was given, else it failed.
+      std::string why;
+      for (const std::string* name : {&p.baseline, &p.subject}) {
+        auto e = Find(reporter.errors, *name);
+        if (e != reporter.errors.end()) why += (why.empty() ? "" : "; ") + *name + ": " + e->second;
+      }
+      const bool failed = !why.empty() || !has_filter;
+      if (why.empty()) why = has_filter ? "filtered out" : "no result";
+      if (failed && p.target > 0) ++missing;
+      std::snprintf(buf, sizeof(buf), "RATIO %s: not run (%s)%s\n", p.label.c_str(), why.c_str(),
+                    failed && p.target > 0 ? " FAILED" : "");
       lines += buf;
       continue;
     }
@@ -138,6 +154,15 @@ int RunAndReport(int argc, char** argv) {
       op = ">=";
       met = ratio >= p.target;
     }
+    if (!(ratio > 0) || !std::isfinite(ratio)) {
+      // A zero or missing rate or time: no ratio to compare with the target.
+      std::snprintf(buf, sizeof(buf), "RATIO %s: no ratio (%s vs %s measured %g)%s\n",
+                    p.label.c_str(), p.subject.c_str(), p.baseline.c_str(), ratio,
+                    p.target > 0 ? " FAILED" : "");
+      if (p.target > 0) ++missing;
+      lines += buf;
+      continue;
+    }
     if (p.target <= 0) {
       std::snprintf(buf, sizeof(buf), "RATIO %s: %.3f (%s vs %s; no target)\n", p.label.c_str(),
                     ratio, p.subject.c_str(), p.baseline.c_str());
@@ -153,6 +178,11 @@ int RunAndReport(int argc, char** argv) {
       std::fputs(lines.c_str(), f);
       std::fclose(f);
     }
+  }
+  if (missing > 0) {
+    std::fprintf(stderr, "%d comparison(s) with a target did not run or produced no ratio\n",
+                 missing);
+    return 1;
   }
   return 0;
 }

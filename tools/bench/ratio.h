@@ -31,7 +31,12 @@ void Pair(const std::string& label, const std::string& baseline, const std::stri
 //   RATIO <label>: <ratio> (target <op> <target>) MET|MISSED
 // (medians over repetitions, randomly interleaved unless --benchmark_* flags
 // say otherwise) and appends the same lines to the file named by $PACE_BENCH_OUT if set.
-// Returns 0 (a missed target is reported, not a failure).
+// A Pair that produced no ratio prints "RATIO <label>: not run (<why>)" or
+// "RATIO <label>: no ratio (...)", with " FAILED" at the end if it has a target.
+// Returns 0 if every Pair with a target produced a ratio (a missed target is
+// reported, not a failure), else 1: one of its benchmarks failed (SkipWithError),
+// reported nothing without a --benchmark_filter that excluded it, or measured
+// a zero rate or time.
 int RunAndReport(int argc, char** argv);
 
 }  // namespace pace::bench

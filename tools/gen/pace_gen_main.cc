@@ -1,7 +1,7 @@
 // pace_gen: synthetic datasets with known ground truth.
 //
 //   pace_gen ratings --users=N --items=M --rank=K --ratings=R --noise=SIGMA --seed=S
-//       --out=FILE [--test_out=FILE --test_fraction=F] [--format=plain|csv|tsv|dat]
+//       --out=FILE [--test_out=FILE --test_fraction=F] [--format=plain|csv|tsv|dat] [--skew=A]
 //   pace_gen corpus --docs=D --vocab=V --topics=K --doc_len=L --alpha=A --beta=B --seed=S
 //       --out_docword=FILE --out_vocab=FILE [--out_truth=FILE] [--out_docs=FILE]
 //
@@ -33,6 +33,9 @@ DEFINE_string(out, "", "ratings: training ratings file to write");
 DEFINE_string(test_out, "", "ratings: test ratings file to write (with --test_fraction)");
 DEFINE_double(test_fraction, 0.0, "ratings: fraction of ratings written to --test_out");
 DEFINE_string(format, "plain", "ratings: file format plain|csv|tsv|dat");
+DEFINE_double(skew, 0.0,
+              "ratings: Zipf exponent of user and item popularity (the rank-k user or item is "
+              "drawn with probability ~ k^-skew, ids shuffled); 0: uniform");
 // corpus
 DEFINE_uint64(docs, 1000, "corpus: number of documents");
 DEFINE_uint64(vocab, 1000, "corpus: vocabulary size");
@@ -50,9 +53,9 @@ namespace gen {
 namespace {
 
 const std::vector<std::string> kRatingsFlags = {
-    "users",    "items", "rank",     "ratings",       "noise",
-    "signal",   "mean",  "bias_std", "min_rating",    "max_rating",
-    "decimals", "out",   "test_out", "test_fraction", "format"};
+    "users",    "items",         "rank",       "ratings",    "noise",    "signal",
+    "mean",     "bias_std",      "min_rating", "max_rating", "decimals", "out",
+    "test_out", "test_fraction", "format",     "skew"};
 const std::vector<std::string> kCorpusFlags = {"docs",      "vocab",   "topics",      "doc_len",
                                                "alpha",     "beta",    "out_docword", "out_vocab",
                                                "out_truth", "out_docs"};
@@ -92,6 +95,7 @@ Status RunRatings() {
   o.max_rating = FLAGS_max_rating;
   o.decimals = FLAGS_decimals;
   o.test_fraction = FLAGS_test_fraction;
+  o.skew = FLAGS_skew;
   o.seed = FLAGS_seed;
   RatingsData data;
   RETURN_IF_ERROR(GenerateRatings(o, &data));
@@ -103,7 +107,9 @@ Status RunRatings() {
   if (!FLAGS_test_out.empty()) {
     std::fprintf(stderr, ", %zu test ratings -> %s", data.test.size(), FLAGS_test_out.c_str());
   }
-  std::fprintf(stderr, " (rank %d, noise %g: best test RMSE ~ %g)\n", o.rank, o.noise, o.noise);
+  std::fprintf(stderr, " (rank %d, noise %g: best test RMSE ~ %g", o.rank, o.noise, o.noise);
+  if (o.skew > 0) std::fprintf(stderr, "; users and items Zipf, skew %g", o.skew);
+  std::fprintf(stderr, ")\n");
   return Status::OK();
 }
 
@@ -143,13 +149,13 @@ int main(int argc, char** argv) {
   info.usage =
       "pace_gen ratings --users=N --items=M --rank=K --ratings=R --noise=SIGMA --seed=S "
       "--out=FILE\n"
-      "         [--test_out=FILE --test_fraction=F] [--format=plain|csv|tsv|dat]\n"
+      "         [--test_out=FILE --test_fraction=F] [--format=plain|csv|tsv|dat] [--skew=A]\n"
       "pace_gen corpus --docs=D --vocab=V --topics=K --doc_len=L --alpha=A --beta=B --seed=S\n"
       "         --out_docword=FILE --out_vocab=FILE [--out_truth=FILE] [--out_docs=FILE]";
   info.groups = {
       {"ratings (low-rank ratings with noise: a good fit reaches RMSE ~ noise)",
        {"users", "items", "rank", "ratings", "noise", "signal", "mean", "bias_std", "min_rating",
-        "max_rating", "decimals", "out", "test_out", "test_fraction", "format"}},
+        "max_rating", "decimals", "out", "test_out", "test_fraction", "format", "skew"}},
       {"corpus (documents drawn from an LDA model with known topics)",
        {"docs", "vocab", "topics", "doc_len", "alpha", "beta", "out_docword", "out_vocab",
         "out_truth", "out_docs"}},

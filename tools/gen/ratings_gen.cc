@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "tools/gen/random.h"
+#include "tools/gen/zipf.h"
 
 namespace pace {
 namespace gen {
@@ -53,6 +54,7 @@ Status ValidateRatingsGenOptions(const RatingsGenOptions& o) {
   if (!(o.test_fraction >= 0 && o.test_fraction < 1)) {
     return Status::InvalidArgument("--test_fraction must be in [0, 1)");
   }
+  if (!(o.skew >= 0 && o.skew <= 10)) return Status::InvalidArgument("--skew must be in [0, 10]");
   if (o.decimals < 0 || o.decimals > 9)
     return Status::InvalidArgument("--decimals must be in [0, 9]");
   return Status::OK();
@@ -76,13 +78,46 @@ Status GenerateRatings(const RatingsGenOptions& o, RatingsData* out) {
   }
 
   Rng rng(o.seed * 0xD1B54A32D192ED03ull + 2);
+  // Skewed draws: Zipf ranks, mapped to ids by seeded permutations (drawn from
+  // their own streams, so the uniform path's stream is untouched).
+  const bool skewed = o.skew > 0;
+  std::unique_ptr<ZipfSampler> user_zipf, item_zipf;
+  std::vector<uint64_t> user_ids, item_ids;
+  if (skewed) {
+    user_zipf = std::make_unique<ZipfSampler>(o.users, o.skew);
+    item_zipf = std::make_unique<ZipfSampler>(o.items, o.skew);
+    user_ids = RandomPermutation(o.users, o.seed * 0x9E3779B97F4A7C15ull + 3);
+    item_ids = RandomPermutation(o.items, o.seed * 0x9E3779B97F4A7C15ull + 4);
+  }
+  // A skewed draw repeats pairs; past this many draws in a row without a new
+  // one, the remaining likely pairs are exhausted (uniform draws always find
+  // one: at most half of the pairs are taken).
+  constexpr uint64_t kMaxRepeats = uint64_t{1} << 22;
+  uint64_t repeats = 0;
   std::unordered_set<uint64_t> seen;
   seen.reserve(o.ratings * 2);
   out->train.reserve(static_cast<size_t>(o.ratings * (1.0 - o.test_fraction) * 1.05) + 16);
   while (seen.size() < o.ratings) {
-    uint64_t u = rng.UniformInt(o.users);
-    uint64_t i = rng.UniformInt(o.items);
-    if (!seen.insert(u * o.items + i).second) continue;
+    uint64_t u, i;
+    if (skewed) {
+      u = user_ids[user_zipf->Sample(&rng) - 1];
+      i = item_ids[item_zipf->Sample(&rng) - 1];
+    } else {
+      u = rng.UniformInt(o.users);
+      i = rng.UniformInt(o.items);
+    }
+    if (!seen.insert(u * o.items + i).second) {
+      if (++repeats > kMaxRepeats) {
+        char skew[32];
+        std::snprintf(skew, sizeof(skew), "%g", o.skew);
+        return Status::InvalidArgument(
+            "--skew=" + std::string(skew) + " leaves too few likely (user, item) pairs for " +
+            std::to_string(o.ratings) + " distinct ratings (found " + std::to_string(seen.size()) +
+            "): lower --skew or --ratings, or add users or items");
+      }
+      continue;
+    }
+    repeats = 0;
     double dot = 0;
     const float* pu = &users[u * k];
     const float* pi = &items[i * k];

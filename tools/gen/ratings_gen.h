@@ -4,10 +4,18 @@
 // The model: true user factors U (users x rank) and item factors V (items x
 // rank) with i.i.d. N(0, sf^2) entries, where sf^2 = signal / sqrt(rank), so
 // that Var(u.v) = rank * sf^4 = signal^2. Optional biases b_u, b_v ~ N(0, bias_std^2). A rating of
-// a distinct (user, item) pair drawn uniformly is
+// a distinct (user, item) pair is
 //   mean + b_u + b_v + u.v + eps,  eps ~ N(0, noise^2),
 // optionally clipped to [min_rating, max_rating]. Without clipping, the best
 // possible test RMSE is `noise`.
+//
+// Pairs are drawn uniformly (skew 0), or with the user and the item each drawn
+// from a Zipf law of exponent `skew`: the rank-k user (item) is drawn with
+// probability proportional to k^-skew, as in real ratings where a few users
+// and items account for much of the data. Ranks map to ids through a seeded
+// random permutation, so the popular ids are spread over the id range. A pair
+// drawn again is redrawn (ratings are distinct), so where the most popular
+// pairs run out the head of the realized distribution is flatter than the law.
 //
 // Everything is a pure function of the options (deterministic by seed).
 // Thread-compatible.
@@ -57,6 +65,9 @@ struct RatingsGenOptions {
   int decimals = 4;
   // Fraction of ratings routed to the test set. Default: 0.
   double test_fraction = 0.0;
+  // Zipf exponent of the user and item popularity; 0 draws them uniformly
+  // (the same ratings, bit for bit, as before the option existed). Default: 0.
+  double skew = 0.0;
   uint64_t seed = 1;
 };
 
@@ -72,10 +83,13 @@ struct RatingsData {
 };
 
 // InvalidArgument for impossible options (zero sizes, rank < 1, negative
-// noise, too many ratings for the matrix, test_fraction outside [0, 1)).
+// noise, too many ratings for the matrix, test_fraction outside [0, 1), skew
+// outside [0, 10]).
 Status ValidateRatingsGenOptions(const RatingsGenOptions& o);
 
-// Generates the dataset. Errors: those of ValidateRatingsGenOptions.
+// Generates the dataset. Errors: those of ValidateRatingsGenOptions, and
+// InvalidArgument when a skewed draw finds no new distinct pair for too long
+// (the skew leaves too few likely pairs for `ratings`).
 Status GenerateRatings(const RatingsGenOptions& o, RatingsData* out);
 
 // Writes ratings in `format` (values with `decimals` decimals). IOError if the
