@@ -7,6 +7,8 @@
 //   observer) are exact. Client 1 reads every row under ESSP, so its Reads
 //   are cut to what a reply frame holds, and the shard's Pushes of client 0's
 //   updates (4 MiB per clock) are split into frames that fit.
+// - The client's own frame limit, when it is the smaller one, cuts the same
+//   way (a client with a 1 MiB limit against a shard that takes 64 MiB).
 // - A row larger than a frame fails the client with ResourceExhausted naming
 //   the sizes, at once: it is never sent, and nothing reconnects in a loop.
 //
@@ -23,7 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "client/client_impl.h"
 #include "client/pace.h"
+#include "client/remote_channel.h"
 #include "common/row.h"
 #include "net/remote_shard.h"
 #include "tests/testing/subprocess.h"
@@ -155,6 +159,56 @@ TEST_F(ClientFrameLimitTest, ClocksLargerThanAFrameCompleteExactly) {
     }
   }
   EXPECT_EQ(checked, kRows);
+}
+
+// The client's own frame limit (RemoteShardOptions::max_frame_bytes, here 1
+// MiB against a shard that takes 64 MiB) cuts its clocks the same way: a
+// sender refuses a message above its own limit, which without the cuts made
+// the channel reconnect and re-send the batch forever.
+TEST_F(ClientFrameLimitTest, ClientsOwnFrameLimitCutsItsClocksToo) {
+  ASSERT_TRUE(testing::StartPaced(&paced_, dir_.path() + "/s0", 0, 1, 1, {}, &port_).ok());
+  ClientOptions o = Options(0, 1);
+  net::RemoteShardOptions ro;
+  ro.port = port_;
+  ro.hello.client_id = 0;
+  ro.hello.incarnation = 77;
+  ro.max_frame_bytes = 1 << 20;
+  std::vector<std::unique_ptr<client::ShardChannel>> channels;
+  channels.push_back(std::make_unique<client::RemoteChannel>(0, ro));
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::Impl::Create(o, std::move(channels), false, &client).ok());
+  Table t;
+  ASSERT_TRUE(client->CreateTable(Schema(kWidth), &t).ok());
+  std::future<Status> done = std::async(std::launch::async, [&]() -> Status {
+    std::unique_ptr<Worker> w;
+    RETURN_IF_ERROR(client->RegisterWorker(&w));
+    std::vector<int64_t> delta(kWidth);
+    for (int c = 0; c < kClocks; ++c) {
+      for (uint32_t j = 0; j < kWidth; ++j) delta[j] = Delta(0, c, j);
+      for (uint64_t r = 0; r < kRows; ++r) RETURN_IF_ERROR(w->Inc(t, r, delta.data()));
+      RETURN_IF_ERROR(w->Clock());
+    }
+    w.reset();
+    return client->Flush();
+  });
+  Status s = WaitOrKill(done, 60s, "the job");
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(client->Stats().batches_resent, 0u);
+  // A fresh worker of this client reads the shard's values (its cache is
+  // dropped first: nothing of its own is pending after the Flush).
+  client.reset();
+  ASSERT_TRUE(Client::Open(Options(0, 1), &client).ok());
+  ASSERT_TRUE(client->OpenTable("big", &t).ok());
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  std::vector<int64_t> want(kWidth, 0), got(kWidth);
+  for (int c = 0; c < kClocks; ++c) {
+    for (uint32_t j = 0; j < kWidth; ++j) want[j] += Delta(0, c, j);
+  }
+  for (uint64_t r = 0; r < kRows; ++r) {
+    ASSERT_TRUE(w->Get(t, r, got.data()).ok());
+    ASSERT_EQ(got, want) << "row " << r << " at the shard";
+  }
 }
 
 TEST_F(ClientFrameLimitTest, RowLargerThanAFrameFailsTheClientWithTheSizes) {
