@@ -51,6 +51,12 @@ uint64_t ApproxBytes(const net::Message& m) {
                        m);
 }
 
+uint64_t FrameLimit(uint32_t own, uint32_t shard) {
+  if (own == 0) return shard;
+  if (shard == 0) return own;
+  return std::min(own, shard);
+}
+
 }  // namespace client
 
 Client::Impl::Impl(const ClientOptions& options, bool embedded)
@@ -137,6 +143,7 @@ Status Client::Impl::Create(const ClientOptions& given,
       return s;
     }
     start = k == 0 ? w.applied_clock : std::min(start, w.applied_clock);
+    sh.frame_limit.store(client::FrameLimit(sh.channel->max_frame_bytes(), w.max_frame_bytes));
     sh.known_clock.store(w.shard_clock);
     sh.duplicates_below.store(w.applied_clock);
     sh.duplicate_parts_below.store(w.applied_parts);
@@ -155,6 +162,10 @@ Status Client::Impl::Create(const ClientOptions& given,
     MutexLock l(&impl->clock_mu_);  // not shared yet; for the analysis
     impl->process_clock_ = start;
     impl->max_worker_clock_ = start;
+  }
+  {
+    MutexLock l(&impl->send_mu_);  // not shared yet; for the analysis
+    impl->next_part_.assign(n, 0);
   }
   impl->process_clock_seen_.store(start, std::memory_order_release);
   for (auto& sh : impl->shards_) {
@@ -477,8 +488,7 @@ Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
         process_clock_seen_.load(std::memory_order_acquire) != c || OpenDeltaBytesOf(c) < part) {
       return Status::OK();
     }
-    SendBatch(c, next_part_, /*more=*/true);
-    ++next_part_;
+    SendBatch(c, /*more=*/true);
     parts_sent_.fetch_add(1, std::memory_order_relaxed);
   }
   {
@@ -534,24 +544,31 @@ Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
 void Client::Impl::SendClocks(ClockT from, ClockT to) {
   // Workers waiting in Inc for the open-delta bound wait for this clock.
   process_clock_seen_.store(to, std::memory_order_release);
-  for (ClockT c = from; c < to; ++c) {
-    // Only the clock the process was at can have had parts sent early.
-    SendBatch(c, c == from ? next_part_ : 0, /*more=*/false);
-  }
-  next_part_ = 0;
+  // Only the clock the process was at can have had parts sent early
+  // (next_part_); SendBatch resets the counts when it completes a clock.
+  for (ClockT c = from; c < to; ++c) SendBatch(c, /*more=*/false);
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
 }
 
-void Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
+void Client::Impl::SendBatch(ClockT c, bool more) {
   const uint32_t n = num_shards();
-  std::vector<net::Apply> applies(n);
-  std::vector<std::vector<RowKey>> keys(n);
-  // Shard k's number for this part: after the parts a previous process left
-  // of clock c (ShardState::resume_parts), if any.
-  std::vector<uint32_t> part_of(n, part);
+  // Per shard: the Apply messages of this batch (one, or several parts cut
+  // at the frame limit), the rows of each, and the payload bound of the last.
+  std::vector<std::vector<net::Apply>> applies(n);
+  std::vector<std::vector<std::vector<RowKey>>> keys(n);
+  std::vector<uint64_t> filled(n, net::kRowsMessageBytes);
+  std::vector<uint64_t> limit(n);
+  // Shard k's number for the part being filled: after the parts a previous
+  // process left of clock c (ShardState::resume_parts), if any.
+  std::vector<uint32_t> part_of(n);
+  // The first row of each shard that cannot fit a frame alone.
+  std::vector<Status> unsendable(n);
   for (uint32_t k = 0; k < n; ++k) {
-    if (c == shards_[k]->resume_clock) part_of[k] = part + shards_[k]->resume_parts;
+    part_of[k] = next_part_[k] + (c == shards_[k]->resume_clock ? shards_[k]->resume_parts : 0);
+    limit[k] = shards_[k]->frame_limit.load(std::memory_order_acquire);
+    applies[k].resize(1);
+    keys[k].resize(1);
   }
   for (CacheStripe& st : stripes_) {
     client::SpinLock l(&st.mu);
@@ -567,36 +584,83 @@ void Client::Impl::SendBatch(ClockT c, uint32_t part, bool more) {
         __builtin_prefetch(ahead->open.delta.data());
       }
       CacheEntry* e = dirty[i];
-      const client::PendingDelta* p = st.Seal(e, c, part_of[e->shard]);
+      const uint32_t k = e->shard;
+      if (limit[k] != 0) {
+        const client::PendingDelta* open = e->FindPending(c);
+        if (open == nullptr) continue;
+        const uint64_t row = net::kRowBytes + open->delta.size();
+        if (filled[k] + row > limit[k]) {
+          if (net::kRowsMessageBytes + row > limit[k]) {
+            if (unsendable[k].ok()) {
+              unsendable[k] = Status::ResourceExhausted(
+                  "the delta of row " + std::to_string(e->key.table) + "/" +
+                  std::to_string(e->key.row) + " in clock " + std::to_string(c) + " is " +
+                  std::to_string(open->delta.size()) + " bytes: an Apply holding it needs " +
+                  std::to_string(net::RowsMessageBytes(1, open->delta.size())) +
+                  " bytes, over the frame limit of " + std::to_string(limit[k]) +
+                  " bytes (the smaller of this client's and the shard's max_frame_bytes; paced "
+                  "--max_frame_mb), so it can never be sent: use narrower rows or a larger frame "
+                  "limit");
+            }
+          } else if (!applies[k].back().updates.empty()) {
+            // Close the part being filled; the row starts the next one.
+            applies[k].back().more = true;
+            applies[k].emplace_back();
+            keys[k].emplace_back();
+            ++part_of[k];
+            filled[k] = net::kRowsMessageBytes;
+          }
+        }
+        filled[k] += row;
+      }
+      const client::PendingDelta* p = st.Seal(e, c, part_of[k]);
       if (p == nullptr) continue;
-      applies[e->shard].updates.push_back(net::RowData{e->key.table, e->key.row, p->delta});
-      keys[e->shard].push_back(e->key);
+      applies[k].back().updates.push_back(net::RowData{e->key.table, e->key.row, p->delta});
+      keys[k].back().push_back(e->key);
     }
     if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
   }
   FlushAllUnsubscribes();
   uint64_t sealed = 0;
-  for (const net::Apply& a : applies) {
-    for (const net::RowData& u : a.updates) sealed += u.bytes.size();
+  for (const std::vector<net::Apply>& parts : applies) {
+    for (const net::Apply& a : parts) {
+      for (const net::RowData& u : a.updates) sealed += u.bytes.size();
+    }
   }
   // Counted before any Ack of this batch can arrive.
   unacked_bytes_.fetch_add(sealed, std::memory_order_acq_rel);
   for (uint32_t k = 0; k < n; ++k) {
     ShardState& sh = *shards_[k];
-    applies[k].clock = c;
-    applies[k].part = part_of[k];
-    applies[k].more = more;
-    rows_sent_.fetch_add(applies[k].updates.size(), std::memory_order_relaxed);
-    {
-      std::lock_guard<std::mutex> l(sh.mu);
-      sh.unacked.push_back(SentBatch{c, std::move(keys[k]), part_of[k], more});
+    if (!unsendable[k].ok()) {
+      // Nothing of this batch leaves for shard k: the job cannot go on.
+      SetFatal(k, unsendable[k]);
+      continue;
     }
-    if (!more) sh.sent_through.store(c + 1, std::memory_order_release);
-    batches_sent_.fetch_add(1, std::memory_order_relaxed);
-    // While the shard is away, batches only queue: OnReconnect (which takes
-    // send_mu_) sends every unacknowledged one in clock order, so a new
-    // batch can never reach a fresh connection before older re-sent ones.
-    if (sh.connected.load(std::memory_order_acquire)) SendToShard(k, std::move(applies[k]));
+    std::vector<net::Apply>& parts = applies[k];
+    // The first part's number; the last part has `more` as asked.
+    uint32_t part = part_of[k] + 1 - static_cast<uint32_t>(parts.size());
+    parts.back().more = more;
+    if (parts.size() > 1) {
+      VLOG(1) << sh.channel->Describe() << ": clock " << c << " leaves in " << parts.size()
+              << " parts to fit the frame limit of " << limit[k] << " bytes";
+    }
+    for (size_t i = 0; i < parts.size(); ++i, ++part) {
+      net::Apply& a = parts[i];
+      a.clock = c;
+      a.part = part;
+      rows_sent_.fetch_add(a.updates.size(), std::memory_order_relaxed);
+      {
+        std::lock_guard<std::mutex> l(sh.mu);
+        sh.unacked.push_back(SentBatch{c, std::move(keys[k][i]), part, a.more});
+      }
+      if (!a.more) sh.sent_through.store(c + 1, std::memory_order_release);
+      batches_sent_.fetch_add(1, std::memory_order_relaxed);
+      // While the shard is away, batches only queue: OnReconnect (which takes
+      // send_mu_) sends every unacknowledged one in clock order, so a new
+      // batch can never reach a fresh connection before older re-sent ones.
+      if (sh.connected.load(std::memory_order_acquire)) SendToShard(k, std::move(a));
+    }
+    next_part_[k] = more ? next_part_[k] + static_cast<uint32_t>(parts.size()) : 0;
   }
 }
 
@@ -648,6 +712,9 @@ Status Client::Impl::WaitProgress(const std::function<bool()>& done,
 }
 
 Status Client::Impl::Flush() {
+  // A failed shard may hold batches that were never sent (e.g. one that
+  // cannot fit a frame): nothing is all durable then.
+  RETURN_IF_ERROR(AllShardsHealth().WithPrefix("Flush"));
   std::vector<ClockT> target;
   for (const auto& sh : shards_) target.push_back(sh->sent_through.load());
   return WaitProgress(

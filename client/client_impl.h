@@ -115,6 +115,12 @@ struct ShardState {
   // of the re-run (docs/wire-protocol.md, "Apply parts"). Set by Create.
   ClockT resume_clock = 0;
   uint32_t resume_parts = 0;
+  // The largest message payload to and from this shard: the smaller of the
+  // channel's and the shard's frame limits (ShardChannel::max_frame_bytes,
+  // Welcome::max_frame_bytes, the latest Welcome's); 0: none. Apply batches
+  // are cut and Reads bounded to fit it (docs/wire-protocol.md, "Frame
+  // limits").
+  std::atomic<uint64_t> frame_limit{0};
   std::atomic<bool> connected{true};
   std::atomic<int64_t> disconnected_since_ms{0};
   std::atomic<bool> failed{false};
@@ -142,6 +148,10 @@ void WaitUntil(Cv& cv, Lock& lock, Deadline deadline) {
 // Approximate encoded size of a message's payload (row bytes + keys + a fixed
 // header), for the bytes_sent / bytes_received counters.
 uint64_t ApproxBytes(const net::Message& m);
+
+// The frame limit of a link whose ends accept payloads of at most `own` and
+// `shard` bytes: the smaller nonzero one (0: both unlimited, or not said).
+uint64_t FrameLimit(uint32_t own, uint32_t shard);
 
 }  // namespace client
 
@@ -330,9 +340,12 @@ class Client::Impl : public client::ChannelListener {
   // Sends batches for clocks [from, to) (the last part of clock `from` if
   // parts of it were sent).
   void SendClocks(ClockT from, ClockT to) REQUIRES(send_mu_);
-  // Seals clock c's open deltas and sends them to every shard as part `part`
-  // of clock c (more: not the last part).
-  void SendBatch(ClockT c, uint32_t part, bool more) REQUIRES(send_mu_);
+  // Seals clock c's open deltas and sends them to every shard as the next
+  // part of clock c (more: not the last part; next_part_ counts them). A
+  // shard's deltas that would not fit its frame limit in one Apply leave as
+  // several parts (all but the last with more); a row that cannot fit a frame
+  // alone fails the shard with ResourceExhausted naming the sizes.
+  void SendBatch(ClockT c, bool more) REQUIRES(send_mu_);
   // Builds shard k's Apply for an unacked batch from the entries' pending
   // deltas.
   net::Apply RebuildBatch(const client::SentBatch& b) REQUIRES(send_mu_);
@@ -388,8 +401,10 @@ class Client::Impl : public client::ChannelListener {
   std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_ GUARDED_BY(clock_mu_);
 
   Mutex send_mu_;  // orders Apply batches per shard
-  // Parts of the process clock's batch sent so far (to every shard alike).
-  uint32_t next_part_ GUARDED_BY(send_mu_) = 0;
+  // Per shard: parts of the process clock's batch this process sent so far
+  // (the shard's part numbers also count ShardState::resume_parts at
+  // resume_clock). Sized at Create.
+  std::vector<uint32_t> next_part_ GUARDED_BY(send_mu_);
 
   std::mutex progress_mu_;
   std::condition_variable progress_cv_;  // acks, shard clocks, health changes

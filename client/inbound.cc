@@ -299,6 +299,11 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
     return;
   }
   NoteShardClock(k, w.shard_clock);
+  // The shard may have come back with another frame limit. Batches already
+  // cut keep their parts: one that no longer fits fails the shard
+  // (RemoteChannel) instead of being sent again and again.
+  sh.frame_limit.store(client::FrameLimit(sh.channel->max_frame_bytes(), w.max_frame_bytes),
+                       std::memory_order_release);
   MutexLock send_lock(&send_mu_);  // no new batches meanwhile
   // 1. Unacknowledged batches, in clock order (the shard skips duplicates).
   //    sh.unacked only changes under send_mu_ (append) or on this thread

@@ -283,7 +283,9 @@ class Client {
   bool embedded() const;
 
   // Blocks until every batch sent so far is acknowledged by its shard.
-  // Unavailable if a shard stays away longer than shard_timeout_ms.
+  // Unavailable if a shard stays away longer than shard_timeout_ms; the
+  // shard's error if one has failed (e.g. ResourceExhausted for a row that
+  // cannot fit a frame: its batch was never sent).
   Status Flush();
 
   ClientStats Stats() const;

@@ -78,29 +78,44 @@ namespace {
 // most kMaxReadBytes of row values, so that a large prefetch neither makes
 // one huge reply frame nor holds the shard for long. Dense rows have a known
 // size; a sparse row's size is unknown (it may be large), so sparse rows go a
-// few per Read.
-size_t MaxRowsPerRead(const RowFormat& f) {
+// few per Read. With a frame limit (`frame_limit` > 0, ShardState::
+// frame_limit) a reply of dense rows also fits it: the shard refuses a Read
+// whose reply could exceed its limit (ShardService::CheckReplyFits: about 64
+// bytes plus, per row, a tag byte, the elements and 28 bytes), and a reply
+// above this end's own limit would be refused here.
+size_t MaxRowsPerRead(const RowFormat& f, uint64_t frame_limit) {
   constexpr size_t kMaxReadBytes = size_t{4} << 20;
   constexpr size_t kMaxSparseReadRows = 64;
   if (f.kind != RowKind::kDense) return kMaxSparseReadRows;
-  return std::max<size_t>(1, kMaxReadBytes / std::max<size_t>(f.dense_bytes(), 64));
+  size_t rows = std::max<size_t>(1, kMaxReadBytes / std::max<size_t>(f.dense_bytes(), 64));
+  if (frame_limit > net::kRowsMessageBytes) {
+    const uint64_t per_row = 1 + f.dense_bytes() + std::max<uint64_t>(net::kRowBytes, 28);
+    rows = std::min<uint64_t>(
+        rows, std::max<uint64_t>(1, (frame_limit - net::kRowsMessageBytes) / per_row));
+  }
+  return rows;
 }
 
 }  // namespace
 
 // Cache-filling Reads being gathered, one per shard, for one table and
-// min_version, MaxRowsPerRead rows each at most. It owns the reads_in_flight marks it adds: Add()
-// marks a row (under its stripe lock) and queues it in the same step, a shard's Read leaves when it
-// is full (SendFull) and whatever is queued leaves at SendAll() or in the destructor, so no return
-// path can leave a mark whose Read is never sent.
+// min_version, MaxRowsPerRead rows each at most (per shard). It owns the reads_in_flight marks it
+// adds: Add() marks a row (under its stripe lock) and queues it in the same step, a shard's Read
+// leaves when it is full (SendFull) and whatever is queued leaves at SendAll() or in the
+// destructor, so no return path can leave a mark whose Read is never sent.
 class Client::Impl::ReadGatherer {
  public:
   ReadGatherer(Impl* impl, const TableState* t, Version min_version)
       : impl_(impl),
         t_(t),
         min_version_(min_version),
-        max_rows_(MaxRowsPerRead(t->format)),
-        reads_(impl->num_shards()) {}
+        max_rows_(impl->num_shards()),
+        reads_(impl->num_shards()) {
+    for (uint32_t k = 0; k < max_rows_.size(); ++k) {
+      max_rows_[k] =
+          MaxRowsPerRead(t->format, impl->shards_[k]->frame_limit.load(std::memory_order_acquire));
+    }
+  }
   ~ReadGatherer() { SendAll(); }
   ReadGatherer(const ReadGatherer&) = delete;
   ReadGatherer& operator=(const ReadGatherer&) = delete;
@@ -117,7 +132,7 @@ class Client::Impl::ReadGatherer {
   }
   // Sends shard k's Read if it holds max_rows rows.
   void SendFull(uint32_t k) {
-    if (reads_[k].rows.size() >= max_rows_) Send(k);
+    if (reads_[k].rows.size() >= max_rows_[k]) Send(k);
   }
   void SendAll() {
     for (uint32_t k = 0; k < reads_.size(); ++k) Send(k);
@@ -137,7 +152,7 @@ class Client::Impl::ReadGatherer {
   Impl* const impl_;
   const TableState* const t_;
   const Version min_version_;
-  const size_t max_rows_;
+  std::vector<size_t> max_rows_;  // by shard
   std::vector<net::Read> reads_;  // by shard
 };
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 #include <utility>
+#include <variant>
 
 #include "common/token_file.h"
 
@@ -191,9 +192,40 @@ Status RemoteChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
   return Status::OK();
 }
 
+namespace {
+
+// The smaller nonzero one of two frame limits (0: none).
+uint64_t SmallerLimit(uint64_t a, uint64_t b) {
+  if (a == 0) return b;
+  if (b == 0) return a;
+  return std::min(a, b);
+}
+
+}  // namespace
+
 void RemoteChannel::Send(net::Message m) {
   MutexLock l(&mu_);
   if (conn_ == nullptr || lost_) return;
+  if (const auto* a = std::get_if<net::Apply>(&m)) {
+    // The client cuts its batches to fit (Client::Impl::SendBatch); a batch
+    // that still does not fit (e.g. re-sent to a shard that came back with a
+    // smaller limit) never will: reconnecting and re-sending it would loop.
+    const uint64_t limit = SmallerLimit(options_.max_frame_bytes, conn_->welcome().max_frame_bytes);
+    uint64_t bytes = 0;
+    for (const net::RowData& r : a->updates) bytes += r.bytes.size();
+    const uint64_t size = net::RowsMessageBytes(a->updates.size(), bytes);
+    if (size > limit) {
+      unsendable_ = Status::ResourceExhausted(
+          "Apply of clock " + std::to_string(a->clock) + " part " + std::to_string(a->part) + " (" +
+          std::to_string(a->updates.size()) + " rows) needs up to " + std::to_string(size) +
+          " bytes, over the frame limit of " + std::to_string(limit) +
+          " bytes (the smaller of this client's and the shard's max_frame_bytes; paced "
+          "--max_frame_mb): it cannot be sent");
+      lost_ = true;
+      cv_.SignalAll();
+      return;
+    }
+  }
   Status s = conn_->Send(std::move(m));
   if (!s.ok() && !s.IsUnavailable()) {
     // E.g. the write queue is full: treat the connection as lost, so that
@@ -252,6 +284,19 @@ void RemoteChannel::ReconnectLoop() {
     cv_.Wait(&mu_, [&]() REQUIRES(mu_) { return stopping_ || lost_; });
     if (stopping_ || fenced_) {
       mu_.Unlock();
+      return;
+    }
+    if (!unsendable_.ok()) {
+      // Fatal: fail loudly instead of reconnecting (see unsendable_).
+      const Status why = unsendable_;
+      std::unique_ptr<net::RemoteShard> old = std::move(conn_);
+      ++gen_;  // callbacks of `old` are ignored from now on
+      ready_ = false;
+      held_.clear();
+      mu_.Unlock();
+      old.reset();
+      LOG(ERROR) << Describe() << ": " << why.ToString();
+      listener_->OnMessage(shard_, net::Error{0, why.code(), why.message()});
       return;
     }
     bool notified_listener = !ready_;  // OnConnLost ran (not a local send failure)

@@ -76,6 +76,7 @@ class RemoteChannel : public ShardChannel {
   void Send(net::Message m) override;
   void Shutdown() override;
   std::string Describe() const override;
+  uint32_t max_frame_bytes() const override { return options_.max_frame_bytes; }
 
  private:
   // One connection's handlers share this, so a late callback of an old
@@ -103,6 +104,11 @@ class RemoteChannel : public ShardChannel {
   // The shard closed us with AlreadyExists (another session holds our client
   // id, docs/wire-protocol.md, Hello): never reconnect.
   bool fenced_ GUARDED_BY(mu_) = false;
+  // Send was given a message that cannot fit the frame limit of this end or
+  // of the shard (Welcome::max_frame_bytes): sending it again after a
+  // reconnect cannot help, so the channel reports this (an Error to the
+  // listener) and stops instead of reconnecting.
+  Status unsendable_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
   std::deque<net::Message> held_ GUARDED_BY(mu_);  // arrived before ready_
   std::thread reconnect_thread_;

@@ -50,6 +50,10 @@ class ShardChannel {
   virtual void Shutdown() = 0;
   // For messages: "shard 1 (127.0.0.1:7101)" or "embedded shard (./pace-data)".
   virtual std::string Describe() const = 0;
+  // The largest message payload this end sends and accepts (its own frame
+  // limit; the shard's comes in Welcome::max_frame_bytes). 0: none (in
+  // process).
+  virtual uint32_t max_frame_bytes() const { return 0; }
 };
 
 }  // namespace pace::client

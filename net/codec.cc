@@ -146,7 +146,8 @@ struct BodyEncoder {
   Body operator()(const Welcome& m) {
     auto job = m.job.empty() ? Offset<flatbuffers::String>() : Str(b, m.job);
     return MakeBody(fb::CreateWelcome(b, m.wire_version, m.shard_id, m.num_shards, m.num_clients,
-                                      m.applied_clock, m.shard_clock, m.applied_parts, job));
+                                      m.applied_clock, m.shard_clock, m.applied_parts, job,
+                                      m.max_frame_bytes));
   }
   Body operator()(const Read& m) {
     auto rows = b.CreateVector(m.rows);
@@ -369,6 +370,7 @@ Status Decode(const fb::Welcome& t, Welcome* m) {
   m->shard_clock = t.shard_clock();
   m->applied_parts = t.applied_parts();
   m->job = ToString(t.job());
+  m->max_frame_bytes = t.max_frame_bytes();
   return Status::OK();
 }
 

@@ -62,6 +62,10 @@ struct Welcome {
   // Parts of clock applied_clock applied (a partial Apply in progress).
   uint32_t applied_parts = 0;
   std::string job{};  // the job of the shard's store ("" = an older shard)
+  // The largest frame payload the shard accepts (0: not said, an older
+  // shard). A client cuts its Apply batches to fit it (docs/wire-protocol.md,
+  // "Frame limits").
+  uint32_t max_frame_bytes = 0;
 };
 
 // Client → shard. Answered with a ReadReply once the shard clock is at least
@@ -185,6 +189,17 @@ struct Error {
 using Message = std::variant<Hello, Welcome, Read, ReadReply, Apply, Ack, Push, PushDone,
                              Unsubscribe, CreateTable, ListTables, DescribeTable, TablesReply,
                              StatsRequest, StatsReply, Error>;
+
+// An upper bound on the encoded payload (padding included) of an Apply,
+// ReadReply or Push (net/codec.h): kRowsMessageBytes, plus kRowBytes (its
+// RowRef) and the row bytes per row. A sender that keeps this within the
+// peer's frame limit never has the message refused for its size
+// (docs/wire-protocol.md, "Frame limits"). Inline, like MessageName.
+inline constexpr uint64_t kRowsMessageBytes = 256;
+inline constexpr uint64_t kRowBytes = 16;
+inline constexpr uint64_t RowsMessageBytes(uint64_t rows, uint64_t row_bytes) {
+  return kRowsMessageBytes + rows * kRowBytes + row_bytes;
+}
 
 // A short name for logs, e.g. "Apply". Inline, so layers that only hold
 // messages (server/) need not link the codec.

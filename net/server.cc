@@ -483,6 +483,7 @@ void Server::Impl::OnPeerMessage(Peer* peer, Message m) {
     return;
   }
   welcome.wire_version = kWireVersion;
+  welcome.max_frame_bytes = options_.max_frame_bytes;
   s = conn->Send(welcome);
   if (!s.ok()) {
     conn->Abort(s);

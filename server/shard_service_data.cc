@@ -30,7 +30,7 @@ PeerInfo ShardService::InfoOf(const net::Session& s) {
 
 void ShardService::EnsurePeer(const SessionPtr& s) {
   if (engine_.IsConnected(s->id())) return;
-  engine_.Connect(s->id(), std::make_shared<SessionPeer>(s), InfoOf(*s));
+  engine_.Connect(s->id(), std::make_shared<SessionPeer>(s, options_.max_reply_bytes), InfoOf(*s));
 }
 
 // --- Reads -----------------------------------------------------------------------

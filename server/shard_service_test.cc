@@ -603,6 +603,78 @@ TEST_F(ShardServiceTest, LargePushesAreSplitBeforePushDone) {
   EXPECT_TRUE(std::holds_alternative<net::PushDone>(msgs[4]));
 }
 
+// A Push above the frame limit (max_reply_bytes) leaves as several Pushes that
+// fit, before the PushDone; the transport would close the session for a
+// larger one (and the client would re-subscribe and get it again).
+TEST_F(ShardServiceTest, PushesAreCutToTheFrameLimit) {
+  ShardServiceOptions opt;
+  opt.data_dir = root_ + "/shard";
+  opt.store.num_clients = 2;
+  opt.max_reply_bytes = net::RowsMessageBytes(3, 3 * 16);  // 16-byte rows: 3 per frame
+  ASSERT_TRUE(ShardService::Open(opt, &service_).ok());
+  auto c0 = Connect(0), c1 = Connect(1);
+  uint32_t t = CreateTable(c0, "w");
+  std::vector<net::RowData> deltas;
+  for (uint64_t r = 0; r < 7; ++r) deltas.push_back(Delta(t, r, 1, 1));
+  Read(c0, 1, t, {0, 1, 2}, 0, true);  // Reads that fit, subscribing
+  Read(c0, 2, t, {3, 4, 5}, 0, true);
+  Read(c0, 3, t, {6}, 0, true);
+  EXPECT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 3u);
+  ApplyOk(c1, 0, deltas);  // c1 changes the rows c0 subscribes
+  Apply(c0, 0);            // clock -> 1
+  auto msgs = c0->Take();
+  ASSERT_EQ(msgs.size(), 5u);  // Ack, Push(3), Push(3), Push(1), PushDone
+  size_t rows = 0;
+  for (size_t i = 1; i < 4; ++i) {
+    const auto& p = std::get<net::Push>(msgs[i]);
+    uint64_t bytes = 0;
+    for (const auto& r : p.rows) bytes += r.bytes.size();
+    EXPECT_LE(net::RowsMessageBytes(p.rows.size(), bytes), opt.max_reply_bytes);
+    EXPECT_EQ(p.version, 1);
+    rows += p.rows.size();
+  }
+  EXPECT_EQ(rows, 7u);
+  EXPECT_TRUE(std::holds_alternative<net::PushDone>(msgs[4]));
+  EXPECT_FALSE(c0->closed());
+}
+
+// A ReadReply cannot be cut (one per req_id): one above the frame limit (a
+// sparse row larger than the Read's check could know) is answered with a
+// final Error naming the sizes, and the session keeps serving.
+TEST_F(ShardServiceTest, ReadReplyAboveTheFrameLimitIsAnErrorNotAClosedSession) {
+  ShardServiceOptions opt;
+  opt.data_dir = root_ + "/shard";
+  opt.store.num_clients = 1;
+  opt.max_reply_bytes = 1024;
+  ASSERT_TRUE(ShardService::Open(opt, &service_).ok());
+  auto c0 = Connect(0);
+  TableSchema schema;
+  schema.name = "sparse";
+  schema.kind = RowKind::kSparse;
+  schema.type = ElementType::kI64;
+  schema.width = 1000;
+  Deliver(c0, net::CreateTable{77, schema});
+  auto tables = MessagesOfType<net::TablesReply>(c0->Take());
+  ASSERT_EQ(tables.size(), 1u);
+  const uint32_t t = tables[0].tables.at(0).id;
+  std::map<uint32_t, int64_t> big, small;
+  for (uint32_t c = 0; c < 200; ++c) big[c] = 1;  // 4 + 200 x 12 bytes
+  small[1] = 1;
+  ApplyOk(c0, 0, {net::RowData{t, 1, EncodeSparse(big)}, net::RowData{t, 2, EncodeSparse(small)}});
+  Read(c0, 5, t, {1}, 0);
+  auto msgs = c0->Take();
+  ASSERT_EQ(msgs.size(), 1u);
+  const auto* e = std::get_if<net::Error>(&msgs[0]);
+  ASSERT_NE(e, nullptr) << net::MessageName(msgs[0]);
+  EXPECT_EQ(e->req_id, 5u);
+  EXPECT_EQ(e->code, StatusCode::kInvalidArgument);
+  EXPECT_FALSE(e->retriable);
+  EXPECT_NE(e->message.find("over the frame limit of 1024 bytes"), std::string::npos) << e->message;
+  EXPECT_FALSE(c0->closed());
+  Read(c0, 6, t, {2}, 0);
+  EXPECT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 1u);
+}
+
 TEST_F(ShardServiceTest, DisconnectDropsParkedReadsAndSubscriptions) {
   OpenService(2);
   auto c0 = Connect(0), c1 = Connect(1);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -69,6 +70,33 @@ TEST(CodecTest, DefaultValuedMessagesRoundTrip) {
     if (auto* e = std::get_if<Error>(&m)) e->code = StatusCode::kInternal;
     SCOPED_TRACE(MessageName(m));
     ExpectRoundTrip(m);
+  }
+}
+
+// RowsMessageBytes bounds the payload of every message that carries rows,
+// whatever the rows' number and sizes and the other fields' values, so a
+// sender that cuts its rows by it never has a frame refused for its size.
+TEST(CodecTest, RowsMessageBytesBoundsThePayload) {
+  for (size_t rows : {0, 1, 2, 3, 7, 100, 1000}) {
+    for (size_t size : {0, 1, 5, 8, 13, 64, 4099}) {
+      std::vector<RowData> data;
+      uint64_t bytes = 0;
+      for (size_t i = 0; i < rows; ++i) {
+        const size_t n = (size + i) % (size + 1);  // mixed sizes, some empty
+        data.push_back(RowData{UINT32_MAX, UINT64_MAX - i, std::string(n, 'x')});
+        bytes += n;
+      }
+      const uint64_t bound = RowsMessageBytes(rows, bytes);
+      constexpr int64_t kMin64 = std::numeric_limits<int64_t>::min();
+      constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
+      for (const Message& m : {Message(Apply{kMax64, data, UINT32_MAX, true}),
+                               Message(ReadReply{UINT64_MAX, kMin64, kMax64, data, UINT32_MAX}),
+                               Message(Push{kMin64, kMax64, data, UINT32_MAX})}) {
+        const std::string frame = EncodeOrFail(m);
+        EXPECT_LE(frame.size() - kFrameHeaderBytes, bound)
+            << MessageName(m) << " of " << rows << " rows, " << bytes << " bytes";
+      }
+    }
   }
 }
 

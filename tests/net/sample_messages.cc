@@ -81,7 +81,9 @@ void Compare(Diff& d, const Welcome& a, const Welcome& b) {
   d.Field("num_clients", a.num_clients, b.num_clients);
   d.Field("applied_clock", a.applied_clock, b.applied_clock);
   d.Field("shard_clock", a.shard_clock, b.shard_clock);
+  d.Field("applied_parts", a.applied_parts, b.applied_parts);
   d.Field("job", a.job, b.job);
+  d.Field("max_frame_bytes", a.max_frame_bytes, b.max_frame_bytes);
 }
 void Compare(Diff& d, const Read& a, const Read& b) {
   d.Field("req_id", a.req_id, b.req_id);
@@ -196,6 +198,7 @@ std::vector<Message> SampleMessages() {
       4, 2, 10, {10, 11, kMax64}, {{"batches_applied", 5}, {"", kMin64}}, {0, 2, UINT32_MAX}});
   out.push_back(Error{6, StatusCode::kIncompatible, std::string("bad\0thing", 9)});
   out.push_back(Error{7, StatusCode::kResourceExhausted, "busy", /*retriable=*/true});
+  out.push_back(Welcome{kWireVersion, 1, 2, 2, 5, 4, 0, "job-7f3a", 1u << 20});
   return out;
 }
 
