@@ -72,8 +72,8 @@ TEST(ResolveMemoryBudgetTest, NoBudgetKeepsTheDefaults) {
   EXPECT_EQ(o.open_delta_mb, 256u);
   EXPECT_EQ(o.unacked_mb, 256u);
   EXPECT_EQ(o.embedded.block_cache_mb, 256u);
-  EXPECT_EQ(o.embedded.write_buffer_mb, 64u);
-  EXPECT_EQ(o.embedded.row_cache_mb, 256u);
+  EXPECT_EQ(o.embedded.write_buffer_mb, 16u);
+  EXPECT_EQ(o.embedded.row_cache_mb, 512u);
 }
 
 TEST(ResolveMemoryBudgetTest, EmbeddedSplitsTheProcessBudget) {
@@ -84,9 +84,9 @@ TEST(ResolveMemoryBudgetTest, EmbeddedSplitsTheProcessBudget) {
   EXPECT_EQ(o.cache_mb, 300u);            // 50/20/10% of the client's 600
   EXPECT_EQ(o.open_delta_mb, 120u);
   EXPECT_EQ(o.unacked_mb, 60u);
-  EXPECT_EQ(o.embedded.block_cache_mb, 160u);  // 40/40/20% of the shard's 400
-  EXPECT_EQ(o.embedded.write_buffer_mb, 26u);  // 160 over 3 memtables x 2 (overshoot)
-  EXPECT_EQ(o.embedded.row_cache_mb, 80u);
+  EXPECT_EQ(o.embedded.block_cache_mb, 120u);  // 30/10/60% of the shard's 400
+  EXPECT_EQ(o.embedded.write_buffer_mb, 6u);   // 40 over 3 memtables x 2 (overshoot)
+  EXPECT_EQ(o.embedded.row_cache_mb, 240u);
   // Every component together, with the reserves for batches in flight (3x
   // unacked) and memtables taking a group beyond their size (2x), stays
   // within the budget.
@@ -109,7 +109,7 @@ TEST(ResolveMemoryBudgetTest, ExplicitComponentsOverrideTheirShare) {
   EXPECT_EQ(o.cache_mb, 10u);
   EXPECT_EQ(o.open_delta_mb, 180u);  // 20% of 1000 - 100
   EXPECT_EQ(o.embedded.block_cache_mb, 7u);
-  EXPECT_EQ(o.embedded.row_cache_mb, 20u);  // 20% of the shard's 100
+  EXPECT_EQ(o.embedded.row_cache_mb, 60u);  // 60% of the shard's 100
 }
 
 TEST(ResolveMemoryBudgetTest, RemoteClientGetsTheWholeBudget) {

@@ -63,6 +63,8 @@ struct EmbeddedShardOptions {
   size_t row_cache_mb = 0;
   // fsync the WAL before acknowledging a (group of) batch(es). Default: false.
   bool sync = false;
+  // The shard's write path (ShardStoreOptions::clock_log). Default: true.
+  bool clock_log = true;
   // Write a checkpoint every K shard clocks into checkpoint_dir (empty:
   // DATA_DIR/checkpoints), keeping the newest checkpoint_keep. Defaults: 0
   // (never), "", 3.

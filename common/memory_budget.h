@@ -31,12 +31,16 @@ inline constexpr size_t kClientOpenDeltaSharePct = 20;
 inline constexpr size_t kClientUnackedSharePct = 10;
 inline constexpr size_t kClientInFlightReservePct = 20;
 // A shard's budget: RocksDB block cache, memtables, the shard's row cache.
-// The memtable share is split over kMemtablesPerShard memtables, each given
-// half of its part: a memtable takes a whole group commit before RocksDB
-// switches it, so it can hold about twice write_buffer_mb (measured).
-inline constexpr size_t kShardBlockCacheSharePct = 40;
-inline constexpr size_t kShardMemtableSharePct = 40;
-inline constexpr size_t kShardRowCacheSharePct = 20;
+// With the clock log (docs/storage-format.md section 15) the row cache holds
+// the rows the log's records changed until they are written back in bulk, so
+// it takes the largest share; memtables hold only applied clocks and catalog
+// records then. The memtable share is split over kMemtablesPerShard
+// memtables, each given half of its part: a memtable takes a whole group
+// commit before RocksDB switches it, so it can hold about twice
+// write_buffer_mb (measured, with rows written per group).
+inline constexpr size_t kShardBlockCacheSharePct = 30;
+inline constexpr size_t kShardMemtableSharePct = 10;
+inline constexpr size_t kShardRowCacheSharePct = 60;
 inline constexpr int kMemtablesPerShard = 3;  // RocksDB max_write_buffer_number
 inline constexpr size_t kMemtableOvershoot = 2;
 // An embedded process (client + in-process shard): the shard's part. Its row
@@ -49,8 +53,8 @@ inline constexpr size_t kDefaultCacheMb = 1024;
 inline constexpr size_t kDefaultOpenDeltaMb = 256;
 inline constexpr size_t kDefaultUnackedMb = 256;
 inline constexpr size_t kDefaultBlockCacheMb = 256;
-inline constexpr size_t kDefaultWriteBufferMb = 64;
-inline constexpr size_t kDefaultRowCacheMb = 256;
+inline constexpr size_t kDefaultWriteBufferMb = 16;
+inline constexpr size_t kDefaultRowCacheMb = 512;
 
 // pct percent of mb, at least `floor_mb`.
 inline constexpr size_t ShareMb(size_t mb, size_t pct, size_t floor_mb = 1) {

@@ -60,6 +60,26 @@ const CounterInfo kCounters[] = {
     {"parked_now", "pace_shard_reads_parked", "gauge", "Read requests parked right now"},
     {"subscribers", "pace_shard_subscribers", "gauge", "sessions with ESSP subscriptions"},
     {"subscriptions", "pace_shard_subscriptions", "gauge", "(session, row) ESSP subscriptions"},
+    // The write path's stages (docs/data-path.md).
+    {"clock_log_records", "pace_shard_clock_log_records_total", "counter",
+     "group commits appended to the clock log"},
+    {"clock_log_bytes", "pace_shard_clock_log_bytes_total", "counter",
+     "bytes appended to the clock log"},
+    {"clock_log_pending_bytes", "pace_shard_clock_log_pending_bytes", "gauge",
+     "bytes of the clock log not yet written back (replayed by a restart)"},
+    {"dirty_rows", "pace_shard_dirty_rows", "gauge",
+     "rows held in memory that are newer than RocksDB's"},
+    {"dirty_bytes", "pace_shard_dirty_bytes", "gauge", "their bytes (part of the row cache)"},
+    {"writebacks", "pace_shard_writebacks_total", "counter", "row write-backs (ingested SSTs)"},
+    {"writeback_rows", "pace_shard_writeback_rows_total", "counter", "rows written back"},
+    {"writeback_bytes", "pace_shard_writeback_bytes_total", "counter",
+     "bytes of the SST files the write-backs ingested"},
+    {"rows_read_for_write", "pace_shard_rows_read_for_write_total", "counter",
+     "rows read from RocksDB to hold them in memory for a group commit"},
+    {"clock_log_replayed_records", "pace_shard_clock_log_replayed_records_total", "counter",
+     "clock log records replayed at open or after a failed write"},
+    {"rocksdb_write_bytes", "pace_shard_rocksdb_write_bytes_total", "counter",
+     "bytes of WriteBatches written through RocksDB's WAL by group commits"},
 };
 
 std::string SanitizeName(const std::string& s) {

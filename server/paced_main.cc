@@ -49,13 +49,16 @@ DEFINE_uint32(memory_mb, 0,
               "cache 20% (docs/operations.md, sizing); the component flags override their "
               "share when given; 0: each component at its default");
 DEFINE_uint32(block_cache_mb, 256, "RocksDB block cache size, MiB");
-DEFINE_uint32(write_buffer_mb, 64, "RocksDB memtable size, MiB");
+DEFINE_uint32(write_buffer_mb, 16, "RocksDB memtable size, MiB");
 DEFINE_uint32(memtable_switch_groups, 4,
               "flush the memtable early once it holds this many group commits' worth (small "
               "groups: fewer versions per row, faster inserts); 0: by --write_buffer_mb only");
-DEFINE_uint32(row_cache_mb, 256,
-              "in-memory cache of materialized row values (hot rows skip RocksDB's "
-              "merge-on-read), MiB; 0 disables it");
+DEFINE_uint32(row_cache_mb, 512,
+              "in-memory cache of row values, MiB: the rows the clock log changed are held in "
+              "it until they are written back in bulk (docs/storage-format.md section 15)");
+DEFINE_bool(clock_log, true,
+            "write each group commit as one clock log record and write rows back in bulk; "
+            "false: write every changed row to RocksDB per group (the earlier write path)");
 DEFINE_uint32(max_frame_mb, 64, "largest accepted frame, MiB");
 DEFINE_int32(io_threads, 2, "network I/O threads");
 DEFINE_int32(max_connections, 4096,
@@ -194,6 +197,7 @@ int Run() {
   options.store.num_shards = FLAGS_num_shards;
   options.store.num_clients = FLAGS_num_clients;
   options.store.sync = FLAGS_sync;
+  options.store.clock_log = FLAGS_clock_log;
   options.store.job = FLAGS_job;
   // --memory_mb's shares, unless a component flag is given explicitly.
   if (FLAGS_memory_mb > 0) LimitMallocArenas();
@@ -348,7 +352,8 @@ int main(int argc, char** argv) {
       "paced --listen=127.0.0.1:7100 --data_dir=DIR --shard=0 --num_shards=1 --num_clients=N\n"
       "      [--token_file=F | --insecure] [--sync]";
   info.groups = {
-      {"store", {"data_dir", "sync", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"}},
+      {"store",
+       {"data_dir", "sync", "clock_log", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"}},
       {"cluster",
        {"listen", "shard", "num_shards", "num_clients", "job", "token_file", "insecure",
         "holdback_warn_ms"}},

@@ -559,6 +559,22 @@ net::StatsReply ShardService::Stats() const {
   r.counters.emplace_back("row_cache_evictions", static_cast<int64_t>(cache.evictions));
   r.counters.emplace_back("row_cache_rows", static_cast<int64_t>(cache.entries));
   r.counters.emplace_back("row_cache_bytes", static_cast<int64_t>(cache.bytes));
+  // The write path's stages, in bytes (docs/data-path.md).
+  const DataPathStats dp = store_->data_path_stats();
+  for (const auto& [name, v] : std::initializer_list<std::pair<const char*, uint64_t>>{
+           {"clock_log_records", dp.log_records},
+           {"clock_log_bytes", dp.log_bytes},
+           {"clock_log_pending_bytes", dp.log_offset},
+           {"dirty_rows", dp.dirty_rows},
+           {"dirty_bytes", dp.dirty_bytes},
+           {"writebacks", dp.writebacks},
+           {"writeback_rows", dp.writeback_rows},
+           {"writeback_bytes", dp.writeback_bytes},
+           {"rows_read_for_write", dp.rows_read_for_write},
+           {"clock_log_replayed_records", dp.replayed_records},
+           {"rocksdb_write_bytes", dp.rocksdb_write_bytes}}) {
+    r.counters.emplace_back(name, static_cast<int64_t>(v));
+  }
   const PushLatency pl = PushLatencyLocked();
   r.counters.emplace_back("push_latency_samples", pl.samples);
   r.counters.emplace_back("push_latency_p50_us", pl.p50_us);

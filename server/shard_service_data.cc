@@ -198,6 +198,13 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
             << mb(m.store.block_cache_bytes) << ", table readers " << mb(m.store.table_reader_bytes)
             << ", write batch " << mb(m.store.write_batch_bytes) << ", apply batches "
             << mb(m.apply_bytes);
+    const DataPathStats dp = store_->data_path_stats();
+    VLOG(1) << "shard " << shard_id_ << " data path (MiB, totals): clock log " << mb(dp.log_bytes)
+            << " in " << dp.log_records << " records (" << mb(dp.log_offset)
+            << " not written back), rows read for writes " << dp.rows_read_for_write << ", dirty "
+            << mb(dp.dirty_bytes) << " in " << dp.dirty_rows << " rows, " << dp.writebacks
+            << " write-backs of " << mb(dp.writeback_bytes) << " (" << dp.writeback_rows
+            << " rows), RocksDB WAL " << mb(dp.rocksdb_write_bytes);
   }
   // Freeing a large batch (one string per row) is left to a reader thread,
   // off the writer's critical path.

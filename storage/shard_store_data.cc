@@ -690,7 +690,7 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
 
 // --- Checkpoints and maintenance ---------------------------------------------
 
-Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) const {
+Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) {
   PACE_CHECK_STORE_THREAD("CreateCheckpoint");
   RETURN_IF_ERROR(CheckWritable("CreateCheckpoint"));
   // The checkpoint must hold every row: the rows held in memory are written
@@ -698,7 +698,7 @@ Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) const {
   MutexLock write_lock(&write_mu_);
   if (log_mode_) {
     if (!failed_.ok()) return failed_;
-    RETURN_IF_ERROR(const_cast<Impl*>(this)->WriteBackLocked("checkpoint"));
+    RETURN_IF_ERROR(WriteBackLocked("checkpoint"));
   }
   ReaderLock db_lock(&db_mu_);
   if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");

@@ -132,7 +132,7 @@ class ShardStore::Impl {
   Status Scan(uint32_t table, uint64_t start_row,
               const std::function<bool(uint64_t, std::string_view)>& fn) const;
 
-  Status CreateCheckpoint(const std::string& dir) const;
+  Status CreateCheckpoint(const std::string& dir);
   StatusOr<std::string> LastImport() const;
   Status Flush();
   Status ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const;

@@ -170,13 +170,13 @@ Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t from, uint
   // from the file's first record, so records before `from` are skipped by
   // reading them too (replays after a failure start at a record boundary).
   uint64_t replayed = 0;
-  Status s =
-      ReadClockLog(dir_, st.number, st.end, st.first_seq,
-                   [&](uint64_t rec_seq, const std::vector<ClockLogEntry>& entries) -> Status {
-                     if (rec_seq < seq) return Status::OK();
-                     ++replayed;
-                     return ApplyToDirtyRowsLocked(entries);
-                   });
+  Status s = ReadClockLog(dir_, st.number, st.end, st.first_seq,
+                          [&](uint64_t rec_seq, const std::vector<ClockLogEntry>& entries)
+                              REQUIRES(write_mu_) {
+                                if (rec_seq < seq) return Status::OK();
+                                ++replayed;
+                                return ApplyToDirtyRowsLocked(entries);
+                              });
   (void)from;
   if (!s.ok()) return s.WithPrefix("replaying the clock log of " + dir_);
   std::lock_guard<std::mutex> l(stats_mu_);
@@ -197,6 +197,12 @@ Status ShardStore::Impl::OpenClockLog() {
         // Its writer may have written the rows back and reused the file
         // since this open read the log's state.
         return Status::Unavailable(r.message() + " (the store may have changed during the open)");
+      }
+      if (r.code() == StatusCode::kCorruption || r.code() == StatusCode::kNotFound) {
+        return Status::Corruption(
+            r.message() +
+            ": the committed updates it holds cannot be recovered from this store; restore the "
+            "last checkpoint (pacectl checkpoint restore) and resume the job from it");
       }
       return r;
     }
@@ -360,7 +366,7 @@ Status ShardStore::Impl::WriteBackLocked(const char* why) {
   const std::string path = dir_ + "/writeback-" + std::to_string(next.first_seq) + ".sst";
   rocksdb::Options o = MakeRocksOptions();
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), o);
-  auto fail = [&](const rocksdb::Status& s, const char* what) {
+  auto fail = [&](const rocksdb::Status& s, const char* what) REQUIRES(write_mu_) {
     std::error_code ec;
     fs::remove(path, ec);
     return MarkFailedLocked(FromRocks(s, std::string(what) + " " + path), "row write-back");

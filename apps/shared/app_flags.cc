@@ -44,12 +44,15 @@ DEFINE_int64(unacked_mb, 256,
 DEFINE_int64(block_cache_mb, 256,
              "embedded mode: the shard's RocksDB block cache in MiB (default: its share of "
              "--memory_mb, else 256)");
-DEFINE_int64(write_buffer_mb, 64,
+DEFINE_int64(write_buffer_mb, 16,
              "embedded mode: one memtable of the shard, MiB; it keeps up to 3 (default: share "
-             "of --memory_mb, else 64)");
-DEFINE_int64(row_cache_mb, 256,
-             "embedded mode: the shard's row cache in MiB (default: share of --memory_mb, else "
-             "256)");
+             "of --memory_mb, else 16)");
+DEFINE_int64(row_cache_mb, 512,
+             "embedded mode: the shard's row cache in MiB, which holds the rows the clock log "
+             "changed until they are written back (default: share of --memory_mb, else 512)");
+DEFINE_bool(clock_log, true,
+            "embedded mode: the shard writes each clock as one clock log record and rows back "
+            "in bulk; false: every changed row to RocksDB per clock (the earlier write path)");
 DEFINE_bool(sync, false,
             "embedded mode: fsync the in-process shard's write-ahead log before every clock's "
             "batch is acknowledged (survives power loss; with --servers give paced --sync)");
@@ -84,7 +87,7 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
   return {
       {"data", join(data, {"skip_bad_lines"})},
       {"model", join(model, {"minibatch", "consistency", "staleness", "seed"})},
-      {"job", join({"clocks", "workers", "data_dir", "resume", "sync"},
+      {"job", join({"clocks", "workers", "data_dir", "resume", "sync", "clock_log"},
                    join(job, {"eval_every", "baseline"}))},
       {"output", join(output, {"csv", "staleness_hist"})},
       {"cluster (without --servers the run is embedded)",
@@ -184,6 +187,7 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   if (FLAGS_data_dir.empty()) return Status::InvalidArgument("--data_dir must not be empty");
   o->data_dir = FLAGS_data_dir;
   o->embedded.sync = FLAGS_sync;
+  o->embedded.clock_log = FLAGS_clock_log;
   if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadTokenFile(FLAGS_token_file, &o->token));
   if (!FLAGS_job.empty()) RETURN_IF_ERROR(CheckJobId(FLAGS_job, "--job"));
   o->job = FLAGS_job;

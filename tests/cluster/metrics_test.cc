@@ -365,7 +365,7 @@ TEST(MetricsEndpointTest, PacedAndPaceMfServeValidPrometheusTextDuringARun) {
   EXPECT_GE(shard.series.at("pace_shard_connections_accepted_total{}"), 1);
   EXPECT_EQ(shard.series.at("pace_shard_refused_peers_total{}"), 0);
   EXPECT_EQ(shard.series.at("pace_shard_memory_limit_bytes{component=\"row_cache\",}"),
-            256.0 * (1 << 20));
+            512.0 * (1 << 20));
   // Memory per component against its bound (RocksDB properties), group commits.
   EXPECT_GT(shard.series.at("pace_shard_memory_limit_bytes{component=\"block_cache\",}"), 0);
   EXPECT_GT(shard.series.at("pace_shard_memory_limit_bytes{component=\"memtables\",}"), 0);
