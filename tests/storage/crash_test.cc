@@ -118,6 +118,8 @@ TEST(StorageCrashTest, KilledWriterLosesNothingAcknowledged) {
   int64_t applied_steps = 0;  // steps in the store, as of the last check
   int in_flight_applied = 0;
   size_t total_acks = 0;
+  uint64_t replayed = 0;  // clock log records replayed by the restarts
+  int restarts_with_replay = 0;
 
   for (int round = 0; round < kills; ++round) {
     const bool sync = round >= kills - 2;
@@ -154,6 +156,9 @@ TEST(StorageCrashTest, KilledWriterLosesNothingAcknowledged) {
     std::unique_ptr<ShardStore> store;
     Status st = ShardStore::Open(StoreOptions(false), dir, &store);
     ASSERT_TRUE(st.ok()) << st.ToString();
+    const uint64_t r = store->data_path_stats().replayed_records;
+    replayed += r;
+    if (r > 0) ++restarts_with_replay;
     const ClockT a0 = store->AppliedClock(0);
     const ClockT a1 = store->AppliedClock(1);
     ASSERT_TRUE(a0 == a1 || a0 == a1 + 1) << "applied clocks " << a0 << ", " << a1;
@@ -168,9 +173,12 @@ TEST(StorageCrashTest, KilledWriterLosesNothingAcknowledged) {
   }
   std::printf(
       "crash test: %d kills, %zu acknowledged batches, %lld in store, %d in-flight "
-      "batches applied whole\n",
-      kills, total_acks, static_cast<long long>(applied_steps), in_flight_applied);
+      "batches applied whole; %d restarts replayed %llu clock log records\n",
+      kills, total_acks, static_cast<long long>(applied_steps), in_flight_applied,
+      restarts_with_replay, static_cast<unsigned long long>(replayed));
   EXPECT_GT(total_acks, static_cast<size_t>(kills));
+  // The kills left committed records after the last write-back to replay.
+  EXPECT_GT(restarts_with_replay, 0);
 }
 
 }  // namespace
