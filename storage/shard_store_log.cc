@@ -144,8 +144,8 @@ bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta) {
 
 }  // namespace
 
-Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) {
-  RETURN_IF_ERROR(PinRowsLocked(deltas));
+Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas,
+                                               bool validate) {
   std::shared_ptr<const TableEntry> e;
   std::vector<size_t> grown;
   MutexLock cache_lock(&cache_mu_);
@@ -154,15 +154,22 @@ Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>
     if (e == nullptr || e->schema.id != d.table) {
       ASSIGN_OR_RETURN(e, Lookup(d.table));
     }
-    RETURN_IF_ERROR(ValidateRow(e->format, d.bytes)
-                        .WithPrefix("clock log entry for row " + std::to_string(d.row) +
-                                    " of table '" + e->schema.name + "'"));
+    if (validate) {
+      RETURN_IF_ERROR(ValidateRow(e->format, d.bytes)
+                          .WithPrefix("clock log entry for row " + std::to_string(d.row) +
+                                      " of table '" + e->schema.name + "'"));
+    }
     CachedRow* c = row_cache_->Peek(d.table, d.row);
     if (c == nullptr) return Status::Internal("a pinned row left the row cache");
     if (AddToCachedRow(e->format, c, d.bytes)) grown.push_back(i);
   }
   for (size_t i : grown) row_cache_->Recharge(deltas[i].table, deltas[i].row);
   return Status::OK();
+}
+
+Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) {
+  RETURN_IF_ERROR(PinRowsLocked(deltas));
+  return AddToPinnedRowsLocked(deltas, /*validate=*/true);
 }
 
 Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t from, uint64_t seq) {
@@ -288,21 +295,9 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
       applied_[c.client].store(c.applied, std::memory_order_release);
       applied_parts_[c.client].store(c.parts, std::memory_order_release);
     }
-    std::shared_ptr<const TableEntry> e;
-    std::vector<size_t> grown;
-    MutexLock cache_lock(&cache_mu_);
-    for (size_t i = 0; i < deltas.size(); ++i) {
-      const ClockLogEntry& d = deltas[i];
-      if (e == nullptr || e->schema.id != d.table) {
-        auto found = Lookup(d.table);
-        if (!found.ok()) return found.status();  // validated: cannot happen
-        e = *found;
-      }
-      CachedRow* c = row_cache_->Peek(d.table, d.row);
-      CHECK(c != nullptr) << "a pinned row left the row cache";
-      if (AddToCachedRow(e->format, c, d.bytes)) grown.push_back(i);
-    }
-    for (size_t i : grown) row_cache_->Recharge(deltas[i].table, deltas[i].row);
+    // Validated at admission and pinned above: cannot fail.
+    Status added = AddToPinnedRowsLocked(deltas, /*validate=*/false);
+    CHECK(added.ok()) << added.ToString();
   }
   {
     std::lock_guard<std::mutex> l(stats_mu_);
