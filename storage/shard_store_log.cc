@@ -323,8 +323,12 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
     MutexLock cache_lock(&cache_mu_);
     dirty = row_cache_->dirty_bytes();
   }
-  if (dirty > DirtyLimitBytes() || log_state_.end > LogLimitBytes()) {
-    Status wb = WriteBackLocked(dirty > DirtyLimitBytes() ? "row budget" : "log budget");
+  const bool every = options_.writeback_every_groups > 0 &&
+                     log_state_.next_seq - log_state_.first_seq >= options_.writeback_every_groups;
+  if (dirty > DirtyLimitBytes() || log_state_.end > LogLimitBytes() || every) {
+    Status wb = WriteBackLocked(dirty > DirtyLimitBytes()          ? "row budget"
+                                : log_state_.end > LogLimitBytes() ? "log budget"
+                                                                   : "group count");
     if (!wb.ok()) LOG(WARNING) << dir_ << ": row write-back failed: " << wb.ToString();
   }
   return Status::OK();
