@@ -199,11 +199,13 @@ Status ShardStore::Impl::OpenClockLog() {
   if (st.end > 0) {
     Status r = ReplayLogLocked(st, 0, st.first_seq);
     if (!r.ok()) {
-      if (options_.read_only &&
+      std::error_code ec;
+      const bool file_moved = !fs::exists(ClockLogPath(dir_, st.number), ec);
+      if (options_.read_only && file_moved &&
           (r.code() == StatusCode::kNotFound || r.code() == StatusCode::kCorruption)) {
-        // Its writer may have written the rows back and reused the file
-        // since this open read the log's state.
-        return Status::Unavailable(r.message() + " (the store may have changed during the open)");
+        // Its writer wrote the rows back and reused the file (renamed to the
+        // next number) since this open read the log's state: not damage.
+        return Status::Unavailable(r.message() + " (the store changed during the open; retry)");
       }
       if (r.code() == StatusCode::kCorruption || r.code() == StatusCode::kNotFound) {
         return Status::Corruption(
