@@ -21,6 +21,7 @@
 
 #include "common/data_dir.h"
 #include "common/memory_budget.h"
+#include "common/store_damage.h"
 #include "common/token_file.h"
 #include "net/address.h"
 #include "net/metrics_http.h"
@@ -274,7 +275,10 @@ int Run() {
   }
   if (created) VLOG(1) << "created --data_dir=" << FLAGS_data_dir << " (mode 0700)";
   std::unique_ptr<ShardService> service;
-  s = ShardService::Open(options, &service);
+  // Damage is named by the file it is in (an SST, the MANIFEST or CURRENT, a
+  // write-ahead log).
+  s = CheckCurrentFile(FLAGS_data_dir);
+  if (s.ok()) s = ClassifyStoreCorruption(FLAGS_data_dir, ShardService::Open(options, &service));
   if (!s.ok()) {
     std::string hint;
     const std::string& m = s.message();
