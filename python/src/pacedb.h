@@ -104,6 +104,10 @@ class PyWorker {
     PyWorker* const w_;
   };
   const Table& Resolve(const PyTable& t) const;
+  // Deregisters the worker (the process clock no longer waits for it); later
+  // calls raise FailedPreconditionError. Idempotent.
+  void Close();
+  bool closed() const { return worker_ == nullptr; }
 
  private:
   const std::shared_ptr<PyClient> owner_;
@@ -111,6 +115,12 @@ class PyWorker {
   std::atomic<bool> busy_{false};
   const std::thread::id creator_;
 };
+
+// The glog severity of a log level given as "info" / "warning" / "error" /
+// "fatal" (any case) or 0..3; InvalidArgument otherwise. SetLogLevel sets the
+// process's minimum severity (FLAGS_minloglevel).
+int ParseLogLevel(const py::handle& level);
+void SetLogLevel(int level);
 
 void RegisterErrors(py::module_& m);
 void RegisterClient(py::module_& m);
