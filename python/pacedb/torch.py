@@ -45,7 +45,7 @@ from torch.nn import functional as F
 import pacedb
 
 __all__ = ["Embedding", "EmbeddingBag", "SGD", "Adagrad", "Adam", "thread_worker",
-           "split_batches", "run_threads"]
+           "close_thread_worker", "split_batches", "run_threads"]
 
 _local = threading.local()
 
@@ -60,6 +60,15 @@ def thread_worker(client):
     if entry is None or entry[0] is not client or entry[1].closed:
         entry = workers[id(client)] = (client, client.worker())
     return entry[1]
+
+
+def close_thread_worker(client):
+    """Closes and forgets the calling thread's worker of `client` (see
+    thread_worker), if it has one: the process clock stops waiting for it, and
+    the client is freed once nothing else holds it."""
+    entry = getattr(_local, "workers", {}).pop(id(client), None)
+    if entry is not None:
+        entry[1].close()
 
 
 def _numpy_dtype(dtype):
@@ -93,6 +102,7 @@ class _RowModule(nn.Module):
                                               consistency=consistency, staleness=staleness,
                                               init=init)
         self._prefetch = []  # state tables an optimizer reads at its step
+        self._embedded = self.client.embedded
         self._pending = threading.local()
 
     def worker(self):
@@ -109,8 +119,9 @@ class _RowModule(nn.Module):
             raise TypeError(f"ids must be an integer tensor, not {ids.dtype}")
         w = self.worker()
         unique, inverse, rows = w.get_unique(self.table, ids.detach().cpu().numpy())
-        for t in self._prefetch:
-            w.prefetch(t, unique)
+        if not self._embedded:  # start fetching the optimizer's state rows
+            for t in self._prefetch:
+                w.prefetch(t, unique)
         weight = torch.from_numpy(rows)
         inverse = torch.from_numpy(inverse)
         if ids.device.type != "cpu":
@@ -314,16 +325,9 @@ class Adagrad(_RowOptimizer):
     def _update(self, module, worker, ids, rows, grad):
         if self.weight_decay:
             grad = grad + self.weight_decay * rows
-        state = self.state_tables[module.name]
-        sq = grad * grad
-        acc = worker.get_many(state, ids)
-        acc += sq
-        if self.initial_accumulator_value:
-            acc += self.initial_accumulator_value
-        np.sqrt(acc, out=acc)
-        acc += self.eps
-        worker.inc_many(state, ids, sq)
-        worker.inc_many(module.table, ids, (-self.lr) * grad / acc)
+        # One call: reads the accumulators, updates them and the rows (C++).
+        worker.adagrad_update(module.table, self.state_tables[module.name], ids, grad, self.lr,
+                              self.eps, self.initial_accumulator_value)
 
 
 class Adam(_RowOptimizer):
@@ -401,6 +405,8 @@ def run_threads(client, fn, num_threads):
                 results[rank] = fn(rank, w)
         except BaseException as e:  # noqa: B036 - re-raised in the caller
             errors.append(e)
+        finally:
+            close_thread_worker(client)
 
     threads = [threading.Thread(target=body, args=(r,), name=f"pacedb-worker-{r}")
                for r in range(num_threads)]

@@ -1,7 +1,9 @@
 // pacedb.Worker: one Python thread's reads, updates and clock. Every call that
 // may wait (a read that must fetch, a clock, a barrier) or copies many rows
 // runs with the GIL released, so worker threads run in parallel.
+#include <cmath>
 #include <map>
+#include <type_traits>
 #include <utility>
 
 #include "python/src/pacedb.h"
@@ -257,8 +259,10 @@ FlatIds FlatIdsOf(const py::handle& ids_like) {
   for (py::ssize_t d = 0; d < a.ndim(); ++d) f.shape.push_back(a.shape(d));
   f.n = static_cast<size_t>(a.size());
   const char kind = a.dtype().kind();
-  CheckArg(kind == 'i' || kind == 'u' || f.n == 0,
-           "ids must be integers, not " + std::string(py::str(a.dtype())));
+  if (kind != 'i' && kind != 'u' && f.n != 0) {
+    ThrowStatus(
+        Status::InvalidArgument("ids must be integers, not " + std::string(py::str(a.dtype()))));
+  }
   if (kind == 'u') {
     auto u = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
     f.u64 = u.data();
@@ -314,7 +318,17 @@ void CheckNoBadId(bool ok, const FlatIds& ids, size_t bad) {
 // (unique_ids, inverse, rows) with unique_ids[inverse] == ids and rows[j] the
 // row of unique_ids[j]. The dedup, the fetch and the copies run without the
 // GIL.
-py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_like) {
+// Whether a batched read starts with a Prefetch: by default only with shard
+// servers (it batches the misses into one Read per shard); embedded, a read
+// of a cached row costs about as much as its Prefetch check.
+bool WantPrefetch(PyWorker* self, const py::object& prefetch) {
+  if (!prefetch.is_none()) return prefetch.cast<bool>();
+  return !self->owner()->client || !self->owner()->client->embedded();
+}
+
+py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_like,
+                    const py::object& prefetch_arg) {
+  const bool prefetch = WantPrefetch(self, prefetch_arg);
   const Table& t = self->Resolve(pt);
   const TableSchema& s = t.schema();
   CheckArg(Dense(t), "get_unique needs a dense table ('" + s.name + "' is sparse; use get)");
@@ -340,7 +354,7 @@ py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_lik
   Status st;
   {
     py::gil_scoped_release release;
-    if (unique.size() > 1) st = w->Prefetch(t, unique);
+    if (prefetch && unique.size() > 1) st = w->Prefetch(t, unique);
     for (size_t i = 0; st.ok() && i < unique.size(); ++i) {
       st = DispatchType(s.type, [&](auto z) {
         return w->Get(t, unique[i], reinterpret_cast<decltype(z)*>(base + i * row_bytes));
@@ -350,6 +364,91 @@ py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_lik
   }
   Check(st);
   return py::make_tuple(unique_ids, inverse, rows);
+}
+
+// Sums the rows of `in` (n x width) of equal ids into `sum` (unique x width).
+template <typename T>
+void SumByRow(const T* in, size_t n, size_t width, const int64_t* inverse, size_t unique, T scale,
+              std::vector<T>* sum) {
+  sum->assign(unique * width, T{});
+  for (size_t k = 0; k < n; ++k) {
+    T* row = sum->data() + static_cast<size_t>(inverse[k]) * width;
+    const T* src = in + k * width;
+    if (scale == T{1}) {
+      for (size_t c = 0; c < width; ++c) row[c] += src[c];
+    } else {
+      for (size_t c = 0; c < width; ++c) row[c] += scale * src[c];
+    }
+  }
+}
+
+// One Adagrad step of the rows `ids` (duplicates' gradients summed first):
+// with acc the accumulator rows of `state` (+ initial), acc += g^2 and
+// row -= lr * g / (sqrt(acc) + eps), both as additive updates. Reads the
+// accumulators and updates both tables without the GIL.
+void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& state_pt,
+                   const py::handle& ids_like, const py::handle& grads, double lr, double eps,
+                   double initial) {
+  const Table& t = self->Resolve(weights_pt);
+  const Table& st_table = self->Resolve(state_pt);
+  const TableSchema& s = t.schema();
+  const TableSchema& ss = st_table.schema();
+  CheckArg(Dense(t) && Dense(st_table), "adagrad_update needs dense tables");
+  CheckArg(s.type == ElementType::kF32 || s.type == ElementType::kF64,
+           "adagrad_update needs a float table ('" + s.name + "' holds integers)");
+  CheckArg(ss.type == s.type && ss.width == s.width,
+           "the state table '" + ss.name + "' must have the dtype and width of '" + s.name + "'");
+  FlatIds ids = FlatIdsOf(ids_like);
+  py::array g = ContiguousAs(grads, DtypeOf(s.type), "grads");
+  CheckArg(static_cast<size_t>(g.size()) == ids.n * s.width,
+           "grads must have shape (" + std::to_string(ids.n) + ", " + std::to_string(s.width) +
+               "), not " + std::to_string(g.size()) + " elements");
+  const bool prefetch = WantPrefetch(self, py::none());
+  const void* p = g.data();
+  std::vector<int64_t> inverse(ids.n);
+  std::vector<uint64_t> unique;
+  size_t bad = 0;
+  bool ok;
+  PyWorker::Use w(self);
+  Status status;
+  {
+    py::gil_scoped_release release;
+    ok = Dedup(ids, &unique, inverse.data(), &bad);
+    if (ok && !unique.empty()) {
+      status = DispatchType(s.type, [&](auto z) -> Status {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+          const size_t width = s.width;
+          std::vector<T> grad;
+          SumByRow(static_cast<const T*>(p), ids.n, width, inverse.data(), unique.size(), T{1},
+                   &grad);
+          std::vector<T> acc(grad.size());
+          if (prefetch && unique.size() > 1) {
+            Status ps = w->Prefetch(st_table, unique);
+            if (!ps.ok()) return ps;
+          }
+          for (size_t i = 0; i < unique.size(); ++i) {
+            Status gs = w->Get(st_table, unique[i], acc.data() + i * width);
+            if (!gs.ok()) return gs.WithPrefix("row " + std::to_string(unique[i]));
+          }
+          std::vector<T> delta(grad.size());
+          for (size_t k = 0; k < grad.size(); ++k) {
+            const T sq = grad[k] * grad[k];
+            const T std_k = std::sqrt(acc[k] + sq + static_cast<T>(initial)) + static_cast<T>(eps);
+            acc[k] = sq;  // the accumulators' update
+            delta[k] = static_cast<T>(-lr) * (grad[k] / std_k);
+          }
+          Status is = w->Inc(st_table, unique, acc.data());
+          if (!is.ok()) return is;
+          return w->Inc(t, unique, delta.data());
+        } else {
+          return Status::InvalidArgument("adagrad_update needs a float table");
+        }
+      });
+    }
+  }
+  CheckNoBadId(ok, ids, bad);
+  Check(status);
 }
 
 // Adds scale * deltas[k] to row ids[k] for every k, the deltas of equal ids
@@ -380,19 +479,9 @@ void IncSum(PyWorker* self, const PyTable& pt, const py::handle& ids_like, const
     if (ok && !unique.empty()) {
       st = DispatchType(s.type, [&](auto z) {
         using T = decltype(z);
-        const T* in = static_cast<const T*>(p);
-        const size_t width = s.width;
-        std::vector<T> sum(unique.size() * width, T{});
-        for (size_t k = 0; k < ids.n; ++k) {
-          T* row = sum.data() + static_cast<size_t>(inverse[k]) * width;
-          const T* src = in + k * width;
-          if (scale == 1.0) {
-            for (size_t c = 0; c < width; ++c) row[c] += src[c];
-          } else {
-            const T f = static_cast<T>(scale);
-            for (size_t c = 0; c < width; ++c) row[c] += f * src[c];
-          }
-        }
+        std::vector<T> sum;
+        SumByRow(static_cast<const T*>(p), ids.n, s.width, inverse.data(), unique.size(),
+                 static_cast<T>(scale), &sum);
         return w->Inc(t, unique, sum.data());
       });
     }
@@ -450,10 +539,19 @@ Use a worker from one thread at a time; create one per thread.)doc")
           "Blocks until every shard has applied all clients' updates of the clocks before "
           "this worker's clock.")
       .def("get_unique", &GetUnique, py::arg("table"), py::arg("ids"),
+           py::arg("prefetch") = py::none(),
            "The distinct rows of a batch of ids (an integer array of any shape) in one batched "
            "read: (unique_ids, inverse, rows), unique_ids in first-occurrence order, "
            "inverse (int64, the shape of ids) with unique_ids[inverse] == ids, rows of shape "
-           "(len(unique_ids), width). De-duplicates without the GIL.")
+           "(len(unique_ids), width). De-duplicates without the GIL. prefetch: start with one "
+           "Prefetch of the rows (default: with shard servers, not embedded).")
+      .def("adagrad_update", &AdagradUpdate, py::arg("table"), py::arg("state"), py::arg("ids"),
+           py::arg("grads"), py::arg("lr"), py::arg("eps") = 1e-10,
+           py::arg("initial_accumulator_value") = 0.0,
+           "One Adagrad step of rows `ids` of a float table, the gradients of equal ids summed "
+           "first: with acc = state row + initial_accumulator_value + grad**2, adds grad**2 to "
+           "the state row and -lr * grad / (sqrt(acc) + eps) to the row. `state` has the "
+           "table's dtype and width.")
       .def("inc_sum", &IncSum, py::arg("table"), py::arg("ids"), py::arg("deltas"),
            py::arg("scale") = 1.0,
            "Adds scale * deltas[k] to row ids[k] (dense; deltas of shape (len(ids), width)), "

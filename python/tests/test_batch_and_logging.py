@@ -48,6 +48,23 @@ def test_inc_sum_adds_up_duplicates(client):
         w.inc_sum(i, [1], np.ones((1, 1), np.int64), scale=2.0)
 
 
+def test_adagrad_update_sums_duplicates_then_steps(client):
+    t = client.create_table("a", 2, dtype=np.float64, init=("uniform", -1.0, 1.0, 2))
+    acc = client.create_table("a.acc", 2, dtype=np.float64)
+    w = client.worker()
+    w0 = w.get_many(t, [3, 8])
+    w.inc_many(acc, [3, 8], np.array([[0.5, 1.0], [2.0, 0.0]]))
+    grads = np.array([[1.0, -2.0], [0.5, 0.5], [3.0, 1.0]])
+    w.adagrad_update(t, acc, [3, 8, 3], grads, lr=0.1, eps=1e-3, initial_accumulator_value=0.25)
+    g = np.array([[4.0, -1.0], [0.5, 0.5]])  # rows 3 and 8, duplicates summed
+    a = np.array([[0.5, 1.0], [2.0, 0.0]]) + g * g
+    np.testing.assert_allclose(w.get_many(acc, [3, 8]), a)
+    np.testing.assert_allclose(w.get_many(t, [3, 8]), w0 - 0.1 * g / (np.sqrt(a + 0.25) + 1e-3))
+    with pytest.raises(pacedb.InvalidArgumentError, match="dtype and width"):
+        w.adagrad_update(t, client.create_table("b", 3, dtype=np.float64), [1], np.ones((1, 2)),
+                         lr=0.1)
+
+
 def test_worker_context_manager_closes(client):
     t = client.create_table("c", 1, consistency="bsp")
     with client.worker() as w:

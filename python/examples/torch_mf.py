@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Matrix factorization in PyTorch, twice: embeddings in PaceDB (pacedb.torch)
+and plain PyTorch (nn.Embedding(sparse=True) + torch.optim), same model, same
+optimizer, same generated data; prints test RMSE and ratings/s of both.
+
+    PYTHONPATH=build/python python3 python/examples/torch_mf.py --epochs=5
+    PYTHONPATH=build/python python3 python/examples/torch_mf.py --optimizer=sgd --workers=2
+
+Model: rating(u, i) ~ mean + p_u . q_i + b_u + b_i with rows [p_u, b_u] and
+[q_i, b_i] of rank + 1 columns (one table per side), squared loss, mini-batches
+of --batch ratings. Data: --users x --items, ratings = a rank --true_rank
+product plus Gaussian noise (--noise), --test_fraction held out.
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+import pacedb
+import pacedb.torch as pt
+
+
+def generate(args):
+    rng = np.random.default_rng(args.seed)
+    p = rng.normal(0, 1, (args.users, args.true_rank)) / np.sqrt(args.true_rank)
+    q = rng.normal(0, 1, (args.items, args.true_rank))
+    u = rng.integers(0, args.users, args.ratings)
+    i = rng.integers(0, args.items, args.ratings)
+    r = 3.0 + (p[u] * q[i]).sum(1) + rng.normal(0, args.noise, args.ratings)
+    n_test = int(args.ratings * args.test_fraction)
+    as_t = lambda a, dt: torch.from_numpy(np.ascontiguousarray(a)).to(dt)  # noqa: E731
+    split = lambda a, dt: (as_t(a[n_test:], dt), as_t(a[:n_test], dt))  # noqa: E731
+    (u_tr, u_te), (i_tr, i_te), (r_tr, r_te) = (split(u, torch.int64), split(i, torch.int64),
+                                                split(r, torch.float32))
+    return (u_tr, i_tr, r_tr), (u_te, i_te, r_te)
+
+
+def predict(mean, user_rows, item_rows):
+    rank = user_rows.shape[1] - 1
+    return (mean + (user_rows[:, :rank] * item_rows[:, :rank]).sum(1) + user_rows[:, rank]
+            + item_rows[:, rank])
+
+
+def rmse(mean, user, item, test):
+    u, i, r = test
+    with torch.no_grad():
+        return torch.sqrt(((predict(mean, user(u), item(i)) - r) ** 2).mean()).item()
+
+
+def epoch_batches(n, args, epoch, workers=1, rank=0):
+    """This worker's batches of an epoch: the same shuffle in both variants,
+    the same number of batches for every worker (so the same clock count)."""
+    order = torch.from_numpy(np.random.default_rng(args.seed + epoch).permutation(n))
+    return [order[torch.from_numpy(idx)]
+            for idx in pt.split_batches(n, workers, args.batch, part=rank)]
+
+
+def train_plain(args, train, test, mean, init):
+    """init: the initial rows of the users and items (the PaceDB tables')."""
+    user = torch.nn.Embedding(args.users, args.rank + 1, sparse=True)
+    item = torch.nn.Embedding(args.items, args.rank + 1, sparse=True)
+    with torch.no_grad():
+        for e, rows in zip((user, item), init):
+            e.weight.copy_(torch.from_numpy(rows))
+    params = list(user.parameters()) + list(item.parameters())
+    opt = (torch.optim.SGD(params, lr=args.lr) if args.optimizer == "sgd"
+           else torch.optim.Adagrad(params, lr=args.lr))
+    u, i, r = train
+    start = time.perf_counter()
+    for epoch in range(args.epochs):
+        for b in epoch_batches(len(r), args, epoch):
+            loss = ((predict(mean, user(u[b]), item(i[b])) - r[b]) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    seconds = time.perf_counter() - start
+    return rmse(mean, user, item, test), len(r) * args.epochs / seconds
+
+
+def make_pacedb_model(args, data_dir):
+    client = pacedb.Client(data_dir=data_dir)
+    kw = dict(consistency=args.consistency, staleness=args.staleness)
+    user = pt.Embedding(client, "mf.user", args.rank + 1,
+                        init=("normal", 0.0, args.init_std, args.seed), **kw)
+    item = pt.Embedding(client, "mf.item", args.rank + 1,
+                        init=("normal", 0.0, args.init_std, args.seed + 1), **kw)
+    return client, user, item
+
+
+def initial_rows(client, user, item, args):
+    with client.worker() as w:
+        return (w.get_many(user.table, np.arange(args.users)),
+                w.get_many(item.table, np.arange(args.items)))
+
+
+def train_pacedb(args, train, test, mean, model):
+    client, user, item = model
+    if args.optimizer == "sgd":
+        opt = pt.SGD([user, item], lr=args.lr, clock_every=args.clock_every)
+    else:
+        opt = pt.Adagrad([user, item], lr=args.lr, clock_every=args.clock_every)
+    u, i, r = train
+
+    def work(rank, worker):
+        for epoch in range(args.epochs):
+            for b in epoch_batches(len(r), args, epoch, args.workers, rank):
+                loss = ((predict(mean, user(u[b]), item(i[b])) - r[b]) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        opt.finish()
+
+    start = time.perf_counter()
+    pt.run_threads(client, work, args.workers)
+    seconds = time.perf_counter() - start
+    user.eval()
+    item.eval()
+    # Read through this thread's worker; the process's updates are all in.
+    result = rmse(mean, user, item, test)
+    pt.close_thread_worker(client)
+    return result, len(r) * args.epochs / seconds
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--users", type=int, default=2000)
+    p.add_argument("--items", type=int, default=1000)
+    p.add_argument("--ratings", type=int, default=200000)
+    p.add_argument("--true_rank", type=int, default=4)
+    p.add_argument("--noise", type=float, default=0.5)
+    p.add_argument("--test_fraction", type=float, default=0.1)
+    p.add_argument("--rank", type=int, default=8)
+    p.add_argument("--optimizer", choices=["sgd", "adagrad"], default="adagrad")
+    p.add_argument("--lr", type=float, default=None,
+                   help="step size (default: 0.2 for adagrad, 20 for sgd: the loss is a batch mean)")
+    p.add_argument("--init_std", type=float, default=0.1)
+    p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--workers", type=int, default=1, help="PaceDB worker threads")
+    p.add_argument("--clock_every", type=int, default=10, help="batches per clock")
+    p.add_argument("--consistency", default="essp", choices=["bsp", "ssp", "essp", "async"])
+    p.add_argument("--staleness", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    p.add_argument("--data_dir", default="", help="PaceDB data dir (default: a temporary one)")
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args(argv)
+    if args.lr is None:
+        args.lr = 20.0 if args.optimizer == "sgd" else 0.2
+    torch.set_num_threads(args.threads)
+
+    train, test = generate(args)
+    mean = train[2].mean().item()
+    print(f"# {len(train[2])} training and {len(test[2])} test ratings, {args.users} users x "
+          f"{args.items} items; rank {args.rank}, {args.optimizer} lr {args.lr}, batch "
+          f"{args.batch}, {args.epochs} epochs")
+    with tempfile.TemporaryDirectory(prefix="torch-mf-") as d:
+        model = make_pacedb_model(args, args.data_dir or os.path.join(d, "pace"))
+        # Both start from the same rows: the tables' initial values.
+        plain_rmse, plain_rate = train_plain(args, train, test, mean, initial_rows(*model, args))
+        print(f"plain PyTorch: test RMSE {plain_rmse:.4f}, {plain_rate:,.0f} ratings/s")
+        pace_rmse, pace_rate = train_pacedb(args, train, test, mean, model)
+        del model  # closes the client (the store) before its directory goes
+    print(f"PaceDB ({args.workers} worker{'s' if args.workers > 1 else ''}, "
+          f"{args.consistency} s={args.staleness}, clock every {args.clock_every} batches): "
+          f"test RMSE {pace_rmse:.4f}, {pace_rate:,.0f} ratings/s "
+          f"({pace_rate / plain_rate:.2f}x plain)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""python/examples/torch_mf.py, small: PaceDB and its plain-PyTorch twin."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+LINE = re.compile(r"^(plain PyTorch|PaceDB .*): test RMSE ([0-9.]+), ([0-9,]+) ratings/s", re.M)
+
+
+def run(examples_dir, *args):
+    r = subprocess.run([sys.executable, os.path.join(examples_dir, "torch_mf.py"), "--users=300",
+                        "--items=200", "--ratings=30000", "--epochs=4", "--batch=256", *args],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    found = LINE.findall(r.stdout)
+    assert [f[0].split(" ")[0] for f in found] == ["plain", "PaceDB"], r.stdout
+    (_, plain_rmse, plain_rate), (_, pace_rmse, pace_rate) = found
+    assert float(plain_rate.replace(",", "")) > 0 and float(pace_rate.replace(",", "")) > 0
+    return float(plain_rmse), float(pace_rmse), r
+
+
+@pytest.mark.parametrize("optimizer", ["adagrad", "sgd"])
+def test_one_worker_matches_plain_pytorch(examples_dir, optimizer):
+    plain, pace, r = run(examples_dir, f"--optimizer={optimizer}")
+    # Same rows to start with, same batches, one worker: the same model.
+    assert abs(plain - pace) <= 1e-3, r.stdout
+    assert pace < 0.9, r.stdout  # learned (ratings' std is about 1.1 here)
+    assert "W2" not in r.stderr and "E2" not in r.stderr, r.stderr  # closed cleanly
+
+
+def test_two_workers_learn_as_well(examples_dir):
+    plain, pace, r = run(examples_dir, "--workers=2", "--clock_every=5")
+    assert pace < plain + 0.05, r.stdout
