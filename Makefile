@@ -12,7 +12,8 @@ DEMO_DIR ?= $(BUILD)/demo
 
 DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflatbuffers-dev \
   flatbuffers-compiler libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev googletest \
-  libbenchmark-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-dev
+  libbenchmark-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-dev \
+  python3-torch
 # Optional: what the tests that need them skip without (mpirun for the MPI
 # launch test, gnuplot for the experiment figures). `make deps-optional`.
 OPTIONAL_PACKAGES := openmpi-bin gnuplot-nox

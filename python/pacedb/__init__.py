@@ -23,8 +23,9 @@ _os.environ.setdefault("GLOG_minloglevel", "1")
 
 from . import _pacedb  # noqa: E402
 from ._pacedb import *  # noqa: E402,F401,F403
-from ._pacedb import (Client, Error, Store, StoreTable, Table, Worker, __version__,  # noqa: E402,F401
-                      get_log_level, open_store, set_log_level)
+from ._pacedb import (  # noqa: E402,F401
+    Client, Error, Store, StoreTable, Table, Worker, __version__, get_log_level, open_store,
+    set_log_level)
 
 
 def _initial_log_level():
