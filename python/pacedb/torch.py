@@ -4,7 +4,7 @@
     client = pacedb.Client(data_dir="/tmp/pace-torch")
     user = pt.Embedding(client, "mf.user", 16)          # a table of 16-wide rows
     item = pt.Embedding(client, "mf.item", 16)
-    opt = pt.Adagrad([user, item], lr=0.1, clock_every=10)
+    opt = pt.Adagrad([user, item], lr=0.1, clock_every=20)
     for u, i, r in batches:                             # LongTensors of any ids
         loss = ((user(u) * item(i)).sum(1) - r).pow(2).mean()
         opt.zero_grad(); loss.backward(); opt.step()    # additive updates of the rows
@@ -34,8 +34,10 @@ the moments are approximations. With one worker, or bsp, every read is exact
 and a step equals PyTorch's (torch.optim.SGD, Adagrad, SparseAdam on
 nn.Embedding(sparse=True)).
 """
+import logging
 import math
 import threading
+import time
 
 import numpy as np
 import torch
@@ -48,6 +50,69 @@ __all__ = ["Embedding", "EmbeddingBag", "SGD", "Adagrad", "Adam", "thread_worker
            "close_thread_worker", "split_batches", "run_threads"]
 
 _local = threading.local()
+_log = logging.getLogger("pacedb.torch")
+
+#: Steps per clock by default. A clock costs about 2 ms embedded (sending and
+#: applying the clock's coalesced updates), about two mini-batches of 1000
+#: ids: every step, the MF example ran at 0.2-0.4x plain PyTorch; every 20, at
+#: 0.5-0.7x (1 worker, Adagrad, loaded 2-core machine). Lower it for fresher
+#: reads across workers (staleness counts clocks, so a read may miss up to
+#: staleness * clock_every of other workers' steps).
+CLOCK_EVERY = 20
+
+#: A module's read or an optimizer's clock that has waited this long (seconds)
+#: logs a warning naming the usual cause (a sibling worker that stopped
+#: clocking). None: never.
+wait_warning_seconds = 5.0
+
+
+class _WaitWatch:
+    """Notes the calls that may wait on other workers, and warns from a
+    daemon thread about one that has waited wait_warning_seconds."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._calls = {}  # thread ident -> [start, what, thread name, warned]
+        self._thread = None
+
+    def __call__(self, what, fn, *args):
+        if wait_warning_seconds is None:
+            return fn(*args)
+        me = threading.get_ident()
+        self._calls[me] = [time.monotonic(), what, threading.current_thread().name, False]
+        if self._thread is None:
+            self._start()
+        try:
+            return fn(*args)
+        finally:
+            self._calls.pop(me, None)
+
+    def _start(self):
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="pacedb-wait-watch",
+                                                daemon=True)
+                self._thread.start()
+
+    def _watch(self):
+        while True:
+            limit = wait_warning_seconds
+            time.sleep(0.2 if limit is None else min(1.0, max(0.05, limit / 4)))
+            if limit is None:
+                continue
+            now = time.monotonic()
+            for call in list(self._calls.values()):
+                if not call[3] and now - call[0] >= limit:
+                    call[3] = True
+                    _log.warning(
+                        "pacedb.torch: thread %r has waited %.0f s in %s: it waits for another "
+                        "worker's clock. A worker that ran out of data or stopped calling step() "
+                        "holds the others back: give every worker the same number of batches "
+                        "(split_batches), call finish() at its end and close it when done "
+                        "(run_threads, `with client.worker()`).", call[2], now - call[0], call[1])
+
+
+_wait = _WaitWatch()
 
 
 def thread_worker(client):
@@ -118,7 +183,8 @@ class _RowModule(nn.Module):
         if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
             raise TypeError(f"ids must be an integer tensor, not {ids.dtype}")
         w = self.worker()
-        unique, inverse, rows = w.get_unique(self.table, ids.detach().cpu().numpy())
+        unique, inverse, rows = _wait(f"a read of table {self.name!r}", w.get_unique,
+                                      self.table, ids.detach().cpu().numpy())
         if not self._embedded:  # start fetching the optimizer's state rows
             for t in self._prefetch:
                 w.prefetch(t, unique)
@@ -265,7 +331,7 @@ class _RowOptimizer:
         count = getattr(self._clocks, "steps", 0) + 1
         if count >= self.clock_every:
             for w in workers.values():
-                w.clock()
+                _wait("clock", w.clock)
             count = 0
         self._clocks.steps = count
 
@@ -279,7 +345,7 @@ class _RowOptimizer:
                 w = m.worker()
                 if id(w) not in seen:
                     seen.add(id(w))
-                    w.clock()
+                    _wait("clock", w.clock)
         self._clocks.steps = 0
 
     @property
@@ -296,7 +362,7 @@ class SGD(_RowOptimizer):
     per distinct row. Exact under any staleness (the update does not depend on
     a read of optimizer state)."""
 
-    def __init__(self, modules, lr, weight_decay=0.0, clock_every=1):
+    def __init__(self, modules, lr, weight_decay=0.0, clock_every=CLOCK_EVERY):
         super().__init__(modules, lr, clock_every)
         self.weight_decay = float(weight_decay)
 
@@ -316,7 +382,7 @@ class Adagrad(_RowOptimizer):
     state_suffix = "adagrad"
 
     def __init__(self, modules, lr=0.01, eps=1e-10, initial_accumulator_value=0.0,
-                 weight_decay=0.0, clock_every=1):
+                 weight_decay=0.0, clock_every=CLOCK_EVERY):
         super().__init__(modules, lr, clock_every)
         self.eps = float(eps)
         self.initial_accumulator_value = float(initial_accumulator_value)
@@ -326,8 +392,9 @@ class Adagrad(_RowOptimizer):
         if self.weight_decay:
             grad = grad + self.weight_decay * rows
         # One call: reads the accumulators, updates them and the rows (C++).
-        worker.adagrad_update(module.table, self.state_tables[module.name], ids, grad, self.lr,
-                              self.eps, self.initial_accumulator_value)
+        _wait(f"a step of table {module.name!r}", worker.adagrad_update, module.table,
+              self.state_tables[module.name], ids, grad, self.lr, self.eps,
+              self.initial_accumulator_value)
 
 
 class Adam(_RowOptimizer):
@@ -340,7 +407,7 @@ class Adam(_RowOptimizer):
 
     state_suffix = "adam"
 
-    def __init__(self, modules, lr=0.001, betas=(0.9, 0.999), eps=1e-8, clock_every=1):
+    def __init__(self, modules, lr=0.001, betas=(0.9, 0.999), eps=1e-8, clock_every=CLOCK_EVERY):
         super().__init__(modules, lr, clock_every)
         self.beta1, self.beta2 = (float(b) for b in betas)
         self.eps = float(eps)
@@ -356,7 +423,7 @@ class Adam(_RowOptimizer):
     def _update(self, module, worker, ids, rows, grad):
         state = self.state_tables[module.name]
         d = module.dim
-        mv = worker.get_many(state, ids)
+        mv = _wait(f"a step of table {module.name!r}", worker.get_many, state, ids)
         m, v = mv[:, :d], mv[:, d:]
         delta = np.empty_like(mv)
         dm, dv = delta[:, :d], delta[:, d:]

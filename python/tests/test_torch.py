@@ -1,8 +1,11 @@
 """pacedb.torch: modules and optimizers against plain PyTorch on tiny models
 (one worker, bsp: every read exact), the clock policy and uneven data."""
+import logging
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -40,12 +43,13 @@ def torch_twin(emb, ids):
 
 
 OPTIMIZERS = {
-    "sgd": (lambda mods: pt.SGD(mods, lr=0.1),
+    "sgd": (lambda mods: pt.SGD(mods, lr=0.1, clock_every=1),
             lambda params: torch.optim.SGD(params, lr=0.1)),
-    "adagrad": (lambda mods: pt.Adagrad(mods, lr=0.3, initial_accumulator_value=0.1),
+    "adagrad": (lambda mods: pt.Adagrad(mods, lr=0.3, initial_accumulator_value=0.1,
+                                        clock_every=1),
                 lambda params: torch.optim.Adagrad(params, lr=0.3,
                                                    initial_accumulator_value=0.1)),
-    "adam": (lambda mods: pt.Adam(mods, lr=0.05, betas=(0.8, 0.9)),
+    "adam": (lambda mods: pt.Adam(mods, lr=0.05, betas=(0.8, 0.9), clock_every=1),
              lambda params: torch.optim.SparseAdam(params, lr=0.05, betas=(0.8, 0.9))),
 }
 
@@ -70,7 +74,7 @@ def test_steps_equal_plain_pytorch(client, name):
         theirs.backward()
         t_opt.step()
     w = user.worker()
-    assert w.current_clock == len(BATCHES)  # clock_every=1
+    assert w.current_clock == len(BATCHES)  # a clock per step
     np.testing.assert_allclose(w.get_many(user.table, USER_IDS.numpy()),
                                t_user.weight.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(w.get_many(item.table, ITEM_IDS.numpy()),
@@ -187,6 +191,37 @@ def test_uneven_data_per_thread_does_not_hang(tmp_path):
     uneven, even = r.stdout.splitlines()
     assert uneven == "[15, 2]"  # each thread's clocks: ceil(batches / 2)
     assert even == "[5, 5]"  # 65 items, 2 threads, batches of 4: 9 batches each, 5 clocks
+
+
+def test_a_waiting_worker_says_why_and_resumes_when_the_laggard_closes(client, caplog,
+                                                                        monkeypatch):
+    caplog.set_level(logging.WARNING, logger="pacedb.torch")
+    monkeypatch.setattr(pt, "wait_warning_seconds", 0.3)
+    laggard = client.worker()  # registered, never clocks: holds the process clock at 0
+    done = threading.Event()
+
+    def train():
+        with client.worker() as w:
+            emb = pt.Embedding(w, "wait", 2, consistency="ssp", staleness=0)
+            opt = pt.SGD(emb, lr=0.1, clock_every=1)
+            for _ in range(3):
+                emb(torch.tensor([1])).sum().backward()
+                opt.step()
+        done.set()
+
+    t = threading.Thread(target=train, name="trainer")
+    t.start()
+    deadline = time.monotonic() + 20
+    while not caplog.records and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not done.is_set()
+    [record] = caplog.records
+    assert "'trainer' has waited" in record.getMessage()
+    assert "read of table 'wait'" in record.getMessage()
+    assert "split_batches" in record.getMessage()
+    laggard.close()
+    t.join(timeout=30)
+    assert done.is_set()
 
 
 def test_pacedb_imports_without_torch():
