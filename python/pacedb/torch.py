@@ -33,6 +33,12 @@ m): two workers that read the same stale m both decay it, so under staleness
 the moments are approximations. With one worker, or bsp, every read is exact
 and a step equals PyTorch's (torch.optim.SGD, Adagrad, SparseAdam on
 nn.Embedding(sparse=True)).
+
+Resume: the tables (weights and optimizer state) persist in the data dir or
+on the servers. A process that opens the same store continues where the job
+stopped: Client.start_clock is the clock it resumes at, the clock of every
+new worker, and with clock_every and split_batches each worker has done
+start_clock * clock_every batches before it.
 """
 import logging
 import math
@@ -47,7 +53,7 @@ from torch.nn import functional as F
 import pacedb
 
 __all__ = ["Embedding", "EmbeddingBag", "SGD", "Adagrad", "Adam", "thread_worker",
-           "close_thread_worker", "split_batches", "run_threads"]
+           "close_thread_worker", "split_batches", "run_threads", "load_table"]
 
 _local = threading.local()
 _log = logging.getLogger("pacedb.torch")
@@ -196,6 +202,13 @@ class _RowModule(nn.Module):
             weight.requires_grad_(True)
             self._rows_read().append((w, unique, weight))
         return inverse, weight
+
+    def rows(self, ids):
+        """The current rows of ids (a tensor, no gradient), read through the
+        calling thread's worker: to inspect or export rows while training."""
+        ids = torch.as_tensor(ids)
+        rows = self.worker().get_many(self.table, ids.reshape(-1).cpu().numpy())
+        return torch.from_numpy(rows).reshape(*ids.shape, self.dim)
 
     def _rows_read(self):
         rows = getattr(self._pending, "rows", None)
@@ -403,7 +416,7 @@ class Adam(_RowOptimizer):
     update of the moments is additive, (1 - beta) * (g - m), from the moments
     read: exact with one worker or bsp, an approximation under staleness (see
     the module docs). Bias correction counts this optimizer's steps in the
-    calling thread."""
+    calling thread, from client.start_clock * clock_every in a resumed job."""
 
     state_suffix = "adam"
 
@@ -412,12 +425,14 @@ class Adam(_RowOptimizer):
         self.beta1, self.beta2 = (float(b) for b in betas)
         self.eps = float(eps)
         self._steps = threading.local()
+        # A resumed job continues the bias correction from its resume clock.
+        self._first_step = self.modules[0].client.start_clock * self.clock_every
 
     def state_width(self, dim):
         return 2 * dim
 
     def step(self):
-        self._steps.count = getattr(self._steps, "count", 0) + 1
+        self._steps.count = getattr(self._steps, "count", self._first_step) + 1
         super().step()
 
     def _update(self, module, worker, ids, rows, grad):
@@ -437,6 +452,15 @@ class Adam(_RowOptimizer):
         t = self._steps.count
         step_size = self.lr * math.sqrt(1 - self.beta2 ** t) / (1 - self.beta1 ** t)
         worker.inc_many(module.table, ids, (-step_size) * m_new / denom)
+
+
+def load_table(data_dir, name):
+    """A dense table of a data dir (a shard's; embedded, the client's) as a
+    tensor of rows 0..max written id, read offline: after training, or while
+    a client runs (once global_barrier() and flush() returned). For
+    torch.save; ids of a hash space (2**40) are too many rows, use
+    Embedding.rows(ids) instead."""
+    return torch.from_numpy(pacedb.open_store(data_dir).table(name).to_numpy())
 
 
 def split_batches(num_items, num_parts, batch_size, part=None, shuffle=False, seed=0):

@@ -1,5 +1,6 @@
 """pacedb.torch: modules and optimizers against plain PyTorch on tiny models
 (one worker, bsp: every read exact), the clock policy and uneven data."""
+import json
 import logging
 import subprocess
 import sys
@@ -222,6 +223,63 @@ def test_a_waiting_worker_says_why_and_resumes_when_the_laggard_closes(client, c
     laggard.close()
     t.join(timeout=30)
     assert done.is_set()
+
+
+RESUMABLE = textwrap.dedent("""
+    import json, sys, torch, pacedb, pacedb.torch as pt
+    data_dir, optimizer, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    client = pacedb.Client(data_dir=data_dir)
+    emb = pt.Embedding(client, "r", 3, consistency="bsp", seed=5)
+    opt = (pt.Adagrad(emb, lr=0.2, clock_every=2) if optimizer == "adagrad"
+           else pt.Adam(emb, lr=0.1, clock_every=2))
+    start = client.start_clock * opt.clock_every      # batches done before
+    ids = [torch.tensor([(7 * b) % 5, (3 * b) % 5, 2**40]) for b in range(8)]
+
+    def train(rank, worker):
+        for b in range(start, start + steps):
+            (emb(ids[b]) ** 2).sum().backward()
+            opt.step()
+        opt.finish()
+        return worker.current_clock
+
+    [clock] = pt.run_threads(client, train, 1)
+    print(json.dumps({"start_clock": client.start_clock, "clock": clock,
+                      "rows": emb.rows(torch.tensor([0, 1, 2, 3, 4, 2**40])).tolist()}))
+""")
+
+
+@pytest.mark.parametrize("optimizer", ["adagrad", "adam"])
+def test_resume_continues_as_an_uninterrupted_run(tmp_path, optimizer):
+    def run(name, steps):
+        r = subprocess.run([sys.executable, "-c", RESUMABLE, str(tmp_path / name), optimizer,
+                            str(steps)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    whole = run("whole", 8)
+    first, second = run("split", 4), run("split", 4)
+    assert (whole["start_clock"], whole["clock"]) == (0, 4)
+    assert (first["start_clock"], first["clock"]) == (0, 2)
+    assert (second["start_clock"], second["clock"]) == (2, 4)
+    # The weights and the optimizer's state persisted: the same rows.
+    np.testing.assert_allclose(second["rows"], whole["rows"], rtol=1e-6)
+    assert not np.allclose(first["rows"], whole["rows"])
+
+
+def test_rows_and_load_table(client):
+    emb = pt.Embedding(client, "x", 2, seed=9)
+    got = emb.rows(torch.tensor([[3, 1]]))
+    assert got.shape == (1, 2, 2) and not got.requires_grad
+    opt = pt.SGD(emb, lr=1.0, clock_every=1)
+    emb(torch.tensor([3])).sum().backward()
+    opt.step()
+    w = emb.worker()
+    w.global_barrier()
+    client.flush()
+    table = pt.load_table(client.data_dir, "x")
+    assert table.shape == (4, 2)
+    torch.testing.assert_close(table[[1, 3]], emb.rows(torch.tensor([1, 3])))
+    torch.testing.assert_close(table[3], got[0, 0] - 1.0)
 
 
 def test_pacedb_imports_without_torch():
