@@ -35,3 +35,16 @@ def test_one_worker_matches_plain_pytorch(examples_dir, optimizer):
 def test_two_workers_learn_as_well(examples_dir):
     plain, pace, r = run(examples_dir, "--workers=2", "--clock_every=5")
     assert pace < plain + 0.05, r.stdout
+
+
+def test_readme_example_runs(tmp_path):
+    """The complete example of python/README.md's pacedb.torch section."""
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "README.md")
+    text = open(readme).read()
+    section = text[text.index("## PyTorch"):]
+    code = section[section.index("```python") + len("```python"):]
+    code = code[:code.index("```")].replace("/tmp/pace-torch", str(tmp_path / "pace"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert "tensor(" in r.stdout
