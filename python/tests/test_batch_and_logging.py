@@ -74,12 +74,25 @@ def test_worker_context_manager_closes(client):
     assert w.closed
     with pytest.raises(pacedb.FailedPreconditionError, match="closed"):
         w.clock()
+    assert w.client is None  # a closed worker no longer holds its client
     w.close()  # idempotent
     # A closed worker no longer holds the process clock back: a new worker
     # under bsp reads clock 1 without waiting for it.
     w2 = client.worker()
     w2.clock()
     assert w2.get(t, 0).tolist() == [1.0]
+
+
+def test_a_closed_worker_lets_its_client_close(tmp_path):
+    data_dir = str(tmp_path / "d")
+    c = pacedb.Client(data_dir=data_dir)
+    t = c.create_table("t", 1)
+    with c.worker() as w:
+        w.inc(t, 0, np.ones(1, np.float32))
+        w.clock()
+    del c, t  # `w` lives on, closed: the store must close now, so it opens again
+    c2 = pacedb.Client(data_dir=data_dir)
+    assert c2.worker().get(c2.table("t"), 0).tolist() == [1.0]
 
 
 def test_version():
