@@ -1,4 +1,5 @@
-"""python/examples/torch_mf.py, small: PaceDB and its plain-PyTorch twin."""
+"""python/examples/torch_mf.py and torch_bow.py, small: PaceDB and the plain-PyTorch
+twin; the README example."""
 import os
 import re
 import subprocess
@@ -48,3 +49,21 @@ def test_readme_example_runs(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stderr
     assert "tensor(" in r.stdout
+
+
+BOW = re.compile(r"^(plain PyTorch|PaceDB .*): test accuracy ([0-9.]+), ([0-9,]+) documents/s",
+                 re.M)
+
+
+@pytest.mark.parametrize("extra", [["--mode=mean"], ["--mode=sum", "--workers=2"]])
+def test_bag_of_words_example(examples_dir, extra):
+    r = subprocess.run([sys.executable, os.path.join(examples_dir, "torch_bow.py"), "--vocab=2000",
+                        "--docs=4000", "--epochs=2", "--topic_words=50", "--signal=0.3",
+                        "--clock_every=10", *extra],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (_, plain, _), (_, pace, _) = BOW.findall(r.stdout)
+    assert float(plain) > 0.5 and float(pace) > 0.5, r.stdout  # 8 classes: chance is 0.125
+    if "--workers=2" not in extra:
+        assert abs(float(plain) - float(pace)) <= 0.005, r.stdout  # one worker: the same model
+    assert "E2" not in r.stderr, r.stderr
