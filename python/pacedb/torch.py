@@ -405,9 +405,11 @@ class Adagrad(_RowOptimizer):
         if self.weight_decay:
             grad = grad + self.weight_decay * rows
         # One call: reads the accumulators, updates them and the rows (C++).
+        # Embedded it prefetches the accumulators itself; with servers the
+        # forward pass already asked for them (fetched while computing).
         _wait(f"a step of table {module.name!r}", worker.adagrad_update, module.table,
               self.state_tables[module.name], ids, grad, self.lr, self.eps,
-              self.initial_accumulator_value)
+              self.initial_accumulator_value, module._embedded)
 
 
 class Adam(_RowOptimizer):

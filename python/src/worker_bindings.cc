@@ -394,7 +394,7 @@ void SumByRow(const T* in, size_t n, size_t width, const int64_t* inverse, size_
 // accumulators and updates both tables without the GIL.
 void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& state_pt,
                    const py::handle& ids_like, const py::handle& grads, double lr, double eps,
-                   double initial) {
+                   double initial, const py::object& prefetch_arg) {
   const Table& t = self->Resolve(weights_pt);
   const Table& st_table = self->Resolve(state_pt);
   const TableSchema& s = t.schema();
@@ -409,7 +409,7 @@ void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& sta
   CheckArg(static_cast<size_t>(g.size()) == ids.n * s.width,
            "grads must have shape (" + std::to_string(ids.n) + ", " + std::to_string(s.width) +
                "), not " + std::to_string(g.size()) + " elements");
-  const bool prefetch = WantPrefetch(py::none());
+  const bool prefetch = WantPrefetch(prefetch_arg);
   const void* p = g.data();
   std::vector<int64_t> inverse(ids.n);
   std::vector<uint64_t> unique;
@@ -553,11 +553,12 @@ Use a worker from one thread at a time; create one per thread.)doc")
            "Prefetch of the rows that batches the misses into one Read per shard.")
       .def("adagrad_update", &AdagradUpdate, py::arg("table"), py::arg("state"), py::arg("ids"),
            py::arg("grads"), py::arg("lr"), py::arg("eps") = 1e-10,
-           py::arg("initial_accumulator_value") = 0.0,
+           py::arg("initial_accumulator_value") = 0.0, py::arg("prefetch") = py::none(),
            "One Adagrad step of rows `ids` of a float table, the gradients of equal ids summed "
            "first: with acc = state row + initial_accumulator_value + grad**2, adds grad**2 to "
            "the state row and -lr * grad / (sqrt(acc) + eps) to the row. `state` has the "
-           "table's dtype and width.")
+           "table's dtype and width. prefetch=False skips the Prefetch of the state rows (when "
+           "a worker.prefetch of them was issued earlier).")
       .def("inc_sum", &IncSum, py::arg("table"), py::arg("ids"), py::arg("deltas"),
            py::arg("scale") = 1.0,
            "Adds scale * deltas[k] to row ids[k] (dense; deltas of shape (len(ids), width)), "

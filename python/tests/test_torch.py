@@ -57,6 +57,18 @@ OPTIMIZERS = {
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_steps_equal_plain_pytorch(client, name):
+    check_steps_equal_plain_pytorch(client, name)
+
+
+@pytest.mark.parametrize("name", ["adagrad", "adam"])
+def test_steps_equal_plain_pytorch_against_paced(tmp_path, paced, name):
+    server = paced()
+    remote = pacedb.Client(servers=server.address, data_dir=str(tmp_path / "unused"))
+    assert not remote.embedded  # the path that prefetches state rows in the forward pass
+    check_steps_equal_plain_pytorch(remote, name)
+
+
+def check_steps_equal_plain_pytorch(client, name):
     make_ours, make_theirs = OPTIMIZERS[name]
     user = pt.Embedding(client, "user", DIM, consistency="bsp", seed=1)
     item = pt.Embedding(client, "item", DIM, consistency="bsp", seed=2)
