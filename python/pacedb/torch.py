@@ -61,7 +61,7 @@ _log = logging.getLogger("pacedb.torch")
 #: Steps per clock by default. A clock costs about 2 ms embedded (sending and
 #: applying the clock's coalesced updates), about two mini-batches of 1000
 #: ids: every step, the MF example ran at 0.2-0.4x plain PyTorch; every 20, at
-#: 0.5-0.7x (1 worker, Adagrad, loaded 2-core machine). Lower it for fresher
+#: 0.4-0.7x (1 worker, Adagrad, loaded 2-core machine). Lower it for fresher
 #: reads across workers (staleness counts clocks, so a read may miss up to
 #: staleness * clock_every of other workers' steps).
 CLOCK_EVERY = 20
