@@ -5,11 +5,15 @@ optimizer, same generated data; prints test RMSE and ratings/s of both.
 
     PYTHONPATH=build/python python3 python/examples/torch_mf.py --epochs=5
     PYTHONPATH=build/python python3 python/examples/torch_mf.py --optimizer=sgd --workers=2
+    PYTHONPATH=build/python python3 python/examples/torch_mf.py \
+        --train=data/insteval/train.txt --test=data/insteval/test.txt  # get-datasets.sh
 
 Model: rating(u, i) ~ mean + p_u . q_i + b_u + b_i with rows [p_u, b_u] and
 [q_i, b_i] of rank + 1 columns (one table per side), squared loss, mini-batches
-of --batch ratings. Data: --users x --items, ratings = a rank --true_rank
-product plus Gaussian noise (--noise), --test_fraction held out.
+of --batch ratings. Data: --train/--test files (ids as they are: PaceDB
+needs no id map, the plain twin maps them to 0..n-1), or generated: --users x
+--items, ratings = a rank --true_rank product plus Gaussian noise (--noise),
+--test_fraction held out.
 """
 import argparse
 import os
@@ -25,6 +29,7 @@ import pacedb.torch as pt
 
 
 def generate(args):
+    """(train, test), each (users, items, ratings) NumPy arrays."""
     rng = np.random.default_rng(args.seed)
     p = rng.normal(0, 1, (args.users, args.true_rank)) / np.sqrt(args.true_rank)
     q = rng.normal(0, 1, (args.items, args.true_rank))
@@ -32,17 +37,62 @@ def generate(args):
     i = rng.integers(0, args.items, args.ratings)
     r = 3.0 + (p[u] * q[i]).sum(1) + rng.normal(0, args.noise, args.ratings)
     n_test = int(args.ratings * args.test_fraction)
-    as_t = lambda a, dt: torch.from_numpy(np.ascontiguousarray(a)).to(dt)  # noqa: E731
-    split = lambda a, dt: (as_t(a[n_test:], dt), as_t(a[:n_test], dt))  # noqa: E731
-    (u_tr, u_te), (i_tr, i_te), (r_tr, r_te) = (split(u, torch.int64), split(i, torch.int64),
-                                                split(r, torch.float32))
-    return (u_tr, i_tr, r_tr), (u_te, i_te, r_te)
+    return (u[n_test:], i[n_test:], r[n_test:]), (u[:n_test], i[:n_test], r[:n_test])
+
+
+def read(args):
+    """(train, test) of --train/--test (pace_mf's formats; without --test,
+    every 1/test_fraction-th rating is held out)."""
+    from mf import read_ratings  # python/examples/mf.py
+
+    u, i, r, _ = read_ratings(args.train, "auto", False)
+    if args.test:
+        tu, ti, tr, _ = read_ratings(args.test, "auto", False)
+    else:
+        held = np.zeros(len(r), bool)
+        if args.test_fraction > 0:
+            held[::max(1, round(1 / args.test_fraction))] = True
+        (u, tu), (i, ti), (r, tr) = ((a[~held], a[held]) for a in (u, i, r))
+    if max(u.max(), i.max(), tu.max(initial=0), ti.max(initial=0)) >= 2**63:
+        sys.exit("torch_mf.py: ids must be < 2**63 (torch has no uint64)")
+    return (u, i, r), (tu, ti, tr)
+
+
+def tensors(data):
+    u, i, r = data
+    return (torch.from_numpy(np.ascontiguousarray(u, np.int64)),
+            torch.from_numpy(np.ascontiguousarray(i, np.int64)),
+            torch.from_numpy(np.ascontiguousarray(r, np.float32)))
+
+
+def dense_ids(train, test):
+    """The plain twin's view: nn.Embedding needs ids 0..n-1, so raw ids are
+    mapped (PaceDB uses them as they are). Returns the raw ids of rows
+    0..n-1 of users and items, and train and test with mapped ids."""
+    users = np.unique(np.concatenate([train[0].numpy(), test[0].numpy()]))
+    items = np.unique(np.concatenate([train[1].numpy(), test[1].numpy()]))
+
+    def remap(data):
+        u, i, r = data
+        return (torch.from_numpy(np.searchsorted(users, u.numpy())),
+                torch.from_numpy(np.searchsorted(items, i.numpy())), r)
+
+    return users, items, remap(train), remap(test)
 
 
 def predict(mean, user_rows, item_rows):
     rank = user_rows.shape[1] - 1
     return (mean + (user_rows[:, :rank] * item_rows[:, :rank]).sum(1) + user_rows[:, rank]
             + item_rows[:, rank])
+
+
+def batch_loss(args, mean, user_rows, item_rows, ratings):
+    """Mean squared error, plus --l2 times the rows' squared norms per rating
+    (in the loss: torch's sparse Adagrad has no weight_decay)."""
+    loss = ((predict(mean, user_rows, item_rows) - ratings) ** 2).mean()
+    if args.l2:
+        loss = loss + args.l2 * (user_rows.pow(2).sum() + item_rows.pow(2).sum()) / len(ratings)
+    return loss
 
 
 def rmse(mean, user, item, test):
@@ -61,8 +111,8 @@ def epoch_batches(n, args, epoch, workers=1, rank=0):
 
 def train_plain(args, train, test, mean, init):
     """init: the initial rows of the users and items (the PaceDB tables')."""
-    user = torch.nn.Embedding(args.users, args.rank + 1, sparse=True)
-    item = torch.nn.Embedding(args.items, args.rank + 1, sparse=True)
+    user = torch.nn.Embedding(len(init[0]), args.rank + 1, sparse=True)
+    item = torch.nn.Embedding(len(init[1]), args.rank + 1, sparse=True)
     with torch.no_grad():
         for e, rows in zip((user, item), init):
             e.weight.copy_(torch.from_numpy(rows))
@@ -73,7 +123,7 @@ def train_plain(args, train, test, mean, init):
     start = time.perf_counter()
     for epoch in range(args.epochs):
         for b in epoch_batches(len(r), args, epoch):
-            loss = ((predict(mean, user(u[b]), item(i[b])) - r[b]) ** 2).mean()
+            loss = batch_loss(args, mean, user(u[b]), item(i[b]), r[b])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -91,10 +141,9 @@ def make_pacedb_model(args, data_dir):
     return client, user, item
 
 
-def initial_rows(client, user, item, args):
+def initial_rows(client, user, item, user_ids, item_ids):
     with client.worker() as w:
-        return (w.get_many(user.table, np.arange(args.users)),
-                w.get_many(item.table, np.arange(args.items)))
+        return w.get_many(user.table, user_ids), w.get_many(item.table, item_ids)
 
 
 def train_pacedb(args, train, test, mean, model):
@@ -108,7 +157,7 @@ def train_pacedb(args, train, test, mean, model):
     def work(rank, worker):
         for epoch in range(args.epochs):
             for b in epoch_batches(len(r), args, epoch, args.workers, rank):
-                loss = ((predict(mean, user(u[b]), item(i[b])) - r[b]) ** 2).mean()
+                loss = batch_loss(args, mean, user(u[b]), item(i[b]), r[b])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -127,6 +176,10 @@ def train_pacedb(args, train, test, mean, model):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--train", default="",
+                   help="ratings file (pace_mf's formats: 'user item rating' lines, csv, ...); "
+                   "default: generated data")
+    p.add_argument("--test", default="", help="test ratings file (default: held out of --train)")
     p.add_argument("--users", type=int, default=2000)
     p.add_argument("--items", type=int, default=1000)
     p.add_argument("--ratings", type=int, default=200000)
@@ -139,6 +192,7 @@ def main(argv=None):
                    help="step size (default: 0.2 for adagrad, 20 for sgd: the loss is a "
                    "batch mean)")
     p.add_argument("--init_std", type=float, default=0.1)
+    p.add_argument("--l2", type=float, default=0.0, help="L2 penalty on the rows in a batch")
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--workers", type=int, default=1, help="PaceDB worker threads")
@@ -159,10 +213,11 @@ def main(argv=None):
         args.lr = 20.0 if args.optimizer == "sgd" else 0.2
     torch.set_num_threads(args.threads)
 
-    train, test = generate(args)
+    train, test = (tensors(d) for d in (read(args) if args.train else generate(args)))
+    user_ids, item_ids, plain_train, plain_test = dense_ids(train, test)
     mean = train[2].mean().item()
-    print(f"# {len(train[2])} training and {len(test[2])} test ratings, {args.users} users x "
-          f"{args.items} items; rank {args.rank}, {args.optimizer} lr {args.lr}, batch "
+    print(f"# {len(train[2])} training and {len(test[2])} test ratings, {len(user_ids)} users x "
+          f"{len(item_ids)} items; rank {args.rank}, {args.optimizer} lr {args.lr}, batch "
           f"{args.batch}, {args.epochs} epochs")
     plain_runs, pace_runs = [], []
     with tempfile.TemporaryDirectory(prefix="torch-mf-") as d:
@@ -170,7 +225,8 @@ def main(argv=None):
             data_dir = os.path.join(args.data_dir or d, f"run{rep}")
             model = make_pacedb_model(args, data_dir)
             # Both start from the same rows: the tables' initial values.
-            plain_runs.append(train_plain(args, train, test, mean, initial_rows(*model, args)))
+            init = initial_rows(*model, user_ids, item_ids)
+            plain_runs.append(train_plain(args, plain_train, plain_test, mean, init))
             pace_runs.append(train_pacedb(args, train, test, mean, model))
             del model  # closes the client (the store) before its directory goes
     best = " (best of %d runs)" % args.repeat if args.repeat > 1 else ""

@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -31,6 +32,20 @@ def test_one_worker_matches_plain_pytorch(examples_dir, optimizer):
     assert abs(plain - pace) <= 1e-3, r.stdout
     assert pace < 0.9, r.stdout  # learned (ratings' std is about 1.1 here)
     assert "W2" not in r.stderr and "E2" not in r.stderr, r.stderr  # closed cleanly
+
+
+def test_ratings_files_with_large_ids(examples_dir, tmp_path):
+    rng = np.random.default_rng(2)
+    users = 10**12 + rng.integers(0, 100, 6000) * 7919  # raw ids: PaceDB rows as they are
+    items = rng.integers(0, 50, 6000) * 10**9
+    ratings = 3 + np.sin(users % 13) * np.cos(items % 11) + rng.normal(0, 0.3, 6000)
+    lines = [f"{u} {i} {r:.3f}" for u, i, r in zip(users, items, ratings)]
+    (tmp_path / "train.txt").write_text("\n".join(lines[600:]) + "\n")
+    (tmp_path / "test.txt").write_text("\n".join(lines[:600]) + "\n")
+    plain, pace, r = run(examples_dir, f"--train={tmp_path / 'train.txt'}",
+                         f"--test={tmp_path / 'test.txt'}", "--l2=0.1")
+    assert "5400 training and 600 test ratings, 100 users x 50 items" in r.stdout
+    assert abs(plain - pace) <= 1e-3, r.stdout
 
 
 def test_two_workers_learn_as_well(examples_dir):
