@@ -286,6 +286,18 @@ def _row_modules(modules):
     return found
 
 
+def _merge(reads):
+    """(ids, rows, grads) of several reads as one with distinct ids, the
+    gradients of equal ids summed (their rows are the same read)."""
+    ids = np.concatenate([r[0] for r in reads])
+    rows = np.concatenate([r[1] for r in reads])
+    grads = np.concatenate([r[2] for r in reads])
+    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    summed = np.zeros((len(unique), grads.shape[1]), grads.dtype)
+    np.add.at(summed, inverse, grads)
+    return unique, rows[first], summed
+
+
 class _RowOptimizer:
     """The step and the clock policy; subclasses compute the update of rows."""
 
@@ -332,12 +344,18 @@ class _RowOptimizer:
         the clock policy: every clock_every steps the thread's workers clock."""
         workers = {}
         for m in self.modules:
+            by_worker = {}
             for w, ids, weight in m._take_rows_read():
                 workers[id(w)] = w
-                if weight.grad is None:
-                    continue
-                grad = weight.grad.detach().cpu().numpy()
-                self._update(m, w, ids, weight.detach().cpu().numpy(), grad)
+                if weight.grad is not None:
+                    by_worker.setdefault(id(w), (w, []))[1].append(
+                        (ids, weight.detach().cpu().numpy(), weight.grad.detach().cpu().numpy()))
+            for w, reads in by_worker.values():
+                # Several forwards of a module in one step (a module used twice):
+                # one update of the summed gradients, as torch.optim's (the
+                # Adagrad and Adam updates are not additive in the gradient).
+                ids, rows, grad = reads[0] if len(reads) == 1 else _merge(reads)
+                self._update(m, w, ids, rows, grad)
         for m in self.modules:
             w = m.worker()
             workers[id(w)] = w

@@ -97,6 +97,21 @@ def check_steps_equal_plain_pytorch(client, name):
         assert f"user.{name}" in {s["name"] for s in client.tables()}
 
 
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_a_module_used_twice_in_a_step_equals_plain_pytorch(client, name):
+    make_ours, make_theirs = OPTIMIZERS[name]
+    emb = pt.Embedding(client, "twice", DIM, consistency="bsp", seed=4)
+    ref, pos = torch_twin(emb, USER_IDS)
+    opt, ref_opt = make_ours(emb), make_theirs(list(ref.parameters()))
+    for u, i, r in BATCHES:  # users against users: two forwards of one module
+        for model, index, o in ((emb, lambda x: x, opt), (ref, pos, ref_opt)):
+            o.zero_grad()
+            loss_of(model(index(u)), model(index(i)), r).backward()
+            o.step()
+    np.testing.assert_allclose(emb.worker().get_many(emb.table, USER_IDS.numpy()),
+                               ref.weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("mode", ["sum", "mean"])
 def test_embedding_bag_equals_pytorch(client, mode):
     bag = pt.EmbeddingBag(client, "words", 4, mode=mode, consistency="bsp", seed=3)
