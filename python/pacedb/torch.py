@@ -320,7 +320,8 @@ class _RowOptimizer:
                                            self.state_width(m.dim), dtype=t.dtype,
                                            consistency=t.consistency, staleness=t.staleness)
                 self.state_tables[m.name] = st
-                m._prefetch.append(st)
+                if all(t.name != st.name for t in m._prefetch):
+                    m._prefetch.append(st)
 
     def state_width(self, dim):
         return dim
