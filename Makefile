@@ -1,6 +1,7 @@
 # PaceDB front door. On a fresh Debian 12 machine:
 #   make demo   installs dependencies (as root), builds Release, trains MF on generated data
-#   make test   installs dependencies, builds Release, runs the test suite (ctest)
+#   make test   installs dependencies (and openmpi-bin, python3-torch for tests), builds Release,
+#               runs the test suite (ctest)
 # Other targets: build, python, asan, tsan (asan-build, tsan-build: build only), fuzz,
 # thread-safety, bench, format, format-check, clean.
 
@@ -12,13 +13,17 @@ DEMO_DIR ?= $(BUILD)/demo
 
 DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflatbuffers-dev \
   flatbuffers-compiler libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev googletest \
-  libbenchmark-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-dev \
-  python3-torch
-# Optional: what the tests that need them skip without (mpirun for the MPI
-# launch test, gnuplot for the experiment figures). `make deps-optional`.
-OPTIONAL_PACKAGES := openmpi-bin gnuplot-nox
+  libbenchmark-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-dev
+# What the test suite needs beyond the build: mpirun for the MPI launch test
+# (tests/cluster), PyTorch for the pacedb.torch tests and examples (python/).
+# `make test` installs them (as root; otherwise it says how, and those tests
+# are reported as skipped).
+TEST_PACKAGES := openmpi-bin python3-torch
+# Optional: gnuplot for the experiment figures. `make deps-optional` (also
+# installs TEST_PACKAGES).
+OPTIONAL_PACKAGES := $(TEST_PACKAGES) gnuplot-nox
 
-.PHONY: all deps deps-optional build python demo test asan asan-build asan-storage tsan tsan-build fuzz bench format \
+.PHONY: all deps deps-optional deps-test build python demo test asan asan-build asan-storage tsan tsan-build fuzz bench format \
   format-check clean thread-safety
 
 all: build
@@ -40,6 +45,19 @@ deps:
 deps-optional:
 	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(OPTIONAL_PACKAGES)"
 
+# TEST_PACKAGES: installed as root; otherwise a note (the tests that need them skip).
+deps-test:
+	@missing=$$(for p in $(TEST_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing: $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "note: not installed: $$missing; the tests that need them are skipped (as root:" \
+	      "apt-get install -y $$missing)"; \
+	  fi; \
+	fi
+
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 
@@ -53,7 +71,7 @@ python: deps $(BUILD)/CMakeCache.txt
 demo: build
 	@bash tools/demo.sh $(BUILD) $(DEMO_DIR)
 
-test: build
+test: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L '$(CTEST_LABELS)'
 
 # Sanitizer builds: ASan + UBSan, and TSan, each in its own build dir, on the

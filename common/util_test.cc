@@ -10,6 +10,7 @@
 
 #include "common/percentile.h"
 #include "common/scoped_temp_dir.h"
+#include "common/store_damage.h"
 #include "common/token_file.h"
 
 namespace pace {
@@ -77,6 +78,33 @@ TEST(ScopedTempDirTest, CreatesAndRemoves) {
     std::ofstream(dir.Sub("f")) << "x";
   }
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+}  // namespace
+}  // namespace pace
+
+namespace pace {
+namespace {
+
+// The damaged file as RocksDB's messages name it; SSTs first.
+TEST(StoreDamageTest, FindsTheNamedFile) {
+  DamagedFile d = FindDamagedFile(
+      "Corruption: file is too short (43684 bytes) to be an sstable/d/s/000008.sst in file "
+      "/d/s/MANIFEST-000005");
+  EXPECT_EQ(d.kind, DamagedFileKind::kSst);
+  d = FindDamagedFile(
+      "Corruption: no log_file_number entry in MANIFEST in file /d/MANIFEST-000005");
+  EXPECT_EQ(d.kind, DamagedFileKind::kManifest);
+  EXPECT_EQ(d.path, "/d/MANIFEST-000005");
+  d = FindDamagedFile("Corruption: checksum mismatch in /d/000009.log.");
+  EXPECT_EQ(d.kind, DamagedFileKind::kWal);
+  EXPECT_EQ(d.path, "/d/000009.log");
+  EXPECT_EQ(FindDamagedFile("Corruption: bad row in table 'LOG'").kind, DamagedFileKind::kUnknown);
+  Status s = ClassifyStoreCorruption(
+      "/d", Status::Corruption("Sst file size mismatch: /d/000010.sst. Size recorded 1, actual 2"));
+  EXPECT_EQ(s.message().rfind("SST file /d/000010.sst is damaged", 0), 0u) << s.ToString();
+  EXPECT_EQ(ClassifyStoreCorruption("/d", s).message(), s.message()) << "classified twice";
+  EXPECT_EQ(ClassifyStoreCorruption("/d", Status::IOError("x.sst")).code(), StatusCode::kIOError);
 }
 
 }  // namespace

@@ -143,6 +143,7 @@ class Server::Impl {
   Status SetToken(std::string token);
   void Stop();
   uint16_t port() const { return port_; }
+  bool loopback() const { return loopback_; }
   ServerStats stats() const;
   ConnectionLimits limits() const { return limits_; }
 
@@ -171,6 +172,7 @@ class Server::Impl {
   std::string token_;  // options_.token or SetToken's
   ServiceHandler* handler_ = nullptr;
   uint16_t port_ = 0;
+  bool loopback_ = false;   // the bound address is a loopback one
   bool listening_ = false;  // Listen succeeded (caller's thread, before Start)
   ConnectionLimits limits_;
 
@@ -231,8 +233,13 @@ Status Server::Impl::Listen() {
     acceptor_.close(ignored);
     return Status::IOError(where + ": " + ec.message());
   }
-  port_ = acceptor_.local_endpoint(ec).port();
+  const tcp::endpoint bound = acceptor_.local_endpoint(ec);
   if (ec) return Status::IOError(where + ": " + ec.message());
+  port_ = bound.port();
+  loopback_ =
+      bound.address().is_loopback() ||
+      (bound.address().is_v6() && bound.address().to_v6().is_v4_mapped() &&
+       asio::ip::make_address_v4(asio::ip::v4_mapped, bound.address().to_v6()).is_loopback());
   listening_ = true;
   return Status::OK();
 }
@@ -578,6 +585,7 @@ Status Server::Listen() { return impl_->Listen(); }
 Status Server::Start(ServiceHandler* handler) { return impl_->Start(handler); }
 Status Server::SetToken(std::string token) { return impl_->SetToken(std::move(token)); }
 uint16_t Server::port() const { return impl_->port(); }
+bool Server::loopback() const { return impl_->loopback(); }
 void Server::Stop() { impl_->Stop(); }
 ServerStats Server::stats() const { return impl_->stats(); }
 ConnectionLimits Server::limits() const { return impl_->limits(); }

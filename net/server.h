@@ -156,6 +156,10 @@ class Server {
 
   // The bound port (useful with port 0). REQUIRES: Listen or Start returned OK.
   uint16_t port() const;
+  // Whether the bound address is a loopback one (127.0.0.0/8, ::1), which
+  // only processes on this host can reach. REQUIRES: Listen or Start
+  // returned OK.
+  bool loopback() const;
 
   // Stops accepting, closes every connection (OnDisconnect runs for each
   // accepted session), waits for their handlers and joins the threads.

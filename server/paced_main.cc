@@ -19,7 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "common/data_dir.h"
 #include "common/memory_budget.h"
+#include "common/store_damage.h"
 #include "common/token_file.h"
 #include "net/address.h"
 #include "net/metrics_http.h"
@@ -42,7 +44,11 @@ DEFINE_string(job, "",
               "job is refused); clients of another job are refused; empty: the recorded one, "
               "or a random one for a new store");
 DEFINE_bool(insecure, false,
-            "no job token: any process that can connect may join the job as any client");
+            "no job token: any process that can connect may join the job as any client; "
+            "refused on an address other than loopback unless --insecure_remote is given too");
+DEFINE_bool(insecure_remote, false,
+            "with --insecure: allow listening on an address other hosts can reach (any of them "
+            "may then join the job as any client)");
 DEFINE_bool(sync, false, "fsync the write-ahead log before acknowledging each batch");
 DEFINE_uint32(memory_mb, 0,
               "the shard's memory budget, MiB: block cache 40%, memtables 40% (3 of them), row "
@@ -111,6 +117,9 @@ Status ValidateFlags() {
   if (!FLAGS_job.empty()) RETURN_IF_ERROR(CheckJobId(FLAGS_job, "--job"));
   if (FLAGS_insecure && !FLAGS_token_file.empty()) {
     return Status::InvalidArgument("give --token_file or --insecure, not both");
+  }
+  if (FLAGS_insecure_remote && !FLAGS_insecure) {
+    return Status::InvalidArgument("--insecure_remote goes with --insecure");
   }
   return Status::OK();
 }
@@ -236,14 +245,40 @@ int Run() {
                  s.ToString().c_str());
     return 1;
   }
-  if (FLAGS_insecure) {
-    LOG(WARNING) << "--insecure: no job token; any process that can connect to "
-                 << server_options.host << ":" << server.port()
+  const std::string where = server_options.host + ":" + std::to_string(server.port());
+  if (FLAGS_insecure && !server.loopback()) {
+    if (!FLAGS_insecure_remote) {
+      std::fprintf(stderr,
+                   "paced: --insecure on %s, an address other hosts can reach, would let any of "
+                   "them join the job as any client: drop --insecure (paced creates a token), "
+                   "listen on 127.0.0.1, or add --insecure_remote\n",
+                   where.c_str());
+      return 1;
+    }
+    LOG(WARNING) << "--insecure --insecure_remote: no job token on " << where
+                 << ", an address other hosts can reach: ANY host that can connect to it can "
+                    "join the job as any client, read every row and change any";
+  } else if (FLAGS_insecure) {
+    LOG(WARNING) << "--insecure: no job token; any process that can connect to " << where
                  << " can join the job as any client";
   }
-  const bool existed = std::filesystem::exists(FLAGS_data_dir + "/CURRENT");
+  // The data dir: created private (mode 0700) if missing, whatever the umask;
+  // one that cannot be reached is refused in words, before RocksDB sees it.
+  bool created = false;
+  bool existed = false;
+  s = PrepareDataDir(FLAGS_data_dir, &created);
+  if (s.ok()) s = PathExists(FLAGS_data_dir + "/CURRENT", &existed);
+  if (!s.ok()) {
+    std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s\n", FLAGS_data_dir.c_str(),
+                 s.ToString().c_str());
+    return 1;
+  }
+  if (created) VLOG(1) << "created --data_dir=" << FLAGS_data_dir << " (mode 0700)";
   std::unique_ptr<ShardService> service;
-  s = ShardService::Open(options, &service);
+  // Damage is named by the file it is in (an SST, the MANIFEST or CURRENT, a
+  // write-ahead log).
+  s = CheckCurrentFile(FLAGS_data_dir);
+  if (s.ok()) s = ClassifyStoreCorruption(FLAGS_data_dir, ShardService::Open(options, &service));
   if (!s.ok()) {
     std::string hint;
     const std::string& m = s.message();
@@ -356,7 +391,7 @@ int main(int argc, char** argv) {
        {"data_dir", "sync", "clock_log", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"}},
       {"cluster",
        {"listen", "shard", "num_shards", "num_clients", "job", "token_file", "insecure",
-        "holdback_warn_ms"}},
+        "insecure_remote", "holdback_warn_ms"}},
       {"memory",
        {"memory_mb", "block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb"}},
       {"threads", {"io_threads"}},

@@ -665,9 +665,17 @@ StatusOr<std::string> ShardService::MaybeCheckpoint() {
   }
   last_checkpoint_ = due;
   LOG(INFO) << "shard " << shard_id_ << ": checkpoint at shard clock " << clock << ": " << path;
+  // The error_code forms throughout (a range-for's increment throws): a
+  // directory that cannot be listed keeps its checkpoints, never aborts.
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind("clock-", 0) == 0) names.push_back(e.path().string());
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind("clock-", 0) == 0)
+      names.push_back(it->path().string());
+  }
+  if (ec) {
+    LOG(WARNING) << "shard " << shard_id_ << ": cannot list " << dir
+                 << " to drop old checkpoints: " << ec.message();
+    return path;
   }
   std::sort(names.begin(), names.end());
   const size_t keep = static_cast<size_t>(options_.checkpoint_keep);

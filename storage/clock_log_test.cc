@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -273,6 +274,35 @@ TEST(ClockLogStoreTest, AKilledWriterLosesNothingAndReplaysExactlyOnce) {
                    return true;
                  }).ok());
     EXPECT_EQ(rows, 3000u);
+  }
+}
+
+// A damaged committed record is Corruption for a writable and a read-only
+// open alike (not "changed during the open": the file is still there), and
+// the message names the file and the way out.
+TEST(ClockLogStoreTest, ADamagedCommittedRecordIsRefusedWithTheWayOut) {
+  ScopedTempDir tmp;
+  const std::string dir = tmp.Sub("s");
+  ASSERT_EQ(RunChild("killed", dir), 0);
+  std::string log;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    uint64_t n;
+    if (ParseClockLogName(f.path().filename().string(), &n)) log = f.path().string();
+  }
+  ASSERT_FALSE(log.empty());
+  {
+    std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(kClockLogHeaderBytes + 100);
+    f.put('\x7f');
+  }
+  ShardStoreOptions ro = KilledWriterOptions();
+  ro.read_only = true;
+  for (const ShardStoreOptions& o : {KilledWriterOptions(), ro}) {
+    std::unique_ptr<ShardStore> s;
+    Status st = ShardStore::Open(o, dir, &s);
+    EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+    EXPECT_NE(st.message().find(log), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("pacectl checkpoint restore"), std::string::npos) << st.message();
   }
 }
 

@@ -62,6 +62,27 @@ void RowCache::Unlink(uint32_t n) {
   x.prev = x.next = kNil;
 }
 
+void RowCache::AddNode(uint32_t table, uint64_t row, CachedRow value, size_t charge) {
+  uint32_t n;
+  if (!free_nodes_.empty()) {
+    n = free_nodes_.back();
+    free_nodes_.pop_back();
+  } else {
+    n = static_cast<uint32_t>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  Node& x = nodes_[n];
+  x.table = table;
+  x.row = row;
+  x.charge = charge;
+  x.dirty = false;
+  x.value = std::move(value);
+  PushFront(n);
+  slots_.Insert(HashOf(table, row), Slot{row, table, n});
+  bytes_ += charge;
+  ++counters_.inserts;
+}
+
 bool RowCache::MarkDirty(uint32_t table, uint64_t row) {
   const uint32_t n = FindNode(table, row);
   if (n == kNil) return false;
@@ -81,24 +102,8 @@ bool RowCache::MarkDirty(uint32_t table, uint64_t row) {
 void RowCache::InsertDirty(uint32_t table, uint64_t row, CachedRow value) {
   const uint32_t old = FindNode(table, row);
   if (old != kNil) EraseNode(old);
-  uint32_t n;
-  if (!free_nodes_.empty()) {
-    n = free_nodes_.back();
-    free_nodes_.pop_back();
-  } else {
-    n = static_cast<uint32_t>(nodes_.size());
-    nodes_.emplace_back();
-  }
-  Node& x = nodes_[n];
-  x.table = table;
-  x.row = row;
-  x.charge = ChargeOf(value);
-  x.value = std::move(value);
-  x.dirty = false;
-  PushFront(n);
-  slots_.Insert(HashOf(table, row), Slot{row, table, n});
-  bytes_ += x.charge;
-  ++counters_.inserts;
+  const size_t charge = ChargeOf(value);
+  AddNode(table, row, std::move(value), charge);
   MarkDirty(table, row);
 }
 
@@ -148,23 +153,7 @@ void RowCache::Insert(uint32_t table, uint64_t row, CachedRow value) {
   if (old != kNil && nodes_[old].dirty) return;  // newer than what a reader read
   if (old != kNil) EraseNode(old);
   if (charge > capacity_) return;
-  uint32_t n;
-  if (!free_nodes_.empty()) {
-    n = free_nodes_.back();
-    free_nodes_.pop_back();
-  } else {
-    n = static_cast<uint32_t>(nodes_.size());
-    nodes_.emplace_back();
-  }
-  Node& x = nodes_[n];
-  x.table = table;
-  x.row = row;
-  x.charge = charge;
-  x.value = std::move(value);
-  PushFront(n);
-  slots_.Insert(HashOf(table, row), Slot{row, table, n});
-  bytes_ += charge;
-  ++counters_.inserts;
+  AddNode(table, row, std::move(value), charge);
   EvictToCapacity();
 }
 

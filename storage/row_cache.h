@@ -129,6 +129,8 @@ class RowCache {
   void Unlink(uint32_t n);
   void PushFront(uint32_t n);
   void EraseNode(uint32_t n);
+  // Adds a clean node at the LRU front (no eviction). REQUIRES: not cached.
+  void AddNode(uint32_t table, uint64_t row, CachedRow value, size_t charge);
   void EvictToCapacity();
 
   const size_t capacity_;

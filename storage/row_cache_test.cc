@@ -171,5 +171,46 @@ TEST(RowCacheTest, MatchesAMapUnderRandomOperations) {
   for (const auto& [k, v] : model) ASSERT_NE(c.Peek(k.first, k.second), nullptr);
 }
 
+// Dirty rows (the clock log's rows not yet written back) are never evicted
+// and never replaced by a reader's fill; CleanAll makes them evictable.
+TEST(RowCacheTest, DirtyRowsStayUntilCleaned) {
+  const size_t each = ChargeOf(1000);
+  RowCache c(3 * each);
+  c.Insert(1, 1, RowOf(1000, 'a'));
+  EXPECT_TRUE(c.MarkDirty(1, 1));
+  EXPECT_FALSE(c.MarkDirty(1, 99));  // not cached
+  c.InsertDirty(1, 2, RowOf(1000, 'b'));
+  EXPECT_EQ(c.dirty_entries(), 2u);
+  EXPECT_EQ(c.dirty_bytes(), 2 * each);
+  // Clean rows come and go; the dirty ones stay, even over the capacity.
+  for (uint64_t r = 10; r < 20; ++r) c.Insert(1, r, RowOf(1000, 'c'));
+  c.InsertDirty(1, 3, RowOf(1000, 'd'));
+  c.InsertDirty(1, 4, RowOf(1000, 'e'));
+  for (uint64_t r : {1, 2, 3, 4}) ASSERT_NE(c.Peek(1, r), nullptr) << r;
+  EXPECT_EQ(c.dirty_entries(), 4u);
+  EXPECT_GT(c.bytes(), c.capacity());
+  // A reader's fill does not replace a dirty row (it is newer).
+  c.Insert(1, 1, RowOf(1000, 'z'));
+  EXPECT_EQ(c.Peek(1, 1)->sum, std::string(1000, 'a'));
+  // A growing dirty row is re-charged as dirty.
+  c.Peek(1, 2)->sum.assign(5000, 'b');
+  c.Recharge(1, 2);
+  EXPECT_EQ(c.dirty_bytes(), 3 * each + ChargeOf(5000));
+  size_t seen = 0;
+  c.ForEachDirty([&](uint32_t t, uint64_t, const CachedRow&) { seen += t == 1; });
+  EXPECT_EQ(seen, 4u);
+  // Cleaned, they are ordinary rows again and the cache shrinks to its capacity.
+  c.CleanAll();
+  EXPECT_EQ(c.dirty_entries(), 0u);
+  EXPECT_EQ(c.dirty_bytes(), 0u);
+  EXPECT_LE(c.bytes(), c.capacity());
+  // Dropping a table drops its dirty rows too.
+  c.InsertDirty(5, 1, RowOf(10));
+  c.EraseTable(5);
+  EXPECT_EQ(c.Peek(5, 1), nullptr);
+  EXPECT_EQ(c.dirty_entries(), 0u);
+  EXPECT_EQ(c.dirty_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace pace

@@ -79,6 +79,10 @@ struct ShardStoreOptions {
   // Log bytes after which the dirty rows are written back. 0: four times
   // row_cache_mb, at least 64 MiB. Default: 0.
   size_t clock_log_mb = 0;
+  // Also write back after this many group commits (bounds a restart's
+  // replay by count; the crash tests use it to kill inside write-backs).
+  // 0: by the budgets only. Default: 0.
+  uint32_t writeback_every_groups = 0;
   // fsync the WAL before ApplyBatch returns. Default: false (WAL written, not synced).
   bool sync = false;
   // Open for inspection only; may run beside a writer process (RocksDB

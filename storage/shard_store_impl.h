@@ -225,6 +225,10 @@ class ShardStore::Impl {
   // Adds `deltas` (table, row, bytes) to the rows in the row cache, reading
   // the rows missing from it from RocksDB first; every row is left dirty.
   Status ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) REQUIRES(write_mu_);
+  // Adds `deltas` to their rows, all pinned in the row cache (validating each
+  // against its table's format when `validate`).
+  Status AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas, bool validate)
+      REQUIRES(write_mu_);
   // Reads the rows the group changes that the row cache lacks and marks them
   // all dirty (pinned) before the group is logged.
   Status PinRowsLocked(const std::vector<ClockLogEntry>& deltas) REQUIRES(write_mu_)

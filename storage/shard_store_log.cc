@@ -144,8 +144,8 @@ bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta) {
 
 }  // namespace
 
-Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) {
-  RETURN_IF_ERROR(PinRowsLocked(deltas));
+Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas,
+                                               bool validate) {
   std::shared_ptr<const TableEntry> e;
   std::vector<size_t> grown;
   MutexLock cache_lock(&cache_mu_);
@@ -154,15 +154,22 @@ Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>
     if (e == nullptr || e->schema.id != d.table) {
       ASSIGN_OR_RETURN(e, Lookup(d.table));
     }
-    RETURN_IF_ERROR(ValidateRow(e->format, d.bytes)
-                        .WithPrefix("clock log entry for row " + std::to_string(d.row) +
-                                    " of table '" + e->schema.name + "'"));
+    if (validate) {
+      RETURN_IF_ERROR(ValidateRow(e->format, d.bytes)
+                          .WithPrefix("clock log entry for row " + std::to_string(d.row) +
+                                      " of table '" + e->schema.name + "'"));
+    }
     CachedRow* c = row_cache_->Peek(d.table, d.row);
     if (c == nullptr) return Status::Internal("a pinned row left the row cache");
     if (AddToCachedRow(e->format, c, d.bytes)) grown.push_back(i);
   }
   for (size_t i : grown) row_cache_->Recharge(deltas[i].table, deltas[i].row);
   return Status::OK();
+}
+
+Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) {
+  RETURN_IF_ERROR(PinRowsLocked(deltas));
+  return AddToPinnedRowsLocked(deltas, /*validate=*/true);
 }
 
 Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t from, uint64_t seq) {
@@ -192,11 +199,13 @@ Status ShardStore::Impl::OpenClockLog() {
   if (st.end > 0) {
     Status r = ReplayLogLocked(st, 0, st.first_seq);
     if (!r.ok()) {
-      if (options_.read_only &&
+      std::error_code ec;
+      const bool file_moved = !fs::exists(ClockLogPath(dir_, st.number), ec);
+      if (options_.read_only && file_moved &&
           (r.code() == StatusCode::kNotFound || r.code() == StatusCode::kCorruption)) {
-        // Its writer may have written the rows back and reused the file
-        // since this open read the log's state.
-        return Status::Unavailable(r.message() + " (the store may have changed during the open)");
+        // Its writer wrote the rows back and reused the file (renamed to the
+        // next number) since this open read the log's state: not damage.
+        return Status::Unavailable(r.message() + " (the store changed during the open; retry)");
       }
       if (r.code() == StatusCode::kCorruption || r.code() == StatusCode::kNotFound) {
         return Status::Corruption(
@@ -288,21 +297,9 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
       applied_[c.client].store(c.applied, std::memory_order_release);
       applied_parts_[c.client].store(c.parts, std::memory_order_release);
     }
-    std::shared_ptr<const TableEntry> e;
-    std::vector<size_t> grown;
-    MutexLock cache_lock(&cache_mu_);
-    for (size_t i = 0; i < deltas.size(); ++i) {
-      const ClockLogEntry& d = deltas[i];
-      if (e == nullptr || e->schema.id != d.table) {
-        auto found = Lookup(d.table);
-        if (!found.ok()) return found.status();  // validated: cannot happen
-        e = *found;
-      }
-      CachedRow* c = row_cache_->Peek(d.table, d.row);
-      CHECK(c != nullptr) << "a pinned row left the row cache";
-      if (AddToCachedRow(e->format, c, d.bytes)) grown.push_back(i);
-    }
-    for (size_t i : grown) row_cache_->Recharge(deltas[i].table, deltas[i].row);
+    // Validated at admission and pinned above: cannot fail.
+    Status added = AddToPinnedRowsLocked(deltas, /*validate=*/false);
+    CHECK(added.ok()) << added.ToString();
   }
   {
     std::lock_guard<std::mutex> l(stats_mu_);
@@ -328,8 +325,12 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
     MutexLock cache_lock(&cache_mu_);
     dirty = row_cache_->dirty_bytes();
   }
-  if (dirty > DirtyLimitBytes() || log_state_.end > LogLimitBytes()) {
-    Status wb = WriteBackLocked(dirty > DirtyLimitBytes() ? "row budget" : "log budget");
+  const bool every = options_.writeback_every_groups > 0 &&
+                     log_state_.next_seq - log_state_.first_seq >= options_.writeback_every_groups;
+  if (dirty > DirtyLimitBytes() || log_state_.end > LogLimitBytes() || every) {
+    Status wb = WriteBackLocked(dirty > DirtyLimitBytes()          ? "row budget"
+                                : log_state_.end > LogLimitBytes() ? "log budget"
+                                                                   : "group count");
     if (!wb.ok()) LOG(WARNING) << dir_ << ": row write-back failed: " << wb.ToString();
   }
   return Status::OK();

@@ -35,6 +35,10 @@ DEFINE_string(test, "", "test ratings file (same formats)");
 DEFINE_double(test_fraction, 0.0,
               "hold out this fraction of --train as the test set (when --test is not given)");
 DEFINE_string(format, "auto", "input format: auto|csv|tsv|dat|plain");
+DEFINE_bool(string_ids, false,
+            "ids may be text (Amazon-style): a column with an id that is not an unsigned "
+            "integer is read as strings, mapped to dense ids in order of first appearance; "
+            "without it such an id is a bad line");
 DEFINE_int32(rank, 16, "rank K of the user and item factors");
 DEFINE_double(lr, 0.08,
               "initial step size eta0; clock t uses eta0 / (t + 1)^lr_power (not given: chosen "
@@ -84,7 +88,7 @@ Status LoadData(MfDataset* data) {
   RETURN_IF_ERROR(ParseRatingsFileFormat(FLAGS_format, &ro.format).WithPrefix("--format"));
   ro.skip_bad_lines = FLAGS_skip_bad_lines;
   IdNames names;
-  ro.names = &names;
+  ro.names = FLAGS_string_ids ? &names : nullptr;
   std::vector<RawRating> train, test;
   RatingsReadInfo info;
   RETURN_IF_ERROR(ReadRatings(FLAGS_train, ro, &train, &info));
@@ -334,10 +338,9 @@ int Run() {
   std::optional<double> bias_rmse = BiasBaseline(data);
   if (bias_rmse)
     std::printf("# bias baseline (mean + user + item biases): test RMSE %.4f\n", *bias_rmse);
-  ChooseStepSize(data, baseline ? 1 : client_options.num_clients, &options);
-
   apps::ReportWriter report(Columns(), stdout);
   if (baseline) {
+    ChooseStepSize(data, 1, &options);
     if (!FLAGS_csv.empty()) {
       s = report.OpenCsv(FLAGS_csv);
       if (!s.ok()) return apps::UsageError(kProgram, s);
@@ -350,6 +353,23 @@ int Run() {
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
   if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
+  // The job record before the step-size search: a store that holds another
+  // job (or other data) is refused at once, in words about what differs, and
+  // a job that recorded its step keeps it (a resumed run does not search).
+  if (!apps::FlagWasSet("lr")) {
+    std::string recorded;
+    s = apps::PrecheckJob(client.get(), DescribeJob(data, options), options.run.resume, "lr",
+                          &recorded);
+    if (!s.ok()) return apps::UsageError(kProgram, s);
+    char* end = nullptr;
+    const double lr = recorded.empty() ? 0 : std::strtod(recorded.c_str(), &end);
+    if (end != nullptr && *end == '\0' && std::isfinite(lr) && lr > 0) {
+      options.lr = lr;
+      std::printf("# step size --lr=%s, recorded by the job\n", recorded.c_str());
+    } else {
+      ChooseStepSize(data, client_options.num_clients, &options);
+    }
+  }
   apps::JobSession session;
   s = apps::StartJob(
       client.get(), DescribeJob(data, options),
@@ -496,7 +516,7 @@ int main(int argc, char** argv) {
       "pace_mf --train=FILE ... --servers=H:P,... --client_id=I --num_clients=N   on paced shards\n"
       "pace_mf --train=FILE ... --resume                  continue the stored job";
   info.groups = pace::apps::AppFlagGroups(
-      {"train", "test", "test_fraction", "format"},
+      {"train", "test", "test_fraction", "format", "string_ids"},
       {"rank", "lr", "lr_search", "lr_power", "lambda", "bias_lambda", "biases", "init_scale"},
       {"table_prefix", "baseline_mmap"}, {"export"});
   info.footer =

@@ -87,13 +87,24 @@ void Split(std::string_view line, RatingsFileFormat format, std::vector<std::str
   }
 }
 
-// "userId,movieId,rating,timestamp": a rating field that is not a number
-// (string ids make the id fields useless for telling).
+// "userId,movieId,rating,timestamp": a rating field that is no number at
+// all (not even "inf" or "nan", which are bad ratings, not words), and a
+// user field that is not an unsigned integer ("1,2,x" is a bad line).
 bool IsHeader(std::string_view line, RatingsFileFormat format) {
   std::vector<std::string_view> fields;
   Split(line, format, &fields);
-  double v;
-  return fields.size() >= 3 && !ParseDouble(fields[2], &v);
+  uint64_t id;
+  return fields.size() >= 3 && !apps::IsNumberText(fields[2]) && !ParseU64(fields[0], &id);
+}
+
+// A numeric id column: an unsigned integer without a leading zero.
+bool ParseNumericId(std::string_view text, const char* what, uint64_t* out, std::string* why) {
+  if (ParseU64(text, out) && (text.size() == 1 || text[0] != '0')) return true;
+  *why = std::string("bad ") + what + " " + Excerpt(text) +
+         (ParseU64(text, out) ? " (a leading zero, which a number would lose"
+                              : " (expected an unsigned integer") +
+         "; --string_ids reads ids as text)";
+  return false;
 }
 
 }  // namespace
@@ -156,11 +167,8 @@ bool ParseRatingLine(std::string_view line, RatingsFileFormat format, RawRating*
       return false;
     }
     if (switched != nullptr) *switched = user_switched || item_switched;
-  } else if (!ParseU64(fields[0], &out->user)) {
-    *why = "bad user id " + Excerpt(fields[0]) + " (expected an unsigned integer)";
-    return false;
-  } else if (!ParseU64(fields[1], &out->item)) {
-    *why = "bad item id " + Excerpt(fields[1]) + " (expected an unsigned integer)";
+  } else if (!ParseNumericId(fields[0], "user id", &out->user, why) ||
+             !ParseNumericId(fields[1], "item id", &out->item, why)) {
     return false;
   }
   double v;

@@ -4,16 +4,19 @@
 //
 // Formats (chosen by flag or detected from the first data line):
 //   csv    MovieLens ratings.csv: "userId,movieId,rating,timestamp" with an
-//          optional header line (any first line whose first field is not a
-//          number)
+//          optional header line
 //   tsv    MovieLens u.data: "user<TAB>item<TAB>rating<TAB>timestamp"
 //   dat    MovieLens ratings.dat: "user::item::rating::timestamp"
 //   plain  "user item rating" separated by spaces or tabs
 // The timestamp is optional in every format and ignored. Ids are unsigned
-// 64-bit integers or strings (IdNames); ratings are finite numbers. A first
-// line whose rating field is not a number is a header. Blank lines and lines
-// starting with '#' are skipped. A bad line is an InvalidArgument error
-// naming "file:line", or is skipped and counted when skip_bad_lines is set.
+// 64-bit integers without a leading zero, or, with RatingsReadOptions::names
+// (pace_mf --string_ids), strings (IdNames); ratings are finite numbers. A
+// first line whose rating field is no number at all (not even inf or nan)
+// and whose user field is not an unsigned integer is a header. Blank lines
+// and lines starting with '#' are skipped. A bad line (a negative or
+// non-numeric id without names, a rating of inf or nan, ...) is an
+// InvalidArgument error naming "file:line", or is skipped and counted when
+// skip_bad_lines is set.
 //
 // Thread-compatible.
 #ifndef PACE_APPS_MF_RATINGS_DATA_H_

@@ -76,13 +76,16 @@ std::string NameJob(const Entries& e, ClockT clock) {
          "' at clock " + std::to_string(clock);
 }
 
-// Why the stored record `e` is not the job `job`, or "" if it is.
-std::string Differences(const Entries& e, const JobDescription& job, ClockT first_clock) {
+// Why the stored record `e` is not the job `job`, or "" if it is. The flag
+// `unset` (if not empty) is not compared.
+std::string Differences(const Entries& e, const JobDescription& job, ClockT first_clock,
+                        const std::string& unset = "") {
   if (Get(e, "app") != job.app)
     return "it is a " + Get(e, "app") + " job, not a " + job.app + " one";
   std::string diff;
   for (const auto& [key, value] : JobEntries(job, first_clock)) {
     if (key.compare(0, 5, "flag.") != 0) continue;
+    if (!unset.empty() && key.compare(5, std::string::npos, unset) == 0) continue;
     auto it = e.find(key);
     std::string stored = it == e.end() ? "(not recorded)" : it->second;
     if (stored == value) continue;
@@ -171,7 +174,11 @@ std::vector<std::pair<std::string, std::string>> JobEntries(const JobDescription
   return e;
 }
 
-Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume) {
+namespace {
+
+// CheckAndRecordJob (write) or PrecheckJob (!write, not comparing `unset`).
+Status CheckJob(Client* client, const JobDescription& job, bool resume, bool write,
+                const std::string& unset, std::string* recorded) {
   const std::string where = client->embedded() ? "the data dir" : "the servers";
   const std::string holds = client->embedded() ? " holds " : " hold ";
   const std::string fresh_advice =
@@ -202,7 +209,8 @@ Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume)
   const std::string run = resume ? "--resume: " : "";
 
   if (own) {
-    std::string why = Differences(*own, job, 0);
+    if (recorded != nullptr) *recorded = Get(*own, "flag." + unset);
+    std::string why = Differences(*own, job, 0, unset);
     if (clock > 0 && !resume) {
       return Status::FailedPrecondition(
           where + holds + NameJob(*own, clock) + ": pass --resume to continue it" +
@@ -236,11 +244,23 @@ Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume)
     return Status::FailedPrecondition("--resume: " + where + holds +
                                       "no job to resume: run without --resume to start it");
   }
-  if (client->client_id() != 0) return Status::OK();
+  if (!write || client->client_id() != 0) return Status::OK();
   Table t;
   RETURN_IF_ERROR(client->CreateTable(JobTableSchema(job.table_prefix), &t)
                       .WithPrefix("creating the job record"));
   return WriteEntries(worker.get(), t, job, clock);
+}
+
+}  // namespace
+
+Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume) {
+  return CheckJob(client, job, resume, /*write=*/true, "", nullptr);
+}
+
+Status PrecheckJob(Client* client, const JobDescription& job, bool resume,
+                   const std::string& unset_flag, std::string* recorded) {
+  recorded->clear();
+  return CheckJob(client, job, resume, /*write=*/false, unset_flag, recorded);
 }
 
 }  // namespace apps

@@ -69,6 +69,16 @@ std::string ShortestDouble(double v);
 //   another job.
 Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume);
 
+// CheckAndRecordJob's checks, writing nothing and leaving out the flag
+// `unset_flag`, one this run has not chosen yet (pace_mf's --lr before its
+// step-size search): a store that no value of it could make right is refused
+// before a long computation, and *recorded = the flag's value in the job's
+// record ("" if the store holds no record of this job), which a resumed run
+// reuses instead of choosing again. Call after Client::Open; then
+// CheckAndRecordJob (StartJob) with the full description.
+Status PrecheckJob(Client* client, const JobDescription& job, bool resume,
+                   const std::string& unset_flag, std::string* recorded);
+
 // Stores string ids beside the model: table `name` (dense i64 rows of
 // kIdNameWidth, async, zeros), row r holding names[r] NUL-padded (a numpy
 // view of its npy export as 'S64' gives the strings). Written by client 0 of

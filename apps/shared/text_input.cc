@@ -147,6 +147,15 @@ bool ParseDouble(std::string_view s, double* out) {
   return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*out);
 }
 
+bool IsNumberText(std::string_view s) {
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  if (s.empty()) return false;
+  double v;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  // Out of range ("1e999") is still a number.
+  return (ec == std::errc() || ec == std::errc::result_out_of_range) && p == s.data() + s.size();
+}
+
 std::string Excerpt(std::string_view line) {
   constexpr size_t kMax = 60;
   std::string out = "'";

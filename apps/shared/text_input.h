@@ -78,6 +78,10 @@ void SplitOn(std::string_view line, std::string_view sep, std::vector<std::strin
 bool ParseU64(std::string_view s, uint64_t* out);
 bool ParseI64(std::string_view s, int64_t* out);
 bool ParseDouble(std::string_view s, double* out);
+// Whether the whole string is a number of any kind, infinities and NaN
+// included ("inf", "-nan", "1e999"): text that is a bad value, not a word
+// such as a header's column name.
+bool IsNumberText(std::string_view s);
 
 // The line shortened for an error message, quoted: 'user,item,...'.
 std::string Excerpt(std::string_view line);

@@ -81,6 +81,16 @@ TEST(ParseTest, StrictNumbers) {
   EXPECT_FALSE(ParseDouble("1.5.", &d));
 }
 
+// Numbers of any kind (what a header's column name is not).
+TEST(ParseTest, NumberText) {
+  for (const char* yes : {"1", "-2.5", "+3", "inf", "-inf", "nan", "NaN", "infinity", "1e999"}) {
+    EXPECT_TRUE(IsNumberText(yes)) << yes;
+  }
+  for (const char* no : {"", "-", "rating", "1x", "1.5.", "userId"}) {
+    EXPECT_FALSE(IsNumberText(no)) << no;
+  }
+}
+
 TEST(SplitTest, WhitespaceAndSeparators) {
   std::vector<std::string_view> f;
   SplitWhitespace("  a \t b  c ", &f);

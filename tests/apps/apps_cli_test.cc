@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -325,9 +326,9 @@ TEST_F(AppsCliTest, MfAsyncPrintsClockLinesAsItGoes) {
   EXPECT_GT(done - first_line, std::chrono::milliseconds(1000));
 }
 
-// Amazon-style string ids: mapped to dense ids (not taken for a header), the
-// mapping stored beside the model (PREFIX.user_ids), --export writes the
-// strings, --resume continues the same job and refuses changed ids.
+// Amazon-style string ids (--string_ids): mapped to dense ids (not taken for
+// a header), the mapping stored beside the model (PREFIX.user_ids), --export
+// writes the strings, --resume continues the same job and refuses changed ids.
 TEST_F(AppsCliTest, MfMapsStringIds) {
   std::string text;
   for (int u = 0; u < 60; ++u) {
@@ -345,7 +346,8 @@ TEST_F(AppsCliTest, MfMapsStringIds) {
                                    "--data_dir=" + Path("am"),
                                    "--clocks=3",
                                    "--lr=0.1",
-                                   "--export=" + Path("exp")};
+                                   "--export=" + Path("exp"),
+                                   "--string_ids"};
   RunResult r = Run(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("# train " + Path("amazon.csv") + ": " + std::to_string(Lines(text).size()) +
@@ -378,6 +380,72 @@ TEST_F(AppsCliTest, MfMapsStringIds) {
   r = Run(args);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.err.find("input"), std::string::npos) << r.err;
+}
+
+// Without --string_ids an id that is not an unsigned integer is an input
+// error naming FILE:LINE (it used to turn every id of its column into a
+// string, re-keying the model), and a first line of numbers with inf or nan
+// is a bad rating, not a header that is dropped.
+TEST_F(AppsCliTest, MfRefusesNonNumericIdsAndInfOnLineOne) {
+  std::string text;
+  for (int u = 1; u <= 30; ++u) {
+    for (int i = 1; i <= 20; i += 1 + u % 2) {
+      text += std::to_string(u) + "," + std::to_string(i) + "," + std::to_string(1 + (u + i) % 5) +
+              "\n";
+    }
+  }
+  auto run = [&](const std::string& name, const std::string& data,
+                 std::vector<std::string> extra = {}) {
+    std::ofstream(Path(name)) << data;
+    std::vector<std::string> args = {"pace_mf", "--train=" + Path(name),
+                                     "--data_dir=" + Path(name + ".d"), "--clocks=2", "--lr=0.1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Run(args);
+  };
+  // Line 5 holds a negative user id.
+  std::string negative = text;
+  size_t at = 0;
+  for (int line = 1; line < 5; ++line) at = negative.find('\n', at) + 1;
+  negative.insert(at, "-7,3,4\n");
+  RunResult r = run("negative.csv", negative);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find(Path("negative.csv") +
+                       ":5: bad user id '-7' (expected an unsigned integer; --string_ids reads "
+                       "ids as text)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("ids are strings"), std::string::npos) << r.out;
+  r = run("word.csv", text + "12,x9,3\n");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find(Path("word.csv") + ":" + std::to_string(Lines(text).size() + 1) +
+                       ": bad item id 'x9'"),
+            std::string::npos)
+      << r.err;
+  // --string_ids: the same file is read, its user column as strings.
+  r = run("negative2.csv", negative, {"--string_ids"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# user ids are strings"), std::string::npos) << r.out;
+
+  // "1 2 inf" on line 1: an error at line 1, not a header.
+  for (const char* bad : {"1 2 inf\n", "1,2,nan\n", "1\t2\t-inf\t5\n"}) {
+    std::string data = std::string(bad);
+    for (const std::string& l : Lines(text)) {
+      std::string row = l;
+      const char sep = std::string(bad).find('\t') != std::string::npos  ? '\t'
+                       : std::string(bad).find(',') != std::string::npos ? ','
+                                                                         : ' ';
+      std::replace(row.begin(), row.end(), ',', sep);
+      data += row + "\n";
+    }
+    r = run("inf.txt", data);
+    EXPECT_EQ(r.exit_code, 1) << bad << r.out;
+    EXPECT_NE(r.err.find(Path("inf.txt") + ":1: bad rating"), std::string::npos) << bad << r.err;
+  }
+  // A real header is still one.
+  r = run("header.csv", "userId,movieId,rating,timestamp\n" + text);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(": " + std::to_string(Lines(text).size()) + " ratings"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(AppsCliTest, LdaEmbeddedAndOnTwoShardsAndTwoClients) {

@@ -138,6 +138,44 @@ TEST_F(AppsResumeTest, ResumeRefusesAnotherJobAndCreatesNothing) {
   EXPECT_NE(csv.find("\n6,"), std::string::npos) << csv;
 }
 
+// Without --lr the step size comes from a search; the job record is checked
+// before it (a store of another job or other data is refused at once, naming
+// what differs, never --lr, a flag the user did not give), and --resume keeps
+// the recorded step instead of searching again.
+TEST_F(AppsResumeTest, RecordIsCheckedBeforeTheStepSearchAndResumeKeepsTheStep) {
+  const std::string mf = Path("mf-data");
+  RunResult r = Run(Mf(mf, 3));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string searched = "# step size --lr=";
+  const size_t at = r.out.find(searched);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string lr =
+      r.out.substr(at + searched.size(), r.out.find(',', at) - at - searched.size());
+  EXPECT_NE(r.out.find("-clock search", at), std::string::npos) << r.out;
+
+  std::vector<std::string> resume = Mf(mf, 5);
+  resume.push_back("--resume");
+  r = Run(resume);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# step size --lr=" + lr + ", recorded by the job\n"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("search"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# done: clocks 3..4"), std::string::npos) << r.out;
+  const std::string tables_after = Tables(mf);
+
+  // Other training data on --resume: refused for its data, before any search.
+  std::vector<std::string> other = resume;
+  other[1] = "--train=" + Path("test.txt");
+  r = Run(other);
+  ExpectRefused(r, {"input data differ"}, mf, tables_after);
+  EXPECT_EQ(r.err.find("--lr"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("search"), std::string::npos) << r.out;
+  // A fresh run on the store: pointed at --resume, before any search.
+  r = Run(Mf(mf, 6));
+  ExpectRefused(r, {"pass --resume"}, mf, tables_after);
+  EXPECT_EQ(r.out.find("search"), std::string::npos) << r.out;
+}
+
 TEST_F(AppsResumeTest, LdaStoreRefusesMfAndLdaResume) {
   const std::string lda = Path("lda-data");
   RunResult r = Run(Lda(lda));

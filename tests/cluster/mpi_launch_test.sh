@@ -5,11 +5,11 @@
 # OMPI_COMM_WORLD_RANK/SIZE. Checks that the three ranks are clients 0, 1, 2
 # of 3, that all finish the 15 clocks, and that client 0's model beats the
 # bias baseline. Exit 77 (skipped) when mpirun is missing (Debian: openmpi-bin,
-# `make deps-optional`).
+# which `make test` installs as root).
 set -uo pipefail
 BIN=${1:?usage: mpi_launch_test.sh BIN_DIR}
 command -v mpirun >/dev/null ||
-  { echo "SKIP: mpirun not found (install openmpi-bin: make deps-optional)"; exit 77; }
+  { echo "SKIP: mpirun not found (install openmpi-bin: make deps-test, as root)"; exit 77; }
 for b in paced pace_mf pace_gen; do
   [ -x "$BIN/$b" ] || { echo "FAIL: $BIN/$b is missing"; exit 1; }
 done

@@ -27,6 +27,7 @@
 #include "common/token_file.h"
 #include "net/codec.h"
 #include "net/remote_shard.h"
+#include "tests/testing/run_binary.h"
 #include "tests/testing/shard_peer.h"
 #include "tests/testing/subprocess.h"
 
@@ -328,6 +329,119 @@ TEST_F(PacedTest, BadFlagsGiveClearErrors) {
     EXPECT_EQ(RunToExit(c.args, &text), 1) << c.expect;
     EXPECT_NE(text.find(c.expect), std::string::npos) << "stderr was: " << text;
   }
+}
+
+// A data dir that cannot be reached (a symbolic link loop, a name too long, a
+// path through a file, a directory without search permission) is refused with
+// exit 1 and one line naming it and why; paced must not abort.
+TEST_F(PacedTest, UnreachableDataDirExitsOneInWords) {
+  const std::string loop = dir_.path() + "/loop";
+  ASSERT_EQ(symlink("loop", loop.c_str()), 0);
+  const std::string file = dir_.path() + "/afile";
+  std::ofstream(file) << "x\n";
+  const std::string long_name = dir_.path() + "/" + std::string(300, 'n');
+  struct Case {
+    std::string data_dir;
+    std::string expect;  // after "paced: cannot open --data_dir=DATA_DIR: IOError: "
+  };
+  std::vector<Case> cases = {
+      {loop + "/d", loop + "/d: Too many levels of symbolic links"},
+      {long_name + "/d", long_name + "/d: File name too long"},
+      {file + "/d", file + ": Not a directory"},
+      {file, file + ": Not a directory"},
+  };
+  const std::string locked = dir_.path() + "/locked";
+  if (geteuid() != 0) {  // root searches any directory
+    ASSERT_EQ(mkdir((locked).c_str(), 0700), 0);
+    ASSERT_EQ(mkdir((locked + "/sub").c_str(), 0700), 0);
+    ASSERT_EQ(chmod(locked.c_str(), 0), 0);
+    cases.push_back({locked + "/sub/d", locked + "/sub/d: Permission denied"});
+  }
+  for (const Case& c : cases) {
+    std::string err;
+    EXPECT_EQ(RunToExit({"--listen=127.0.0.1:0", "--data_dir=" + c.data_dir}, &err), 1)
+        << c.data_dir << ": " << err;
+    const std::string want =
+        "paced: cannot open --data_dir=" + c.data_dir + ": IOError: " + c.expect + "\n";
+    EXPECT_NE(err.find(want), std::string::npos) << "want: " << want << "stderr was: " << err;
+    EXPECT_EQ(err.find("terminate"), std::string::npos) << err;
+    size_t lines = 0;
+    for (size_t at = err.find("paced: "); at != std::string::npos; at = err.find("paced: ", at + 1))
+      ++lines;
+    EXPECT_EQ(lines, 1u) << err;
+  }
+  if (geteuid() != 0) chmod(locked.c_str(), 0700);
+}
+
+// Under umask 000 a new data dir is still private (0700, its missing parents
+// 0755), and the token in it 0600.
+TEST_F(PacedTest, NewDataDirIsPrivateWhateverTheUmask) {
+  const std::string data_dir = dir_.path() + "/p/q/shard0";
+  const mode_t old_umask = umask(0);
+  Subprocess p;
+  Status started =
+      p.Start({testing::BinaryDir() + "/paced", "--listen=127.0.0.1:0", "--data_dir=" + data_dir},
+              dir_.path() + "/umask.err");
+  umask(old_umask);
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  std::string line;
+  do {
+    ASSERT_TRUE(p.ReadLine(&line, 20000).ok()) << testing::ReadFile(dir_.path() + "/umask.err");
+  } while (line.rfind("paced listening on ", 0) != 0);
+  auto mode = [](const std::string& path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0xffffu;
+  };
+  EXPECT_EQ(mode(data_dir), 0700u) << std::oct << mode(data_dir);
+  EXPECT_EQ(mode(dir_.path() + "/p/q"), 0755u) << std::oct << mode(dir_.path() + "/p/q");
+  EXPECT_EQ(mode(dir_.path() + "/p"), 0755u) << std::oct << mode(dir_.path() + "/p");
+  EXPECT_EQ(mode(data_dir + "/token"), 0600u) << std::oct << mode(data_dir + "/token");
+  p.Signal(SIGTERM);
+  int st = 0;
+  ASSERT_TRUE(p.Wait(20000, &st).ok());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+// --insecure on an address other hosts can reach is refused before any store
+// is created, unless --insecure_remote says so too; then the warning says
+// that any host may join.
+TEST_F(PacedTest, InsecureOnANonLoopbackAddressNeedsInsecureRemote) {
+  const std::string data_dir = dir_.path() + "/open";
+  std::string err;
+  EXPECT_EQ(RunToExit({"--listen=0.0.0.0:0", "--data_dir=" + data_dir, "--insecure"}, &err), 1);
+  EXPECT_NE(err.find("paced: --insecure on 0.0.0.0:"), std::string::npos) << err;
+  EXPECT_NE(err.find("an address other hosts can reach"), std::string::npos) << err;
+  EXPECT_NE(err.find("add --insecure_remote"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(data_dir)) << "a store was created";
+  EXPECT_EQ(RunToExit({"--data_dir=" + data_dir, "--insecure_remote"}, &err), 1);
+  EXPECT_NE(err.find("--insecure_remote goes with --insecure"), std::string::npos) << err;
+
+  Subprocess p;
+  const std::string err_path = dir_.path() + "/remote.err";
+  ASSERT_TRUE(p.Start({testing::BinaryDir() + "/paced", "--listen=0.0.0.0:0",
+                       "--data_dir=" + data_dir, "--insecure", "--insecure_remote"},
+                      err_path)
+                  .ok());
+  std::string line;
+  do {
+    ASSERT_TRUE(p.ReadLine(&line, 20000).ok()) << testing::ReadFile(err_path);
+  } while (line.rfind("paced listening on ", 0) != 0);
+  const std::string text = testing::ReadFile(err_path);
+  EXPECT_NE(text.find("--insecure --insecure_remote: no job token on 0.0.0.0:"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ANY host that can connect to it can join the job"), std::string::npos)
+      << text;
+  p.Signal(SIGTERM);
+  int st = 0;
+  ASSERT_TRUE(p.Wait(20000, &st).ok());
+
+  // On loopback the old warning stands.
+  StartServer(1, {"--insecure"});
+  const std::string loop_err = testing::ReadFile(data_dir_ + ".stderr.log");
+  EXPECT_NE(loop_err.find("--insecure: no job token; any process that can connect to 127.0.0.1:"),
+            std::string::npos)
+      << loop_err;
+  EXPECT_EQ(loop_err.find("ANY host"), std::string::npos) << loop_err;
 }
 
 // A port in use is found before any store is created; a data dir another

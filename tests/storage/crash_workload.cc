@@ -46,12 +46,12 @@ ShardStoreOptions StoreOptions(bool sync) {
   o.sync = sync;
   o.block_cache_mb = 8;
   o.write_buffer_mb = 2;  // small memtables: flushes happen during the test
-  // The clock log writes its rows back every few batches (a small row cache
-  // and log), so kills land in log appends, in write-backs (SST written,
-  // ingested, log restarted) and between them; each restart replays the
-  // committed records after the last write-back exactly once.
+  // The clock log writes its rows back every three batches, so kills land in
+  // log appends, in write-backs (SST written, ingested, log restarted) and
+  // between them; each restart replays the committed records after the last
+  // write-back exactly once.
   o.row_cache_mb = 1;
-  o.clock_log_mb = 2;
+  o.writeback_every_groups = 3;
   return o;
 }
 

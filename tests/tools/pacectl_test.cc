@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -297,6 +298,65 @@ TEST_F(PacectlTest, VerifyDetectsDamagedSstFile) {
   r = Offline({"verify"});
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.out.find("CORRUPT"), std::string::npos) << r.out;
+}
+
+// Every kind of damage exits 2 from verify and from the other offline
+// commands, naming the damaged file and its kind: a truncated SST (once
+// reported as a damaged write-ahead log), an SST with a bad block checksum, an
+// overwritten CURRENT (once "its writer kept changing it", exit 1), a
+// garbage MANIFEST.
+TEST_F(PacectlTest, EveryCorruptionExitsTwoNamingTheFile) {
+  BuildStore();
+  std::string sst;
+  ASSERT_TRUE(testing::AddBigTableAndFlush(dir_, 2, 20000, &sst).ok());
+  const std::string sst_name = std::filesystem::path(sst).filename().string();
+  const std::string good = dir_;
+  std::string manifest;
+  for (const auto& e : std::filesystem::directory_iterator(good)) {
+    if (e.path().filename().string().rfind("MANIFEST-", 0) == 0) {
+      manifest = e.path().filename().string();
+    }
+  }
+  ASSERT_FALSE(manifest.empty());
+  struct Case {
+    const char* name;
+    std::function<void(const std::string& dir)> damage;
+    std::string expect;  // names the file, relative to the copy's dir
+  };
+  const std::vector<Case> cases = {
+      {"truncated-sst",
+       [&](const std::string& d) {
+         std::filesystem::resize_file(d + "/" + sst_name,
+                                      std::filesystem::file_size(d + "/" + sst_name) / 2);
+       },
+       "SST file DIR/" + sst_name + " is damaged"},
+      {"sst-checksum",
+       [&](const std::string& d) {
+         ASSERT_TRUE(testing::OverwriteBytes(d + "/" + sst_name, 0.5, 64).ok());
+       },
+       "SST file DIR/" + sst_name + " is damaged"},
+      {"current", [&](const std::string& d) { std::ofstream(d + "/CURRENT") << "garbage\n"; },
+       "CURRENT (DIR/CURRENT) is damaged"},
+      {"manifest",
+       [&](const std::string& d) {
+         std::ofstream(d + "/" + manifest, std::ios::trunc) << std::string(300, 'x');
+       },
+       "the MANIFEST DIR/" + manifest + " is damaged"},
+  };
+  for (const Case& c : cases) {
+    dir_ = tmp_.path() + "/" + c.name;
+    std::filesystem::copy(good, dir_, std::filesystem::copy_options::recursive);
+    c.damage(dir_);
+    std::string expect = c.expect;
+    expect.replace(expect.find("DIR"), 3, dir_);
+    Result r = Offline({"verify"});
+    EXPECT_EQ(r.code, 2) << c.name << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(expect), std::string::npos) << c.name << "\n" << r.out;
+    EXPECT_EQ(r.out.find("a write-ahead log is damaged"), std::string::npos) << c.name << r.out;
+    r = Offline({"export", "big", "--format=csv", "--out=" + tmp_.path() + "/big.csv"});
+    EXPECT_EQ(r.code, 2) << c.name << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(expect), std::string::npos) << c.name << "\n" << r.err;
+  }
 }
 
 TEST_F(PacectlTest, UsageErrorsAndHelp) {

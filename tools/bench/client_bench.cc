@@ -14,6 +14,7 @@
 
 #include "client/pace.h"
 #include "tools/bench/ratio.h"
+#include "tools/bench/scratch.h"
 
 namespace pace {
 namespace {
@@ -42,10 +43,9 @@ struct Fixture {
   static Fixture& Get() {
     static Fixture* f = [] {
       auto* fx = new Fixture();
-      fx->dir = (std::filesystem::temp_directory_path() /
-                 ("pace-bench-client-" + std::to_string(getpid())))
-                    .string();
-      std::filesystem::remove_all(fx->dir);
+      fx->dir = (bench::ScratchRoot() / ("pace-bench-client-" + std::to_string(getpid()))).string();
+      std::error_code ignored;  // a leftover is harmless; never an exception
+      std::filesystem::remove_all(fx->dir, ignored);
       ClientOptions o;
       o.data_dir = fx->dir;
       Status s = Client::Open(o, &fx->client);

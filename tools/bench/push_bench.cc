@@ -19,6 +19,7 @@
 #include "net/server.h"
 #include "server/shard_service.h"
 #include "tools/bench/ratio.h"
+#include "tools/bench/scratch.h"
 
 namespace pace {
 namespace {
@@ -56,9 +57,9 @@ struct Subscriber {
 void BM_EsspPushLoopback(benchmark::State& state) {
   const int rows = static_cast<int>(state.range(0));
   std::string dir =
-      (std::filesystem::temp_directory_path() / ("pace-bench-push-" + std::to_string(getpid())))
-          .string();
-  std::filesystem::remove_all(dir);
+      (bench::ScratchRoot() / ("pace-bench-push-" + std::to_string(getpid()))).string();
+  std::error_code ignored;  // a leftover is harmless; never an exception
+  std::filesystem::remove_all(dir, ignored);
   ShardServiceOptions options;
   options.data_dir = dir;
   options.store.num_clients = 2;
@@ -123,7 +124,7 @@ void BM_EsspPushLoopback(benchmark::State& state) {
   c1->Close();
   server.Stop();
   service.reset();
-  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir, ignored);
 }
 
 // The same bytes a push carries (rows x (100 f32 + 12 bytes of key)), written

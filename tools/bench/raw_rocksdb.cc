@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/row.h"
+#include "tools/bench/scratch.h"
 
 namespace pace::bench {
 
@@ -33,10 +34,11 @@ class FloatAdd : public rocksdb::AssociativeMergeOperator {
 }  // namespace
 
 std::string TempDir(const char* name) {
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     ("pace-bench-" + std::string(name) + "-" + std::to_string(getpid())))
-                        .string();
-  std::filesystem::remove_all(dir);
+  std::string dir =
+      (ScratchRoot() / ("pace-bench-" + std::string(name) + "-" + std::to_string(getpid())))
+          .string();
+  std::error_code ignored;  // a leftover is harmless; never an exception
+  std::filesystem::remove_all(dir, ignored);
   return dir;
 }
 

@@ -86,7 +86,8 @@ void RawRocksDBWriteBatch(benchmark::State& state, const Shape& shape) {
   }
   state.SetItemsProcessed(state.iterations() * shape.rows);
   db.reset();
-  std::filesystem::remove_all(dir);
+  std::error_code ignored;  // a leftover is harmless; never an exception
+  std::filesystem::remove_all(dir, ignored);
 }
 
 void ShardStoreApplyBatch(benchmark::State& state, const Shape& shape) {
@@ -123,7 +124,8 @@ void ShardStoreApplyBatch(benchmark::State& state, const Shape& shape) {
   }
   state.SetItemsProcessed(state.iterations() * shape.rows);
   store.reset();
-  std::filesystem::remove_all(dir);
+  std::error_code ignored;  // a leftover is harmless; never an exception
+  std::filesystem::remove_all(dir, ignored);
 }
 
 void BM_RawRocksDBWriteBatch(benchmark::State& state) { RawRocksDBWriteBatch(state, kWide); }

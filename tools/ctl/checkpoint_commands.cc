@@ -101,8 +101,10 @@ Status CheckpointList(const CtlContext& ctx, const Args& args) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::NotFound("no directory " + dir);
   std::vector<std::string> candidates = {dir};
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_directory(ec)) candidates.push_back(e.path().string());
+  // increment(ec), not a range-for: its increment throws.
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_directory(type_ec)) candidates.push_back(it->path().string());
   }
   if (ec) return Status::IOError("list " + dir + ": " + ec.message());
   std::sort(candidates.begin() + 1, candidates.end());

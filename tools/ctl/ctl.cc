@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "common/store_damage.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/value_format.h"
 
@@ -322,6 +323,29 @@ std::string CommandHelpText(const std::vector<std::string>& words) {
   return u;
 }
 
+namespace {
+
+// A corruption reworded to name the damaged file (ClassifyStoreCorruption);
+// a read-only open that failed because CURRENT is damaged (which reads as a
+// writer changing the store) becomes the Corruption it is.
+Status NameTheDamage(const CtlOptions& options, const Status& s) {
+  if (options.data_dir.empty()) return s;
+  const std::vector<std::string> dirs = SplitList(options.data_dir);
+  if (s.code() == StatusCode::kCorruption) {
+    return ClassifyStoreCorruption(dirs.size() == 1 ? dirs[0] : "DATA_DIR", s);
+  }
+  if (s.code() == StatusCode::kUnavailable &&
+      s.message().find("CURRENT/MANIFEST") != std::string::npos) {
+    for (const std::string& dir : dirs) {
+      Status current = CheckCurrentFile(dir);
+      if (!current.ok()) return current;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
 int RunCtl(const std::vector<std::string>& args, const CtlOptions& options, std::ostream& out,
            std::ostream& err) {
   if (!args.empty() && (args[0] == "help" || args[0] == "--help")) {
@@ -340,6 +364,7 @@ int RunCtl(const std::vector<std::string>& args, const CtlOptions& options, std:
   }
   out.flush();
   if (s.ok()) return kExitOk;
+  s = NameTheDamage(options, s);
   err << "pacectl: " << (IsPlainUserError(s.code()) ? s.message() : s.ToString()) << "\n";
   return s.code() == StatusCode::kCorruption ? kExitCorruption : kExitUserError;
 }

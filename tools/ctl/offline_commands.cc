@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/hash.h"
+#include "common/store_damage.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/json_writer.h"
 #include "tools/ctl/value_format.h"
@@ -47,11 +48,14 @@ StatusOr<bool> IsWritten(const ShardStore& store, uint32_t table, uint64_t row) 
 }  // namespace
 
 Status OpenOffline(const CtlOptions& options, std::unique_ptr<ShardStore>* store) {
+  // A damaged CURRENT is corruption (exit 2), named as such, not a store
+  // whose writer seems to keep changing it.
+  RETURN_IF_ERROR(CheckCurrentFile(options.data_dir));
   ShardStoreOptions o;
   o.read_only = true;
   o.check_identity = false;
   o.block_cache_mb = options.block_cache_mb;
-  return ShardStore::Open(o, options.data_dir, store);
+  return ClassifyStoreCorruption(options.data_dir, ShardStore::Open(o, options.data_dir, store));
 }
 
 StatusOr<TableSchema> FindOfflineTable(const ShardStore& store, std::string_view name) {

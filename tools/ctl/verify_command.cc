@@ -5,6 +5,7 @@
 
 #include "common/hash.h"
 #include "common/row.h"
+#include "common/store_damage.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/json_writer.h"
 #include "tools/ctl/value_format.h"
@@ -112,8 +113,8 @@ Status CheckTable(const ShardStore& store, const TableSchema& schema, TableRepor
     return true;
   });
   if (s.code() == StatusCode::kCorruption) {
-    t->AddProblem(s.message() + " (scan stopped after " + std::to_string(t->rows_checked) +
-                  " rows)");
+    t->AddProblem(ClassifyStoreCorruption(store.dir(), s).message() + " (scan stopped after " +
+                  std::to_string(t->rows_checked) + " rows)");
     return Status::OK();
   }
   return s;
@@ -196,6 +197,20 @@ void WriteReportText(const CtlContext& ctx, const VerifyReport& r) {
   }
 }
 
+// Prints the report; Corruption (exit 2) if it lists any problem.
+Status Finish(const CtlContext& ctx, const VerifyReport& r) {
+  if (ctx.options.json) {
+    WriteReportJson(ctx, r);
+  } else {
+    WriteReportText(ctx, r);
+  }
+  if (r.ProblemCount() > 0) {
+    return Status::Corruption("verify found " + std::to_string(r.ProblemCount()) +
+                              " problem(s) in " + r.data_dir);
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status OfflineVerify(const CtlContext& ctx, const Args&) {
@@ -203,8 +218,17 @@ Status OfflineVerify(const CtlContext& ctx, const Args&) {
   r.data_dir = ctx.options.data_dir;
   // The write-ahead logs first, as paced's open checks them: a read-only
   // open alone would replay up to the damage and report nothing.
+  // Each problem is named by the file it is in (an SST, the MANIFEST or
+  // CURRENT, a write-ahead log), once.
+  Status current = CheckCurrentFile(r.data_dir);
+  if (!current.ok()) {
+    r.store_problems.push_back(current.message());
+    return Finish(ctx, r);
+  }
   Status wal = ShardStore::CheckWal(r.data_dir);
-  if (wal.code() == StatusCode::kCorruption) {
+  const DamagedFile wal_damage = FindDamagedFile(wal.message());
+  if (wal.code() == StatusCode::kCorruption &&
+      (wal_damage.kind == DamagedFileKind::kWal || wal_damage.kind == DamagedFileKind::kUnknown)) {
     r.store_problems.push_back("write-ahead log: " + wal.message());
   }
   std::unique_ptr<ShardStore> store;
@@ -222,16 +246,7 @@ Status OfflineVerify(const CtlContext& ctx, const Args&) {
       RETURN_IF_ERROR(CheckTable(*store, schema, &r.tables.back()));
     }
   }
-  if (ctx.options.json) {
-    WriteReportJson(ctx, r);
-  } else {
-    WriteReportText(ctx, r);
-  }
-  if (r.ProblemCount() > 0) {
-    return Status::Corruption("verify found " + std::to_string(r.ProblemCount()) +
-                              " problem(s) in " + r.data_dir);
-  }
-  return Status::OK();
+  return Finish(ctx, r);
 }
 
 }  // namespace pace::ctl
