@@ -492,7 +492,9 @@ def split_batches(num_items, num_parts, batch_size, part=None, shuffle=False, se
     every worker ends with the same number of clocks, so none waits forever
     for a sibling that ran out of data.
 
-    Returns the list of parts (each a list of int64 arrays), or part `part`."""
+    Returns the list of parts (each a list of int64 arrays), or part `part`.
+    With fewer items than parts some batches are empty: step() on them
+    anyway, so that the clocks stay even."""
     if num_parts < 1 or batch_size < 1:
         raise ValueError("num_parts and batch_size must be >= 1")
     order = (np.random.default_rng(seed).permutation(num_items) if shuffle
