@@ -1,6 +1,6 @@
 # PaceDB front door. On a fresh Debian 12 machine:
 #   make demo   installs dependencies (as root), builds Release, trains MF on generated data
-#   make test   installs dependencies (and openmpi-bin for the MPI test), builds Release,
+#   make test   installs dependencies (and openmpi-bin, python3-torch for tests), builds Release,
 #               runs the test suite (ctest)
 # Other targets: build, python, asan, tsan (asan-build, tsan-build: build only), fuzz,
 # thread-safety, bench, format, format-check, clean.
@@ -15,9 +15,10 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflat
   flatbuffers-compiler libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev googletest \
   libbenchmark-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-dev
 # What the test suite needs beyond the build: mpirun for the MPI launch test
-# (tests/cluster). `make test` installs them (as root; otherwise it says how,
-# and that test is reported as skipped).
-TEST_PACKAGES := openmpi-bin
+# (tests/cluster), PyTorch for the pacedb.torch tests and examples (python/).
+# `make test` installs them (as root; otherwise it says how, and those tests
+# are reported as skipped).
+TEST_PACKAGES := openmpi-bin python3-torch
 # Optional: gnuplot for the experiment figures. `make deps-optional` (also
 # installs TEST_PACKAGES).
 OPTIONAL_PACKAGES := $(TEST_PACKAGES) gnuplot-nox

@@ -173,10 +173,14 @@ client_id/num_clients default to the launcher's environment
 (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, SLURM_PROCID/NTASKS), else 0 of 1.
 token_file holds the job's shared secret (as given to paced). memory_mb is the
 client's row cache budget in MiB (ClientOptions::cache_mb; default 1024).
+log_level, if given, is pacedb.set_log_level(log_level) before opening
+(process-wide).
 Safe to use from many threads; each thread gets its own worker().)doc")
       .def(py::init([](const py::object& servers, const std::string& data_dir,
                        const py::object& client_id, const py::object& num_clients,
-                       const py::object& token_file, const py::object& memory_mb) {
+                       const py::object& token_file, const py::object& memory_mb,
+                       const py::object& log_level) {
+             if (!log_level.is_none()) SetLogLevel(ParseLogLevel(log_level));
              ClientOptions o =
                  MakeOptions(servers, data_dir, client_id, num_clients, token_file, memory_mb);
              auto c = std::make_shared<PyClient>();
@@ -192,7 +196,8 @@ Safe to use from many threads; each thread gets its own worker().)doc")
            }),
            py::arg("servers") = py::none(), py::arg("data_dir") = "./pace-data",
            py::arg("client_id") = py::none(), py::arg("num_clients") = py::none(),
-           py::arg("token_file") = py::none(), py::arg("memory_mb") = py::none())
+           py::arg("token_file") = py::none(), py::arg("memory_mb") = py::none(),
+           py::arg("log_level") = py::none())
       .def(
           "create_table",
           [](const std::shared_ptr<PyClient>& c, const std::string& name, int64_t width,

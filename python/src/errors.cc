@@ -81,7 +81,10 @@ std::vector<uint64_t> RowIds(const py::handle& rows) {
     std::memcpy(out.data(), u.data(), out.size() * sizeof(uint64_t));
     return out;
   }
-  CheckArg(kind == 'i', "rows must be integers, not " + std::string(py::str(a.dtype())));
+  if (kind != 'i') {  // the message is built only on failure: rows arrive once a batch
+    ThrowStatus(
+        Status::InvalidArgument("rows must be integers, not " + std::string(py::str(a.dtype()))));
+  }
   auto i = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
   const int64_t* p = i.data();
   for (size_t k = 0; k < out.size(); ++k) {

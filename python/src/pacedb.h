@@ -104,13 +104,24 @@ class PyWorker {
     PyWorker* const w_;
   };
   const Table& Resolve(const PyTable& t) const;
+  // Deregisters the worker (the process clock no longer waits for it) and
+  // drops its reference to the client; later calls raise
+  // FailedPreconditionError. Idempotent.
+  void Close();
+  bool closed() const { return worker_ == nullptr; }
 
  private:
-  const std::shared_ptr<PyClient> owner_;
+  std::shared_ptr<PyClient> owner_;  // null once closed
   std::unique_ptr<Worker> worker_;
   std::atomic<bool> busy_{false};
   const std::thread::id creator_;
 };
+
+// The glog severity of a log level given as "info" / "warning" / "error" /
+// "fatal" (any case) or 0..3; InvalidArgument otherwise. SetLogLevel sets the
+// process's minimum severity (FLAGS_minloglevel).
+int ParseLogLevel(const py::handle& level);
+void SetLogLevel(int level);
 
 void RegisterErrors(py::module_& m);
 void RegisterClient(py::module_& m);

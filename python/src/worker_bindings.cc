@@ -1,7 +1,9 @@
 // pacedb.Worker: one Python thread's reads, updates and clock. Every call that
 // may wait (a read that must fetch, a clock, a barrier) or copies many rows
 // runs with the GIL released, so worker threads run in parallel.
+#include <cmath>
 #include <map>
+#include <type_traits>
 #include <utility>
 
 #include "python/src/pacedb.h"
@@ -16,6 +18,7 @@ PyWorker::PyWorker(std::shared_ptr<PyClient> owner, std::unique_ptr<Worker> work
 }
 
 PyWorker::~PyWorker() {
+  if (closed()) return;  // Close() did it all
   {
     MutexLock l(&owner_->mu);
     auto it = owner_->thread_workers.find(creator_);
@@ -31,10 +34,33 @@ PyWorker::Use::Use(PyWorker* w) : w_(w) {
         "this worker is in use by another thread: create one worker per thread "
         "(client.worker())"));
   }
+  if (!w_->worker_) {
+    w_->busy_.store(false, std::memory_order_release);
+    ThrowStatus(Status::FailedPrecondition("this worker is closed"));
+  }
+}
+
+void PyWorker::Close() {
+  if (closed()) return;
+  {
+    MutexLock l(&owner_->mu);
+    auto it = owner_->thread_workers.find(creator_);
+    if (it != owner_->thread_workers.end() && it->second == this) owner_->thread_workers.erase(it);
+  }
+  {
+    Use use(this);
+    std::unique_ptr<Worker> w = std::move(worker_);
+    py::gil_scoped_release release;  // deregistering may wait for the client's lock
+    w.reset();
+  }
+  // A closed worker no longer keeps its client open: the client closes when
+  // nothing else holds it (this worker object may live on in a variable).
+  std::shared_ptr<PyClient> owner = std::move(owner_);
 }
 PyWorker::Use::~Use() { w_->busy_.store(false, std::memory_order_release); }
 
 const Table& PyWorker::Resolve(const PyTable& t) const {
+  if (closed()) ThrowStatus(Status::FailedPrecondition("this worker is closed"));
   CheckArg(t.owner == owner_, "table '" + t.table.name() + "' belongs to another client");
   return t.table;
 }
@@ -211,6 +237,265 @@ void IncMany(PyWorker* self, const PyTable& pt, const py::handle& rows_like,
   Check(st);
 }
 
+// Integer ids of any shape, flattened: a C-contiguous int64 or uint64 array
+// (other integer dtypes are converted), read with the GIL released.
+struct FlatIds {
+  py::array array;  // owns the data
+  const int64_t* i64 = nullptr;
+  const uint64_t* u64 = nullptr;
+  size_t n = 0;
+  std::vector<py::ssize_t> shape;
+
+  // ids[k] as a row id; false for a negative id.
+  bool At(size_t k, uint64_t* id) const {
+    if (u64 != nullptr) {
+      *id = u64[k];
+      return true;
+    }
+    if (i64[k] < 0) return false;
+    *id = static_cast<uint64_t>(i64[k]);
+    return true;
+  }
+  int64_t Signed(size_t k) const { return i64 != nullptr ? i64[k] : static_cast<int64_t>(u64[k]); }
+};
+
+FlatIds FlatIdsOf(const py::handle& ids_like) {
+  FlatIds f;
+  py::array a = py::array::ensure(ids_like);
+  CheckArg(static_cast<bool>(a), "ids must be an array of integers");
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) f.shape.push_back(a.shape(d));
+  f.n = static_cast<size_t>(a.size());
+  const char kind = a.dtype().kind();
+  if (kind != 'i' && kind != 'u' && f.n != 0) {
+    ThrowStatus(
+        Status::InvalidArgument("ids must be integers, not " + std::string(py::str(a.dtype()))));
+  }
+  if (kind == 'u') {
+    auto u = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    f.u64 = u.data();
+    f.array = std::move(u);
+  } else {
+    auto i = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    f.i64 = i.data();
+    f.array = std::move(i);
+  }
+  return f;
+}
+
+// The distinct ids of `ids` in first-occurrence order and, for each id, the
+// index of its row among them: an open-addressing table sized for the batch.
+// Runs without the GIL. Returns false (with *bad the offending index) on a
+// negative id.
+bool Dedup(const FlatIds& ids, std::vector<uint64_t>* unique, int64_t* inverse, size_t* bad) {
+  size_t cap = 16;
+  while (cap < 2 * ids.n) cap <<= 1;
+  std::vector<uint64_t> keys(cap);
+  std::vector<int64_t> slots(cap, -1);
+  const size_t mask = cap - 1;
+  unique->clear();
+  unique->reserve(ids.n);
+  for (size_t k = 0; k < ids.n; ++k) {
+    uint64_t id;
+    if (!ids.At(k, &id)) {
+      *bad = k;
+      return false;
+    }
+    uint64_t h = id + 0x9e3779b97f4a7c15ULL;  // splitmix64's finalizer
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    size_t i = static_cast<size_t>(h) & mask;
+    while (slots[i] >= 0 && keys[i] != id) i = (i + 1) & mask;
+    if (slots[i] < 0) {
+      keys[i] = id;
+      slots[i] = static_cast<int64_t>(unique->size());
+      unique->push_back(id);
+    }
+    inverse[k] = slots[i];
+  }
+  return true;
+}
+
+void CheckNoBadId(bool ok, const FlatIds& ids, size_t bad) {
+  CheckArg(ok, "row ids must be >= 0, got " + std::to_string(ids.Signed(bad)) + " at index " +
+                   std::to_string(bad));
+}
+
+// One batched read of the distinct rows of a batch of ids (any shape):
+// (unique_ids, inverse, rows) with unique_ids[inverse] == ids and rows[j] the
+// row of unique_ids[j]. The dedup, the fetch and the copies run without the
+// GIL.
+// Whether a batched read starts with a Prefetch (default: yes). It batches
+// the misses into one Read per shard: embedded, a miss read on its own costs
+// about 100 us, a Prefetch check of a cached row about 0.1 us.
+bool WantPrefetch(const py::object& prefetch) {
+  return prefetch.is_none() || prefetch.cast<bool>();
+}
+
+py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_like,
+                    const py::object& prefetch_arg) {
+  const bool prefetch = WantPrefetch(prefetch_arg);
+  const Table& t = self->Resolve(pt);
+  const TableSchema& s = t.schema();
+  CheckArg(Dense(t), "get_unique needs a dense table ('" + s.name + "' is sparse; use get)");
+  FlatIds ids = FlatIdsOf(ids_like);
+  py::array_t<int64_t> inverse(ids.shape);
+  int64_t* inv = inverse.mutable_data();
+  std::vector<uint64_t> unique;
+  size_t bad = 0;
+  bool ok;
+  {
+    py::gil_scoped_release release;
+    ok = Dedup(ids, &unique, inv, &bad);
+  }
+  CheckNoBadId(ok, ids, bad);
+  const auto u = static_cast<py::ssize_t>(unique.size());
+  py::array unique_ids =
+      ids.u64 != nullptr ? py::array(py::array_t<uint64_t>(u)) : py::array(py::array_t<int64_t>(u));
+  std::memcpy(unique_ids.mutable_data(), unique.data(), unique.size() * sizeof(uint64_t));
+  py::array rows(DtypeOf(s.type), std::vector<py::ssize_t>{u, static_cast<py::ssize_t>(s.width)});
+  char* base = static_cast<char*>(rows.mutable_data());
+  const size_t row_bytes = static_cast<size_t>(s.width) * ElementSize(s.type);
+  PyWorker::Use w(self);
+  Status st;
+  {
+    py::gil_scoped_release release;
+    if (prefetch && unique.size() > 1) st = w->Prefetch(t, unique);
+    for (size_t i = 0; st.ok() && i < unique.size(); ++i) {
+      st = DispatchType(s.type, [&](auto z) {
+        return w->Get(t, unique[i], reinterpret_cast<decltype(z)*>(base + i * row_bytes));
+      });
+      if (!st.ok()) st = st.WithPrefix("row " + std::to_string(unique[i]));
+    }
+  }
+  Check(st);
+  return py::make_tuple(unique_ids, inverse, rows);
+}
+
+// Sums the rows of `in` (n x width) of equal ids into `sum` (unique x width).
+template <typename T>
+void SumByRow(const T* in, size_t n, size_t width, const int64_t* inverse, size_t unique, T scale,
+              std::vector<T>* sum) {
+  sum->assign(unique * width, T{});
+  for (size_t k = 0; k < n; ++k) {
+    T* row = sum->data() + static_cast<size_t>(inverse[k]) * width;
+    const T* src = in + k * width;
+    if (scale == T{1}) {
+      for (size_t c = 0; c < width; ++c) row[c] += src[c];
+    } else {
+      for (size_t c = 0; c < width; ++c) row[c] += scale * src[c];
+    }
+  }
+}
+
+// One Adagrad step of the rows `ids` (duplicates' gradients summed first):
+// with acc the accumulator rows of `state` (+ initial), acc += g^2 and
+// row -= lr * g / (sqrt(acc) + eps), both as additive updates. Reads the
+// accumulators and updates both tables without the GIL.
+void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& state_pt,
+                   const py::handle& ids_like, const py::handle& grads, double lr, double eps,
+                   double initial, const py::object& prefetch_arg) {
+  const Table& t = self->Resolve(weights_pt);
+  const Table& st_table = self->Resolve(state_pt);
+  const TableSchema& s = t.schema();
+  const TableSchema& ss = st_table.schema();
+  CheckArg(Dense(t) && Dense(st_table), "adagrad_update needs dense tables");
+  CheckArg(s.type == ElementType::kF32 || s.type == ElementType::kF64,
+           "adagrad_update needs a float table ('" + s.name + "' holds integers)");
+  CheckArg(ss.type == s.type && ss.width == s.width,
+           "the state table '" + ss.name + "' must have the dtype and width of '" + s.name + "'");
+  FlatIds ids = FlatIdsOf(ids_like);
+  py::array g = ContiguousAs(grads, DtypeOf(s.type), "grads");
+  CheckArg(static_cast<size_t>(g.size()) == ids.n * s.width,
+           "grads must have shape (" + std::to_string(ids.n) + ", " + std::to_string(s.width) +
+               "), not " + std::to_string(g.size()) + " elements");
+  const bool prefetch = WantPrefetch(prefetch_arg);
+  const void* p = g.data();
+  std::vector<int64_t> inverse(ids.n);
+  std::vector<uint64_t> unique;
+  size_t bad = 0;
+  bool ok;
+  PyWorker::Use w(self);
+  Status status;
+  {
+    py::gil_scoped_release release;
+    ok = Dedup(ids, &unique, inverse.data(), &bad);
+    if (ok && !unique.empty()) {
+      status = DispatchType(s.type, [&](auto z) -> Status {
+        using T = decltype(z);
+        if constexpr (std::is_floating_point_v<T>) {
+          const size_t width = s.width;
+          std::vector<T> grad;
+          SumByRow(static_cast<const T*>(p), ids.n, width, inverse.data(), unique.size(), T{1},
+                   &grad);
+          std::vector<T> acc(grad.size());
+          if (prefetch && unique.size() > 1) {
+            Status ps = w->Prefetch(st_table, unique);
+            if (!ps.ok()) return ps;
+          }
+          for (size_t i = 0; i < unique.size(); ++i) {
+            Status gs = w->Get(st_table, unique[i], acc.data() + i * width);
+            if (!gs.ok()) return gs.WithPrefix("row " + std::to_string(unique[i]));
+          }
+          std::vector<T> delta(grad.size());
+          for (size_t k = 0; k < grad.size(); ++k) {
+            const T sq = grad[k] * grad[k];
+            const T std_k = std::sqrt(acc[k] + sq + static_cast<T>(initial)) + static_cast<T>(eps);
+            acc[k] = sq;  // the accumulators' update
+            delta[k] = static_cast<T>(-lr) * (grad[k] / std_k);
+          }
+          Status is = w->Inc(st_table, unique, acc.data());
+          if (!is.ok()) return is;
+          return w->Inc(t, unique, delta.data());
+        } else {
+          return Status::InvalidArgument("adagrad_update needs a float table");
+        }
+      });
+    }
+  }
+  CheckNoBadId(ok, ids, bad);
+  Check(status);
+}
+
+// Adds scale * deltas[k] to row ids[k] for every k, the deltas of equal ids
+// summed here first (one Inc per distinct row). Without the GIL.
+void IncSum(PyWorker* self, const PyTable& pt, const py::handle& ids_like, const py::handle& deltas,
+            double scale) {
+  const Table& t = self->Resolve(pt);
+  const TableSchema& s = t.schema();
+  CheckArg(Dense(t), "inc_sum needs a dense table ('" + s.name + "' is sparse; use inc)");
+  CheckArg(s.type == ElementType::kF32 || s.type == ElementType::kF64 || scale == 1.0,
+           "scale must be 1 for the integer table '" + s.name + "'");
+  FlatIds ids = FlatIdsOf(ids_like);
+  py::array d = ContiguousAs(deltas, DtypeOf(s.type), "deltas");
+  CheckArg(static_cast<size_t>(d.size()) == ids.n * s.width,
+           "deltas must hold len(ids) * width = " + std::to_string(ids.n) + " * " +
+               std::to_string(s.width) + " elements (shape (" + std::to_string(ids.n) + ", " +
+               std::to_string(s.width) + ")), not " + std::to_string(d.size()));
+  std::vector<int64_t> inverse(ids.n);
+  std::vector<uint64_t> unique;
+  size_t bad = 0;
+  const void* p = d.data();
+  PyWorker::Use w(self);
+  Status st;
+  bool ok;
+  {
+    py::gil_scoped_release release;
+    ok = Dedup(ids, &unique, inverse.data(), &bad);
+    if (ok && !unique.empty()) {
+      st = DispatchType(s.type, [&](auto z) {
+        using T = decltype(z);
+        std::vector<T> sum;
+        SumByRow(static_cast<const T*>(p), ids.n, s.width, inverse.data(), unique.size(),
+                 static_cast<T>(scale), &sum);
+        return w->Inc(t, unique, sum.data());
+      });
+    }
+  }
+  CheckNoBadId(ok, ids, bad);
+  Check(st);
+}
+
 template <typename Fn>
 void Blocking(PyWorker* self, Fn fn) {
   PyWorker::Use w(self);
@@ -259,6 +544,36 @@ Use a worker from one thread at a time; create one per thread.)doc")
           [](PyWorker* self) { Blocking(self, [](Worker* w) { return w->GlobalBarrier(); }); },
           "Blocks until every shard has applied all clients' updates of the clocks before "
           "this worker's clock.")
+      .def("get_unique", &GetUnique, py::arg("table"), py::arg("ids"),
+           py::arg("prefetch") = py::none(),
+           "The distinct rows of a batch of ids (an integer array of any shape) in one batched "
+           "read: (unique_ids, inverse, rows), unique_ids in first-occurrence order, "
+           "inverse (int64, the shape of ids) with unique_ids[inverse] == ids, rows of shape "
+           "(len(unique_ids), width). De-duplicates without the GIL. prefetch=False skips the "
+           "Prefetch of the rows that batches the misses into one Read per shard.")
+      .def("adagrad_update", &AdagradUpdate, py::arg("table"), py::arg("state"), py::arg("ids"),
+           py::arg("grads"), py::arg("lr"), py::arg("eps") = 1e-10,
+           py::arg("initial_accumulator_value") = 0.0, py::arg("prefetch") = py::none(),
+           "One Adagrad step of rows `ids` of a float table, the gradients of equal ids summed "
+           "first: with acc = state row + initial_accumulator_value + grad**2, adds grad**2 to "
+           "the state row and -lr * grad / (sqrt(acc) + eps) to the row. `state` has the "
+           "table's dtype and width. prefetch=False skips the Prefetch of the state rows (when "
+           "a worker.prefetch of them was issued earlier).")
+      .def("inc_sum", &IncSum, py::arg("table"), py::arg("ids"), py::arg("deltas"),
+           py::arg("scale") = 1.0,
+           "Adds scale * deltas[k] to row ids[k] (dense; deltas of shape (len(ids), width)), "
+           "summing the deltas of equal ids first: one update per distinct row. scale must be 1 "
+           "for an integer table.")
+      .def("close", &PyWorker::Close,
+           "Deregisters this worker: the process clock no longer waits for it (end its last "
+           "clock with clock() first, or that clock's updates are sent only if another worker "
+           "ends it). Later calls raise FailedPreconditionError.")
+      .def_property_readonly("closed", &PyWorker::closed)
+      .def_property_readonly(
+          "client", [](PyWorker* self) { return self->owner(); },
+          "The Client of this worker (None once closed).")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](PyWorker* self, const py::args&) { self->Close(); })
       .def_property_readonly("current_clock", [](PyWorker* self) {
         PyWorker::Use w(self);
         return w->clock();

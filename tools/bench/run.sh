@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench/run.sh [BUILD_DIR] — runs the benchmarks (1-7, 3d-3f, 8a-8f, 9), each
+# tools/bench/run.sh [BUILD_DIR] — runs the benchmarks (1-7, 3d-3f, 8a-8f, 9, 10), each
 # against a baseline in the same run, and prints one RATIO line per comparison
 # next to its target. Lines are also collected in BUILD_DIR/bench/ratios.txt.
 # Benchmark 8 (model scale, tools/bench/model_scale.sh) takes long on a 2-core
@@ -140,8 +140,11 @@ fi
 if [ -d "$build/python/pacedb" ]; then
   PYTHONPATH="$build/python" "${PACE_PYTHON:-/usr/bin/python3}" "$(dirname "$0")/../../python/bench/batch_bench.py" "$bin" ||
     failures+=("9 (batch_bench.py)")
+  echo "=== 10: pacedb.torch MF vs plain PyTorch (python/bench/torch_bench.py) ==="
+  PYTHONPATH="$build/python" "${PACE_PYTHON:-/usr/bin/python3}" "$(dirname "$0")/../../python/bench/torch_bench.py" \
+    ${BENCH_QUICK:+--quick} || failures+=("10 (torch_bench.py)")
 else
-  echo "(9: Python benchmark skipped: no $build/python/pacedb)"
+  echo "(9, 10: Python benchmarks skipped: no $build/python/pacedb)"
 fi
 echo
 echo "=== summary (also in $ratios) ==="

@@ -1,0 +1,533 @@
+"""PyTorch modules and optimizers whose embedding rows live in PaceDB tables.
+
+    import torch, pacedb, pacedb.torch as pt
+    client = pacedb.Client(data_dir="/tmp/pace-torch")
+    user = pt.Embedding(client, "mf.user", 16)          # a table of 16-wide rows
+    item = pt.Embedding(client, "mf.item", 16)
+    opt = pt.Adagrad([user, item], lr=0.1, clock_every=20)
+    for u, i, r in batches:                             # LongTensors of any ids
+        loss = ((user(u) * item(i)).sum(1) - r).pow(2).mean()
+        opt.zero_grad(); loss.backward(); opt.step()    # additive updates of the rows
+    opt.finish()                                        # ends the last, partial clock
+
+A module's forward reads the distinct rows of the batch's ids with one batched
+call (de-duplicated in C++, with the inverse index) into a leaf tensor autograd
+tracks; the optimizer's step turns that tensor's gradient into an additive
+update of the rows (and of the optimizer's state rows, kept in PaceDB tables
+beside the weights: "<name>.adagrad", "<name>.adam"). Ids are any
+non-negative integers (no id map): a row exists once it is read or updated.
+
+Threads: each thread reads and updates through its own worker
+(thread_worker(client), created on first use), and the optimizer clocks the
+calling thread's worker every `clock_every` steps. Give every thread the same
+number of steps (split_batches) so that their clocks stay even.
+
+Staleness: under ssp/essp (staleness s) a read may miss other workers' updates
+of the last s clocks (never this process's own). For the weights that is the
+usual bounded-staleness SGD. For the optimizer state it means: Adagrad divides
+by the square root of an accumulator that may lack some other workers' recent
+squared gradients, so its step for a row is at most that much larger than a
+sequential run's; the accumulator itself is exact (its updates are sums).
+Adam's moment updates are computed from the moments read, (1 - beta) * (g -
+m): two workers that read the same stale m both decay it, so under staleness
+the moments are approximations. With one worker, or bsp, every read is exact
+and a step equals PyTorch's (torch.optim.SGD, Adagrad, SparseAdam on
+nn.Embedding(sparse=True)).
+
+Resume: the tables (weights and optimizer state) persist in the data dir or
+on the servers. A process that opens the same store continues where the job
+stopped: Client.start_clock is the clock it resumes at, the clock of every
+new worker, and with clock_every and split_batches each worker has done
+start_clock * clock_every batches before it.
+"""
+import logging
+import math
+import threading
+import time
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+import pacedb
+
+__all__ = ["Embedding", "EmbeddingBag", "SGD", "Adagrad", "Adam", "thread_worker",
+           "close_thread_worker", "split_batches", "run_threads", "load_table"]
+
+_local = threading.local()
+_log = logging.getLogger("pacedb.torch")
+
+#: Steps per clock by default. A clock costs about 2 ms embedded (sending and
+#: applying the clock's coalesced updates), about two mini-batches of 1000
+#: ids: every step, the MF example ran at 0.2-0.4x plain PyTorch; every 20, at
+#: 0.4-0.7x (1 worker, Adagrad, loaded 2-core machine). Lower it for fresher
+#: reads across workers (staleness counts clocks, so a read may miss up to
+#: staleness * clock_every of other workers' steps).
+CLOCK_EVERY = 20
+
+#: A module's read or an optimizer's clock that has waited this long (seconds)
+#: logs a warning naming the usual cause (a sibling worker that stopped
+#: clocking). None: never.
+wait_warning_seconds = 5.0
+
+
+class _WaitWatch:
+    """Notes the calls that may wait on other workers, and warns from a
+    daemon thread about one that has waited wait_warning_seconds."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._calls = {}  # thread ident -> [start, what, thread name, warned]
+        self._thread = None
+
+    def __call__(self, what, fn, *args):
+        if wait_warning_seconds is None:
+            return fn(*args)
+        me = threading.get_ident()
+        self._calls[me] = [time.monotonic(), what, threading.current_thread().name, False]
+        if self._thread is None:
+            self._start()
+        try:
+            return fn(*args)
+        finally:
+            self._calls.pop(me, None)
+
+    def _start(self):
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="pacedb-wait-watch",
+                                                daemon=True)
+                self._thread.start()
+
+    def _watch(self):
+        while True:
+            limit = wait_warning_seconds
+            time.sleep(0.2 if limit is None else min(1.0, max(0.05, limit / 4)))
+            if limit is None:
+                continue
+            now = time.monotonic()
+            for call in list(self._calls.values()):
+                if not call[3] and now - call[0] >= limit:
+                    call[3] = True
+                    _log.warning(
+                        "pacedb.torch: thread %r has waited %.0f s in %s: it waits for another "
+                        "worker's clock. A worker that ran out of data or stopped calling step() "
+                        "holds the others back: give every worker the same number of batches "
+                        "(split_batches), call finish() at its end and close it when done "
+                        "(run_threads, `with client.worker()`).", call[2], now - call[0], call[1])
+
+
+_wait = _WaitWatch()
+
+
+def thread_worker(client):
+    """The calling thread's worker of `client`, registered on first use and
+    kept for the thread's lifetime (deregistered when the thread ends)."""
+    workers = getattr(_local, "workers", None)
+    if workers is None:
+        workers = _local.workers = {}
+    entry = workers.get(id(client))
+    if entry is None or entry[0] is not client or entry[1].closed:
+        entry = workers[id(client)] = (client, client.worker())
+    return entry[1]
+
+
+def close_thread_worker(client):
+    """Closes and forgets the calling thread's worker of `client` (see
+    thread_worker), if it has one: the process clock stops waiting for it, and
+    the client is freed once nothing else holds it."""
+    entry = getattr(_local, "workers", {}).pop(id(client), None)
+    if entry is not None:
+        entry[1].close()
+
+
+def _numpy_dtype(dtype):
+    if dtype in (torch.float32, np.float32, "float32", "f4"):
+        return np.float32
+    if dtype in (torch.float64, np.float64, "float64", "f8"):
+        return np.float64
+    raise ValueError(f"dtype must be float32 or float64, not {dtype!r}")
+
+
+class _RowModule(nn.Module):
+    """What Embedding and EmbeddingBag share: the table, the thread's worker,
+    the batched read and the rows read since the optimizer's last step."""
+
+    def __init__(self, source, name, dim, dtype, init, consistency, staleness):
+        super().__init__()
+        if isinstance(source, pacedb.Worker):
+            self._worker = source
+            self.client = source.client
+        elif isinstance(source, pacedb.Client):
+            self._worker = None
+            self.client = source
+        else:
+            raise TypeError("the first argument must be a pacedb.Client or a pacedb.Worker, "
+                            f"not {type(source).__name__}")
+        if int(dim) < 1:
+            raise ValueError(f"dim must be >= 1, got {dim}")
+        self.name = name
+        self.dim = int(dim)
+        self.table = self.client.create_table(name, self.dim, dtype=_numpy_dtype(dtype),
+                                              consistency=consistency, staleness=staleness,
+                                              init=init)
+        self._prefetch = []  # state tables an optimizer reads at its step
+        self._embedded = self.client.embedded
+        self._pending = threading.local()
+
+    def worker(self):
+        """The worker this module reads through in the calling thread."""
+        if self._worker is not None:
+            return self._worker
+        return thread_worker(self.client)
+
+    def _fetch(self, ids):
+        """(inverse index as a LongTensor, rows as a leaf tensor) of ids."""
+        if not isinstance(ids, torch.Tensor):
+            ids = torch.as_tensor(ids)
+        if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+            raise TypeError(f"ids must be an integer tensor, not {ids.dtype}")
+        w = self.worker()
+        unique, inverse, rows = _wait(f"a read of table {self.name!r}", w.get_unique,
+                                      self.table, ids.detach().cpu().numpy())
+        if not self._embedded:  # start fetching the optimizer's state rows
+            for t in self._prefetch:
+                w.prefetch(t, unique)
+        weight = torch.from_numpy(rows)
+        inverse = torch.from_numpy(inverse)
+        if ids.device.type != "cpu":
+            weight, inverse = weight.to(ids.device), inverse.to(ids.device)
+        if self.training and torch.is_grad_enabled():
+            weight.requires_grad_(True)
+            self._rows_read().append((w, unique, weight))
+        return inverse, weight
+
+    def rows(self, ids):
+        """The current rows of ids (a tensor, no gradient), read through the
+        calling thread's worker: to inspect or export rows while training."""
+        ids = torch.as_tensor(ids)
+        rows = self.worker().get_many(self.table, ids.reshape(-1).cpu().numpy())
+        return torch.from_numpy(rows).reshape(*ids.shape, self.dim)
+
+    def _rows_read(self):
+        rows = getattr(self._pending, "rows", None)
+        if rows is None:
+            rows = self._pending.rows = []
+        return rows
+
+    def _take_rows_read(self):
+        rows = self._rows_read()
+        self._pending.rows = []
+        return rows
+
+    def extra_repr(self):
+        return f"table={self.name!r}, dim={self.dim}"
+
+
+class Embedding(_RowModule):
+    """nn.Embedding over the PaceDB table `name` (created if missing) of
+    `dim`-wide rows: forward(ids) of any shape returns ids.shape + (dim,).
+
+    source: a pacedb.Client (each thread uses its own worker, thread_worker)
+    or a pacedb.Worker (used as is, from one thread). init: the table's
+    initializer, default ("normal", 0, 1, seed) as nn.Embedding's N(0, 1).
+    consistency/staleness: the table's (Client.create_table)."""
+
+    def __init__(self, source, name, dim, dtype=torch.float32, init=None, consistency="essp",
+                 staleness=None, seed=0):
+        super().__init__(source, name, dim, dtype,
+                         init if init is not None else ("normal", 0.0, 1.0, seed),
+                         consistency, staleness)
+
+    def forward(self, ids):
+        inverse, weight = self._fetch(ids)
+        return F.embedding(inverse, weight)
+
+
+class EmbeddingBag(_RowModule):
+    """nn.EmbeddingBag over a PaceDB table: the sum or mean of each bag's rows.
+
+    forward(input, offsets=None, per_sample_weights=None) as
+    nn.EmbeddingBag's: input 2-D (bags of equal length), or 1-D with offsets
+    (the start of each bag). per_sample_weights needs mode="sum"."""
+
+    def __init__(self, source, name, dim, mode="mean", dtype=torch.float32, init=None,
+                 consistency="essp", staleness=None, seed=0):
+        if mode not in ("sum", "mean"):
+            raise ValueError(f'mode must be "sum" or "mean", not {mode!r}')
+        super().__init__(source, name, dim, dtype,
+                         init if init is not None else ("normal", 0.0, 1.0, seed),
+                         consistency, staleness)
+        self.mode = mode
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        inverse, weight = self._fetch(input)
+        return F.embedding_bag(inverse, weight, offsets, mode=self.mode,
+                               per_sample_weights=per_sample_weights)
+
+    def extra_repr(self):
+        return super().extra_repr() + f", mode={self.mode!r}"
+
+
+def _row_modules(modules):
+    if isinstance(modules, nn.Module):
+        modules = [modules]
+    found = []
+    for m in modules:
+        if not isinstance(m, nn.Module):
+            raise TypeError(f"expected PaceDB modules (or modules holding them), not "
+                            f"{type(m).__name__}: optimize plain parameters with torch.optim")
+        for sub in m.modules():
+            if isinstance(sub, _RowModule) and all(sub is not f for f in found):
+                found.append(sub)
+    if not found:
+        raise ValueError("no pacedb.torch.Embedding or EmbeddingBag among the modules")
+    return found
+
+
+def _merge(reads):
+    """(ids, rows, grads) of several reads as one with distinct ids, the
+    gradients of equal ids summed (their rows are the same read)."""
+    ids = np.concatenate([r[0] for r in reads])
+    rows = np.concatenate([r[1] for r in reads])
+    grads = np.concatenate([r[2] for r in reads])
+    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    summed = np.zeros((len(unique), grads.shape[1]), grads.dtype)
+    np.add.at(summed, inverse, grads)
+    return unique, rows[first], summed
+
+
+class _RowOptimizer:
+    """The step and the clock policy; subclasses compute the update of rows."""
+
+    state_suffix = None  # the state table: "<weights>.<suffix>", state_width(dim) wide
+
+    def __init__(self, modules, lr, clock_every):
+        if lr < 0:
+            raise ValueError(f"lr must be >= 0, got {lr}")
+        if int(clock_every) < 1:
+            raise ValueError(f"clock_every must be >= 1, got {clock_every}")
+        self.modules = _row_modules(modules)
+        self.lr = float(lr)
+        self.clock_every = int(clock_every)
+        self._clocks = threading.local()
+        self.state_tables = {}
+        if self.state_suffix:
+            for m in self.modules:
+                t = m.table
+                st = m.client.create_table(f"{m.name}.{self.state_suffix}",
+                                           self.state_width(m.dim), dtype=t.dtype,
+                                           consistency=t.consistency, staleness=t.staleness)
+                self.state_tables[m.name] = st
+                if all(t.name != st.name for t in m._prefetch):
+                    m._prefetch.append(st)
+
+    def state_width(self, dim):
+        return dim
+
+    def zero_grad(self, set_to_none=True):
+        """Forgets the gradients of the rows read since the last step (as
+        torch.optim's zero_grad; the rows themselves are read again by the
+        next forward)."""
+        for m in self.modules:
+            for _, _, weight in m._rows_read():
+                if weight.grad is not None:
+                    if set_to_none:
+                        weight.grad = None
+                    else:
+                        weight.grad.zero_()
+
+    @torch.no_grad()
+    def step(self):
+        """Applies the gradients of the rows each module read since the last
+        step (in this thread) to their PaceDB rows, then counts the step for
+        the clock policy: every clock_every steps the thread's workers clock."""
+        workers = {}
+        for m in self.modules:
+            by_worker = {}
+            for w, ids, weight in m._take_rows_read():
+                workers[id(w)] = w
+                if weight.grad is not None:
+                    by_worker.setdefault(id(w), (w, []))[1].append(
+                        (ids, weight.detach().cpu().numpy(), weight.grad.detach().cpu().numpy()))
+            for w, reads in by_worker.values():
+                # Several forwards of a module in one step (a module used twice):
+                # one update of the summed gradients, as torch.optim's (the
+                # Adagrad and Adam updates are not additive in the gradient).
+                ids, rows, grad = reads[0] if len(reads) == 1 else _merge(reads)
+                self._update(m, w, ids, rows, grad)
+        for m in self.modules:
+            w = m.worker()
+            workers[id(w)] = w
+        count = getattr(self._clocks, "steps", 0) + 1
+        if count >= self.clock_every:
+            for w in workers.values():
+                _wait("clock", w.clock)
+            count = 0
+        self._clocks.steps = count
+
+    def finish(self):
+        """Ends the calling thread's partial clock (the steps since the last
+        clock), so that every thread ends with ceil(steps / clock_every)
+        clocks. Call it once at the end of a thread's training."""
+        if getattr(self._clocks, "steps", 0) > 0:
+            seen = set()
+            for m in self.modules:
+                w = m.worker()
+                if id(w) not in seen:
+                    seen.add(id(w))
+                    _wait("clock", w.clock)
+        self._clocks.steps = 0
+
+    @property
+    def steps_since_clock(self):
+        """Steps of the calling thread since its last clock."""
+        return getattr(self._clocks, "steps", 0)
+
+    def _update(self, module, worker, ids, rows, grad):
+        raise NotImplementedError
+
+
+class SGD(_RowOptimizer):
+    """Plain SGD: row -= lr * (grad + weight_decay * row), one additive update
+    per distinct row. Exact under any staleness (the update does not depend on
+    a read of optimizer state)."""
+
+    def __init__(self, modules, lr, weight_decay=0.0, clock_every=CLOCK_EVERY):
+        super().__init__(modules, lr, clock_every)
+        self.weight_decay = float(weight_decay)
+
+    def _update(self, module, worker, ids, rows, grad):
+        if self.weight_decay:
+            grad = grad + self.weight_decay * rows
+        worker.inc_many(module.table, ids, (-self.lr) * grad)
+
+
+class Adagrad(_RowOptimizer):
+    """Adagrad with its accumulators in the table "<name>.adagrad" (zeros,
+    same width, consistency and staleness as the weights):
+    acc += grad**2; row -= lr * grad / (sqrt(acc) + eps), as torch.optim.Adagrad
+    (lr_decay 0). initial_accumulator_value is added at read time, so the
+    state table starts at zero like any other."""
+
+    state_suffix = "adagrad"
+
+    def __init__(self, modules, lr=0.01, eps=1e-10, initial_accumulator_value=0.0,
+                 weight_decay=0.0, clock_every=CLOCK_EVERY):
+        super().__init__(modules, lr, clock_every)
+        self.eps = float(eps)
+        self.initial_accumulator_value = float(initial_accumulator_value)
+        self.weight_decay = float(weight_decay)
+
+    def _update(self, module, worker, ids, rows, grad):
+        if self.weight_decay:
+            grad = grad + self.weight_decay * rows
+        # One call: reads the accumulators, updates them and the rows (C++).
+        # Embedded it prefetches the accumulators itself; with servers the
+        # forward pass already asked for them (fetched while computing).
+        _wait(f"a step of table {module.name!r}", worker.adagrad_update, module.table,
+              self.state_tables[module.name], ids, grad, self.lr, self.eps,
+              self.initial_accumulator_value, module._embedded)
+
+
+class Adam(_RowOptimizer):
+    """Lazy Adam (torch.optim.SparseAdam): only the rows of a batch move, their
+    moments m, v in the table "<name>.adam" (2 * dim wide: m then v). The
+    update of the moments is additive, (1 - beta) * (g - m), from the moments
+    read: exact with one worker or bsp, an approximation under staleness (see
+    the module docs). Bias correction counts this optimizer's steps in the
+    calling thread, from client.start_clock * clock_every in a resumed job."""
+
+    state_suffix = "adam"
+
+    def __init__(self, modules, lr=0.001, betas=(0.9, 0.999), eps=1e-8, clock_every=CLOCK_EVERY):
+        super().__init__(modules, lr, clock_every)
+        self.beta1, self.beta2 = (float(b) for b in betas)
+        self.eps = float(eps)
+        self._steps = threading.local()
+        # A resumed job continues the bias correction from its resume clock.
+        self._first_step = self.modules[0].client.start_clock * self.clock_every
+
+    def state_width(self, dim):
+        return 2 * dim
+
+    def step(self):
+        self._steps.count = getattr(self._steps, "count", self._first_step) + 1
+        super().step()
+
+    def _update(self, module, worker, ids, rows, grad):
+        state = self.state_tables[module.name]
+        d = module.dim
+        mv = _wait(f"a step of table {module.name!r}", worker.get_many, state, ids)
+        m, v = mv[:, :d], mv[:, d:]
+        delta = np.empty_like(mv)
+        dm, dv = delta[:, :d], delta[:, d:]
+        np.subtract(grad, m, out=dm)
+        dm *= 1 - self.beta1
+        np.subtract(grad * grad, v, out=dv)
+        dv *= 1 - self.beta2
+        worker.inc_many(state, ids, delta)
+        m_new = dm + m
+        denom = np.sqrt(dv + v) + self.eps
+        t = self._steps.count
+        step_size = self.lr * math.sqrt(1 - self.beta2 ** t) / (1 - self.beta1 ** t)
+        worker.inc_many(module.table, ids, (-step_size) * m_new / denom)
+
+
+def load_table(data_dir, name):
+    """A dense table of a data dir (a shard's; embedded, the client's) as a
+    tensor of rows 0..max written id, read offline: after training, or while
+    a client runs (once global_barrier() and flush() returned). For
+    torch.save; ids of a hash space (2**40) are too many rows, use
+    Embedding.rows(ids) instead."""
+    return torch.from_numpy(pacedb.open_store(data_dir).table(name).to_numpy())
+
+
+def split_batches(num_items, num_parts, batch_size, part=None, shuffle=False, seed=0):
+    """Index batches of range(num_items) for num_parts workers (threads, or
+    threads x processes), every part with the same number of batches:
+    ceil(num_items / (num_parts * batch_size)), the items spread so that batch
+    sizes differ by at most one. With equal batch counts and one clock policy,
+    every worker ends with the same number of clocks, so none waits forever
+    for a sibling that ran out of data.
+
+    Returns the list of parts (each a list of int64 arrays), or part `part`.
+    With fewer items than parts some batches are empty: step() on them
+    anyway, so that the clocks stay even."""
+    if num_parts < 1 or batch_size < 1:
+        raise ValueError("num_parts and batch_size must be >= 1")
+    order = (np.random.default_rng(seed).permutation(num_items) if shuffle
+             else np.arange(num_items, dtype=np.int64))
+    per_part = max(1, math.ceil(num_items / (num_parts * batch_size)))
+    batches = np.array_split(order, num_parts * per_part)
+    parts = [batches[p::num_parts] for p in range(num_parts)]
+    return parts if part is None else parts[part]
+
+
+def run_threads(client, fn, num_threads):
+    """Runs fn(rank, worker) in num_threads threads, each with its own worker
+    of `client` (also thread_worker(client) in that thread), closed when fn
+    returns or raises so that the other threads' clocks never wait for it.
+    Re-raises the first exception; returns the list of results by rank."""
+    results = [None] * num_threads
+    errors = []
+
+    def body(rank):
+        try:
+            with thread_worker(client) as w:
+                results[rank] = fn(rank, w)
+        except BaseException as e:  # noqa: B036 - re-raised in the caller
+            errors.append(e)
+        finally:
+            close_thread_worker(client)
+
+    threads = [threading.Thread(target=body, args=(r,), name=f"pacedb-worker-{r}")
+               for r in range(num_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
