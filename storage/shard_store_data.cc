@@ -396,6 +396,20 @@ void ShardStore::Impl::MaybeSwitchMemtableLocked(size_t group_bytes) {
   if (!s.ok()) VLOG(1) << dir_ << ": switching the memtable failed: " << s.ToString();
 }
 
+bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta) {
+  if (!c->written) {
+    c->sum.assign(delta.data(), delta.size());
+    c->written = true;
+    return true;
+  }
+  if (f.kind == RowKind::kDense) {
+    AddDenseUnaligned(f.type, c->sum.data(), delta.data(), f.width);
+    return false;
+  }
+  AddRowUnchecked(f, &c->sum, delta);
+  return true;
+}
+
 void ShardStore::Impl::Publish(const std::vector<CacheOp>& ops, const std::string& put_sums,
                                const std::vector<ClockUpdate>& clocks) {
   ViewWriterLock view_lock(&view_mu_);
@@ -428,14 +442,7 @@ void ShardStore::Impl::Publish(const std::vector<CacheOp>& ops, const std::strin
       if (!c->written) grown.push_back(i);
       c->sum.assign(put_sums.data() + op.put, op.bytes.size());
       c->written = true;
-    } else if (!c->written) {
-      c->sum.assign(op.bytes.data(), op.bytes.size());
-      c->written = true;
-      grown.push_back(i);
-    } else if (f.kind == RowKind::kDense) {
-      AddDenseUnaligned(f.type, c->sum.data(), op.bytes.data(), f.width);
-    } else {
-      AddRowUnchecked(f, &c->sum, op.bytes);
+    } else if (AddToCachedRow(f, c, op.bytes)) {
       grown.push_back(i);
     }
   }

@@ -87,6 +87,12 @@ class SCOPED_CAPABILITY ViewReaderLock {
   ViewLock* const mu_;
 };
 
+// Adds one delta to a cached row's stored sum with the merge operator's
+// arithmetic (a row without a record takes it as its sum), in place. Returns
+// whether the row's strings grew (it must be re-charged). Both write paths'
+// publish use it (shard_store_data.cc).
+bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta);
+
 // A catalog entry: the schema plus what the write path needs per delta.
 struct TableEntry {
   TableSchema schema;
@@ -219,9 +225,9 @@ class ShardStore::Impl {
   // rows); a writable store then writes them back and opens the log for
   // appending, and records the current format.
   Status OpenClockLog();
-  // Replays records [from, st.end) of log file st.number, whose first record
-  // at `from` has sequence number `seq`, into the row cache as dirty rows.
-  Status ReplayLogLocked(const LogState& st, uint64_t from, uint64_t seq) REQUIRES(write_mu_);
+  // Replays the records of log file st.number in [0, st.end) whose sequence
+  // number is at least `seq` into the row cache as dirty rows.
+  Status ReplayLogLocked(const LogState& st, uint64_t seq) REQUIRES(write_mu_);
   // Adds `deltas` (table, row, bytes) to the rows in the row cache, reading
   // the rows missing from it from RocksDB first; every row is left dirty.
   Status ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) REQUIRES(write_mu_);
@@ -230,7 +236,8 @@ class ShardStore::Impl {
   Status AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas, bool validate)
       REQUIRES(write_mu_);
   // Reads the rows the group changes that the row cache lacks and marks them
-  // all dirty (pinned) before the group is logged.
+  // all dirty (pinned) before the group is logged. REQUIRES: deltas sorted by
+  // (table, row), as a group and its log record are.
   Status PinRowsLocked(const std::vector<ClockLogEntry>& deltas) REQUIRES(write_mu_)
       EXCLUDES(view_mu_);
   // The group commit of the clock log: one log record, then the clocks and the

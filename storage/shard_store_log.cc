@@ -104,9 +104,6 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas)
       }
     }
     if (!missing.empty()) {
-      // Deltas are not sorted when replayed from a group of several batches.
-      std::sort(missing.begin(), missing.end());
-      missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
       RETURN_IF_ERROR(ReadFromStore(*e, missing.data(), missing.size(), nullptr, &fill));
       read += missing.size();
       MutexLock cache_lock(&cache_mu_);
@@ -123,26 +120,6 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas)
   path_stats_.rows_read_for_write += read;
   return Status::OK();
 }
-
-namespace {
-
-// Adds one delta to a cached row with the merge operator's arithmetic (a row
-// without a record takes it as its sum). Returns whether its strings grew.
-bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta) {
-  if (!c->written) {
-    c->sum.assign(delta.data(), delta.size());
-    c->written = true;
-    return true;
-  }
-  if (f.kind == RowKind::kDense) {
-    AddDenseUnaligned(f.type, c->sum.data(), delta.data(), f.width);
-    return false;
-  }
-  AddRowUnchecked(f, &c->sum, delta);
-  return true;
-}
-
-}  // namespace
 
 Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas,
                                                bool validate) {
@@ -172,10 +149,9 @@ Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>
   return AddToPinnedRowsLocked(deltas, /*validate=*/true);
 }
 
-Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t from, uint64_t seq) {
-  // Records are read whole from `from`; the reader checks sequence numbers
-  // from the file's first record, so records before `from` are skipped by
-  // reading them too (replays after a failure start at a record boundary).
+Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t seq) {
+  // The reader checks sequence numbers from the file's first record, so the
+  // records before `seq` are read (and skipped) too.
   uint64_t replayed = 0;
   Status s = ReadClockLog(dir_, st.number, st.end, st.first_seq,
                           [&](uint64_t rec_seq, const std::vector<ClockLogEntry>& entries)
@@ -184,7 +160,6 @@ Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t from, uint
                                 ++replayed;
                                 return ApplyToDirtyRowsLocked(entries);
                               });
-  (void)from;
   if (!s.ok()) return s.WithPrefix("replaying the clock log of " + dir_);
   std::lock_guard<std::mutex> l(stats_mu_);
   path_stats_.replayed_records += replayed;
@@ -197,7 +172,7 @@ Status ShardStore::Impl::OpenClockLog() {
   MutexLock write_lock(&write_mu_);
   log_state_ = st;
   if (st.end > 0) {
-    Status r = ReplayLogLocked(st, 0, st.first_seq);
+    Status r = ReplayLogLocked(st, st.first_seq);
     if (!r.ok()) {
       std::error_code ec;
       const bool file_moved = !fs::exists(ClockLogPath(dir_, st.number), ec);
@@ -459,7 +434,7 @@ Status ShardStore::Impl::ResyncLogLocked() {
   if (stored.number != log_state_.number || stored.end != log_state_.end) {
     const bool same_file = stored.number == log_state_.number;
     const uint64_t from_seq = same_file ? log_state_.next_seq : stored.first_seq;
-    RETURN_IF_ERROR(ReplayLogLocked(stored, 0, from_seq));
+    RETURN_IF_ERROR(ReplayLogLocked(stored, from_seq));
     LOG(WARNING) << dir_ << ": a group reported as failed was committed; "
                  << (stored.next_seq - from_seq) << " clock log record(s) applied again";
   }
