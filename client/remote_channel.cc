@@ -31,8 +31,8 @@ constexpr int64_t kFencedGraceMs = 1000;
 // outage, up to unacked_mb, their re-sent copies, the replies re-subscribing
 // its pushed rows) is freed within moments, but glibc keeps freed memory in
 // its arenas. This long after a reconnect the channel returns the free arena
-// pages to the OS. (The 10-minute soak before session 6, when every pushed
-// row was re-subscribed with a Read of its own: free arena memory 0.3 -> 2.6
+// pages to the OS. (The 10-minute soak when every pushed row was
+// re-subscribed with a Read of its own: free arena memory 0.3 -> 2.6
 // MB over the first reconnects, -1.4 MB RSS with the trim; with one Read per
 // table it stays at 0.4-0.7 MB.)
 constexpr int64_t kTrimAfterReconnectMs = 3000;

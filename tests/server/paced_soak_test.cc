@@ -4,7 +4,7 @@
 // the client's RSS in the last minute is within 5% of its RSS in the second
 // minute, and so is paced's (each incarnation sampled 25 s after its start;
 // a single incarnation varies by about 3%, so minutes are compared).
-// Until session 6 the client's RSS rose by 2-6% (+6.1%, +6.4%, +2.4%), for
+// Before these fixes the client's RSS rose by 2-6% (+6.1%, +6.4%, +2.4%), for
 // two reasons, both fixed: after every reconnect it re-subscribed each of its
 // 4,000 pushed rows with a Read of its own (4,000 requests in flight and 4,000
 // replies at once, ~1 MB of small allocations that left 1-2.5 MB free but
