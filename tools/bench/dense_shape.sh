@@ -17,9 +17,7 @@ reps=${BENCH_REPS:-3}
 limit=${BENCH_TIMEOUT_S:-3600}
 users=${BENCH_DENSE_USERS:-480000} items=${BENCH_DENSE_ITEMS:-17770}
 ratings=${BENCH_DENSE_RATINGS:-9900000} rank=${BENCH_DENSE_RANK:-128}
-shape=""
-[ "$users/$items/$ratings/$rank" != 480000/17770/9900000/128 ] &&
-  shape=" [$users users x $items items, $ratings ratings, rank $rank]"
+shape=$(bench_mf_shape 480000/17770/9900000/128)
 
 echo "=== 8c: MF dense shape ($users users x $items items, $ratings ratings, rank $rank), 1 and 2 workers vs --baseline ==="
 bench_load

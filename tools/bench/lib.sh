@@ -52,6 +52,13 @@ bench_skew_suffix() {
   awk -v s="$1" 'BEGIN { if (s + 0 > 0) printf ", skew %g", s }'
 }
 
+# bench_mf_shape DEFAULT: the label note of an MF job whose $users/$items/$ratings/$rank differ
+# from DEFAULT ("USERS/ITEMS/RATINGS/RANK", the sizes the benchmark is defined with); "" if not.
+bench_mf_shape() {
+  [ "$users/$items/$ratings/$rank" = "$1" ] && return 0
+  printf ' [%s users x %s items, %s ratings, rank %s]' "$users" "$items" "$ratings" "$rank"
+}
+
 # bench_cache: where generated inputs are kept between runs (they take a while to generate).
 bench_cache() {
   local dir=${BENCH_DATA_DIR:-$build/bench/data}

@@ -17,9 +17,7 @@ reps=${BENCH_REPS:-3}
 limit=${BENCH_TIMEOUT_S:-3600}
 users=${BENCH_MS_USERS:-600000} items=${BENCH_MS_ITEMS:-20000}
 ratings=${BENCH_MS_RATINGS:-700000} rank=${BENCH_MS_RANK:-128}
-shape=""
-[ "$users/$items/$ratings/$rank" != 600000/20000/700000/128 ] &&
-  shape=" [$users users x $items items, $ratings ratings, rank $rank]"
+shape=$(bench_mf_shape 600000/20000/700000/128)
 
 echo "=== 8a, 8b: MF at model scale ($users users x $items items, rank $rank), embedded vs --baseline ==="
 bench_load

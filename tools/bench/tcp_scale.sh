@@ -24,9 +24,7 @@ limit=${BENCH_TIMEOUT_S:-3600}
 tcp_limit=${BENCH_TCP_TIMEOUT_S:-900}
 users=${BENCH_MS_USERS:-600000} items=${BENCH_MS_ITEMS:-20000}
 ratings=${BENCH_MS_RATINGS:-700000} rank=${BENCH_MS_RANK:-128}
-shape=""
-[ "$users/$items/$ratings/$rank" != 600000/20000/700000/128 ] &&
-  shape=" [$users users x $items items, $ratings ratings, rank $rank]"
+shape=$(bench_mf_shape 600000/20000/700000/128)
 
 # paced_start DIR: starts one paced for one client on a free loopback port; sets paced_pid
 # and paced_port, or returns 1.
