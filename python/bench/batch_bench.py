@@ -24,6 +24,8 @@ import numpy as np
 
 import pacedb
 
+import ratio_lines  # beside this script
+
 ROWS, WIDTH = 10_000, 100
 
 
@@ -89,11 +91,7 @@ def main(argv):
         verdict = (f"target >= 0.70) {'MET' if r >= 0.7 else 'MISSED'}" if target
                    else "report only)")
         lines.append(f"RATIO {label}: {r:.3f} ({sub * 1e3:.2f} vs {base * 1e3:.2f} ms; {verdict}")
-    for line in lines:
-        print(line)
-    if os.environ.get("PACE_BENCH_OUT"):
-        with open(os.environ["PACE_BENCH_OUT"], "a") as f:
-            f.write("\n".join(lines) + "\n")
+    ratio_lines.emit(lines)
     return 0
 
 

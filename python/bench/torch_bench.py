@@ -18,6 +18,8 @@ import re
 import subprocess
 import sys
 
+import ratio_lines  # beside this script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "examples", "torch_mf.py")
 LINE = re.compile(r"^(plain PyTorch|PaceDB .*): test RMSE ([0-9.]+), ([0-9,]+) ratings/s", re.M)
@@ -61,11 +63,7 @@ def main(argv):
         f"RATIO 10 pacedb.torch MF ratings/s, 2 workers vs 1 worker: {pace_rate / one[3]:.3f} "
         f"({pace_rate:.0f} vs {one[3]:.0f}; target >= 1.50) {verdict(pace_rate >= 1.5 * one[3])}",
     ]
-    for line in lines:
-        print(line)
-    if os.environ.get("PACE_BENCH_OUT"):
-        with open(os.environ["PACE_BENCH_OUT"], "a") as f:
-            f.write("\n".join(lines) + "\n")
+    ratio_lines.emit(lines)
     return 0
 
 
