@@ -99,6 +99,8 @@ class CAPABILITY("shared_mutex") SharedMutex {
   void Unlock() RELEASE() { mu_.unlock(); }
   void ReaderLock() ACQUIRE_SHARED() { mu_.lock_shared(); }
   void ReaderUnlock() RELEASE_SHARED() { mu_.unlock_shared(); }
+  // False while another thread holds it exclusively.
+  bool TryReaderLock() TRY_ACQUIRE_SHARED(true) { return mu_.try_lock_shared(); }
 
  private:
   std::shared_mutex mu_;

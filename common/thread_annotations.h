@@ -28,6 +28,7 @@
 #define RELEASE_SHARED(...) PACE_THREAD_ANNOTATION_(release_shared_capability(__VA_ARGS__))
 #define RELEASE_GENERIC(...) PACE_THREAD_ANNOTATION_(release_generic_capability(__VA_ARGS__))
 #define TRY_ACQUIRE(...) PACE_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
+#define TRY_ACQUIRE_SHARED(...) PACE_THREAD_ANNOTATION_(try_acquire_shared_capability(__VA_ARGS__))
 #define EXCLUDES(...) PACE_THREAD_ANNOTATION_(locks_excluded(__VA_ARGS__))
 #define LOCKS_EXCLUDED(...) EXCLUDES(__VA_ARGS__)
 #define ASSERT_CAPABILITY(x) PACE_THREAD_ANNOTATION_(assert_capability(x))

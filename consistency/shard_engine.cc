@@ -1,6 +1,7 @@
 #include "consistency/shard_engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <utility>
 
 namespace pace {
@@ -175,115 +176,187 @@ void ShardEngine::Unsubscribe(PeerId id, uint32_t table, const std::vector<uint6
   subs_.Unsubscribe(id, table, rows);
 }
 
-Version ShardEngine::Publish(const RowsView& view) {
-  const Version clock = clocks_.Min();
-  if (clock > published_) {
-    published_ = clock;
-    OnShardClockAdvanced(clock, view);
-  } else if (clock < published_) {
-    published_ = clock;  // clocks moved back (a restore): nothing to answer
-  }
-  return clock;
+PublishPlan ShardEngine::NewPlan(Version clock) {
+  assert(plans_made_ == plans_finished_);  // one plan outstanding at most
+  PublishPlan plan;
+  plan.clock = clock;
+  plan.max_push_bytes = options_.max_push_bytes;
+  plan.seq = ++plans_made_;
+  return plan;
 }
 
-void ShardEngine::OnShardClockAdvanced(Version clock, const RowsView& view) {
+PublishPlan ShardEngine::PlanPublish() {
+  const Version clock = clocks_.Min();
+  PublishPlan plan = NewPlan(clock);
+  if (clock < published_) published_ = clock;  // clocks moved back (a restore): nothing to answer
+  if (clock <= published_) return plan;
+  published_ = clock;
   for (Parked& r : parked_.TakeReady(clock)) {
     auto it = peers_.find(r.peer);
     if (it == peers_.end()) continue;
     --it->second.parked;
     it->second.parked_bytes -= ParkedCharge(r.read);
     parked_bytes_ -= ParkedCharge(r.read);
-    ReadAnswer answer;
-    Status st = AnswerFromView(it->second.info, r.read, view, &answer);
-    FinishRead(r.peer, r.read, st, std::move(answer));
+    PublishPlan::ReadyRead ready;
+    ready.peer = r.peer;
+    ready.info = it->second.info;
+    ready.read = std::move(r.read);
+    plan.reads.push_back(std::move(ready));
   }
-  PushToSubscribers(clock, view);
+  PlanPush(clock, &plan);
+  return plan;
 }
 
-void ShardEngine::RetryPushes(const RowsView& view) {
+PublishPlan ShardEngine::PlanRetry() {
   // Stamped with the clock the engine published, not the view's: the view
   // may hold batches not recorded yet, whose rows are not marked for pushing,
   // so it must not declare them current.
-  if (push_retry_pending_) PushToSubscribers(published_, view);
+  PublishPlan plan = NewPlan(published_);
+  if (push_retry_pending_) PlanPush(published_, &plan);
+  return plan;
 }
 
-void ShardEngine::PushToSubscribers(Version clock, const RowsView& view) {
+void ShardEngine::PlanPush(Version clock, PublishPlan* plan) {
   push_retry_pending_ = false;
-  PushPlan plan = subs_.PlanPush();
-  if (plan.subscribers.empty()) return;
+  PushPlan push = subs_.PlanPush();
+  plan->clock = clock;
+  plan->rows = std::move(push.rows);
+  plan->subscribers.reserve(push.subscribers.size());
+  for (PushPlan::Entry& entry : push.subscribers) {
+    auto it = peers_.find(entry.subscriber);
+    if (it == peers_.end()) continue;
+    PublishPlan::Subscriber sub;
+    sub.peer = entry.subscriber;
+    sub.info = it->second.info;
+    sub.row_indices = std::move(entry.row_indices);
+    plan->subscribers.push_back(std::move(sub));
+  }
+}
 
-  // Read every changed row once; plan.rows is sorted by table: one read per
+void ShardEngine::ReadPublish(const RowsView& view, PublishPlan* plan) {
+  ReadReadyReads(view, plan);
+  if (plan->subscribers.empty()) return;
+  BuildPushes(view, ReadPushRows(view, plan), plan);
+}
+
+void ShardEngine::ReadReadyReads(const RowsView& view, PublishPlan* plan) {
+  for (PublishPlan::ReadyRead& r : plan->reads) {
+    r.status = AnswerFromView(r.info, r.read, view, &r.answer);
+  }
+}
+
+std::vector<std::string> ShardEngine::ReadPushRows(const RowsView& view, PublishPlan* plan) {
+  // Every changed row once; plan->rows is sorted by table: one read per
   // table.
-  const size_t n = plan.rows.size();
+  const std::vector<RowKey>& rows = plan->rows;
+  const size_t n = rows.size();
   std::vector<std::string> values(n);
-  std::vector<bool> read_ok(n, false);
+  plan->row_read.assign(n, false);
+  std::vector<uint64_t> ids;
+  std::vector<std::string> vals;
   for (size_t begin = 0; begin < n;) {
-    const uint32_t table = plan.rows[begin].table;
+    const uint32_t table = rows[begin].table;
     size_t end = begin;
-    std::vector<uint64_t> ids;
-    while (end < n && plan.rows[end].table == table) ids.push_back(plan.rows[end++].row);
-    std::vector<std::string> vals;
+    ids.clear();
+    while (end < n && rows[end].table == table) ids.push_back(rows[end++].row);
     Status st = view.ReadRows(table, ids, &vals);
     if (st.ok() && vals.size() == ids.size()) {
       for (size_t i = 0; i < ids.size(); ++i) {
         values[begin + i] = std::move(vals[i]);
-        read_ok[begin + i] = true;
+        plan->row_read[begin + i] = true;
       }
     } else {
-      counters_.push_read_errors += static_cast<int64_t>(ids.size());
+      plan->push_read_errors += static_cast<int64_t>(ids.size());
     }
     begin = end;
   }
+  return values;
+}
 
+void ShardEngine::BuildPushes(const RowsView& view, std::vector<std::string> values,
+                              PublishPlan* plan) {
   // Each value is copied into the pushes of all but the last subscriber that
   // gets it, and moved into that one's.
-  std::vector<uint32_t> uses(n, 0);
-  for (const PushPlan::Entry& entry : plan.subscribers) {
-    if (peers_.count(entry.subscriber) == 0) continue;
-    for (uint32_t i : entry.row_indices) ++uses[i];
+  std::vector<uint32_t> uses(values.size(), 0);
+  for (const PublishPlan::Subscriber& sub : plan->subscribers) {
+    for (uint32_t i : sub.row_indices) ++uses[i];
   }
-
-  for (const PushPlan::Entry& entry : plan.subscribers) {
-    auto it = peers_.find(entry.subscriber);
-    if (it == peers_.end()) continue;
-    Peer& peer = *it->second.peer;
-    const ClockT applied =
-        it->second.info.is_client ? view.AppliedClock(it->second.info.client) : view.ShardClock();
-    const uint32_t parts =
-        it->second.info.is_client ? view.AppliedParts(it->second.info.client) : 0;
-    bool complete = true;
-    PushBatch push{clock, applied, {}, parts};
-    push.rows.reserve(std::min(entry.row_indices.size(), kMaxReservedPushRows));
+  const Version clock = plan->clock;
+  for (PublishPlan::Subscriber& sub : plan->subscribers) {
+    sub.applied_clock = sub.info.is_client ? view.AppliedClock(sub.info.client) : view.ShardClock();
+    const uint32_t parts = sub.info.is_client ? view.AppliedParts(sub.info.client) : 0;
+    sub.complete = true;
+    PushBatch push{clock, sub.applied_clock, {}, parts};
+    push.rows.reserve(std::min(sub.row_indices.size(), kMaxReservedPushRows));
     size_t push_bytes = 0;
-    auto flush = [&] {
-      counters_.rows_pushed += static_cast<int64_t>(push.rows.size());
-      counters_.value_bytes_out += static_cast<int64_t>(push_bytes);
-      ++counters_.pushes;
-      peer.SendPush(std::move(push));
-      push = PushBatch{clock, applied, {}, parts};
-      push_bytes = 0;
-    };
-    for (uint32_t i : entry.row_indices) {
-      if (!read_ok[i]) {
-        complete = false;
-        push_retry_pending_ = true;
-        subs_.MarkDirty(plan.rows[i]);
+    for (uint32_t i : sub.row_indices) {
+      if (!plan->row_read[i]) {
+        sub.complete = false;
         continue;
       }
       push_bytes += values[i].size();
+      const RowKey& key = plan->rows[i];
       if (--uses[i] == 0) {
-        push.rows.push_back(RowValue{plan.rows[i].table, plan.rows[i].row, std::move(values[i])});
+        push.rows.push_back(RowValue{key.table, key.row, std::move(values[i])});
       } else {
-        push.rows.push_back(RowValue{plan.rows[i].table, plan.rows[i].row, values[i]});
+        push.rows.push_back(RowValue{key.table, key.row, values[i]});
       }
-      if (push_bytes >= options_.max_push_bytes) flush();
+      if (push_bytes >= plan->max_push_bytes) {
+        sub.pushes.push_back(std::move(push));
+        push = PushBatch{clock, sub.applied_clock, {}, parts};
+        push_bytes = 0;
+      }
     }
-    if (!push.rows.empty()) flush();
-    if (complete) {
+    if (!push.rows.empty()) sub.pushes.push_back(std::move(push));
+  }
+}
+
+Version ShardEngine::FinishPublish(PublishPlan plan) {
+  assert(plan.seq == plans_finished_ + 1);  // plans finish in the order made
+  plans_finished_ = plan.seq;
+  for (PublishPlan::ReadyRead& r : plan.reads) {
+    FinishRead(r.peer, r.read, r.status, std::move(r.answer));
+  }
+  counters_.push_read_errors += plan.push_read_errors;
+  for (PublishPlan::Subscriber& sub : plan.subscribers) {
+    auto it = peers_.find(sub.peer);
+    if (it == peers_.end()) continue;  // gone since the plan
+    Peer& peer = *it->second.peer;
+    for (PushBatch& push : sub.pushes) {
+      counters_.rows_pushed += static_cast<int64_t>(push.rows.size());
+      for (const RowValue& r : push.rows) {
+        counters_.value_bytes_out += static_cast<int64_t>(r.bytes.size());
+      }
+      ++counters_.pushes;
+      peer.SendPush(std::move(push));
+    }
+    if (sub.complete) {
       ++counters_.push_dones;
-      peer.SendPushDone(clock, applied);
+      peer.SendPushDone(plan.clock, sub.applied_clock);
+      continue;
+    }
+    // Not declared current: pushed again by a retry or the next advance.
+    push_retry_pending_ = true;
+    for (uint32_t i : sub.row_indices) {
+      if (!plan.row_read[i]) subs_.MarkDirty(plan.rows[i]);
     }
   }
+  return plan.clock;
+}
+
+Version ShardEngine::Publish(const RowsView& view) {
+  PublishPlan plan = PlanPublish();
+  if (!plan.empty()) {
+    ReadPublish(view, &plan);
+  }
+  FinishPublish(std::move(plan));
+  return clocks_.Min();
+}
+
+void ShardEngine::RetryPushes(const RowsView& view) {
+  PublishPlan plan = PlanRetry();
+  ReadPublish(view, &plan);
+  FinishPublish(std::move(plan));
 }
 
 }  // namespace pace

@@ -30,18 +30,30 @@
 // so far (the writer's view right after its write); RetryPushes accepts a
 // newer one (it stamps the clock the engine published).
 //
-// A Read that can be answered at once may be answered off the owner's lock
-// (e.g. on a reader thread): Read() returns kAnswer, the caller reads with
-// AnswerFromView (no engine state) and then calls FinishRead under its lock,
-// still holding its view so that no later state is published in between
-// (else a push of that state could miss the new subscription).
+// Neither reads nor publishes read the store under the owner's lock
+// (docs/design.md, "Threads"):
+//   - A Read that can be answered at once: Read() returns kAnswer, the caller
+//     reads with AnswerFromView (no engine state, off the lock) and then calls
+//     FinishRead under its lock, still holding its view so that no later state
+//     is published in between (else a push of that state could miss the new
+//     subscription).
+//   - A clock advance: PlanPublish (under the lock) takes the ready parked
+//     reads and plans the push; ReadPublish (no engine state, off the lock)
+//     reads their rows from the view and builds the messages; FinishPublish
+//     (under the lock) sends them. RetryPushes has the same three steps
+//     (PlanRetry). At most one plan is outstanding, and the caller holds the
+//     view from the plan to its finish, so each peer still gets its messages
+//     in shard-clock order. Publish and RetryPushes do all three at once, for
+//     owners that may read under their lock (tests, the simulation's
+//     one-step shard).
 //
 // Contract with the caller: batches are made durable by the caller; it calls
 // MarkChanged/RecordApplied (or Advance) after the write returned and sends
 // the Ack itself. It decides duplicates with IsDuplicate (clock c < a_p).
 //
 // Thread-compatible: the owner serializes every call (the shard service holds
-// one mutex). Peer methods are called from inside those calls, so they must
+// one mutex); ReadPublish and AnswerFromView are static and use only their
+// arguments. Peer methods are called from inside those calls, so they must
 // not call back into the engine; each peer's messages are sent in shard-clock
 // order.
 #ifndef PACE_CONSISTENCY_SHARD_ENGINE_H_
@@ -127,6 +139,44 @@ struct PeerInfo {
   // A client process (has an applied clock) or an observer (a tool).
   bool is_client = false;
   ClientId client = 0;  // meaningful when is_client
+};
+
+// What one publish sends (ShardEngine::PlanPublish / PlanRetry), read and
+// built by ShardEngine::ReadPublish, sent by ShardEngine::FinishPublish.
+struct PublishPlan {
+  // The shard clock stamped on the pushes and PushDones.
+  Version clock = 0;
+  // Parked reads that became ready, in the order they were parked, with
+  // their answers (or the error reading them) once read.
+  struct ReadyRead {
+    PeerId peer = 0;
+    PeerInfo info;
+    ReadRequest read;
+    Status status;
+    ReadAnswer answer;
+  };
+  std::vector<ReadyRead> reads;
+  // The push: distinct changed rows (sorted by table) and, per subscriber,
+  // its messages (cut at max_push_bytes) and whether every row of it could
+  // be read (only then does it get its PushDone).
+  std::vector<RowKey> rows;
+  std::vector<bool> row_read;  // per rows[i], after ReadPublish
+  struct Subscriber {
+    PeerId peer = 0;
+    PeerInfo info;
+    std::vector<uint32_t> row_indices;  // into rows, ascending
+    ClockT applied_clock = 0;           // stamped, from the view
+    std::vector<PushBatch> pushes;
+    bool complete = false;
+  };
+  std::vector<Subscriber> subscribers;
+  size_t max_push_bytes = 0;
+  // Rows ReadPublish could not read.
+  int64_t push_read_errors = 0;
+  // Position in the engine's sequence of plans (FinishPublish checks it).
+  uint64_t seq = 0;
+
+  bool empty() const { return reads.empty() && subscribers.empty(); }
 };
 
 struct ShardEngineOptions {
@@ -224,11 +274,10 @@ class ShardEngine {
     return Publish(view);
   }
   // Group commit: a writer that made several batches durable in one write
-  // calls MarkChanged and RecordApplied for each, then Publish once. No
+  // calls MarkChanged and RecordApplied for each, then publishes once. No
   // value may be sent between one batch reaching the store and its
-  // RecordApplied (the triple would be inconsistent), so the caller does all
-  // of it under its lock; Publish then answers and pushes what the new shard
-  // clock allows, and returns it.
+  // RecordApplied (the triple would be inconsistent), so the caller records
+  // under its lock and plans the publish in the same hold.
   // `parts`: parts of clock `applied` applied too (a part with more parts
   // to come leaves the applied clock and counts a part; the clock vector,
   // the shard clock and push planning see complete clocks only).
@@ -240,12 +289,31 @@ class ShardEngine {
   uint32_t AppliedParts(ClientId client) const {
     return client < parts_.size() ? parts_[client] : 0;
   }
+
+  // Publishing what the recorded batches allow, in three steps (see the top
+  // of this file). PlanPublish: if the shard clock rose since the last plan,
+  // takes the parked reads now ready and plans the push of the changed rows
+  // (empty plan otherwise). REQUIRES: no plan outstanding.
+  PublishPlan PlanPublish();
+  // PlanPublish's counterpart for a push that could not read its rows: plans
+  // it again (and anything changed since), stamped with the clock last
+  // published. Empty unless push_retry_pending(). REQUIRES: no plan
+  // outstanding.
+  PublishPlan PlanRetry();
+  // Reads the plan's rows from `view` and builds its answers and pushes.
+  // Uses no engine state: runs without the owner's lock. For PlanPublish,
+  // `view` must hold exactly the batches recorded when it was planned; for
+  // PlanRetry it may be newer.
+  static void ReadPublish(const RowsView& view, PublishPlan* plan);
+  // Sends what `plan` holds (to the peers still connected) and marks the
+  // rows that could not be read for a retry. Returns the plan's clock.
+  Version FinishPublish(PublishPlan plan);
+  // All three steps at once; returns the shard clock.
   Version Publish(const RowsView& view);
 
   // True if a push could not read some rows (see above).
   bool push_retry_pending() const { return push_retry_pending_; }
-  // Pushes again, stamped with the current shard clock, what is still
-  // pending (and anything changed since, which is equally valid to push).
+  // PlanRetry, ReadPublish and FinishPublish at once.
   void RetryPushes(const RowsView& view);
 
   // The applied clock stamped on values sent to `id`: its client's a_p, or
@@ -279,8 +347,14 @@ class ShardEngine {
   static SubscriberId SubscriberOf(PeerId writer) {
     return writer == 0 ? SubscriptionRegistry::kNoWriter : writer;
   }
-  void OnShardClockAdvanced(Version clock, const RowsView& view);
-  void PushToSubscribers(Version clock, const RowsView& view);
+  // Plans the push of the rows changed since the last plan, stamped `clock`.
+  void PlanPush(Version clock, PublishPlan* plan);
+  // ReadPublish's steps: the ready reads' answers; the pushed rows' values;
+  // the pushes built from them.
+  static void ReadReadyReads(const RowsView& view, PublishPlan* plan);
+  static std::vector<std::string> ReadPushRows(const RowsView& view, PublishPlan* plan);
+  static void BuildPushes(const RowsView& view, std::vector<std::string> values, PublishPlan* plan);
+  PublishPlan NewPlan(Version clock);
 
   const ShardEngineOptions options_;
   ClockVector clocks_;
@@ -293,6 +367,9 @@ class ShardEngine {
   // The shard clock parked reads and pushes were last processed for.
   Version published_;
   bool push_retry_pending_ = false;
+  // Plans made and finished (at most one outstanding).
+  uint64_t plans_made_ = 0;
+  uint64_t plans_finished_ = 0;
 };
 
 }  // namespace pace

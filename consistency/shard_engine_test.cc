@@ -384,6 +384,53 @@ TEST_F(ShardEngineTest, GroupPublishAnswersOnceAfterEveryBatchIsRecorded) {
   EXPECT_EQ(peer(0).answers.size(), 1u);
 }
 
+TEST_F(ShardEngineTest, PlanPublishReadsNothingAndFinishPublishSendsWhatReadPublishRead) {
+  Start(2);
+  engine_->ReadNow(1, Req(1, {1}, 0, /*subscribe=*/true), rows_);
+  engine_->ReadNow(1, Req(2, {1}, 1), rows_);  // parked until C = 1
+  rows_.data[RowKey{1, 1}] = "v";
+  rows_.applied = {1, 1};
+  engine_->MarkChanged(2, RowKey{1, 1});
+  engine_->RecordApplied(0, 1, 0);
+  engine_->RecordApplied(1, 1, 0);
+  const int reads = rows_.reads;
+  PublishPlan plan = engine_->PlanPublish();
+  EXPECT_EQ(rows_.reads, reads);  // the plan, made under the owner's lock, reads no row
+  ASSERT_EQ(plan.reads.size(), 1u);
+  ASSERT_EQ(plan.subscribers.size(), 1u);
+  EXPECT_EQ(engine_->num_parked(), 0u);
+  ShardEngine::ReadPublish(rows_, &plan);
+  EXPECT_GT(rows_.reads, reads);
+  EXPECT_EQ(peer(0).answers.size(), 1u);  // only the first Read's: nothing sent yet
+  EXPECT_TRUE(peer(0).pushes.empty());
+  EXPECT_EQ(engine_->FinishPublish(std::move(plan)), 1);
+  ASSERT_EQ(peer(0).answers.size(), 2u);
+  EXPECT_EQ(peer(0).answers[1].req_id, 2u);
+  EXPECT_EQ(peer(0).answers[1].version, 1);
+  EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=v"});
+  ASSERT_EQ(peer(0).dones.size(), 1u);
+  EXPECT_EQ(peer(0).dones[0], std::make_pair(Version{1}, ClockT{1}));
+}
+
+TEST_F(ShardEngineTest, PeersGoneBetweenPlanAndFinishGetNothing) {
+  Start(2);
+  engine_->ReadNow(1, Req(1, {1}, 0, /*subscribe=*/true), rows_);
+  engine_->ReadNow(1, Req(2, {1}, 1), rows_);
+  rows_.data[RowKey{1, 1}] = "v";
+  rows_.applied = {1, 1};
+  engine_->MarkChanged(2, RowKey{1, 1});
+  engine_->RecordApplied(0, 1, 0);
+  engine_->RecordApplied(1, 1, 0);
+  PublishPlan plan = engine_->PlanPublish();
+  ShardEngine::ReadPublish(rows_, &plan);
+  engine_->Disconnect(1);
+  engine_->FinishPublish(std::move(plan));
+  EXPECT_EQ(peer(0).answers.size(), 1u);
+  EXPECT_TRUE(peer(0).pushes.empty());
+  EXPECT_TRUE(peer(0).dones.empty());
+  EXPECT_EQ(engine_->counters().pushes, 0);
+}
+
 TEST_F(ShardEngineTest, AbortParkedAnswersEveryWaiter) {
   Start(1);
   engine_->ReadNow(1, Req(1, {1}, 4), rows_);

@@ -101,7 +101,7 @@ ShardService::ShardService(const ShardServiceOptions& options, std::unique_ptr<S
 
 ShardService::~ShardService() {
   StopThreads();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   engine_.AbortParked(Status::Aborted("shard shutting down"));
   const PushLatency pl = PushLatencyLocked();
   if (pl.samples > 0) {
@@ -310,7 +310,7 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
     return Status::FailedPrecondition("this shard belongs to job '" + job +
                                       "', the client to job '" + hello.job + "'");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (hello.role == net::Hello::kClientProcess) {
     // Fencing: one live session per client id (docs/wire-protocol.md, Hello).
     const int64_t now_ms = NowMs(std::chrono::steady_clock::now());
@@ -358,7 +358,7 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
 }
 
 void ShardService::OnConnect(const SessionPtr& session) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   sessions_[session->id()] = session;
   EnsurePeer(session);
   const net::Hello& hello = session->hello();
@@ -386,7 +386,7 @@ void ShardService::OnConnect(const SessionPtr& session) {
 
 void ShardService::OnDisconnect(const SessionPtr& session) {
   const uint64_t id = session->id();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const ShardEngine::Dropped dropped = engine_.Disconnect(id);
   sessions_.erase(id);
   if (session->hello().role == net::Hello::kClientProcess) {
@@ -463,22 +463,22 @@ void ShardService::HandleDescribeTable(const SessionPtr& s, const net::DescribeT
 // --- Stats and clocks ----------------------------------------------------------
 
 Version ShardService::ShardClock() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return engine_.shard_clock();
 }
 
 std::vector<ClockT> ShardService::AppliedClocks() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return engine_.clocks().clocks();
 }
 
 size_t ShardService::NumParkedReads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return engine_.num_parked();
 }
 
 size_t ShardService::NumSubscriptions() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return engine_.subscriptions().num_subscriptions();
 }
 
@@ -491,12 +491,12 @@ ShardService::MemoryStats ShardService::memory_stats() const {
 }
 
 ShardService::PushLatency ShardService::push_latency() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return PushLatencyLocked();
 }
 
 ShardService::PushLatencySplit ShardService::push_latency_split() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return PushLatencySplit{push_latency_us_.Summary(), push_queue_us_.Summary(),
                           push_commit_us_.Summary(), push_send_us_.Summary()};
 }
@@ -535,7 +535,12 @@ net::StatsReply ShardService::Stats() const {
   net::StatsReply r;
   r.shard_id = shard_id_;
   auto load = [](const std::atomic<int64_t>& v) { return v.load(std::memory_order_relaxed); };
-  std::lock_guard<std::mutex> lock(mu_);
+  // The store's figures first: no store lock is taken under mu_.
+  const RowCacheStats cache = store_->row_cache_stats();
+  const DataPathStats dp = store_->data_path_stats();
+  std::vector<std::pair<std::string, int64_t>> memory;
+  AppendMemoryCounters(cache.bytes, &memory);
+  MutexLock lock(&mu_);
   const ShardEngineCounters& e = engine_.counters();
   r.counters = {{"batches_applied", load(counters_.batches_applied)},
                 {"duplicates", load(counters_.duplicates)},
@@ -552,15 +557,13 @@ net::StatsReply ShardService::Stats() const {
                 {"commit_groups", load(counters_.commit_groups)},
                 {"commit_group_batches", load(counters_.commit_group_batches)},
                 {"commit_group_max", load(counters_.commit_group_max)}};
-  const RowCacheStats cache = store_->row_cache_stats();
-  AppendMemoryCounters(cache.bytes, &r.counters);
+  r.counters.insert(r.counters.end(), memory.begin(), memory.end());
   r.counters.emplace_back("row_cache_hits", static_cast<int64_t>(cache.hits));
   r.counters.emplace_back("row_cache_misses", static_cast<int64_t>(cache.misses));
   r.counters.emplace_back("row_cache_evictions", static_cast<int64_t>(cache.evictions));
   r.counters.emplace_back("row_cache_rows", static_cast<int64_t>(cache.entries));
   r.counters.emplace_back("row_cache_bytes", static_cast<int64_t>(cache.bytes));
   // The write path's stages, in bytes (docs/data-path.md).
-  const DataPathStats dp = store_->data_path_stats();
   for (const auto& [name, v] : std::initializer_list<std::pair<const char*, uint64_t>>{
            {"clock_log_records", dp.log_records},
            {"clock_log_bytes", dp.log_bytes},
@@ -703,14 +706,16 @@ std::vector<uint32_t> ShardService::ConnectedClientsLocked() const {
 HoldbackReport ShardService::CheckHoldback(std::chrono::steady_clock::time_point now) {
   HoldbackReport r;
   const int64_t now_ms = NowMs(now);
-  // Lock order: view, then mu_. The view is the last published state, which
-  // holds every batch the engine was told about.
-  ShardStore::ReadView view = store_->View();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // The timer that calls this also retries pushes that could not read
   // their rows (else subscribers waiting for them wait for the next clock,
-  // which may never come).
-  engine_.RetryPushes(ViewRows(view));
+  // which may never come), on the writer (RetryPushesOnWriter).
+  if (engine_.push_retry_pending() && !retry_posted_) {
+    retry_posted_ = true;
+    WriterItem item;
+    item.task = [this] { RetryPushesOnWriter(); };
+    PostToWriter(std::move(item));
+  }
   const ClockVector& clocks = engine_.clocks();
   r.shard_clock = clocks.Min();
   r.held_back = clocks.HoldsBack();

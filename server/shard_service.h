@@ -225,8 +225,7 @@ class ShardService : public net::ServiceHandler {
 
  private:
   // The ids of the client processes with a session now, increasing.
-  // REQUIRES: mu_ held.
-  std::vector<uint32_t> ConnectedClientsLocked() const;
+  std::vector<uint32_t> ConnectedClientsLocked() const REQUIRES(mu_);
   using SessionPtr = std::shared_ptr<net::Session>;
   struct Counters {
     std::atomic<int64_t> batches_applied{0};
@@ -272,8 +271,22 @@ class ShardService : public net::ServiceHandler {
   // or an Ack (after updating the applied clock and marking the changed rows
   // for pushes); then, if the shard clock advanced, the parked reads that are
   // ready are answered and subscribers get their pushes. On the writer.
+  // The store is read (for the parked reads and pushes) with mu_ released:
+  // plan under mu_, read from the view, send under mu_ (ShardEngine).
   void AfterBatchesCommitted(const std::vector<std::unique_ptr<PendingApply>>& group,
-                             const std::vector<BatchResult>& results);
+                             const std::vector<BatchResult>& results) EXCLUDES(mu_);
+  // AfterBatchesCommitted's first stage: per batch an Error or an Ack after
+  // recording it with the engine.
+  void RecordGroupLocked(const std::vector<std::unique_ptr<PendingApply>>& group,
+                         const std::vector<BatchResult>& results, const ShardStore::ReadView& view)
+      REQUIRES(mu_);
+  // The push-latency samples of a group whose commit sent pushes.
+  void RecordPushLatencyLocked(const std::vector<std::unique_ptr<PendingApply>>& group)
+      REQUIRES(mu_);
+  // Retries pushes that could not read their rows (ShardEngine::PlanRetry),
+  // reading with mu_ released. On the writer, so that no publish of a newer
+  // clock comes between its plan and its sends; CheckHoldback posts it.
+  void RetryPushesOnWriter() EXCLUDES(mu_);
   // Failed store (shard_service_faults.cc; docs/operations.md): the group's
   // batches are kept, in order, behind those already held; each session gets
   // one retriable Error{0} naming the cause per failure. On the writer.
@@ -297,8 +310,9 @@ class ShardService : public net::ServiceHandler {
   void HandleDescribeTable(const SessionPtr& s, const net::DescribeTable& m);
   // Memory per component against its bound, as Stats() counters
   // "memory_<component>_bytes" and "memory_<component>_limit_bytes".
+  // Reads RocksDB properties: never under mu_.
   void AppendMemoryCounters(uint64_t row_cache_bytes,
-                            std::vector<std::pair<std::string, int64_t>>* out) const;
+                            std::vector<std::pair<std::string, int64_t>>* out) const EXCLUDES(mu_);
   void HandleStats(const SessionPtr& s, const net::StatsRequest& m);
   // `retriable`: the condition is transient (net::Error::retriable).
   void SendError(const SessionPtr& s, uint64_t req_id, const Status& st, bool retriable = false);
@@ -309,8 +323,7 @@ class ShardService : public net::ServiceHandler {
   // Checks that every row belongs to this shard (if check_placement).
   Status CheckPlacement(uint32_t table, uint64_t row) const;
   // Registers `s` with the engine if the transport never called OnConnect.
-  // REQUIRES: mu_ held.
-  void EnsurePeer(const SessionPtr& s);
+  void EnsurePeer(const SessionPtr& s) REQUIRES(mu_);
   static PeerInfo InfoOf(const net::Session& s);
   // Answers a ready Read on a reader thread: reads from a view, then under
   // mu_ (view still held) the engine sends it and subscribes if asked.
@@ -328,11 +341,12 @@ class ShardService : public net::ServiceHandler {
 
   // Serializes the engine's calls (the writer's bookkeeping after a group,
   // reads being finished, sessions coming and going); guards everything
-  // below. Lock order: a store view, then mu_.
-  mutable std::mutex mu_;
-  ShardEngine engine_;
+  // below up to queue_mu_. Never held while the store is read or written.
+  // Lock order: a store view, then mu_.
+  mutable Mutex mu_;
+  ShardEngine engine_ GUARDED_BY(mu_);
   // Connected sessions by id (for the holdback warning).
-  std::unordered_map<uint64_t, SessionPtr> sessions_;
+  std::unordered_map<uint64_t, SessionPtr> sessions_ GUARDED_BY(mu_);
   // Fencing: the one live session of each client process id, by client id
   // (docs/wire-protocol.md, Hello). Reserved by OnHello (session null until
   // OnConnect; a reservation whose OnConnect never came expires), released
@@ -343,15 +357,17 @@ class ShardService : public net::ServiceHandler {
     SessionPtr session;       // null: reserved by OnHello, not connected yet
     int64_t reserved_ms = 0;  // steady clock, when reserved
   };
-  std::unordered_map<ClientId, Owner> owners_;
+  std::unordered_map<ClientId, Owner> owners_ GUARDED_BY(mu_);
   // Holdback warning rate limit: the stall last warned about and when next.
-  Version warned_clock_ = -1;
-  int64_t warned_since_ms_ = 0;
-  int64_t next_warn_ms_ = 0;
-  int64_t warn_interval_ms_ = 0;
+  Version warned_clock_ GUARDED_BY(mu_) = -1;
+  int64_t warned_since_ms_ GUARDED_BY(mu_) = 0;
+  int64_t next_warn_ms_ GUARDED_BY(mu_) = 0;
+  int64_t warn_interval_ms_ GUARDED_BY(mu_) = 0;
+  // A RetryPushesOnWriter is queued on the writer.
+  bool retry_posted_ GUARDED_BY(mu_) = false;
 
   // The writer's and readers' queues. Lock order: mu_, then queue_mu_.
-  Mutex queue_mu_;
+  Mutex queue_mu_ ACQUIRED_AFTER(mu_);
   CondVar writer_cv_;  // writer_queue_ non-empty or stopping_
   CondVar reader_cv_;  // read_queue_ non-empty or stopping_
   CondVar idle_cv_;    // some queue drained / a thread went idle
@@ -378,9 +394,12 @@ class ShardService : public net::ServiceHandler {
     std::vector<int64_t> us_;
     size_t next_ = 0;
   };
-  PushLatency PushLatencyLocked() const;  // REQUIRES: mu_ held
-  // Push latency and its stages (PushLatencySplit), guarded by mu_.
-  LatencyRing push_latency_us_, push_queue_us_, push_commit_us_, push_send_us_;
+  PushLatency PushLatencyLocked() const REQUIRES(mu_);
+  // Push latency and its stages (PushLatencySplit).
+  LatencyRing push_latency_us_ GUARDED_BY(mu_);
+  LatencyRing push_queue_us_ GUARDED_BY(mu_);
+  LatencyRing push_commit_us_ GUARDED_BY(mu_);
+  LatencyRing push_send_us_ GUARDED_BY(mu_);
   // When the writer started and finished the commit of the group being
   // handled (AfterBatchesCommitted's push-latency split). Writer thread only.
   std::chrono::steady_clock::time_point commit_start_{}, commit_end_{};
@@ -393,8 +412,8 @@ class ShardService : public net::ServiceHandler {
   // Sessions DropHeld closed; their later batches are dropped too.
   std::unordered_set<uint64_t> dropped_sessions_;
   int64_t held_logged_ms_ = 0;
-  mutable std::mutex fatal_mu_;
-  Status fatal_;  // guarded by fatal_mu_
+  mutable Mutex fatal_mu_;
+  Status fatal_ GUARDED_BY(fatal_mu_);
   std::thread writer_;
   std::vector<std::thread> readers_;
   std::thread housekeeper_;

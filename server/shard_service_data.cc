@@ -62,7 +62,7 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
   read.rows = std::move(m.rows);
   read.min_version = m.min_version;
   read.subscribe = m.subscribe;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   EnsurePeer(s);
   if (engine_.Read(s->id(), &read) == ShardEngine::ReadAction::kAnswer) {
     // The view a reader thread takes is at least this fresh.
@@ -78,12 +78,12 @@ void ShardService::AnswerReadOnReader(const SessionPtr& s, const ReadRequest& re
   ShardStore::ReadView view = store_->View();
   ReadAnswer answer;
   Status st = ShardEngine::AnswerFromView(InfoOf(*s), read, ViewRows(view), &answer);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   engine_.FinishRead(s->id(), read, st, std::move(answer));
 }
 
 void ShardService::HandleUnsubscribe(const SessionPtr& s, const net::Unsubscribe& m) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   engine_.Unsubscribe(s->id(), m.table, m.rows);
 }
 
@@ -220,9 +220,39 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
 
 void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<PendingApply>>& group,
                                          const std::vector<BatchResult>& results) {
-  // The state just published; taken before mu_ (lock order: view, mu_).
+  // The state just published, held until the sends below: the next group is
+  // published only after, so every message goes out in shard-clock order.
+  // Taken before mu_ (lock order: view, mu_).
   ShardStore::ReadView view = store_->View();
-  std::lock_guard<std::mutex> lock(mu_);
+  PublishPlan plan;
+  {
+    MutexLock lock(&mu_);
+    RecordGroupLocked(group, results, view);
+    plan = engine_.PlanPublish();
+    if (plan.empty()) {
+      engine_.FinishPublish(std::move(plan));
+      return;
+    }
+  }
+  // The parked reads that became ready and the pushes, read from the state
+  // just published (which holds exactly the batches recorded above) with
+  // mu_ released: transport threads take it for every Read.
+  ShardEngine::ReadPublish(ViewRows(view), &plan);
+  MutexLock lock(&mu_);
+  const int64_t pushes = engine_.counters().pushes;
+  const bool read_errors = plan.push_read_errors != 0;
+  engine_.FinishPublish(std::move(plan));
+  if (engine_.counters().pushes != pushes) RecordPushLatencyLocked(group);
+  if (read_errors) {
+    LOG_EVERY_N(ERROR, 100) << "shard " << shard_id_
+                            << ": reading rows for pushes failed; retried by the housekeeping "
+                               "thread";
+  }
+}
+
+void ShardService::RecordGroupLocked(const std::vector<std::unique_ptr<PendingApply>>& group,
+                                     const std::vector<BatchResult>& results,
+                                     const ShardStore::ReadView& view) {
   const int64_t now_ms = NowMs(std::chrono::steady_clock::now());
   for (size_t i = 0; i < group.size(); ++i) {
     const PendingApply& p = *group[i];
@@ -258,39 +288,47 @@ void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<Pendi
     }
     s->Send(net::Ack{p.apply.clock, false, p.apply.part});
   }
-  // Answers the parked reads that became ready and pushes, from the state
-  // just published (which holds exactly the batches recorded above).
-  const int64_t push_read_errors = engine_.counters().push_read_errors;
-  const int64_t pushes = engine_.counters().pushes;
-  engine_.Publish(ViewRows(view));
-  if (engine_.counters().pushes != pushes && !group.empty()) {
-    auto last = group[0]->received;
-    for (const auto& p : group) last = std::max(last, p->received);
-    const auto now = std::chrono::steady_clock::now();
-    auto us = [](std::chrono::steady_clock::duration d) {
-      return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
-    };
-    // A group handed to the writer before its last Apply was received cannot
-    // be; guard the split against a clock that is not monotonic anyway.
-    const auto start = std::max(commit_start_, last);
-    const auto end = std::max(commit_end_, start);
-    push_latency_us_.Add(us(now - last));
-    push_queue_us_.Add(us(start - last));
-    push_commit_us_.Add(us(end - start));
-    push_send_us_.Add(us(now - end));
-    // The steady clock is CLOCK_MONOTONIC, the same in every process of a
-    // host: a client's "PushDone ... arrived" line (--v=1) subtracts this
-    // time to get the push's arrival latency.
-    VLOG(1) << "shard " << shard_id_ << ": clock " << engine_.shard_clock()
-            << " pushed; last Apply received at " << us(last.time_since_epoch())
-            << " us (steady), queue " << us(start - last) << " us, commit " << us(end - start)
-            << " us, acks/reads/pushes " << us(now - end) << " us";
+}
+
+void ShardService::RecordPushLatencyLocked(
+    const std::vector<std::unique_ptr<PendingApply>>& group) {
+  if (group.empty()) return;
+  auto last = group[0]->received;
+  for (const auto& p : group) last = std::max(last, p->received);
+  const auto now = std::chrono::steady_clock::now();
+  auto us = [](std::chrono::steady_clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+  };
+  // A group handed to the writer before its last Apply was received cannot
+  // be; guard the split against a clock that is not monotonic anyway.
+  const auto start = std::max(commit_start_, last);
+  const auto end = std::max(commit_end_, start);
+  push_latency_us_.Add(us(now - last));
+  push_queue_us_.Add(us(start - last));
+  push_commit_us_.Add(us(end - start));
+  push_send_us_.Add(us(now - end));
+  // The steady clock is CLOCK_MONOTONIC, the same in every process of a
+  // host: a client's "PushDone ... arrived" line (--v=1) subtracts this
+  // time to get the push's arrival latency.
+  VLOG(1) << "shard " << shard_id_ << ": clock " << engine_.shard_clock()
+          << " pushed; last Apply received at " << us(last.time_since_epoch())
+          << " us (steady), queue " << us(start - last) << " us, commit " << us(end - start)
+          << " us, acks/reads/pushes " << us(now - end) << " us";
+}
+
+void ShardService::RetryPushesOnWriter() {
+  // The last published state; the writer publishes no newer one meanwhile.
+  ShardStore::ReadView view = store_->View();
+  PublishPlan plan;
+  {
+    MutexLock lock(&mu_);
+    retry_posted_ = false;
+    if (!engine_.push_retry_pending()) return;
+    plan = engine_.PlanRetry();
   }
-  if (engine_.counters().push_read_errors != push_read_errors) {
-    LOG_EVERY_N(ERROR, 100) << "shard " << shard_id_
-                            << ": reading rows for pushes failed; retried by the housekeeping "
-                               "thread";
-  }
+  ShardEngine::ReadPublish(ViewRows(view), &plan);
+  MutexLock lock(&mu_);
+  engine_.FinishPublish(std::move(plan));
 }
 
 }  // namespace pace

@@ -35,7 +35,7 @@ void ShardService::HoldGroup(std::vector<std::unique_ptr<PendingApply>>* group) 
   const Status why = store_->failure();
   const bool first = held_.empty();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& p : *group) {
       const SessionPtr& s = p->session;
       if (held_notified_.emplace(s->id(), true).second) {
@@ -83,7 +83,7 @@ void ShardService::RetryHeld() {
                             options_.data_dir + " cannot be recovered: " + st.message());
   LOG(ERROR) << fatal.message();
   {
-    std::lock_guard<std::mutex> l(fatal_mu_);
+    MutexLock l(&fatal_mu_);
     if (fatal_.ok()) fatal_ = fatal;
   }
   DropHeld(fatal);
@@ -100,7 +100,7 @@ void ShardService::DropHeld(const Status& why) {
       // A clean close: the client reconnects and re-sends.
       p->session->Close(Status::OK());
     } else {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       SendError(p->session, 0, why);
     }
   }
@@ -147,7 +147,7 @@ Status ShardService::CheckReplyFits(const TableSchema& schema, size_t rows) cons
 }
 
 Status ShardService::fatal_error() const {
-  std::lock_guard<std::mutex> l(fatal_mu_);
+  MutexLock l(&fatal_mu_);
   return fatal_;
 }
 

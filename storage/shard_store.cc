@@ -343,9 +343,9 @@ Status ShardStore::Impl::OpenRocks(const rocksdb::Options& ro) {
 Status ShardStore::Impl::InitOrCheckMeta() {
   rocksdb::ReadOptions ro;
   std::string v;
-  rocksdb::Status s = db_->Get(ro, sf::kFormatVersionKey, &v);
+  rocksdb::Status s = WriterDb()->Get(ro, sf::kFormatVersionKey, &v);
   if (s.IsNotFound()) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    std::unique_ptr<rocksdb::Iterator> it(WriterDb()->NewIterator(ro));
     it->SeekToFirst();
     RETURN_IF_ERROR(FromRocks(it->status(), "scan " + dir_));
     if (it->Valid()) {
@@ -365,7 +365,8 @@ Status ShardStore::Impl::InitOrCheckMeta() {
     b.Put(sf::kCreatedKey, sf::EncodeFixed64(static_cast<uint64_t>(NowUnixMs())));
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "initialize store in " + dir_));
+    RETURN_IF_ERROR(FromRocks(WriterDb()->Write(wo, &b), "initialize store in " + dir_));
+    WriterLock catalog_lock(&catalog_mu_);
     next_table_id_ = 1;
     VLOG(1) << "created PaceDB store in " << dir_ << " for "
             << DescribeIdentity(identity_.shard_id, identity_.num_shards, identity_.num_clients);
@@ -380,7 +381,7 @@ Status ShardStore::Impl::InitOrCheckMeta() {
                                 std::to_string(kOldestStorageFormatVersion) + " to " +
                                 std::to_string(kStorageFormatVersion));
   }
-  s = db_->Get(ro, sf::kIdentityKey, &v);
+  s = WriterDb()->Get(ro, sf::kIdentityKey, &v);
   if (s.IsNotFound()) return Status::Corruption("the store in " + dir_ + " has no identity record");
   RETURN_IF_ERROR(FromRocks(s, "read identity of " + dir_));
   sf::IdentityRecord rec;
@@ -396,16 +397,17 @@ Status ShardStore::Impl::InitOrCheckMeta() {
   }
   identity_ = ShardIdentity{format, rec.shard_id, rec.num_shards, rec.num_clients};
   RETURN_IF_ERROR(LoadJob());
-  s = db_->Get(ro, sf::kNextTableIdKey, &v);
+  s = WriterDb()->Get(ro, sf::kNextTableIdKey, &v);
   if (s.IsNotFound()) return Status::Corruption("the store in " + dir_ + " has no next table id");
   RETURN_IF_ERROR(FromRocks(s, "read next table id of " + dir_));
+  WriterLock catalog_lock(&catalog_mu_);
   RETURN_IF_ERROR(sf::DecodeFixed64(v, "next table id", &next_table_id_).WithPrefix(dir_));
   return Status::OK();
 }
 
 Status ShardStore::Impl::LoadJob() {
   std::string v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), sf::kJobKey, &v);
+  rocksdb::Status s = WriterDb()->Get(rocksdb::ReadOptions(), sf::kJobKey, &v);
   if (s.ok()) {
     if (options_.check_identity && !options_.job.empty() && options_.job != v) {
       return Status::InvalidArgument("the store in " + dir_ + " belongs to job '" + v +
@@ -421,7 +423,8 @@ Status ShardStore::Impl::LoadJob() {
   if (identity_.job.empty()) RETURN_IF_ERROR(NewAutoJobId(&identity_.job));
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  RETURN_IF_ERROR(FromRocks(db_->Put(wo, sf::kJobKey, identity_.job), "record job id in " + dir_));
+  RETURN_IF_ERROR(
+      FromRocks(WriterDb()->Put(wo, sf::kJobKey, identity_.job), "record job id in " + dir_));
   LOG(INFO) << "recorded job id '" << identity_.job << "' in " << dir_
             << " (a store created before job ids)";
   return Status::OK();
@@ -433,7 +436,8 @@ Status ShardStore::Impl::LoadCatalog() {
   rocksdb::Slice upper(end);
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  WriterLock catalog_lock(&catalog_mu_);
+  std::unique_ptr<rocksdb::Iterator> it(WriterDb()->NewIterator(ro));
   for (it->Seek(begin); it->Valid(); it->Next()) {
     uint32_t id;
     if (!sf::DecodeCatalogKey(std::string_view(it->key().data(), it->key().size()), &id)) {
@@ -466,7 +470,7 @@ Status ShardStore::Impl::ReadStoredClocks(std::vector<ClockT>* clocks,
   rocksdb::Slice upper(end);
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  std::unique_ptr<rocksdb::Iterator> it(WriterDb()->NewIterator(ro));
   for (it->Seek(begin); it->Valid(); it->Next()) {
     ClientId client;
     if (!sf::DecodeClockKey(std::string_view(it->key().data(), it->key().size()), &client) ||
@@ -510,22 +514,30 @@ Status ShardStore::Impl::Open() {
     fs::create_directories(dir_, ec);
     if (ec) return Status::IOError("create " + dir_ + ": " + ec.message());
   }
-  RETURN_IF_ERROR(OpenRocks(options_.read_only ? MakeRocksOptions() : MakeWritableRocksOptions()));
-  RETURN_IF_ERROR(InitOrCheckMeta());
-  RETURN_IF_ERROR(LoadCatalog());
-  RETURN_IF_ERROR(LoadClocks());
-  if (!options_.read_only) {
+  {
+    // No other thread uses the store yet; the locks are those the steps
+    // require (as Recover holds them).
     MutexLock write_lock(&write_mu_);
-    ViewWriterLock view_lock(&view_mu_);
-    RefreshSnapshotLocked();
+    {
+      WriterLock db_lock(&db_mu_);
+      RETURN_IF_ERROR(
+          OpenRocks(options_.read_only ? MakeRocksOptions() : MakeWritableRocksOptions()));
+    }
+    RETURN_IF_ERROR(InitOrCheckMeta());
+    RETURN_IF_ERROR(LoadCatalog());
+    RETURN_IF_ERROR(LoadClocks());
+    if (!options_.read_only) {
+      ViewWriterLock view_lock(&view_mu_);
+      RefreshSnapshotLocked();
+    }
   }
   return OpenClockLog();
 }
 
 void ShardStore::Impl::RefreshSnapshotLocked() {
   const rocksdb::Snapshot* old = snapshot_;
-  snapshot_ = db_->GetSnapshot();
-  if (old != nullptr) db_->ReleaseSnapshot(old);
+  snapshot_ = WriterDb()->GetSnapshot();
+  if (old != nullptr) WriterDb()->ReleaseSnapshot(old);
 }
 
 Status ShardStore::Impl::CheckWritable(std::string_view op) const {
@@ -548,7 +560,7 @@ void ShardStore::Impl::AddEntryLocked(const TableSchema& s) {
 }
 
 StatusOr<std::shared_ptr<const TableEntry>> ShardStore::Impl::Lookup(uint32_t id) const {
-  std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+  ReaderLock lock(&catalog_mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return Status::NotFound("unknown table id " + std::to_string(id));
   return it->second;
@@ -559,36 +571,43 @@ Status ShardStore::Impl::CreateTable(const TableSchema& schema, TableSchema* cre
   RETURN_IF_ERROR(CheckWritable("CreateTable"));
   RETURN_IF_ERROR(ValidateSchema(schema));
   MutexLock write_lock(&write_mu_);
-  std::unique_lock<std::shared_mutex> lock(catalog_mu_);
-  auto by_name = by_name_.find(schema.name);
-  if (by_name != by_name_.end()) {
-    const TableSchema& existing = by_id_.at(by_name->second)->schema;
-    if (SameSchema(existing, schema)) {
-      if (created != nullptr) *created = existing;
-      return Status::OK();
-    }
-    return Status::AlreadyExists("table '" + schema.name + "' already exists as " +
-                                 DescribeSchema(existing) + "; requested " +
-                                 DescribeSchema(schema));
-  }
-  if (!failed_.ok()) return failed_;  // an existing table is found above without a write
+  // Only writers change the catalog and write_mu_ is held: what is read here
+  // stays true through the write, which runs without catalog_mu_ (readers
+  // look tables up on every Read and must not wait for a synced write).
   TableSchema s = schema;
-  if (s.id == 0) {
-    if (next_table_id_ > UINT32_MAX) return Status::ResourceExhausted("table ids exhausted");
-    s.id = static_cast<uint32_t>(next_table_id_);
-  } else if (by_id_.count(s.id) != 0) {
-    return Status::AlreadyExists("table id " + std::to_string(s.id) +
-                                 " is already used by table '" + by_id_.at(s.id)->schema.name +
-                                 "'");
+  uint64_t next = 0;
+  {
+    ReaderLock lock(&catalog_mu_);
+    auto by_name = by_name_.find(schema.name);
+    if (by_name != by_name_.end()) {
+      const TableSchema& existing = by_id_.at(by_name->second)->schema;
+      if (SameSchema(existing, schema)) {
+        if (created != nullptr) *created = existing;
+        return Status::OK();
+      }
+      return Status::AlreadyExists("table '" + schema.name + "' already exists as " +
+                                   DescribeSchema(existing) + "; requested " +
+                                   DescribeSchema(schema));
+    }
+    if (!failed_.ok()) return failed_;  // an existing table is found above without a write
+    if (s.id == 0) {
+      if (next_table_id_ > UINT32_MAX) return Status::ResourceExhausted("table ids exhausted");
+      s.id = static_cast<uint32_t>(next_table_id_);
+    } else if (by_id_.count(s.id) != 0) {
+      return Status::AlreadyExists("table id " + std::to_string(s.id) +
+                                   " is already used by table '" + by_id_.at(s.id)->schema.name +
+                                   "'");
+    }
+    next = std::max<uint64_t>(next_table_id_, uint64_t{s.id} + 1);
   }
-  uint64_t next = std::max<uint64_t>(next_table_id_, uint64_t{s.id} + 1);
   rocksdb::WriteBatch b;
   b.Put(sf::CatalogKey(s.id), sf::EncodeSchema(s));
   b.Put(sf::kNextTableIdKey, sf::EncodeFixed64(next));
   rocksdb::WriteOptions wo;
   wo.sync = true;  // Catalog changes are rare; make them durable at once.
-  Status written = FromRocks(db_->Write(wo, &b), "create table '" + s.name + "'");
+  Status written = FromRocks(WriterDb()->Write(wo, &b), "create table '" + s.name + "'");
   if (!written.ok()) return MarkFailedLocked(written, "CreateTable");
+  WriterLock lock(&catalog_mu_);
   next_table_id_ = next;
   AddEntryLocked(s);
   if (created != nullptr) *created = s;
@@ -604,7 +623,7 @@ Status ShardStore::Impl::DropTable(const std::string& name) {
   // here stays until the erase below.
   std::shared_ptr<const TableEntry> entry;
   {
-    std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+    ReaderLock lock(&catalog_mu_);
     auto it = by_name_.find(name);
     if (it == by_name_.end()) return Status::NotFound("unknown table '" + name + "'");
     entry = by_id_.at(it->second);
@@ -618,7 +637,7 @@ Status ShardStore::Impl::DropTable(const std::string& name) {
   b.DeleteRange(sf::TableRowsBegin(id), sf::TableRowsEnd(id));
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  Status written = FromRocks(db_->Write(wo, &b), "drop table '" + name + "'");
+  Status written = FromRocks(WriterDb()->Write(wo, &b), "drop table '" + name + "'");
   if (!written.ok()) return MarkFailedLocked(written, "DropTable");
   {
     ViewWriterLock view_lock(&view_mu_);
@@ -629,14 +648,14 @@ Status ShardStore::Impl::DropTable(const std::string& name) {
       row_cache_->EraseTable(id);
     }
   }
-  std::unique_lock<std::shared_mutex> lock(catalog_mu_);
+  WriterLock lock(&catalog_mu_);
   by_id_.erase(id);
   by_name_.erase(name);
   return Status::OK();
 }
 
 std::vector<TableSchema> ShardStore::Impl::ListTables() const {
-  std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+  ReaderLock lock(&catalog_mu_);
   std::vector<TableSchema> out;
   out.reserve(by_id_.size());
   for (const auto& [id, e] : by_id_) out.push_back(e->schema);
@@ -646,7 +665,7 @@ std::vector<TableSchema> ShardStore::Impl::ListTables() const {
 }
 
 StatusOr<TableSchema> ShardStore::Impl::FindTable(std::string_view name) const {
-  std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+  ReaderLock lock(&catalog_mu_);
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return Status::NotFound("unknown table '" + std::string(name) + "'");
   return by_id_.at(it->second)->schema;

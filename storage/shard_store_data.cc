@@ -84,7 +84,7 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   {
     // Only writers change the catalog, and they hold write_mu_: entries found
     // here stay valid for the whole call.
-    std::shared_lock<std::shared_mutex> catalog_lock(catalog_mu_);
+    ReaderLock catalog_lock(&catalog_mu_);
     for (size_t b = 0; b < batches.size(); ++b) {
       const BatchRequest& req = batches[b];
       BatchResult& res = (*results)[b];
@@ -334,7 +334,7 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
 
   // 3. One write for the whole group, then make it visible.
   const auto t_built = std::chrono::steady_clock::now();
-  Status written = FromRocks(db_->Write(write_options_, &batch),
+  Status written = FromRocks(WriterDb()->Write(write_options_, &batch),
                              "apply a group of " + std::to_string(clocks.size()) + " batch(es)");
   if (!written.ok()) return fail(MarkFailedLocked(written, "ApplyBatches"));
   const auto t_written = std::chrono::steady_clock::now();
@@ -381,18 +381,19 @@ void ShardStore::Impl::MaybeSwitchMemtableLocked(size_t group_bytes) {
   const size_t limit = std::max(kMinSwitchBytes, options_.memtable_switch_groups * group_bytes);
   if (limit >= (options_.write_buffer_mb << 20)) return;
   uint64_t active = 0, immutable = 0;
-  if (!db_->GetIntProperty(rocksdb::DB::Properties::kCurSizeActiveMemTable, &active) ||
+  rocksdb::DB* db = WriterDb();
+  if (!db->GetIntProperty(rocksdb::DB::Properties::kCurSizeActiveMemTable, &active) ||
       active < limit) {
     return;
   }
-  if (!db_->GetIntProperty(rocksdb::DB::Properties::kNumImmutableMemTable, &immutable) ||
+  if (!db->GetIntProperty(rocksdb::DB::Properties::kNumImmutableMemTable, &immutable) ||
       immutable > 0) {
     return;
   }
   rocksdb::FlushOptions fo;
   fo.wait = false;
   fo.allow_write_stall = true;  // checked above: no memtable is waiting for a flush
-  rocksdb::Status s = db_->Flush(fo);
+  rocksdb::Status s = db->Flush(fo);
   if (!s.ok()) VLOG(1) << dir_ << ": switching the memtable failed: " << s.ToString();
 }
 
@@ -453,6 +454,8 @@ void ShardStore::Impl::Publish(const std::vector<CacheOp>& ops, const std::strin
 
 StatusOr<std::string> ShardStore::Impl::LastImport() const {
   PACE_CHECK_STORE_THREAD("LastImport");
+  ReaderLock db_lock(&db_mu_);
+  if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");
   std::string v;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), sf::kLastImportKey, &v);
   if (s.IsNotFound()) return std::string();
@@ -502,12 +505,13 @@ Status ShardStore::Impl::ReadFromStore(const TableEntry& e, const uint64_t* rows
   }
   std::vector<rocksdb::PinnableSlice> stored(n);
   std::vector<rocksdb::Status> statuses(n);
-  if (db_ == nullptr) {
+  rocksdb::DB* db = ViewDb();
+  if (db == nullptr) {
     return Status::Unavailable("the store in " + dir_ + " is being reopened after a failed write");
   }
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot_;  // not a write that is still being published
-  db_->MultiGet(ro, db_->DefaultColumnFamily(), n, keys.data(), stored.data(), statuses.data());
+  db->MultiGet(ro, db->DefaultColumnFamily(), n, keys.data(), stored.data(), statuses.data());
   for (size_t i = 0; i < n; ++i) {
     std::string_view payload;
     const std::string_view* p = nullptr;
@@ -603,12 +607,20 @@ RowCacheStats ShardStore::Impl::row_cache_stats() const {
 }
 
 StoreMemoryStats ShardStore::Impl::memory_stats() const {
-  // In-memory properties only (no I/O): callable from any thread.
+  // In-memory properties only (no I/O): callable from any thread. RocksDB's
+  // figures are 0 while the store is being reopened (never waits for it).
   StoreMemoryStats st;
-  uint64_t v = 0;
-  if (db_->GetIntProperty(rocksdb::DB::Properties::kSizeAllMemTables, &v)) st.memtable_bytes = v;
-  if (db_->GetIntProperty(rocksdb::DB::Properties::kEstimateTableReadersMem, &v)) {
-    st.table_reader_bytes = v;
+  if (db_mu_.TryReaderLock()) {
+    uint64_t v = 0;
+    if (db_ != nullptr) {
+      if (db_->GetIntProperty(rocksdb::DB::Properties::kSizeAllMemTables, &v)) {
+        st.memtable_bytes = v;
+      }
+      if (db_->GetIntProperty(rocksdb::DB::Properties::kEstimateTableReadersMem, &v)) {
+        st.table_reader_bytes = v;
+      }
+    }
+    db_mu_.ReaderUnlock();
   }
   if (block_cache_ != nullptr) {
     st.block_cache_bytes = block_cache_->GetUsage();
@@ -787,7 +799,11 @@ uint64_t ShardStore::Impl::DirtyRowBytes(uint32_t table, bool all_tables) const 
 }
 
 bool ShardStore::Impl::GetIntProperty(const std::string& name, uint64_t* value) const {
-  return db_->GetIntProperty(name, value);
+  // False while the store is being reopened (never waits for it).
+  if (!db_mu_.TryReaderLock()) return false;
+  const bool ok = db_ != nullptr && db_->GetIntProperty(name, value);
+  db_mu_.ReaderUnlock();
+  return ok;
 }
 
 Status ShardStore::Impl::ApproximateTableSize(uint32_t table, uint64_t* bytes) const {

@@ -167,19 +167,22 @@ class ShardStore::Impl {
   // The RocksDB options of a writable store plus its info logger.
   rocksdb::Options MakeWritableRocksOptions();
   rocksdb::Options MakeRocksOptions() const;
-  Status OpenRocks(const rocksdb::Options& ro);
-  Status InitOrCheckMeta();
-  Status LoadJob();  // identity_.job: the recorded one, or records one (older store)
-  Status LoadCatalog();
-  Status LoadClocks();
+  // Opens RocksDB into db_ (Open, Recover).
+  Status OpenRocks(const rocksdb::Options& ro) REQUIRES(db_mu_);
+  // The steps of Open after OpenRocks; write_mu_ keeps db_ in place.
+  Status InitOrCheckMeta() REQUIRES(write_mu_) EXCLUDES(catalog_mu_);
+  // identity_.job: the recorded one, or records one (older store).
+  Status LoadJob() REQUIRES(write_mu_);
+  Status LoadCatalog() REQUIRES(write_mu_) EXCLUDES(catalog_mu_);
+  Status LoadClocks() REQUIRES(write_mu_);
   // The applied clocks stored in RocksDB, indexed by client id.
   // parts (may be null): the parts of the next clock applied, per client.
-  Status ReadStoredClocks(std::vector<ClockT>* clocks,
-                          std::vector<uint32_t>* parts = nullptr) const;
+  Status ReadStoredClocks(std::vector<ClockT>* clocks, std::vector<uint32_t>* parts = nullptr) const
+      REQUIRES(write_mu_);
   Status CheckWritable(std::string_view op) const;
   // The entry of table `id`, or NotFound.
-  StatusOr<std::shared_ptr<const TableEntry>> Lookup(uint32_t id) const;
-  void AddEntryLocked(const TableSchema& s);
+  StatusOr<std::shared_ptr<const TableEntry>> Lookup(uint32_t id) const EXCLUDES(catalog_mu_);
+  void AddEntryLocked(const TableSchema& s) REQUIRES(catalog_mu_);
   // Reads rows [0, n) of table `e` from RocksDB at the view's snapshot into
   // values[0, n); when `fill` is set, also returns their cache entries
   // (*fill resized to n). REQUIRES: view_mu_ held.
@@ -220,11 +223,11 @@ class ShardStore::Impl {
   };
   // Reads the stored log state; a store without one (format 1, or new) has
   // the default state. REQUIRES: db_ open.
-  Status ReadLogState(LogState* st) const;
+  Status ReadLogState(LogState* st) const REQUIRES(write_mu_);
   // Opening: replays the log's committed records into the row cache (dirty
   // rows); a writable store then writes them back and opens the log for
   // appending, and records the current format.
-  Status OpenClockLog();
+  Status OpenClockLog() EXCLUDES(write_mu_);
   // Replays the records of log file st.number in [0, st.end) whose sequence
   // number is at least `seq` into the row cache as dirty rows.
   Status ReplayLogLocked(const LogState& st, uint64_t seq) REQUIRES(write_mu_);
@@ -269,11 +272,20 @@ class ShardStore::Impl {
   int failed_errno_ GUARDED_BY(write_mu_) = 0;  // ENOSPC, EMFILE, EROFS or 0
   int64_t failed_since_ms_ GUARDED_BY(write_mu_) = 0;
   std::atomic<bool> has_failed_{false};
-  // db_'s lifetime: Recover replaces db_ holding it exclusively (with
-  // write_mu_ and view_mu_); users of db_ that hold neither write_mu_ nor
-  // view_mu_ (Scan, checkpoints, Flush, sizes) hold it shared. db_ is null
-  // only after a failed reopen (until the next Recover).
-  mutable SharedMutex db_mu_;
+  // db_'s lifetime: Open and Recover replace db_ holding db_mu_ exclusively
+  // and write_mu_ (Recover also view_mu_). Users of db_ that hold neither
+  // write_mu_ nor view_mu_ (Scan, checkpoints, Flush, sizes, properties) hold
+  // db_mu_ shared and read db_; holders of write_mu_ or view_mu_ use
+  // WriterDb() / ViewDb(). db_ is null only after a failed reopen (until the
+  // next Recover).
+  mutable SharedMutex db_mu_ ACQUIRED_AFTER(write_mu_);
+  std::unique_ptr<rocksdb::DB> db_ GUARDED_BY(db_mu_);
+  // db_ for a thread that keeps it from being replaced by holding write_mu_
+  // (every write) or view_mu_ (reads of a view). Null after a failed reopen.
+  rocksdb::DB* WriterDb() const REQUIRES(write_mu_) NO_THREAD_SAFETY_ANALYSIS { return db_.get(); }
+  rocksdb::DB* ViewDb() const REQUIRES_SHARED(view_mu_) NO_THREAD_SAFETY_ANALYSIS {
+    return db_.get();
+  }
   std::shared_ptr<rocksdb::Logger> info_log_;
   std::shared_ptr<rocksdb::SstFileManager> sst_file_manager_;
 
@@ -282,14 +294,14 @@ class ShardStore::Impl {
   const std::string dir_;
   ShardIdentity identity_;
   std::shared_ptr<rocksdb::Cache> block_cache_;
-  std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
+  std::string secondary_dir_;  // temp dir of a secondary instance; removed on close
+
   // The WriteBatch of the group being built, reused by the next group (its
   // buffer kept up to options_.retained_write_batch_mb). write_batch_bytes_: its
   // capacity, for memory_stats().
   rocksdb::WriteBatch batch_ GUARDED_BY(write_mu_);
   std::atomic<uint64_t> write_batch_bytes_{0};
-  std::string secondary_dir_;  // temp dir of a secondary instance; removed on close
 
   // Locking (docs/storage-format.md section 14). write_mu_ serializes every
   // write (ApplyBatches, CreateTable, DropTable). view_mu_ makes a completed write visible: a
@@ -324,12 +336,12 @@ class ShardStore::Impl {
   mutable std::mutex stats_mu_;
   DataPathStats path_stats_;  // guarded by stats_mu_ (counters only)
 
-  // Catalog, protected by catalog_mu_ (DropTable also holds write_mu_, so a
-  // batch being written cannot see its table vanish).
-  mutable std::shared_mutex catalog_mu_;
-  std::unordered_map<uint32_t, std::shared_ptr<const TableEntry>> by_id_;
-  std::map<std::string, uint32_t, std::less<>> by_name_;
-  uint64_t next_table_id_ = 1;
+  // Catalog (DropTable also holds write_mu_, so a batch being written cannot
+  // see its table vanish).
+  mutable SharedMutex catalog_mu_ ACQUIRED_AFTER(write_mu_);
+  std::unordered_map<uint32_t, std::shared_ptr<const TableEntry>> by_id_ GUARDED_BY(catalog_mu_);
+  std::map<std::string, uint32_t, std::less<>> by_name_ GUARDED_BY(catalog_mu_);
+  uint64_t next_table_id_ GUARDED_BY(catalog_mu_) = 1;
 };
 
 }  // namespace pace

@@ -67,7 +67,7 @@ uint64_t ShardStore::Impl::DirtyLimitBytes() const {
 Status ShardStore::Impl::ReadLogState(LogState* st) const {
   *st = LogState();
   std::string v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), sf::kClockLogKey, &v);
+  rocksdb::Status s = WriterDb()->Get(rocksdb::ReadOptions(), sf::kClockLogKey, &v);
   if (s.IsNotFound()) return Status::OK();
   RETURN_IF_ERROR(FromRocks(s, "read the clock log state of " + dir_));
   if (v.size() != kLogStateBytes) {
@@ -167,9 +167,9 @@ Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t seq) {
 }
 
 Status ShardStore::Impl::OpenClockLog() {
+  MutexLock write_lock(&write_mu_);
   LogState st;
   RETURN_IF_ERROR(ReadLogState(&st));
-  MutexLock write_lock(&write_mu_);
   log_state_ = st;
   if (st.end > 0) {
     Status r = ReplayLogLocked(st, st.first_seq);
@@ -214,7 +214,7 @@ Status ShardStore::Impl::OpenClockLog() {
                                            log_state_.next_seq));
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    RETURN_IF_ERROR(FromRocks(db_->Write(wo, &b), "upgrade the store format of " + dir_));
+    RETURN_IF_ERROR(FromRocks(WriterDb()->Write(wo, &b), "upgrade the store format of " + dir_));
     LOG(INFO) << dir_ << ": storage format " << identity_.format_version << " upgraded to "
               << kStorageFormatVersion;
     identity_.format_version = kStorageFormatVersion;
@@ -257,7 +257,7 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
   rocksdb::Status put = batch.Put(
       sf::kClockLogKey, EncodeLogState(next.number, next.end, next.first_seq, next.next_seq));
   if (!put.ok()) return FromRocks(put, "build batch");
-  Status written = FromRocks(db_->Write(write_options_, &batch),
+  Status written = FromRocks(WriterDb()->Write(write_options_, &batch),
                              "apply a group of " + std::to_string(clocks.size()) + " batch(es)");
   const size_t batch_bytes = batch.GetDataSize();
   batch.Clear();
@@ -394,7 +394,7 @@ Status ShardStore::Impl::WriteBackLocked(const char* why) {
   io.move_files = true;
   io.allow_global_seqno = true;
   io.allow_blocking_flush = true;
-  s = db_->IngestExternalFile({path}, io);
+  s = WriterDb()->IngestExternalFile({path}, io);
   if (!s.ok()) return fail(s, "ingest");
   {
     std::error_code ec;

@@ -195,6 +195,7 @@ struct Shard {
   uint64_t incarnation = 0;
   bool commit_scheduled = false;
   bool retry_scheduled = false;
+  bool publishing = false;  // a publish is planned and not sent yet
   PeerId next_peer = 1;
 };
 
@@ -647,12 +648,23 @@ void World::Commit(uint32_t k, uint64_t incarnation) {
       }
       SendToClient(b.client, k, b.epoch, AckMsg{b.msg.clock, !w.written, b.msg.part});
     }
-    s.engine->Publish(s.store);
-    s.commit_scheduled = false;
-    if (!s.queue.empty()) {
-      s.commit_scheduled = true;
-      At(now_ + rng_.Between(0, max_delay_), [this, k, incarnation] { Commit(k, incarnation); });
-    }
+    // The writer plans under its lock, then reads and sends a little later
+    // (as the shard service, which reads with the lock released): reads,
+    // subscriptions and disconnects may come in between; no commit does.
+    auto plan = std::make_shared<PublishPlan>(s.engine->PlanPublish());
+    s.publishing = true;
+    At(now_ + rng_.Between(0, max_delay_), [this, k, incarnation, plan] {
+      Shard& t = *shards_[k];
+      if (t.incarnation != incarnation || t.engine == nullptr) return;
+      ShardEngine::ReadPublish(t.store, plan.get());
+      t.engine->FinishPublish(std::move(*plan));
+      t.publishing = false;
+      t.commit_scheduled = false;
+      if (!t.queue.empty()) {
+        t.commit_scheduled = true;
+        At(now_ + rng_.Between(0, max_delay_), [this, k, incarnation] { Commit(k, incarnation); });
+      }
+    });
   });
 }
 
@@ -667,6 +679,7 @@ void World::Crash(uint32_t k) {
   sh.queue.clear();
   sh.commit_scheduled = false;
   sh.retry_scheduled = false;
+  sh.publishing = false;
   ++sh.incarnation;
   At(now_ + Delay() * 2, [this, k] { Restart(k); });
 }
@@ -1077,7 +1090,8 @@ SimResult World::Run() {
         Shard& s = *shards_[k];
         if (s.incarnation != inc) return;
         s.retry_scheduled = false;
-        if (s.engine != nullptr) s.engine->RetryPushes(s.store);
+        // On the writer: not between a publish's plan and its sends.
+        if (s.engine != nullptr && !s.publishing) s.engine->RetryPushes(s.store);
       });
     }
   }
