@@ -52,6 +52,7 @@
 #include "common/flat_table.h"
 #include "common/row.h"
 #include "common/thread_annotations.h"
+#include "consistency/batch_rule.h"
 
 namespace pace::client {
 
@@ -69,10 +70,8 @@ struct PendingDelta {
 // the row's vector grow to), and all of it when nothing is left.
 inline constexpr size_t kKeptPendingCapacity = 2;
 
-// (clock, part) a before (clock, part) b, in the order a shard applies them.
-inline bool PartBefore(ClockT ca, uint32_t pa, ClockT cb, uint32_t pb) {
-  return ca < cb || (ca == cb && pa < pb);
-}
+// (clock, part) a before (clock, part) b: the batch rule's order.
+using ::pace::PartBefore;
 
 // Fields are ordered so that a cache-hit Get touches only the first cache
 // line (then the value) and an Inc only the second (then its delta).

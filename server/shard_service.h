@@ -278,8 +278,7 @@ class ShardService : public net::ServiceHandler {
   // AfterBatchesCommitted's first stage: per batch an Error or an Ack after
   // recording it with the engine.
   void RecordGroupLocked(const std::vector<std::unique_ptr<PendingApply>>& group,
-                         const std::vector<BatchResult>& results, const ShardStore::ReadView& view)
-      REQUIRES(mu_);
+                         const std::vector<BatchResult>& results) REQUIRES(mu_);
   // The push-latency samples of a group whose commit sent pushes.
   void RecordPushLatencyLocked(const std::vector<std::unique_ptr<PendingApply>>& group)
       REQUIRES(mu_);

@@ -227,7 +227,7 @@ void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<Pendi
   PublishPlan plan;
   {
     MutexLock lock(&mu_);
-    RecordGroupLocked(group, results, view);
+    RecordGroupLocked(group, results);
     plan = engine_.PlanPublish();
     if (plan.empty()) {
       engine_.FinishPublish(std::move(plan));
@@ -251,8 +251,7 @@ void ShardService::AfterBatchesCommitted(const std::vector<std::unique_ptr<Pendi
 }
 
 void ShardService::RecordGroupLocked(const std::vector<std::unique_ptr<PendingApply>>& group,
-                                     const std::vector<BatchResult>& results,
-                                     const ShardStore::ReadView& view) {
+                                     const std::vector<BatchResult>& results) {
   const int64_t now_ms = NowMs(std::chrono::steady_clock::now());
   for (size_t i = 0; i < group.size(); ++i) {
     const PendingApply& p = *group[i];
@@ -267,26 +266,23 @@ void ShardService::RecordGroupLocked(const std::vector<std::unique_ptr<PendingAp
       SendError(s, 0, r.status.WithPrefix(what));
       continue;
     }
-    if (r.duplicate) {
-      counters_.duplicates.fetch_add(1, std::memory_order_relaxed);
-      // A last part that completed the clock without its deltas (another
-      // incarnation's parts, ShardStore::ApplyBatch) still moves the clock.
-      if (!p.apply.more && view.AppliedClock(client) > engine_.clocks().Get(client) &&
-          p.apply.clock + 1 == view.AppliedClock(client)) {
-        engine_.RecordApplied(client, p.apply.clock + 1, now_ms, 0);
-      }
-      s->Send(net::Ack{p.apply.clock, true, p.apply.part});
-      continue;
-    }
-    counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
-    for (const RowDelta& d : p.deltas) engine_.MarkChanged(s->id(), RowKey{d.table, d.row});
-    // A part with more to come leaves the clock open and counts the part.
-    if (p.apply.more) {
-      engine_.RecordApplied(client, p.apply.clock, now_ms, p.apply.part + 1);
+    // The store classified the batch by the batch rule; the engine moves the
+    // client on as the store did: an applied batch, or a last part that
+    // completed the clock without its deltas (another incarnation's parts).
+    const BatchId id{p.apply.clock, p.apply.part, p.apply.more};
+    if (r.admission == BatchAdmission::kApply) {
+      counters_.batches_applied.fetch_add(1, std::memory_order_relaxed);
+      for (const RowDelta& d : p.deltas) engine_.MarkChanged(s->id(), RowKey{d.table, d.row});
     } else {
-      engine_.RecordApplied(client, p.apply.clock + 1, now_ms, 0);
+      counters_.duplicates.fetch_add(1, std::memory_order_relaxed);
     }
-    s->Send(net::Ack{p.apply.clock, false, p.apply.part});
+    if (r.admission == BatchAdmission::kApply || r.admission == BatchAdmission::kCompletesClock) {
+      const AppliedPosition next =
+          PositionAfter(AppliedPosition{engine_.clocks().Get(client), engine_.AppliedParts(client)},
+                        id, r.admission);
+      engine_.RecordApplied(client, next.clock, now_ms, next.parts);
+    }
+    s->Send(net::Ack{p.apply.clock, r.duplicate, p.apply.part});
   }
 }
 

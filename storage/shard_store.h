@@ -29,6 +29,7 @@
 #include "common/mutex.h"
 #include "common/schema.h"
 #include "common/status.h"
+#include "consistency/batch_rule.h"
 
 namespace pace {
 
@@ -152,7 +153,12 @@ struct BatchResult {
   // OK: written (or a duplicate). Otherwise why this batch was refused;
   // nothing of it was written.
   Status status;
+  // Skipped: kDuplicate, or kCompletesClock (skipped, but it moved the
+  // client's applied clock on).
   bool duplicate = false;
+  // How the batch rule (consistency/batch_rule.h) classified it; meaningful
+  // when status is OK.
+  BatchAdmission admission = BatchAdmission::kApply;
 };
 
 // Counters of the row cache (ShardStoreOptions::row_cache_mb).

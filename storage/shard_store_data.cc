@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "consistency/batch_rule.h"
 #include "storage/checkpoint.h"
 #include "storage/key_format.h"
 #include "storage/rocks_status.h"
@@ -38,10 +39,10 @@ constexpr size_t kBatchOverheadPerDelta = 1 + 1 + 5 + 5 + sf::kRowKeySize;
 
 // --- Writes -------------------------------------------------------------------
 
-namespace {
-
+// What the admit stage accepted of a group: its deltas and the clock records
+// it leaves.
 // One delta of a group, in the order it goes into the WriteBatch.
-struct GroupDelta {
+struct ShardStore::Impl::GroupDelta {
   uint32_t table;
   uint32_t seq;  // position in the group: batch by batch, deltas in batch order
   uint64_t row;
@@ -50,7 +51,18 @@ struct GroupDelta {
   std::string* owned;      // RowDelta::owned when `bytes` is it, else nullptr
 };
 
-}  // namespace
+struct ShardStore::Impl::AdmittedGroup {
+  std::vector<GroupDelta> deltas;
+  std::deque<std::string> stripped_rows;  // stable addresses for GroupDelta::bytes
+  std::vector<ClockUpdate> clocks;
+  // Where each client stands after the batches admitted so far.
+  std::unordered_map<ClientId, AppliedPosition> next;
+  const std::string* import_record = nullptr;  // the last import's record, if any
+  size_t reserve = 64;                         // WriteBatch bytes
+  uint32_t seq = 0;
+
+  bool empty() const { return clocks.empty() && import_record == nullptr; }
+};
 
 Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
                                       std::vector<BatchResult>* results) {
@@ -70,213 +82,211 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
     return failed_;
   }
   const auto t_start = std::chrono::steady_clock::now();
-
-  // 1. Validate each batch on its own; a refused batch contributes nothing.
-  std::vector<GroupDelta> group;
-  std::deque<std::string> stripped_rows;  // stable addresses for GroupDelta::bytes
-  std::vector<ClockUpdate> clocks;
-  // The applied clock each client will have after the batches accepted so far.
-  // (applied clock, parts of it applied) after the batches accepted so far.
-  std::unordered_map<ClientId, std::pair<ClockT, uint32_t>> next_clock;
-  const std::string* import_record = nullptr;  // the last import's record, if any
-  size_t reserve = 64;
-  uint32_t seq = 0;
-  {
-    // Only writers change the catalog, and they hold write_mu_: entries found
-    // here stay valid for the whole call.
-    ReaderLock catalog_lock(&catalog_mu_);
-    for (size_t b = 0; b < batches.size(); ++b) {
-      const BatchRequest& req = batches[b];
-      BatchResult& res = (*results)[b];
-      const ClientId client = req.client;
-      const bool import = req.import_record != nullptr;
-      if (import) {
-        // No client, no clock: the deltas only.
-      } else if (client >= identity_.num_clients) {
-        res.status =
-            Status::InvalidArgument("client id " + std::to_string(client) + " is not in [0, " +
-                                    std::to_string(identity_.num_clients) + ")");
-        continue;
-      }
-      if (!import && req.clock < 0) {
-        res.status = Status::InvalidArgument("negative clock " + std::to_string(req.clock));
-        continue;
-      }
-      auto nc = next_clock.find(client);
-      const ClockT applied = import ? req.clock
-                             : nc != next_clock.end()
-                                 ? nc->second.first
-                                 : applied_[client].load(std::memory_order_relaxed);
-      const uint32_t parts = import ? req.part
-                             : nc != next_clock.end()
-                                 ? nc->second.second
-                                 : applied_parts_[client].load(std::memory_order_relaxed);
-      if (req.clock < applied || (req.clock == applied && req.part < parts && req.more)) {
-        res.duplicate = true;
-        continue;
-      }
-      if (req.clock == applied && req.part < parts) {
-        // The last part of a clock cut into fewer parts than the shard has of
-        // it (another incarnation of the client): completes the clock, its
-        // deltas skipped as a re-run's duplicate.
-        res.duplicate = true;
-        next_clock[client] = {req.clock + 1, 0};
-        clocks.push_back(ClockUpdate{client, req.clock + 1, 0});
-        continue;
-      }
-      if (req.clock > applied || req.part > parts) {
-        res.status = Status::FailedPrecondition(
-            "clock gap: client " + std::to_string(client) + " sent its batch for clock " +
-            std::to_string(req.clock) +
-            (req.part > 0 || req.more ? " part " + std::to_string(req.part) : std::string()) +
-            " but this shard has applied only clocks < " + std::to_string(applied) +
-            (parts > 0
-                 ? " and " + std::to_string(parts) + " part(s) of clock " + std::to_string(applied)
-                 : std::string()));
-        continue;
-      }
-      const size_t group_begin = group.size();
-      const size_t stripped_begin = stripped_rows.size();
-      const std::vector<RowDelta>& deltas = *req.deltas;
-      const TableEntry* entry = nullptr;
-      size_t batch_reserve = 0;
-      for (size_t i = 0; i < deltas.size() && res.status.ok(); ++i) {
-        const RowDelta& d = deltas[i];
-        if (entry == nullptr || entry->schema.id != d.table) {
-          auto it = by_id_.find(d.table);
-          if (it == by_id_.end()) {
-            res.status =
-                Status::InvalidArgument("delta " + std::to_string(i) + " names unknown table id " +
-                                        std::to_string(d.table));
-            break;
-          }
-          entry = it->second.get();
-        }
-        Status valid = ValidateRow(entry->format, d.bytes);
-        if (!valid.ok()) {
-          res.status = Status::InvalidArgument("delta " + std::to_string(i) + " (table '" +
-                                               entry->schema.name + "', row " +
-                                               std::to_string(d.row) + "): " + valid.message());
-          break;
-        }
-        std::string_view bytes = d.bytes;
-        std::string* owned = d.owned != nullptr && d.owned->data() == d.bytes.data() &&
-                                     d.owned->size() == d.bytes.size()
-                                 ? d.owned
-                                 : nullptr;
-        if (entry->format.kind == RowKind::kSparse && SparseHasZero(entry->format, bytes)) {
-          // Stored values never hold zero entries; strip them here (rare).
-          StripSparseZeros(entry->format, bytes, &stripped_rows.emplace_back());
-          bytes = stripped_rows.back();
-          owned = nullptr;
-        }
-        group.push_back(
-            GroupDelta{d.table, seq + static_cast<uint32_t>(i), d.row, entry, bytes, owned});
-        batch_reserve += bytes.size() + kBatchOverheadPerDelta;
-      }
-      if (!res.status.ok()) {
-        group.resize(group_begin);
-        stripped_rows.resize(stripped_begin);
-        continue;
-      }
-      seq += static_cast<uint32_t>(deltas.size());
-      reserve += batch_reserve + 32;
-      if (import) {
-        import_record = req.import_record;
-        continue;
-      }
-      if (req.more) {
-        next_clock[client] = {req.clock, req.part + 1};
-        clocks.push_back(ClockUpdate{client, req.clock, req.part + 1});
-      } else {
-        next_clock[client] = {req.clock + 1, 0};
-        clocks.push_back(ClockUpdate{client, req.clock + 1, 0});
-      }
-    }
-  }
-  if (clocks.empty() && import_record == nullptr) return Status::OK();  // nothing to write
-
-  // 2. The WriteBatch, in row-key order (deltas of one row in group order):
-  // inserting keys in order lets the memtable start each insert from the
-  // previous one's position (memtable_insert_with_hint_prefix_extractor in
-  // shard_store.cc); the row merges see each row's deltas in the same order
-  // either way.
+  AdmittedGroup group;
+  AdmitLocked(batches, results, &group);
+  if (group.empty()) return Status::OK();  // nothing to write
+  // Row-key order (deltas of one row in group order): inserting keys in order
+  // lets the memtable start each insert from the previous one's position
+  // (memtable_insert_with_hint_prefix_extractor in shard_store.cc), and the
+  // clock log's record is sorted; the row merges see each row's deltas in the
+  // same order either way.
   auto key_less = [](const GroupDelta& x, const GroupDelta& y) {
     if (x.table != y.table) return x.table < y.table;
     if (x.row != y.row) return x.row < y.row;
     return x.seq < y.seq;
   };
-  if (!std::is_sorted(group.begin(), group.end(), key_less)) {
-    std::sort(group.begin(), group.end(), key_less);
+  if (!std::is_sorted(group.deltas.begin(), group.deltas.end(), key_less)) {
+    std::sort(group.deltas.begin(), group.deltas.end(), key_less);
   }
-  if (log_mode_) {
-    std::vector<ClockLogEntry> deltas(group.size());
-    for (size_t k = 0; k < group.size(); ++k) {
-      deltas[k] = ClockLogEntry{group[k].table, group[k].row, group[k].bytes};
+  // Nothing was written: every batch that would have been fails.
+  auto fail = [results](const Status& err) {
+    for (BatchResult& r : *results) {
+      if (r.status.ok() && !r.duplicate) r.status = err;
     }
-    Status logged = WriteGroupToLogLocked(deltas, clocks, import_record);
-    if (!logged.ok()) {
-      for (BatchResult& r : *results) {
-        if (r.status.ok() && !r.duplicate) r.status = logged;
+    return err;
+  };
+  if (log_mode_) {
+    std::vector<ClockLogEntry> deltas(group.deltas.size());
+    for (size_t k = 0; k < group.deltas.size(); ++k) {
+      const GroupDelta& d = group.deltas[k];
+      deltas[k] = ClockLogEntry{d.table, d.row, d.bytes};
+    }
+    Status logged = WriteGroupToLogLocked(deltas, group.clocks, group.import_record);
+    return logged.ok() ? logged : fail(logged);
+  }
+  std::vector<CacheOp> ops;
+  std::string put_sums;
+  Status built = BuildLocked(group, &ops, &put_sums);
+  if (!built.ok()) return fail(built);
+  const auto t_built = std::chrono::steady_clock::now();
+  Status committed = CommitLocked(group, ops, put_sums);
+  if (!committed.ok()) return fail(committed);
+  if (VLOG_IS_ON(2)) {
+    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    VLOG(2) << dir_ << ": group of " << group.clocks.size() << " batch(es), " << group.deltas.size()
+            << " deltas: admit+build " << ms(t_built - t_start) << " ms, write+publish "
+            << ms(std::chrono::steady_clock::now() - t_built) << " ms";
+  }
+  return Status::OK();
+}
+
+void ShardStore::Impl::AdmitLocked(const std::vector<BatchRequest>& batches,
+                                   std::vector<BatchResult>* results, AdmittedGroup* group) {
+  // Only writers change the catalog, and they hold write_mu_: entries found
+  // here stay valid for the whole group.
+  ReaderLock catalog_lock(&catalog_mu_);
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const BatchRequest& req = batches[b];
+    BatchResult& res = (*results)[b];
+    const ClientId client = req.client;
+    const bool import = req.import_record != nullptr;
+    if (!import && client >= identity_.num_clients) {
+      res.status =
+          Status::InvalidArgument("client id " + std::to_string(client) + " is not in [0, " +
+                                  std::to_string(identity_.num_clients) + ")");
+      continue;
+    }
+    if (!import && req.clock < 0) {
+      res.status = Status::InvalidArgument("negative clock " + std::to_string(req.clock));
+      continue;
+    }
+    // An import has no client and no clock: the deltas only.
+    auto nc = group->next.find(client);
+    const AppliedPosition applied =
+        import ? AppliedPosition{req.clock, req.part}
+        : nc != group->next.end()
+            ? nc->second
+            : AppliedPosition{applied_[client].load(std::memory_order_relaxed),
+                              applied_parts_[client].load(std::memory_order_relaxed)};
+    const BatchId id{req.clock, req.part, req.more};
+    res.admission = ClassifyBatch(applied, id);
+    res.duplicate = res.admission == BatchAdmission::kDuplicate ||
+                    res.admission == BatchAdmission::kCompletesClock;
+    if (res.admission == BatchAdmission::kGap) {
+      res.status = Status::FailedPrecondition(
+          "clock gap: client " + std::to_string(client) + " sent its batch for clock " +
+          std::to_string(req.clock) +
+          (req.part > 0 || req.more ? " part " + std::to_string(req.part) : std::string()) +
+          " but this shard has applied only clocks < " + std::to_string(applied.clock) +
+          (applied.parts > 0 ? " and " + std::to_string(applied.parts) + " part(s) of clock " +
+                                   std::to_string(applied.clock)
+                             : std::string()));
+      continue;
+    }
+    if (res.admission == BatchAdmission::kApply) {
+      res.status = AdmitDeltasLocked(*req.deltas, group);
+      if (!res.status.ok()) continue;
+      if (import) {
+        group->import_record = req.import_record;
+        continue;
       }
     }
-    return logged;
+    if (res.admission == BatchAdmission::kDuplicate) continue;
+    // Applied, or a last part that completes the clock without its deltas.
+    const AppliedPosition next = PositionAfter(applied, id, res.admission);
+    group->next[client] = next;
+    group->clocks.push_back(ClockUpdate{client, next.clock, next.parts});
   }
+}
+
+Status ShardStore::Impl::AdmitDeltasLocked(const std::vector<RowDelta>& deltas,
+                                           AdmittedGroup* group) const {
+  const size_t group_begin = group->deltas.size();
+  const size_t stripped_begin = group->stripped_rows.size();
+  const TableEntry* entry = nullptr;
+  size_t batch_reserve = 0;
+  Status st;
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    const RowDelta& d = deltas[i];
+    if (entry == nullptr || entry->schema.id != d.table) {
+      auto it = by_id_.find(d.table);
+      if (it == by_id_.end()) {
+        st = Status::InvalidArgument("delta " + std::to_string(i) + " names unknown table id " +
+                                     std::to_string(d.table));
+        break;
+      }
+      entry = it->second.get();
+    }
+    Status valid = ValidateRow(entry->format, d.bytes);
+    if (!valid.ok()) {
+      st = Status::InvalidArgument("delta " + std::to_string(i) + " (table '" + entry->schema.name +
+                                   "', row " + std::to_string(d.row) + "): " + valid.message());
+      break;
+    }
+    std::string_view bytes = d.bytes;
+    std::string* owned =
+        d.owned != nullptr && d.owned->data() == d.bytes.data() && d.owned->size() == d.bytes.size()
+            ? d.owned
+            : nullptr;
+    if (entry->format.kind == RowKind::kSparse && SparseHasZero(entry->format, bytes)) {
+      // Stored values never hold zero entries; strip them here (rare).
+      StripSparseZeros(entry->format, bytes, &group->stripped_rows.emplace_back());
+      bytes = group->stripped_rows.back();
+      owned = nullptr;
+    }
+    group->deltas.push_back(
+        GroupDelta{d.table, group->seq + static_cast<uint32_t>(i), d.row, entry, bytes, owned});
+    batch_reserve += bytes.size() + kBatchOverheadPerDelta;
+  }
+  if (!st.ok()) {
+    // A refused batch contributes nothing.
+    group->deltas.resize(group_begin);
+    group->stripped_rows.resize(stripped_begin);
+    return st;
+  }
+  group->seq += static_cast<uint32_t>(deltas.size());
+  group->reserve += batch_reserve + 32;
+  return Status::OK();
+}
+
+Status ShardStore::Impl::BuildLocked(const AdmittedGroup& group, std::vector<CacheOp>* ops,
+                                     std::string* put_sums) {
   // The batch reuses the previous group's buffer: a model-scale group is
   // ~130 MB, and a fresh buffer of that size is mapped and faulted in page by
   // page on every clock.
   rocksdb::WriteBatch& batch = batch_;
   batch.Clear();
-  if (batch.Data().capacity() < reserve) batch = rocksdb::WriteBatch(reserve);
+  if (batch.Data().capacity() < group.reserve) batch = rocksdb::WriteBatch(group.reserve);
   write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
+  // Nothing kept after a failure.
+  auto fail = [this](const rocksdb::Status& s) REQUIRES(write_mu_) {
+    batch_ = rocksdb::WriteBatch();
+    write_batch_bytes_.store(batch_.Data().capacity(), std::memory_order_relaxed);
+    return FromRocks(s, "build batch");
+  };
   const bool cache = row_cache_ != nullptr;
   // Cached dense rows changed once by this group are written as a Put of their
-  // new stored value (the cached sum plus the delta) instead of one more merge
-  // operand: the Put supersedes the row's older records, so a later read from
-  // RocksDB finds one value instead of merging an operand per clock, and
-  // flushes and compactions drop the superseded ones. The cached sum is the
-  // published state, which only this (serialized) writer changes.
-  std::vector<CacheOp> ops;  // every delta, for Publish (cache on)
-  if (cache) ops.reserve(group.size());
-  // The new sums of Put rows whose delta the caller did not hand over
-  // (RowDelta::owned), one after another in one buffer: written to the batch,
-  // then copied into the cache by Publish without computing them again. A
-  // handed-over delta's buffer takes its new sum in place (x + y == y + x
-  // bit for bit in IEEE and in wrapping integer arithmetic, so adding the
-  // cached sum into the delta gives the merge operator's result) and Publish
-  // swaps it into the cache entry: no copy, no allocation.
-  std::string put_sums;
+  // new stored value (the cached sum plus the delta, PutSum) instead of one
+  // more merge operand: the Put supersedes the row's older records, so a
+  // later read from RocksDB finds one value instead of merging an operand per
+  // clock, and flushes and compactions drop the superseded ones. The cached
+  // sum is the published state, which only this (serialized) writer changes.
+  // ops: every delta, for Publish (cache on).
   if (cache) {
+    ops->reserve(group.deltas.size());
     size_t bytes = 0;
-    for (const GroupDelta& d : group) {
+    for (const GroupDelta& d : group.deltas) {
       if (d.owned == nullptr) bytes += d.bytes.size();
     }
-    put_sums.reserve(bytes);
+    put_sums->reserve(bytes);
   }
   char key[sf::kRowKeySize];
   const rocksdb::Slice key_slice(key, sf::kRowKeySize);
   constexpr size_t kRowsPerCacheLock = 256;  // readers may fill the cache in between
   std::unique_ptr<MutexLock> cache_lock;
-  // Nothing was written: every batch that would have been fails.
-  auto fail = [&](Status err) REQUIRES(write_mu_) {
-    for (BatchResult& r : *results) {
-      if (r.status.ok() && !r.duplicate) r.status = err;
-    }
-    batch = rocksdb::WriteBatch();  // nothing kept after a failure
-    write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
-    return err;
-  };
-  for (size_t k = 0; k < group.size(); ++k) {
-    const GroupDelta& d = group[k];
+  const std::vector<GroupDelta>& deltas = group.deltas;
+  for (size_t k = 0; k < deltas.size(); ++k) {
+    const GroupDelta& d = deltas[k];
     const TableEntry* entry = d.entry;
     sf::EncodeRowKey(d.table, d.row, key);
-    if (cache) ops.push_back(CacheOp{entry, d.table, d.row, d.bytes});
+    if (cache) ops->push_back(CacheOp{entry, d.table, d.row, d.bytes});
     CachedRow* cached = nullptr;
     if (cache && entry->format.kind == RowKind::kDense) {
-      auto same_row = [&group, &d](size_t j) {
-        return group[j].table == d.table && group[j].row == d.row;
+      auto same_row = [&deltas, &d](size_t j) {
+        return deltas[j].table == d.table && deltas[j].row == d.row;
       };
-      const bool once = (k == 0 || !same_row(k - 1)) && (k + 1 == group.size() || !same_row(k + 1));
+      const bool once =
+          (k == 0 || !same_row(k - 1)) && (k + 1 == deltas.size() || !same_row(k + 1));
       if (once) {
         if (cache_lock == nullptr || k % kRowsPerCacheLock == 0) {
           cache_lock.reset();
@@ -287,28 +297,7 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
     }
     rocksdb::Status s;
     if (cached != nullptr) {
-      // The merge operator's arithmetic (row_merge.cc): a lone operand is the
-      // sum; a later one is added to it.
-      const char* sum = nullptr;
-      if (d.owned != nullptr) {
-        if (cached->written) {
-          AddDenseUnaligned(entry->format.type, d.owned->data(), cached->sum.data(),
-                            entry->format.width);
-        }
-        sum = d.owned->data();
-        ops.back().take = d.owned;
-      } else {
-        const size_t offset = put_sums.size();
-        if (cached->written) {
-          put_sums.append(cached->sum);
-          AddDenseUnaligned(entry->format.type, put_sums.data() + offset, d.bytes.data(),
-                            entry->format.width);
-        } else {
-          put_sums.append(d.bytes.data(), d.bytes.size());
-        }
-        ops.back().put = static_cast<int64_t>(offset);
-        sum = put_sums.data() + offset;
-      }
+      const char* sum = PutSum(d, *cached, &ops->back(), put_sums);
       const rocksdb::Slice value_parts[2] = {rocksdb::Slice(&entry->tag, 1),
                                              rocksdb::Slice(sum, d.bytes.size())};
       s = batch.Put(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
@@ -319,25 +308,60 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
     }
     if (!s.ok()) {
       cache_lock.reset();
-      return fail(FromRocks(s, "build batch"));
+      return fail(s);
     }
   }
   cache_lock.reset();
-  for (const ClockUpdate& c : clocks) {
+  for (const ClockUpdate& c : group.clocks) {
     rocksdb::Status s = batch.Put(sf::ClockKey(c.client), sf::EncodeClock(c.applied, c.parts));
-    if (!s.ok()) return fail(FromRocks(s, "build batch"));
+    if (!s.ok()) return fail(s);
   }
-  if (import_record != nullptr) {
-    rocksdb::Status s = batch.Put(sf::kLastImportKey, *import_record);
-    if (!s.ok()) return fail(FromRocks(s, "build batch"));
+  if (group.import_record != nullptr) {
+    rocksdb::Status s = batch.Put(sf::kLastImportKey, *group.import_record);
+    if (!s.ok()) return fail(s);
   }
+  return Status::OK();
+}
 
-  // 3. One write for the whole group, then make it visible.
-  const auto t_built = std::chrono::steady_clock::now();
-  Status written = FromRocks(WriterDb()->Write(write_options_, &batch),
-                             "apply a group of " + std::to_string(clocks.size()) + " batch(es)");
-  if (!written.ok()) return fail(MarkFailedLocked(written, "ApplyBatches"));
-  const auto t_written = std::chrono::steady_clock::now();
+const char* ShardStore::Impl::PutSum(const GroupDelta& d, const CachedRow& cached, CacheOp* op,
+                                     std::string* put_sums) {
+  // The merge operator's arithmetic (row_merge.cc): a lone operand is the
+  // sum; a later one is added to it. A delta the caller handed over
+  // (RowDelta::owned) takes its new sum in place (x + y == y + x bit for bit
+  // in IEEE and in wrapping integer arithmetic, so adding the cached sum into
+  // the delta gives the merge operator's result) and Publish swaps it into
+  // the cache entry: no copy, no allocation. Other sums go one after another
+  // into put_sums, which Publish copies into the cache without computing them
+  // again.
+  const RowFormat& f = d.entry->format;
+  if (d.owned != nullptr) {
+    if (cached.written) AddDenseUnaligned(f.type, d.owned->data(), cached.sum.data(), f.width);
+    op->take = d.owned;
+    return d.owned->data();
+  }
+  const size_t offset = put_sums->size();
+  if (cached.written) {
+    put_sums->append(cached.sum);
+    AddDenseUnaligned(f.type, put_sums->data() + offset, d.bytes.data(), f.width);
+  } else {
+    put_sums->append(d.bytes.data(), d.bytes.size());
+  }
+  op->put = static_cast<int64_t>(offset);
+  return put_sums->data() + offset;
+}
+
+Status ShardStore::Impl::CommitLocked(const AdmittedGroup& group, const std::vector<CacheOp>& ops,
+                                      const std::string& put_sums) {
+  // One write for the whole group, then make it visible.
+  rocksdb::WriteBatch& batch = batch_;
+  Status written =
+      FromRocks(WriterDb()->Write(write_options_, &batch),
+                "apply a group of " + std::to_string(group.clocks.size()) + " batch(es)");
+  if (!written.ok()) {
+    batch = rocksdb::WriteBatch();  // nothing kept after a failure
+    write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
+    return MarkFailedLocked(written, "ApplyBatches");
+  }
   const size_t batch_bytes = batch.GetDataSize();
   // Kept up to retained_write_batch_mb and never more than the memtable budget,
   // so a store sized from a memory budget (small write buffers) keeps little.
@@ -345,20 +369,11 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
       std::min<size_t>(options_.retained_write_batch_mb,
                        options_.write_buffer_mb *
                            static_cast<size_t>(std::max(1, options_.max_write_buffer_number)));
-  if (batch.Data().capacity() > (retain_mb << 20)) {
-    batch = rocksdb::WriteBatch();
-  }
+  if (batch.Data().capacity() > (retain_mb << 20)) batch = rocksdb::WriteBatch();
   batch.Clear();
   write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
-  Publish(ops, put_sums, clocks);
+  Publish(ops, put_sums, group.clocks);
   MaybeSwitchMemtableLocked(batch_bytes);
-  if (VLOG_IS_ON(2)) {
-    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-    VLOG(2) << dir_ << ": group of " << clocks.size() << " batch(es), " << group.size()
-            << " deltas, " << batch_bytes << " bytes: validate+build " << ms(t_built - t_start)
-            << " ms, write " << ms(t_written - t_built) << " ms, publish "
-            << ms(std::chrono::steady_clock::now() - t_written) << " ms";
-  }
   return Status::OK();
 }
 

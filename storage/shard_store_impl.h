@@ -214,6 +214,26 @@ class ShardStore::Impl {
   // cache entries.
   void Publish(const std::vector<CacheOp>& ops, const std::string& put_sums,
                const std::vector<ClockUpdate>& clocks) REQUIRES(write_mu_) EXCLUDES(view_mu_);
+  // ApplyBatches in named stages (shard_store_data.cc). Admit: classifies
+  // each batch by the batch rule (consistency/batch_rule.h) and validates the
+  // deltas of those applied into `group`; a refused batch contributes
+  // nothing. Build: the WriteBatch of the group, in row-key order, and the
+  // row cache's ops. Commit: one RocksDB write, then Publish. The clock log
+  // replaces build and commit with WriteGroupToLogLocked.
+  struct GroupDelta;
+  struct AdmittedGroup;
+  void AdmitLocked(const std::vector<BatchRequest>& batches, std::vector<BatchResult>* results,
+                   AdmittedGroup* group) REQUIRES(write_mu_) EXCLUDES(catalog_mu_);
+  Status AdmitDeltasLocked(const std::vector<RowDelta>& deltas, AdmittedGroup* group) const
+      REQUIRES(write_mu_) REQUIRES_SHARED(catalog_mu_);
+  Status BuildLocked(const AdmittedGroup& group, std::vector<CacheOp>* ops, std::string* put_sums)
+      REQUIRES(write_mu_) EXCLUDES(view_mu_);
+  Status CommitLocked(const AdmittedGroup& group, const std::vector<CacheOp>& ops,
+                      const std::string& put_sums) REQUIRES(write_mu_) EXCLUDES(view_mu_);
+  // The new stored sum of a cached dense row changed once by the group (a
+  // Put instead of a merge operand); records where it is in *op.
+  static const char* PutSum(const GroupDelta& d, const CachedRow& cached, CacheOp* op,
+                            std::string* put_sums);
   // The clock log (shard_store_log.cc, docs/storage-format.md section 15).
   struct LogState {
     uint64_t number = 1;     // the active log file

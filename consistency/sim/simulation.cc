@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/schema.h"
+#include "consistency/batch_rule.h"
 #include "consistency/read_policy.h"
 #include "consistency/shard_engine.h"
 
@@ -208,10 +209,6 @@ struct Pending {
   int64_t delta = 0;
   uint32_t part = 0;  // when sealed
 };
-
-bool PartBefore(ClockT ca, uint32_t pa, ClockT cb, uint32_t pb) {
-  return ca < cb || (ca == cb && pa < pb);
-}
 
 struct Entry {
   bool has_value = false;
@@ -587,30 +584,37 @@ void World::Commit(uint32_t k, uint64_t incarnation) {
     ClockT& applied = sh.store.applied[b.client];
     uint32_t& parts = sh.store.parts[b.client];
     const ApplyMsg& m = b.msg;
-    if (m.clock < applied || (m.clock == applied && m.part < parts)) {
-      // (A last part below the parts applied comes only from another
-      // incarnation of the client, which the simulation does not model.)
+    const AppliedPosition at{applied, parts};
+    const BatchId id{m.clock, m.part, m.more};
+    const BatchAdmission admission = ClassifyBatch(at, id);
+    if (admission == BatchAdmission::kDuplicate) {
       if (m.clock == applied) ++result_.parts_skipped;
       written->push_back(Written{});
       continue;
     }
-    if (m.clock > applied || m.part > parts) {
+    if (admission == BatchAdmission::kGap) {
       return Fail("shard " + std::to_string(k) + ": clock gap, batch " + std::to_string(m.clock) +
                   " part " + std::to_string(m.part) + " of client " + std::to_string(b.client) +
                   " with applied clock " + std::to_string(applied) + " and " +
                   std::to_string(parts) + " part(s)");
+    }
+    if (admission == BatchAdmission::kCompletesClock) {
+      // Only another incarnation of the client cuts a clock into fewer parts
+      // than the shard has; the simulated clients never restart, so this is
+      // a protocol error here.
+      return Fail("shard " + std::to_string(k) + ": last part " + std::to_string(m.part) +
+                  " of clock " + std::to_string(m.clock) + " of client " +
+                  std::to_string(b.client) + " below the " + std::to_string(parts) +
+                  " part(s) applied");
     }
     for (const auto& [key, d] : m.deltas) {
       FakeStore::Row& row = sh.store.committed[key];
       row.value += d;
       row.prov.emplace_back(b.client, Stamp(m.clock, m.part));
     }
-    if (m.more) {
-      parts = m.part + 1;
-    } else {
-      ++applied;
-      parts = 0;
-    }
+    const AppliedPosition next = PositionAfter(at, id, admission);
+    applied = next.clock;
+    parts = next.parts;
     written->push_back(Written{true, applied, parts});
     Trace("shard " + std::to_string(k) + " commits clock " + std::to_string(m.clock) + " part " +
           std::to_string(m.part) + (m.more ? " (more)" : "") + " of client " +

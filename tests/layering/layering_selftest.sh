@@ -14,6 +14,8 @@ expect() {  # expect pass|fail NAME FILE CONTENT
 }
 expect pass clean           storage/a.cc   '#include "common/status.h"'
 expect fail storage_up      storage/a.cc   '#include "net/messages.h"'
+expect pass storage_rule    storage/a.h    '#include "consistency/batch_rule.h"'
+expect fail storage_engine  storage/a.cc   '#include "consistency/shard_engine.h"'
 expect fail common_rocks    common/a.h     '#include <rocksdb/db.h>'
 expect fail net_storage     net/a.cc       '#include "storage/shard_store.h"'
 expect fail consist_net     consistency/a.cc '#include "net/session.h"'
