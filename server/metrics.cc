@@ -88,14 +88,10 @@ std::string SanitizeName(const std::string& s) {
   return out;
 }
 
-}  // namespace
-
-std::string RenderShardMetrics(ShardService* service, const net::ServerStats& server_stats,
-                               const ShardMetricsLimits& limits) {
-  net::PromText p;
-  const net::StatsReply stats = service->Stats();
-  const ShardIdentity& id = service->identity();
-
+// The shard's identity, clock and the clients' applied clocks.
+void AppendClockMetrics(const ShardIdentity& id, const net::StatsReply& stats,
+                        const ShardMetricsLimits& limits, net::PromText* out) {
+  net::PromText& p = *out;
   p.Family("pace_shard_info", "gauge", "always 1; labels: the shard's identity and durability");
   p.Sample("pace_shard_info",
            {{"shard", std::to_string(id.shard_id)},
@@ -121,7 +117,12 @@ std::string RenderShardMetrics(ShardService* service, const net::ServerStats& se
     p.Sample("pace_shard_client_lag_clocks", {{"client", std::to_string(c)}},
              static_cast<double>(fastest - stats.applied_clocks[c]));
   }
+}
 
+// ShardService::Stats() counters (memory_* apart): named metrics where
+// kCounters has them, pace_shard_<name> gauges otherwise.
+void AppendCounterMetrics(const net::StatsReply& stats, net::PromText* out) {
+  net::PromText& p = *out;
   for (const auto& [name, value] : stats.counters) {
     if (name.rfind("memory_", 0) == 0) continue;  // below, per component
     const CounterInfo* info = nullptr;
@@ -137,9 +138,11 @@ std::string RenderShardMetrics(ShardService* service, const net::ServerStats& se
       p.Sample(metric, static_cast<double>(value));
     }
   }
+}
 
-  // The store: sizes, and memory against its bounds.
-  ShardStore* store = service->store();
+// The store's sizes.
+void AppendStoreMetrics(ShardStore* store, net::PromText* out) {
+  net::PromText& p = *out;
   uint64_t disk_bytes = 0, keys = 0;
   if (store->ApproximateSize(&disk_bytes, &keys).ok()) {
     p.Family("pace_shard_store_bytes", "gauge",
@@ -160,6 +163,12 @@ std::string RenderShardMetrics(ShardService* service, const net::ServerStats& se
       p.Sample("pace_shard_table_bytes", {{"table", t.name}}, static_cast<double>(bytes));
     }
   }
+}
+
+// Memory per component against its bound.
+void AppendMemoryMetrics(const net::StatsReply& stats, const net::ServerStats& server_stats,
+                         const ShardMetricsLimits& limits, net::PromText* out) {
+  net::PromText& p = *out;
   // Memory per component (Stats counters memory_<c>_bytes and
   // memory_<c>_limit_bytes) against its bound.
   struct Mem {
@@ -203,8 +212,11 @@ std::string RenderShardMetrics(ShardService* service, const net::ServerStats& se
     p.Family("pace_shard_memory_budget_bytes", "gauge", "paced's --memory_mb");
     p.Sample("pace_shard_memory_budget_bytes", static_cast<double>(limits.memory_budget_bytes));
   }
+}
 
-  // The transport.
+// The transport.
+void AppendTransportMetrics(const net::ServerStats& server_stats, net::PromText* out) {
+  net::PromText& p = *out;
   p.Family("pace_shard_connections_accepted_total", "counter", "TCP connections accepted");
   p.Sample("pace_shard_connections_accepted_total",
            static_cast<double>(server_stats.connections_accepted));
@@ -225,6 +237,19 @@ std::string RenderShardMetrics(ShardService* service, const net::ServerStats& se
            "largest send queue any one session ever had");
   p.Sample("pace_shard_peak_send_queue_bytes",
            static_cast<double>(server_stats.peak_write_queue_bytes));
+}
+
+}  // namespace
+
+std::string RenderShardMetrics(ShardService* service, const net::ServerStats& server_stats,
+                               const ShardMetricsLimits& limits) {
+  net::PromText p;
+  const net::StatsReply stats = service->Stats();
+  AppendClockMetrics(service->identity(), stats, limits, &p);
+  AppendCounterMetrics(stats, &p);
+  AppendStoreMetrics(service->store(), &p);
+  AppendMemoryMetrics(stats, server_stats, limits, &p);
+  AppendTransportMetrics(server_stats, &p);
   return p.Take();
 }
 

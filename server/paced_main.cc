@@ -163,41 +163,39 @@ std::string LimitsText(const net::ConnectionLimits& l) {
          count(l.max_handshaking_connections, "any number") + " before their handshake)";
 }
 
-int Run() {
-  Status s = ValidateFlags();
-  if (!s.ok()) {
-    std::fprintf(stderr, "paced: %s\n", s.ToString().c_str());
-    return 1;
-  }
-  net::ServerOptions server_options;
-  s = net::ParseHostPort(FLAGS_listen, &server_options.host, &server_options.port);
+// Fills the transport's options from the flags, reading --token_file now so
+// that a bad one is refused before anything is created. Prints why not and
+// returns false.
+bool ServerOptionsFromFlags(net::ServerOptions* o, std::string* token_path) {
+  Status s = net::ParseHostPort(FLAGS_listen, &o->host, &o->port);
   if (!s.ok()) {
     std::fprintf(stderr, "paced: --listen: %s\n", s.ToString().c_str());
-    return 1;
+    return false;
   }
-  std::string token_path;
   if (!FLAGS_insecure && !FLAGS_token_file.empty()) {
-    // Read now: a bad --token_file is refused before anything is created.
-    s = LoadToken(&server_options.token, &token_path);
+    s = LoadToken(&o->token, token_path);
     if (!s.ok()) {
       std::fprintf(stderr, "paced: %s\n", s.ToString().c_str());
-      return 1;
+      return false;
     }
-    server_options.missing_token_hint =
-        "pass --token_file=" + token_path + " (the token paced was started with)";
+    o->missing_token_hint =
+        "pass --token_file=" + *token_path + " (the token paced was started with)";
   } else if (!FLAGS_insecure) {
-    server_options.missing_token_hint = "pass --token_file=" + DefaultTokenPath() +
-                                        " (created by paced) or start paced with --insecure";
+    o->missing_token_hint = "pass --token_file=" + DefaultTokenPath() +
+                            " (created by paced) or start paced with --insecure";
   }
-  server_options.io_threads = FLAGS_io_threads;
-  server_options.max_frame_bytes = FLAGS_max_frame_mb << 20;
-  server_options.max_connections = FLAGS_max_connections;
-  server_options.max_handshaking_connections = FLAGS_max_handshaking_connections;
-  server_options.reserved_fds = FLAGS_reserved_fds;
-  server_options.handshake_timeout_ms = FLAGS_handshake_timeout_ms;
-  server_options.frame_stall_timeout_ms = FLAGS_frame_stall_timeout_ms;
-  server_options.idle_timeout_ms = FLAGS_idle_timeout_ms;
+  o->io_threads = FLAGS_io_threads;
+  o->max_frame_bytes = FLAGS_max_frame_mb << 20;
+  o->max_connections = FLAGS_max_connections;
+  o->max_handshaking_connections = FLAGS_max_handshaking_connections;
+  o->reserved_fds = FLAGS_reserved_fds;
+  o->handshake_timeout_ms = FLAGS_handshake_timeout_ms;
+  o->frame_stall_timeout_ms = FLAGS_frame_stall_timeout_ms;
+  o->idle_timeout_ms = FLAGS_idle_timeout_ms;
+  return true;
+}
 
+ShardServiceOptions ServiceOptionsFromFlags() {
   ShardServiceOptions options;
   options.data_dir = FLAGS_data_dir;
   options.holdback_warn_ms = FLAGS_holdback_warn_ms;
@@ -228,6 +226,122 @@ int Run() {
   options.checkpoint_every = FLAGS_checkpoint_every;
   options.checkpoint_dir = FLAGS_checkpoint_dir;
   options.checkpoint_keep = FLAGS_checkpoint_keep;
+  return options;
+}
+
+// Refuses --insecure on an address other hosts can reach (unless
+// --insecure_remote) and warns about --insecure. Prints why and returns false.
+bool CheckInsecure(const std::string& where, bool loopback) {
+  if (FLAGS_insecure && !loopback) {
+    if (!FLAGS_insecure_remote) {
+      std::fprintf(stderr,
+                   "paced: --insecure on %s, an address other hosts can reach, would let any of "
+                   "them join the job as any client: drop --insecure (paced creates a token), "
+                   "listen on 127.0.0.1, or add --insecure_remote\n",
+                   where.c_str());
+      return false;
+    }
+    LOG(WARNING) << "--insecure --insecure_remote: no job token on " << where
+                 << ", an address other hosts can reach: ANY host that can connect to it can "
+                    "join the job as any client, read every row and change any";
+  } else if (FLAGS_insecure) {
+    LOG(WARNING) << "--insecure: no job token; any process that can connect to " << where
+                 << " can join the job as any client";
+  }
+  return true;
+}
+
+// Opens --data_dir (created private, mode 0700, if missing, whatever the
+// umask; one that cannot be reached is refused in words, before RocksDB sees
+// it) and the service on it. *existed: the store was there. Prints why not and
+// returns false.
+bool OpenService(const ShardServiceOptions& options, std::unique_ptr<ShardService>* service,
+                 bool* existed) {
+  bool created = false;
+  Status s = PrepareDataDir(FLAGS_data_dir, &created);
+  if (s.ok()) s = PathExists(FLAGS_data_dir + "/CURRENT", existed);
+  if (!s.ok()) {
+    std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s\n", FLAGS_data_dir.c_str(),
+                 s.ToString().c_str());
+    return false;
+  }
+  if (created) VLOG(1) << "created --data_dir=" << FLAGS_data_dir << " (mode 0700)";
+  // Damage is named by the file it is in (an SST, the MANIFEST or CURRENT, a
+  // write-ahead log).
+  s = CheckCurrentFile(FLAGS_data_dir);
+  if (s.ok()) s = ClassifyStoreCorruption(FLAGS_data_dir, ShardService::Open(options, service));
+  if (s.ok()) return true;
+  std::string hint;
+  const std::string& m = s.message();
+  if (m.find("No space left on device") != std::string::npos) {
+    hint =
+        " (free space on that file system and start paced again; docs/operations.md "
+        "section 12)";
+  } else if (m.find("Too many open files") != std::string::npos) {
+    hint = " (raise the open-file limit, ulimit -n, and start paced again)";
+  } else if (m.find("' was requested") != std::string::npos && !FLAGS_job.empty()) {
+    hint =
+        " (a store keeps the job it was created for: start paced without --job, or with "
+        "that job, or on another --data_dir)";
+  }
+  std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
+               s.ToString().c_str(), hint.c_str());
+  return false;
+}
+
+// --metrics_listen's server, if asked for. Prints why not and returns false.
+bool StartMetrics(const ShardServiceOptions& options, ShardService* service, net::Server* server,
+                  std::unique_ptr<net::MetricsHttpServer>* metrics) {
+  if (FLAGS_metrics_listen.empty()) return true;
+  ShardMetricsLimits limits;
+  limits.block_cache_bytes = uint64_t{options.store.block_cache_mb} << 20;
+  limits.write_buffer_bytes = uint64_t{options.store.write_buffer_mb} << 20;
+  limits.row_cache_bytes = uint64_t{options.store.row_cache_mb} << 20;
+  limits.memory_budget_bytes = uint64_t{FLAGS_memory_mb} << 20;
+  limits.sync = FLAGS_sync;
+  Status s = net::MetricsHttpServer::Start(
+      FLAGS_metrics_listen,
+      [service, server, limits] { return RenderShardMetrics(service, server->stats(), limits); },
+      metrics);
+  if (!s.ok()) {
+    std::fprintf(stderr, "paced: --metrics_listen: %s\n", s.ToString().c_str());
+    return false;
+  }
+  std::printf("paced metrics on %s:%u\n", (*metrics)->host().c_str(), (*metrics)->port());
+  return true;
+}
+
+// Waits for SIGINT or SIGTERM, or for the store to fail in a way this process
+// cannot recover from (docs/operations.md): then stops with a clear message
+// instead of answering every write with an error. Returns the exit code.
+int WaitForShutdown(const sigset_t& signals, const ShardService& service) {
+  int signo = 0;
+  while (signo <= 0) {
+    timespec timeout{1, 0};
+    signo = sigtimedwait(&signals, nullptr, &timeout);
+    Status fatal = service.fatal_error();
+    if (signo <= 0 && !fatal.ok()) {
+      std::fprintf(stderr,
+                   "paced: %s\npaced: exiting; restore a checkpoint (pacectl checkpoint restore) "
+                   "or repair the data dir, then restart paced\n",
+                   fatal.ToString().c_str());
+      return 2;
+    }
+  }
+  LOG(INFO) << "paced: signal " << signo << ", shutting down";
+  return 0;
+}
+
+int Run() {
+  Status s = ValidateFlags();
+  if (!s.ok()) {
+    std::fprintf(stderr, "paced: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  net::ServerOptions server_options;
+  std::string token_path;
+  if (!ServerOptionsFromFlags(&server_options, &token_path)) return 1;
+  const ShardServiceOptions options = ServiceOptionsFromFlags();
 
   // Block the signals before any thread starts so only sigtimedwait sees them.
   sigset_t signals;
@@ -245,58 +359,13 @@ int Run() {
                  s.ToString().c_str());
     return 1;
   }
-  const std::string where = server_options.host + ":" + std::to_string(server.port());
-  if (FLAGS_insecure && !server.loopback()) {
-    if (!FLAGS_insecure_remote) {
-      std::fprintf(stderr,
-                   "paced: --insecure on %s, an address other hosts can reach, would let any of "
-                   "them join the job as any client: drop --insecure (paced creates a token), "
-                   "listen on 127.0.0.1, or add --insecure_remote\n",
-                   where.c_str());
-      return 1;
-    }
-    LOG(WARNING) << "--insecure --insecure_remote: no job token on " << where
-                 << ", an address other hosts can reach: ANY host that can connect to it can "
-                    "join the job as any client, read every row and change any";
-  } else if (FLAGS_insecure) {
-    LOG(WARNING) << "--insecure: no job token; any process that can connect to " << where
-                 << " can join the job as any client";
-  }
-  // The data dir: created private (mode 0700) if missing, whatever the umask;
-  // one that cannot be reached is refused in words, before RocksDB sees it.
-  bool created = false;
-  bool existed = false;
-  s = PrepareDataDir(FLAGS_data_dir, &created);
-  if (s.ok()) s = PathExists(FLAGS_data_dir + "/CURRENT", &existed);
-  if (!s.ok()) {
-    std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s\n", FLAGS_data_dir.c_str(),
-                 s.ToString().c_str());
+  if (!CheckInsecure(server_options.host + ":" + std::to_string(server.port()),
+                     server.loopback())) {
     return 1;
   }
-  if (created) VLOG(1) << "created --data_dir=" << FLAGS_data_dir << " (mode 0700)";
   std::unique_ptr<ShardService> service;
-  // Damage is named by the file it is in (an SST, the MANIFEST or CURRENT, a
-  // write-ahead log).
-  s = CheckCurrentFile(FLAGS_data_dir);
-  if (s.ok()) s = ClassifyStoreCorruption(FLAGS_data_dir, ShardService::Open(options, &service));
-  if (!s.ok()) {
-    std::string hint;
-    const std::string& m = s.message();
-    if (m.find("No space left on device") != std::string::npos) {
-      hint =
-          " (free space on that file system and start paced again; docs/operations.md "
-          "section 12)";
-    } else if (m.find("Too many open files") != std::string::npos) {
-      hint = " (raise the open-file limit, ulimit -n, and start paced again)";
-    } else if (m.find("' was requested") != std::string::npos && !FLAGS_job.empty()) {
-      hint =
-          " (a store keeps the job it was created for: start paced without --job, or with "
-          "that job, or on another --data_dir)";
-    }
-    std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
-                 s.ToString().c_str(), hint.c_str());
-    return 1;
-  }
+  bool existed = false;
+  if (!OpenService(options, &service, &existed)) return 1;
   if (!FLAGS_insecure && FLAGS_token_file.empty()) {
     std::string token;
     s = LoadToken(&token, &token_path);
@@ -325,49 +394,13 @@ int Run() {
             << LimitsText(server.limits());
   for (const auto& t : tables) VLOG(1) << "  table " << DescribeSchema(t);
   std::unique_ptr<net::MetricsHttpServer> metrics;
-  if (!FLAGS_metrics_listen.empty()) {
-    ShardMetricsLimits limits;
-    limits.block_cache_bytes = uint64_t{options.store.block_cache_mb} << 20;
-    limits.write_buffer_bytes = uint64_t{options.store.write_buffer_mb} << 20;
-    limits.row_cache_bytes = uint64_t{options.store.row_cache_mb} << 20;
-    limits.memory_budget_bytes = uint64_t{FLAGS_memory_mb} << 20;
-    limits.sync = FLAGS_sync;
-    s = net::MetricsHttpServer::Start(
-        FLAGS_metrics_listen,
-        [&service, &server, limits] {
-          return RenderShardMetrics(service.get(), server.stats(), limits);
-        },
-        &metrics);
-    if (!s.ok()) {
-      std::fprintf(stderr, "paced: --metrics_listen: %s\n", s.ToString().c_str());
-      return 1;
-    }
-    std::printf("paced metrics on %s:%u\n", metrics->host().c_str(), metrics->port());
-  }
+  if (!StartMetrics(options, service.get(), &server, &metrics)) return 1;
   // Machine-readable lines for scripts and tests (port 0 picks a free port).
   if (!token_path.empty()) std::printf("paced token file %s\n", token_path.c_str());
   std::printf("paced listening on %s:%u\n", server_options.host.c_str(), server.port());
   std::fflush(stdout);
 
-  int signo = 0;
-  int exit_code = 0;
-  while (signo <= 0) {
-    timespec timeout{1, 0};
-    signo = sigtimedwait(&signals, nullptr, &timeout);
-    Status fatal = service->fatal_error();
-    if (signo <= 0 && !fatal.ok()) {
-      // The store failed and cannot be recovered in this process
-      // (docs/operations.md): stop with a clear message instead of answering
-      // every write with an error.
-      std::fprintf(stderr,
-                   "paced: %s\npaced: exiting; restore a checkpoint (pacectl checkpoint restore) "
-                   "or repair the data dir, then restart paced\n",
-                   fatal.ToString().c_str());
-      exit_code = 2;
-      break;
-    }
-  }
-  if (exit_code == 0) LOG(INFO) << "paced: signal " << signo << ", shutting down";
+  const int exit_code = WaitForShutdown(signals, *service);
   metrics.reset();
   server.Stop();    // stops accepting, closes sessions, waits for in-flight handlers
   service.reset();  // commits queued batches, flushes memtables, closes RocksDB
