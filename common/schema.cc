@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <limits>
 
 namespace pace {
 
@@ -185,17 +184,6 @@ Status ValidateSchema(const TableSchema& s) {
       return Status::InvalidArgument("table '" + s.name + "': unknown initializer");
   }
   return Status::OK();
-}
-
-int64_t EffectiveStaleness(const TableSchema& s) {
-  switch (s.consistency) {
-    case Consistency::kBsp:
-      return 0;
-    case Consistency::kAsync:
-      return std::numeric_limits<int64_t>::max() / 4;
-    default:
-      return s.staleness;
-  }
 }
 
 bool SameSchema(const TableSchema& a, const TableSchema& b) {

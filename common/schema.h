@@ -67,10 +67,6 @@ struct TableSchema {
 // InvalidArgument with a message naming the offending field.
 Status ValidateSchema(const TableSchema& s);
 
-// The staleness a reader applies: 0 for bsp, s for ssp/essp, "infinite" for
-// async (returned as a very large number).
-int64_t EffectiveStaleness(const TableSchema& s);
-
 // True if the two schemas describe the same table (ignoring `id` when either
 // is 0). Used to make CreateTable idempotent.
 bool SameSchema(const TableSchema& a, const TableSchema& b);

@@ -57,17 +57,6 @@ TEST(SchemaTest, ParseNames) {
   EXPECT_EQ(t, ElementType::kI64);
 }
 
-TEST(SchemaTest, EffectiveStaleness) {
-  TableSchema s = Dense("w", 1);
-  s.consistency = Consistency::kSsp;
-  s.staleness = 3;
-  EXPECT_EQ(EffectiveStaleness(s), 3);
-  s.consistency = Consistency::kBsp;
-  EXPECT_EQ(EffectiveStaleness(s), 0);
-  s.consistency = Consistency::kAsync;
-  EXPECT_GT(EffectiveStaleness(s), 1000000000);
-}
-
 TEST(SchemaTest, SameSchemaIgnoresUnassignedId) {
   TableSchema a = Dense("w", 4), b = Dense("w", 4);
   a.id = 7;

@@ -45,7 +45,7 @@ class ReadPolicy {
     return consistency_ == Consistency::kEssp || consistency_ == Consistency::kAsync;
   }
   // The staleness histogram's exact buckets 0..histogram_bound() (plus one
-  // "> bound" bucket): s, capped at StalenessHistogram::kMaxTrackedStaleness.
+  // "> bound" bucket): s, capped at kMaxTrackedStaleness.
   int64_t histogram_bound() const;
 
   // The min_version a worker at clock `c` requests on a miss or a too-stale
@@ -58,8 +58,6 @@ class ReadPolicy {
   // IsFreshEnough(v, c, s); always true for async (a cached value exists).
   // Inline: it runs on every cache hit.
   bool IsFresh(Version v, ClockT c) const { return is_async() || IsFreshEnough(v, c, staleness_); }
-  // The staleness of such a read, as recorded in the histogram: c - v.
-  static int64_t Staleness(ClockT c, Version v) { return c - v; }
 
  private:
   Consistency consistency_;

@@ -49,18 +49,12 @@ void ShardEngine::AbortParked(const Status& why) {
   parked_bytes_ = 0;
 }
 
-ClockT ShardEngine::AppliedClockFor(PeerId id) const {
-  auto it = peers_.find(id);
-  if (it == peers_.end() || !it->second.info.is_client) return clocks_.Min();
-  return clocks_.Get(it->second.info.client);
-}
-
 PeerInfo ShardEngine::InfoOf(PeerId id) const {
   auto it = peers_.find(id);
   return it == peers_.end() ? PeerInfo{} : it->second.info;
 }
 
-ShardEngine::ReadAction ShardEngine::Read(PeerId id, ReadRequest* read) {
+ShardEngine::ReadAction ShardEngine::AdmitRead(PeerId id, ReadRequest* read) {
   auto it = peers_.find(id);
   if (it == peers_.end()) return ReadAction::kIgnored;
   PeerState& p = it->second;
@@ -163,13 +157,6 @@ void ShardEngine::FinishRead(PeerId id, const ReadRequest& read, const Status& s
   counters_.rows_read += static_cast<int64_t>(answer.rows.size());
   counters_.value_bytes_out += bytes;
   peer.SendReadAnswer(std::move(answer));
-}
-
-void ShardEngine::ReadNow(PeerId id, ReadRequest read, const RowsView& view) {
-  if (Read(id, &read) != ReadAction::kAnswer) return;
-  ReadAnswer answer;
-  Status st = AnswerFromView(InfoOf(id), read, view, &answer);
-  FinishRead(id, read, st, std::move(answer));
 }
 
 void ShardEngine::Unsubscribe(PeerId id, uint32_t table, const std::vector<uint64_t>& rows) {

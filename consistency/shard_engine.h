@@ -32,7 +32,7 @@
 //
 // Neither reads nor publishes read the store under the owner's lock
 // (docs/design.md, "Threads"):
-//   - A Read that can be answered at once: Read() returns kAnswer, the caller
+//   - A Read that can be answered at once: AdmitRead() returns kAnswer, the caller
 //     reads with AnswerFromView (no engine state, off the lock) and then calls
 //     FinishRead under its lock, still holding its view so that no later state
 //     is published in between (else a push of that state could miss the new
@@ -49,7 +49,8 @@
 //
 // Contract with the caller: batches are made durable by the caller; it calls
 // MarkChanged/RecordApplied (or Advance) after the write returned and sends
-// the Ack itself. It decides duplicates with IsDuplicate (clock c < a_p).
+// the Ack itself. It decides duplicates by the batch rule
+// (consistency/batch_rule.h).
 //
 // Thread-compatible: the owner serializes every call (the shard service holds
 // one mutex); ReadPublish and AnswerFromView are static and use only their
@@ -239,9 +240,9 @@ class ShardEngine {
     kRefused,  // an error was sent (too many parked reads)
     kIgnored,  // unknown peer
   };
-  // The read rule at the shard: may `read` be answered now? kParked moves
-  // it out of *read.
-  ReadAction Read(PeerId id, ReadRequest* read);
+  // The read rule at the shard: may `read` be answered now, must it wait
+  // (parked), or is it refused? Reads nothing. kParked moves it out of *read.
+  ReadAction AdmitRead(PeerId id, ReadRequest* read);
   // Reads `read` from `view` into *answer stamped with the view's shard clock
   // and the reader's applied clock there. Uses no engine state: may run
   // without the owner's lock.
@@ -250,18 +251,9 @@ class ShardEngine {
   // Sends the answer (or the error `st`) and subscribes if asked. An unknown
   // peer is ignored.
   void FinishRead(PeerId id, const ReadRequest& read, const Status& st, ReadAnswer answer);
-  // Read, and if answerable answer at once from `view`.
-  void ReadNow(PeerId id, ReadRequest read, const RowsView& view);
   PeerInfo InfoOf(PeerId id) const;
   void Unsubscribe(PeerId id, uint32_t table, const std::vector<uint64_t>& rows);
 
-  // True if a batch of `client` for `clock` (part `part`) is already in:
-  // clock < a_p, or clock == a_p and part < the parts of it applied.
-  bool IsDuplicate(ClientId client, ClockT clock, uint32_t part = 0) const {
-    if (client >= clocks_.num_clients()) return false;
-    const ClockT a = clocks_.Get(client);
-    return clock < a || (clock == a && part < parts_[client]);
-  }
   // Bookkeeping after a batch was durably applied, in two steps so a caller
   // need not build a key list: MarkChanged for each changed row (preferably
   // in key order), then Advance with the client's new applied clock. Advance
@@ -316,14 +308,10 @@ class ShardEngine {
   // PlanRetry, ReadPublish and FinishPublish at once.
   void RetryPushes(const RowsView& view);
 
-  // The applied clock stamped on values sent to `id`: its client's a_p, or
-  // the shard clock for observers and unknown peers.
-  ClockT AppliedClockFor(PeerId id) const;
   Version shard_clock() const { return clocks_.Min(); }
   const ClockVector& clocks() const { return clocks_; }
   size_t num_parked() const { return parked_.size(); }
   size_t parked_bytes() const { return parked_bytes_; }
-  size_t num_peers() const { return peers_.size(); }
   const SubscriptionRegistry& subscriptions() const { return subs_; }
   const ShardEngineCounters& counters() const { return counters_; }
 

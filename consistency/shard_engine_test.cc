@@ -95,6 +95,14 @@ class ShardEngineTest : public ::testing::Test {
     ++rows_.applied[c];
     engine_->Advance(c, rows_.applied[c], 0, rows_);
   }
+  // AdmitRead, and if answerable the answer at once from rows_ (as the
+  // shard service does on a reader thread).
+  void ReadNow(PeerId id, ReadRequest read, const RowsView& view) {
+    if (engine_->AdmitRead(id, &read) != ShardEngine::ReadAction::kAnswer) return;
+    ReadAnswer answer;
+    Status st = ShardEngine::AnswerFromView(engine_->InfoOf(id), read, view, &answer);
+    engine_->FinishRead(id, read, st, std::move(answer));
+  }
   FakePeer& peer(ClientId c) { return *peers_[c]; }
 
   FakeRows rows_;
@@ -105,7 +113,7 @@ class ShardEngineTest : public ::testing::Test {
 TEST_F(ShardEngineTest, ReadIsAnsweredAtOnceWhenTheShardClockSuffices) {
   Start(2);
   rows_.data[RowKey{1, 7}] = "x";
-  engine_->ReadNow(1, Req(5, {7}, 0), rows_);
+  ReadNow(1, Req(5, {7}, 0), rows_);
   ASSERT_EQ(peer(0).answers.size(), 1u);
   const ReadAnswer& a = peer(0).answers[0];
   EXPECT_EQ(a.req_id, 5u);
@@ -117,7 +125,7 @@ TEST_F(ShardEngineTest, ReadIsAnsweredAtOnceWhenTheShardClockSuffices) {
 
 TEST_F(ShardEngineTest, ReadIsParkedUntilEveryClientReachesMinVersion) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {3}, 1), rows_);
+  ReadNow(1, Req(1, {3}, 1), rows_);
   EXPECT_EQ(engine_->num_parked(), 1u);
   Apply(0, {3}, "a");  // client 0 at 1, client 1 at 0: C stays 0
   EXPECT_TRUE(peer(0).answers.empty());
@@ -133,8 +141,8 @@ TEST_F(ShardEngineTest, AnswerCarriesTheReadersOwnAppliedClock) {
   Start(2);
   Apply(0, {}, "");
   Apply(0, {}, "");  // client 0 at 2, client 1 at 0
-  engine_->ReadNow(1, Req(1, {0}, 0), rows_);
-  engine_->ReadNow(2, Req(2, {0}, 0), rows_);
+  ReadNow(1, Req(1, {0}, 0), rows_);
+  ReadNow(2, Req(2, {0}, 0), rows_);
   EXPECT_EQ(peer(0).answers.at(0).applied_clock, 2);
   EXPECT_EQ(peer(1).answers.at(0).applied_clock, 0);
   EXPECT_EQ(peer(0).answers.at(0).version, 0);
@@ -145,16 +153,15 @@ TEST_F(ShardEngineTest, ObserversGetTheShardClockAsAppliedClock) {
   Apply(0, {}, "");
   auto obs = std::make_shared<FakePeer>();
   engine_->Connect(99, obs, PeerInfo{false, 0});
-  engine_->ReadNow(99, Req(1, {0}, 0), rows_);
+  ReadNow(99, Req(1, {0}, 0), rows_);
   ASSERT_EQ(obs->answers.size(), 1u);
   EXPECT_EQ(obs->answers[0].applied_clock, 1);
-  EXPECT_EQ(engine_->AppliedClockFor(99), 1);
 }
 
 TEST_F(ShardEngineTest, AnswerOffTheLockIsStampedFromItsView) {
   Start(2);
   ReadRequest r = Req(4, {1}, 0, /*subscribe=*/true);
-  ASSERT_EQ(engine_->Read(1, &r), ShardEngine::ReadAction::kAnswer);
+  ASSERT_EQ(engine_->AdmitRead(1, &r), ShardEngine::ReadAction::kAnswer);
   // The writer made a group visible that the engine has not recorded yet.
   rows_.data[RowKey{1, 1}] = "new";
   rows_.applied = {1, 1};
@@ -167,7 +174,7 @@ TEST_F(ShardEngineTest, AnswerOffTheLockIsStampedFromItsView) {
   EXPECT_EQ(peer(0).answers[0].rows[0].bytes, "new");
   EXPECT_TRUE(engine_->subscriptions().IsSubscribed(1, RowKey{1, 1}));
   ReadRequest parked = Req(5, {1}, 3);
-  EXPECT_EQ(engine_->Read(1, &parked), ShardEngine::ReadAction::kParked);
+  EXPECT_EQ(engine_->AdmitRead(1, &parked), ShardEngine::ReadAction::kParked);
   engine_->FinishRead(77, r, Status::OK(), ReadAnswer());  // unknown peer: ignored
 }
 
@@ -175,9 +182,9 @@ TEST_F(ShardEngineTest, ParkedReadsPerPeerAreBounded) {
   ShardEngineOptions o;
   o.max_parked_reads_per_peer = 2;
   Start(1, o);
-  engine_->ReadNow(1, Req(1, {0}, 5), rows_);
-  engine_->ReadNow(1, Req(2, {0}, 5), rows_);
-  engine_->ReadNow(1, Req(3, {0}, 5), rows_);
+  ReadNow(1, Req(1, {0}, 5), rows_);
+  ReadNow(1, Req(2, {0}, 5), rows_);
+  ReadNow(1, Req(3, {0}, 5), rows_);
   ASSERT_EQ(peer(0).errors.size(), 1u);
   EXPECT_EQ(peer(0).errors[0].first, 3u);
   EXPECT_EQ(peer(0).errors[0].second, StatusCode::kResourceExhausted);
@@ -192,26 +199,26 @@ TEST_F(ShardEngineTest, ParkedReadBytesPerPeerAndInTotalAreBounded) {
   o.max_parked_bytes_total = 3 * (kParkedReadOverhead + 8 * 10);
   Start(2, o);
   const std::vector<uint64_t> ten = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-  engine_->ReadNow(1, Req(1, ten, 1), rows_);
-  engine_->ReadNow(1, Req(2, ten, 1), rows_);
-  engine_->ReadNow(1, Req(3, ten, 1), rows_);  // over the peer's cap
+  ReadNow(1, Req(1, ten, 1), rows_);
+  ReadNow(1, Req(2, ten, 1), rows_);
+  ReadNow(1, Req(3, ten, 1), rows_);  // over the peer's cap
   ASSERT_EQ(peer(0).errors.size(), 1u);
   EXPECT_EQ(peer(0).errors[0], std::make_pair(uint64_t{3}, StatusCode::kResourceExhausted));
-  engine_->ReadNow(2, Req(4, ten, 1), rows_);
-  engine_->ReadNow(2, Req(5, ten, 1), rows_);  // over the total cap
+  ReadNow(2, Req(4, ten, 1), rows_);
+  ReadNow(2, Req(5, ten, 1), rows_);  // over the total cap
   ASSERT_EQ(peer(1).errors.size(), 1u);
   EXPECT_EQ(peer(1).errors[0], std::make_pair(uint64_t{5}, StatusCode::kResourceExhausted));
   EXPECT_EQ(engine_->num_parked(), 3u);
   EXPECT_EQ(engine_->parked_bytes(), 3 * (kParkedReadOverhead + 80));
   // A read that is answered at once is not parked and not capped.
-  engine_->ReadNow(2, Req(6, ten, 0), rows_);
+  ReadNow(2, Req(6, ten, 0), rows_);
   EXPECT_EQ(peer(1).answers.size(), 1u);
   // Answered: the charge is returned.
   Apply(0, {}, "");
   Apply(1, {}, "");
   EXPECT_EQ(engine_->num_parked(), 0u);
   EXPECT_EQ(engine_->parked_bytes(), 0u);
-  engine_->ReadNow(1, Req(7, ten, 5), rows_);
+  ReadNow(1, Req(7, ten, 5), rows_);
   engine_->Disconnect(1);
   EXPECT_EQ(engine_->parked_bytes(), 0u);
 }
@@ -221,39 +228,30 @@ TEST_F(ShardEngineTest, SubscriptionsPerPeerAndInTotalAreBounded) {
   o.max_subscriptions_per_peer = 3;
   o.max_subscriptions_total = 5;
   Start(2, o);
-  engine_->ReadNow(1, Req(1, {0, 1}, 0, true), rows_);
-  engine_->ReadNow(1, Req(2, {2, 3}, 0, true), rows_);  // 4 > 3
+  ReadNow(1, Req(1, {0, 1}, 0, true), rows_);
+  ReadNow(1, Req(2, {2, 3}, 0, true), rows_);  // 4 > 3
   ASSERT_EQ(peer(0).errors.size(), 1u);
   EXPECT_EQ(peer(0).errors[0], std::make_pair(uint64_t{2}, StatusCode::kResourceExhausted));
-  engine_->ReadNow(2, Req(3, {0, 1, 2}, 0, true), rows_);
-  engine_->ReadNow(2, Req(4, {3}, 0, true), rows_);  // 6 > 5 in total
+  ReadNow(2, Req(3, {0, 1, 2}, 0, true), rows_);
+  ReadNow(2, Req(4, {3}, 0, true), rows_);  // 6 > 5 in total
   ASSERT_EQ(peer(1).errors.size(), 1u);
   EXPECT_EQ(peer(1).errors[0], std::make_pair(uint64_t{4}, StatusCode::kResourceExhausted));
   EXPECT_EQ(engine_->subscriptions().num_subscriptions(), 5u);
-  engine_->ReadNow(2, Req(5, {3}, 0, false), rows_);  // not subscribing: answered
+  ReadNow(2, Req(5, {3}, 0, false), rows_);  // not subscribing: answered
   EXPECT_EQ(peer(1).answers.size(), 2u);
 }
 
 TEST_F(ShardEngineTest, ReadErrorGoesToTheReader) {
   Start(1);
   rows_.failing.insert(RowKey{1, 4});
-  engine_->ReadNow(1, Req(8, {4}, 0), rows_);
+  ReadNow(1, Req(8, {4}, 0), rows_);
   ASSERT_EQ(peer(0).errors.size(), 1u);
   EXPECT_EQ(peer(0).errors[0], std::make_pair(uint64_t{8}, StatusCode::kIOError));
 }
 
-TEST_F(ShardEngineTest, DuplicateIsAClockBelowTheAppliedClock) {
-  Start(1);
-  EXPECT_FALSE(engine_->IsDuplicate(0, 0));
-  Apply(0, {}, "");
-  EXPECT_TRUE(engine_->IsDuplicate(0, 0));
-  EXPECT_FALSE(engine_->IsDuplicate(0, 1));
-  EXPECT_FALSE(engine_->IsDuplicate(7, 0));  // unknown client
-}
-
 TEST_F(ShardEngineTest, SubscribersGetChangedRowsThenPushDone) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {1, 2}, 0, /*subscribe=*/true), rows_);
+  ReadNow(1, Req(1, {1, 2}, 0, /*subscribe=*/true), rows_);
   Apply(1, {1}, "b");  // client 1 changes row 1
   Apply(0, {}, "");    // C = 1
   EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=b"});
@@ -266,7 +264,7 @@ TEST_F(ShardEngineTest, SubscribersGetChangedRowsThenPushDone) {
 
 TEST_F(ShardEngineTest, PushDoneAlsoWhenNothingChanged) {
   Start(1);
-  engine_->ReadNow(1, Req(1, {1}, 0, true), rows_);
+  ReadNow(1, Req(1, {1}, 0, true), rows_);
   Apply(0, {}, "");
   EXPECT_TRUE(peer(0).pushes.empty());
   EXPECT_EQ(peer(0).dones.size(), 1u);
@@ -274,8 +272,8 @@ TEST_F(ShardEngineTest, PushDoneAlsoWhenNothingChanged) {
 
 TEST_F(ShardEngineTest, RowChangedOnlyByTheSubscriberIsNotPushedBack) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {1, 2}, 0, true), rows_);
-  engine_->ReadNow(2, Req(2, {1, 2}, 0, true), rows_);
+  ReadNow(1, Req(1, {1, 2}, 0, true), rows_);
+  ReadNow(2, Req(2, {1, 2}, 0, true), rows_);
   Apply(0, {1}, "own");    // row 1 by client 0 only
   Apply(1, {2}, "other");  // row 2 by client 1 only; C = 1
   EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/2=other"});
@@ -284,8 +282,8 @@ TEST_F(ShardEngineTest, RowChangedOnlyByTheSubscriberIsNotPushedBack) {
 
 TEST_F(ShardEngineTest, RowChangedByTwoWritersIsPushedToBoth) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {1}, 0, true), rows_);
-  engine_->ReadNow(2, Req(2, {1}, 0, true), rows_);
+  ReadNow(1, Req(1, {1}, 0, true), rows_);
+  ReadNow(2, Req(2, {1}, 0, true), rows_);
   Apply(0, {1}, "x");
   Apply(1, {1}, "xy");
   EXPECT_EQ(peer(0).PushedRows(), std::vector<std::string>{"1/1=xy"});
@@ -294,7 +292,7 @@ TEST_F(ShardEngineTest, RowChangedByTwoWritersIsPushedToBoth) {
 
 TEST_F(ShardEngineTest, UnreadableRowWithholdsPushDoneAndIsRetried) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {1}, 0, true), rows_);
+  ReadNow(1, Req(1, {1}, 0, true), rows_);
   Apply(1, {1}, "v1");
   rows_.failing.insert(RowKey{1, 1});
   Apply(0, {}, "");  // C = 1, the row cannot be read
@@ -310,7 +308,7 @@ TEST_F(ShardEngineTest, UnreadableRowWithholdsPushDoneAndIsRetried) {
 
 TEST_F(ShardEngineTest, RetryPushesCompletesAFailedPushWithoutANewClock) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {1}, 0, true), rows_);
+  ReadNow(1, Req(1, {1}, 0, true), rows_);
   Apply(1, {1}, "v1");
   rows_.failing.insert(RowKey{1, 1});
   Apply(0, {}, "");  // C = 1, the row cannot be read
@@ -333,7 +331,7 @@ TEST_F(ShardEngineTest, LargePushesAreCutByBytes) {
   ShardEngineOptions o;
   o.max_push_bytes = 10;
   Start(2, o);
-  engine_->ReadNow(1, Req(1, {1, 2, 3}, 0, true), rows_);
+  ReadNow(1, Req(1, {1, 2, 3}, 0, true), rows_);
   Apply(1, {1, 2, 3}, std::string(6, 'z'));
   Apply(0, {}, "");
   EXPECT_EQ(peer(0).pushes.size(), 2u);  // 12 bytes, then 6
@@ -343,7 +341,7 @@ TEST_F(ShardEngineTest, LargePushesAreCutByBytes) {
 
 TEST_F(ShardEngineTest, UnsubscribedRowsAreNotPushed) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {1, 2}, 0, true), rows_);
+  ReadNow(1, Req(1, {1, 2}, 0, true), rows_);
   engine_->Unsubscribe(1, 1, {1});
   Apply(1, {1, 2}, "v");
   Apply(0, {}, "");
@@ -352,8 +350,8 @@ TEST_F(ShardEngineTest, UnsubscribedRowsAreNotPushed) {
 
 TEST_F(ShardEngineTest, DisconnectDropsParkedReadsAndSubscriptions) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {1}, 0, true), rows_);
-  engine_->ReadNow(1, Req(2, {1}, 3), rows_);
+  ReadNow(1, Req(1, {1}, 0, true), rows_);
+  ReadNow(1, Req(2, {1}, 3), rows_);
   ShardEngine::Dropped d = engine_->Disconnect(1);
   EXPECT_EQ(d.parked, 1u);
   EXPECT_EQ(d.subscriptions, 1u);
@@ -362,13 +360,13 @@ TEST_F(ShardEngineTest, DisconnectDropsParkedReadsAndSubscriptions) {
   Apply(0, {}, "");
   EXPECT_TRUE(peer(0).pushes.empty());
   EXPECT_TRUE(peer(0).dones.empty());
-  engine_->ReadNow(1, Req(3, {1}, 0), rows_);  // unknown peer: ignored
+  ReadNow(1, Req(3, {1}, 0), rows_);  // unknown peer: ignored
   EXPECT_EQ(peer(0).answers.size(), 1u);
 }
 
 TEST_F(ShardEngineTest, GroupPublishAnswersOnceAfterEveryBatchIsRecorded) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {1}, 1), rows_);
+  ReadNow(1, Req(1, {1}, 1), rows_);
   rows_.data[RowKey{1, 1}] = "ab";
   rows_.applied = {1, 1};
   engine_->MarkChanged(1, RowKey{1, 1});
@@ -386,8 +384,8 @@ TEST_F(ShardEngineTest, GroupPublishAnswersOnceAfterEveryBatchIsRecorded) {
 
 TEST_F(ShardEngineTest, PlanPublishReadsNothingAndFinishPublishSendsWhatReadPublishRead) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {1}, 0, /*subscribe=*/true), rows_);
-  engine_->ReadNow(1, Req(2, {1}, 1), rows_);  // parked until C = 1
+  ReadNow(1, Req(1, {1}, 0, /*subscribe=*/true), rows_);
+  ReadNow(1, Req(2, {1}, 1), rows_);  // parked until C = 1
   rows_.data[RowKey{1, 1}] = "v";
   rows_.applied = {1, 1};
   engine_->MarkChanged(2, RowKey{1, 1});
@@ -414,8 +412,8 @@ TEST_F(ShardEngineTest, PlanPublishReadsNothingAndFinishPublishSendsWhatReadPubl
 
 TEST_F(ShardEngineTest, PeersGoneBetweenPlanAndFinishGetNothing) {
   Start(2);
-  engine_->ReadNow(1, Req(1, {1}, 0, /*subscribe=*/true), rows_);
-  engine_->ReadNow(1, Req(2, {1}, 1), rows_);
+  ReadNow(1, Req(1, {1}, 0, /*subscribe=*/true), rows_);
+  ReadNow(1, Req(2, {1}, 1), rows_);
   rows_.data[RowKey{1, 1}] = "v";
   rows_.applied = {1, 1};
   engine_->MarkChanged(2, RowKey{1, 1});
@@ -433,8 +431,8 @@ TEST_F(ShardEngineTest, PeersGoneBetweenPlanAndFinishGetNothing) {
 
 TEST_F(ShardEngineTest, AbortParkedAnswersEveryWaiter) {
   Start(1);
-  engine_->ReadNow(1, Req(1, {1}, 4), rows_);
-  engine_->ReadNow(1, Req(2, {1}, 9), rows_);
+  ReadNow(1, Req(1, {1}, 4), rows_);
+  ReadNow(1, Req(2, {1}, 9), rows_);
   engine_->AbortParked(Status::Aborted("shutting down"));
   ASSERT_EQ(peer(0).errors.size(), 2u);
   EXPECT_EQ(peer(0).errors[0].second, StatusCode::kAborted);
@@ -443,9 +441,9 @@ TEST_F(ShardEngineTest, AbortParkedAnswersEveryWaiter) {
 
 TEST_F(ShardEngineTest, ParkedReadsAreAnsweredInArrivalOrder) {
   Start(1);
-  engine_->ReadNow(1, Req(1, {1}, 2), rows_);
-  engine_->ReadNow(1, Req(2, {1}, 1), rows_);
-  engine_->ReadNow(1, Req(3, {1}, 2), rows_);
+  ReadNow(1, Req(1, {1}, 2), rows_);
+  ReadNow(1, Req(2, {1}, 1), rows_);
+  ReadNow(1, Req(3, {1}, 2), rows_);
   Apply(0, {}, "");
   ASSERT_EQ(peer(0).answers.size(), 1u);
   EXPECT_EQ(peer(0).answers[0].req_id, 2u);

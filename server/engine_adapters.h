@@ -2,7 +2,9 @@
 // (consistency/shard_engine.h): a store view as RowsView and a transport
 // session as a Peer.
 //
-// Thread-compatible like the engine: used under the shard service's mutex.
+// Thread-compatible. A ViewRows is read while its view is held, with the
+// shard service's mutex released (ShardEngine::AnswerFromView, ReadPublish);
+// a SessionPeer is called by the engine under that mutex.
 #ifndef PACE_SERVER_ENGINE_ADAPTERS_H_
 #define PACE_SERVER_ENGINE_ADAPTERS_H_
 

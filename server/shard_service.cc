@@ -278,7 +278,7 @@ void ShardService::HousekeepingLoop() {
   }
 }
 
-void ShardService::WaitIdle() {
+void ShardService::TEST_WaitIdle() {
   MutexLock l(&queue_mu_);
   idle_cv_.Wait(&queue_mu_, [this]() REQUIRES(queue_mu_) {
     return busy_ == 0 && writer_queue_.empty() && read_queue_.empty();
@@ -472,12 +472,12 @@ std::vector<ClockT> ShardService::AppliedClocks() const {
   return engine_.clocks().clocks();
 }
 
-size_t ShardService::NumParkedReads() const {
+size_t ShardService::TEST_NumParkedReads() const {
   MutexLock lock(&mu_);
   return engine_.num_parked();
 }
 
-size_t ShardService::NumSubscriptions() const {
+size_t ShardService::TEST_NumSubscriptions() const {
   MutexLock lock(&mu_);
   return engine_.subscriptions().num_subscriptions();
 }

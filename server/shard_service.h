@@ -197,9 +197,9 @@ class ShardService : public net::ServiceHandler {
   };
   PushLatencySplit push_latency_split() const;
   static constexpr size_t kPushLatencySamples = 4096;
-  // Number of parked reads and subscriptions (for tests and stats).
-  size_t NumParkedReads() const;
-  size_t NumSubscriptions() const;
+  // Test hooks (TEST_): the number of parked reads and subscriptions.
+  size_t TEST_NumParkedReads() const;
+  size_t TEST_NumSubscriptions() const;
 
   // Checkpoints the store into `dir` (a consistent state; writes continue).
   Status CreateCheckpoint(const std::string& dir);
@@ -211,8 +211,8 @@ class ShardService : public net::ServiceHandler {
 
   // Blocks until every message handed to OnMessage before the call has been
   // handled and its replies sent (the writer and readers are idle with empty
-  // queues). For tests and tools; never call it from a transport thread.
-  void WaitIdle();
+  // queues). For tests and benchmarks; never call it from a transport thread.
+  void TEST_WaitIdle();
 
   const ShardIdentity& identity() const { return store_->identity(); }
   // Non-OK once the store failed in a way this process cannot recover from

@@ -64,7 +64,7 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
   read.subscribe = m.subscribe;
   MutexLock lock(&mu_);
   EnsurePeer(s);
-  if (engine_.Read(s->id(), &read) == ShardEngine::ReadAction::kAnswer) {
+  if (engine_.AdmitRead(s->id(), &read) == ShardEngine::ReadAction::kAnswer) {
     // The view a reader thread takes is at least this fresh.
     PostRead([this, s, read = std::move(read)] { AnswerReadOnReader(s, read); });
   }

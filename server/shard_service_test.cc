@@ -50,7 +50,7 @@ class ShardServiceTest : public ::testing::Test {
   // and reader threads are idle), so its replies can be taken at once.
   void Deliver(const std::shared_ptr<FakeSession>& s, Message m) {
     service_->OnMessage(s, std::move(m));
-    service_->WaitIdle();
+    service_->TEST_WaitIdle();
   }
 
   // Connects a client process session, checking the handshake.
@@ -281,11 +281,11 @@ TEST_F(ShardServiceTest, ReadParksUntilTheLastClientsBatchArrives) {
 
   Read(c0, 42, t, {5}, 1);
   EXPECT_EQ(c0->num_messages(), 0u) << "read answered before the shard clock reached 1";
-  EXPECT_EQ(service_->NumParkedReads(), 1u);
+  EXPECT_EQ(service_->TEST_NumParkedReads(), 1u);
 
   ApplyOk(c2, 0, {Delta(t, 5, 100, 0)});  // shard clock 0 -> 1
   EXPECT_EQ(service_->ShardClock(), 1);
-  EXPECT_EQ(service_->NumParkedReads(), 0u);
+  EXPECT_EQ(service_->TEST_NumParkedReads(), 0u);
   auto replies = MessagesOfType<net::ReadReply>(c0->Take());
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_EQ(replies[0].req_id, 42u);
@@ -478,7 +478,7 @@ TEST_F(ShardServiceTest, SubscribersGetChangedRowsThenPushDone) {
   Read(c1, 2, t, {3}, 0, /*subscribe=*/true);
   ASSERT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 1u);
   ASSERT_EQ(MessagesOfType<net::ReadReply>(c1->Take()).size(), 1u);
-  EXPECT_EQ(service_->NumSubscriptions(), 4u);
+  EXPECT_EQ(service_->TEST_NumSubscriptions(), 4u);
 
   ApplyOk(c0, 0, {Delta(t, 1, 1, 0), Delta(t, 3, 3, 0)});
   Apply(c1, 0, {Delta(t, 4, 4, 0), Delta(t, 3, 30, 0)});  // clock -> 1
@@ -513,7 +513,7 @@ TEST_F(ShardServiceTest, SubscribersGetChangedRowsThenPushDone) {
   // Unsubscribed rows are no longer pushed; a subscriber with nothing changed
   // still gets PushDone.
   Deliver(c0, net::Unsubscribe{t, {1}});
-  EXPECT_EQ(service_->NumSubscriptions(), 3u);
+  EXPECT_EQ(service_->TEST_NumSubscriptions(), 3u);
   ApplyOk(c0, 1, {Delta(t, 1, 1, 0)});
   Apply(c1, 1, {Delta(t, 1, 1, 0), Delta(t, 2, 2, 0)});  // clock -> 2
   m0 = c0->Take();
@@ -536,12 +536,12 @@ TEST_F(ShardServiceTest, ParkedSubscribingReadSubscribesWhenAnswered) {
   auto c0 = Connect(0), c1 = Connect(1);
   uint32_t t = CreateTable(c0, "w");
   Read(c0, 1, t, {1}, 1, /*subscribe=*/true);
-  EXPECT_EQ(service_->NumSubscriptions(), 0u);
+  EXPECT_EQ(service_->TEST_NumSubscriptions(), 0u);
   ApplyOk(c0, 0, {Delta(t, 1, 1, 0)});
   Apply(c1, 0);  // clock -> 1: answers the read, subscribes
   auto m0 = c0->Take();
   ASSERT_EQ(MessagesOfType<net::ReadReply>(m0).size(), 1u);
-  EXPECT_EQ(service_->NumSubscriptions(), 1u);
+  EXPECT_EQ(service_->TEST_NumSubscriptions(), 1u);
   ApplyOk(c0, 1);
   Apply(c1, 1, {Delta(t, 1, 1, 0)});  // clock -> 2
   auto pushes = MessagesOfType<net::Push>(c0->Take());
@@ -562,7 +562,7 @@ TEST_F(ShardServiceTest, ParkedReadsPerSessionAreBounded) {
   uint32_t t = CreateTable(c0, "w");
   for (uint64_t r = 0; r < 3; ++r) Read(c0, 10 + r, t, {r}, 1);
   EXPECT_TRUE(c0->Take().empty());
-  EXPECT_EQ(service_->NumParkedReads(), 3u);
+  EXPECT_EQ(service_->TEST_NumParkedReads(), 3u);
   Read(c0, 20, t, {5}, 1);
   auto errors = MessagesOfType<net::Error>(c0->Take());
   ASSERT_EQ(errors.size(), 1u);
@@ -575,7 +575,7 @@ TEST_F(ShardServiceTest, ParkedReadsPerSessionAreBounded) {
   EXPECT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 3u);
   for (uint64_t r = 0; r < 3; ++r) Read(c0, 30 + r, t, {r}, 2);
   EXPECT_TRUE(MessagesOfType<net::Error>(c0->Take()).empty());
-  EXPECT_EQ(service_->NumParkedReads(), 3u);
+  EXPECT_EQ(service_->TEST_NumParkedReads(), 3u);
 }
 
 TEST_F(ShardServiceTest, LargePushesAreSplitBeforePushDone) {
@@ -682,11 +682,11 @@ TEST_F(ShardServiceTest, DisconnectDropsParkedReadsAndSubscriptions) {
   Read(c0, 1, t, {1}, 0, /*subscribe=*/true);
   Read(c0, 2, t, {1}, 1);
   c0->Take();
-  EXPECT_EQ(service_->NumParkedReads(), 1u);
-  EXPECT_EQ(service_->NumSubscriptions(), 1u);
+  EXPECT_EQ(service_->TEST_NumParkedReads(), 1u);
+  EXPECT_EQ(service_->TEST_NumSubscriptions(), 1u);
   service_->OnDisconnect(c0);
-  EXPECT_EQ(service_->NumParkedReads(), 0u);
-  EXPECT_EQ(service_->NumSubscriptions(), 0u);
+  EXPECT_EQ(service_->TEST_NumParkedReads(), 0u);
+  EXPECT_EQ(service_->TEST_NumSubscriptions(), 0u);
   auto c0b = Connect(0);  // the client reconnects and resumes
   ApplyOk(c0b, 0, {Delta(t, 1, 1, 0)});
   ApplyOk(c1, 0);
@@ -852,7 +852,7 @@ TEST_F(ShardServiceTest, ARefusedBatchDoesNotTakeItsGroupDown) {
   service_->OnMessage(c1, net::Apply{0, {Delta(t, 0, 10, 10), {t, 1, EncodeDense<int64_t>({1})}}});
   service_->OnMessage(c2, net::Apply{0, {Delta(t, 0, 100, 100)}});
   service_->OnMessage(c0, net::Apply{1, {Delta(t, 1, 1000, 0)}});
-  service_->WaitIdle();
+  service_->TEST_WaitIdle();
   auto m0 = c0->Take();
   auto m1 = c1->Take();
   auto m2 = c2->Take();
@@ -926,7 +926,7 @@ TEST_F(ShardServiceTest, ConcurrentClientsAdvanceTheClockInOrder) {
     });
   }
   for (auto& th : threads) th.join();
-  service_->WaitIdle();
+  service_->TEST_WaitIdle();
   EXPECT_EQ(service_->ShardClock(), kClocks);
   EXPECT_EQ(Values(t, {0}), (std::vector<V>{{kClients * kClocks, 3 * kClocks}}));
   for (auto& s : sessions) {
@@ -941,7 +941,7 @@ TEST_F(ShardServiceTest, ConcurrentClientsAdvanceTheClockInOrder) {
       ASSERT_GE(v, r.version * kClients + (r.applied_clock - r.version));
     }
   }
-  service_->WaitIdle();
+  service_->TEST_WaitIdle();
   // One PushDone per advance of the shard clock, in increasing order; a group
   // commit may advance it by more than one clock at once.
   auto dones = MessagesOfType<net::PushDone>(watcher->Take());

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/read_file.h"
 #include "common/row.h"
 #include "storage/shard_store.h"
 #include "storage/storage_test_util.h"
@@ -32,13 +33,6 @@ CheckpointManifest SampleManifest() {
   m.shard_clock = 3;
   m.created_unix_ms = 1700000000123;
   return m;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 void WriteFile(const std::string& path, const std::string& data) {

@@ -535,7 +535,7 @@ void World::ShardReceive(uint32_t k, ClientId c, uint64_t epoch, ToShard m) {
   if (auto* r = std::get_if<ReadRequest>(&m)) {
     Trace("shard " + std::to_string(k) + " Read from " + std::to_string(c) + " min " +
           std::to_string(r->min_version) + " C=" + std::to_string(sh.engine->shard_clock()));
-    if (sh.engine->Read(peer, r) != ShardEngine::ReadAction::kAnswer) return;
+    if (sh.engine->AdmitRead(peer, r) != ShardEngine::ReadAction::kAnswer) return;
     if (rng_.Chance(0.5)) {
       ReadAnswer answer;
       Status st = ShardEngine::AnswerFromView(sh.engine->InfoOf(peer), *r, sh.store, &answer);

@@ -8,17 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "common/read_file.h"
 #include "net/messages.h"
 
 namespace pace::net {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string Trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\n");

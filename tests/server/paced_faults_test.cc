@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/read_file.h"
 #include "tests/testing/paced_cluster.h"
 #include "tests/testing/subprocess.h"
 
@@ -44,12 +45,7 @@ using testing::Subprocess;
 using testing::TempDir;
 
 // (table, row) -> value.
-using Totals = std::map<std::pair<std::string, uint64_t>, int64_t>;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using testing::Totals;
 
 // Waits up to `timeout` for `needle` to appear in the file at `path`.
 bool WaitForText(const std::string& path, const std::string& needle,

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/read_file.h"
 #include "net/remote_shard.h"
 #include "tests/testing/paced_cluster.h"
 #include "tests/testing/subprocess.h"
@@ -31,12 +32,7 @@ using testing::StartPaced;
 using testing::Subprocess;
 using testing::TempDir;
 
-using Totals = std::map<std::pair<std::string, uint64_t>, int64_t>;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using testing::Totals;
 
 ::testing::AssertionResult Collect(Subprocess* p, const char* prefix, Totals* totals) {
   return testing::ReadTotals(p, prefix, totals, 120000);

@@ -44,7 +44,7 @@ using testing::StartPaced;
 using testing::Subprocess;
 using testing::TempDir;
 
-using Totals = std::map<std::pair<std::string, uint64_t>, int64_t>;
+using testing::Totals;
 
 uint64_t RssKb(pid_t pid) { return testing::ProcStatusKb(pid, "VmRSS"); }
 

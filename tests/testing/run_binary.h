@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/read_file.h"
 #include "common/status.h"
 #include "tests/testing/subprocess.h"
 
@@ -20,8 +21,7 @@ struct RunResult {
   std::string err;     // stderr (and why the run failed, if it could not be run)
 };
 
-// The whole file; "" if it cannot be read.
-std::string ReadFile(const std::string& path);
+using ::pace::ReadFile;  // common/read_file.h
 // The lines of `text`, without their '\n'.
 std::vector<std::string> Lines(const std::string& text);
 

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/hash.h"
+#include "common/read_file.h"
 #include "common/row.h"
 #include "storage/shard_store.h"
 #include "tests/testing/subprocess.h"
@@ -32,13 +33,6 @@ struct Result {
   std::string out;
   std::string err;
 };
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Json MustParse(const std::string& text) {
   Json j;

@@ -190,9 +190,9 @@ void ServiceApplyPushMf(benchmark::State& state, bool until_push_done) {
     for (int r = 0; r < (t == 0 ? kUserRows : kItemRows); ++r) read.rows.push_back(r);
     service->OnMessage(session, std::move(read));
   }
-  service->WaitIdle();
+  service->TEST_WaitIdle();
   session->Take();
-  if (service->NumSubscriptions() != kRows) {
+  if (service->TEST_NumSubscriptions() != kRows) {
     state.SkipWithError("subscriptions missing");
     return;
   }
@@ -211,9 +211,9 @@ void ServiceApplyPushMf(benchmark::State& state, bool until_push_done) {
     if (until_push_done) {
       session->WaitDone(clock + 1);
       state.PauseTiming();
-      service->WaitIdle();
+      service->TEST_WaitIdle();
     } else {
-      service->WaitIdle();  // the writer committed, acked and pushed
+      service->TEST_WaitIdle();  // the writer committed, acked and pushed
       state.PauseTiming();
     }
     if (session->done() != clock + 1 || session->error()) {
