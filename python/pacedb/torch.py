@@ -29,10 +29,12 @@ by the square root of an accumulator that may lack some other workers' recent
 squared gradients, so its step for a row is at most that much larger than a
 sequential run's; the accumulator itself is exact (its updates are sums).
 Adam's moment updates are computed from the moments read, (1 - beta) * (g -
-m): two workers that read the same stale m both decay it, so under staleness
-the moments are approximations. With one worker, or bsp, every read is exact
-and a step equals PyTorch's (torch.optim.SGD, Adagrad, SparseAdam on
-nn.Embedding(sparse=True)).
+m): k workers that read the same stale m all decay it from that value, so
+under staleness the moments are approximations (still weighted averages while
+k * (1 - beta) < 1). With one worker every read is exact and a step equals
+PyTorch's (torch.optim.SGD, Adagrad, SparseAdam on nn.Embedding(sparse=True));
+bsp still misses other processes' updates of the current clock. See
+python/README.md, "What a stale read of the optimizer state means".
 
 Resume: the tables (weights and optimizer state) persist in the data dir or
 on the servers. client.start_job(app, prefix, flags, inputs, resume=...)
