@@ -295,9 +295,11 @@ def main(argv=None):
         plain_rmse, plain_rate = plain_runs[0][0], max(r for _, r in plain_runs)
         print(f"plain PyTorch: test RMSE {plain_rmse:.4f}, {plain_rate:,.0f} ratings/s{best}")
         versus = f" ({pace_rate / plain_rate:.2f}x plain)"
+    speed = (f"{pace_rate:,.0f} ratings/s{best}{versus}" if pace_rate > 0
+             else "no training in this run")
     print(f"PaceDB ({args.workers} worker{'s' if args.workers > 1 else ''}, "
           f"{args.consistency} s={args.staleness}, clock every {args.clock_every} batches): "
-          f"test RMSE {pace_rmse:.4f}, {pace_rate:,.0f} ratings/s{best}{versus}")
+          f"test RMSE {pace_rmse:.4f}, {speed}")
     return 0
 
 

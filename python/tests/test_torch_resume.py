@@ -130,8 +130,8 @@ def test_start_job_refuses_other_flags_inputs_and_fresh_runs(tmp_path):
 
 
 def mf(examples_dir, tmp_path, *extra, kill_at=None):
-    return run_script([sys.executable, os.path.join(examples_dir, "torch_mf.py"), "--users=300",
-                       "--items=200", "--ratings=30000", "--epochs=4", "--batch=256",
+    return run_script([sys.executable, os.path.join(examples_dir, "torch_mf.py"), "--users=200",
+                       "--items=100", "--ratings=12000", "--epochs=3", "--batch=128",
                        "--clock_every=5", "--no_plain", *extra], kill_at, timeout=240)
 
 
