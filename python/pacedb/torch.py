@@ -95,7 +95,9 @@ class _WaitWatch:
         if wait_warning_seconds is None:
             return fn(*args)
         me = threading.get_ident()
-        self._calls[me] = [time.monotonic(), what, threading.current_thread().name, False]
+        # fn is a bound method of a Worker: its client can name lagging processes.
+        client = getattr(getattr(fn, "__self__", None), "client", None)
+        self._calls[me] = [time.monotonic(), what, threading.current_thread().name, False, client]
         if self._thread is None:
             self._start()
         try:
@@ -121,11 +123,26 @@ class _WaitWatch:
                 if not call[3] and now - call[0] >= limit:
                     call[3] = True
                     _log.warning(
-                        "pacedb.torch: thread %r has waited %.0f s in %s: it waits for another "
-                        "worker's clock. A worker that ran out of data or stopped calling step() "
-                        "holds the others back: give every worker the same number of batches "
-                        "(split_batches), call finish() at its end and close it when done "
-                        "(run_threads, `with client.worker()`).", call[2], now - call[0], call[1])
+                        "pacedb.torch: thread %r has waited %.1f s in %s: it waits for another "
+                        "worker's clock%s. A worker that ran out of data or stopped calling "
+                        "step() holds the others back: give every worker the same number of "
+                        "batches (split_batches), call finish() at its end and close it when "
+                        "done (run_threads, `with client.worker()`).", call[2], now - call[0],
+                        call[1], _laggards(call[4]))
+
+
+def _laggards(client):
+    """", held back by client 1 (not connected) at clock 0" when other client
+    processes hold a shard clock back, else ""."""
+    try:
+        if client is None or client.num_clients < 2:
+            return ""
+        lags = [lag for lag in client.laggards() if lag["client"] != client.client_id]
+    except pacedb.Error:
+        return ""
+    who = ", ".join(f"client {lag['client']}{'' if lag['connected'] else ' (not connected)'} "
+                    f"at clock {lag['applied']}" for lag in lags)
+    return f", held back by {who}" if who else ""
 
 
 _wait = _WaitWatch()

@@ -182,3 +182,34 @@ def test_export_table_and_save(client, tmp_path):
     torch.testing.assert_close(loaded["e"]["rows"], torch.from_numpy(rows))
     store_ids = pacedb.open_store(client.data_dir).table("e").row_ids()
     assert store_ids.dtype == np.uint64 and store_ids.tolist() == [5, 7, 2**40]
+
+
+WAITING = textwrap.dedent("""
+    import logging, sys, torch, pacedb, pacedb.torch as pt
+    logging.basicConfig(format="%(message)s")
+    pt.wait_warning_seconds = 0.3
+    client = pacedb.Client(servers=sys.argv[1], data_dir=sys.argv[2], client_id=0, num_clients=2)
+    emb = pt.Embedding(client, "w", 2, consistency="ssp", staleness=0)
+    opt = pt.SGD(emb, lr=0.1, clock_every=1)
+    for _ in range(3):  # the read of clock 1 waits for client 1, which never comes
+        emb(torch.tensor([1])).sum().backward()
+        opt.step()
+""")
+
+
+def test_a_worker_waiting_for_another_process_names_it(tmp_path, paced):
+    server = paced(num_clients=2)
+    proc = subprocess.Popen([sys.executable, "-c", WAITING, server.address, str(tmp_path / "c")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if "has waited" in line:
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "has waited" in lines[-1], lines
+    assert "in a read of table 'w'" in lines[-1]
+    assert "held back by client 1 (not connected) at clock 0" in lines[-1], lines[-1]
