@@ -87,6 +87,26 @@ py::array CheckOut(const py::object& out, const TableSchema& s, std::vector<py::
   return a;
 }
 
+// The dense rows `rows` of `t` into out (rows.size() x width elements of the
+// table's type), with a Prefetch first if `prefetch` (one Read per shard for
+// the rows not fresh in the cache). The one read loop of get_many,
+// get_unique and adagrad_update: two cache lookups per row (the Prefetch's
+// check and the Get). Call without the GIL.
+Status ReadRows(Worker* w, const Table& t, const std::vector<uint64_t>& rows, void* out,
+                bool prefetch) {
+  const TableSchema& s = t.schema();
+  if (prefetch && rows.size() > 1) RETURN_IF_ERROR(w->Prefetch(t, rows));
+  return DispatchType(s.type, [&](auto z) -> Status {
+    using T = decltype(z);
+    T* base = static_cast<T*>(out);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      Status st = w->Get(t, rows[i], base + i * s.width);
+      if (!st.ok()) return st.WithPrefix("row " + std::to_string(rows[i]));
+    }
+    return Status::OK();
+  });
+}
+
 py::object GetSparse(PyWorker* self, const Table& t, uint64_t row) {
   PyWorker::Use w(self);
   return DispatchType(t.schema().type, [&](auto z) -> py::object {
@@ -141,19 +161,12 @@ py::array GetMany(PyWorker* self, const PyTable& pt, const py::handle& rows_like
   const std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(rows.size()),
                                        static_cast<py::ssize_t>(s.width)};
   py::array a = out.is_none() ? py::array(DtypeOf(s.type), shape) : CheckOut(out, s, shape);
-  char* base = static_cast<char*>(a.mutable_data());
-  const size_t row_bytes = static_cast<size_t>(s.width) * ElementSize(s.type);
+  void* base = a.mutable_data();
   PyWorker::Use w(self);
   Status st;
   {
     py::gil_scoped_release release;
-    if (rows.size() > 1) st = w->Prefetch(t, rows);
-    for (size_t i = 0; st.ok() && i < rows.size(); ++i) {
-      st = DispatchType(s.type, [&](auto z) {
-        return w->Get(t, rows[i], reinterpret_cast<decltype(z)*>(base + i * row_bytes));
-      });
-      if (!st.ok()) st = st.WithPrefix("row " + std::to_string(rows[i]));
-    }
+    st = ReadRows(w.get(), t, rows, base, /*prefetch=*/true);
   }
   Check(st);
   return a;
@@ -354,19 +367,12 @@ py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_lik
       ids.u64 != nullptr ? py::array(py::array_t<uint64_t>(u)) : py::array(py::array_t<int64_t>(u));
   std::memcpy(unique_ids.mutable_data(), unique.data(), unique.size() * sizeof(uint64_t));
   py::array rows(DtypeOf(s.type), std::vector<py::ssize_t>{u, static_cast<py::ssize_t>(s.width)});
-  char* base = static_cast<char*>(rows.mutable_data());
-  const size_t row_bytes = static_cast<size_t>(s.width) * ElementSize(s.type);
+  void* base = rows.mutable_data();
   PyWorker::Use w(self);
   Status st;
   {
     py::gil_scoped_release release;
-    if (prefetch && unique.size() > 1) st = w->Prefetch(t, unique);
-    for (size_t i = 0; st.ok() && i < unique.size(); ++i) {
-      st = DispatchType(s.type, [&](auto z) {
-        return w->Get(t, unique[i], reinterpret_cast<decltype(z)*>(base + i * row_bytes));
-      });
-      if (!st.ok()) st = st.WithPrefix("row " + std::to_string(unique[i]));
-    }
+    st = ReadRows(w.get(), t, unique, base, prefetch);
   }
   Check(st);
   return py::make_tuple(unique_ids, inverse, rows);
@@ -429,14 +435,7 @@ void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& sta
           SumByRow(static_cast<const T*>(p), ids.n, width, inverse.data(), unique.size(), T{1},
                    &grad);
           std::vector<T> acc(grad.size());
-          if (prefetch && unique.size() > 1) {
-            Status ps = w->Prefetch(st_table, unique);
-            if (!ps.ok()) return ps;
-          }
-          for (size_t i = 0; i < unique.size(); ++i) {
-            Status gs = w->Get(st_table, unique[i], acc.data() + i * width);
-            if (!gs.ok()) return gs.WithPrefix("row " + std::to_string(unique[i]));
-          }
+          RETURN_IF_ERROR(ReadRows(w.get(), st_table, unique, acc.data(), prefetch));
           std::vector<T> delta(grad.size());
           for (size_t k = 0; k < grad.size(); ++k) {
             const T sq = grad[k] * grad[k];
