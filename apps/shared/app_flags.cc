@@ -53,6 +53,10 @@ DEFINE_int64(row_cache_mb, 512,
 DEFINE_bool(clock_log, true,
             "embedded mode: the shard writes each clock as one clock log record and rows back "
             "in bulk; false: every changed row to RocksDB per clock (the earlier write path)");
+DEFINE_bool(benchmark_no_durability, false,
+            "embedded mode, FOR MEASURING THE COST OF DURABILITY ONLY: the shard logs nothing, "
+            "so a crash loses the updates since the last row write-back; a store not closed "
+            "cleanly is then refused (never a default)");
 DEFINE_bool(sync, false,
             "embedded mode: fsync the in-process shard's write-ahead log before every clock's "
             "batch is acknowledged (survives power loss; with --servers give paced --sync)");
@@ -87,7 +91,8 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
   return {
       {"data", join(data, {"skip_bad_lines"})},
       {"model", join(model, {"minibatch", "consistency", "staleness", "seed"})},
-      {"job", join({"clocks", "workers", "data_dir", "resume", "sync", "clock_log"},
+      {"job", join({"clocks", "workers", "data_dir", "resume", "sync", "clock_log",
+              "benchmark_no_durability"},
                    join(job, {"eval_every", "baseline"}))},
       {"output", join(output, {"csv", "staleness_hist"})},
       {"cluster (without --servers the run is embedded)",
@@ -188,6 +193,7 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   o->data_dir = FLAGS_data_dir;
   o->embedded.sync = FLAGS_sync;
   o->embedded.clock_log = FLAGS_clock_log;
+  o->embedded.durable = !FLAGS_benchmark_no_durability;
   if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadTokenFile(FLAGS_token_file, &o->token));
   if (!FLAGS_job.empty()) RETURN_IF_ERROR(CheckJobId(FLAGS_job, "--job"));
   o->job = FLAGS_job;
