@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "server/engine_adapters.h"
+#include "storage/checkpoint.h"
 
 namespace pace {
 
@@ -669,8 +670,15 @@ StatusOr<std::string> ShardService::MaybeCheckpoint() {
   // directory that cannot be listed keeps its checkpoints, never aborts.
   std::vector<std::string> names;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().rfind("clock-", 0) == 0)
-      names.push_back(it->path().string());
+    const std::string name = it->path().filename().string();
+    if (name.rfind("clock-", 0) != 0) continue;
+    if (IsCheckpointStagingName(name)) {
+      // A checkpoint whose writer was killed (none is being written now).
+      std::error_code rm_ec;
+      std::filesystem::remove_all(it->path(), rm_ec);
+      continue;
+    }
+    names.push_back(it->path().string());
   }
   if (ec) {
     LOG(WARNING) << "shard " << shard_id_ << ": cannot list " << dir

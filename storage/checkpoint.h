@@ -29,6 +29,19 @@ Status WriteCheckpointManifest(const std::string& dir, const CheckpointManifest&
 // NotFound if dir has no manifest; otherwise as ParseCheckpointManifest.
 Status ReadCheckpointManifestFile(const std::string& dir, CheckpointManifest* m);
 
+// Where CreateCheckpoint builds checkpoint `dir` before renaming it into
+// place: "DIR.partial". A directory of that name is an unfinished checkpoint
+// (its writer was killed); the next checkpoint into DIR removes it.
+std::string CheckpointStagingDir(const std::string& dir);
+// True for a name CheckpointStagingDir makes.
+bool IsCheckpointStagingName(const std::string& name);
+// Renames the finished checkpoint `staging` (its manifest written) to `dir`
+// and fsyncs the parent directory.
+Status PublishCheckpointDir(const std::string& staging, const std::string& dir);
+// AlreadyExists for a checkpoint into `dir`, which exists: says whether it is
+// a checkpoint (a manifest) or something else to move away.
+Status CheckpointDirExists(const std::string& dir);
+
 // Copies the store files of checkpoint `checkpoint_dir` into `data_dir`, which
 // must not exist or be empty: immutable SST files are hard-linked (copied if
 // linking fails), the rest copied and fsynced; the result is renamed into

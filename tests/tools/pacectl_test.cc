@@ -2,8 +2,10 @@
 // process (found next to this test binary) on stores built with ShardStore,
 // beside a live writer process, and against a running paced.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "common/hash.h"
 #include "common/row.h"
@@ -539,6 +542,46 @@ TEST_F(PacectlTest, CheckpointCreateListRestore) {
   r = Run({"checkpoint", "list", ckpts});
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.out.find("ERROR"), std::string::npos) << r.out;
+}
+
+// pacectl checkpoint create SIGKILLed at points spread over its run: a
+// directory it leaves is a whole checkpoint (its manifest reads), and what it
+// leaves never blocks the next create into the same directory.
+TEST_F(PacectlTest, KilledCheckpointCreateNeverBlocksTheNext) {
+  BuildStore();
+  std::string sst;
+  ASSERT_TRUE(testing::AddBigTableAndFlush(dir_, 2, 100000, &sst).ok());
+  const std::string ck = tmp_.path() + "/ck";
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = Offline({"checkpoint", "create", ck});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto full = std::chrono::steady_clock::now() - t0;
+  std::filesystem::remove_all(ck);
+  constexpr int kKills = 16;
+  int killed = 0;
+  for (int i = 0; i < kKills; ++i) {
+    Subprocess p;
+    ASSERT_TRUE(p.Start({BinaryDir() + "/pacectl", "--data_dir=" + dir_, "checkpoint", "create",
+                         ck},
+                        tmp_.path() + "/killed.err")
+                    .ok());
+    std::this_thread::sleep_for(full * i / kKills);
+    p.Signal(SIGKILL);
+    int st = 0;
+    ASSERT_TRUE(p.Wait(60000, &st).ok());
+    killed += WIFSIGNALED(st) ? 1 : 0;
+    if (std::filesystem::exists(ck)) {
+      CheckpointManifest m;
+      Status s = ShardStore::ReadCheckpointManifest(ck, &m);
+      EXPECT_TRUE(s.ok()) << "kill " << i << " left " << ck << ": " << s.ToString();
+      if (s.ok()) std::filesystem::remove_all(ck);
+    }
+    r = Offline({"checkpoint", "create", ck});
+    EXPECT_EQ(r.code, 0) << "after kill " << i << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(ck + ".partial"));
+    std::filesystem::remove_all(ck);
+  }
+  EXPECT_GE(killed, kKills / 2);
 }
 
 TEST_F(PacectlTest, OnlineAgainstRunningPaced) {

@@ -61,12 +61,12 @@ const std::vector<CommandSpec>& Commands() {
        {}},
       {"checkpoint list", "checkpoint list [DIR]", 0, 1, CheckpointList, nullptr, {}},
       {"checkpoint restore",
-       "checkpoint restore CKPT --data_dir=NEWDIR",
+       "checkpoint restore CKPT --data_dir=NEWDIR | CKPT,CKPT,... --num_shards=M --out=DIR",
        1,
-       1,
+       kUnbounded,
        CheckpointRestore,
        nullptr,
-       {}},
+       {"num_shards", "out"}},
   };
   return commands;
 }
@@ -138,10 +138,17 @@ Status ChooseHandler(const CommandSpec& cmd, const CtlOptions& o, Handler* handl
     *handler = cmd.online;
     return Status::OK();
   }
-  if (o.data_dir.empty() && name != "checkpoint list") {
+  const bool reshard = name == "checkpoint restore" && o.set_flags.count("num_shards") != 0;
+  if (reshard && !o.data_dir.empty()) {
+    return Status::InvalidArgument(
+        "checkpoint restore --num_shards=M writes the new shards under --out=DIR, not "
+        "--data_dir");
+  }
+  if (o.data_dir.empty() && name != "checkpoint list" && !reshard) {
     if (name == "checkpoint restore") {
       return Status::InvalidArgument(
-          "checkpoint restore needs --data_dir=NEWDIR (where to restore)");
+          "checkpoint restore needs --data_dir=NEWDIR (where to restore one shard), or "
+          "--num_shards=M --out=DIR (the checkpoints of every shard onto M shards)");
     }
     return Status::InvalidArgument(
         "'" + name + "' needs --data_dir=DIR (offline)" +
@@ -237,6 +244,8 @@ std::string UsageText() {
        "                          online export (required): rows 0..N-1\n"
        "  --connect_timeout_ms=MS --timeout_ms=MS   online time limits (defaults 5000, 30000)\n"
        "  --block_cache_mb=M      RocksDB block cache for offline reads (default 32)\n"
+       "  --num_shards=M --out=DIR   checkpoint restore: re-shard every shard's checkpoint\n"
+       "                          onto M shards, data dirs DIR/shard-0 ...\n"
        "\n"
        "Exit codes: 0 ok, 1 user error (message on stderr), 2 corruption found.\n"
        "Documentation: docs/pacectl.md\n";
@@ -261,7 +270,10 @@ const char* CommandSummary(const std::string& name) {
       {"verify", "checks every record of the store; exit 2 if corruption is found"},
       {"checkpoint create", "a consistent RocksDB checkpoint of the store (hard links) + manifest"},
       {"checkpoint list", "the checkpoints in DIR (default: DATA_DIR/checkpoints)"},
-      {"checkpoint restore", "makes a new data dir from a checkpoint"},
+      {"checkpoint restore",
+       "makes a new data dir from a checkpoint; with --num_shards=M --out=DIR, turns the\n"
+       "checkpoints of every shard of a job (one clock) into the data dirs of M shards,\n"
+       "DIR/shard-0 ..., each row placed by the same hash, the clocks carried over"},
   };
   auto it = summaries.find(name);
   return it == summaries.end() ? "" : it->second;
@@ -286,8 +298,11 @@ std::string FlagHelp(const std::string& flag) {
        "--limit=N               most rows to list (default 0: all);\n"
        "                          online (required): rows START..START+N-1"},
       {"format", "--format=csv|npy        output format (npy: dense tables)"},
-      {"out", "--out=FILE              output file, - for stdout"},
+      {"out",
+       "--out=FILE|DIR          export: output file, - for stdout; re-shard: the directory\n"
+       "                          of the new shards' data dirs (must not exist or be empty)"},
       {"max_rows", "--max_rows=N            npy: refuse arrays with more rows (default 50000000)"},
+      {"num_shards", "--num_shards=M          re-shard onto M shards (with --out=DIR)"},
   };
   auto it = help.find(flag);
   return it == help.end() ? "--" + flag : it->second;
