@@ -1,6 +1,7 @@
 #include "storage/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -328,6 +329,20 @@ Status CheckpointDirExists(const std::string& dir) {
   }
   return Status::AlreadyExists("checkpoint dir " + dir + " exists (a checkpoint at shard clock " +
                                (s.ok() ? std::to_string(m.shard_clock) : std::string("?")) + ")");
+}
+
+Status CheckpointDiskUsage(const std::string& dir, CheckpointUsage* usage) {
+  CheckpointUsage u;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    u.bytes += static_cast<uint64_t>(st.st_size);
+    if (st.st_nlink == 1) u.exclusive_bytes += static_cast<uint64_t>(st.st_size);
+  }
+  if (ec) return FsError(ec, "list " + dir);
+  *usage = u;
+  return Status::OK();
 }
 
 Status CopyCheckpointFiles(const std::string& checkpoint_dir, const std::string& data_dir) {

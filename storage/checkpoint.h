@@ -5,6 +5,7 @@
 #ifndef PACE_STORAGE_CHECKPOINT_H_
 #define PACE_STORAGE_CHECKPOINT_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,16 @@ Status PublishCheckpointDir(const std::string& staging, const std::string& dir);
 // AlreadyExists for a checkpoint into `dir`, which exists: says whether it is
 // a checkpoint (a manifest) or something else to move away.
 Status CheckpointDirExists(const std::string& dir);
+
+// The disk space of the checkpoint in `dir`: `bytes`, the sizes of its files;
+// `exclusive_bytes`, of those with no other hard link (SST files shared with
+// the live store or another checkpoint are not counted), i.e. what deleting
+// the checkpoint frees now.
+struct CheckpointUsage {
+  uint64_t bytes = 0;
+  uint64_t exclusive_bytes = 0;
+};
+Status CheckpointDiskUsage(const std::string& dir, CheckpointUsage* usage);
 
 // Copies the store files of checkpoint `checkpoint_dir` into `data_dir`, which
 // must not exist or be empty: immutable SST files are hard-linked (copied if

@@ -163,5 +163,32 @@ TEST_F(ReshardResumeTest, TwoToThreeToOneEndsAsTheUninterruptedRun) {
   }
 }
 
+// An embedded job's scheduled checkpoints: every 3 shard clocks, the newest 2
+// kept; pacectl checkpoint list shows them with their space.
+TEST_F(ReshardResumeTest, EmbeddedCheckpointsKeepTheNewest) {
+  const std::string data = Path("embedded");
+  RunResult r = Run({"pace_lda", "--docword=" + Path("docword.txt"), "--topics=4", "--workers=1",
+                     "--clocks=12", "--topics_out=0", "--straggler_ms=250", "--straggler_prob=1",
+                     "--checkpoint_every=3", "--checkpoint_keep=2", "--data_dir=" + data});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Run({"pacectl", "checkpoint", "list", data + "/checkpoints", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t listed = 0;
+  for (size_t at = r.out.find("\"path\""); at != std::string::npos;
+       at = r.out.find("\"path\"", at + 1)) {
+    ++listed;
+  }
+  EXPECT_EQ(listed, 2u) << r.out;
+  EXPECT_NE(r.out.find("\"exclusive_bytes\":"), std::string::npos) << r.out;
+  r = Run({"pacectl", "checkpoint", "list", "--data_dir=" + data});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 checkpoint(s): "), std::string::npos) << r.out;
+  // With --servers the flags belong to paced.
+  r = Run({"pace_lda", "--docword=" + Path("docword.txt"), "--topics=4", "--clocks=2",
+           "--checkpoint_every=3", "--servers=127.0.0.1:1", "--data_dir=" + Path("remote")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--checkpoint_every is for embedded runs"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace pace

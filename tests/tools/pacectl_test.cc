@@ -561,10 +561,10 @@ TEST_F(PacectlTest, KilledCheckpointCreateNeverBlocksTheNext) {
   int killed = 0;
   for (int i = 0; i < kKills; ++i) {
     Subprocess p;
-    ASSERT_TRUE(p.Start({BinaryDir() + "/pacectl", "--data_dir=" + dir_, "checkpoint", "create",
-                         ck},
-                        tmp_.path() + "/killed.err")
-                    .ok());
+    ASSERT_TRUE(
+        p.Start({BinaryDir() + "/pacectl", "--data_dir=" + dir_, "checkpoint", "create", ck},
+                tmp_.path() + "/killed.err")
+            .ok());
     std::this_thread::sleep_for(full * i / kKills);
     p.Signal(SIGKILL);
     int st = 0;

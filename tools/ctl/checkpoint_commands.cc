@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "storage/checkpoint.h"
 #include "storage/reshard.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/json_writer.h"
@@ -44,6 +45,7 @@ struct ListEntry {
   std::string path;
   Status status;  // of reading the manifest
   CheckpointManifest manifest;
+  CheckpointUsage usage;
 };
 
 }  // namespace
@@ -116,6 +118,7 @@ Status CheckpointList(const CtlContext& ctx, const Args& args) {
     e.path = c;
     e.status = ShardStore::ReadCheckpointManifest(c, &e.manifest);
     if (e.status.IsNotFound()) continue;  // not a checkpoint
+    if (e.status.ok()) e.status = CheckpointDiskUsage(c, &e.usage);
     corrupt = corrupt || e.status.code() == StatusCode::kCorruption;
     entries.push_back(std::move(e));
   }
@@ -131,6 +134,8 @@ Status CheckpointList(const CtlContext& ctx, const Args& args) {
       w.MemberBool("ok", e.status.ok());
       if (e.status.ok()) {
         ManifestJsonMembers(e.manifest, &w);
+        w.MemberUint("bytes", e.usage.bytes);
+        w.MemberUint("exclusive_bytes", e.usage.exclusive_bytes);
       } else {
         w.Member("error", e.status.ToString());
       }
@@ -143,19 +148,27 @@ Status CheckpointList(const CtlContext& ctx, const Args& args) {
     ctx.out << "no checkpoints under " << dir << "\n";
   } else {
     std::vector<std::vector<std::string>> rows = {
-        {"checkpoint", "shard", "shard_clock", "tables", "created"}};
+        {"checkpoint", "shard", "shard_clock", "size", "own", "tables", "created"}};
+    CheckpointUsage total;
     for (const ListEntry& e : entries) {
       if (!e.status.ok()) {
-        rows.push_back({e.path, "-", "-", "-", "ERROR " + e.status.ToString()});
+        rows.push_back({e.path, "-", "-", "-", "-", "-", "ERROR " + e.status.ToString()});
         continue;
       }
       const CheckpointManifest& m = e.manifest;
+      total.bytes += e.usage.bytes;
+      total.exclusive_bytes += e.usage.exclusive_bytes;
       rows.push_back(
           {e.path,
            std::to_string(m.identity.shard_id) + "/" + std::to_string(m.identity.num_shards),
-           std::to_string(m.shard_clock), TableNames(m.tables), UnixMsText(m.created_unix_ms)});
+           std::to_string(m.shard_clock), BytesText(e.usage.bytes),
+           BytesText(e.usage.exclusive_bytes), TableNames(m.tables),
+           UnixMsText(m.created_unix_ms)});
     }
     ctx.out << AlignColumns(rows);
+    ctx.out << entries.size() << " checkpoint(s): " << BytesText(total.bytes) << " in files, "
+            << BytesText(total.exclusive_bytes)
+            << " not shared with the store or another checkpoint (freed by deleting them)\n";
   }
   for (const ListEntry& e : entries) {
     if (!e.status.ok()) {
