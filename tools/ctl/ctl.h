@@ -63,6 +63,13 @@ struct CtlOptions {
   // onto this many shards, written under `out` (docs/pacectl.md). 0: a plain
   // restore of one checkpoint into data_dir. Default: 0.
   uint32_t num_shards = 0;
+  // get, scan, export: read checkpoint(s) instead of --data_dir: their dirs
+  // (comma-separated, the shards of a job), or a shard clock whose checkpoint
+  // is looked up in each --data_dir's checkpoints/. Default: "" (the store).
+  std::string at;
+  // diff: how many of the rows that changed most to list; 0: every changed
+  // row. Default: 10.
+  uint64_t top = 10;
   // Names of the flags the user set explicitly (without "--"), used to reject
   // flags that do not apply to the command. Empty: no such check.
   std::set<std::string> set_flags;
