@@ -76,6 +76,12 @@ struct ShardStoreOptions {
   // and DropTable. false: every group writes each row it changes to RocksDB
   // (a Put or merge operand per row). Default: true.
   bool clock_log = true;
+  // false: FOR MEASURING THE COST OF DURABILITY ONLY. Groups are not logged
+  // (no clock log record, RocksDB's WAL off), so a crash loses every update
+  // since the last row write-back. The store is marked while open and a store
+  // not closed cleanly is refused at its next open (Corruption), so such a
+  // loss is never trained on. Default: true.
+  bool durable = true;
   // Log bytes after which the dirty rows are written back. 0: four times
   // row_cache_mb, at least 64 MiB. Default: 0.
   size_t clock_log_mb = 0;

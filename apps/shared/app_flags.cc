@@ -54,6 +54,10 @@ DEFINE_int64(row_cache_mb, 512,
 DEFINE_bool(clock_log, true,
             "embedded mode: the shard writes each clock as one clock log record and rows back "
             "in bulk; false: every changed row to RocksDB per clock (the earlier write path)");
+DEFINE_bool(benchmark_no_durability, false,
+            "embedded mode, FOR MEASURING THE COST OF DURABILITY ONLY: the shard logs nothing, "
+            "so a crash loses the updates since the last row write-back; a store not closed "
+            "cleanly is then refused (never a default)");
 DEFINE_bool(sync, false,
             "embedded mode: fsync the in-process shard's write-ahead log before every clock's "
             "batch is acknowledged (survives power loss; with --servers give paced --sync)");
@@ -94,7 +98,7 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
       {"data", join(data, {"skip_bad_lines"})},
       {"model", join(model, {"minibatch", "consistency", "staleness", "seed"})},
       {"job", join({"clocks", "workers", "data_dir", "resume", "sync", "clock_log",
-                    "checkpoint_every", "checkpoint_keep"},
+                    "checkpoint_every", "checkpoint_keep", "benchmark_no_durability"},
                    join(job, {"eval_every", "baseline"}))},
       {"output", join(output, {"csv", "staleness_hist"})},
       {"cluster (without --servers the run is embedded)",
@@ -195,6 +199,7 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   o->data_dir = FLAGS_data_dir;
   o->embedded.sync = FLAGS_sync;
   o->embedded.clock_log = FLAGS_clock_log;
+  o->embedded.durable = !FLAGS_benchmark_no_durability;
   if (FLAGS_checkpoint_every < 0) return Status::InvalidArgument("--checkpoint_every must be >= 0");
   if (FLAGS_checkpoint_keep < 1) return Status::InvalidArgument("--checkpoint_keep must be >= 1");
   o->embedded.checkpoint_every = FLAGS_checkpoint_every;
