@@ -810,6 +810,15 @@ Status ShardStore::Scan(uint32_t table, uint64_t start_row,
 Status ShardStore::CreateCheckpoint(const std::string& dir) const {
   return impl_->CreateCheckpoint(dir);
 }
+Status ShardStore::OpenForInspection(const std::string& dir, size_t block_cache_mb,
+                                     std::unique_ptr<ShardStore>* store) {
+  ShardStoreOptions o;
+  o.read_only = true;
+  o.check_identity = false;
+  o.block_cache_mb = block_cache_mb;
+  o.row_cache_mb = 0;
+  return Open(o, dir, store);
+}
 Status ShardStore::ReadCheckpointManifest(const std::string& dir, CheckpointManifest* manifest) {
   return ReadCheckpointManifestFile(dir, manifest);
 }

@@ -234,6 +234,11 @@ class ShardStore {
   static Status Open(const ShardStoreOptions& options, const std::string& dir,
                      std::unique_ptr<ShardStore>* store);
 
+  // Opens the store in `dir` read-only to look at it (Open with read_only,
+  // no identity check, no row cache, a block cache of block_cache_mb).
+  static Status OpenForInspection(const std::string& dir, size_t block_cache_mb,
+                                  std::unique_ptr<ShardStore>* store);
+
   ShardStore(const ShardStore&) = delete;
   ShardStore& operator=(const ShardStore&) = delete;
   ~ShardStore();
