@@ -198,6 +198,27 @@ void Connection::Abort(const Status& reason) {
   });
 }
 
+void Connection::AbortWithError(const Status& reason) {
+  abort_requested_.store(true);
+  {
+    MutexLock lock(&mu_);
+    accepting_ = false;
+  }
+  asio::post(strand_, [self = shared_from_this(), reason] {
+    self->Guarded("AbortWithError", [&] {
+      if (self->phase_ == Phase::kOpen && self->writing_.empty() && self->queued_bytes() == 0) {
+        std::string frame;
+        if (EncodeFrame(Error{0, reason.code(), reason.message()}, &frame).ok()) {
+          error_code ec;
+          self->socket_.non_blocking(true, ec);
+          if (!ec) self->socket_.write_some(asio::buffer(frame), ec);
+        }
+      }
+      self->FinalClose(reason);
+    });
+  });
+}
+
 size_t Connection::queued_bytes() const {
   MutexLock lock(&mu_);
   return queued_bytes_;

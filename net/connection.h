@@ -124,6 +124,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Thread-safe. Closes at once; queued frames are dropped.
   void Abort(const Status& reason);
+  // Thread-safe. As Abort, but first tries one non-blocking write of
+  // Error{reason} if nothing else was queued, so that the peer learns why
+  // (no linger: the descriptor is freed at once).
+  void AbortWithError(const Status& reason);
 
   uint64_t id() const { return id_; }
   // "ip:port" of the peer, for logs.

@@ -68,10 +68,12 @@ DEFINE_bool(clock_log, true,
 DEFINE_uint32(max_frame_mb, 64, "largest accepted frame, MiB");
 DEFINE_int32(io_threads, 2, "network I/O threads");
 DEFINE_int32(max_connections, 4096,
-             "connections open at once; more are refused (also capped by the open-file "
-             "limit minus --reserved_fds); 0: only that cap");
+             "connections open at once (also capped by the open-file limit minus "
+             "--reserved_fds; at the cap the one waiting longest for its Hello is closed, and "
+             "a new one is refused only when all are sessions); 0: only that cap");
 DEFINE_int32(max_handshaking_connections, 256,
-             "connections that have not sent their Hello yet; more are refused; 0: no cap");
+             "connections that have not sent their Hello yet; at the cap the one waiting "
+             "longest is closed to make room; 0: no cap");
 DEFINE_int32(reserved_fds, 256,
              "file descriptors kept free of connections for RocksDB's files and logs");
 DEFINE_int32(handshake_timeout_ms, 10000, "close a connection that sends no Hello within this");

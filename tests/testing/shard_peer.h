@@ -119,6 +119,7 @@ class RawConn {
     if (fd_ >= 0) close(fd_);
   }
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   void Write(const std::string& bytes) {
     size_t off = 0;
     while (off < bytes.size()) {
