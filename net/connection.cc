@@ -151,8 +151,11 @@ bool Connection::Enqueue(EncodedFrame frame, bool force, Status* error) {
   queue_.push_back(std::move(frame));
   queued_bytes_ += size;
   if (counters_ != nullptr) {
-    counters_->queued_bytes.fetch_add(size, std::memory_order_relaxed);
+    const size_t total = counters_->queued_bytes.fetch_add(size, std::memory_order_relaxed) + size;
     RaiseTo(&counters_->peak_write_queue_bytes, queued_bytes_);
+    if (total > ConnectionCounters::kTrimAfterBytes) {
+      counters_->trim_due.store(true, std::memory_order_relaxed);
+    }
   }
   if (!write_pending_) {
     write_pending_ = true;

@@ -1,6 +1,7 @@
 #include "net/server.h"
 
 #include <glog/logging.h>
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -100,6 +101,14 @@ class ServerSession : public Session {
   uint64_t id() const override { return id_; }
   const Hello& hello() const override { return hello_; }
   std::string peer() const override { return peer_; }
+  size_t queued_bytes() const override {
+    std::shared_ptr<Connection> conn = conn_.lock();
+    return conn == nullptr ? 0 : conn->queued_bytes();
+  }
+  size_t transport_queued_bytes() const override {
+    std::shared_ptr<Connection> conn = conn_.lock();
+    return conn == nullptr ? 0 : conn->transport_queued_bytes();
+  }
 
   void Send(Message m) override {
     std::shared_ptr<Connection> conn = conn_.lock();
@@ -137,7 +146,8 @@ class Server::Impl {
         token_(options_.token),
         accept_strand_(asio::make_strand(io_)),
         acceptor_(io_),
-        retry_timer_(accept_strand_) {}
+        retry_timer_(accept_strand_),
+        trim_timer_(accept_strand_) {}
 
   Status Listen();
   Status Start(ServiceHandler* handler);
@@ -159,6 +169,11 @@ class Server::Impl {
   };
 
   void DoAccept();
+  // Every second: once the send queues drained after holding more than
+  // ConnectionCounters::kTrimAfterBytes, hands the freed heap back to the
+  // system (malloc_trim), so a flood of replies does not leave the process
+  // holding its peak. On accept_strand_.
+  void ScheduleTrim();
   void OnAccept(const error_code& ec, tcp::socket socket);
   // Whether a new connection may be served: OK, possibly with *shed set to
   // the connection that has waited longest for its Hello, to be closed in its
@@ -187,6 +202,7 @@ class Server::Impl {
   asio::strand<asio::io_context::executor_type> accept_strand_;
   tcp::acceptor acceptor_;          // used only on accept_strand_
   asio::steady_timer retry_timer_;  // owned by accept_strand_
+  asio::steady_timer trim_timer_;   // owned by accept_strand_
   std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   internal::ConnectionCounters counters_;
@@ -311,7 +327,10 @@ Status Server::Impl::Start(ServiceHandler* handler) {
   }
   work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
       io_.get_executor());
-  asio::post(accept_strand_, [this] { DoAccept(); });
+  asio::post(accept_strand_, [this] {
+    DoAccept();
+    ScheduleTrim();
+  });
   for (int i = 0; i < options_.io_threads; ++i) {
     threads_.emplace_back([this] {
       MarkTransportThread();  // the store refuses RocksDB calls on this thread
@@ -338,6 +357,20 @@ Status Server::Impl::Start(ServiceHandler* handler) {
                                         : std::string("unlimited"))
           << " with " << options_.reserved_fds << " fds reserved";
   return Status::OK();
+}
+
+void Server::Impl::ScheduleTrim() {
+  trim_timer_.expires_after(std::chrono::seconds(1));
+  trim_timer_.async_wait([this](const error_code& ec) {
+    if (ec || !acceptor_.is_open()) return;
+    if (counters_.queued_bytes.load(std::memory_order_relaxed) < (size_t{1} << 20) &&
+        counters_.trim_due.exchange(false, std::memory_order_relaxed)) {
+#if defined(__GLIBC__)
+      malloc_trim(0);
+#endif
+    }
+    ScheduleTrim();
+  });
 }
 
 void Server::Impl::DoAccept() {
@@ -581,6 +614,7 @@ void Server::Impl::Stop() {
     error_code ignored;
     acceptor_.close(ignored);
     retry_timer_.cancel();
+    trim_timer_.cancel();
     acceptor_closed.set_value();
   });
   acceptor_closed.get_future().wait();

@@ -66,6 +66,9 @@ DEFINE_bool(clock_log, true,
             "write each group commit as one clock log record and write rows back in bulk; "
             "false: write every changed row to RocksDB per group (the earlier write path)");
 DEFINE_uint32(max_frame_mb, 64, "largest accepted frame, MiB");
+DEFINE_uint32(max_read_replies_mb, 128,
+              "Read replies held at once over all sessions (being read or queued for sending), "
+              "MiB; beyond it a session with replies outstanding is told to retry; 0: no cap");
 DEFINE_int32(io_threads, 2, "network I/O threads");
 DEFINE_int32(max_connections, 4096,
              "connections open at once (also capped by the open-file limit minus "
@@ -204,6 +207,7 @@ int Run() {
   options.data_dir = FLAGS_data_dir;
   options.holdback_warn_ms = FLAGS_holdback_warn_ms;
   options.max_reply_bytes = size_t{FLAGS_max_frame_mb} << 20;
+  options.max_read_reply_bytes_total = size_t{FLAGS_max_read_replies_mb} << 20;
   options.store.shard_id = FLAGS_shard;
   options.store.num_shards = FLAGS_num_shards;
   options.store.num_clients = FLAGS_num_clients;
@@ -395,7 +399,8 @@ int main(int argc, char** argv) {
        {"listen", "shard", "num_shards", "num_clients", "job", "token_file", "insecure",
         "insecure_remote", "holdback_warn_ms"}},
       {"memory",
-       {"memory_mb", "block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb"}},
+       {"memory_mb", "block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb",
+        "max_read_replies_mb"}},
       {"threads", {"io_threads"}},
       {"connections",
        {"max_connections", "max_handshaking_connections", "reserved_fds", "handshake_timeout_ms",

@@ -425,6 +425,35 @@ void ShardService::SendError(const SessionPtr& s, uint64_t req_id, const Status&
   s->Send(net::Error{req_id, st.code(), st.message(), retriable});
 }
 
+Status ShardService::ReserveReadReply(const net::Session& s, uint64_t bytes) {
+  const uint64_t cap = options_.max_read_reply_bytes_total;
+  const uint64_t queued = s.transport_queued_bytes();
+  std::lock_guard<std::mutex> l(reply_mu_);
+  uint64_t& mine = reply_bytes_by_session_[s.id()];
+  if (cap > 0 && reply_bytes_pending_ + queued + bytes > cap &&
+      (mine > 0 || s.queued_bytes() > 0)) {
+    if (mine == 0) reply_bytes_by_session_.erase(s.id());
+    return Status::ResourceExhausted(
+        "too many Read replies waiting on this shard: " + std::to_string(reply_bytes_pending_) +
+        " bytes being read and " + std::to_string(queued) + " queued for sending, at most " +
+        std::to_string(cap) +
+        " (paced --max_read_replies_mb); retry once this session has "
+        "read its replies");
+  }
+  mine += bytes;
+  reply_bytes_pending_ += bytes;
+  return Status::OK();
+}
+
+void ShardService::ReleaseReadReply(const net::Session& s, uint64_t bytes) {
+  std::lock_guard<std::mutex> l(reply_mu_);
+  reply_bytes_pending_ -= bytes;
+  auto it = reply_bytes_by_session_.find(s.id());
+  if (it == reply_bytes_by_session_.end()) return;
+  it->second -= bytes;
+  if (it->second == 0) reply_bytes_by_session_.erase(it);
+}
+
 // --- Catalog -------------------------------------------------------------------
 
 void ShardService::HandleCreateTable(const SessionPtr& s, const net::CreateTable& m) {
