@@ -13,6 +13,7 @@
 #include <utility>
 #include <variant>
 
+#include "common/import_marker.h"
 #include "server/engine_adapters.h"
 
 namespace pace {
@@ -54,6 +55,7 @@ std::vector<uint32_t> PartsFor(const ShardStore& store, uint32_t num_clients) {
 Status ShardService::Open(const ShardServiceOptions& options,
                           std::unique_ptr<ShardService>* service) {
   if (options.data_dir.empty()) return Status::InvalidArgument("ShardService: empty data_dir");
+  RETURN_IF_ERROR(CheckImportComplete(options.data_dir));
   std::unique_ptr<ShardStore> store;
   RETURN_IF_ERROR(ShardStore::Open(options.store, options.data_dir, &store));
   return Open(options, std::move(store), service);

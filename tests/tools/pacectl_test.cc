@@ -2,6 +2,7 @@
 // process (found next to this test binary) on stores built with ShardStore,
 // beside a live writer process, and against a running paced.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "common/hash.h"
 #include "common/row.h"
@@ -455,6 +457,99 @@ TEST_F(PacectlTest, ImportRoundTripsBitForBitAndRefusesAMismatch) {
   r = Run({"--server=127.0.0.1:1", "import", "w2", p + "w.npy"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("works offline only"), std::string::npos) << r.err;
+}
+
+// An int64 array of `rows` x 8 as an npy file: row r holds r * 8 + c.
+void WriteNpy(const std::string& path, uint64_t rows) {
+  std::string header =
+      "{'descr': '<i8', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", 8), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  const char len[2] = {static_cast<char>(header.size() & 0xff),
+                       static_cast<char>(header.size() >> 8)};
+  out.write(len, 2);
+  out << header;
+  for (uint64_t i = 0; i < rows * 8; ++i) {
+    const int64_t v = static_cast<int64_t>(i);
+    out.write(reinterpret_cast<const char*>(&v), 8);
+  }
+}
+
+// pacectl import over two shards, SIGKILLed while paused at each stage in
+// turn (after the markers, after the table exists on shard 0 only, after
+// shard 0's batch only): each time both shards are refused by a job (paced
+// exits 1 naming the command that completes the import), and that command
+// completes it: the merged export is the array.
+TEST_F(PacectlTest, ImportOverShardsIsAllOrNothingUnderSigkill) {
+  if (!std::filesystem::exists(BinaryDir() + "/paced")) GTEST_SKIP() << "paced is not built";
+  std::string dirs[2];
+  for (uint32_t k = 0; k < 2; ++k) {
+    dirs[k] = tmp_.path() + "/shard" + std::to_string(k);
+    ShardStoreOptions o;
+    o.shard_id = k;
+    o.num_shards = 2;
+    o.num_clients = 1;
+    std::unique_ptr<ShardStore> store;
+    ASSERT_TRUE(ShardStore::Open(o, dirs[k], &store).ok());
+  }
+  const std::string npy = tmp_.path() + "/a.npy";
+  WriteNpy(npy, 2000);
+  const std::string data_dir = "--data_dir=" + dirs[0] + "," + dirs[1];
+  const std::string command = "pacectl " + data_dir + " import t " + npy;
+  for (const char* stage :
+       {"markers written", "table created on a shard", "batch written on a shard"}) {
+    SCOPED_TRACE(stage);
+    const std::string err = tmp_.path() + "/import.err." + std::to_string(++runs_);
+    setenv("PACE_TEST_IMPORT_STOP_AT", stage, 1);
+    Subprocess import;
+    ASSERT_TRUE(import.Start({BinaryDir() + "/pacectl", data_dir, "import", "t", npy}, err).ok());
+    unsetenv("PACE_TEST_IMPORT_STOP_AT");
+    const std::string line = std::string("import stage: ") + stage;
+    bool reached = false;
+    for (int i = 0; i < 3000 && !reached; ++i) {
+      reached = ReadFile(err).find(line) != std::string::npos;
+      if (!reached) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(reached) << ReadFile(err);
+    import.Signal(SIGKILL);
+    int status = 0;
+    ASSERT_TRUE(import.Wait(10000, &status).ok());
+    ASSERT_TRUE(WIFSIGNALED(status));
+
+    // A job refuses either shard, in one line naming the command.
+    for (uint32_t k = 0; k < 2; ++k) {
+      Subprocess paced;
+      const std::string perr = tmp_.path() + "/paced.err." + std::to_string(++runs_);
+      ASSERT_TRUE(paced
+                      .Start({BinaryDir() + "/paced", "--data_dir=" + dirs[k], "--insecure",
+                              "--shard=" + std::to_string(k), "--num_shards=2", "--num_clients=1",
+                              "--listen=127.0.0.1:0"},
+                             perr)
+                      .ok());
+      ASSERT_TRUE(paced.Wait(30000, &status).ok());
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+      const std::string text = ReadFile(perr);
+      EXPECT_NE(text.find("an import did not complete on every shard (pacectl import was "
+                          "stopped); run `" +
+                          command + "` to complete it\n"),
+                std::string::npos)
+          << text;
+    }
+  }
+  // The named command completes it.
+  Result r = Run({data_dir, "import", "t", npy});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (uint32_t k = 0; k < 2; ++k) {
+    EXPECT_FALSE(std::filesystem::exists(dirs[k] + "/IMPORT-INCOMPLETE"));
+  }
+  r = Run({data_dir, "export", "t", "--format=npy", "--out=" + tmp_.path() + "/b.npy"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string dict, want, got;
+  ParseNpy(ReadFile(npy), &dict, &want);
+  ParseNpy(ReadFile(tmp_.path() + "/b.npy"), &dict, &got);
+  EXPECT_TRUE(want == got) << "the merged export differs from the imported array";
 }
 
 TEST_F(PacectlTest, OfflineInspectionWorksWhileAnotherProcessHoldsTheStore) {
