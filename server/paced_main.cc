@@ -65,6 +65,9 @@ DEFINE_uint32(row_cache_mb, 512,
 DEFINE_bool(clock_log, true,
             "write each group commit as one clock log record and write rows back in bulk; "
             "false: write every changed row to RocksDB per group (the earlier write path)");
+DEFINE_bool(allow_damaged_store, false,
+            "serve a store whose SST checksums fail at start (logged) instead of refusing it "
+            "with exit 2");
 DEFINE_uint32(max_frame_mb, 64, "largest accepted frame, MiB");
 DEFINE_uint32(max_read_replies_mb, 128,
               "Read replies held at once over all sessions (being read or queued for sending), "
@@ -207,6 +210,7 @@ int Run() {
   options.data_dir = FLAGS_data_dir;
   options.holdback_warn_ms = FLAGS_holdback_warn_ms;
   options.max_reply_bytes = size_t{FLAGS_max_frame_mb} << 20;
+  options.allow_damaged_store = FLAGS_allow_damaged_store;
   options.max_read_reply_bytes_total = size_t{FLAGS_max_read_replies_mb} << 20;
   options.store.shard_id = FLAGS_shard;
   options.store.num_shards = FLAGS_num_shards;
@@ -284,7 +288,8 @@ int Run() {
   // Damage is named by the file it is in (an SST, the MANIFEST or CURRENT, a
   // write-ahead log).
   s = CheckCurrentFile(FLAGS_data_dir);
-  if (s.ok()) s = ClassifyStoreCorruption(FLAGS_data_dir, ShardService::Open(options, &service));
+  if (s.ok()) s = ShardService::Open(options, &service);
+  s = ClassifyStoreCorruption(FLAGS_data_dir, s);
   if (!s.ok()) {
     std::string hint;
     const std::string& m = s.message();
@@ -298,10 +303,12 @@ int Run() {
       hint =
           " (a store keeps the job it was created for: start paced without --job, or with "
           "that job, or on another --data_dir)";
+    } else if (m.rfind("refusing to serve a damaged store", 0) == 0) {
+      hint = " (--allow_damaged_store serves it anyway)";
     }
     std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
                  s.ToString().c_str(), hint.c_str());
-    return 1;
+    return s.code() == StatusCode::kCorruption ? 2 : 1;
   }
   if (!FLAGS_insecure && FLAGS_token_file.empty()) {
     std::string token;
@@ -394,7 +401,8 @@ int main(int argc, char** argv) {
       "      [--token_file=F | --insecure] [--sync]";
   info.groups = {
       {"store",
-       {"data_dir", "sync", "clock_log", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"}},
+       {"data_dir", "sync", "clock_log", "checkpoint_every", "checkpoint_dir", "checkpoint_keep",
+        "allow_damaged_store"}},
       {"cluster",
        {"listen", "shard", "num_shards", "num_clients", "job", "token_file", "insecure",
         "insecure_remote", "holdback_warn_ms"}},

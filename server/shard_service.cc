@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "common/import_marker.h"
+#include "common/store_damage.h"
 #include "server/engine_adapters.h"
 
 namespace pace {
@@ -58,6 +59,16 @@ Status ShardService::Open(const ShardServiceOptions& options,
   RETURN_IF_ERROR(CheckImportComplete(options.data_dir));
   std::unique_ptr<ShardStore> store;
   RETURN_IF_ERROR(ShardStore::Open(options.store, options.data_dir, &store));
+  if (options.verify_checksums) {
+    Status damage = ClassifyStoreCorruption(options.data_dir, store->VerifyChecksums());
+    if (!damage.ok() &&
+        (!(damage.code() == StatusCode::kCorruption) || !options.allow_damaged_store)) {
+      return (damage.code() == StatusCode::kCorruption)
+                 ? Status::Corruption("refusing to serve a damaged store: " + damage.message())
+                 : damage;
+    }
+    if (!damage.ok()) LOG(WARNING) << "serving a damaged store, as told: " << damage.message();
+  }
   return Open(options, std::move(store), service);
 }
 

@@ -116,6 +116,15 @@ struct ShardServiceOptions {
   size_t max_parked_read_bytes_total = size_t{1} << 30;
   size_t max_subscriptions_per_session = size_t{16} << 20;
   size_t max_subscriptions_total = size_t{64} << 20;
+  // Open(options, ...) reads every SST file once and checks its block
+  // checksums (ShardStore::VerifyChecksums) before serving: a store with a
+  // checksum error is refused with a Corruption naming the file, pacectl
+  // verify and pacectl checkpoint restore, instead of serving (and training
+  // on) what it can still read. Default: true.
+  bool verify_checksums = true;
+  // With verify_checksums: serve a store whose checksums fail anyway (logged
+  // as a warning). paced: --allow_damaged_store. Default: false.
+  bool allow_damaged_store = false;
   // Refuse Read/Apply rows that ShardOf() places on another shard. Default: true.
   bool check_placement = true;
   // Threads answering Reads that are ready at once (from a consistent view,
