@@ -156,6 +156,8 @@ Status LoadToken(std::string* token, std::string* path) {
               << " (mode 0600): clients need --token_file=" << *path;
     return Status::OK();
   }
+  // A token found in the data dir must be this user's own.
+  RETURN_IF_ERROR(CheckOwnTokenFile(*path));
   struct stat st;
   if (stat(path->c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
     LOG(WARNING) << "the job token " << *path << " is readable by other users (mode " << std::oct
@@ -315,7 +317,7 @@ int Run() {
     s = LoadToken(&token, &token_path);
     if (s.ok()) s = server.SetToken(std::move(token));
     if (!s.ok()) {
-      std::fprintf(stderr, "paced: cannot create the job token in --data_dir=%s: %s\n",
+      std::fprintf(stderr, "paced: cannot use the job token of --data_dir=%s: %s\n",
                    FLAGS_data_dir.c_str(), s.ToString().c_str());
       return 1;
     }
