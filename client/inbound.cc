@@ -253,13 +253,7 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
     sh.acked_through.store(last.clock + 1, std::memory_order_release);
   }
   uint64_t purged = 0;
-  for (const SentBatch& b : done) {
-    for (const RowKey& key : b.keys) {
-      CacheStripe& st = StripeFor(key);
-      client::SpinLock l(&st.mu);
-      purged += st.PurgeAcked(key, b.clock, b.part);
-    }
-  }
+  for (const SentBatch& b : done) purged += PurgeBatch(b);
   unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
   // Through the last whole clock among them (an Ack that also covers a later
   // part still completes the clocks before it, for Flush).
@@ -273,6 +267,33 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   }
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
+}
+
+uint64_t Client::Impl::PurgeBatch(const SentBatch& b) {
+  // A batch's keys come stripe by stripe (SendBatch seals them so): one lock
+  // per run of a stripe's keys, with the lookups of the next keys started a
+  // few keys ahead, since the entries are scattered in memory.
+  constexpr size_t kAhead = 4;  // entries loading; slots twice as far ahead
+  const std::vector<RowKey>& keys = b.keys;
+  std::vector<size_t> hashes(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) hashes[i] = RowKeyHash()(keys[i]);
+  uint64_t purged = 0;
+  for (size_t i = 0; i < keys.size();) {
+    CacheStripe& st = StripeForHash(hashes[i]);
+    client::SpinLock l(&st.mu);
+    size_t j = i;
+    for (; j < keys.size() && &StripeForHash(hashes[j]) == &st; ++j) {
+      if (j + 2 * kAhead < keys.size() && &StripeForHash(hashes[j + 2 * kAhead]) == &st) {
+        st.PrefetchSlot(keys[j + 2 * kAhead], hashes[j + 2 * kAhead]);
+      }
+      if (j + kAhead < keys.size() && &StripeForHash(hashes[j + kAhead]) == &st) {
+        st.PrefetchEntry(keys[j + kAhead], hashes[j + kAhead]);
+      }
+      purged += st.PurgeAcked(keys[j], hashes[j], b.clock, b.part);
+    }
+    i = j;
+  }
+  return purged;
 }
 
 void Client::Impl::OnDisconnect(uint32_t k, const Status& why) {
