@@ -65,6 +65,10 @@ struct EmbeddedShardOptions {
   bool sync = false;
   // The shard's write path (ShardStoreOptions::clock_log). Default: true.
   bool clock_log = true;
+  // false: for measuring the cost of durability only (ShardStoreOptions::
+  // durable): nothing is logged, a crash loses the updates since the last
+  // row write-back, and a store not closed cleanly is refused. Default: true.
+  bool durable = true;
   // Write a checkpoint every K shard clocks into checkpoint_dir (empty:
   // DATA_DIR/checkpoints), keeping the newest checkpoint_keep. Defaults: 0
   // (never), "", 3.

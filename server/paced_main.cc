@@ -193,6 +193,22 @@ std::string OpenErrorHint(const Status& s) {
   return hint;
 }
 
+// When the store in --data_dir was created for another number of shards: the
+// one line that says so and names the re-shard command. "" otherwise.
+std::string ShardCountMismatch() {
+  std::unique_ptr<ShardStore> store;
+  if (!ShardStore::OpenForInspection(FLAGS_data_dir, 1, &store).ok()) return "";
+  const ShardIdentity& id = store->identity();
+  if (id.num_shards == FLAGS_num_shards) return "";
+  const std::string m = std::to_string(FLAGS_num_shards);
+  return "paced: cannot open --data_dir=" + FLAGS_data_dir + ": the store holds shard " +
+         std::to_string(id.shard_id) + " of a job of " + std::to_string(id.num_shards) +
+         " shards, not of " + m + ": the number of shards changes only offline, from a " +
+         "checkpoint of every shard at one clock: pacectl checkpoint restore CKPT0,CKPT1,... " +
+         "--num_shards=" + m + " --out=DIR, then start paced on DIR/shard-K " +
+         "(docs/operations.md, \"Restore onto another cluster\")\n";
+}
+
 int Run() {
   Status s = ValidateFlags();
   if (!s.ok()) {
@@ -313,6 +329,12 @@ int Run() {
   if (s.ok()) s = ShardService::Open(options, &service);
   s = ClassifyStoreCorruption(FLAGS_data_dir, s);
   if (!s.ok()) {
+    const std::string mismatch =
+        s.code() == StatusCode::kInvalidArgument ? ShardCountMismatch() : std::string();
+    if (!mismatch.empty()) {
+      std::fputs(mismatch.c_str(), stderr);
+      return 1;
+    }
     const std::string hint = OpenErrorHint(s);
     std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
                  s.ToString().c_str(), hint.c_str());

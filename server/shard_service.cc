@@ -577,6 +577,8 @@ net::StatsReply ShardService::Stats() const {
   net::StatsReply r;
   r.shard_id = shard_id_;
   auto load = [](const std::atomic<int64_t>& v) { return v.load(std::memory_order_relaxed); };
+  // Before mu_: MaybeCheckpoint holds checkpoint_mu_ while it reads the clock.
+  const CheckpointStats cp = checkpoint_stats();
   std::lock_guard<std::mutex> lock(mu_);
   const ShardEngineCounters& e = engine_.counters();
   r.counters = {{"batches_applied", load(counters_.batches_applied)},
@@ -638,6 +640,11 @@ net::StatsReply ShardService::Stats() const {
                           static_cast<int64_t>(engine_.subscriptions().num_subscribers()));
   r.counters.emplace_back("subscriptions",
                           static_cast<int64_t>(engine_.subscriptions().num_subscriptions()));
+  r.counters.emplace_back("checkpoints", cp.count);
+  r.counters.emplace_back("checkpoint_bytes", static_cast<int64_t>(cp.usage.bytes));
+  r.counters.emplace_back("checkpoint_exclusive_bytes",
+                          static_cast<int64_t>(cp.usage.exclusive_bytes));
+  r.counters.emplace_back("last_checkpoint_clock", cp.last_clock);
   return r;
 }
 
@@ -711,8 +718,15 @@ StatusOr<std::string> ShardService::MaybeCheckpoint() {
   // directory that cannot be listed keeps its checkpoints, never aborts.
   std::vector<std::string> names;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().rfind("clock-", 0) == 0)
-      names.push_back(it->path().string());
+    const std::string name = it->path().filename().string();
+    if (name.rfind("clock-", 0) != 0) continue;
+    if (IsCheckpointStagingName(name)) {
+      // A checkpoint whose writer was killed (none is being written now).
+      std::error_code rm_ec;
+      std::filesystem::remove_all(it->path(), rm_ec);
+      continue;
+    }
+    names.push_back(it->path().string());
   }
   if (ec) {
     LOG(WARNING) << "shard " << shard_id_ << ": cannot list " << dir
@@ -722,7 +736,22 @@ StatusOr<std::string> ShardService::MaybeCheckpoint() {
   std::sort(names.begin(), names.end());
   const size_t keep = static_cast<size_t>(options_.checkpoint_keep);
   for (size_t i = 0; i + keep < names.size(); ++i) std::filesystem::remove_all(names[i], ec);
+  CheckpointStats stats;
+  stats.last_clock = due;
+  for (size_t i = names.size() > keep ? names.size() - keep : 0; i < names.size(); ++i) {
+    CheckpointUsage u;
+    if (!CheckpointDiskUsage(names[i], &u).ok()) continue;
+    ++stats.count;
+    stats.usage.bytes += u.bytes;
+    stats.usage.exclusive_bytes += u.exclusive_bytes;
+  }
+  checkpoint_stats_ = stats;
   return path;
+}
+
+ShardService::CheckpointStats ShardService::checkpoint_stats() const {
+  MutexLock l(&checkpoint_mu_);
+  return checkpoint_stats_;
 }
 
 // --- Holdback warning ------------------------------------------------------------

@@ -70,6 +70,7 @@
 #include "consistency/shard_engine.h"
 #include "net/messages.h"
 #include "net/session.h"
+#include "storage/checkpoint.h"
 #include "storage/shard_store.h"
 
 namespace pace {
@@ -228,6 +229,16 @@ class ShardService : public net::ServiceHandler {
   // the newest checkpoint_keep. Returns its directory, or "" if none was due.
   // The housekeeping thread calls this.
   StatusOr<std::string> MaybeCheckpoint();
+  // The periodic checkpoints kept after the last MaybeCheckpoint that wrote
+  // one: how many, the due clock of the newest and their disk space
+  // (storage/checkpoint.h, CheckpointDiskUsage summed). In Stats() and
+  // /metrics.
+  struct CheckpointStats {
+    int64_t count = 0;
+    Version last_clock = 0;
+    CheckpointUsage usage;
+  };
+  CheckpointStats checkpoint_stats() const;
 
   // Blocks until every message handed to OnMessage before the call has been
   // handled and its replies sent (the writer and readers are idle with empty
@@ -395,8 +406,9 @@ class ShardService : public net::ServiceHandler {
   bool stop_housekeeping_ GUARDED_BY(queue_mu_) = false;
   CondVar housekeeping_cv_;
   // The due clock of the last periodic checkpoint written.
-  Mutex checkpoint_mu_;
+  mutable Mutex checkpoint_mu_;
   Version last_checkpoint_ GUARDED_BY(checkpoint_mu_) = 0;
+  CheckpointStats checkpoint_stats_ GUARDED_BY(checkpoint_mu_);
   // The writer's own (no lock): the number of Apply batches in the last group
   // and how long its commit took, for the group-commit wait under sync
   // (WriterLoop).

@@ -226,6 +226,11 @@ class ShardStore::Impl {
   // rows); a writable store then writes them back and opens the log for
   // appending, and records the current format.
   Status OpenClockLog();
+  // Refuses a store marked by an undurable open that did not close cleanly;
+  // marks it when this open is undurable (ShardStoreOptions::durable).
+  Status CheckDurableMark();
+  // This open marked the store undurable; its clean close removes the mark.
+  bool marked_undurable_ = false;
   // Replays the records of log file st.number in [0, st.end) whose sequence
   // number is at least `seq` into the row cache as dirty rows.
   Status ReplayLogLocked(const LogState& st, uint64_t seq) REQUIRES(write_mu_);

@@ -262,16 +262,22 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
   const auto t_pinned = std::chrono::steady_clock::now();
 
   // 2. The log record. A failed append leaves the committed end as it was.
+  // (Not written with durability off: ShardStoreOptions::durable.)
   const uint64_t before = log_.offset();
-  Status appended = log_.Append(
-      log_state_.next_seq, deltas.size(), [&deltas](size_t i) { return deltas[i]; }, options_.sync);
-  if (!appended.ok()) return MarkFailedLocked(appended, "ApplyBatches (clock log)");
+  if (options_.durable) {
+    Status appended = log_.Append(
+        log_state_.next_seq, deltas.size(), [&deltas](size_t i) { return deltas[i]; },
+        options_.sync);
+    if (!appended.ok()) return MarkFailedLocked(appended, "ApplyBatches (clock log)");
+  }
   const auto t_logged = std::chrono::steady_clock::now();
 
   // 3. The commit: the applied clocks and the log's new end, in one write.
   LogState next = log_state_;
-  next.end = log_.offset();
-  ++next.next_seq;
+  if (options_.durable) {
+    next.end = log_.offset();
+    ++next.next_seq;
+  }
   rocksdb::WriteBatch& batch = batch_;
   batch.Clear();
   for (const ClockUpdate& c : clocks) {

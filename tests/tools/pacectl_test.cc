@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -702,6 +703,107 @@ TEST_F(PacectlTest, CheckpointCreateListRestore) {
   r = Run({"checkpoint", "list", ckpts});
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.out.find("ERROR"), std::string::npos) << r.out;
+}
+
+// get/scan/export --at a checkpoint (by path and by shard clock) read the
+// past; diff names the rows that changed and by how much.
+TEST_F(PacectlTest, AtCheckpointAndDiff) {
+  std::unique_ptr<ShardStore> store;
+  ASSERT_TRUE(testing::BuildSampleStore(dir_, 2, &store).ok());
+  const std::string c3 = dir_ + "/checkpoints/c3";
+  std::filesystem::create_directories(dir_ + "/checkpoints");
+  ASSERT_TRUE(store->CreateCheckpoint(c3).ok());
+  // Clock 3: counts row 1 += [3,4,0] (client 0), row 3 += [0,0,12] (client 1).
+  const uint32_t counts = store->FindTable("counts").value().id;
+  const std::string d1 = EncodeDense<int64_t>({3, 4, 0});
+  const std::string d3 = EncodeDense<int64_t>({0, 0, 12});
+  bool dup = false;
+  ASSERT_TRUE(store->ApplyBatch(0, 3, {RowDelta{counts, 1, d1}}, &dup).ok());
+  ASSERT_TRUE(store->ApplyBatch(1, 3, {RowDelta{counts, 3, d3}}, &dup).ok());
+  const std::string c4 = dir_ + "/checkpoints/c4";
+  ASSERT_TRUE(store->CreateCheckpoint(c4).ok());
+  store.reset();
+
+  Result r = Offline({"get", "counts", "1", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row 1: 14 26 33\nrow 3: 0 1 20\n");
+  r = Offline({"get", "counts", "1", "3", "--at=3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row 1: 11 22 33\nrow 3: 0 1 8\n");
+  r = Run({"get", "counts", "1", "--at=" + c3});
+  EXPECT_EQ(r.out, "row 1: 11 22 33\n") << r.err;
+  r = Run({"scan", "counts", "--at=" + c4});
+  EXPECT_EQ(r.out, "row 1: 14 26 33\nrow 3: 0 1 20\n") << r.err;
+  const std::string csv = tmp_.path() + "/c3.csv";
+  r = Run({"export", "counts", "--format=csv", "--out=" + csv, "--at=" + c3});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(ReadFile(csv).find("1,11,22,33"), std::string::npos) << ReadFile(csv);
+  r = Offline({"get", "counts", "1", "--at=7"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("no checkpoint of shard clock 7 under " + dir_ +
+                       "/checkpoints (shard clocks there: 3, 4)"),
+            std::string::npos)
+      << r.err;
+  r = Run({"get", "counts", "1", "--at=" + dir_});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("is not a checkpoint"), std::string::npos) << r.err;
+
+  r = Run({"diff", c3, c4, "counts"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 rows compared, 2 changed, L2 norm of the change 13\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("3    12  12\n1    5   4\n"), std::string::npos) << r.out;
+  r = Run({"diff", c3, c4, "counts", "--top=1", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = MustParse(r.out);
+  EXPECT_EQ(j["rows_changed"].number, 2);
+  EXPECT_EQ(j["l2"].number, 13);
+  ASSERT_EQ(j["top"].size(), 1u);
+  EXPECT_EQ(j["top"][0]["row"].number, 3);
+  EXPECT_EQ(j["a"]["shard_clock"].number, 3);
+  EXPECT_EQ(j["b"]["shard_clock"].number, 4);
+  r = Run({"diff", c3, c3, "w"});
+  EXPECT_NE(r.out.find("3 rows compared, 0 changed"), std::string::npos) << r.out;
+}
+
+// pacectl checkpoint create SIGKILLed at points spread over its run: a
+// directory it leaves is a whole checkpoint (its manifest reads), and what it
+// leaves never blocks the next create into the same directory.
+TEST_F(PacectlTest, KilledCheckpointCreateNeverBlocksTheNext) {
+  BuildStore();
+  std::string sst;
+  ASSERT_TRUE(testing::AddBigTableAndFlush(dir_, 2, 100000, &sst).ok());
+  const std::string ck = tmp_.path() + "/ck";
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = Offline({"checkpoint", "create", ck});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto full = std::chrono::steady_clock::now() - t0;
+  std::filesystem::remove_all(ck);
+  constexpr int kKills = 16;
+  int killed = 0;
+  for (int i = 0; i < kKills; ++i) {
+    Subprocess p;
+    ASSERT_TRUE(
+        p.Start({BinaryDir() + "/pacectl", "--data_dir=" + dir_, "checkpoint", "create", ck},
+                tmp_.path() + "/killed.err")
+            .ok());
+    std::this_thread::sleep_for(full * i / kKills);
+    p.Signal(SIGKILL);
+    int st = 0;
+    ASSERT_TRUE(p.Wait(60000, &st).ok());
+    killed += WIFSIGNALED(st) ? 1 : 0;
+    if (std::filesystem::exists(ck)) {
+      CheckpointManifest m;
+      Status s = ShardStore::ReadCheckpointManifest(ck, &m);
+      EXPECT_TRUE(s.ok()) << "kill " << i << " left " << ck << ": " << s.ToString();
+      if (s.ok()) std::filesystem::remove_all(ck);
+    }
+    r = Offline({"checkpoint", "create", ck});
+    EXPECT_EQ(r.code, 0) << "after kill " << i << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(ck + ".partial"));
+    std::filesystem::remove_all(ck);
+  }
+  EXPECT_GE(killed, kKills / 2);
 }
 
 TEST_F(PacectlTest, OnlineAgainstRunningPaced) {
