@@ -173,6 +173,26 @@ std::string LimitsText(const net::ConnectionLimits& l) {
          count(l.max_handshaking_connections, "any number") + " before their handshake)";
 }
 
+// What to do about a store that cannot be opened, appended to its error.
+std::string OpenErrorHint(const Status& s) {
+  const std::string& m = s.message();
+  std::string hint;
+  if (m.find("No space left on device") != std::string::npos) {
+    hint =
+        " (free space on that file system and start paced again; docs/operations.md "
+        "section 12)";
+  } else if (m.find("Too many open files") != std::string::npos) {
+    hint = " (raise the open-file limit, ulimit -n, and start paced again)";
+  } else if (m.find("' was requested") != std::string::npos && !FLAGS_job.empty()) {
+    hint =
+        " (a store keeps the job it was created for: start paced without --job, or with "
+        "that job, or on another --data_dir)";
+  } else if (m.rfind("refusing to serve a damaged store", 0) == 0) {
+    hint = " (--allow_damaged_store serves it anyway)";
+  }
+  return hint;
+}
+
 // When the store in --data_dir was created for another number of shards: the
 // one line that says so and names the re-shard command. "" otherwise.
 std::string ShardCountMismatch() {
@@ -315,21 +335,7 @@ int Run() {
       std::fputs(mismatch.c_str(), stderr);
       return 1;
     }
-    std::string hint;
-    const std::string& m = s.message();
-    if (m.find("No space left on device") != std::string::npos) {
-      hint =
-          " (free space on that file system and start paced again; docs/operations.md "
-          "section 12)";
-    } else if (m.find("Too many open files") != std::string::npos) {
-      hint = " (raise the open-file limit, ulimit -n, and start paced again)";
-    } else if (m.find("' was requested") != std::string::npos && !FLAGS_job.empty()) {
-      hint =
-          " (a store keeps the job it was created for: start paced without --job, or with "
-          "that job, or on another --data_dir)";
-    } else if (m.rfind("refusing to serve a damaged store", 0) == 0) {
-      hint = " (--allow_damaged_store serves it anyway)";
-    }
+    const std::string hint = OpenErrorHint(s);
     std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
                  s.ToString().c_str(), hint.c_str());
     return s.code() == StatusCode::kCorruption ? 2 : 1;
