@@ -376,11 +376,18 @@ class Client::Impl : public client::ChannelListener {
   // bytes). REQUIRES: no stripe lock held.
   uint64_t PurgeBatch(const client::SentBatch& b);
   void HandleReply(uint32_t k, uint64_t req_id, net::Message m);
-  // Installs one row value from shard k. `read` marks a reply to our Read
-  // (clears one read in flight; `subscribe` as requested).
-  // `read_min` is that Read's min_version.
-  void InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, uint32_t parts, bool read,
-                  bool subscribe, Version read_min);
+  // Installs row values from shard k (each as of version v, holding this
+  // process's clocks < a and parts < parts of clock a). `read` marks a reply
+  // to our Read (clears one read in flight each; `subscribe` as requested);
+  // `read_min` is that Read's min_version. A row that fails validation fails
+  // the shard (Corruption).
+  void InstallRows(uint32_t k, const std::vector<net::RowData*>& rows, Version v, ClockT a,
+                   uint32_t parts, bool read, bool subscribe, Version read_min);
+  // One row of InstallRows, its stripe locked. Returns the row's validation
+  // error (the row is then left as it was).
+  Status InstallRowLocked(client::ShardState& sh, client::CacheStripe& st, client::CacheEntry* e,
+                          net::RowData& row, Version v, ClockT a, uint32_t parts, bool read,
+                          bool subscribe, Version read_min) REQUIRES(st.mu);
   void NoteShardClock(uint32_t k, Version v);
 
   client::TableState* RegisterTable(const TableSchema& schema);

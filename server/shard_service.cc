@@ -13,6 +13,8 @@
 #include <utility>
 #include <variant>
 
+#include "common/import_marker.h"
+#include "common/store_damage.h"
 #include "server/engine_adapters.h"
 
 namespace pace {
@@ -54,8 +56,19 @@ std::vector<uint32_t> PartsFor(const ShardStore& store, uint32_t num_clients) {
 Status ShardService::Open(const ShardServiceOptions& options,
                           std::unique_ptr<ShardService>* service) {
   if (options.data_dir.empty()) return Status::InvalidArgument("ShardService: empty data_dir");
+  RETURN_IF_ERROR(CheckImportComplete(options.data_dir));
   std::unique_ptr<ShardStore> store;
   RETURN_IF_ERROR(ShardStore::Open(options.store, options.data_dir, &store));
+  if (options.verify_checksums) {
+    Status damage = ClassifyStoreCorruption(options.data_dir, store->VerifyChecksums());
+    if (!damage.ok() &&
+        (!(damage.code() == StatusCode::kCorruption) || !options.allow_damaged_store)) {
+      return (damage.code() == StatusCode::kCorruption)
+                 ? Status::Corruption("refusing to serve a damaged store: " + damage.message())
+                 : damage;
+    }
+    if (!damage.ok()) LOG(WARNING) << "serving a damaged store, as told: " << damage.message();
+  }
   return Open(options, std::move(store), service);
 }
 
@@ -423,6 +436,35 @@ void ShardService::SendError(const SessionPtr& s, uint64_t req_id, const Status&
                              bool retriable) {
   counters_.request_errors.fetch_add(1, std::memory_order_relaxed);
   s->Send(net::Error{req_id, st.code(), st.message(), retriable});
+}
+
+Status ShardService::ReserveReadReply(const net::Session& s, uint64_t bytes) {
+  const uint64_t cap = options_.max_read_reply_bytes_total;
+  const uint64_t queued = s.transport_queued_bytes();
+  std::lock_guard<std::mutex> l(reply_mu_);
+  uint64_t& mine = reply_bytes_by_session_[s.id()];
+  if (cap > 0 && reply_bytes_pending_ + queued + bytes > cap &&
+      (mine > 0 || s.queued_bytes() > 0)) {
+    if (mine == 0) reply_bytes_by_session_.erase(s.id());
+    return Status::ResourceExhausted(
+        "too many Read replies waiting on this shard: " + std::to_string(reply_bytes_pending_) +
+        " bytes being read and " + std::to_string(queued) + " queued for sending, at most " +
+        std::to_string(cap) +
+        " (paced --max_read_replies_mb); retry once this session has "
+        "read its replies");
+  }
+  mine += bytes;
+  reply_bytes_pending_ += bytes;
+  return Status::OK();
+}
+
+void ShardService::ReleaseReadReply(const net::Session& s, uint64_t bytes) {
+  std::lock_guard<std::mutex> l(reply_mu_);
+  reply_bytes_pending_ -= bytes;
+  auto it = reply_bytes_by_session_.find(s.id());
+  if (it == reply_bytes_by_session_.end()) return;
+  it->second -= bytes;
+  if (it->second == 0) reply_bytes_by_session_.erase(it);
 }
 
 // --- Catalog -------------------------------------------------------------------

@@ -769,6 +769,10 @@ Status ShardStore::ImportBatch(const std::vector<RowDelta>& deltas, const std::s
   return results[0].status;
 }
 StatusOr<std::string> ShardStore::LastImport() const { return impl_->LastImport(); }
+Status ShardStore::VerifyChecksums() const {
+  PACE_CHECK_STORE_THREAD("VerifyChecksums");
+  return impl_->VerifyChecksums();
+}
 ShardStore::ReadView ShardStore::View() const {
   PACE_CHECK_STORE_THREAD("View");
   return ReadView(impl_.get());

@@ -292,6 +292,10 @@ class ShardStore {
   Status ImportBatch(const std::vector<RowDelta>& deltas, const std::string& record);
   // The record of the last ImportBatch; "" if there was none.
   StatusOr<std::string> LastImport() const;
+  // Reads every SST file of the store once and checks its block checksums
+  // (RocksDB's DB::VerifyChecksum): Corruption naming the file on the first
+  // mismatch. Costs a read of the whole store.
+  Status VerifyChecksums() const;
 
   // --- Clocks --------------------------------------------------------------
   // 0 for a client id >= num_clients.

@@ -750,6 +750,12 @@ Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) {
   return Status::OK();
 }
 
+Status ShardStore::Impl::VerifyChecksums() const {
+  ReaderLock db_lock(&db_mu_);
+  if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is not open");
+  return FromRocks(db_->VerifyChecksum(), "verify the checksums of " + dir_);
+}
+
 Status ShardStore::Impl::Flush() {
   PACE_CHECK_STORE_THREAD("Flush");
   RETURN_IF_ERROR(CheckWritable("Flush"));

@@ -141,6 +141,7 @@ class ShardStore::Impl {
   Status CreateCheckpoint(const std::string& dir);
   StatusOr<std::string> LastImport() const;
   Status Flush();
+  Status VerifyChecksums() const;
   Status ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const;
   bool GetIntProperty(const std::string& name, uint64_t* value) const;
   Status ApproximateTableSize(uint32_t table, uint64_t* bytes) const;
