@@ -193,20 +193,31 @@ std::string OpenErrorHint(const Status& s) {
   return hint;
 }
 
-// When the store in --data_dir was created for another number of shards: the
-// one line that says so and names the re-shard command. "" otherwise.
+// When the store in --data_dir was created for another number of shards or
+// clients: the one line that says so and names the re-shard command. ""
+// otherwise.
 std::string ShardCountMismatch() {
   std::unique_ptr<ShardStore> store;
   if (!ShardStore::OpenForInspection(FLAGS_data_dir, 1, &store).ok()) return "";
   const ShardIdentity& id = store->identity();
-  if (id.num_shards == FLAGS_num_shards) return "";
   const std::string m = std::to_string(FLAGS_num_shards);
-  return "paced: cannot open --data_dir=" + FLAGS_data_dir + ": the store holds shard " +
-         std::to_string(id.shard_id) + " of a job of " + std::to_string(id.num_shards) +
-         " shards, not of " + m + ": the number of shards changes only offline, from a " +
-         "checkpoint of every shard at one clock: pacectl checkpoint restore CKPT0,CKPT1,... " +
-         "--num_shards=" + m + " --out=DIR, then start paced on DIR/shard-K " +
-         "(docs/operations.md, \"Restore onto another cluster\")\n";
+  const std::string how =
+      ": the number changes only offline, from a checkpoint of every shard at one clock: "
+      "pacectl checkpoint restore CKPT0,CKPT1,... --num_shards=" +
+      m +
+      (id.num_clients != FLAGS_num_clients ? " --num_clients=" + std::to_string(FLAGS_num_clients)
+                                           : std::string()) +
+      " --out=DIR, then start paced on DIR/shard-K (docs/operations.md, \"Restore onto another "
+      "cluster\")\n";
+  const std::string head = "paced: cannot open --data_dir=" + FLAGS_data_dir +
+                           ": the store holds shard " + std::to_string(id.shard_id) +
+                           " of a job of " + std::to_string(id.num_shards) + " shards";
+  if (id.num_shards != FLAGS_num_shards) return head + ", not of " + m + how;
+  if (id.num_clients != FLAGS_num_clients) {
+    return head + " and " + std::to_string(id.num_clients) + " clients, not " +
+           std::to_string(FLAGS_num_clients) + how;
+  }
+  return "";
 }
 
 int Run() {
