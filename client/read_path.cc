@@ -142,6 +142,9 @@ class Client::Impl::ReadGatherer {
   void Send(uint32_t k) {
     net::Read& r = reads_[k];
     if (r.rows.empty()) return;
+    // In key order: the shard reads them nearly sequentially (and the rows
+    // were gathered in cache stripe order, which is no order at all).
+    std::sort(r.rows.begin(), r.rows.end());
     r.table = t_->schema.id;
     r.min_version = min_version_;
     r.subscribe = t_->push;
@@ -165,10 +168,17 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   enum : uint8_t { kUnchecked, kHealthy, kUnhealthy };
   std::vector<uint8_t> health(num_shards(), kUnchecked);
   Status unhealthy;
-  uint64_t fetched = 0;
-  ReadGatherer gather(this, t, need);
-  for (uint64_t row : rows) {
-    RowKey key{t->schema.id, row};
+  // The rows stripe run by stripe run (one lock per run), the hash slots of
+  // the next rows loading a few rows ahead: the entries are scattered in
+  // memory and a lookup is otherwise one cache miss after another.
+  struct Item {
+    size_t hash;
+    uint32_t index;  // into rows
+  };
+  std::vector<Item> items;
+  items.reserve(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RowKey key{t->schema.id, rows[i]};
     const uint32_t shard = ShardOfKey(key);
     if (health[shard] == kUnchecked) {
       Status h = ShardHealth(shard);
@@ -176,24 +186,39 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
       if (!h.ok() && unhealthy.ok()) unhealthy = std::move(h);
     }
     if (health[shard] == kUnhealthy) continue;
-    const size_t hash = RowKeyHash()(key);
-    CacheStripe& st = StripeForHash(hash);
-    {
-      client::SpinLock l(&st.mu);
-      CacheEntry* e = st.Find(key, hash);
-      if (e != nullptr) {
-        if (e->has_value && t->policy.IsFresh(EffectiveVersion(*e), c)) continue;
-        if (t->push && e->subscribed) continue;  // the next push refreshes it
-        if (e->ReadInFlightAtMost(need)) continue;
+    items.push_back(Item{RowKeyHash()(key), static_cast<uint32_t>(i)});
+  }
+  std::stable_sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
+    return (x.hash & (kNumStripes - 1)) < (y.hash & (kNumStripes - 1));
+  });
+  uint64_t fetched = 0;
+  ReadGatherer gather(this, t, need);
+  constexpr size_t kAhead = 8;
+  for (size_t b = 0; b < items.size();) {
+    CacheStripe& st = StripeForHash(items[b].hash);
+    size_t e = b;
+    while (e < items.size() && &StripeForHash(items[e].hash) == &st) ++e;
+    auto key_of = [&](size_t j) { return RowKey{t->schema.id, rows[items[j].index]}; };
+    client::SpinLock l(&st.mu);
+    for (size_t j = b; j < std::min(e, b + kAhead); ++j) st.PrefetchSlot(key_of(j), items[j].hash);
+    for (size_t j = b; j < e; ++j) {
+      if (j + kAhead < e) st.PrefetchSlot(key_of(j + kAhead), items[j + kAhead].hash);
+      const RowKey key = key_of(j);
+      CacheEntry* en = st.Find(key, items[j].hash);
+      if (en != nullptr) {
+        if (en->has_value && t->policy.IsFresh(EffectiveVersion(*en), c)) continue;
+        if (t->push && en->subscribed) continue;  // the next push refreshes it
+        if (en->ReadInFlightAtMost(need)) continue;
       } else {
-        e = st.FindOrCreate(key, shard, t);
+        en = st.FindOrCreate(key, ShardOfKey(key), t);
       }
       // Marked before the Read leaves (under the stripe lock, as SendRead
       // does), so the reply finds the row pinned and a Get does not ask again.
-      gather.Add(st, e);
+      gather.Add(st, en);
+      ++fetched;
+      gather.SendFull(en->shard);  // a leaf under the stripe lock (lock order)
     }
-    ++fetched;
-    gather.SendFull(shard);
+    b = e;
   }
   gather.SendAll();
   client::TableCounters* tc = Counters(ws, t);

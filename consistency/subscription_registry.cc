@@ -26,7 +26,7 @@ size_t SubscriptionRegistry::Subscribe(SubscriberId sub, uint32_t table,
       s.dirty = false;
       t.index.Insert(r, i);
     }
-    std::vector<SubscriberId>& subs = t.slots[i].subs;
+    SubscriberList& subs = t.slots[i].subs;
     if (std::find(subs.begin(), subs.end(), sub) != subs.end()) continue;
     subs.push_back(sub);
     ++added;
@@ -48,7 +48,6 @@ bool SubscriptionRegistry::RemoveFromSlot(TableSubs& t, uint32_t i, SubscriberId
       --num_dirty_;
     }
     t.index.Erase(s.row);
-    s.subs.shrink_to_fit();
     t.free_slots.push_back(i);
   }
   return true;
@@ -151,7 +150,7 @@ PushPlan SubscriptionRegistry::PlanPush() {
     for (const auto& [row, i] : rows) {
       const uint32_t index = static_cast<uint32_t>(plan.rows.size());
       plan.rows.push_back(RowKey{table, row});
-      const std::vector<SubscriberId>& subs = t.slots[i].subs;
+      const SubscriberList& subs = t.slots[i].subs;
       if (subs.size() == 1 && plan.subscribers.size() == 1) {
         plan.subscribers[0].row_indices.push_back(index);
         continue;
@@ -171,7 +170,7 @@ bool SubscriptionRegistry::IsSubscribed(SubscriberId sub, const RowKey& key) con
   if (it == tables_.end()) return false;
   const uint32_t i = it->second.index.Find(key.row);
   if (i == RowSlotMap::kNone) return false;
-  const std::vector<SubscriberId>& subs = it->second.slots[i].subs;
+  const SubscriberList& subs = it->second.slots[i].subs;
   return std::find(subs.begin(), subs.end(), sub) != subs.end();
 }
 

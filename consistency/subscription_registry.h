@@ -23,6 +23,7 @@
 #ifndef PACE_CONSISTENCY_SUBSCRIPTION_REGISTRY_H_
 #define PACE_CONSISTENCY_SUBSCRIPTION_REGISTRY_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -90,6 +91,46 @@ class SubscriptionRegistry {
   size_t SubscriptionCount(SubscriberId sub) const;
 
  private:
+  // The subscribers of one row: nearly always one or two (at most one per
+  // client process), kept inline; more spill to the heap. Subscribing a row
+  // then allocates nothing (a clock-0 read subscribes every row it reads).
+  class SubscriberList {
+   public:
+    const SubscriberId* begin() const { return more_.empty() ? inline_ : more_.data(); }
+    const SubscriberId* end() const { return begin() + size_; }
+    SubscriberId* begin() { return more_.empty() ? inline_ : more_.data(); }
+    SubscriberId* end() { return begin() + size_; }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    SubscriberId operator[](size_t i) const { return begin()[i]; }
+    SubscriberId back() const { return begin()[size_ - 1]; }
+    void push_back(SubscriberId s) {
+      if (more_.empty() && size_ < kInline) {
+        inline_[size_++] = s;
+        return;
+      }
+      if (more_.empty()) more_.assign(inline_, inline_ + size_);
+      more_.push_back(s);
+      ++size_;
+    }
+    void pop_back() {
+      --size_;
+      if (!more_.empty()) {
+        more_.pop_back();
+        if (size_ <= kInline) {  // back inline; the heap part is freed
+          std::copy(more_.begin(), more_.end(), inline_);
+          std::vector<SubscriberId>().swap(more_);
+        }
+      }
+    }
+
+   private:
+    static constexpr size_t kInline = 2;
+    SubscriberId inline_[kInline] = {};
+    uint32_t size_ = 0;
+    std::vector<SubscriberId> more_;  // all of them, when more than kInline
+  };
+
   // One subscribed row of a table.
   struct Slot {
     uint64_t row = 0;
@@ -99,7 +140,7 @@ class SubscriptionRegistry {
     SubscriberId only_writer = kNoWriter;
     // Its subscribers; few per row (at most one per client process). Empty:
     // the slot is free.
-    std::vector<SubscriberId> subs;
+    SubscriberList subs;
   };
   struct TableSubs {
     RowSlotMap index;  // row -> index into slots

@@ -97,6 +97,30 @@ TEST(SubscriptionRegistryTest, TheOnlySubscribersOwnChangesAreNotRecorded) {
   EXPECT_TRUE(RowsFor(plan, 1).empty());
 }
 
+TEST(SubscriptionRegistryTest, ManySubscribersOfOneRowComeAndGo) {
+  SubscriptionRegistry reg;
+  for (SubscriberId sub = 1; sub <= 5; ++sub) EXPECT_EQ(reg.Subscribe(sub, 1, {7}), 1u);
+  EXPECT_EQ(reg.Subscribe(3, 1, {7}), 0u);  // already
+  for (SubscriberId sub = 1; sub <= 5; ++sub) EXPECT_TRUE(reg.IsSubscribed(sub, {1, 7})) << sub;
+  reg.MarkDirty({1, 7});
+  PushPlan plan = reg.PlanPush();
+  for (SubscriberId sub = 1; sub <= 5; ++sub) {
+    EXPECT_EQ(RowsFor(plan, sub), (std::vector<RowKey>{{1, 7}})) << sub;
+  }
+  // Back from five (on the heap) to two (inline) to none.
+  for (SubscriberId sub : {2, 4, 5}) EXPECT_EQ(reg.Unsubscribe(sub, 1, {7}), 1u);
+  EXPECT_TRUE(reg.IsSubscribed(1, {1, 7}));
+  EXPECT_TRUE(reg.IsSubscribed(3, {1, 7}));
+  EXPECT_FALSE(reg.IsSubscribed(4, {1, 7}));
+  reg.MarkDirty({1, 7}, 3);
+  plan = reg.PlanPush();
+  EXPECT_EQ(RowsFor(plan, 1), (std::vector<RowKey>{{1, 7}}));
+  EXPECT_TRUE(RowsFor(plan, 3).empty());
+  EXPECT_EQ(reg.Unsubscribe(1, 1, {7}), 1u);
+  EXPECT_EQ(reg.Unsubscribe(3, 1, {7}), 1u);
+  EXPECT_EQ(reg.num_subscriptions(), 0u);
+}
+
 TEST(SubscriptionRegistryTest, UnsubscribedRowsAreNoLongerPlanned) {
   SubscriptionRegistry reg;
   reg.Subscribe(1, 1, {1, 2});

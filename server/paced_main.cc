@@ -173,20 +173,51 @@ std::string LimitsText(const net::ConnectionLimits& l) {
          count(l.max_handshaking_connections, "any number") + " before their handshake)";
 }
 
-// When the store in --data_dir was created for another number of shards: the
-// one line that says so and names the re-shard command. "" otherwise.
+// What to do about a store that cannot be opened, appended to its error.
+std::string OpenErrorHint(const Status& s) {
+  const std::string& m = s.message();
+  std::string hint;
+  if (m.find("No space left on device") != std::string::npos) {
+    hint =
+        " (free space on that file system and start paced again; docs/operations.md "
+        "section 12)";
+  } else if (m.find("Too many open files") != std::string::npos) {
+    hint = " (raise the open-file limit, ulimit -n, and start paced again)";
+  } else if (m.find("' was requested") != std::string::npos && !FLAGS_job.empty()) {
+    hint =
+        " (a store keeps the job it was created for: start paced without --job, or with "
+        "that job, or on another --data_dir)";
+  } else if (m.rfind("refusing to serve a damaged store", 0) == 0) {
+    hint = " (--allow_damaged_store serves it anyway)";
+  }
+  return hint;
+}
+
+// When the store in --data_dir was created for another number of shards or
+// clients: the one line that says so and names the re-shard command. ""
+// otherwise.
 std::string ShardCountMismatch() {
   std::unique_ptr<ShardStore> store;
   if (!ShardStore::OpenForInspection(FLAGS_data_dir, 1, &store).ok()) return "";
   const ShardIdentity& id = store->identity();
-  if (id.num_shards == FLAGS_num_shards) return "";
   const std::string m = std::to_string(FLAGS_num_shards);
-  return "paced: cannot open --data_dir=" + FLAGS_data_dir + ": the store holds shard " +
-         std::to_string(id.shard_id) + " of a job of " + std::to_string(id.num_shards) +
-         " shards, not of " + m + ": the number of shards changes only offline, from a " +
-         "checkpoint of every shard at one clock: pacectl checkpoint restore CKPT0,CKPT1,... " +
-         "--num_shards=" + m + " --out=DIR, then start paced on DIR/shard-K " +
-         "(docs/operations.md, \"Restore onto another cluster\")\n";
+  const std::string how =
+      ": the number changes only offline, from a checkpoint of every shard at one clock: "
+      "pacectl checkpoint restore CKPT0,CKPT1,... --num_shards=" +
+      m +
+      (id.num_clients != FLAGS_num_clients ? " --num_clients=" + std::to_string(FLAGS_num_clients)
+                                           : std::string()) +
+      " --out=DIR, then start paced on DIR/shard-K (docs/operations.md, \"Restore onto another "
+      "cluster\")\n";
+  const std::string head = "paced: cannot open --data_dir=" + FLAGS_data_dir +
+                           ": the store holds shard " + std::to_string(id.shard_id) +
+                           " of a job of " + std::to_string(id.num_shards) + " shards";
+  if (id.num_shards != FLAGS_num_shards) return head + ", not of " + m + how;
+  if (id.num_clients != FLAGS_num_clients) {
+    return head + " and " + std::to_string(id.num_clients) + " clients, not " +
+           std::to_string(FLAGS_num_clients) + how;
+  }
+  return "";
 }
 
 // Fills the transport's options from the flags, reading --token_file now so
@@ -306,21 +337,7 @@ int OpenService(const ShardServiceOptions& options, std::unique_ptr<ShardService
     std::fputs(mismatch.c_str(), stderr);
     return 1;
   }
-  std::string hint;
-  const std::string& m = s.message();
-  if (m.find("No space left on device") != std::string::npos) {
-    hint =
-        " (free space on that file system and start paced again; docs/operations.md "
-        "section 12)";
-  } else if (m.find("Too many open files") != std::string::npos) {
-    hint = " (raise the open-file limit, ulimit -n, and start paced again)";
-  } else if (m.find("' was requested") != std::string::npos && !FLAGS_job.empty()) {
-    hint =
-        " (a store keeps the job it was created for: start paced without --job, or with "
-        "that job, or on another --data_dir)";
-  } else if (m.rfind("refusing to serve a damaged store", 0) == 0) {
-    hint = " (--allow_damaged_store serves it anyway)";
-  }
+  const std::string hint = OpenErrorHint(s);
   std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
                s.ToString().c_str(), hint.c_str());
   return s.code() == StatusCode::kCorruption ? 2 : 1;

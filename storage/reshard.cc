@@ -31,8 +31,36 @@ struct SourceSet {
   std::vector<CheckpointManifest> manifests;  // index = old shard id
   std::vector<std::string> dirs;              // index = old shard id
   std::string job;                            // "" for shards of automatic job ids
+  std::vector<ClockT> clocks;                 // the new job's applied clocks, index = client id
   std::string last_import;                    // "" unless every shard holds the same record
 };
+
+// The new job's applied clocks: the checkpoints', or for another number of
+// clients each at the clock every old client finished.
+Status TargetClocks(const ReshardOptions& options, SourceSet* set) {
+  const CheckpointManifest& m0 = set->manifests[0];
+  const uint32_t k = options.num_clients;
+  if (k == 0 || k == m0.identity.num_clients) {
+    set->clocks = m0.applied_clocks;
+    return Status::OK();
+  }
+  if (k > 65536) return Status::InvalidArgument("--num_clients must be in [1, 65536]");
+  const auto [lo, hi] = std::minmax_element(m0.applied_clocks.begin(), m0.applied_clocks.end());
+  if (*lo != *hi) {
+    std::string clocks;
+    for (size_t p = 0; p < m0.applied_clocks.size(); ++p) {
+      clocks += (p == 0 ? "" : ", ") + std::string("client ") + std::to_string(p) + ": " +
+                std::to_string(m0.applied_clocks[p]);
+    }
+    return Status::InvalidArgument(
+        "the checkpoints' clients are at different clocks (" + clocks +
+        "): the number of clients changes only at a clock every client finished; use checkpoints "
+        "taken when the job stopped at its last clock, or resume it with " +
+        std::to_string(m0.identity.num_clients) + " clients until they agree");
+  }
+  set->clocks.assign(k, *lo);
+  return Status::OK();
+}
 
 Status Mismatch(const std::string& a, const std::string& b, const std::string& what) {
   return Status::InvalidArgument("checkpoints " + a + " and " + b + " differ in " + what +
@@ -138,7 +166,7 @@ ShardStoreOptions TargetOptions(const SourceSet& src, uint32_t shard, uint32_t n
   ShardStoreOptions o;
   o.shard_id = shard;
   o.num_shards = num_shards;
-  o.num_clients = src.manifests[0].identity.num_clients;
+  o.num_clients = static_cast<uint32_t>(src.clocks.size());
   o.job = src.job;
   o.block_cache_mb = 1;
   o.row_cache_mb = 1;
@@ -203,7 +231,7 @@ Status WriteHeader(const SourceSet& src, uint64_t next_table_id, rocksdb::SstFil
   }
   RETURN_IF_ERROR(
       FromRocks(w->Put(sf::kNextTableIdKey, sf::EncodeFixed64(next_table_id)), "write"));
-  const std::vector<ClockT>& clocks = src.manifests[0].applied_clocks;
+  const std::vector<ClockT>& clocks = src.clocks;
   for (ClientId p = 0; p < clocks.size(); ++p) {
     if (clocks[p] == 0) continue;  // no record: 0
     RETURN_IF_ERROR(FromRocks(w->Put(sf::ClockKey(p), sf::EncodeClock(clocks[p])), "write"));
@@ -285,7 +313,7 @@ Status CheckTargets(const SourceSet& src, uint32_t num_shards, const ReshardResu
     std::unique_ptr<ShardStore> store;
     RETURN_IF_ERROR(
         ShardStore::Open(TargetOptions(src, j, num_shards), result.shard_dirs[j], &store));
-    if (store->AppliedClocks() != m0.applied_clocks || store->ShardClock() != m0.shard_clock) {
+    if (store->AppliedClocks() != src.clocks || store->ShardClock() != m0.shard_clock) {
       return Status::Internal("re-sharded store " + result.shard_dirs[j] +
                               " does not hold the checkpoints' applied clocks");
     }
@@ -317,6 +345,7 @@ Status ReshardCheckpoints(const std::vector<std::string>& checkpoint_dirs,
   }
   SourceSet src;
   RETURN_IF_ERROR(ReadSources(checkpoint_dirs, options, &src));
+  RETURN_IF_ERROR(TargetClocks(options, &src));
   *result = ReshardResult();
   const std::string staging = out_dir + ".reshard-tmp";
   fs::remove_all(staging, ec);  // a killed run's
@@ -363,7 +392,7 @@ Status ReshardCheckpoints(const std::vector<std::string>& checkpoint_dirs,
   const std::string parent = fs::path(out_dir).parent_path().string();
   RETURN_IF_ERROR(SyncDir(parent.empty() ? "." : parent));
   r.source_shards = n;
-  r.num_clients = src.manifests[0].identity.num_clients;
+  r.num_clients = static_cast<uint32_t>(src.clocks.size());
   r.shard_clock = src.manifests[0].shard_clock;
   r.job = src.job;
   r.tables = src.manifests[0].tables;

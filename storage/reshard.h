@@ -24,6 +24,10 @@ namespace pace {
 struct ReshardOptions {
   // Shards of the new job (>= 1). Default: 1.
   uint32_t num_shards = 1;
+  // Client processes of the new job; 0: as many as the checkpoints' job. Another
+  // number needs every client at the same applied clock C (a clock every
+  // client finished): each new client then starts at C. Default: 0.
+  uint32_t num_clients = 0;
   // RocksDB block cache of each source checkpoint while it is read, MiB.
   // Default: 32.
   size_t block_cache_mb = 32;
@@ -54,7 +58,8 @@ std::string ReshardShardDir(const std::string& out_dir, uint32_t shard);
 // all; a leftover OUT.reshard-tmp of a killed run is removed.
 // Errors (nothing written to out_dir): InvalidArgument when the checkpoints
 // are not every shard of one job at one clock (the message says which
-// differ), or a clock of some client is half applied; NotFound / Corruption /
+// differ), a clock of some client is half applied, or another num_clients
+// while the clients' applied clocks differ; NotFound / Corruption /
 // Incompatible for a checkpoint that does not read; AlreadyExists for a
 // non-empty out_dir; IOError.
 Status ReshardCheckpoints(const std::vector<std::string>& checkpoint_dirs,

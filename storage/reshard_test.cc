@@ -204,6 +204,50 @@ TEST_F(ReshardTest, TwoToThreeToOneIsExact) {
   EXPECT_EQ(one.Rows(), reference.Rows());
 }
 
+// Another number of clients: every new client starts at the clock all old
+// ones finished; refused while they are at different clocks.
+TEST_F(ReshardTest, ChangesTheNumberOfClientsAtAClockAllFinished) {
+  Job two;
+  ASSERT_TRUE(two.Open(Dirs(P("two"), 2), true).ok());
+  two.ApplyClock(0);
+  two.ApplyClock(1);
+  bool dup = false;
+  for (auto& shard : two.shards) ASSERT_TRUE(shard->ApplyBatch(0, 2, {}, &dup).ok());
+  std::vector<std::string> uneven = two.Checkpoint(P("uneven"));  // clocks 3, 2
+  for (auto& shard : two.shards) ASSERT_TRUE(shard->ApplyBatch(1, 2, {}, &dup).ok());
+  std::vector<std::string> even = two.Checkpoint(P("even"));  // clocks 3, 3
+  const auto rows = two.Rows();
+  two.shards.clear();
+  ReshardOptions o;
+  o.num_shards = 3;
+  o.num_clients = 3;
+  ReshardResult r;
+  Status s = ReshardCheckpoints(uneven, P("out"), o, &r);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("clients are at different clocks (client 0: 3, client 1: 2)"),
+            std::string::npos)
+      << s.ToString();
+  s = ReshardCheckpoints(even, P("out"), o, &r);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(r.num_clients, 3u);
+  for (uint32_t j = 0; j < 3; ++j) {
+    ShardStoreOptions so;
+    so.shard_id = j;
+    so.num_shards = 3;
+    so.num_clients = 3;
+    so.job = "reshard-test";
+    std::unique_ptr<ShardStore> store;
+    ASSERT_TRUE(ShardStore::Open(so, r.shard_dirs[j], &store).ok());
+    EXPECT_EQ(store->AppliedClocks(), (std::vector<ClockT>{3, 3, 3}));
+    for (const auto& [key, value] : rows) {
+      if (ShardOf(key.first, key.second, 3) != j) continue;
+      std::string v;
+      ASSERT_TRUE(store->Get(key.first, key.second, &v).ok());
+      EXPECT_EQ(v, value);
+    }
+  }
+}
+
 TEST_F(ReshardTest, RefusesWhatIsNotOneJobAtOneClock) {
   Job two;
   ASSERT_TRUE(two.Open(Dirs(P("two"), 2), true).ok());

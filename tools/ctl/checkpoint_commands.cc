@@ -194,6 +194,7 @@ Status CheckpointReshard(const CtlContext& ctx, const Args& args) {
   }
   ReshardOptions o;
   o.num_shards = ctx.options.num_shards;
+  o.num_clients = ctx.options.num_clients;
   o.block_cache_mb = ctx.options.block_cache_mb;
   ReshardResult r;
   RETURN_IF_ERROR(ReshardCheckpoints(checkpoints, ctx.options.out, o, &r));
@@ -239,9 +240,10 @@ Status CheckpointReshard(const CtlContext& ctx, const Args& args) {
 
 Status CheckpointRestore(const CtlContext& ctx, const Args& args) {
   if (ctx.options.set_flags.count("num_shards") != 0) return CheckpointReshard(ctx, args);
-  if (ctx.options.set_flags.count("out") != 0) {
+  if (ctx.options.set_flags.count("out") != 0 || ctx.options.set_flags.count("num_clients") != 0) {
     return Status::InvalidArgument(
-        "--out goes with --num_shards=M (re-shard); a plain restore takes --data_dir=NEWDIR");
+        "--out and --num_clients go with --num_shards=M (re-shard; M may be the job's own); a "
+        "plain restore takes --data_dir=NEWDIR");
   }
   if (args.size() > 1 || SplitList(args[0]).size() > 1) {
     return Status::InvalidArgument(

@@ -73,7 +73,7 @@ const std::vector<CommandSpec>& Commands() {
        kUnbounded,
        CheckpointRestore,
        nullptr,
-       {"num_shards", "out"}},
+       {"num_shards", "out", "num_clients"}},
   };
   return commands;
 }
@@ -316,6 +316,8 @@ std::string FlagHelp(const std::string& flag) {
        "                          of the new shards' data dirs (must not exist or be empty)"},
       {"max_rows", "--max_rows=N            npy: refuse arrays with more rows (default 50000000)"},
       {"num_shards", "--num_shards=M          re-shard onto M shards (with --out=DIR)"},
+      {"num_clients",
+       "--num_clients=K         re-shard: K client processes (all clients at one clock)"},
       {"at",
        "--at=CKPT[,CKPT]|CLOCK  read checkpoint dir(s) instead of --data_dir, or the\n"
        "                          checkpoint of shard clock CLOCK in DATA_DIR/checkpoints"},

@@ -63,6 +63,9 @@ struct CtlOptions {
   // onto this many shards, written under `out` (docs/pacectl.md). 0: a plain
   // restore of one checkpoint into data_dir. Default: 0.
   uint32_t num_shards = 0;
+  // checkpoint restore --num_shards: client processes of the new job; 0: as
+  // in the checkpoints. Default: 0.
+  uint32_t num_clients = 0;
   // get, scan, export: read checkpoint(s) instead of --data_dir: their dirs
   // (comma-separated, the shards of a job), or a shard clock whose checkpoint
   // is looked up in each --data_dir's checkpoints/. Default: "" (the store).

@@ -33,6 +33,8 @@ DEFINE_int32(timeout_ms, 30000, "online: time to wait for each reply");
 DEFINE_uint32(block_cache_mb, 32, "offline: RocksDB block cache, MiB");
 DEFINE_string(at, "", "get/scan/export: read checkpoint dir(s), or the checkpoint of this clock");
 DEFINE_uint64(top, 10, "diff: rows that changed most to list (0: every changed row)");
+DEFINE_uint32(num_clients, 0,
+              "checkpoint restore --num_shards: client processes of the new job (0: as before)");
 DEFINE_uint32(num_shards, 0, "checkpoint restore: re-shard the job's checkpoints onto N shards");
 
 namespace {
@@ -113,6 +115,7 @@ int main(int argc, char** argv) {
   options.timeout_ms = FLAGS_timeout_ms;
   options.block_cache_mb = FLAGS_block_cache_mb;
   options.num_shards = FLAGS_num_shards;
+  options.num_clients = FLAGS_num_clients;
   options.at = FLAGS_at;
   options.top = FLAGS_top;
   for (const char* name : kFlagNames) {
