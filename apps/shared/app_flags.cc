@@ -65,6 +65,10 @@ DEFINE_double(straggler_prob, 0.25, "... with this probability per worker per cl
 DEFINE_string(staleness_hist, "",
               "at the end, write this process's read-staleness histogram of the model tables "
               "(table,staleness,count) to this CSV file");
+DEFINE_string(clock_trace, "",
+              "experiments: write this process's running totals (blocked time, CPU, bytes, "
+              "batches, reads, staleness) to this CSV file, a line per process clock "
+              "(docs/experiments.md)");
 DEFINE_bool(skip_bad_lines, false, "skip (and count) malformed input lines instead of failing");
 DEFINE_double(minibatch, 1.0, "fraction of each worker's data processed per clock, in (0, 1]");
 DEFINE_bool(baseline, false,
@@ -89,7 +93,7 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
       {"model", join(model, {"minibatch", "consistency", "staleness", "seed"})},
       {"job", join({"clocks", "workers", "data_dir", "resume", "sync", "clock_log"},
                    join(job, {"eval_every", "baseline"}))},
-      {"output", join(output, {"csv", "staleness_hist"})},
+      {"output", join(output, {"csv", "staleness_hist", "clock_trace"})},
       {"cluster (without --servers the run is embedded)",
        {"servers", "client_id", "num_clients", "token_file", "job", "wait_report_ms"}},
       {"memory",
@@ -128,7 +132,8 @@ Status RunOptionsFromFlags(RunOptions* run) {
   run->eval_every = FLAGS_eval_every;
   run->straggler_ms = FLAGS_straggler_ms;
   run->straggler_prob = FLAGS_straggler_prob;
-  return ValidateRunOptions(*run);
+  RETURN_IF_ERROR(ValidateRunOptions(*run));
+  return OpenClockTrace(FLAGS_clock_trace).WithPrefix("--clock_trace");
 }
 
 namespace {

@@ -123,6 +123,20 @@ class PushWatch {
   Version seen_;
 };
 
+// Experiments: makes every ProcessMeasure of this process write one CSV line
+// per process clock to `path` (truncated; empty: none, the default), with this
+// process's running totals, so that a script can tell where each clock's time
+// and traffic went and how far the processes were apart. Columns: clock,
+// t_s (CLOCK_MONOTONIC seconds when the process's last worker ended the
+// clock; one time base for every process on a machine), workers,
+// get_blocked_s, clock_blocked_s (summed over workers), cpu_s (the process's
+// user + system CPU), bytes_sent, bytes_received, batches_sent, rows_sent,
+// rows_received (ClientStats), then over the measured tables rows_fetched,
+// pushes_applied, reads and staleness_sum (the sum of c - v over their
+// reads). Call once, before the workers start. IOError if `path` cannot be
+// written.
+Status OpenClockTrace(const std::string& path);
+
 // This process's measurements per clock: blocked seconds and the read
 // staleness of the named tables, from Client::Stats(). Each worker calls
 // EndClock at the end of each of its clocks; the last of the process's
@@ -140,7 +154,7 @@ class ProcessMeasure {
     std::vector<uint64_t> hist;
     double mean = 0;
   };
-  void TakeDelta(double* cols);  // REQUIRES: mu_ held
+  void TakeDelta(ClockT clock, double* cols);  // REQUIRES: mu_ held
 
   Client* const client_;
   const std::vector<std::string> tables_;
