@@ -18,11 +18,9 @@ double AbsSum(const RowFormat& f, std::string_view delta) {
   return sum;
 }
 
-ValueBoundLedger::ValueBoundLedger(uint32_t num_shards)
-    : num_shards_(num_shards), pending_(num_shards) {}
-
 void ValueBoundLedger::Add(uint32_t shard, ClockT c, const RowKey& key, double abs_sum, double v) {
-  if (shard >= num_shards_ || !(abs_sum > 0)) return;
+  if (!(abs_sum > 0)) return;
+  if (shard >= pending_.size()) pending_.resize(shard + 1);
   RowState& r = rows_[key];
   r.shard = shard;
   r.bound = v;
@@ -34,7 +32,7 @@ void ValueBoundLedger::Add(uint32_t shard, ClockT c, const RowKey& key, double a
 }
 
 void ValueBoundLedger::Acked(uint32_t shard, ClockT through) {
-  if (shard >= num_shards_) return;
+  if (shard >= pending_.size()) return;
   auto& by_clock = pending_[shard];
   while (!by_clock.empty() && by_clock.begin()->first < through) {
     const ClockT c = by_clock.begin()->first;

@@ -40,8 +40,7 @@ double AbsSum(const RowFormat& f, std::string_view delta);
 
 class ValueBoundLedger {
  public:
-  // `num_shards` shards, numbered 0..num_shards-1.
-  explicit ValueBoundLedger(uint32_t num_shards);
+  ValueBoundLedger() = default;
 
   // Records the update of `key` (held by `shard`) sealed into the batch of
   // clock `c`, of magnitude `abs_sum` >= 0, against the table's bound `v`
@@ -74,7 +73,6 @@ class ValueBoundLedger {
   };
   void Refresh(const RowKey& key, const RowState& r);
 
-  const uint32_t num_shards_;
   std::unordered_map<RowKey, RowState, RowKeyHash> rows_;
   // Per shard, the rows with updates in flight there, by clock.
   std::vector<std::map<ClockT, std::vector<RowKey>>> pending_;

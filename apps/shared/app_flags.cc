@@ -10,8 +10,12 @@
 #include "common/memory_budget.h"
 #include "common/token_file.h"
 
-DEFINE_string(consistency, "essp", "consistency model of the model tables: bsp|ssp|essp|async");
-DEFINE_int32(staleness, 1, "staleness bound s (ssp, essp; must be 0 for bsp; ignored by async)");
+DEFINE_string(consistency, "essp", "consistency model of the model tables: bsp|ssp|essp|async|vap");
+DEFINE_int32(staleness, 1,
+             "staleness bound s (ssp, essp; must be 0 for bsp; ignored by async and vap)");
+DEFINE_double(value_bound, 0,
+              "vap: the value bound v: a worker may not start its next clock while the L1 norm "
+              "of its process's unacknowledged updates to a row exceeds v (docs/design.md)");
 DEFINE_int32(workers, 2, "worker threads in this process");
 DEFINE_int64(clocks, 40,
              "clocks of the job: a fresh run does clocks 0..N-1; --resume continues up to N");
@@ -90,7 +94,7 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
   };
   return {
       {"data", join(data, {"skip_bad_lines"})},
-      {"model", join(model, {"minibatch", "consistency", "staleness", "seed"})},
+      {"model", join(model, {"minibatch", "consistency", "staleness", "value_bound", "seed"})},
       {"job", join({"clocks", "workers", "data_dir", "resume", "sync", "clock_log"},
                    join(job, {"eval_every", "baseline"}))},
       {"output", join(output, {"csv", "staleness_hist", "clock_trace"})},
@@ -123,6 +127,7 @@ Status RunOptionsFromFlags(RunOptions* run) {
       ParseConsistency(FLAGS_consistency, &run->consistency).WithPrefix("--consistency"));
   if (FLAGS_staleness < 0) return Status::InvalidArgument("--staleness must be >= 0");
   run->staleness = static_cast<uint32_t>(FLAGS_staleness);
+  run->value_bound = FLAGS_value_bound;
   // bsp is s = 0 by definition; do not make users spell it out.
   if (run->consistency == Consistency::kBsp && !FlagWasSet("staleness")) run->staleness = 0;
   run->workers = FLAGS_workers;

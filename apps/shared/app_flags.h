@@ -1,5 +1,5 @@
 // Command-line flags shared by pace_mf and pace_lda (their common contract:
-// --consistency, --staleness, --workers, --clocks, --data_dir, --servers,
+// --consistency, --staleness, --value_bound, --workers, --clocks, --data_dir, --servers,
 // --client_id, --num_clients, --token_file, --memory_mb (and the per-component
 // --cache_mb, --open_delta_mb, --unacked_mb, --block_cache_mb,
 // --write_buffer_mb, --row_cache_mb overriding its shares), --sync,
@@ -21,6 +21,7 @@
 
 DECLARE_string(consistency);
 DECLARE_int32(staleness);
+DECLARE_double(value_bound);
 DECLARE_int32(workers);
 DECLARE_int64(clocks);
 DECLARE_string(data_dir);

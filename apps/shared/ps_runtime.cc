@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +25,14 @@ Status ValidateRunOptions(const RunOptions& o) {
                                    std::to_string(o.staleness) + ")");
   }
   if (o.staleness > 1000) return Status::InvalidArgument("--staleness must be in [0, 1000]");
+  if (o.consistency == Consistency::kVap) {
+    if (!(std::isfinite(o.value_bound) && o.value_bound > 0)) {
+      return Status::InvalidArgument("--consistency=vap needs --value_bound > 0 (got " +
+                                     std::to_string(o.value_bound) + ")");
+    }
+  } else if (o.value_bound != 0) {
+    return Status::InvalidArgument("--value_bound is for --consistency=vap only");
+  }
   if (o.workers < 1 || o.workers > 256)
     return Status::InvalidArgument("--workers must be in [1, 256]");
   if (o.clocks < 0) return Status::InvalidArgument("--clocks must be >= 0");
@@ -54,8 +63,9 @@ uint32_t EffectiveBound(const RunOptions& o) {
     case Consistency::kBsp:
       return 0;
     case Consistency::kAsync:
-      // No bound applies; the schema's staleness sets how far the client's
-      // histogram tracks staleness exactly.
+    case Consistency::kVap:
+      // No clock bound applies; the schema's staleness sets how far the
+      // client's histogram tracks staleness exactly.
       return MeasureCols::kHistBuckets - 2;
     default:
       return o.staleness;
@@ -69,6 +79,11 @@ std::string DescribeConsistency(const RunOptions& o) {
       return name;
     case Consistency::kAsync:
       return name + " (no bound)";
+    case Consistency::kVap: {
+      char v[48];
+      std::snprintf(v, sizeof(v), " v=%g (no clock bound)", o.value_bound);
+      return name + v;
+    }
     default:
       return name + " s=" + std::to_string(o.staleness);
   }
@@ -77,6 +92,7 @@ std::string DescribeConsistency(const RunOptions& o) {
 void ApplyConsistency(const RunOptions& o, TableSchema* schema) {
   schema->consistency = o.consistency;
   schema->staleness = EffectiveBound(o);
+  schema->value_bound = o.consistency == Consistency::kVap ? o.value_bound : 0;
 }
 
 TableSchema StatsTableSchema(const std::string& name, uint32_t app_columns, const RunOptions& o) {
@@ -85,7 +101,7 @@ TableSchema StatsTableSchema(const std::string& name, uint32_t app_columns, cons
   s.kind = RowKind::kDense;
   s.type = ElementType::kF64;
   s.width = MeasureCols::kCount + app_columns;
-  if (o.consistency == Consistency::kAsync) {
+  if (o.consistency == Consistency::kAsync || o.consistency == Consistency::kVap) {
     // Read once each, after the job clock passed the row (StatsRowReader).
     s.consistency = Consistency::kAsync;
     s.staleness = 0;
@@ -274,7 +290,7 @@ StatsRowReader::StatsRowReader(Table stats, const RunOptions& o, ClockT first_cl
                                ClockT end_clock, Client* client)
     : stats_(stats),
       client_(client),
-      poll_(o.consistency != Consistency::kAsync),
+      poll_(o.consistency != Consistency::kAsync && o.consistency != Consistency::kVap),
       lag_(EffectiveBound(o)),
       end_clock_(end_clock),
       next_(first_clock) {}

@@ -29,6 +29,9 @@ struct RunOptions {
   // Defaults: essp, 1.
   Consistency consistency = Consistency::kEssp;
   uint32_t staleness = 1;
+  // vap: the value bound v of the model tables (> 0); 0 otherwise.
+  // Default: 0.
+  double value_bound = 0;
   // Worker threads in this process. Default: 2.
   int workers = 2;
   // The job's last clock + 1: a fresh run does clocks 0 .. clocks-1; a resumed
@@ -51,14 +54,14 @@ struct RunOptions {
 Status ValidateRunOptions(const RunOptions& o);
 
 // The staleness of the model tables' schemas: 0 for bsp, s for ssp/essp; for
-// async (no bound), 64, which makes the client's histogram track staleness
-// 0..64 exactly.
+// async and vap (no clock bound), 64, which makes the client's histogram track
+// staleness 0..64 exactly.
 uint32_t EffectiveBound(const RunOptions& o);
 
-// "essp s=1", "bsp", "async (no bound)".
+// "essp s=1", "bsp", "async (no bound)", "vap v=0.5 (no clock bound)".
 std::string DescribeConsistency(const RunOptions& o);
 
-// Sets schema->consistency and ->staleness from the run options.
+// Sets schema->consistency, ->staleness and ->value_bound from the run options.
 void ApplyConsistency(const RunOptions& o, TableSchema* schema);
 
 // The per-clock stats table: dense f64 rows of MeasureCols::kCount +
