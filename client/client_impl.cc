@@ -632,7 +632,7 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
   }
   // Counted before any Ack of this batch can arrive.
   unacked_bytes_.fetch_add(sealed, std::memory_order_acq_rel);
-  vap_.Sealed(c, applies);
+  vap_.Sealed(c, applies, part_of);
   for (uint32_t k = 0; k < n; ++k) {
     ShardState& sh = *shards_[k];
     if (!unsendable[k].ok()) {

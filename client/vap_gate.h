@@ -37,9 +37,13 @@ class VapGate {
   // no-ops and cost one atomic load.
   bool active() const { return active_.load(std::memory_order_acquire); }
 
-  // The batch of clock `c`, per shard: parts[k] are shard k's Apply messages.
-  void Sealed(ClockT c, const std::vector<std::vector<net::Apply>>& parts);
-  void Acked(uint32_t shard, ClockT through);
+  // The batch of clock `c`, per shard: parts[k] are shard k's Apply messages,
+  // numbered up to last_part[k].
+  void Sealed(ClockT c, const std::vector<std::vector<net::Apply>>& parts,
+              const std::vector<uint32_t>& last_part);
+  // Shard `shard` acknowledged the clocks < through and the parts < parts of
+  // clock `through`.
+  void Acked(uint32_t shard, ClockT through, uint32_t parts);
 
   // True if no vap row has more than its table's v in flight (always true
   // without vap tables).

@@ -18,41 +18,42 @@ double AbsSum(const RowFormat& f, std::string_view delta) {
   return sum;
 }
 
-void ValueBoundLedger::Add(uint32_t shard, ClockT c, const RowKey& key, double abs_sum, double v) {
+void ValueBoundLedger::Add(uint32_t shard, ClockT c, uint32_t part, const RowKey& key,
+                           double abs_sum, double v) {
   if (!(abs_sum > 0)) return;
   if (shard >= pending_.size()) pending_.resize(shard + 1);
   RowState& r = rows_[key];
   r.shard = shard;
   r.bound = v;
-  auto [it, fresh] = r.by_clock.emplace(c, 0.0);
+  auto [it, fresh] = r.by_stamp.emplace(Stamp{c, part}, 0.0);
   it->second += abs_sum;
   r.total += abs_sum;
-  if (fresh) pending_[shard][c].push_back(key);
+  if (fresh) pending_[shard][Stamp{c, part}].push_back(key);
   Refresh(key, r);
 }
 
-void ValueBoundLedger::Acked(uint32_t shard, ClockT through) {
+void ValueBoundLedger::Acked(uint32_t shard, ClockT through, uint32_t parts) {
   if (shard >= pending_.size()) return;
-  auto& by_clock = pending_[shard];
-  while (!by_clock.empty() && by_clock.begin()->first < through) {
-    const ClockT c = by_clock.begin()->first;
-    for (const RowKey& key : by_clock.begin()->second) {
+  auto& by_stamp = pending_[shard];
+  while (!by_stamp.empty() && by_stamp.begin()->first < Stamp{through, parts}) {
+    const Stamp stamp = by_stamp.begin()->first;
+    for (const RowKey& key : by_stamp.begin()->second) {
       auto it = rows_.find(key);
       if (it == rows_.end()) continue;
       RowState& r = it->second;
-      auto e = r.by_clock.find(c);
-      if (e != r.by_clock.end()) {
+      auto e = r.by_stamp.find(stamp);
+      if (e != r.by_stamp.end()) {
         r.total -= e->second;
-        r.by_clock.erase(e);
+        r.by_stamp.erase(e);
       }
-      if (r.by_clock.empty()) {
+      if (r.by_stamp.empty()) {
         over_.erase(key);
         rows_.erase(it);
       } else {
         Refresh(key, r);
       }
     }
-    by_clock.erase(by_clock.begin());
+    by_stamp.erase(by_stamp.begin());
   }
 }
 
@@ -74,10 +75,10 @@ std::vector<std::pair<uint32_t, ClockT>> ValueBoundLedger::WaitFor() const {
     // must acknowledge through the last dropped one.
     double rest = r.total;
     ClockT through = 0;
-    for (const auto& [c, m] : r.by_clock) {
+    for (const auto& [stamp, m] : r.by_stamp) {
       if (rest <= r.bound * (1 + 1e-12)) break;
       rest -= m;
-      through = c + 1;
+      through = stamp.first + 1;
     }
     ClockT& t = need[r.shard];
     t = std::max(t, through);

@@ -42,21 +42,26 @@ class ValueBoundLedger {
  public:
   ValueBoundLedger() = default;
 
-  // Records the update of `key` (held by `shard`) sealed into the batch of
-  // clock `c`, of magnitude `abs_sum` >= 0, against the table's bound `v`
-  // (> 0). Updates of one row in several clocks add up.
-  void Add(uint32_t shard, ClockT c, const RowKey& key, double abs_sum, double v);
+  // Records the update of `key` (held by `shard`) sealed into part `part` of
+  // the batch of clock `c` (0 for a clock sent whole), of magnitude
+  // `abs_sum` >= 0, against the table's bound `v` (> 0). Updates of one row in
+  // several clocks or parts add up.
+  void Add(uint32_t shard, ClockT c, uint32_t part, const RowKey& key, double abs_sum, double v);
 
-  // `shard` acknowledged every batch of clocks < `through`: their updates
-  // are no longer in flight.
-  void Acked(uint32_t shard, ClockT through);
+  // `shard` acknowledged every batch of clocks < `through` and the parts <
+  // `parts` of clock `through` (a clock sent in parts: docs/wire-protocol.md
+  // "Apply parts"): their updates are no longer in flight. A part must count
+  // as acknowledged on its own: the clock it belongs to may only be finished
+  // by a worker that waits for it.
+  void Acked(uint32_t shard, ClockT through, uint32_t parts = 0);
 
   // True if no row's in-flight magnitude exceeds its table's bound.
   bool WithinBound() const { return over_.empty(); }
 
   // For each shard holding a row over its bound: the clock through which it
-  // must acknowledge (Acked's `through`) for every such row of it to be
-  // within its bound again. Sorted by shard. Empty when WithinBound().
+  // must acknowledge (Acked's `through`, whole clocks) for every such row of
+  // it to be within its bound again. Sorted by shard. Empty when
+  // WithinBound().
   std::vector<std::pair<uint32_t, ClockT>> WaitFor() const;
 
   // The largest in-flight magnitude over the rows, and the number of rows in
@@ -65,17 +70,18 @@ class ValueBoundLedger {
   size_t rows_in_flight() const { return rows_.size(); }
 
  private:
+  using Stamp = std::pair<ClockT, uint32_t>;  // (clock, part)
   struct RowState {
     uint32_t shard = 0;
     double bound = 0;
-    double total = 0;                   // sum over `by_clock`
-    std::map<ClockT, double> by_clock;  // in-flight magnitude per sealed clock
+    double total = 0;                  // sum over `by_stamp`
+    std::map<Stamp, double> by_stamp;  // in-flight magnitude per sealed part
   };
   void Refresh(const RowKey& key, const RowState& r);
 
   std::unordered_map<RowKey, RowState, RowKeyHash> rows_;
-  // Per shard, the rows with updates in flight there, by clock.
-  std::vector<std::map<ClockT, std::vector<RowKey>>> pending_;
+  // Per shard, the rows with updates in flight there, by (clock, part).
+  std::vector<std::map<Stamp, std::vector<RowKey>>> pending_;
   // Rows over their bound.
   std::unordered_map<RowKey, bool, RowKeyHash> over_;
 };

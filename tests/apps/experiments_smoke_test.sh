@@ -43,6 +43,14 @@ CONV=$out/cv bash "$root/tools/experiments/bound.sh" "$out/bd" >"$out/bd.log" 2>
 awk -F, '$1 == "bsp" { ok = ($5 == 1 && $7 == 0) } END { exit !ok }' "$out/bd/bound.csv" ||
   fail "bound.csv: $(cat "$out/bd/bound.csv")"
 
+V_LIST="0.01" S=2 STRAGGLER_MS=10 bash "$root/tools/experiments/vap.sh" "$out/vap" >"$out/vap.log" 2>&1 ||
+  { cat "$out/vap.log"; fail "vap.sh exited $?"; }
+[ -s "$out/vap/vap.png" ] || fail "no vap.png"
+# bsp, ssp, essp, vap, async: a line each, every one finished with a test RMSE.
+awk -F, 'NR > 1 && !/^#/ { n++; if ($2 == "") bad = 1 } END { exit !(n == 5 && !bad) }' \
+  "$out/vap/summary.csv" || fail "vap summary.csv: $(cat "$out/vap/summary.csv")"
+grep -q 'vap v=0.01' "$out/vap/runs/vap-v0.01.client-0.log" || fail "the vap run is not vap"
+
 export CORPUS=generated DOCS=200 VOCAB=300 DOC_LEN=40
 S_LIST="2" STRAGGLER_MS=10 bash "$root/tools/experiments/lda.sh" "$out/lda" >"$out/lda.log" 2>&1 ||
   { cat "$out/lda.log"; fail "lda.sh exited $?"; }
