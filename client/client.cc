@@ -61,6 +61,16 @@ Status GetDense(Worker::Impl* w, TableState* t, uint64_t row, T* out) {
 }
 
 template <typename T>
+Status GetDenseRows(Worker::Impl* w, TableState* t, const std::vector<uint64_t>& rows, T* out) {
+  RETURN_IF_ERROR(CheckType<T>(t, "GetRows"));
+  if (t->format.kind != RowKind::kDense) {
+    return Status::InvalidArgument("table '" + t->schema.name +
+                                   "' is sparse: GetRows reads dense tables");
+  }
+  return w->client_->ReadDenseRows(w->clock_, w->stats_.get(), t, rows.data(), rows.size(), out);
+}
+
+template <typename T>
 Status GetMap(Worker::Impl* w, TableState* t, uint64_t row, std::map<uint32_t, T>* out) {
   RETURN_IF_ERROR(CheckType<T>(t, "Get"));
   out->clear();
@@ -215,6 +225,22 @@ Status Worker::Get(const Table& t, uint64_t row, int32_t* out) {
 Status Worker::Get(const Table& t, uint64_t row, int64_t* out) {
   PACE_TABLE_OR_RETURN(t, ts);
   return GetDense(impl_.get(), ts, row, out);
+}
+Status Worker::GetRows(const Table& t, const std::vector<uint64_t>& rows, float* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetDenseRows(impl_.get(), ts, rows, out);
+}
+Status Worker::GetRows(const Table& t, const std::vector<uint64_t>& rows, double* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetDenseRows(impl_.get(), ts, rows, out);
+}
+Status Worker::GetRows(const Table& t, const std::vector<uint64_t>& rows, int32_t* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetDenseRows(impl_.get(), ts, rows, out);
+}
+Status Worker::GetRows(const Table& t, const std::vector<uint64_t>& rows, int64_t* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return GetDenseRows(impl_.get(), ts, rows, out);
 }
 Status Worker::Get(const Table& t, uint64_t row, std::map<uint32_t, float>* out) {
   PACE_TABLE_OR_RETURN(t, ts);

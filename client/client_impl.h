@@ -207,6 +207,15 @@ class Client::Impl : public client::ChannelListener {
   // value that satisfies the read rule for a worker at clock c.
   template <typename Fn>
   Status ReadRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row, Fn&& fn);
+  // Dense reads of rows[0, n) into out + i * width (T checked by the caller),
+  // each by the read rule as ReadRow: rows cached fresh enough are copied in
+  // one pass, stripe by stripe with the lookups of the next rows started a
+  // few rows ahead (their cache misses overlap); the others are requested
+  // with one Read per shard (Prefetch) and then waited for one by one
+  // (ReadRow).
+  template <typename T>
+  Status ReadDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
+                       const uint64_t* rows, size_t n, T* out);
   // Worker::Prefetch: one Read per shard for the rows that are neither fresh
   // for clock c, nor pushed, nor in flight. Never blocks.
   Status Prefetch(ClockT c, client::WorkerStats* ws, client::TableState* t,
@@ -364,12 +373,22 @@ class Client::Impl : public client::ChannelListener {
   void HandlePush(uint32_t k, net::Push p);
   void HandlePushDone(uint32_t k, const net::PushDone& d);
   void HandleAck(uint32_t k, const net::Ack& a);
+  // Purges the acknowledged deltas of batch b from the cache entries (their
+  // bytes). REQUIRES: no stripe lock held.
+  uint64_t PurgeBatch(const client::SentBatch& b);
   void HandleReply(uint32_t k, uint64_t req_id, net::Message m);
-  // Installs one row value from shard k. `read` marks a reply to our Read
-  // (clears one read in flight; `subscribe` as requested).
-  // `read_min` is that Read's min_version.
-  void InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, uint32_t parts, bool read,
-                  bool subscribe, Version read_min);
+  // Installs row values from shard k (each as of version v, holding this
+  // process's clocks < a and parts < parts of clock a). `read` marks a reply
+  // to our Read (clears one read in flight each; `subscribe` as requested);
+  // `read_min` is that Read's min_version. A row that fails validation fails
+  // the shard (Corruption).
+  void InstallRows(uint32_t k, const std::vector<net::RowData*>& rows, Version v, ClockT a,
+                   uint32_t parts, bool read, bool subscribe, Version read_min);
+  // One row of InstallRows, its stripe locked. Returns the row's validation
+  // error (the row is then left as it was).
+  Status InstallRowLocked(client::ShardState& sh, client::CacheStripe& st, client::CacheEntry* e,
+                          net::RowData& row, Version v, ClockT a, uint32_t parts, bool read,
+                          bool subscribe, Version read_min) REQUIRES(st.mu);
   void NoteShardClock(uint32_t k, Version v);
 
   client::TableState* RegisterTable(const TableSchema& schema);
@@ -512,6 +531,74 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
   if (tc != nullptr) {
     tc->reads.Add(1);
     tc->RecordStaleness(c - v);
+  }
+  return Status::OK();
+}
+
+template <typename T>
+Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
+                                   const uint64_t* rows, size_t n, T* out) {
+  const size_t width = t->format.width;
+  const uint32_t table = t->schema.id;
+  struct Item {
+    size_t hash;
+    uint32_t index;  // into rows
+  };
+  std::vector<Item> items(n);
+  for (size_t i = 0; i < n; ++i) {
+    items[i] = Item{RowKeyHash()(RowKey{table, rows[i]}), static_cast<uint32_t>(i)};
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return (a.hash & (kNumStripes - 1)) < (b.hash & (kNumStripes - 1));
+  });
+  client::TableCounters* tc = Counters(ws, t);
+  std::vector<uint32_t> slow;  // not fresh in the cache: ReadRow after the pass
+  uint64_t hits = 0;
+  // Two-stage software pipeline within a stripe: the hash slot of row
+  // j + 2 * kAhead and the entry (and value) of row j + kAhead load while
+  // row j is copied.
+  constexpr size_t kAhead = 4;
+  for (size_t b = 0; b < n;) {
+    const size_t stripe = items[b].hash & (kNumStripes - 1);
+    size_t e = b;
+    while (e < n && (items[e].hash & (kNumStripes - 1)) == stripe) ++e;
+    client::CacheStripe& st = stripes_[stripe];
+    client::SpinLock lock(&st.mu);
+    auto key_of = [&](size_t j) { return RowKey{table, rows[items[j].index]}; };
+    for (size_t j = b; j < std::min(e, b + 2 * kAhead); ++j) st.PrefetchSlot(key_of(j), items[j].hash);
+    for (size_t j = b; j < std::min(e, b + kAhead); ++j) st.PrefetchEntry(key_of(j), items[j].hash);
+    for (size_t j = b; j < e; ++j) {
+      if (j + 2 * kAhead < e) st.PrefetchSlot(key_of(j + 2 * kAhead), items[j + 2 * kAhead].hash);
+      if (j + kAhead < e) st.PrefetchEntry(key_of(j + kAhead), items[j + kAhead].hash);
+      client::CacheEntry* en = st.Find(key_of(j), items[j].hash);
+      Version v = 0;
+      if (en == nullptr || !en->has_value || !t->policy.IsFresh(v = EffectiveVersion(*en), c)) {
+        slow.push_back(items[j].index);
+        continue;
+      }
+      client::MarkRead(en);
+      client::ReadDense(*en, width, out + static_cast<size_t>(items[j].index) * width);
+      ++hits;
+      if (tc != nullptr) tc->RecordStaleness(c - v);
+    }
+    b = e;
+  }
+  if (tc != nullptr) {
+    tc->reads.Add(hits);
+    tc->hits.Add(hits);
+  }
+  if (slow.size() > 1) {
+    // One Read per shard for the rows that are neither cached fresh nor on
+    // their way, instead of a round trip each below.
+    std::vector<uint64_t> missing(slow.size());
+    for (size_t k = 0; k < slow.size(); ++k) missing[k] = rows[slow[k]];
+    RETURN_IF_ERROR(Prefetch(c, ws, t, missing));
+  }
+  for (uint32_t i : slow) {
+    T* dst = out + static_cast<size_t>(i) * width;
+    RETURN_IF_ERROR(ReadRow(c, ws, t, rows[i], [dst, width](const client::CacheEntry& en, Version) {
+      client::ReadDense(en, width, dst);
+    }));
   }
   return Status::OK();
 }

@@ -50,6 +50,7 @@ Status EmbeddedChannel::OpenService() {
   so.store.row_cache_mb = e.row_cache_mb;
   so.store.sync = e.sync;
   so.store.clock_log = e.clock_log;
+  so.store.durable = e.durable;
   so.checkpoint_every = e.checkpoint_every;
   so.checkpoint_dir = e.checkpoint_dir;
   so.checkpoint_keep = e.checkpoint_keep;

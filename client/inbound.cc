@@ -111,6 +111,7 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
   }
   NoteShardClock(k, r.version);
   rows_received_.fetch_add(r.rows.size(), std::memory_order_relaxed);
+  std::vector<net::RowData*> install(read->rows.size());
   for (size_t i = 0; i < read->rows.size(); ++i) {
     net::RowData* data = nullptr;
     if (i < r.rows.size() && r.rows[i].row == read->rows[i] && r.rows[i].table == read->table) {
@@ -125,9 +126,10 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
                                      " of table " + std::to_string(read->table)));
       return;
     }
-    InstallRow(k, *data, r.version, r.applied_clock, r.applied_parts, /*read=*/true,
-               read->subscribe, read->min_version);
+    install[i] = data;
   }
+  InstallRows(k, install, r.version, r.applied_clock, r.applied_parts, /*read=*/true,
+              read->subscribe, read->min_version);
   FlushAllUnsubscribes();  // of the rows these installs evicted
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
@@ -138,10 +140,10 @@ void Client::Impl::HandlePush(uint32_t k, net::Push p) {
           << " rows from shard " << k << " at " << SteadyNowUs() << " us (steady)";
   NoteShardClock(k, p.version);
   rows_received_.fetch_add(p.rows.size(), std::memory_order_relaxed);
-  for (net::RowData& row : p.rows) {
-    InstallRow(k, row, p.version, p.applied_clock, p.applied_parts, /*read=*/false,
-               /*subscribe=*/false, 0);
-  }
+  std::vector<net::RowData*> install(p.rows.size());
+  for (size_t i = 0; i < p.rows.size(); ++i) install[i] = &p.rows[i];
+  InstallRows(k, install, p.version, p.applied_clock, p.applied_parts, /*read=*/false,
+              /*subscribe=*/false, 0);
   FlushAllUnsubscribes();  // of the rows these installs evicted
 }
 
@@ -163,55 +165,91 @@ void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
   progress_cv_.notify_all();
 }
 
-void Client::Impl::InstallRow(uint32_t k, net::RowData& row, Version v, ClockT a, uint32_t parts,
-                              bool read, bool subscribe, Version read_min) {
+void Client::Impl::InstallRows(uint32_t k, const std::vector<net::RowData*>& rows, Version v,
+                               ClockT a, uint32_t parts, bool read, bool subscribe,
+                               Version read_min) {
   ShardState& sh = *shards_[k];
-  RowKey key{row.table, row.row};
-  CacheStripe& st = StripeFor(key);
+  // Stripe run by stripe run (one lock and one eviction pass per run), the
+  // lookups of the next rows started a few rows ahead: the entries are
+  // scattered in memory.
+  struct Item {
+    size_t hash;
+    uint32_t index;  // into rows
+  };
+  std::vector<Item> items(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    items[i] = Item{RowKeyHash()(RowKey{rows[i]->table, rows[i]->row}), static_cast<uint32_t>(i)};
+  }
+  std::stable_sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
+    return (x.hash & (kNumStripes - 1)) < (y.hash & (kNumStripes - 1));
+  });
+  constexpr size_t kAhead = 4;
   Status bad;
-  {
+  RowKey bad_key;
+  for (size_t b = 0; b < items.size();) {
+    CacheStripe& st = StripeForHash(items[b].hash);
+    size_t e = b;
+    while (e < items.size() && &StripeForHash(items[e].hash) == &st) ++e;
+    auto key_of = [&](size_t j) { return RowKey{rows[items[j].index]->table, rows[items[j].index]->row}; };
     client::SpinLock l(&st.mu);
-    CacheEntry* e = st.Find(key);
-    if (e == nullptr) return;  // nobody holds or wants the row any more
-    if (read) e->ReadAnswered(read_min);
-    if (!read && !e->subscribed) {
-      st.MaybeErase(e);  // a push racing with our eviction of the row
-      return;
-    }
-    bad = ValidateRow(e->table->format, row.bytes);
-    if (bad.ok()) {
-      if (client::PartBefore(a, parts, sh.acked_through.load(std::memory_order_acquire),
-                             sh.acked_parts.load(std::memory_order_acquire))) {
-        // The value predates an Ack we already processed, so the deltas it
-        // lacks were purged: it cannot be rebased. Drop it and ask again
-        // (a correct shard never sends this; docs/design.md,
-        // "Read-my-writes").
-        LOG(WARNING) << "stale-applied value for row " << key.table << "/" << key.row
-                     << " (applied " << a << " part " << parts << " < acked "
-                     << sh.acked_through.load() << " part " << sh.acked_parts.load()
-                     << "); refetching";
-        if (!read) {
-          e->subscribed = false;
-          st.DropValue(e);
-        }
-        if (e->waiters > 0 || !read) SendRead(st, e, v, e->table->push);
-      } else {
-        if (!e->has_value || v >= e->version) st.InstallValue(e, std::move(row.bytes), v, a, parts);
-        if (read && subscribe) e->subscribed = true;
-        if (!read) e->table->pushes_applied.fetch_add(1, std::memory_order_relaxed);
+    for (size_t j = b; j < std::min(e, b + kAhead); ++j) st.PrefetchSlot(key_of(j), items[j].hash);
+    for (size_t j = b; j < e; ++j) {
+      if (j + kAhead < e) st.PrefetchSlot(key_of(j + kAhead), items[j + kAhead].hash);
+      CacheEntry* en = st.Find(key_of(j), items[j].hash);
+      if (en == nullptr) continue;  // nobody holds or wants the row any more
+      Status s = InstallRowLocked(sh, st, en, *rows[items[j].index], v, a, parts, read, subscribe,
+                                  read_min);
+      if (!s.ok() && bad.ok()) {
+        bad = s;
+        bad_key = key_of(j);
       }
-      // Only a waiter of this row can make progress (others wait for their
-      // own row, or for PushDone, which wakes every stripe): waking a stripe
-      // per pushed row cost a futex wake per row.
-      if (e->waiters > 0) st.cv.notify_all();
-      EvictLocked(st);
     }
-    st.MaybeErase(e);
+    EvictLocked(st);
+    b = e;
   }
   if (!bad.ok()) {
-    SetFatal(k, Status::Corruption("bad row " + std::to_string(key.table) + "/" +
-                                   std::to_string(key.row) + ": " + bad.ToString()));
+    SetFatal(k, Status::Corruption("bad row " + std::to_string(bad_key.table) + "/" +
+                                   std::to_string(bad_key.row) + ": " + bad.ToString()));
   }
+}
+
+Status Client::Impl::InstallRowLocked(ShardState& sh, CacheStripe& st, CacheEntry* e,
+                                      net::RowData& row, Version v, ClockT a, uint32_t parts,
+                                      bool read, bool subscribe, Version read_min) {
+  if (read) e->ReadAnswered(read_min);
+  if (!read && !e->subscribed) {
+    st.MaybeErase(e);  // a push racing with our eviction of the row
+    return Status::OK();
+  }
+  Status bad = ValidateRow(e->table->format, row.bytes);
+  if (bad.ok()) {
+    if (client::PartBefore(a, parts, sh.acked_through.load(std::memory_order_acquire),
+                           sh.acked_parts.load(std::memory_order_acquire))) {
+      // The value predates an Ack we already processed, so the deltas it
+      // lacks were purged: it cannot be rebased. Drop it and ask again
+      // (a correct shard never sends this; docs/design.md,
+      // "Read-my-writes").
+      LOG(WARNING) << "stale-applied value for row " << e->key.table << "/" << e->key.row
+                   << " (applied " << a << " part " << parts << " < acked "
+                   << sh.acked_through.load() << " part " << sh.acked_parts.load()
+                   << "); refetching";
+      if (!read) {
+        e->subscribed = false;
+        st.DropValue(e);
+      }
+      if (e->waiters > 0 || !read) SendRead(st, e, v, e->table->push);
+    } else {
+      if (!e->has_value || v >= e->version) st.InstallValue(e, std::move(row.bytes), v, a, parts);
+      if (read && subscribe) e->subscribed = true;
+      if (!read) e->table->pushes_applied.fetch_add(1, std::memory_order_relaxed);
+    }
+    // Only a waiter of this row can make progress (others wait for their
+    // own row, or for PushDone, which wakes every stripe): waking a stripe
+    // per pushed row cost a futex wake per row.
+    if (e->waiters > 0) st.cv.notify_all();
+  }
+  st.MaybeErase(e);
+  return bad;
 }
 
 void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
@@ -253,13 +291,7 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
     sh.acked_through.store(last.clock + 1, std::memory_order_release);
   }
   uint64_t purged = 0;
-  for (const SentBatch& b : done) {
-    for (const RowKey& key : b.keys) {
-      CacheStripe& st = StripeFor(key);
-      client::SpinLock l(&st.mu);
-      purged += st.PurgeAcked(key, b.clock, b.part);
-    }
-  }
+  for (const SentBatch& b : done) purged += PurgeBatch(b);
   unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
   vap_.Acked(k, sh.acked_through.load(std::memory_order_acquire),
              sh.acked_parts.load(std::memory_order_acquire));
@@ -275,6 +307,33 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   }
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
+}
+
+uint64_t Client::Impl::PurgeBatch(const SentBatch& b) {
+  // A batch's keys come stripe by stripe (SendBatch seals them so): one lock
+  // per run of a stripe's keys, with the lookups of the next keys started a
+  // few keys ahead, since the entries are scattered in memory.
+  constexpr size_t kAhead = 4;  // entries loading; slots twice as far ahead
+  const std::vector<RowKey>& keys = b.keys;
+  std::vector<size_t> hashes(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) hashes[i] = RowKeyHash()(keys[i]);
+  uint64_t purged = 0;
+  for (size_t i = 0; i < keys.size();) {
+    CacheStripe& st = StripeForHash(hashes[i]);
+    client::SpinLock l(&st.mu);
+    size_t j = i;
+    for (; j < keys.size() && &StripeForHash(hashes[j]) == &st; ++j) {
+      if (j + 2 * kAhead < keys.size() && &StripeForHash(hashes[j + 2 * kAhead]) == &st) {
+        st.PrefetchSlot(keys[j + 2 * kAhead], hashes[j + 2 * kAhead]);
+      }
+      if (j + kAhead < keys.size() && &StripeForHash(hashes[j + kAhead]) == &st) {
+        st.PrefetchEntry(keys[j + kAhead], hashes[j + kAhead]);
+      }
+      purged += st.PurgeAcked(keys[j], hashes[j], b.clock, b.part);
+    }
+    i = j;
+  }
+  return purged;
 }
 
 void Client::Impl::OnDisconnect(uint32_t k, const Status& why) {

@@ -68,6 +68,10 @@ struct EmbeddedShardOptions {
   bool sync = false;
   // The shard's write path (ShardStoreOptions::clock_log). Default: true.
   bool clock_log = true;
+  // false: for measuring the cost of durability only (ShardStoreOptions::
+  // durable): nothing is logged, a crash loses the updates since the last
+  // row write-back, and a store not closed cleanly is refused. Default: true.
+  bool durable = true;
   // Write a checkpoint every K shard clocks into checkpoint_dir (empty:
   // DATA_DIR/checkpoints), keeping the newest checkpoint_keep. Defaults: 0
   // (never), "", 3.
@@ -349,6 +353,17 @@ class Worker {
   Status Get(const Table& t, uint64_t row, std::map<uint32_t, double>* out);
   Status Get(const Table& t, uint64_t row, std::map<uint32_t, int32_t>* out);
   Status Get(const Table& t, uint64_t row, std::map<uint32_t, int64_t>* out);
+  // Dense reads of many rows into a caller buffer: rows[i] into
+  // out[i * width, (i + 1) * width). Each row as Get would read it (the read
+  // rule, blocking for rows not fresh enough), faster for many rows: the
+  // cache lookups of the rows overlap instead of waiting for each other, and
+  // the rows not cached fresh are fetched with one Read per shard. For
+  // hot loops that work on blocks of rows (e.g. the rows of a look-ahead
+  // window that Prefetch requested earlier). Duplicates are fine.
+  Status GetRows(const Table& t, const std::vector<uint64_t>& rows, float* out);
+  Status GetRows(const Table& t, const std::vector<uint64_t>& rows, double* out);
+  Status GetRows(const Table& t, const std::vector<uint64_t>& rows, int32_t* out);
+  Status GetRows(const Table& t, const std::vector<uint64_t>& rows, int64_t* out);
   // Zero-copy accessor for hot loops: calls fn with a view of the cached row.
   // fn runs under a cache lock: it must be short and must not call back into
   // the client.

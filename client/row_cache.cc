@@ -141,8 +141,8 @@ void CacheStripe::MaybeErase(CacheEntry* e) {
   map.Erase(key, RowKeyHash()(key));
 }
 
-size_t CacheStripe::PurgeAcked(const RowKey& key, ClockT c, uint32_t part) {
-  CacheEntry* e = Find(key);
+size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part) {
+  CacheEntry* e = Find(key, hash);
   if (e == nullptr) return 0;
   auto& pd = e->pending;
   // Sealed deltas of (clock, part) up to (c, part).

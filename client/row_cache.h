@@ -220,6 +220,11 @@ class EntryTable {
     __builtin_prefetch(s->value_hint + 64);
     return s->entry;
   }
+  // Starts loading the key's hash slot (Find of it some work later hits).
+  void Prefetch(const RowKey& key, size_t hash) const {
+    (void)key;
+    slots_.Prefetch(Home(hash));
+  }
   // Records where the entry's value bytes are, for Find's prefetch (only a
   // hint: a stale one costs a useless prefetch, never a wrong result).
   void SetValueHint(const RowKey& key, size_t hash, const char* data) {
@@ -293,7 +298,18 @@ struct alignas(64) CacheStripe {
   // with their own part). Returns their bytes. The storage of `pending` is
   // released when it is left empty, and beyond kKeptPendingCapacity once no
   // more than that is left.
-  size_t PurgeAcked(const RowKey& key, ClockT c, uint32_t part = UINT32_MAX) REQUIRES(mu);
+  size_t PurgeAcked(const RowKey& key, ClockT c, uint32_t part = UINT32_MAX) REQUIRES(mu) {
+    return PurgeAcked(key, RowKeyHash()(key), c, part);
+  }
+  size_t PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part) REQUIRES(mu);
+  // A two-stage prefetch for a pass over keys in random memory order:
+  // PrefetchSlot(key) some keys ahead, then PrefetchEntry(key) (its slot is
+  // in the CPU cache by then) a few keys ahead of the PurgeAcked or Find.
+  void PrefetchSlot(const RowKey& key, size_t hash) REQUIRES(mu) { map.Prefetch(key, hash); }
+  void PrefetchEntry(const RowKey& key, size_t hash) REQUIRES(mu) {
+    CacheEntry* e = map.Find(key, hash);
+    if (e != nullptr) __builtin_prefetch(e);
+  }
 
   // Removes and returns the entries with an open delta of clock `c`.
   std::vector<CacheEntry*> TakeDirty(ClockT c) REQUIRES(mu);

@@ -123,10 +123,16 @@ Status AddRow(const RowFormat& f, std::string* value, std::string_view delta) {
   return Status::OK();
 }
 
-double InitialValue(const TableSchema& s, uint64_t row, uint32_t col) {
-  if (s.init.kind == InitKind::kZeros) return 0.0;
-  uint64_t h = Mix64(Mix64(Mix64(s.init.seed ^ 0x5041434544420000ull) ^ s.id) ^ row);
-  h = Mix64(h ^ col);
+namespace {
+
+// The part of an element's initializer hash that depends on the row only:
+// InitRow computes it once per row instead of once per element.
+uint64_t RowInitHash(const TableSchema& s, uint64_t row) {
+  return Mix64(Mix64(Mix64(s.init.seed ^ 0x5041434544420000ull) ^ s.id) ^ row);
+}
+
+double ElementInitValue(const TableSchema& s, uint64_t row_hash, uint32_t col) {
+  const uint64_t h = Mix64(row_hash ^ col);
   if (s.init.kind == InitKind::kUniform) {
     return s.init.a + (s.init.b - s.init.a) * UnitFromHash(h);
   }
@@ -137,6 +143,22 @@ double InitialValue(const TableSchema& s, uint64_t row, uint32_t col) {
   return s.init.a + s.init.b * z;
 }
 
+template <typename T>
+void InitDense(const TableSchema& s, uint64_t row, char* out) {
+  const uint64_t row_hash = RowInitHash(s, row);
+  for (uint32_t c = 0; c < s.width; ++c) {
+    const T x = static_cast<T>(ElementInitValue(s, row_hash, c));
+    std::memcpy(out + sizeof(T) * static_cast<size_t>(c), &x, sizeof(T));
+  }
+}
+
+}  // namespace
+
+double InitialValue(const TableSchema& s, uint64_t row, uint32_t col) {
+  if (s.init.kind == InitKind::kZeros) return 0.0;
+  return ElementInitValue(s, RowInitHash(s, row), col);
+}
+
 void InitRow(const TableSchema& s, uint64_t row, std::string* out) {
   RowFormat f = RowFormat::Of(s);
   if (s.kind == RowKind::kSparse) {
@@ -145,14 +167,10 @@ void InitRow(const TableSchema& s, uint64_t row, std::string* out) {
   }
   out->assign(f.dense_bytes(), '\0');
   if (s.init.kind == InitKind::kZeros) return;
-  for (uint32_t c = 0; c < s.width; ++c) {
-    double v = InitialValue(s, row, c);
-    if (s.type == ElementType::kF32) {
-      float x = static_cast<float>(v);
-      std::memcpy(out->data() + 4 * static_cast<size_t>(c), &x, 4);
-    } else {
-      std::memcpy(out->data() + 8 * static_cast<size_t>(c), &v, 8);
-    }
+  if (s.type == ElementType::kF32) {
+    InitDense<float>(s, row, out->data());
+  } else {
+    InitDense<double>(s, row, out->data());
   }
 }
 

@@ -1,12 +1,15 @@
 #include "common/store_damage.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace pace {
 
@@ -39,6 +42,22 @@ std::string FindNumbered(std::string_view text, std::string_view suffix) {
   return "";
 }
 
+// The write-ahead logs in `dir` ("<digits>.log"), as paths, sorted.
+std::vector<std::string> WalFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (!FindNumbered(name, ".log").empty() && name == FindNumbered(name, ".log")) {
+      out.push_back(dir + "/" + name);
+    }
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool Exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
@@ -50,6 +69,9 @@ DamagedFile FindDamagedFile(std::string_view message) {
   DamagedFile d;
   if (std::string p = FindNumbered(message, ".sst"); !p.empty()) {
     return {DamagedFileKind::kSst, p};
+  }
+  if (size_t at = message.find("CLOCKLOG-"); at != std::string_view::npos) {
+    return {DamagedFileKind::kClockLog, TokenAround(message, at, 9)};
   }
   if (size_t at = message.find("MANIFEST-"); at != std::string_view::npos) {
     return {DamagedFileKind::kManifest, TokenAround(message, at, 9)};
@@ -67,6 +89,8 @@ std::string DamagedFileKindName(DamagedFileKind kind) {
   switch (kind) {
     case DamagedFileKind::kSst:
       return "an SST file";
+    case DamagedFileKind::kClockLog:
+      return "the clock log";
     case DamagedFileKind::kManifest:
       return "the MANIFEST";
     case DamagedFileKind::kCurrent:
@@ -81,10 +105,16 @@ std::string DamagedFileKindName(DamagedFileKind kind) {
 
 Status ClassifyStoreCorruption(const std::string& dir, const Status& s) {
   if (s.code() != StatusCode::kCorruption) return s;
-  for (const char* done : {"SST file ", "the MANIFEST ", "CURRENT ("}) {
-    if (s.message().rfind(done, 0) == 0) return s;  // classified already
-  }
+  if (s.message().find("pacectl --data_dir=") != std::string::npos) return s;  // classified already
   DamagedFile d = FindDamagedFile(s.message());
+  // RocksDB's text for a damaged write-ahead log names no file: the store's
+  // logs are the candidates (usually one).
+  std::vector<std::string> wals;
+  if (d.kind == DamagedFileKind::kUnknown &&
+      s.message().find("a write-ahead log is damaged") != std::string::npos) {
+    wals = WalFiles(dir);
+    if (!wals.empty()) d.kind = DamagedFileKind::kWal;
+  }
   // RocksDB glues some file names to the word before them ("to be an
   // sstable/dir/000010.sst"): the store's files are all directly in `dir`.
   if (const size_t slash = d.path.rfind('/'); slash != std::string::npos && !dir.empty()) {
@@ -95,15 +125,26 @@ Status ClassifyStoreCorruption(const std::string& dir, const Status& s) {
   std::string lead;
   switch (d.kind) {
     case DamagedFileKind::kSst:
-      lead = "SST file " + d.path + " is damaged (its size or a block checksum does not match)";
+      lead = "SST file " + d.path + " is damaged (its size or a block checksum does not match): ";
+      break;
+    case DamagedFileKind::kClockLog:
+      lead = "the clock log " + d.path + " is damaged: ";
       break;
     case DamagedFileKind::kManifest:
-      lead = "the MANIFEST " + d.path + " is damaged";
+      lead = "the MANIFEST " + d.path + " is damaged: ";
       break;
     case DamagedFileKind::kCurrent:
-      lead = "CURRENT (" + d.path + ") is damaged";
+      lead = s.message().rfind("CURRENT (", 0) == 0 ? "" : "CURRENT (" + d.path + ") is damaged: ";
       break;
     case DamagedFileKind::kWal:
+      if (wals.size() == 1) {
+        lead = "write-ahead log " + wals[0] + " is damaged: ";
+      } else if (!wals.empty()) {
+        lead = "one of the write-ahead logs";
+        for (size_t i = 0; i < wals.size(); ++i) lead += (i == 0 ? " " : ", ") + wals[i];
+        lead += " is damaged: ";
+      }
+      break;  // a log RocksDB named: the store's own text names it
     case DamagedFileKind::kUnknown:
       return s;
   }
@@ -111,13 +152,21 @@ Status ClassifyStoreCorruption(const std::string& dir, const Status& s) {
   // one exists; the file RocksDB named is the truth.
   std::string detail = s.message();
   const size_t wal_claim = detail.find("): a write-ahead log is damaged");
-  if (wal_claim != std::string::npos) {
+  if (wal_claim != std::string::npos && d.kind != DamagedFileKind::kWal) {
     const size_t open = detail.rfind(" (", wal_claim);
     if (open != std::string::npos) detail = detail.substr(open + 2, wal_claim - open - 2);
   }
-  while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' ')) detail.pop_back();
-  return Status::Corruption(lead + ": " + detail + ". Way out: restore the newest good " +
-                            "checkpoint into a new data dir (pacectl checkpoint list " + dir +
+  // Its own way out, if it gave one, is replaced by the one below.
+  for (const char* way_out : {". Way out:", "; restore the last checkpoint"}) {
+    if (const size_t at = detail.find(way_out); at != std::string::npos) detail.resize(at);
+  }
+  while (!detail.empty() &&
+         (detail.back() == '\n' || detail.back() == ' ' || detail.back() == '.')) {
+    detail.pop_back();
+  }
+  return Status::Corruption(lead + detail + ". Check the whole store with `pacectl --data_dir=" +
+                            dir + " verify`; way out: restore the newest good checkpoint into a " +
+                            "new data dir (pacectl checkpoint list " + dir +
                             "/checkpoints; pacectl checkpoint restore CKPT --data_dir=NEWDIR)");
 }
 

@@ -12,28 +12,30 @@
 
 namespace pace {
 
-enum class DamagedFileKind { kUnknown, kSst, kManifest, kCurrent, kWal };
+enum class DamagedFileKind { kUnknown, kSst, kClockLog, kManifest, kCurrent, kWal };
 
 struct DamagedFile {
   DamagedFileKind kind = DamagedFileKind::kUnknown;
   std::string path;  // as the message names it; empty for kUnknown
 };
 
-// The first store file `message` names: "000010.sst" (kSst), "MANIFEST-000005"
-// (kManifest), "CURRENT" (kCurrent), "000009.log" (kWal), in that order of
-// preference (an SST named anywhere in the text is the damage, whatever the
-// text around it says).
+// The first store file `message` names: "000010.sst" (kSst), "CLOCKLOG-000003"
+// (kClockLog, storage format 2), "MANIFEST-000005" (kManifest), "CURRENT"
+// (kCurrent), "000009.log" (kWal), in that order of preference (an SST named
+// anywhere in the text is the damage, whatever the text around it says).
 DamagedFile FindDamagedFile(std::string_view message);
 
-// "an SST file", "the MANIFEST", "CURRENT", "a write-ahead log", "a file".
+// "an SST file", "the clock log", "the MANIFEST", "CURRENT", "a write-ahead
+// log", "a file".
 std::string DamagedFileKindName(DamagedFileKind kind);
 
 // `s` (a Corruption from opening or reading the store in `dir`) reworded to
 // lead with the damaged file and its kind:
 //   "SST file DIR/000010.sst is damaged: <the original text>"
-// plus the way out (a checkpoint). A Status that is not a Corruption, or
-// names no file, or names a write-ahead log (the store's own text says that
-// already), is returned as it is.
+// plus how to check the whole store (pacectl verify) and the way out
+// (pacectl checkpoint restore). A write-ahead log keeps the store's own text
+// (which names it as one) with the same two commands appended. A Status that
+// is not a Corruption, or names no file, is returned as it is.
 Status ClassifyStoreCorruption(const std::string& dir, const Status& s);
 
 // Corruption naming CURRENT if `dir`/CURRENT exists but does not hold the

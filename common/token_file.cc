@@ -3,10 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -32,6 +35,33 @@ Status WriteAll(int fd, const std::string& data, const std::string& path) {
 }
 
 }  // namespace
+
+Status CheckOwnTokenFile(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    return Status::IOError("cannot examine the job token " + path + ": " + std::strerror(errno));
+  }
+  const std::string way_out =
+      ": remove it (paced creates a new one on its next start) or pass --token_file=FILE of your "
+      "own";
+  if (S_ISLNK(st.st_mode)) {
+    return Status::PermissionDenied("the job token " + path + " is a symbolic link" + way_out);
+  }
+  if (st.st_uid != ::geteuid()) {
+    return Status::PermissionDenied("the job token " + path + " belongs to uid " +
+                                    std::to_string(st.st_uid) + ", not to this user (uid " +
+                                    std::to_string(::geteuid()) +
+                                    "): another user may have planted it" + way_out);
+  }
+  if ((st.st_mode & 022) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%o", static_cast<unsigned>(st.st_mode & 0777));
+    return Status::PermissionDenied("the job token " + path + " is writable by other users (mode " +
+                                    mode + "), who could replace the secret" + way_out +
+                                    " (or chmod 600 " + path + ")");
+  }
+  return Status::OK();
+}
 
 Status RandomHex(size_t bytes, std::string* out) {
   std::string raw(bytes, '\0');

@@ -23,6 +23,13 @@ Status ReadTokenFile(const std::string& path, std::string* token);
 // exist. Errors: IOError naming the path (e.g. no space left).
 Status ReadOrCreateTokenFile(const std::string& path, std::string* token, bool* created);
 
+// OK if the token file `path` belongs to this process's effective user and
+// only that user may write it. Else PermissionDenied naming the owner or the
+// mode and the way out: a token another user could plant or rewrite would let
+// that user choose the secret every client must present (and every shard
+// accepts). IOError if `path` cannot be examined.
+Status CheckOwnTokenFile(const std::string& path);
+
 // *out = `bytes` random bytes from getrandom(2) as 2 x `bytes` lowercase hex
 // digits (tokens, job ids). IOError if the kernel refuses.
 Status RandomHex(size_t bytes, std::string* out);

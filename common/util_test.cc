@@ -105,6 +105,36 @@ TEST(StoreDamageTest, FindsTheNamedFile) {
   EXPECT_EQ(s.message().rfind("SST file /d/000010.sst is damaged", 0), 0u) << s.ToString();
   EXPECT_EQ(ClassifyStoreCorruption("/d", s).message(), s.message()) << "classified twice";
   EXPECT_EQ(ClassifyStoreCorruption("/d", Status::IOError("x.sst")).code(), StatusCode::kIOError);
+  // Every classified damage names the check and the way out.
+  EXPECT_NE(s.message().find("pacectl --data_dir=/d verify"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("pacectl checkpoint restore"), std::string::npos) << s.ToString();
+}
+
+// The clock log of storage format 2 (CLOCKLOG-n) is named as itself, also in
+// the store's text that ends with its own way out.
+TEST(StoreDamageTest, NamesTheClockLog) {
+  const Status raw = Status::Corruption(
+      "clock log /d/CLOCKLOG-000004 at offset 96: record checksum mismatch: the committed "
+      "updates it holds cannot be recovered from this store; restore the last checkpoint "
+      "(pacectl checkpoint restore) and resume the job from it");
+  DamagedFile d = FindDamagedFile(raw.message());
+  EXPECT_EQ(d.kind, DamagedFileKind::kClockLog);
+  EXPECT_EQ(d.path, "/d/CLOCKLOG-000004");
+  EXPECT_EQ(DamagedFileKindName(d.kind), "the clock log");
+  const Status s = ClassifyStoreCorruption("/d", raw);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_EQ(s.message().rfind("the clock log /d/CLOCKLOG-000004 is damaged: clock log ", 0), 0u)
+      << s.ToString();
+  EXPECT_NE(s.message().find("pacectl --data_dir=/d verify"), std::string::npos) << s.ToString();
+  EXPECT_EQ(s.message().find("resume the job from it"), std::string::npos) << s.ToString();
+  // A damaged WAL keeps the store's words and gets the same commands.
+  const Status wal = ClassifyStoreCorruption(
+      "/d", Status::Corruption("the store in /d is corrupt (Corruption: checksum mismatch in "
+                               "/d/000009.log): a write-ahead log is damaged before its end. "
+                               "Way out: restore"));
+  EXPECT_NE(wal.message().find("a write-ahead log is damaged before its end"), std::string::npos);
+  EXPECT_EQ(wal.message().find("write-ahead log /d/"), std::string::npos) << "named by RocksDB";
+  EXPECT_NE(wal.message().find("pacectl checkpoint restore"), std::string::npos) << wal.ToString();
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ class SubscriptionRegistry {
   // it. A row changed since the last PlanPush only by one subscriber's own
   // batches is not pushed to that subscriber: its cache already holds its
   // own updates (read-my-writes), so the value would be exactly what it has.
-  // (In a one-process job nothing is pushed back at all.)
+  // (In a one-process job nothing is pushed back at all, and with a single
+  // subscriber its own marks are not even recorded.)
   void MarkDirty(const RowKey& key, SubscriberId writer = kNoWriter);
   // Returns what to push for the changes since the last call and clears the
   // dirty set.

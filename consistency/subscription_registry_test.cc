@@ -78,6 +78,25 @@ TEST(SubscriptionRegistryTest, OwnChangesAreNotPushedBackToTheWriter) {
   EXPECT_TRUE(RowsFor(plan, 2).empty());
 }
 
+TEST(SubscriptionRegistryTest, TheOnlySubscribersOwnChangesAreNotRecorded) {
+  SubscriptionRegistry reg;
+  reg.Subscribe(1, 7, {10, 11, 12});
+  reg.MarkDirty({7, 10}, 1);  // the only subscriber's own change: nothing to push
+  reg.MarkDirty({7, 11}, 1);
+  reg.MarkDirty({7, 11}, 3);  // another writer (no subscriber): 1 gets the row
+  reg.MarkDirty({7, 12}, 3);
+  reg.MarkDirty({7, 12}, 1);  // its own change after another's: still pushed
+  EXPECT_EQ(reg.num_dirty(), 2u);
+  PushPlan plan = reg.PlanPush();
+  EXPECT_EQ(RowsFor(plan, 1), (std::vector<RowKey>{{7, 11}, {7, 12}}));
+  // A second subscriber: the first one's changes are recorded again.
+  reg.Subscribe(2, 7, {10});
+  reg.MarkDirty({7, 10}, 1);
+  plan = reg.PlanPush();
+  EXPECT_EQ(RowsFor(plan, 2), (std::vector<RowKey>{{7, 10}}));
+  EXPECT_TRUE(RowsFor(plan, 1).empty());
+}
+
 TEST(SubscriptionRegistryTest, UnsubscribedRowsAreNoLongerPlanned) {
   SubscriptionRegistry reg;
   reg.Subscribe(1, 1, {1, 2});

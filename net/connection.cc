@@ -151,8 +151,11 @@ bool Connection::Enqueue(EncodedFrame frame, bool force, Status* error) {
   queue_.push_back(std::move(frame));
   queued_bytes_ += size;
   if (counters_ != nullptr) {
-    counters_->queued_bytes.fetch_add(size, std::memory_order_relaxed);
+    const size_t total = counters_->queued_bytes.fetch_add(size, std::memory_order_relaxed) + size;
     RaiseTo(&counters_->peak_write_queue_bytes, queued_bytes_);
+    if (total > ConnectionCounters::kTrimAfterBytes) {
+      counters_->trim_due.store(true, std::memory_order_relaxed);
+    }
   }
   if (!write_pending_) {
     write_pending_ = true;
@@ -195,6 +198,27 @@ void Connection::Abort(const Status& reason) {
   }
   asio::post(strand_, [self = shared_from_this(), reason] {
     self->Guarded("Abort", [&] { self->FinalClose(reason); });
+  });
+}
+
+void Connection::AbortWithError(const Status& reason) {
+  abort_requested_.store(true);
+  {
+    MutexLock lock(&mu_);
+    accepting_ = false;
+  }
+  asio::post(strand_, [self = shared_from_this(), reason] {
+    self->Guarded("AbortWithError", [&] {
+      if (self->phase_ == Phase::kOpen && self->writing_.empty() && self->queued_bytes() == 0) {
+        std::string frame;
+        if (EncodeFrame(Error{0, reason.code(), reason.message()}, &frame).ok()) {
+          error_code ec;
+          self->socket_.non_blocking(true, ec);
+          if (!ec) self->socket_.write_some(asio::buffer(frame), ec);
+        }
+      }
+      self->FinalClose(reason);
+    });
   });
 }
 

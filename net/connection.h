@@ -75,6 +75,10 @@ class ConnectionCounters {
   std::atomic<uint64_t> stalls{0};      // closed by frame_stall_timeout_ms or idle_timeout_ms
   std::atomic<size_t> queued_bytes{0};  // current total
   std::atomic<size_t> peak_write_queue_bytes{0};  // max over connections
+  // Set when queued_bytes passed kTrimAfterBytes; the owner hands the freed
+  // memory back to the system once the queues drained (net/server.cc).
+  std::atomic<bool> trim_due{false};
+  static constexpr size_t kTrimAfterBytes = size_t{32} << 20;
 
   void AddLive();
   void RemoveLive();
@@ -124,12 +128,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Thread-safe. Closes at once; queued frames are dropped.
   void Abort(const Status& reason);
+  // Thread-safe. As Abort, but first tries one non-blocking write of
+  // Error{reason} if nothing else was queued, so that the peer learns why
+  // (no linger: the descriptor is freed at once).
+  void AbortWithError(const Status& reason);
 
   uint64_t id() const { return id_; }
   // "ip:port" of the peer, for logs.
   const std::string& peer() const { return peer_; }
   // Bytes queued for sending (including the write in flight).
   size_t queued_bytes() const;
+  // The same over every connection sharing its counters (this one's alone
+  // without counters).
+  size_t transport_queued_bytes() const {
+    return counters_ != nullptr ? counters_->queued_bytes.load(std::memory_order_relaxed)
+                                : queued_bytes();
+  }
 
  private:
   enum class Phase { kOpen, kClosing, kClosed };

@@ -1,6 +1,7 @@
 #include "net/server.h"
 
 #include <glog/logging.h>
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <future>
+#include <map>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -99,6 +101,14 @@ class ServerSession : public Session {
   uint64_t id() const override { return id_; }
   const Hello& hello() const override { return hello_; }
   std::string peer() const override { return peer_; }
+  size_t queued_bytes() const override {
+    std::shared_ptr<Connection> conn = conn_.lock();
+    return conn == nullptr ? 0 : conn->queued_bytes();
+  }
+  size_t transport_queued_bytes() const override {
+    std::shared_ptr<Connection> conn = conn_.lock();
+    return conn == nullptr ? 0 : conn->transport_queued_bytes();
+  }
 
   void Send(Message m) override {
     std::shared_ptr<Connection> conn = conn_.lock();
@@ -136,7 +146,8 @@ class Server::Impl {
         token_(options_.token),
         accept_strand_(asio::make_strand(io_)),
         acceptor_(io_),
-        retry_timer_(accept_strand_) {}
+        retry_timer_(accept_strand_),
+        trim_timer_(accept_strand_) {}
 
   Status Listen();
   Status Start(ServiceHandler* handler);
@@ -154,15 +165,26 @@ class Server::Impl {
     uint64_t conn_id;
     std::weak_ptr<Connection> conn;
     std::shared_ptr<Session> session;  // set once the handshake succeeded
-    bool handshaking = true;           // counted in handshaking_
+    bool handshaking = true;           // its handshake is not over (see handshaking_)
   };
 
   void DoAccept();
+  // Every second: once the send queues drained after holding more than
+  // ConnectionCounters::kTrimAfterBytes, hands the freed heap back to the
+  // system (malloc_trim), so a flood of replies does not leave the process
+  // holding its peak. On accept_strand_.
+  void ScheduleTrim();
   void OnAccept(const error_code& ec, tcp::socket socket);
-  // Why a new connection must be refused now, or OK. On accept_strand_.
-  Status AdmissionCheck(bool* handshake_cap);
+  // Whether a new connection may be served: OK, possibly with *shed set to
+  // the connection that has waited longest for its Hello, to be closed in its
+  // place with *shed_reason; or why it must be refused (only when every open
+  // connection is a session). On accept_strand_.
+  Status AdmissionCheck(std::shared_ptr<Connection>* shed, Status* shed_reason);
+  void Shed(const std::shared_ptr<Connection>& conn, const Status& why);
   void RefuseConnection(tcp::socket socket, const Status& why);
-  void EndHandshake(Peer* peer);
+  // Ends the handshake of `peer`; false if it was over or the connection was
+  // shed (it is being closed).
+  bool EndHandshake(Peer* peer);
   void OnPeerMessage(Peer* peer, Message m);
   void Refuse(Peer* peer, Connection* conn, const Status& why);
   void OnPeerClosed(Peer* peer, const Status& reason);
@@ -180,6 +202,7 @@ class Server::Impl {
   asio::strand<asio::io_context::executor_type> accept_strand_;
   tcp::acceptor acceptor_;          // used only on accept_strand_
   asio::steady_timer retry_timer_;  // owned by accept_strand_
+  asio::steady_timer trim_timer_;   // owned by accept_strand_
   std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   internal::ConnectionCounters counters_;
@@ -189,17 +212,20 @@ class Server::Impl {
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> sessions_active_{0};
   std::atomic<uint64_t> refused_{0};
-  std::atomic<int> handshaking_{0};  // accepted connections whose handshake is not over
   std::atomic<uint64_t> handshake_timeouts_{0};
   std::atomic<uint64_t> connections_refused_{0};
-  std::atomic<uint64_t> handshaking_refused_{0};
+  std::atomic<uint64_t> handshakes_shed_{0};
   LogThrottle refuse_log_;
+  LogThrottle shed_log_;
   LogThrottle handshake_timeout_log_;
 
   mutable Mutex mu_;
   bool started_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
   std::unordered_map<uint64_t, std::shared_ptr<Connection>> conns_ GUARDED_BY(mu_);
+  // Accepted connections whose handshake is not over, oldest (lowest id)
+  // first: the first one is shed when a new connection needs its slot.
+  std::map<uint64_t, std::weak_ptr<Connection>> handshaking_ GUARDED_BY(mu_);
 };
 
 Status Server::Impl::Listen() {
@@ -301,7 +327,10 @@ Status Server::Impl::Start(ServiceHandler* handler) {
   }
   work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
       io_.get_executor());
-  asio::post(accept_strand_, [this] { DoAccept(); });
+  asio::post(accept_strand_, [this] {
+    DoAccept();
+    ScheduleTrim();
+  });
   for (int i = 0; i < options_.io_threads; ++i) {
     threads_.emplace_back([this] {
       MarkTransportThread();  // the store refuses RocksDB calls on this thread
@@ -330,6 +359,20 @@ Status Server::Impl::Start(ServiceHandler* handler) {
   return Status::OK();
 }
 
+void Server::Impl::ScheduleTrim() {
+  trim_timer_.expires_after(std::chrono::seconds(1));
+  trim_timer_.async_wait([this](const error_code& ec) {
+    if (ec || !acceptor_.is_open()) return;
+    if (counters_.queued_bytes.load(std::memory_order_relaxed) < (size_t{1} << 20) &&
+        counters_.trim_due.exchange(false, std::memory_order_relaxed)) {
+#if defined(__GLIBC__)
+      malloc_trim(0);
+#endif
+    }
+    ScheduleTrim();
+  });
+}
+
 void Server::Impl::DoAccept() {
   acceptor_.async_accept(asio::bind_executor(
       accept_strand_,
@@ -348,16 +391,16 @@ void Server::Impl::OnAccept(const error_code& ec, tcp::socket socket) {
     return;
   }
   accepted_.fetch_add(1, std::memory_order_relaxed);
-  bool handshake_cap = false;
-  Status admit = AdmissionCheck(&handshake_cap);
+  std::shared_ptr<Connection> shed;
+  Status shed_reason;
+  Status admit = AdmissionCheck(&shed, &shed_reason);
   if (!admit.ok()) {
-    (handshake_cap ? handshaking_refused_ : connections_refused_)
-        .fetch_add(1, std::memory_order_relaxed);
+    connections_refused_.fetch_add(1, std::memory_order_relaxed);
     RefuseConnection(std::move(socket), admit);
     DoAccept();
     return;
   }
-  handshaking_.fetch_add(1, std::memory_order_relaxed);
+  if (shed != nullptr) Shed(shed, shed_reason);
   internal::ConnectionOptions copts;
   copts.max_frame_bytes = options_.max_frame_bytes;
   copts.pause_reading_bytes = options_.max_write_queue_bytes;
@@ -373,11 +416,9 @@ void Server::Impl::OnAccept(const error_code& ec, tcp::socket socket) {
     // Registered before Start, so that its on_close (which unregisters it)
     // cannot run first.
     MutexLock lock(&mu_);
-    if (stopping_) {
-      handshaking_.fetch_sub(1, std::memory_order_relaxed);
-      return;  // dropping `conn` closes the socket
-    }
+    if (stopping_) return;  // dropping `conn` closes the socket
     conns_.emplace(conn->id(), conn);
+    handshaking_.emplace(conn->id(), conn);
   }
   auto peer = std::make_shared<Peer>(Peer{this, conn->id(), conn, nullptr, true});
   VLOG(1) << "connection " << conn->id() << " from " << conn->peer();
@@ -386,28 +427,53 @@ void Server::Impl::OnAccept(const error_code& ec, tcp::socket socket) {
   DoAccept();
 }
 
-Status Server::Impl::AdmissionCheck(bool* handshake_cap) {
+Status Server::Impl::AdmissionCheck(std::shared_ptr<Connection>* shed, Status* shed_reason) {
   // live() counts connections until they are destroyed (also while they
   // linger after an Error): exactly the ones holding a descriptor.
   const int open = counters_.live();
-  if (limits_.max_connections > 0 && open >= limits_.max_connections) {
-    return Status::ResourceExhausted(
-        "too many connections: " + std::to_string(open) + " open, at most " +
-        std::to_string(limits_.max_connections) +
-        (limits_.max_connections < options_.max_connections || options_.max_connections == 0
-             ? " (open-file limit " + std::to_string(limits_.fd_soft_limit) + " minus " +
-                   std::to_string(options_.reserved_fds) + " reserved)"
-             : std::string()));
+  const bool over_total = limits_.max_connections > 0 && open >= limits_.max_connections;
+  const std::string total_cap =
+      "too many connections: " + std::to_string(open) + " open, at most " +
+      std::to_string(limits_.max_connections) +
+      (limits_.max_connections < options_.max_connections || options_.max_connections == 0
+           ? " (open-file limit " + std::to_string(limits_.fd_soft_limit) + " minus " +
+                 std::to_string(options_.reserved_fds) + " reserved)"
+           : std::string());
+  MutexLock lock(&mu_);
+  const int handshaking = static_cast<int>(handshaking_.size());
+  const bool over_handshaking =
+      limits_.max_handshaking_connections > 0 && handshaking >= limits_.max_handshaking_connections;
+  if (!over_total && !over_handshaking) return Status::OK();
+  // Peers that never send a Hello must not keep a client out: the one that
+  // waited longest gives its slot to the new connection, so a client that
+  // sends its Hello at once always gets in, however many peers stay silent.
+  while (!handshaking_.empty()) {
+    auto oldest = handshaking_.begin();
+    *shed = oldest->second.lock();
+    handshaking_.erase(oldest);
+    if (*shed == nullptr) continue;  // closing already; its slot frees soon
+    *shed_reason = Status::ResourceExhausted(
+        (over_total
+             ? total_cap
+             : "too many connections before their handshake: " + std::to_string(handshaking) +
+                   ", at most " + std::to_string(limits_.max_handshaking_connections)) +
+        "; closed this one, the one that waited longest for its Hello, to make room");
+    return Status::OK();
   }
-  const int handshaking = handshaking_.load(std::memory_order_relaxed);
-  if (limits_.max_handshaking_connections > 0 &&
-      handshaking >= limits_.max_handshaking_connections) {
-    *handshake_cap = true;
-    return Status::ResourceExhausted(
-        "too many connections before their handshake: " + std::to_string(handshaking) +
-        ", at most " + std::to_string(limits_.max_handshaking_connections));
+  if (!over_total) return Status::OK();
+  return Status::ResourceExhausted(total_cap);
+}
+
+// Closes a connection at once (no linger: a silent peer would hold its
+// descriptor for linger_ms), after a best-effort Error{why}.
+void Server::Impl::Shed(const std::shared_ptr<Connection>& conn, const Status& why) {
+  handshakes_shed_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t held_back = 0;
+  if (shed_log_.Allow(&held_back)) {
+    LOG(WARNING) << "closed connection " << conn->id() << " from " << conn->peer() << ": "
+                 << why.message() << HeldBack(held_back);
   }
-  return Status::OK();
+  conn->AbortWithError(why);
 }
 
 // Best effort: one non-blocking write of Error{why} (it fits any socket
@@ -433,10 +499,11 @@ void Server::Impl::RefuseConnection(tcp::socket socket, const Status& why) {
 
 // The handshake of `peer` is over (a session began, or it was refused or
 // closed): it no longer counts against max_handshaking_connections.
-void Server::Impl::EndHandshake(Peer* peer) {
-  if (!peer->handshaking) return;
+bool Server::Impl::EndHandshake(Peer* peer) {
+  if (!peer->handshaking) return false;
   peer->handshaking = false;
-  handshaking_.fetch_sub(1, std::memory_order_relaxed);
+  MutexLock lock(&mu_);
+  return handshaking_.erase(peer->conn_id) == 1;
 }
 
 void Server::Impl::Refuse(Peer* peer, Connection* conn, const Status& why) {
@@ -457,6 +524,9 @@ void Server::Impl::OnPeerMessage(Peer* peer, Message m) {
     handler_->OnMessage(peer->session, std::move(m));
     return;
   }
+  // The first frame decides the handshake either way; a connection shed
+  // meanwhile is being closed and gets no answer.
+  if (!EndHandshake(peer)) return;
   auto* hello = std::get_if<Hello>(&m);
   if (hello == nullptr) {
     Refuse(peer, conn.get(),
@@ -499,7 +569,6 @@ void Server::Impl::OnPeerMessage(Peer* peer, Message m) {
   peer->session = std::make_shared<ServerSession>(g_next_session_id.fetch_add(1), std::move(*hello),
                                                   peer->conn, conn->peer());
   sessions_active_.fetch_add(1, std::memory_order_relaxed);
-  EndHandshake(peer);
   LOG(INFO) << "client " << peer->session->hello().client_id << " connected from " << conn->peer()
             << " (session " << peer->session->id() << ")";
   handler_->OnConnect(peer->session);
@@ -545,6 +614,7 @@ void Server::Impl::Stop() {
     error_code ignored;
     acceptor_.close(ignored);
     retry_timer_.cancel();
+    trim_timer_.cancel();
     acceptor_closed.set_value();
   });
   acceptor_closed.get_future().wait();
@@ -570,7 +640,7 @@ ServerStats Server::Impl::stats() const {
   s.handshakes_refused = refused_.load(std::memory_order_relaxed);
   s.handshakes_timed_out = handshake_timeouts_.load(std::memory_order_relaxed);
   s.connections_refused = connections_refused_.load(std::memory_order_relaxed);
-  s.handshaking_refused = handshaking_refused_.load(std::memory_order_relaxed);
+  s.handshakes_shed = handshakes_shed_.load(std::memory_order_relaxed);
   s.sessions_timed_out = counters_.stalls.load(std::memory_order_relaxed);
   s.bad_frames = counters_.bad_frames.load(std::memory_order_relaxed);
   s.read_pauses = counters_.read_pauses.load(std::memory_order_relaxed);

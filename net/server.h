@@ -2,6 +2,11 @@
 // hands authenticated sessions and their messages to a ServiceHandler
 // (net/session.h). Protocol: docs/wire-protocol.md.
 //
+// Admission: a new connection is always accepted while some open connection
+// has not sent its Hello yet; the one that waited longest is closed to make
+// room (see ServerOptions::max_connections). So silent peers cannot lock
+// clients out.
+//
 // Per connection: the first frame must be Hello with wire_version ==
 // kWireVersion (else Error{Incompatible}) and the job token (compared in
 // constant time; else Error{PermissionDenied}); then OnHello decides, a
@@ -74,15 +79,21 @@ struct ServerOptions {
   // --- Connection limits (every refusal is logged with its reason, at most
   // one line per second per reason with a count of the rest).
   //
-  // Connections open at once, handshaking or in session. One more is accepted
-  // and at once closed after Error{ResourceExhausted}. The cap actually used
-  // is also at most the soft RLIMIT_NOFILE minus reserved_fds, so the
-  // connections can never take the file descriptors the store needs.
-  // 0: only that fd budget. Default: 4096.
+  // Connections open at once, handshaking or in session. The cap actually
+  // used is also at most the soft RLIMIT_NOFILE minus reserved_fds, so the
+  // connections can never take the file descriptors the store needs. At the
+  // cap a new connection takes the slot of the connection that has waited
+  // longest for its Hello (that one is sent Error{ResourceExhausted} and
+  // closed at once); only when every open connection is a session is the new
+  // one closed after Error{ResourceExhausted}. 0: only that fd budget.
+  // Default: 4096.
   int max_connections = 4096;
-  // Connections that have not completed their Hello; more are refused the same
-  // way (peers that connect and stay silent cannot fill the fd budget; each
-  // is closed after handshake_timeout_ms). 0: no separate cap. Default: 256.
+  // Connections that have not completed their Hello. At the cap a new
+  // connection takes the slot of the one that has waited longest, as above:
+  // peers that connect and stay silent can neither fill the fd budget nor
+  // keep a client that sends its Hello at once out, however fast they
+  // re-open. Each is also closed after handshake_timeout_ms. 0: no separate
+  // cap. Default: 256.
   int max_handshaking_connections = 256;
   // File descriptors kept out of the connection budget for the rest of the
   // process (RocksDB's WAL, SST and MANIFEST files, logs). Default: 256.
@@ -120,8 +131,8 @@ struct ServerStats {
   uint64_t sessions_active = 0;       // handshake done, not yet disconnected
   uint64_t handshakes_refused = 0;    // bad version, token, first frame, OnHello
   uint64_t handshakes_timed_out = 0;  // no complete Hello within handshake_timeout_ms
-  uint64_t connections_refused = 0;   // over max_connections or the fd budget
-  uint64_t handshaking_refused = 0;   // over max_handshaking_connections
+  uint64_t connections_refused = 0;   // over max_connections or the fd budget, all in session
+  uint64_t handshakes_shed = 0;       // closed before their Hello to make room for a new one
   uint64_t sessions_timed_out = 0;    // stalled mid-frame or idle (frame_stall / idle timeouts)
   uint64_t bad_frames = 0;            // size, verification or decoding failures
   uint64_t read_pauses = 0;           // times a session stopped reading (back-pressure)

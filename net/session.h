@@ -6,6 +6,7 @@
 #ifndef PACE_NET_SESSION_H_
 #define PACE_NET_SESSION_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +28,10 @@ class Session {
   // Where the peer connects from ("host:port"), for messages; empty if the
   // transport has no address (in-process).
   virtual std::string peer() const { return std::string(); }
+  // Bytes queued for sending to this peer, and over every session of its
+  // transport; 0 where the transport queues nothing (in-process).
+  virtual size_t queued_bytes() const { return 0; }
+  virtual size_t transport_queued_bytes() const { return 0; }
   // Queues `m` for delivery. Never blocks on the network.
   virtual void Send(Message m) = 0;
   // Sends an Error (if `reason` is not OK) and closes the session.

@@ -80,6 +80,14 @@ const CounterInfo kCounters[] = {
      "clock log records replayed at open or after a failed write"},
     {"rocksdb_write_bytes", "pace_shard_rocksdb_write_bytes_total", "counter",
      "bytes of WriteBatches written through RocksDB's WAL by group commits"},
+    // Periodic checkpoints (--checkpoint_every, --checkpoint_keep).
+    {"checkpoints", "pace_shard_checkpoints", "gauge", "periodic checkpoints kept"},
+    {"checkpoint_bytes", "pace_shard_checkpoint_bytes", "gauge",
+     "bytes of the kept checkpoints' files (SSTs shared by hard links counted in each)"},
+    {"checkpoint_exclusive_bytes", "pace_shard_checkpoint_exclusive_bytes", "gauge",
+     "bytes of the kept checkpoints' files no other link shares: what deleting them frees"},
+    {"last_checkpoint_clock", "pace_shard_last_checkpoint_clock", "gauge",
+     "shard clock of the newest periodic checkpoint (0: none yet)"},
 };
 
 std::string SanitizeName(const std::string& s) {

@@ -65,13 +65,21 @@ DEFINE_uint32(row_cache_mb, 512,
 DEFINE_bool(clock_log, true,
             "write each group commit as one clock log record and write rows back in bulk; "
             "false: write every changed row to RocksDB per group (the earlier write path)");
+DEFINE_bool(allow_damaged_store, false,
+            "serve a store whose SST checksums fail at start (logged) instead of refusing it "
+            "with exit 2");
 DEFINE_uint32(max_frame_mb, 64, "largest accepted frame, MiB");
+DEFINE_uint32(max_read_replies_mb, 128,
+              "Read replies held at once over all sessions (being read or queued for sending), "
+              "MiB; beyond it a session with replies outstanding is told to retry; 0: no cap");
 DEFINE_int32(io_threads, 2, "network I/O threads");
 DEFINE_int32(max_connections, 4096,
-             "connections open at once; more are refused (also capped by the open-file "
-             "limit minus --reserved_fds); 0: only that cap");
+             "connections open at once (also capped by the open-file limit minus "
+             "--reserved_fds; at the cap the one waiting longest for its Hello is closed, and "
+             "a new one is refused only when all are sessions); 0: only that cap");
 DEFINE_int32(max_handshaking_connections, 256,
-             "connections that have not sent their Hello yet; more are refused; 0: no cap");
+             "connections that have not sent their Hello yet; at the cap the one waiting "
+             "longest is closed to make room; 0: no cap");
 DEFINE_int32(reserved_fds, 256,
              "file descriptors kept free of connections for RocksDB's files and logs");
 DEFINE_int32(handshake_timeout_ms, 10000, "close a connection that sends no Hello within this");
@@ -148,6 +156,8 @@ Status LoadToken(std::string* token, std::string* path) {
               << " (mode 0600): clients need --token_file=" << *path;
     return Status::OK();
   }
+  // A token found in the data dir must be this user's own.
+  RETURN_IF_ERROR(CheckOwnTokenFile(*path));
   struct stat st;
   if (stat(path->c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
     LOG(WARNING) << "the job token " << *path << " is readable by other users (mode " << std::oct
@@ -161,6 +171,22 @@ std::string LimitsText(const net::ConnectionLimits& l) {
   auto count = [](int n, const char* none) { return n > 0 ? std::to_string(n) : none; };
   return "at most " + count(l.max_connections, "unlimited") + " connections (" +
          count(l.max_handshaking_connections, "any number") + " before their handshake)";
+}
+
+// When the store in --data_dir was created for another number of shards: the
+// one line that says so and names the re-shard command. "" otherwise.
+std::string ShardCountMismatch() {
+  std::unique_ptr<ShardStore> store;
+  if (!ShardStore::OpenForInspection(FLAGS_data_dir, 1, &store).ok()) return "";
+  const ShardIdentity& id = store->identity();
+  if (id.num_shards == FLAGS_num_shards) return "";
+  const std::string m = std::to_string(FLAGS_num_shards);
+  return "paced: cannot open --data_dir=" + FLAGS_data_dir + ": the store holds shard " +
+         std::to_string(id.shard_id) + " of a job of " + std::to_string(id.num_shards) +
+         " shards, not of " + m + ": the number of shards changes only offline, from a " +
+         "checkpoint of every shard at one clock: pacectl checkpoint restore CKPT0,CKPT1,... " +
+         "--num_shards=" + m + " --out=DIR, then start paced on DIR/shard-K " +
+         "(docs/operations.md, \"Restore onto another cluster\")\n";
 }
 
 int Run() {
@@ -202,6 +228,8 @@ int Run() {
   options.data_dir = FLAGS_data_dir;
   options.holdback_warn_ms = FLAGS_holdback_warn_ms;
   options.max_reply_bytes = size_t{FLAGS_max_frame_mb} << 20;
+  options.allow_damaged_store = FLAGS_allow_damaged_store;
+  options.max_read_reply_bytes_total = size_t{FLAGS_max_read_replies_mb} << 20;
   options.store.shard_id = FLAGS_shard;
   options.store.num_shards = FLAGS_num_shards;
   options.store.num_clients = FLAGS_num_clients;
@@ -278,8 +306,15 @@ int Run() {
   // Damage is named by the file it is in (an SST, the MANIFEST or CURRENT, a
   // write-ahead log).
   s = CheckCurrentFile(FLAGS_data_dir);
-  if (s.ok()) s = ClassifyStoreCorruption(FLAGS_data_dir, ShardService::Open(options, &service));
+  if (s.ok()) s = ShardService::Open(options, &service);
+  s = ClassifyStoreCorruption(FLAGS_data_dir, s);
   if (!s.ok()) {
+    const std::string mismatch =
+        s.code() == StatusCode::kInvalidArgument ? ShardCountMismatch() : std::string();
+    if (!mismatch.empty()) {
+      std::fputs(mismatch.c_str(), stderr);
+      return 1;
+    }
     std::string hint;
     const std::string& m = s.message();
     if (m.find("No space left on device") != std::string::npos) {
@@ -292,17 +327,19 @@ int Run() {
       hint =
           " (a store keeps the job it was created for: start paced without --job, or with "
           "that job, or on another --data_dir)";
+    } else if (m.rfind("refusing to serve a damaged store", 0) == 0) {
+      hint = " (--allow_damaged_store serves it anyway)";
     }
     std::fprintf(stderr, "paced: cannot open --data_dir=%s: %s%s\n", FLAGS_data_dir.c_str(),
                  s.ToString().c_str(), hint.c_str());
-    return 1;
+    return s.code() == StatusCode::kCorruption ? 2 : 1;
   }
   if (!FLAGS_insecure && FLAGS_token_file.empty()) {
     std::string token;
     s = LoadToken(&token, &token_path);
     if (s.ok()) s = server.SetToken(std::move(token));
     if (!s.ok()) {
-      std::fprintf(stderr, "paced: cannot create the job token in --data_dir=%s: %s\n",
+      std::fprintf(stderr, "paced: cannot use the job token of --data_dir=%s: %s\n",
                    FLAGS_data_dir.c_str(), s.ToString().c_str());
       return 1;
     }
@@ -388,12 +425,14 @@ int main(int argc, char** argv) {
       "      [--token_file=F | --insecure] [--sync]";
   info.groups = {
       {"store",
-       {"data_dir", "sync", "clock_log", "checkpoint_every", "checkpoint_dir", "checkpoint_keep"}},
+       {"data_dir", "sync", "clock_log", "checkpoint_every", "checkpoint_dir", "checkpoint_keep",
+        "allow_damaged_store"}},
       {"cluster",
        {"listen", "shard", "num_shards", "num_clients", "job", "token_file", "insecure",
         "insecure_remote", "holdback_warn_ms"}},
       {"memory",
-       {"memory_mb", "block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb"}},
+       {"memory_mb", "block_cache_mb", "write_buffer_mb", "row_cache_mb", "max_frame_mb",
+        "max_read_replies_mb"}},
       {"threads", {"io_threads"}},
       {"connections",
        {"max_connections", "max_handshaking_connections", "reserved_fds", "handshake_timeout_ms",

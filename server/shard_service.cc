@@ -13,6 +13,8 @@
 #include <utility>
 #include <variant>
 
+#include "common/import_marker.h"
+#include "common/store_damage.h"
 #include "server/engine_adapters.h"
 
 namespace pace {
@@ -54,8 +56,19 @@ std::vector<uint32_t> PartsFor(const ShardStore& store, uint32_t num_clients) {
 Status ShardService::Open(const ShardServiceOptions& options,
                           std::unique_ptr<ShardService>* service) {
   if (options.data_dir.empty()) return Status::InvalidArgument("ShardService: empty data_dir");
+  RETURN_IF_ERROR(CheckImportComplete(options.data_dir));
   std::unique_ptr<ShardStore> store;
   RETURN_IF_ERROR(ShardStore::Open(options.store, options.data_dir, &store));
+  if (options.verify_checksums) {
+    Status damage = ClassifyStoreCorruption(options.data_dir, store->VerifyChecksums());
+    if (!damage.ok() &&
+        (!(damage.code() == StatusCode::kCorruption) || !options.allow_damaged_store)) {
+      return (damage.code() == StatusCode::kCorruption)
+                 ? Status::Corruption("refusing to serve a damaged store: " + damage.message())
+                 : damage;
+    }
+    if (!damage.ok()) LOG(WARNING) << "serving a damaged store, as told: " << damage.message();
+  }
   return Open(options, std::move(store), service);
 }
 
@@ -425,6 +438,35 @@ void ShardService::SendError(const SessionPtr& s, uint64_t req_id, const Status&
   s->Send(net::Error{req_id, st.code(), st.message(), retriable});
 }
 
+Status ShardService::ReserveReadReply(const net::Session& s, uint64_t bytes) {
+  const uint64_t cap = options_.max_read_reply_bytes_total;
+  const uint64_t queued = s.transport_queued_bytes();
+  std::lock_guard<std::mutex> l(reply_mu_);
+  uint64_t& mine = reply_bytes_by_session_[s.id()];
+  if (cap > 0 && reply_bytes_pending_ + queued + bytes > cap &&
+      (mine > 0 || s.queued_bytes() > 0)) {
+    if (mine == 0) reply_bytes_by_session_.erase(s.id());
+    return Status::ResourceExhausted(
+        "too many Read replies waiting on this shard: " + std::to_string(reply_bytes_pending_) +
+        " bytes being read and " + std::to_string(queued) + " queued for sending, at most " +
+        std::to_string(cap) +
+        " (paced --max_read_replies_mb); retry once this session has "
+        "read its replies");
+  }
+  mine += bytes;
+  reply_bytes_pending_ += bytes;
+  return Status::OK();
+}
+
+void ShardService::ReleaseReadReply(const net::Session& s, uint64_t bytes) {
+  std::lock_guard<std::mutex> l(reply_mu_);
+  reply_bytes_pending_ -= bytes;
+  auto it = reply_bytes_by_session_.find(s.id());
+  if (it == reply_bytes_by_session_.end()) return;
+  it->second -= bytes;
+  if (it->second == 0) reply_bytes_by_session_.erase(it);
+}
+
 // --- Catalog -------------------------------------------------------------------
 
 void ShardService::HandleCreateTable(const SessionPtr& s, const net::CreateTable& m) {
@@ -535,6 +577,8 @@ net::StatsReply ShardService::Stats() const {
   net::StatsReply r;
   r.shard_id = shard_id_;
   auto load = [](const std::atomic<int64_t>& v) { return v.load(std::memory_order_relaxed); };
+  // Before mu_: MaybeCheckpoint holds checkpoint_mu_ while it reads the clock.
+  const CheckpointStats cp = checkpoint_stats();
   std::lock_guard<std::mutex> lock(mu_);
   const ShardEngineCounters& e = engine_.counters();
   r.counters = {{"batches_applied", load(counters_.batches_applied)},
@@ -596,6 +640,11 @@ net::StatsReply ShardService::Stats() const {
                           static_cast<int64_t>(engine_.subscriptions().num_subscribers()));
   r.counters.emplace_back("subscriptions",
                           static_cast<int64_t>(engine_.subscriptions().num_subscriptions()));
+  r.counters.emplace_back("checkpoints", cp.count);
+  r.counters.emplace_back("checkpoint_bytes", static_cast<int64_t>(cp.usage.bytes));
+  r.counters.emplace_back("checkpoint_exclusive_bytes",
+                          static_cast<int64_t>(cp.usage.exclusive_bytes));
+  r.counters.emplace_back("last_checkpoint_clock", cp.last_clock);
   return r;
 }
 
@@ -669,8 +718,15 @@ StatusOr<std::string> ShardService::MaybeCheckpoint() {
   // directory that cannot be listed keeps its checkpoints, never aborts.
   std::vector<std::string> names;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().rfind("clock-", 0) == 0)
-      names.push_back(it->path().string());
+    const std::string name = it->path().filename().string();
+    if (name.rfind("clock-", 0) != 0) continue;
+    if (IsCheckpointStagingName(name)) {
+      // A checkpoint whose writer was killed (none is being written now).
+      std::error_code rm_ec;
+      std::filesystem::remove_all(it->path(), rm_ec);
+      continue;
+    }
+    names.push_back(it->path().string());
   }
   if (ec) {
     LOG(WARNING) << "shard " << shard_id_ << ": cannot list " << dir
@@ -680,7 +736,22 @@ StatusOr<std::string> ShardService::MaybeCheckpoint() {
   std::sort(names.begin(), names.end());
   const size_t keep = static_cast<size_t>(options_.checkpoint_keep);
   for (size_t i = 0; i + keep < names.size(); ++i) std::filesystem::remove_all(names[i], ec);
+  CheckpointStats stats;
+  stats.last_clock = due;
+  for (size_t i = names.size() > keep ? names.size() - keep : 0; i < names.size(); ++i) {
+    CheckpointUsage u;
+    if (!CheckpointDiskUsage(names[i], &u).ok()) continue;
+    ++stats.count;
+    stats.usage.bytes += u.bytes;
+    stats.usage.exclusive_bytes += u.exclusive_bytes;
+  }
+  checkpoint_stats_ = stats;
   return path;
+}
+
+ShardService::CheckpointStats ShardService::checkpoint_stats() const {
+  MutexLock l(&checkpoint_mu_);
+  return checkpoint_stats_;
 }
 
 // --- Holdback warning ------------------------------------------------------------

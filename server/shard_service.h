@@ -70,6 +70,7 @@
 #include "consistency/shard_engine.h"
 #include "net/messages.h"
 #include "net/session.h"
+#include "storage/checkpoint.h"
 #include "storage/shard_store.h"
 
 namespace pace {
@@ -98,6 +99,17 @@ struct ShardServiceOptions {
   // table) is refused with InvalidArgument before any work; the session
   // keeps serving. 0: no check. Default: 64 MiB.
   size_t max_reply_bytes = size_t{64} << 20;
+  // Bytes of Read replies the shard holds at once, over all sessions: the
+  // replies of Reads being answered (estimated from their row count, as
+  // CheckReplyFits does) plus what the transport has queued for sending
+  // (net::Session::transport_queued_bytes). Beyond it a Read of a session
+  // that has a reply of its own pending or queued is refused with a
+  // retriable ResourceExhausted (the client backs off); a session with
+  // nothing outstanding is still served, so a peer that stops reading cannot
+  // lock others out: the total stays under this plus one reply per such
+  // session. Parked Reads answered when the clock advances are not counted
+  // here (their own caps are below). 0: no cap. Default: 128 MiB.
+  size_t max_read_reply_bytes_total = size_t{128} << 20;
   // Bytes parked Reads may hold per session / in total, and rows subscribed
   // per session / in total (ShardEngineOptions); beyond them a Read is refused
   // with ResourceExhausted. Defaults: 64 MiB, 1 GiB, 16M, 64M.
@@ -105,6 +117,15 @@ struct ShardServiceOptions {
   size_t max_parked_read_bytes_total = size_t{1} << 30;
   size_t max_subscriptions_per_session = size_t{16} << 20;
   size_t max_subscriptions_total = size_t{64} << 20;
+  // Open(options, ...) reads every SST file once and checks its block
+  // checksums (ShardStore::VerifyChecksums) before serving: a store with a
+  // checksum error is refused with a Corruption naming the file, pacectl
+  // verify and pacectl checkpoint restore, instead of serving (and training
+  // on) what it can still read. Default: true.
+  bool verify_checksums = true;
+  // With verify_checksums: serve a store whose checksums fail anyway (logged
+  // as a warning). paced: --allow_damaged_store. Default: false.
+  bool allow_damaged_store = false;
   // Refuse Read/Apply rows that ShardOf() places on another shard. Default: true.
   bool check_placement = true;
   // Threads answering Reads that are ready at once (from a consistent view,
@@ -208,6 +229,16 @@ class ShardService : public net::ServiceHandler {
   // the newest checkpoint_keep. Returns its directory, or "" if none was due.
   // The housekeeping thread calls this.
   StatusOr<std::string> MaybeCheckpoint();
+  // The periodic checkpoints kept after the last MaybeCheckpoint that wrote
+  // one: how many, the due clock of the newest and their disk space
+  // (storage/checkpoint.h, CheckpointDiskUsage summed). In Stats() and
+  // /metrics.
+  struct CheckpointStats {
+    int64_t count = 0;
+    Version last_clock = 0;
+    CheckpointUsage usage;
+  };
+  CheckpointStats checkpoint_stats() const;
 
   // Blocks until every message handed to OnMessage before the call has been
   // handled and its replies sent (the writer and readers are idle with empty
@@ -306,6 +337,14 @@ class ShardService : public net::ServiceHandler {
   // InvalidArgument if a reply to a Read of `rows` rows of `schema` could
   // exceed options.max_reply_bytes (shard_service_faults.cc).
   Status CheckReplyFits(const TableSchema& schema, size_t rows) const;
+  // The bytes a ReadReply of `rows` rows of `schema` takes (a sparse row
+  // counted at its least).
+  static uint64_t ReplyBytes(const TableSchema& schema, size_t rows);
+  // Counts `bytes` of a reply `s` is about to get against
+  // options.max_read_reply_bytes_total, or says why not (ResourceExhausted,
+  // retriable). Every OK is matched by one ReleaseReadReply.
+  Status ReserveReadReply(const net::Session& s, uint64_t bytes);
+  void ReleaseReadReply(const net::Session& s, uint64_t bytes);
   // Checks that every row belongs to this shard (if check_placement).
   Status CheckPlacement(uint32_t table, uint64_t row) const;
   // Registers `s` with the engine if the transport never called OnConnect.
@@ -325,6 +364,11 @@ class ShardService : public net::ServiceHandler {
   const uint32_t num_clients_;
 
   Counters counters_;
+
+  // Read replies being answered (ReserveReadReply), in total and by session.
+  std::mutex reply_mu_;
+  uint64_t reply_bytes_pending_ = 0;
+  std::unordered_map<uint64_t, uint64_t> reply_bytes_by_session_;
 
   // Serializes the engine's calls (the writer's bookkeeping after a group,
   // reads being finished, sessions coming and going); guards everything
@@ -362,8 +406,9 @@ class ShardService : public net::ServiceHandler {
   bool stop_housekeeping_ GUARDED_BY(queue_mu_) = false;
   CondVar housekeeping_cv_;
   // The due clock of the last periodic checkpoint written.
-  Mutex checkpoint_mu_;
+  mutable Mutex checkpoint_mu_;
   Version last_checkpoint_ GUARDED_BY(checkpoint_mu_) = 0;
+  CheckpointStats checkpoint_stats_ GUARDED_BY(checkpoint_mu_);
   // The writer's own (no lock): the number of Apply batches in the last group
   // and how long its commit took, for the group-commit wait under sync
   // (WriterLoop).

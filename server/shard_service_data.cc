@@ -56,6 +56,10 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
     Status st = CheckPlacement(m.table, row);
     if (!st.ok()) return SendError(s, m.req_id, st);
   }
+  const uint64_t reply_bytes = ReplyBytes(*schema, m.rows.size());
+  if (Status room = ReserveReadReply(*s, reply_bytes); !room.ok()) {
+    return SendError(s, m.req_id, room, /*retriable=*/true);
+  }
   ReadRequest read;
   read.req_id = m.req_id;
   read.table = m.table;
@@ -66,7 +70,12 @@ void ShardService::HandleRead(const SessionPtr& s, net::Read& m) {
   EnsurePeer(s);
   if (engine_.Read(s->id(), &read) == ShardEngine::ReadAction::kAnswer) {
     // The view a reader thread takes is at least this fresh.
-    PostRead([this, s, read = std::move(read)] { AnswerReadOnReader(s, read); });
+    PostRead([this, s, read = std::move(read), reply_bytes] {
+      AnswerReadOnReader(s, read);
+      ReleaseReadReply(*s, reply_bytes);  // now in the transport's queue, or sent
+    });
+  } else {
+    ReleaseReadReply(*s, reply_bytes);  // parked or refused
   }
 }
 

@@ -29,6 +29,15 @@ namespace {
 
 constexpr int64_t kHeldLogIntervalMs = 30000;
 
+// A row in a ReadReply: its value (a tag byte plus the elements; a sparse row
+// at least its 4-byte count) and about 28 bytes of table, row and
+// FlatBuffers framing.
+constexpr uint64_t kReplyRowOverhead = 28;
+uint64_t RowValueBytes(const TableSchema& schema) {
+  return schema.kind == RowKind::kDense ? 1 + uint64_t{schema.width} * ElementSize(schema.type)
+                                        : 1 + 4;
+}
+
 }  // namespace
 
 void ShardService::HoldGroup(std::vector<std::unique_ptr<PendingApply>>* group) {
@@ -126,18 +135,16 @@ void ShardService::DropBatchesOfClosedSessions(std::vector<std::unique_ptr<Pendi
   counters_.apply_bytes.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
+uint64_t ShardService::ReplyBytes(const TableSchema& schema, size_t rows) {
+  return 64 + uint64_t{rows} * (RowValueBytes(schema) + kReplyRowOverhead);
+}
+
 Status ShardService::CheckReplyFits(const TableSchema& schema, size_t rows) const {
   if (options_.max_reply_bytes == 0) return Status::OK();
-  // A row in a ReadReply: its value (a tag byte plus the elements; a sparse
-  // row at least its 4-byte count) and about 28 bytes of table, row and
-  // FlatBuffers framing.
-  constexpr uint64_t kRowOverhead = 28;
-  const uint64_t value = schema.kind == RowKind::kDense
-                             ? 1 + uint64_t{schema.width} * ElementSize(schema.type)
-                             : 1 + 4;
-  const uint64_t bytes = 64 + uint64_t{rows} * (value + kRowOverhead);
+  const uint64_t bytes = ReplyBytes(schema, rows);
   if (bytes <= options_.max_reply_bytes) return Status::OK();
-  const uint64_t fit = (options_.max_reply_bytes - 64) / (value + kRowOverhead);
+  const uint64_t fit =
+      (options_.max_reply_bytes - 64) / (RowValueBytes(schema) + kReplyRowOverhead);
   return Status::InvalidArgument(
       "Read of " + std::to_string(rows) + " rows of table '" + schema.name +
       "': the reply would be " + (schema.kind == RowKind::kDense ? "" : "at least ") +

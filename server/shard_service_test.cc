@@ -890,6 +890,29 @@ TEST_F(ShardServiceTest, PeriodicCheckpointsAreWrittenAndPruned) {
   CheckpointManifest m;
   ASSERT_TRUE(ShardStore::ReadCheckpointManifest(written[2], &m).ok());
   EXPECT_EQ(m.shard_clock, 6);
+  // Their space, in Stats() (and so in /metrics).
+  const ShardService::CheckpointStats cs = service_->checkpoint_stats();
+  EXPECT_EQ(cs.count, 2);
+  EXPECT_EQ(cs.last_clock, 6);
+  CheckpointUsage u1, u2;
+  ASSERT_TRUE(CheckpointDiskUsage(written[1], &u1).ok());
+  ASSERT_TRUE(CheckpointDiskUsage(written[2], &u2).ok());
+  EXPECT_GT(u1.bytes, 0u);
+  EXPECT_EQ(cs.usage.bytes, u1.bytes + u2.bytes);
+  EXPECT_LE(cs.usage.exclusive_bytes, cs.usage.bytes);
+  int64_t reported = -1;
+  for (const auto& [name, v] : service_->Stats().counters) {
+    if (name == "checkpoint_bytes") reported = v;
+  }
+  EXPECT_EQ(reported, static_cast<int64_t>(cs.usage.bytes));
+  // A checkpoint whose writer was killed is removed by the next pruning.
+  const std::string partial = CheckpointStagingDir(written[2] + "-x");
+  std::filesystem::create_directories(partial);
+  ApplyOk(c0, 7, {Delta(t, 0, 1, 1)});
+  cp = service_->MaybeCheckpoint();
+  ASSERT_TRUE(cp.ok()) << cp.status().ToString();
+  EXPECT_NE(cp->find("clock-000000000008"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(partial));
 }
 
 TEST_F(ShardServiceTest, ConcurrentClientsAdvanceTheClockInOrder) {

@@ -1,6 +1,7 @@
 #include "storage/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@ namespace {
 
 constexpr std::string_view kChecksumPrefix = "checksum=fnv1a64:";
 constexpr size_t kMaxManifestBytes = 64 << 20;
+constexpr const char* kStagingSuffix = ".partial";
 
 uint64_t Fnv1a64(std::string_view s) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -302,6 +304,50 @@ Status ReadCheckpointManifestFile(const std::string& dir, CheckpointManifest* m)
   std::fclose(f);
   if (failed) return Status::IOError("read " + path + " failed");
   return ParseCheckpointManifest(text, m).WithPrefix(path);
+}
+
+std::string CheckpointStagingDir(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return d + kStagingSuffix;
+}
+
+bool IsCheckpointStagingName(const std::string& name) {
+  const std::string_view suffix = kStagingSuffix;
+  return name.size() > suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Status PublishCheckpointDir(const std::string& staging, const std::string& dir) {
+  if (::rename(staging.c_str(), dir.c_str()) != 0) return Errno("rename " + staging + " to " + dir);
+  std::string parent = fs::path(CheckpointStagingDir(dir)).parent_path().string();
+  return SyncPath(parent.empty() ? "." : parent, /*directory=*/true);
+}
+
+Status CheckpointDirExists(const std::string& dir) {
+  CheckpointManifest m;
+  Status s = ReadCheckpointManifestFile(dir, &m);
+  if (s.IsNotFound()) {
+    return Status::AlreadyExists("checkpoint dir " + dir +
+                                 " exists and holds no checkpoint manifest: move it away or "
+                                 "choose another directory");
+  }
+  return Status::AlreadyExists("checkpoint dir " + dir + " exists (a checkpoint at shard clock " +
+                               (s.ok() ? std::to_string(m.shard_clock) : std::string("?")) + ")");
+}
+
+Status CheckpointDiskUsage(const std::string& dir, CheckpointUsage* usage) {
+  CheckpointUsage u;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    u.bytes += static_cast<uint64_t>(st.st_size);
+    if (st.st_nlink == 1) u.exclusive_bytes += static_cast<uint64_t>(st.st_size);
+  }
+  if (ec) return FsError(ec, "list " + dir);
+  *usage = u;
+  return Status::OK();
 }
 
 Status CopyCheckpointFiles(const std::string& checkpoint_dir, const std::string& data_dir) {

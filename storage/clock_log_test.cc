@@ -229,6 +229,31 @@ void ReadOnlyWriter(const std::string& dir) {
   ::_exit(0);
 }
 
+ShardStoreOptions UndurableOptions() {
+  ShardStoreOptions o;
+  o.num_clients = 1;
+  o.durable = false;
+  return o;
+}
+
+// An undurable store (ShardStoreOptions::durable = false) that applies two
+// clocks and exits without closing.
+void UndurableWriter(const std::string& dir) {
+  std::unique_ptr<ShardStore> s;
+  if (!ShardStore::Open(UndurableOptions(), dir, &s).ok()) ::_exit(2);
+  TableSchema t;
+  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t).ok()) {
+    ::_exit(3);
+  }
+  std::string one = I64Row(1, 2);
+  bool dup;
+  for (int c = 0; c < 2; ++c) {
+    if (!s->ApplyBatch(0, c, {RowDelta{t.id, 5, one}}, &dup).ok()) ::_exit(4);
+  }
+  if (s->data_path_stats().log_bytes != 0) ::_exit(5);  // nothing logged
+  ::_exit(0);
+}
+
 TEST(ClockLogChild, Writer) {
   const char* env = std::getenv("PACE_CLOCK_LOG_CHILD");
   if (env == nullptr) GTEST_SKIP() << "runs as the child of the tests below";
@@ -237,6 +262,7 @@ TEST(ClockLogChild, Writer) {
   const std::string mode = arg.substr(0, colon), dir = arg.substr(colon + 1);
   if (mode == "killed") KilledWriter(dir);
   if (mode == "readonly") ReadOnlyWriter(dir);
+  if (mode == "undurable") UndurableWriter(dir);
   ::_exit(9);
 }
 
@@ -331,6 +357,54 @@ TEST(ClockLogStoreTest, ReadOnlyOpenReplaysWithoutWriting) {
     EXPECT_EQ(rows[0], std::make_pair(uint64_t{5}, I64Row(3, 2)));
     EXPECT_EQ(rows[1], std::make_pair(uint64_t{9}, I64Row(2, 2)));
   }
+}
+
+// With durability off nothing is logged: a store closed cleanly keeps every
+// update (its rows are written back at close) and reopens; one whose process
+// died is refused at its next open, by a durable or an undurable open and
+// read-only, instead of serving a model missing acknowledged updates.
+TEST(ClockLogStoreTest, AnUndurableStoreIsRefusedAfterACrashAndWholeAfterAClose) {
+  ScopedTempDir tmp;
+  const std::string clean = tmp.Sub("clean");
+  {
+    std::unique_ptr<ShardStore> s;
+    ASSERT_TRUE(ShardStore::Open(UndurableOptions(), clean, &s).ok());
+    TableSchema t;
+    ASSERT_TRUE(
+        s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t).ok());
+    bool dup;
+    for (int c = 0; c < 3; ++c) {
+      ASSERT_TRUE(s->ApplyBatch(0, c, {RowDelta{t.id, 5, I64Row(1, 2)}}, &dup).ok());
+    }
+    EXPECT_EQ(s->data_path_stats().log_bytes, 0u);
+  }
+  {
+    ShardStoreOptions o;
+    o.num_clients = 1;
+    std::unique_ptr<ShardStore> s;
+    Status st = ShardStore::Open(o, clean, &s);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    StatusOr<TableSchema> t = s->FindTable("t");
+    ASSERT_TRUE(t.ok());
+    std::string v;
+    ASSERT_TRUE(s->Get(t->id, 5, &v).ok());
+    EXPECT_EQ(v, I64Row(3, 2));
+  }
+
+  const std::string crashed = tmp.Sub("crashed");
+  ASSERT_EQ(RunChild("undurable", crashed), 0);
+  for (bool durable : {true, false}) {
+    ShardStoreOptions o = UndurableOptions();
+    o.durable = durable;
+    std::unique_ptr<ShardStore> s;
+    Status st = ShardStore::Open(o, crashed, &s);
+    EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+    EXPECT_NE(st.message().find("durability off"), std::string::npos) << st.ToString();
+  }
+  ShardStoreOptions ro;
+  ro.read_only = true;
+  std::unique_ptr<ShardStore> s;
+  EXPECT_EQ(ShardStore::Open(ro, crashed, &s).code(), StatusCode::kCorruption);
 }
 
 }  // namespace

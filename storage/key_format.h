@@ -56,6 +56,13 @@ inline constexpr std::string_view kClockLogKey =
     "\x01"
     "clock_log";
 
+// Present while a store opened with ShardStoreOptions::durable = false is
+// open (written at its open, removed at its clean close): an open that finds
+// it refuses the store, whose acknowledged updates may be lost.
+inline constexpr std::string_view kUndurableKey =
+    "\x01"
+    "undurable";
+
 inline constexpr size_t kRowKeySize = 13;      // prefix + u32 table + u64 row
 inline constexpr size_t kTablePrefixSize = 5;  // prefix + u32 table
 

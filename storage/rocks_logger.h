@@ -51,6 +51,14 @@ class RocksLogger : public rocksdb::Logger {
   int64_t next_open_ms_ GUARDED_BY(mu_) = 0;
 };
 
+// A logger that drops every line: for the short read-only opens of tools
+// (checking a WAL, reading a checkpoint) that must not write into the store.
+class DiscardLogger : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char*, va_list) override {}
+};
+
 }  // namespace pace
 
 #endif  // PACE_STORAGE_ROCKS_LOGGER_H_

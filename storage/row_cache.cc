@@ -62,7 +62,7 @@ void RowCache::Unlink(uint32_t n) {
   x.prev = x.next = kNil;
 }
 
-void RowCache::AddNode(uint32_t table, uint64_t row, CachedRow value, size_t charge) {
+uint32_t RowCache::AddNode(uint32_t table, uint64_t row, CachedRow value, size_t charge) {
   uint32_t n;
   if (!free_nodes_.empty()) {
     n = free_nodes_.back();
@@ -81,13 +81,19 @@ void RowCache::AddNode(uint32_t table, uint64_t row, CachedRow value, size_t cha
   slots_.Insert(HashOf(table, row), Slot{row, table, n});
   bytes_ += charge;
   ++counters_.inserts;
+  return n;
 }
 
-bool RowCache::MarkDirty(uint32_t table, uint64_t row) {
+uint32_t RowCache::PinDirty(uint32_t table, uint64_t row) {
   const uint32_t n = FindNode(table, row);
-  if (n == kNil) return false;
+  if (n == kNil) return kNoHandle;
+  MakeDirty(n);
+  return n;
+}
+
+void RowCache::MakeDirty(uint32_t n) {
   Node& x = nodes_[n];
-  if (x.dirty) return true;
+  if (x.dirty) return;
   Unlink(n);
   x.dirty = true;
   x.prev = kNil;
@@ -96,15 +102,24 @@ bool RowCache::MarkDirty(uint32_t table, uint64_t row) {
   dirty_head_ = n;
   dirty_bytes_ += x.charge;
   ++dirty_entries_;
-  return true;
 }
 
-void RowCache::InsertDirty(uint32_t table, uint64_t row, CachedRow value) {
+uint32_t RowCache::InsertDirty(uint32_t table, uint64_t row, CachedRow value) {
   const uint32_t old = FindNode(table, row);
   if (old != kNil) EraseNode(old);
   const size_t charge = ChargeOf(value);
-  AddNode(table, row, std::move(value), charge);
-  MarkDirty(table, row);
+  const uint32_t n = AddNode(table, row, std::move(value), charge);
+  MakeDirty(n);
+  return n;
+}
+
+void RowCache::RechargeDirty(uint32_t handle) {
+  Node& x = nodes_[handle];
+  const size_t charge = ChargeOf(x.value);
+  bytes_ = bytes_ - x.charge + charge;
+  dirty_bytes_ = dirty_bytes_ - x.charge + charge;
+  x.charge = charge;
+  EvictToCapacity();
 }
 
 void RowCache::CleanAll() {

@@ -76,9 +76,34 @@ class RowCache {
   void Recharge(uint32_t table, uint64_t row);
   // Marks a cached row dirty (never evicted until CleanAll). False if the
   // row is not cached.
-  bool MarkDirty(uint32_t table, uint64_t row);
+  bool MarkDirty(uint32_t table, uint64_t row) { return PinDirty(table, row) != kNoHandle; }
   // Inserts the row as dirty (replacing a cached one): kept whatever its size.
-  void InsertDirty(uint32_t table, uint64_t row, CachedRow value);
+  // Returns its handle.
+  uint32_t InsertDirty(uint32_t table, uint64_t row, CachedRow value);
+
+  // Dirty-row handles, for a pass over many rows that looks each up once:
+  // PinDirty marks the row dirty like MarkDirty and returns its handle
+  // (kNoHandle if not cached). A handle stays valid while its row is dirty:
+  // until CleanAll, Clear, EraseTable of its table or Erase of the row.
+  static constexpr uint32_t kNoHandle = UINT32_MAX;
+  uint32_t PinDirty(uint32_t table, uint64_t row);
+  CachedRow* DirtyRow(uint32_t handle) { return &nodes_[handle].value; }
+  // Recharge of a dirty row whose strings were changed through DirtyRow.
+  void RechargeDirty(uint32_t handle);
+  // Start loading what PinDirty(table, row) / DirtyRow(handle) touch, a few
+  // rows ahead of using them (a pass over rows in random order is otherwise
+  // one cache miss after another).
+  void PrefetchKey(uint32_t table, uint64_t row) const { slots_.Prefetch(HashOf(table, row)); }
+  void PrefetchDirty(uint32_t handle) const {
+    __builtin_prefetch(&nodes_[handle]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&nodes_[handle]) + 64);
+  }
+  // The stored sum's first bytes. REQUIRES: the node is in cache (PrefetchDirty
+  // earlier), else this is the miss it should hide.
+  void PrefetchDirtySum(uint32_t handle) const {
+    const char* p = nodes_[handle].value.sum.data();
+    for (int line = 0; line < 4; ++line) __builtin_prefetch(p + 64 * line);
+  }
   // Calls fn(table, row, value) for every dirty row (in no particular order).
   template <typename Fn>
   void ForEachDirty(Fn&& fn) const {
@@ -129,8 +154,11 @@ class RowCache {
   void Unlink(uint32_t n);
   void PushFront(uint32_t n);
   void EraseNode(uint32_t n);
-  // Adds a clean node at the LRU front (no eviction). REQUIRES: not cached.
-  void AddNode(uint32_t table, uint64_t row, CachedRow value, size_t charge);
+  // Adds a clean node at the LRU front (no eviction) and returns it.
+  // REQUIRES: not cached.
+  uint32_t AddNode(uint32_t table, uint64_t row, CachedRow value, size_t charge);
+  // Moves node n to the dirty list (no-op if dirty).
+  void MakeDirty(uint32_t n);
   void EvictToCapacity();
 
   const size_t capacity_;

@@ -212,5 +212,28 @@ TEST(RowCacheTest, DirtyRowsStayUntilCleaned) {
   EXPECT_EQ(c.dirty_bytes(), 0u);
 }
 
+TEST(RowCacheTest, DirtyHandlesStayValidWhileCleanRowsComeAndGo) {
+  const size_t each = ChargeOf(1000);
+  RowCache c(4 * each);
+  c.Insert(1, 7, RowOf(1000, 'a'));
+  const uint32_t h7 = c.PinDirty(1, 7);
+  ASSERT_NE(h7, RowCache::kNoHandle);
+  EXPECT_EQ(c.PinDirty(1, 7), h7);  // pinning again: the same row
+  EXPECT_EQ(c.PinDirty(1, 8), RowCache::kNoHandle);
+  const uint32_t h8 = c.InsertDirty(1, 8, RowOf(1000, 'b'));
+  EXPECT_EQ(c.dirty_entries(), 2u);
+  // Many clean rows are inserted and evicted (the node slab grows and its
+  // free list is reused): the handles still name rows 7 and 8.
+  for (uint64_t r = 100; r < 1100; ++r) c.Insert(2, r, RowOf(1000, 'c'));
+  EXPECT_EQ(c.DirtyRow(h7), c.Peek(1, 7));
+  EXPECT_EQ(c.DirtyRow(h8), c.Peek(1, 8));
+  EXPECT_EQ(c.DirtyRow(h8)->sum, std::string(1000, 'b'));
+  // Growing a row through its handle is re-charged as dirty.
+  c.DirtyRow(h7)->sum.assign(3000, 'a');
+  c.RechargeDirty(h7);
+  EXPECT_EQ(c.dirty_bytes(), each + ChargeOf(3000));
+  EXPECT_EQ(c.Peek(1, 7)->sum.size(), 3000u);
+}
+
 }  // namespace
 }  // namespace pace

@@ -111,8 +111,8 @@ ShardStore::Impl::Impl(const ShardStoreOptions& options, std::string dir, ShardI
       row_cache_(options.row_cache_mb > 0 || options.clock_log || options.read_only
                      ? std::make_unique<RowCache>(std::max<size_t>(options.row_cache_mb << 20, 1))
                      : nullptr) {
-  write_options_.sync = options_.sync;
-  write_options_.disableWAL = false;
+  write_options_.sync = options_.sync && options_.durable;
+  write_options_.disableWAL = !options_.durable;
 }
 
 ViewLock::ViewLock() {
@@ -154,6 +154,13 @@ ShardStore::Impl::~Impl() {
     fo.wait = true;
     rocksdb::Status s = db_->Flush(fo);
     if (!s.ok()) LOG(WARNING) << "flushing " << dir_ << " on close: " << s.ToString();
+    if (s.ok() && marked_undurable_) {
+      // Everything is in RocksDB's files now: the store is whole again.
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      s = db_->Delete(wo, sf::kUndurableKey);
+      if (!s.ok()) LOG(WARNING) << "unmarking " << dir_ << " on close: " << s.ToString();
+    }
   }
   {
     ViewWriterLock view_lock(&view_mu_);
@@ -340,6 +347,26 @@ Status ShardStore::Impl::OpenRocks(const rocksdb::Options& ro) {
                              " read-only: its writer kept changing it (last: " + last_error + ")");
 }
 
+Status ShardStore::Impl::CheckDurableMark() {
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), sf::kUndurableKey, &v);
+  if (s.ok()) {
+    return Status::Corruption(
+        "the store in " + dir_ +
+        " ran with durability off (--benchmark_no_durability) and was not closed cleanly: "
+        "updates it acknowledged since its last write-back are lost; restore a checkpoint "
+        "(pacectl checkpoint restore) or start the job over");
+  }
+  if (!s.IsNotFound()) return FromRocks(s, "read the durability mark of " + dir_);
+  if (options_.durable || options_.read_only) return Status::OK();
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  RETURN_IF_ERROR(
+      FromRocks(db_->Put(wo, sf::kUndurableKey, "1"), "mark " + dir_ + " as undurable"));
+  marked_undurable_ = true;
+  return Status::OK();
+}
+
 Status ShardStore::Impl::InitOrCheckMeta() {
   rocksdb::ReadOptions ro;
   std::string v;
@@ -512,6 +539,7 @@ Status ShardStore::Impl::Open() {
   }
   RETURN_IF_ERROR(OpenRocks(options_.read_only ? MakeRocksOptions() : MakeWritableRocksOptions()));
   RETURN_IF_ERROR(InitOrCheckMeta());
+  RETURN_IF_ERROR(CheckDurableMark());
   RETURN_IF_ERROR(LoadCatalog());
   RETURN_IF_ERROR(LoadClocks());
   if (!options_.read_only) {
@@ -741,6 +769,10 @@ Status ShardStore::ImportBatch(const std::vector<RowDelta>& deltas, const std::s
   return results[0].status;
 }
 StatusOr<std::string> ShardStore::LastImport() const { return impl_->LastImport(); }
+Status ShardStore::VerifyChecksums() const {
+  PACE_CHECK_STORE_THREAD("VerifyChecksums");
+  return impl_->VerifyChecksums();
+}
 ShardStore::ReadView ShardStore::View() const {
   PACE_CHECK_STORE_THREAD("View");
   return ReadView(impl_.get());
@@ -781,6 +813,15 @@ Status ShardStore::Scan(uint32_t table, uint64_t start_row,
 
 Status ShardStore::CreateCheckpoint(const std::string& dir) const {
   return impl_->CreateCheckpoint(dir);
+}
+Status ShardStore::OpenForInspection(const std::string& dir, size_t block_cache_mb,
+                                     std::unique_ptr<ShardStore>* store) {
+  ShardStoreOptions o;
+  o.read_only = true;
+  o.check_identity = false;
+  o.block_cache_mb = block_cache_mb;
+  o.row_cache_mb = 0;
+  return Open(o, dir, store);
 }
 Status ShardStore::ReadCheckpointManifest(const std::string& dir, CheckpointManifest* manifest) {
   return ReadCheckpointManifestFile(dir, manifest);

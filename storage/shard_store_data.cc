@@ -710,30 +710,30 @@ Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) {
   ReaderLock db_lock(&db_mu_);
   if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is being reopened");
   std::error_code ec;
-  if (fs::exists(dir, ec)) return Status::AlreadyExists("checkpoint dir " + dir + " exists");
+  if (fs::exists(dir, ec)) return CheckpointDirExists(dir);
+  // Built in DIR.partial and renamed into place with its manifest, so a
+  // process killed meanwhile leaves no DIR, only a DIR.partial that the next
+  // checkpoint into DIR removes.
+  const std::string staging = CheckpointStagingDir(dir);
+  fs::remove_all(staging, ec);
   rocksdb::Checkpoint* raw = nullptr;
   RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(db_.get(), &raw), "checkpoint"));
   std::unique_ptr<rocksdb::Checkpoint> cp(raw);
-  RETURN_IF_ERROR(FromRocks(cp->CreateCheckpoint(dir), "create checkpoint in " + dir));
+  RETURN_IF_ERROR(FromRocks(cp->CreateCheckpoint(staging), "create checkpoint in " + staging));
 
   // Describe what the checkpoint holds by reading it back, so the manifest is
   // exact even while batches keep arriving.
-  auto cleanup_on_error = [&dir](Status s) {
+  auto cleanup_on_error = [&staging](Status s) {
     if (!s.ok()) {
       std::error_code rm_ec;
-      fs::remove_all(dir, rm_ec);
+      fs::remove_all(staging, rm_ec);
     }
     return s;
   };
   CheckpointManifest m;
   {
-    ShardStoreOptions o;
-    o.read_only = true;
-    o.check_identity = false;
-    o.block_cache_mb = 1;
-    o.row_cache_mb = 0;
     std::unique_ptr<ShardStore> snapshot;
-    RETURN_IF_ERROR(cleanup_on_error(ShardStore::Open(o, dir, &snapshot)));
+    RETURN_IF_ERROR(cleanup_on_error(ShardStore::OpenForInspection(staging, 1, &snapshot)));
     m.format_version = kStorageFormatVersion;
     m.identity = snapshot->identity();
     m.tables = snapshot->ListTables();
@@ -743,10 +743,17 @@ Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) {
   m.created_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  RETURN_IF_ERROR(cleanup_on_error(WriteCheckpointManifest(dir, m)));
+  RETURN_IF_ERROR(cleanup_on_error(WriteCheckpointManifest(staging, m)));
+  RETURN_IF_ERROR(cleanup_on_error(PublishCheckpointDir(staging, dir)));
   LOG(INFO) << "checkpoint of " << dir_ << " written to " << dir << " at shard clock "
             << m.shard_clock;
   return Status::OK();
+}
+
+Status ShardStore::Impl::VerifyChecksums() const {
+  ReaderLock db_lock(&db_mu_);
+  if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is not open");
+  return FromRocks(db_->VerifyChecksum(), "verify the checksums of " + dir_);
 }
 
 Status ShardStore::Impl::Flush() {

@@ -141,6 +141,7 @@ class ShardStore::Impl {
   Status CreateCheckpoint(const std::string& dir);
   StatusOr<std::string> LastImport() const;
   Status Flush();
+  Status VerifyChecksums() const;
   Status ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const;
   bool GetIntProperty(const std::string& name, uint64_t* value) const;
   Status ApproximateTableSize(uint32_t table, uint64_t* bytes) const;
@@ -225,21 +226,29 @@ class ShardStore::Impl {
   // rows); a writable store then writes them back and opens the log for
   // appending, and records the current format.
   Status OpenClockLog();
+  // Refuses a store marked by an undurable open that did not close cleanly;
+  // marks it when this open is undurable (ShardStoreOptions::durable).
+  Status CheckDurableMark();
+  // This open marked the store undurable; its clean close removes the mark.
+  bool marked_undurable_ = false;
   // Replays the records of log file st.number in [0, st.end) whose sequence
   // number is at least `seq` into the row cache as dirty rows.
   Status ReplayLogLocked(const LogState& st, uint64_t seq) REQUIRES(write_mu_);
   // Adds `deltas` (table, row, bytes) to the rows in the row cache, reading
   // the rows missing from it from RocksDB first; every row is left dirty.
   Status ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) REQUIRES(write_mu_);
-  // Adds `deltas` to their rows, all pinned in the row cache (validating each
-  // against its table's format when `validate`).
-  Status AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas, bool validate)
+  // Adds `deltas` to their rows, all pinned in the row cache (handles[i]:
+  // the row of deltas[i], from PinRowsLocked), validating each against its
+  // table's format when `validate`.
+  Status AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas,
+                               const std::vector<uint32_t>& handles, bool validate)
       REQUIRES(write_mu_);
   // Reads the rows the group changes that the row cache lacks and marks them
-  // all dirty (pinned) before the group is logged. REQUIRES: deltas sorted by
-  // (table, row), as a group and its log record are.
-  Status PinRowsLocked(const std::vector<ClockLogEntry>& deltas) REQUIRES(write_mu_)
-      EXCLUDES(view_mu_);
+  // all dirty (pinned) before the group is logged; (*handles)[i] is the row
+  // cache handle of deltas[i]'s row. REQUIRES: deltas sorted by (table, row),
+  // as a group and its log record are.
+  Status PinRowsLocked(const std::vector<ClockLogEntry>& deltas, std::vector<uint32_t>* handles)
+      REQUIRES(write_mu_) EXCLUDES(view_mu_);
   // The group commit of the clock log: one log record, then the clocks and the
   // log's end in RocksDB, then the deltas added to the pinned rows.
   Status WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas,
@@ -288,6 +297,9 @@ class ShardStore::Impl {
   // buffer kept up to options_.retained_write_batch_mb). write_batch_bytes_: its
   // capacity, for memory_stats().
   rocksdb::WriteBatch batch_ GUARDED_BY(write_mu_);
+  // The row cache handles of a group's rows (WriteGroupToLogLocked), kept
+  // between groups so the vector is not reallocated per group.
+  std::vector<uint32_t> pinned_handles_ GUARDED_BY(write_mu_);
   std::atomic<uint64_t> write_batch_bytes_{0};
   std::string secondary_dir_;  // temp dir of a secondary instance; removed on close
 

@@ -85,22 +85,37 @@ Status ShardStore::Impl::ReadLogState(LogState* st) const {
   return Status::OK();
 }
 
-Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas) {
+Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
+                                       std::vector<uint32_t>* handles) {
+  constexpr uint32_t kNone = RowCache::kNoHandle;
+  handles->assign(deltas.size(), kNone);
   ViewReaderLock view_lock(&view_mu_);
   std::vector<uint64_t> missing;
+  std::vector<size_t> missing_at;  // the first delta of each missing row
   std::vector<CachedRow> fill;
   uint64_t read = 0;
+  constexpr size_t kAhead = 8;  // rows whose hash slot is being loaded
   for (size_t i = 0; i < deltas.size();) {
     const uint32_t table = deltas[i].table;
     size_t j = i;
     while (j < deltas.size() && deltas[j].table == table) ++j;
     ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
     missing.clear();
+    missing_at.clear();
     for (size_t k = i; k < j;) {
       MutexLock cache_lock(&cache_mu_);
-      for (const size_t stop = std::min(j, k + kRowsPerCacheLock); k < stop; ++k) {
+      const size_t stop = std::min(j, k + kRowsPerCacheLock);
+      for (size_t p = k; p < std::min(stop, k + kAhead); ++p) {
+        row_cache_->PrefetchKey(table, deltas[p].row);
+      }
+      for (; k < stop; ++k) {
+        if (k + kAhead < stop) row_cache_->PrefetchKey(table, deltas[k + kAhead].row);
         if (k > i && deltas[k].row == deltas[k - 1].row) continue;
-        if (!row_cache_->MarkDirty(table, deltas[k].row)) missing.push_back(deltas[k].row);
+        (*handles)[k] = row_cache_->PinDirty(table, deltas[k].row);
+        if ((*handles)[k] == kNone) {
+          missing.push_back(deltas[k].row);
+          missing_at.push_back(k);
+        }
       }
     }
     if (!missing.empty()) {
@@ -109,10 +124,14 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas)
       MutexLock cache_lock(&cache_mu_);
       for (size_t m = 0; m < missing.size(); ++m) {
         // A reader may have cached it meanwhile (the same published state).
-        if (!row_cache_->MarkDirty(table, missing[m])) {
-          row_cache_->InsertDirty(table, missing[m], std::move(fill[m]));
-        }
+        uint32_t h = row_cache_->PinDirty(table, missing[m]);
+        if (h == kNone) h = row_cache_->InsertDirty(table, missing[m], std::move(fill[m]));
+        (*handles)[missing_at[m]] = h;
       }
+    }
+    // Repeats of a row (consecutive: sorted) share its first delta's handle.
+    for (size_t k = i + 1; k < j; ++k) {
+      if (deltas[k].row == deltas[k - 1].row) (*handles)[k] = (*handles)[k - 1];
     }
     i = j;
   }
@@ -122,11 +141,20 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas)
 }
 
 Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas,
+                                               const std::vector<uint32_t>& handles,
                                                bool validate) {
   std::shared_ptr<const TableEntry> e;
   std::vector<size_t> grown;
   MutexLock cache_lock(&cache_mu_);
-  for (size_t i = 0; i < deltas.size(); ++i) {
+  // Two-stage software pipeline over rows in random memory order: the node
+  // of row i + 2k is loaded while row i + k's sum is, while row i is added.
+  constexpr size_t kAhead = 4;
+  const size_t n = deltas.size();
+  for (size_t i = 0; i < std::min(n, 2 * kAhead); ++i) row_cache_->PrefetchDirty(handles[i]);
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) row_cache_->PrefetchDirtySum(handles[i]);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + 2 * kAhead < n) row_cache_->PrefetchDirty(handles[i + 2 * kAhead]);
+    if (i + kAhead < n) row_cache_->PrefetchDirtySum(handles[i + kAhead]);
     const ClockLogEntry& d = deltas[i];
     if (e == nullptr || e->schema.id != d.table) {
       ASSIGN_OR_RETURN(e, Lookup(d.table));
@@ -136,17 +164,16 @@ Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>&
                           .WithPrefix("clock log entry for row " + std::to_string(d.row) +
                                       " of table '" + e->schema.name + "'"));
     }
-    CachedRow* c = row_cache_->Peek(d.table, d.row);
-    if (c == nullptr) return Status::Internal("a pinned row left the row cache");
-    if (AddToCachedRow(e->format, c, d.bytes)) grown.push_back(i);
+    if (AddToCachedRow(e->format, row_cache_->DirtyRow(handles[i]), d.bytes)) grown.push_back(i);
   }
-  for (size_t i : grown) row_cache_->Recharge(deltas[i].table, deltas[i].row);
+  for (size_t i : grown) row_cache_->RechargeDirty(handles[i]);
   return Status::OK();
 }
 
 Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) {
-  RETURN_IF_ERROR(PinRowsLocked(deltas));
-  return AddToPinnedRowsLocked(deltas, /*validate=*/true);
+  std::vector<uint32_t> handles;
+  RETURN_IF_ERROR(PinRowsLocked(deltas, &handles));
+  return AddToPinnedRowsLocked(deltas, handles, /*validate=*/true);
 }
 
 Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t seq) {
@@ -230,20 +257,27 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
                                                const std::string* import_record) {
   const auto t_start = std::chrono::steady_clock::now();
   // 1. Every row the group changes is held in memory, pinned.
-  RETURN_IF_ERROR(PinRowsLocked(deltas));
+  std::vector<uint32_t>& handles = pinned_handles_;
+  RETURN_IF_ERROR(PinRowsLocked(deltas, &handles));
   const auto t_pinned = std::chrono::steady_clock::now();
 
   // 2. The log record. A failed append leaves the committed end as it was.
+  // (Not written with durability off: ShardStoreOptions::durable.)
   const uint64_t before = log_.offset();
-  Status appended = log_.Append(
-      log_state_.next_seq, deltas.size(), [&deltas](size_t i) { return deltas[i]; }, options_.sync);
-  if (!appended.ok()) return MarkFailedLocked(appended, "ApplyBatches (clock log)");
+  if (options_.durable) {
+    Status appended = log_.Append(
+        log_state_.next_seq, deltas.size(), [&deltas](size_t i) { return deltas[i]; },
+        options_.sync);
+    if (!appended.ok()) return MarkFailedLocked(appended, "ApplyBatches (clock log)");
+  }
   const auto t_logged = std::chrono::steady_clock::now();
 
   // 3. The commit: the applied clocks and the log's new end, in one write.
   LogState next = log_state_;
-  next.end = log_.offset();
-  ++next.next_seq;
+  if (options_.durable) {
+    next.end = log_.offset();
+    ++next.next_seq;
+  }
   rocksdb::WriteBatch& batch = batch_;
   batch.Clear();
   for (const ClockUpdate& c : clocks) {
@@ -273,7 +307,7 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
       applied_parts_[c.client].store(c.parts, std::memory_order_release);
     }
     // Validated at admission and pinned above: cannot fail.
-    Status added = AddToPinnedRowsLocked(deltas, /*validate=*/false);
+    Status added = AddToPinnedRowsLocked(deltas, handles, /*validate=*/false);
     CHECK(added.ok()) << added.ToString();
   }
   {

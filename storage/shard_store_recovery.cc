@@ -112,12 +112,6 @@ rocksdb::Options ShardStore::Impl::MakeWritableRocksOptions() {
 
 namespace {
 
-class DiscardLogger : public rocksdb::Logger {
- public:
-  using rocksdb::Logger::Logv;
-  void Logv(const char*, va_list) override {}
-};
-
 bool HasWalFiles(const std::string& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {

@@ -210,13 +210,26 @@ void ChooseStepSize(const MfDataset& data, uint32_t num_clients, MfTrainOptions*
           : 1 + std::max<int>(o->run.consistency == Consistency::kAsync ? 1 : 0,
                               static_cast<int>(o->run.staleness));
   base.workers = margin ? job_workers * stale_clocks : 1;
-  StepSizeSearch found = SearchStepSize(data, base, candidates, clocks, margin);
+  // Under --memory_mb the search holds at most half of it (a seeded sample of
+  // the users, and of the items if they alone would fill a quarter): the
+  // rest of the process (the data, the client and its shard) is there too.
+  const uint64_t max_bytes = FLAGS_memory_mb > 0 ? static_cast<uint64_t>(FLAGS_memory_mb) << 19 : 0;
+  StepSizeSearch found = SearchStepSize(data, base, candidates, clocks, margin, max_bytes);
   if (found.heldout_rmse.empty()) return;
   o->lr = found.lr;
+  std::string sample;
+  if (found.user_share < 1 || found.item_share < 1) {
+    char text[160];
+    std::snprintf(text, sizeof(text),
+                  " of a sample of %.1f%% of the users and %.1f%% of the items (to stay within "
+                  "--memory_mb)",
+                  100 * found.user_share, 100 * found.item_share);
+    sample = text;
+  }
   std::printf(
-      "# step size --lr=%g, from a %lld-clock search on 10%% of the training ratings held "
+      "# step size --lr=%g, from a %lld-clock search on 10%% of the training ratings%s held "
       "out (RMSE",
-      o->lr, static_cast<long long>(found.clocks));
+      o->lr, static_cast<long long>(found.clocks), sample.c_str());
   for (size_t k = 0; k < candidates.size(); ++k) {
     std::printf("%s %g: %.4f", k ? "," : "", candidates[k], found.heldout_rmse[k]);
   }

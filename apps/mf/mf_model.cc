@@ -217,22 +217,89 @@ Status RunPlainMfMapped(const MfDataset& data, const PlainMfOptions& o, const st
   return Status::OK();
 }
 
+namespace {
+
+// Bytes the search's runs hold for `users` users, `items` items and
+// `ratings` ratings: the factor tables, the ratings (twice with simulated
+// workers: their partitioned copy), the ids and per-row weights.
+uint64_t SearchBytes(uint64_t users, uint64_t items, uint64_t ratings, uint32_t width,
+                     bool workers) {
+  return (users + items) * (uint64_t{width} * sizeof(float) + 64) +
+         ratings * sizeof(Rating) * (workers ? 2 : 1);
+}
+
+// The ratings of a seeded sample of the users (and, if the item table alone
+// would take half of `max_bytes`, of the items) that fits `max_bytes`, with
+// dense indices of its own: users and items keep their ratings, so the
+// ratings per row, which set how large a step SGD survives, stay those of
+// the full data. A pure function of the data.
+MfDataset SampleForSearch(const MfDataset& data, const PlainMfOptions& o, uint64_t max_bytes,
+                          double* user_share, double* item_share) {
+  const uint32_t width = RowWidth(o.rank, o.biases);
+  const bool workers = o.workers > 1;
+  const uint64_t per_item = SearchBytes(0, 1, 0, width, workers);
+  *item_share = std::min(
+      1.0, static_cast<double>(max_bytes / 2) / static_cast<double>(per_item * data.items.size()));
+  const double items_kept = *item_share * data.items.size();
+  const double ratings_per_user = static_cast<double>(data.train.size()) /
+                                  std::max<uint32_t>(1, data.users.size()) * *item_share;
+  const double per_user = static_cast<double>(SearchBytes(1, 0, 0, width, workers)) +
+                          ratings_per_user * sizeof(Rating) * (workers ? 2 : 1);
+  const double room = static_cast<double>(max_bytes) - items_kept * per_item;
+  *user_share = std::clamp(room / (per_user * std::max<uint32_t>(1, data.users.size())), 0.0, 1.0);
+  const uint64_t seed = apps::DeriveSeed(o.seed, 0x5A3F);
+  std::vector<uint32_t> user_index(data.users.size(), IdMap::kUnknown);
+  std::vector<uint32_t> item_index(data.items.size(), IdMap::kUnknown);
+  MfDataset out;
+  for (uint32_t u = 0; u < data.users.size(); ++u) {
+    if (apps::HashUniform(seed, u, 1) < *user_share) user_index[u] = out.users.Intern(u);
+  }
+  for (uint32_t i = 0; i < data.items.size(); ++i) {
+    if (apps::HashUniform(seed, i, 2) < *item_share) item_index[i] = out.items.Intern(i);
+  }
+  out.users.Compact();
+  out.items.Compact();
+  for (const Rating& r : data.train) {
+    if (user_index[r.user] == IdMap::kUnknown || item_index[r.item] == IdMap::kUnknown) continue;
+    out.train.push_back(Rating{user_index[r.user], item_index[r.item], r.value});
+  }
+  out.mean = data.mean;
+  out.min_rating = data.min_rating;
+  out.max_rating = data.max_rating;
+  return out;
+}
+
+}  // namespace
+
 StepSizeSearch SearchStepSize(const MfDataset& data, const PlainMfOptions& base,
-                              const std::vector<double>& candidates, int64_t clocks, bool margin) {
+                              const std::vector<double>& candidates, int64_t clocks, bool margin,
+                              uint64_t max_bytes) {
   StepSizeSearch out;
   out.lr = base.lr;
   out.candidates = candidates;
-  MfDataset fit = data;  // ids, mean and range as in the real run
-  fit.train.clear();
-  fit.test.clear();
+  const uint32_t width = RowWidth(base.rank, base.biases);
+  const MfDataset* from = &data;
+  MfDataset sample;
+  if (max_bytes > 0 && SearchBytes(data.users.size(), data.items.size(), data.train.size(), width,
+                                   base.workers > 1) > max_bytes) {
+    sample = SampleForSearch(data, base, max_bytes, &out.user_share, &out.item_share);
+    from = &sample;
+  }
+  MfDataset fit;  // ids, mean and range as in the run it stands for
+  fit.users = from->users;
+  fit.items = from->items;
+  fit.mean = from->mean;
+  fit.min_rating = from->min_rating;
+  fit.max_rating = from->max_rating;
   const uint64_t seed = apps::DeriveSeed(base.seed, 0x57E9);
-  for (size_t i = 0; i < data.train.size(); ++i) {
+  for (size_t i = 0; i < from->train.size(); ++i) {
     if (apps::HashUniform(seed, i, 0) < 0.1) {
-      fit.test.push_back(data.train[i]);
+      fit.test.push_back(from->train[i]);
     } else {
-      fit.train.push_back(data.train[i]);
+      fit.train.push_back(from->train[i]);
     }
   }
+  sample = MfDataset();  // fit holds what the runs need
   if (fit.test.empty() || fit.train.empty() || candidates.empty()) return out;
   PlainMfOptions o = base;
   // Not capped by base.clocks: the choice must not depend on --clocks, or

@@ -197,16 +197,22 @@ Status RunPlainMfMapped(const MfDataset& data, const PlainMfOptions& options,
 // ascending), candidate k wins only if candidate k + 1 did not diverge
 // either, so the last candidate is only a probe. Deterministic: every
 // process of a job picks the same value. heldout_rmse gets each candidate's
-// held-out RMSE.
+// held-out RMSE. With max_bytes > 0 the runs hold at most about that many
+// bytes (factor tables, ratings, ids): data that would need more is searched
+// on a seeded sample of its users (and of its items if their table alone
+// would take half), each kept with all its ratings; user_share and
+// item_share say what was kept (1: all).
 struct StepSizeSearch {
   double lr = 0;
   std::vector<double> candidates;
   std::vector<double> heldout_rmse;
   int64_t clocks = 0;
+  double user_share = 1;
+  double item_share = 1;
 };
 StepSizeSearch SearchStepSize(const MfDataset& data, const PlainMfOptions& base,
                               const std::vector<double>& candidates, int64_t clocks,
-                              bool margin = false);
+                              bool margin = false, uint64_t max_bytes = 0);
 
 }  // namespace mf
 }  // namespace pace

@@ -233,30 +233,74 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   const size_t item_buffer_rows = user_buffer_rows;
   std::vector<uint32_t> user_mark(data_->users.size(), 0), item_mark(data_->items.size(), 0);
   uint32_t mark = 0;
-  std::vector<uint64_t> user_rows, item_rows;
-  // Prefetches the distinct rows of ratings [begin, end) of `rating(j)`.
-  auto prefetch_range = [&](size_t begin, size_t end, auto&& rating) -> Status {
+  // The distinct rows of ratings [begin, end) of `rating(j)` that the copies
+  // lack, as indices into data_->users and data_->items.
+  std::vector<uint32_t> range_users, range_items;
+  auto collect_range = [&](size_t begin, size_t end, auto&& rating) {
     if (++mark == 0) {  // wrapped: clear the marks once every 2^32 ranges
       std::fill(user_mark.begin(), user_mark.end(), 0);
       std::fill(item_mark.begin(), item_mark.end(), 0);
       mark = 1;
     }
-    user_rows.clear();
-    item_rows.clear();
+    range_users.clear();
+    range_items.clear();
     for (size_t j = begin; j < end; ++j) {
       const Rating& r = rating(j);
       if (r.user != IdMap::kUnknown && user_mark[r.user] != mark) {
         user_mark[r.user] = mark;
-        if (ubuf.Find(r.user) == nullptr) user_rows.push_back(data_->users.raw(r.user));
+        if (ubuf.Find(r.user) == nullptr) range_users.push_back(r.user);
       }
       if (r.item != IdMap::kUnknown && item_mark[r.item] != mark) {
         item_mark[r.item] = mark;
-        if (ibuf.Find(r.item) == nullptr) item_rows.push_back(data_->items.raw(r.item));
+        if (ibuf.Find(r.item) == nullptr) range_items.push_back(r.item);
       }
     }
-    if (!user_rows.empty()) RETURN_IF_ERROR(worker->Prefetch(ut, user_rows));
-    if (!item_rows.empty()) RETURN_IF_ERROR(worker->Prefetch(it, item_rows));
+  };
+  std::vector<uint64_t> raw_rows;
+  auto raw_of = [&](const IdMap& ids,
+                    const std::vector<uint32_t>& indices) -> const std::vector<uint64_t>& {
+    raw_rows.resize(indices.size());
+    for (size_t k = 0; k < indices.size(); ++k) raw_rows[k] = ids.raw(indices[k]);
+    return raw_rows;
+  };
+  // Prefetches the rows of ratings [begin, end) that the copies lack.
+  auto prefetch_range = [&](size_t begin, size_t end, auto&& rating) -> Status {
+    collect_range(begin, end, rating);
+    if (!range_users.empty()) RETURN_IF_ERROR(worker->Prefetch(ut, raw_of(data_->users, range_users)));
+    if (!range_items.empty()) RETURN_IF_ERROR(worker->Prefetch(it, raw_of(data_->items, range_items)));
     return Status::OK();
+  };
+  // The rows of a look-ahead chunk that the copies lack are read in one
+  // Worker::GetRows per table when the chunk starts (prefetched a chunk
+  // earlier, they are mostly cached by then), so the ratings find every row
+  // they need in the copies: no per-rating call into the client. Before a
+  // chunk is read, copies over their bound go to the table (training) or
+  // are dropped (test: their changes are there already).
+  std::vector<float> load_block;
+  auto load_rows = [&](const Table& t, const IdMap& ids, const std::vector<uint32_t>& indices,
+                       apps::RowBuffer<float>* buf) -> Status {
+    if (indices.empty()) return Status::OK();
+    load_block.resize(indices.size() * width_);
+    RETURN_IF_ERROR(worker->GetRows(t, raw_of(ids, indices), load_block.data()));
+    buf->LoadBlock(indices, load_block.data());
+    return Status::OK();
+  };
+  auto load_chunk = [&](bool training, size_t begin, size_t end, auto&& rating) -> Status {
+    collect_range(begin, end, rating);
+    bool cleared = false;
+    if (ubuf.loaded() + range_users.size() > user_buffer_rows) {
+      if (training) RETURN_IF_ERROR(flush(ubuf, data_->users, ut));
+      ubuf.Clear();
+      cleared = true;
+    }
+    if (ibuf.loaded() + range_items.size() > item_buffer_rows) {
+      if (training) RETURN_IF_ERROR(flush(ibuf, data_->items, it));
+      ibuf.Clear();
+      cleared = true;
+    }
+    if (cleared) collect_range(begin, end, rating);
+    RETURN_IF_ERROR(load_rows(ut, data_->users, range_users, &ubuf));
+    return load_rows(it, data_->items, range_items, &ibuf);
   };
   // Under essp/async the push of the previous clock usually completes some
   // milliseconds into a clock, after the worker has read (and copied) nearly
@@ -280,16 +324,21 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
     }
     ibuf.Clear();
   };
-  // Runs body(j) for j in [0, count) with the look-ahead window kept filled
-  // (and the item copies refreshed after a push, see above).
+  // Runs body(j) for j in [0, count) chunk by chunk: when a chunk starts, the
+  // item copies are refreshed after a push (see above), the look-ahead
+  // window is filled up to the end of the next chunk, and the chunk's rows
+  // are read into the copies.
   auto with_look_ahead = [&](bool training, size_t count, auto&& rating, auto&& body) -> Status {
     size_t ahead = 0;  // ratings [0, ahead) have been prefetched
     for (size_t j = 0; j < count; ++j) {
-      if (j + chunk >= ahead && ahead < count) {
+      if (j % chunk == 0) {
         if (j > 0 && pushes.Newer()) refresh(training, j);
-        const size_t end = std::min(count, ahead + chunk);
-        RETURN_IF_ERROR(prefetch_range(ahead, end, rating));
-        ahead = end;
+        while (ahead < std::min(count, j + 2 * chunk)) {
+          const size_t end = std::min(count, ahead + chunk);
+          RETURN_IF_ERROR(prefetch_range(ahead, end, rating));
+          ahead = end;
+        }
+        RETURN_IF_ERROR(load_chunk(training, j, std::min(count, j + chunk), rating));
       }
       body(rating(j));
     }
@@ -322,20 +371,6 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
       float* v = item_row(r.item);
       const float e = SgdUpdate(u, v, r.value, reg_.user[r.user], reg_.item[r.item], p);
       train_sq += static_cast<double>(e) * e;
-      if (ubuf.loaded() >= user_buffer_rows) {
-        // Bounds the worker's copies (two per row) of the clock's user rows:
-        // their changes go to the table now and a later rating of the same
-        // user reads the row again, which includes them (read-my-writes).
-        // Items are few and recur in every chunk: kept for the whole clock.
-        Status s = flush(ubuf, data_->users, ut);
-        if (!s.ok() && load_status.ok()) load_status = s;
-        ubuf.Clear();
-      }
-      if (ibuf.loaded() >= item_buffer_rows) {
-        Status s = flush(ibuf, data_->items, it);
-        if (!s.ok() && load_status.ok()) load_status = s;
-        ibuf.Clear();
-      }
     }));
     RETURN_IF_ERROR(load_status);
     RETURN_IF_ERROR(flush(ubuf, data_->users, ut));
@@ -351,10 +386,6 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
         const float* v = r.item == IdMap::kUnknown ? zero.data() : item_row(r.item);
         const float e = r.value - Clip(Predict(u, v, p), data_->min_rating, data_->max_rating);
         test_sq += static_cast<double>(e) * e;
-        // The clock's changes were added above: forgetting the copies loses
-        // nothing (a flush here would add them twice).
-        if (ubuf.loaded() >= user_buffer_rows) ubuf.Clear();
-        if (ibuf.loaded() >= item_buffer_rows) ibuf.Clear();
       }));
       RETURN_IF_ERROR(load_status);
       test_n = static_cast<double>(test_part.size());

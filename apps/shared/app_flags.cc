@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "common/memory_budget.h"
 #include "common/token_file.h"
@@ -57,9 +58,18 @@ DEFINE_int64(row_cache_mb, 512,
 DEFINE_bool(clock_log, true,
             "embedded mode: the shard writes each clock as one clock log record and rows back "
             "in bulk; false: every changed row to RocksDB per clock (the earlier write path)");
+DEFINE_bool(benchmark_no_durability, false,
+            "embedded mode, FOR MEASURING THE COST OF DURABILITY ONLY: the shard logs nothing, "
+            "so a crash loses the updates since the last row write-back; a store not closed "
+            "cleanly is then refused (never a default)");
 DEFINE_bool(sync, false,
             "embedded mode: fsync the in-process shard's write-ahead log before every clock's "
             "batch is acknowledged (survives power loss; with --servers give paced --sync)");
+DEFINE_int64(checkpoint_every, 0,
+             "embedded mode: checkpoint the in-process shard every N shard clocks into "
+             "DATA_DIR/checkpoints/clock-C (0: never; with --servers give paced the flag)");
+DEFINE_int32(checkpoint_keep, 3,
+             "embedded mode: periodic checkpoints to keep (the oldest are deleted)");
 DEFINE_string(csv, "", "also write the per-clock lines to this CSV file");
 DEFINE_uint64(seed, 1, "random seed (data order, initial values, sampling)");
 DEFINE_bool(resume, false, "continue the job stored in the data dir / servers");
@@ -95,7 +105,8 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
   return {
       {"data", join(data, {"skip_bad_lines"})},
       {"model", join(model, {"minibatch", "consistency", "staleness", "value_bound", "seed"})},
-      {"job", join({"clocks", "workers", "data_dir", "resume", "sync", "clock_log"},
+      {"job", join({"clocks", "workers", "data_dir", "resume", "sync", "clock_log",
+                    "checkpoint_every", "checkpoint_keep", "benchmark_no_durability"},
                    join(job, {"eval_every", "baseline"}))},
       {"output", join(output, {"csv", "staleness_hist", "clock_trace"})},
       {"cluster (without --servers the run is embedded)",
@@ -198,6 +209,11 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
   o->data_dir = FLAGS_data_dir;
   o->embedded.sync = FLAGS_sync;
   o->embedded.clock_log = FLAGS_clock_log;
+  o->embedded.durable = !FLAGS_benchmark_no_durability;
+  if (FLAGS_checkpoint_every < 0) return Status::InvalidArgument("--checkpoint_every must be >= 0");
+  if (FLAGS_checkpoint_keep < 1) return Status::InvalidArgument("--checkpoint_keep must be >= 1");
+  o->embedded.checkpoint_every = FLAGS_checkpoint_every;
+  o->embedded.checkpoint_keep = FLAGS_checkpoint_keep;
   if (!FLAGS_token_file.empty()) RETURN_IF_ERROR(ReadTokenFile(FLAGS_token_file, &o->token));
   if (!FLAGS_job.empty()) RETURN_IF_ERROR(CheckJobId(FLAGS_job, "--job"));
   o->job = FLAGS_job;
@@ -218,10 +234,17 @@ Status ClientOptionsFromFlags(ClientOptions* o) {
     }
     return Status::OK();
   }
-  if (FLAGS_sync) {
-    return Status::InvalidArgument(
-        "--sync is for embedded runs (the shard in this process); with --servers, start paced "
-        "with --sync");
+  const std::pair<const char*, bool> embedded_only[] = {
+      {"sync", FLAGS_sync},
+      {"checkpoint_every", FLAGS_checkpoint_every > 0},
+      {"checkpoint_keep", FlagWasSet("checkpoint_keep")}};
+  for (const auto& [flag, given] : embedded_only) {
+    if (given) {
+      return Status::InvalidArgument(std::string("--") + flag +
+                                     " is for embedded runs (the shard in this process); with "
+                                     "--servers, start paced with --" +
+                                     flag);
+    }
   }
   RETURN_IF_ERROR(ParseServers(FLAGS_servers, o).WithPrefix("--servers"));
   if (id_given) {

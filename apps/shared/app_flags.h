@@ -39,6 +39,7 @@ DECLARE_int64(write_buffer_mb);
 DECLARE_int64(row_cache_mb);
 DECLARE_bool(sync);
 DECLARE_bool(clock_log);
+DECLARE_bool(benchmark_no_durability);
 DECLARE_string(csv);
 DECLARE_uint64(seed);
 DECLARE_bool(resume);

@@ -55,6 +55,17 @@ class RowBuffer {
     std::memcpy(Orig(s), Cur(s), width_ * sizeof(T));
   }
 
+  // Loads rows indices[i] (distinct, none loaded yet) from `block`, which
+  // holds their values one after another (width each, e.g. from
+  // Worker::GetRows): as Slot + copy + Loaded for each.
+  void LoadBlock(const std::vector<uint32_t>& indices, const T* block) {
+    for (size_t i = 0; i < indices.size(); ++i) {
+      T* cur = Slot(indices[i]);
+      std::memcpy(cur, block + i * width_, width_ * sizeof(T));
+      Loaded();
+    }
+  }
+
   // Calls fn(index, delta) for every loaded row that changed, with
   // delta = current - base (in a scratch buffer valid during the call).
   // Stops at and returns the first non-OK Status fn returns.

@@ -69,6 +69,22 @@ TEST(RowBufferTest, FirstErrorStopsTheWalk) {
   EXPECT_EQ(calls, 2);
 }
 
+TEST(RowBufferTest, LoadBlockLoadsRowsWithTheirValuesAsBase) {
+  RowBuffer<float> buf(10, 2);
+  const std::vector<float> block = {1, 2, 3, 4};
+  buf.LoadBlock({7, 2}, block.data());
+  EXPECT_EQ(buf.loaded(), 2u);
+  ASSERT_NE(buf.Find(7), nullptr);
+  EXPECT_EQ(buf.Find(7)[1], 2.0f);
+  EXPECT_EQ(buf.Find(2)[0], 3.0f);
+  buf.Find(2)[0] += 1.5f;
+  std::vector<uint32_t> idx;
+  std::vector<float> deltas;
+  buf.ChangedRows(&idx, &deltas);
+  EXPECT_EQ(idx, (std::vector<uint32_t>{2}));
+  EXPECT_EQ(deltas, (std::vector<float>{1.5f, 0.0f}));
+}
+
 }  // namespace
 }  // namespace apps
 }  // namespace pace

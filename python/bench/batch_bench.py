@@ -82,12 +82,12 @@ def main(argv):
           f"get_many (new array) {pa * 1e3:.2f} ms per call")
     lines = []
     for label, sub, base in [
-            ("8 Python get_many(out=)+inc_many vs C++, 10k x 100 f32", pg + pi, cg + ci),
-            ("8a Python get_many(out=) vs C++ Prefetch+Get loop", pg, cg),
-            ("8b Python inc_many vs C++ batched Inc", pi, ci),
-            ("8c Python get_many (new array)+inc_many vs C++", pa + pi, cg + ci)]:
+            ("9 Python get_many(out=)+inc_many vs C++, 10k x 100 f32", pg + pi, cg + ci),
+            ("9a Python get_many(out=) vs C++ Prefetch+Get loop", pg, cg),
+            ("9b Python inc_many vs C++ batched Inc", pi, ci),
+            ("9c Python get_many (new array)+inc_many vs C++", pa + pi, cg + ci)]:
         r = base / sub if sub > 0 else 0
-        target = 0.7 if label.startswith("8 ") else None
+        target = 0.7 if label.startswith("9 ") else None
         verdict = (f"target >= 0.70) {'MET' if r >= 0.7 else 'MISSED'}" if target
                    else "report only)")
         lines.append(f"RATIO {label}: {r:.3f} ({sub * 1e3:.2f} vs {base * 1e3:.2f} ms; {verdict}")

@@ -7,6 +7,8 @@ optimizer, same generated data; prints test RMSE and ratings/s of both.
     PYTHONPATH=build/python python3 python/examples/torch_mf.py --optimizer=sgd --workers=2
     PYTHONPATH=build/python python3 python/examples/torch_mf.py \
         --train=data/insteval/train.txt --test=data/insteval/test.txt  # get-datasets.sh
+    PYTHONPATH=build/python python3 python/examples/torch_mf.py --data_dir=/tmp/mf --no_plain
+    PYTHONPATH=build/python python3 python/examples/torch_mf.py --data_dir=/tmp/mf --resume
 
 Model: rating(u, i) ~ mean + p_u . q_i + b_u + b_i with rows [p_u, b_u] and
 [q_i, b_i] of rank + 1 columns (one table per side), squared loss, mini-batches
@@ -14,6 +16,12 @@ of --batch ratings. Data: --train/--test files (ids as they are: PaceDB
 needs no id map, the plain twin maps them to 0..n-1), or generated: --users x
 --items, ratings = a rank --true_rank product plus Gaussian noise (--noise),
 --test_fraction held out.
+
+Job: with --data_dir the PaceDB run is a job (the job record of the C++ apps:
+app torch_mf.py, table prefix "mf", the model's flags and a fingerprint of
+the data): a run killed at any point continues with --resume (same flags and
+data; another value of any is refused in one line) from the clock the store
+reached, and ends with the rows of an uninterrupted run.
 """
 import argparse
 import os
@@ -131,8 +139,26 @@ def train_plain(args, train, test, mean, init):
     return rmse(mean, user, item, test), len(r) * args.epochs / seconds
 
 
-def make_pacedb_model(args, data_dir):
+# The flags that shape the PaceDB model (the job record's).
+JOB_FLAGS = ("rank", "optimizer", "lr", "init_std", "l2", "batch", "epochs", "workers",
+             "clock_every", "consistency", "staleness", "seed")
+
+
+def make_pacedb_model(args, data_dir, train=None, test=None):
+    """The client and the two Embeddings; with train/test, the run is checked
+    against (and recorded as) the job of data_dir first (--resume)."""
+    if args.resume and not os.path.isdir(data_dir):
+        sys.exit(f"torch_mf.py: --resume: the data dir {data_dir} does not exist, so there is "
+                 "no job to resume: run without --resume to start it")
     client = pacedb.Client(data_dir=data_dir)
+    if train is not None:
+        try:
+            client.start_job("torch_mf.py", "mf", {f: getattr(args, f) for f in JOB_FLAGS},
+                             [a.numpy() for a in train + test],
+                             f"{args.train} + {args.test}" if args.train else "generated data",
+                             resume=args.resume)
+        except pacedb.FailedPreconditionError as e:
+            sys.exit(f"torch_mf.py: {e}")
     kw = dict(consistency=args.consistency, staleness=args.staleness)
     user = pt.Embedding(client, "mf.user", args.rank + 1,
                         init=("normal", 0.0, args.init_std, args.seed), **kw)
@@ -153,14 +179,27 @@ def train_pacedb(args, train, test, mean, model):
     else:
         opt = pt.Adagrad([user, item], lr=args.lr, clock_every=args.clock_every)
     u, i, r = train
+    steps = args.epochs * len(pt.split_batches(len(r), args.workers, args.batch, part=0))
+    done = min(steps, opt.start_step)  # each worker's batches before (a resumed job)
+    if done == steps:
+        print(f"# the job is at clock {client.start_clock}, done: nothing to train", flush=True)
+    elif done:
+        print(f"# resuming at clock {client.start_clock}: {done} of {steps} batches per worker "
+              "done", flush=True)
 
     def work(rank, worker):
+        step = 0
         for epoch in range(args.epochs):
             for b in epoch_batches(len(r), args, epoch, args.workers, rank):
+                step += 1
+                if step <= done:
+                    continue
                 loss = batch_loss(args, mean, user(u[b]), item(i[b]), r[b])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
+                if args.progress and rank == 0 and opt.steps_since_clock == 0:
+                    print(f"# clock {worker.current_clock}", flush=True)
         opt.finish()
 
     start = time.perf_counter()
@@ -170,8 +209,13 @@ def train_pacedb(args, train, test, mean, model):
     item.eval()
     # Read through this thread's worker; the process's updates are all in.
     result = rmse(mean, user, item, test)
+    if args.save:  # the rows of every id of the data, with the optimizer's state
+        ids = {"mf.user": torch.cat([u, test[0]]).unique(),
+               "mf.item": torch.cat([i, test[1]]).unique()}
+        pt.save(args.save, [user, item, opt], ids)
     pt.close_thread_worker(client)
-    return result, len(r) * args.epochs / seconds
+    # The ratings this process trained on (a resumed job skipped some).
+    return result, len(r) * args.epochs * (steps - done) / steps / seconds
 
 
 def main(argv=None):
@@ -201,7 +245,17 @@ def main(argv=None):
     p.add_argument("--staleness", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--data_dir", default="",
-                   help="PaceDB data dirs go under it (run0, run1, ...; default: a temporary dir)")
+                   help="the PaceDB data dir, a job (default: a temporary dir); with --repeat "
+                   "> 1 one per run under it (run0, run1, ...)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the job of --data_dir (PaceDB only: the plain twin has no "
+                   "stored state)")
+    p.add_argument("--no_plain", action="store_true", help="train only the PaceDB variant")
+    p.add_argument("--progress", action="store_true",
+                   help="print '# clock N' after each clock of worker 0")
+    p.add_argument("--save", default="",
+                   help="torch.save the PaceDB tables (rows of the data's ids, optimizer state "
+                   "included) to this file")
     p.add_argument("--repeat", type=int, default=1,
                    help="runs of each variant, alternating; prints the first run's RMSE and the "
                    "best ratings/s")
@@ -209,6 +263,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.repeat < 1 or args.workers < 1 or args.clock_every < 1:
         p.error("--repeat, --workers and --clock_every must be >= 1")
+    if args.resume and (not args.data_dir or args.repeat != 1):
+        p.error("--resume needs --data_dir (the job) and --repeat=1")
+    args.no_plain = args.no_plain or args.resume
     if args.lr is None:
         args.lr = 20.0 if args.optimizer == "sgd" else 0.2
     torch.set_num_threads(args.threads)
@@ -222,21 +279,27 @@ def main(argv=None):
     plain_runs, pace_runs = [], []
     with tempfile.TemporaryDirectory(prefix="torch-mf-") as d:
         for rep in range(args.repeat):  # alternating, so that both see the same machine load
-            data_dir = os.path.join(args.data_dir or d, f"run{rep}")
-            model = make_pacedb_model(args, data_dir)
-            # Both start from the same rows: the tables' initial values.
-            init = initial_rows(*model, user_ids, item_ids)
-            plain_runs.append(train_plain(args, plain_train, plain_test, mean, init))
+            data_dir = (args.data_dir if args.data_dir and args.repeat == 1
+                        else os.path.join(args.data_dir or d, f"run{rep}"))
+            model = make_pacedb_model(args, data_dir, train, test)
+            if not args.no_plain:
+                # Both start from the same rows: the tables' initial values.
+                init = initial_rows(*model, user_ids, item_ids)
+                plain_runs.append(train_plain(args, plain_train, plain_test, mean, init))
             pace_runs.append(train_pacedb(args, train, test, mean, model))
             del model  # closes the client (the store) before its directory goes
     best = " (best of %d runs)" % args.repeat if args.repeat > 1 else ""
-    plain_rmse, plain_rate = plain_runs[0][0], max(r for _, r in plain_runs)
     pace_rmse, pace_rate = pace_runs[0][0], max(r for _, r in pace_runs)
-    print(f"plain PyTorch: test RMSE {plain_rmse:.4f}, {plain_rate:,.0f} ratings/s{best}")
+    versus = ""
+    if plain_runs:
+        plain_rmse, plain_rate = plain_runs[0][0], max(r for _, r in plain_runs)
+        print(f"plain PyTorch: test RMSE {plain_rmse:.4f}, {plain_rate:,.0f} ratings/s{best}")
+        versus = f" ({pace_rate / plain_rate:.2f}x plain)"
+    speed = (f"{pace_rate:,.0f} ratings/s{best}{versus}" if pace_rate > 0
+             else "no training in this run")
     print(f"PaceDB ({args.workers} worker{'s' if args.workers > 1 else ''}, "
           f"{args.consistency} s={args.staleness}, clock every {args.clock_every} batches): "
-          f"test RMSE {pace_rmse:.4f}, {pace_rate:,.0f} ratings/s{best} "
-          f"({pace_rate / plain_rate:.2f}x plain)")
+          f"test RMSE {pace_rmse:.4f}, {speed}")
     return 0
 
 

@@ -29,16 +29,25 @@ by the square root of an accumulator that may lack some other workers' recent
 squared gradients, so its step for a row is at most that much larger than a
 sequential run's; the accumulator itself is exact (its updates are sums).
 Adam's moment updates are computed from the moments read, (1 - beta) * (g -
-m): two workers that read the same stale m both decay it, so under staleness
-the moments are approximations. With one worker, or bsp, every read is exact
-and a step equals PyTorch's (torch.optim.SGD, Adagrad, SparseAdam on
-nn.Embedding(sparse=True)).
+m): k workers that read the same stale m all decay it from that value, so
+under staleness the moments are approximations (still weighted averages while
+k * (1 - beta) < 1). With one worker every read is exact and a step equals
+PyTorch's (torch.optim.SGD, Adagrad, SparseAdam on nn.Embedding(sparse=True));
+bsp still misses other processes' updates of the current clock. See
+python/README.md, "What a stale read of the optimizer state means".
 
 Resume: the tables (weights and optimizer state) persist in the data dir or
-on the servers. A process that opens the same store continues where the job
-stopped: Client.start_clock is the clock it resumes at, the clock of every
-new worker, and with clock_every and split_batches each worker has done
-start_clock * clock_every batches before it.
+on the servers. client.start_job(app, prefix, flags, inputs, resume=...)
+checks the store against the job (the job record of the C++ apps: a fresh
+run on a started job, or a resume with other flags or data, is refused in one
+line) and returns the clock the job resumes at, the clock of every new
+worker: with clock_every and split_batches each worker has done
+optimizer.start_step = start_clock * clock_every batches before; skip them.
+
+Export: export_table(source, name) gives (ids, rows) as NumPy arrays (every
+stored row of an embedded client's table, or the rows of given ids),
+Embedding.export() the same as tensors, and save(path, modules) writes the
+tables of modules and optimizers with torch.save.
 """
 import logging
 import math
@@ -53,7 +62,8 @@ from torch.nn import functional as F
 import pacedb
 
 __all__ = ["Embedding", "EmbeddingBag", "SGD", "Adagrad", "Adam", "thread_worker",
-           "close_thread_worker", "split_batches", "run_threads", "load_table"]
+           "close_thread_worker", "split_batches", "run_threads", "load_table", "export_table",
+           "save"]
 
 _local = threading.local()
 _log = logging.getLogger("pacedb.torch")
@@ -85,7 +95,9 @@ class _WaitWatch:
         if wait_warning_seconds is None:
             return fn(*args)
         me = threading.get_ident()
-        self._calls[me] = [time.monotonic(), what, threading.current_thread().name, False]
+        # fn is a bound method of a Worker: its client can name lagging processes.
+        client = getattr(getattr(fn, "__self__", None), "client", None)
+        self._calls[me] = [time.monotonic(), what, threading.current_thread().name, False, client]
         if self._thread is None:
             self._start()
         try:
@@ -111,11 +123,26 @@ class _WaitWatch:
                 if not call[3] and now - call[0] >= limit:
                     call[3] = True
                     _log.warning(
-                        "pacedb.torch: thread %r has waited %.0f s in %s: it waits for another "
-                        "worker's clock. A worker that ran out of data or stopped calling step() "
-                        "holds the others back: give every worker the same number of batches "
-                        "(split_batches), call finish() at its end and close it when done "
-                        "(run_threads, `with client.worker()`).", call[2], now - call[0], call[1])
+                        "pacedb.torch: thread %r has waited %.1f s in %s: it waits for another "
+                        "worker's clock%s. A worker that ran out of data or stopped calling "
+                        "step() holds the others back: give every worker the same number of "
+                        "batches (split_batches), call finish() at its end and close it when "
+                        "done (run_threads, `with client.worker()`).", call[2], now - call[0],
+                        call[1], _laggards(call[4]))
+
+
+def _laggards(client):
+    """", held back by client 1 (not connected) at clock 0" when other client
+    processes hold a shard clock back, else ""."""
+    try:
+        if client is None or client.num_clients < 2:
+            return ""
+        lags = [lag for lag in client.laggards() if lag["client"] != client.client_id]
+    except pacedb.Error:
+        return ""
+    who = ", ".join(f"client {lag['client']}{'' if lag['connected'] else ' (not connected)'} "
+                    f"at clock {lag['applied']}" for lag in lags)
+    return f", held back by {who}" if who else ""
 
 
 _wait = _WaitWatch()
@@ -209,6 +236,12 @@ class _RowModule(nn.Module):
         ids = torch.as_tensor(ids)
         rows = self.worker().get_many(self.table, ids.reshape(-1).cpu().numpy())
         return torch.from_numpy(rows).reshape(*ids.shape, self.dim)
+
+    def export(self, ids=None):
+        """(ids, rows) of the table as tensors (int64, float), as
+        export_table(self.worker(), self.name, ids)."""
+        ids, rows = export_table(self.worker(), self.name, ids)
+        return torch.from_numpy(ids.astype(np.int64)), torch.from_numpy(rows)
 
     def _rows_read(self):
         rows = getattr(self._pending, "rows", None)
@@ -381,6 +414,14 @@ class _RowOptimizer:
         self._clocks.steps = 0
 
     @property
+    def start_step(self):
+        """The steps each worker thread took before this process: a resumed
+        job (client.start_job) starts at client.start_clock, and a worker
+        clocks every clock_every steps, so start_clock * clock_every. Skip
+        that many batches of each worker's sequence (split_batches)."""
+        return self.modules[0].client.start_clock * self.clock_every
+
+    @property
     def steps_since_clock(self):
         """Steps of the calling thread since its last clock."""
         return getattr(self._clocks, "steps", 0)
@@ -447,7 +488,7 @@ class Adam(_RowOptimizer):
         self.eps = float(eps)
         self._steps = threading.local()
         # A resumed job continues the bias correction from its resume clock.
-        self._first_step = self.modules[0].client.start_clock * self.clock_every
+        self._first_step = self.start_step
 
     def state_width(self, dim):
         return 2 * dim
@@ -482,6 +523,55 @@ def load_table(data_dir, name):
     torch.save; ids of a hash space (2**40) are too many rows, use
     Embedding.rows(ids) instead."""
     return torch.from_numpy(pacedb.open_store(data_dir).table(name).to_numpy())
+
+
+def export_table(source, name, ids=None):
+    """(ids, rows) of table `name` as NumPy arrays: ids (int64; uint64 if
+    one is >= 2**63) and their rows (len(ids) x width), read through the
+    worker of `source` (a Worker, or a Client: the calling thread's worker),
+    so they include this process's updates.
+
+    ids=None: every row stored in the table (written at least once), for an
+    embedded client only: the ids come from its data dir, read after a
+    client.flush(), so rows updated since the last clock may be missing.
+    With servers pass the ids (e.g. those of the training data)."""
+    worker = source if isinstance(source, pacedb.Worker) else thread_worker(source)
+    client = worker.client
+    table = client.table(name)
+    if ids is None:
+        if not client.embedded:
+            raise ValueError("export_table: pass the ids with a client of servers (the rows "
+                             "are listed from an embedded client's data dir only)")
+        client.flush()
+        ids = pacedb.open_store(client.data_dir).table(name).row_ids()
+    ids = np.asarray(ids.cpu().numpy() if isinstance(ids, torch.Tensor) else ids).reshape(-1)
+    if ids.dtype == np.uint64 and (len(ids) == 0 or ids.max() < 2**63):
+        ids = ids.astype(np.int64)
+    return ids, worker.get_many(table, ids)
+
+
+def save(path, modules, ids=None):
+    """torch.save of the tables of `modules` (Embedding / EmbeddingBag
+    modules, modules holding them, and optimizers, whose state tables are
+    saved too) as {table name: {"ids": int64 tensor, "rows": tensor}}.
+    ids: None (every stored row, embedded clients only; see export_table) or
+    {module name: ids}, also used for the module's state tables."""
+    if isinstance(modules, (nn.Module, _RowOptimizer)):
+        modules = [modules]
+    tables = {}  # table name -> the module it belongs to
+    for m in modules:
+        state = m.state_tables if isinstance(m, _RowOptimizer) else {}
+        for mod in (m.modules if isinstance(m, _RowOptimizer) else _row_modules(m)):
+            tables[mod.name] = mod
+            if mod.name in state:
+                tables[state[mod.name].name] = mod
+    out = {}
+    for name, mod in tables.items():
+        got_ids, rows = export_table(mod.worker(), name, None if ids is None else ids[mod.name])
+        out[name] = {"ids": torch.from_numpy(got_ids.astype(np.int64)),
+                     "rows": torch.from_numpy(rows)}
+    torch.save(out, path)
+    return out
 
 
 def split_batches(num_items, num_parts, batch_size, part=None, shuffle=False, seed=0):

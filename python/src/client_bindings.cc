@@ -293,6 +293,29 @@ Safe to use from many threads; each thread gets its own worker().)doc")
           "Blocks until every shard has applied every client's updates of all clocks before "
           "the calling thread's worker's clock (the same as worker.global_barrier()).")
       .def(
+          "laggards",
+          [](const std::shared_ptr<PyClient>& c) {
+            std::vector<ClientLag> lags;
+            Status s;
+            {
+              py::gil_scoped_release release;
+              s = Live(c).client->Laggards(&lags);
+            }
+            Check(s);
+            py::list out;
+            for (const ClientLag& l : lags) {
+              py::dict d;
+              d["client"] = l.client;
+              d["applied"] = l.applied;
+              d["connected"] = l.connected;
+              out.append(d);
+            }
+            return out;
+          },
+          "The client processes that hold a shard clock back, as dicts {client, applied, "
+          "connected}: on some shard their applied clock is the least while another client's "
+          "is ahead. Empty when nothing is held back. One round trip per shard; thread-safe.")
+      .def(
           "flush",
           [](const std::shared_ptr<PyClient>& c) {
             Status s;

@@ -53,6 +53,7 @@ PYBIND11_MODULE(_pacedb, m) {
   pace::python::RegisterClient(m);
   pace::python::RegisterWorker(m);
   pace::python::RegisterOffline(m);
+  pace::python::RegisterJob(m);
   m.def(
       "set_log_level",
       [](const py::handle& level) {

@@ -93,6 +93,21 @@ py::array ToNumpy(const PyStoreTable& t, const py::object& max_rows_arg) {
   return a;
 }
 
+// The written rows of the table, sorted, as a 1-D uint64 array.
+py::array_t<uint64_t> WrittenRowIds(const PyStoreTable& t) {
+  const ShardStore* store = t.owner->store.get();
+  ctl::MergedPlan plan;
+  Status s;
+  {
+    py::gil_scoped_release release;
+    s = ctl::PlanMerged({store}, t.schema, /*npy=*/false, 0, 0, &plan);
+  }
+  Check(s);
+  py::array_t<uint64_t> a(static_cast<py::ssize_t>(plan.written.size()));
+  std::copy(plan.written.begin(), plan.written.end(), a.mutable_data());
+  return a;
+}
+
 }  // namespace
 
 void RegisterOffline(py::module_& m) {
@@ -107,6 +122,10 @@ void RegisterOffline(py::module_& m) {
            "hold their initializer's value (what Get returns). The same array as `pacectl "
            "export --format=npy`. InvalidArgumentError for a sparse table or more than "
            "max_rows (default 50,000,000) rows.")
+      .def("row_ids", &WrittenRowIds,
+           "The ids of the rows stored in the table (written at least once), sorted, as a "
+           "uint64 array: the rows of a table of hashed or sparse ids, to read with "
+           "Worker.get_many.")
       .def("__repr__", [](const PyStoreTable& t) {
         return "<pacedb.StoreTable " + DescribeSchema(t.schema) + ">";
       });

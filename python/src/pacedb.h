@@ -127,6 +127,8 @@ void RegisterErrors(py::module_& m);
 void RegisterClient(py::module_& m);
 void RegisterWorker(py::module_& m);
 void RegisterOffline(py::module_& m);
+// Client.start_job, input_fingerprint. REQUIRES: RegisterClient first.
+void RegisterJob(py::module_& m);
 
 }  // namespace python
 }  // namespace pace

@@ -87,6 +87,18 @@ py::array CheckOut(const py::object& out, const TableSchema& s, std::vector<py::
   return a;
 }
 
+// The dense rows `rows` of `t` into out (rows.size() x width elements of the
+// table's type): one Worker::GetRows, which looks each row up once (the
+// lookups overlapped) and fetches the rows neither fresh in the cache nor on
+// their way (a worker.prefetch) with one Read per shard. The one read loop of
+// get_many, get_unique and adagrad_update. Call without the GIL.
+Status ReadRows(Worker* w, const Table& t, const std::vector<uint64_t>& rows, void* out) {
+  return DispatchType(t.schema().type, [&](auto z) -> Status {
+    using T = decltype(z);
+    return w->GetRows(t, rows, static_cast<T*>(out));
+  });
+}
+
 py::object GetSparse(PyWorker* self, const Table& t, uint64_t row) {
   PyWorker::Use w(self);
   return DispatchType(t.schema().type, [&](auto z) -> py::object {
@@ -141,19 +153,12 @@ py::array GetMany(PyWorker* self, const PyTable& pt, const py::handle& rows_like
   const std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(rows.size()),
                                        static_cast<py::ssize_t>(s.width)};
   py::array a = out.is_none() ? py::array(DtypeOf(s.type), shape) : CheckOut(out, s, shape);
-  char* base = static_cast<char*>(a.mutable_data());
-  const size_t row_bytes = static_cast<size_t>(s.width) * ElementSize(s.type);
+  void* base = a.mutable_data();
   PyWorker::Use w(self);
   Status st;
   {
     py::gil_scoped_release release;
-    if (rows.size() > 1) st = w->Prefetch(t, rows);
-    for (size_t i = 0; st.ok() && i < rows.size(); ++i) {
-      st = DispatchType(s.type, [&](auto z) {
-        return w->Get(t, rows[i], reinterpret_cast<decltype(z)*>(base + i * row_bytes));
-      });
-      if (!st.ok()) st = st.WithPrefix("row " + std::to_string(rows[i]));
-    }
+    st = ReadRows(w.get(), t, rows, base);
   }
   Check(st);
   return a;
@@ -325,16 +330,8 @@ void CheckNoBadId(bool ok, const FlatIds& ids, size_t bad) {
 // (unique_ids, inverse, rows) with unique_ids[inverse] == ids and rows[j] the
 // row of unique_ids[j]. The dedup, the fetch and the copies run without the
 // GIL.
-// Whether a batched read starts with a Prefetch (default: yes). It batches
-// the misses into one Read per shard: embedded, a miss read on its own costs
-// about 100 us, a Prefetch check of a cached row about 0.1 us.
-bool WantPrefetch(const py::object& prefetch) {
-  return prefetch.is_none() || prefetch.cast<bool>();
-}
-
 py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_like,
-                    const py::object& prefetch_arg) {
-  const bool prefetch = WantPrefetch(prefetch_arg);
+                    const py::object& /*prefetch: accepted, changes nothing*/) {
   const Table& t = self->Resolve(pt);
   const TableSchema& s = t.schema();
   CheckArg(Dense(t), "get_unique needs a dense table ('" + s.name + "' is sparse; use get)");
@@ -354,19 +351,12 @@ py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_lik
       ids.u64 != nullptr ? py::array(py::array_t<uint64_t>(u)) : py::array(py::array_t<int64_t>(u));
   std::memcpy(unique_ids.mutable_data(), unique.data(), unique.size() * sizeof(uint64_t));
   py::array rows(DtypeOf(s.type), std::vector<py::ssize_t>{u, static_cast<py::ssize_t>(s.width)});
-  char* base = static_cast<char*>(rows.mutable_data());
-  const size_t row_bytes = static_cast<size_t>(s.width) * ElementSize(s.type);
+  void* base = rows.mutable_data();
   PyWorker::Use w(self);
   Status st;
   {
     py::gil_scoped_release release;
-    if (prefetch && unique.size() > 1) st = w->Prefetch(t, unique);
-    for (size_t i = 0; st.ok() && i < unique.size(); ++i) {
-      st = DispatchType(s.type, [&](auto z) {
-        return w->Get(t, unique[i], reinterpret_cast<decltype(z)*>(base + i * row_bytes));
-      });
-      if (!st.ok()) st = st.WithPrefix("row " + std::to_string(unique[i]));
-    }
+    st = ReadRows(w.get(), t, unique, base);
   }
   Check(st);
   return py::make_tuple(unique_ids, inverse, rows);
@@ -394,7 +384,7 @@ void SumByRow(const T* in, size_t n, size_t width, const int64_t* inverse, size_
 // accumulators and updates both tables without the GIL.
 void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& state_pt,
                    const py::handle& ids_like, const py::handle& grads, double lr, double eps,
-                   double initial, const py::object& prefetch_arg) {
+                   double initial, const py::object& /*prefetch: accepted, changes nothing*/) {
   const Table& t = self->Resolve(weights_pt);
   const Table& st_table = self->Resolve(state_pt);
   const TableSchema& s = t.schema();
@@ -409,7 +399,6 @@ void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& sta
   CheckArg(static_cast<size_t>(g.size()) == ids.n * s.width,
            "grads must have shape (" + std::to_string(ids.n) + ", " + std::to_string(s.width) +
                "), not " + std::to_string(g.size()) + " elements");
-  const bool prefetch = WantPrefetch(prefetch_arg);
   const void* p = g.data();
   std::vector<int64_t> inverse(ids.n);
   std::vector<uint64_t> unique;
@@ -429,14 +418,7 @@ void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& sta
           SumByRow(static_cast<const T*>(p), ids.n, width, inverse.data(), unique.size(), T{1},
                    &grad);
           std::vector<T> acc(grad.size());
-          if (prefetch && unique.size() > 1) {
-            Status ps = w->Prefetch(st_table, unique);
-            if (!ps.ok()) return ps;
-          }
-          for (size_t i = 0; i < unique.size(); ++i) {
-            Status gs = w->Get(st_table, unique[i], acc.data() + i * width);
-            if (!gs.ok()) return gs.WithPrefix("row " + std::to_string(unique[i]));
-          }
+          RETURN_IF_ERROR(ReadRows(w.get(), st_table, unique, acc.data()));
           std::vector<T> delta(grad.size());
           for (size_t k = 0; k < grad.size(); ++k) {
             const T sq = grad[k] * grad[k];
@@ -549,16 +531,17 @@ Use a worker from one thread at a time; create one per thread.)doc")
            "The distinct rows of a batch of ids (an integer array of any shape) in one batched "
            "read: (unique_ids, inverse, rows), unique_ids in first-occurrence order, "
            "inverse (int64, the shape of ids) with unique_ids[inverse] == ids, rows of shape "
-           "(len(unique_ids), width). De-duplicates without the GIL. prefetch=False skips the "
-           "Prefetch of the rows that batches the misses into one Read per shard.")
+           "(len(unique_ids), width). De-duplicates without the GIL. The rows neither cached "
+           "fresh nor being fetched are requested with one Read per shard; `prefetch` is "
+           "accepted for compatibility and changes nothing.")
       .def("adagrad_update", &AdagradUpdate, py::arg("table"), py::arg("state"), py::arg("ids"),
            py::arg("grads"), py::arg("lr"), py::arg("eps") = 1e-10,
            py::arg("initial_accumulator_value") = 0.0, py::arg("prefetch") = py::none(),
            "One Adagrad step of rows `ids` of a float table, the gradients of equal ids summed "
            "first: with acc = state row + initial_accumulator_value + grad**2, adds grad**2 to "
            "the state row and -lr * grad / (sqrt(acc) + eps) to the row. `state` has the "
-           "table's dtype and width. prefetch=False skips the Prefetch of the state rows (when "
-           "a worker.prefetch of them was issued earlier).")
+           "table's dtype and width. `prefetch` is accepted for compatibility and changes "
+           "nothing (the reads fetch what is neither cached fresh nor being fetched).")
       .def("inc_sum", &IncSum, py::arg("table"), py::arg("ids"), py::arg("deltas"),
            py::arg("scale") = 1.0,
            "Adds scale * deltas[k] to row ids[k] (dense; deltas of shape (len(ids), width)), "

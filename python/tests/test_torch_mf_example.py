@@ -82,3 +82,21 @@ def test_bag_of_words_example(examples_dir, extra):
     if "--workers=2" not in extra:
         assert abs(float(plain) - float(pace)) <= 0.005, r.stdout  # one worker: the same model
     assert "E2" not in r.stderr, r.stderr
+
+
+def test_insteval_when_downloaded(examples_dir):
+    """torch_mf.py on real ratings: PACE_DATASETS=DIR, the output folder of
+    ../shared/data/get-datasets.sh (skipped without it; the data are never
+    committed)."""
+    data = os.path.join(os.environ.get("PACE_DATASETS", "/nonexistent"), "insteval")
+    if not os.path.isfile(os.path.join(data, "train.txt")):
+        pytest.skip("PACE_DATASETS (the output of get-datasets.sh) has no insteval/")
+    r = subprocess.run([sys.executable, os.path.join(examples_dir, "torch_mf.py"),
+                        f"--train={data}/train.txt", f"--test={data}/test.txt", "--epochs=3",
+                        "--batch=256", "--rank=4", "--lr=0.05", "--l2=0.2"],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "66079 training and 7342 test ratings, 2972 users x 1128 items" in r.stdout
+    (_, plain, _), (_, pace, _) = LINE.findall(r.stdout)
+    assert abs(float(plain) - float(pace)) <= 1e-3, r.stdout  # one worker: the same model
+    assert float(pace) < 1.3, r.stdout  # ratings 1-5 with standard deviation 1.3

@@ -633,5 +633,37 @@ TEST_F(AppsCliTest, MfStepSizeSearchServesSparseData) {
   EXPECT_LT(FinalRmse(s.out), 0.9 * FinalRmse(f.out)) << s.out << f.out;
 }
 
+// The peak RSS from pace_mf's "# memory ...; peak RSS X" line (MiB), or -1.
+double PeakRssMib(const std::string& out) {
+  size_t at = out.find("; peak RSS ");
+  if (at == std::string::npos) return -1;
+  return std::atof(out.c_str() + at + 11);
+}
+
+// The step-size search stays inside --memory_mb: without --lr, on 1.5M
+// ratings of 1M users at rank 32, it searches a seeded sample of the users
+// (the whole data needed a 214 MB peak: a copy of the ratings and a model of
+// every user), and the run peaks where the same run with --lr does.
+TEST_F(AppsCliTest, MfStepSizeSearchStaysInsideMemoryMb) {
+  RunResult r = Run({"pace_gen", "ratings", "--users=1000000", "--items=2000", "--rank=8",
+                     "--ratings=1500000", "--seed=1", "--out=" + Path("big.txt")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> base = {"pace_mf",          "--train=" + Path("big.txt"),
+                                         "--memory_mb=64",   "--rank=32",
+                                         "--minibatch=0.02", "--clocks=1"};
+  std::vector<std::string> searched = base;
+  searched.push_back("--data_dir=" + Path("searched"));
+  RunResult s = Run(searched);
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("search on 10% of the training ratings of a sample of "), std::string::npos)
+      << s.out;
+  const double peak = PeakRssMib(s.out);
+  std::printf("pace_mf --memory_mb=64 without --lr: peak RSS %.1f MiB\n", peak);
+  EXPECT_GT(peak, 0) << s.out;
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_LT(peak, 160) << s.out;
+#endif
+}
+
 }  // namespace
 }  // namespace pace

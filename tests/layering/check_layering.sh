@@ -9,7 +9,9 @@
 # header includes std and common/ only. python/ (the pacedb module) is held to
 # apps/' rule, the public client API only, except its offline store reader
 # (python/src/offline.cc), which may also use storage/ and tools/ (pacectl's
-# export library, read-only); pybind11 only in python/.
+# export library, read-only), and its job record binding
+# (python/src/job_bindings.cc), which may use apps/ (apps/shared/job_record.h,
+# itself on the public client API); pybind11 only in python/.
 set -u
 src=${1:?usage: check_layering.sh SRC_DIR}
 cd "$src" || exit 2
@@ -31,6 +33,7 @@ BEGIN {
   allowed["apps"] = "common client"
   allowed["python"] = "common client"
   allowed["python/src/offline.cc"] = "common client storage tools"
+  allowed["python/src/job_bindings.cc"] = "common client apps"
   allowed["tools"] = "common storage net server client"
   allowed["tests"] = "common storage net consistency server client apps python tools"
   # Third-party libraries each layer may include.

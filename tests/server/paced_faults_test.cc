@@ -404,13 +404,17 @@ class PacedWalTest : public PacedFaultsTest {
   // A job of 600 clocks whose batches are all in RocksDB's WAL (the write
   // path of rows written per group, a 64 MiB memtable switched by size
   // only), then paced SIGKILLed. Returns the WAL.
-  void WriteJobAndKill(const std::string& data, const std::string& scratch) {
+  // With `clock_log` the batches are in the clock log instead (and the WAL
+  // holds only their applied clocks).
+  void WriteJobAndKill(const std::string& data, const std::string& scratch,
+                       bool clock_log = false) {
     Subprocess paced;
     uint16_t port = 0;
     const std::string log = scratch + "/paced_first.log";
-    ASSERT_TRUE(StartShard(
-        &paced, data, log, 1,
-        {"--clock_log=false", "--write_buffer_mb=64", "--memtable_switch_groups=0"}, &port))
+    ASSERT_TRUE(StartShard(&paced, data, log, 1,
+                           {clock_log ? "--clock_log=true" : "--clock_log=false",
+                            "--write_buffer_mb=64", "--memtable_switch_groups=0"},
+                           &port))
         << ReadFile(log);
     Subprocess client;
     std::vector<std::string> args = ClientArgs(port, 0, 1, "run", 600);
@@ -421,14 +425,16 @@ class PacedWalTest : public PacedFaultsTest {
     EXPECT_EQ(ExitOf(&client, 30000), 0);
     paced.Kill();  // no clean close: the batches are only in the WAL
     wal_ = LargestWal(data, &wal_size_);
-    ASSERT_GE(wal_size_, uint64_t{2} << 20) << "WAL " << wal_;
+    if (!clock_log) {
+      ASSERT_GE(wal_size_, uint64_t{2} << 20) << "WAL " << wal_;
+    }
   }
   std::string wal_;
   uint64_t wal_size_ = 0;
 };
 
 // 64 bytes flipped in the middle of a multi-MB WAL: paced refuses to open the
-// store with the way out, and pacectl verify finds it (exit 2). Before, the
+// store with the way out (exit 2), and pacectl verify finds it (exit 2). Before, the
 // open replayed up to the damage and went on silently without the
 // acknowledged batches after it.
 TEST_F(PacedWalTest, CorruptionInTheMiddleIsRefused) {
@@ -454,9 +460,12 @@ TEST_F(PacedWalTest, CorruptionInTheMiddleIsRefused) {
   uint16_t port = 0;
   const std::string log = dir.path() + "/paced_again.log";
   EXPECT_FALSE(StartShard(&again, data, log, 1, {"--write_buffer_mb=64"}, &port));
-  EXPECT_EQ(ExitOf(&again, 30000), 1);
+  EXPECT_EQ(ExitOf(&again, 30000), 2);
   const std::string text = ReadFile(log);
   EXPECT_NE(text.find("a write-ahead log is damaged before its end"), std::string::npos) << text;
+  EXPECT_NE(text.find("Corruption: write-ahead log " + wal_ + " is damaged: "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pacectl --data_dir=" + data + " verify"), std::string::npos) << text;
   EXPECT_NE(text.find("pacectl checkpoint restore"), std::string::npos) << text;
 
   std::string out;
@@ -465,6 +474,52 @@ TEST_F(PacedWalTest, CorruptionInTheMiddleIsRefused) {
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("write-ahead log"), std::string::npos) << out;
   PrintLineWith(log, "damaged before its end");
+  std::printf("pacectl verify: exit %d\n", code);
+}
+
+// 64 bytes flipped inside the committed part of the clock log (storage format
+// 2, DIR/CLOCKLOG-n): paced refuses the store (exit 2) naming the clock log
+// file, pacectl verify and pacectl checkpoint restore; pacectl verify exits 2
+// naming it too.
+TEST_F(PacedWalTest, ClockLogCorruptionIsNamed) {
+  TempDir dir;
+  const std::string data = dir.path() + "/db";
+  WriteJobAndKill(data, dir.path(), /*clock_log=*/true);
+  if (HasFatalFailure()) return;
+  std::string log_file;
+  uint64_t size = 0;
+  for (const auto& e : std::filesystem::directory_iterator(data)) {
+    if (e.path().filename().string().rfind("CLOCKLOG-", 0) == 0 && e.file_size() > size) {
+      size = e.file_size();
+      log_file = e.path().string();
+    }
+  }
+  ASSERT_GE(size, uint64_t{64} << 10) << "clock log " << log_file;
+  {
+    std::fstream f(log_file, std::ios::in | std::ios::out | std::ios::binary);
+    std::string bytes(64, '\0');
+    f.seekg(4096 + 100);  // inside the first records: committed
+    f.read(bytes.data(), 64);
+    for (char& c : bytes) c = static_cast<char>(~c);
+    f.seekp(4096 + 100);
+    f.write(bytes.data(), 64);
+  }
+  Subprocess again;
+  uint16_t port = 0;
+  const std::string log = dir.path() + "/paced_again.log";
+  EXPECT_FALSE(StartShard(&again, data, log, 1, {}, &port));
+  EXPECT_EQ(ExitOf(&again, 30000), 2);
+  const std::string text = ReadFile(log);
+  EXPECT_NE(text.find("the clock log " + log_file + " is damaged"), std::string::npos) << text;
+  EXPECT_NE(text.find("pacectl --data_dir=" + data + " verify"), std::string::npos) << text;
+  EXPECT_NE(text.find("pacectl checkpoint restore"), std::string::npos) << text;
+  PrintLineWith(log, "is damaged");
+
+  std::string out;
+  const int code = RunTool({BinaryDir() + "/pacectl", "verify", "--data_dir=" + data},
+                           dir.path() + "/verify.log", &out);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("CLOCKLOG-"), std::string::npos) << out;
   std::printf("pacectl verify: exit %d\n", code);
 }
 

@@ -19,8 +19,10 @@
 #include <thread>
 #include <vector>
 
+#include "net/codec.h"
 #include "net/remote_shard.h"
 #include "tests/testing/paced_cluster.h"
+#include "tests/testing/shard_peer.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace {
@@ -145,6 +147,108 @@ TEST(PacedHostileTest, BigReadAndParkedFloodAreBounded) {
   EXPECT_LT(hwm, kHwmBoundKb);
 #endif
   peer->Close();
+  paced.Signal(SIGTERM);
+  ASSERT_TRUE(paced.Wait(30000, &st).ok());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+// The shard's bound under a read flood (docs/operations.md §11): its caches
+// (8 + 8 MiB), memtables (1 MiB x 3), the Read replies it may hold
+// (--max_read_replies_mb=64) plus one reply per session that had none
+// outstanding (8 x 4 MiB), the frame pool's idle blocks (32 MiB) and
+// RocksDB's and the binary's own, with room to spare. Before the total cap
+// each session could hold 256 MiB of replies.
+constexpr uint64_t kFloodHwmBoundKb = 192 << 10;
+
+// Eight sessions each ask for 100 Reads of 4 MiB replies at once and then do
+// not read: 3.2 GB of replies. The shard holds at most its total cap of
+// them (the excess Reads are refused as retriable), and after the sessions
+// close it hands the memory back.
+TEST(PacedHostileTest, ReadFloodFromManySessionsIsCappedAndMemoryIsReturned) {
+  TempDir dir;
+  Subprocess paced;
+  uint16_t port = 0;
+  ASSERT_TRUE(StartPaced(&paced, dir.path() + "/shard0", 0, 1, 1,
+                         {"--write_buffer_mb=1", "--block_cache_mb=8", "--row_cache_mb=8",
+                          "--max_read_replies_mb=64"},
+                         &port)
+                  .ok());
+  testing::PeerClient admin;
+  ASSERT_TRUE(testing::ConnectPeer(port, 7, &admin, "", net::Hello::kObserver).ok());
+  TableSchema wide;
+  wide.name = "wide";
+  wide.type = ElementType::kF32;
+  wide.width = 1000;  // 4001-byte values: 1000 rows make a 4 MiB reply
+  const uint32_t table = testing::Await(admin.shard->CreateTable(wide)).id;
+  ASSERT_NE(table, 0u);
+  const uint64_t base_kb = testing::ProcStatusKb(paced.pid(), "VmRSS");
+
+  std::string reads;
+  for (uint64_t i = 0; i < 100; ++i) {
+    net::Read r;
+    r.req_id = i + 1;
+    r.table = table;
+    for (uint64_t row = 0; row < 1000; ++row) r.rows.push_back(row);
+    std::string frame;
+    ASSERT_TRUE(net::EncodeFrame(r, &frame).ok());
+    reads += frame;
+  }
+  std::vector<std::unique_ptr<testing::RawConn>> flood;
+  for (int i = 0; i < 8; ++i) {
+    flood.push_back(std::make_unique<testing::RawConn>(port));
+    net::Hello hello;
+    hello.client_id = 100 + i;
+    hello.role = net::Hello::kObserver;
+    std::string frame;
+    ASSERT_TRUE(net::EncodeFrame(hello, &frame).ok());
+    flood.back()->Write(frame);
+    net::Message welcome;
+    ASSERT_TRUE(flood.back()->ReadMessage(&welcome));
+    ASSERT_NE(std::get_if<net::Welcome>(&welcome), nullptr) << net::MessageName(welcome);
+  }
+  for (auto& c : flood) c->Write(reads);
+  std::this_thread::sleep_for(3s);  // the shard answers what it will
+  const uint64_t hwm = testing::ProcStatusKb(paced.pid(), "VmHWM");
+  // The session that reads gets its replies meanwhile.
+  auto small = admin.shard->Read(table, {1, 2, 3});
+  ASSERT_EQ(small.wait_for(20s), std::future_status::ready);
+  StatusOr<net::ReadReply> answered = small.get();
+  ASSERT_TRUE(answered.ok()) << answered.status().ToString();
+
+  // Of each session's 100 Reads most were refused, retriably, and no
+  // session was closed for what it had queued.
+  net::Message m;
+  ASSERT_TRUE(flood[0]->ReadMessage(&m, 10000));
+  int replies = 0, refused = 0;
+  for (;;) {
+    if (auto* e = std::get_if<net::Error>(&m)) {
+      EXPECT_EQ(e->code, StatusCode::kResourceExhausted) << e->message;
+      EXPECT_TRUE(e->retriable);
+      EXPECT_NE(e->message.find("--max_read_replies_mb"), std::string::npos) << e->message;
+      ++refused;
+    } else {
+      ASSERT_NE(std::get_if<net::ReadReply>(&m), nullptr) << net::MessageName(m);
+      ++replies;
+    }
+    if (replies + refused == 100 || !flood[0]->ReadMessage(&m, 10000)) break;
+  }
+  std::printf("read flood: session 0 got %d replies and %d refusals\n", replies, refused);
+  EXPECT_EQ(replies + refused, 100);
+  EXPECT_GE(refused, 50);
+  flood.clear();
+  std::this_thread::sleep_for(3s);  // queues dropped; the next trim runs within a second
+  const uint64_t after_kb = testing::ProcStatusKb(paced.pid(), "VmRSS");
+  std::printf(
+      "paced VmRSS %llu KiB before the flood, VmHWM %llu KiB (bound %llu KiB), VmRSS %llu "
+      "KiB after\n",
+      static_cast<unsigned long long>(base_kb), static_cast<unsigned long long>(hwm),
+      static_cast<unsigned long long>(kFloodHwmBoundKb), static_cast<unsigned long long>(after_kb));
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_LT(hwm, kFloodHwmBoundKb);
+  // Returned: what stays is the frame pool's idle blocks (32 MiB) and change.
+  EXPECT_LT(after_kb, base_kb + (48 << 10));
+#endif
+  int st = 0;
   paced.Signal(SIGTERM);
   ASSERT_TRUE(paced.Wait(30000, &st).ok());
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);

@@ -8,12 +8,15 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -112,9 +115,10 @@ class PacedLimitsTest : public ::testing::Test {
 
 // RLIMIT_NOFILE 200 (soft = hard: nothing to raise), 64 reserved: at most
 // 200 - 64 - 16 = 120 connections. 300 silent connections would take every
-// descriptor (RocksDB could not open its next WAL or SST); the shard refuses
-// the excess instead and keeps serving, and serves new clients once the
-// flood is gone.
+// descriptor (RocksDB could not open its next WAL or SST); at the cap each new
+// one takes the slot of the oldest silent one instead, which is closed, and
+// the session is never touched. The shard keeps serving, and serves new
+// clients once the flood is gone.
 TEST_F(PacedLimitsTest, ConnectionFloodIsRefusedAndTheShardKeepsServing) {
   StartServer(
       200, 200,
@@ -131,14 +135,16 @@ TEST_F(PacedLimitsTest, ConnectionFloodIsRefusedAndTheShardKeepsServing) {
     flood.push_back(std::make_unique<RawConn>(port_));
     ASSERT_TRUE(flood.back()->connected()) << i;  // the kernel completes it before accept
   }
-  // The server accepts in connect order, so once the last one is refused
-  // every earlier one has been decided: a refused one has its Error waiting.
-  ASSERT_EQ(flood.back()->ErrorCode(30000), StatusCode::kResourceExhausted);
+  // The server accepts in connect order and closes the oldest silent one for
+  // each connection over the cap: the first 181 are closed, flood[180] last.
+  ASSERT_EQ(flood[180]->ErrorCode(30000), StatusCode::kResourceExhausted);
   int refused = 1, open = 0;
-  for (size_t i = 0; i + 1 < flood.size(); ++i) {
+  for (size_t i = 0; i < flood.size(); ++i) {
+    if (i == 180) continue;
     StatusCode code = flood[i]->ErrorCode(20);
     if (code == StatusCode::kResourceExhausted) {
       ++refused;
+      EXPECT_LT(i, 180u);
       EXPECT_TRUE(flood[i]->ClosedByPeer(5000));
     } else {
       EXPECT_EQ(code, StatusCode::kOk);
@@ -172,15 +178,15 @@ TEST_F(PacedLimitsTest, ConnectionFloodIsRefusedAndTheShardKeepsServing) {
                      "reserved)"),
             std::string::npos)
       << log;
-  // 181 refusals within about a second: a few throttled lines, not 181.
-  EXPECT_LE(Count(log, "refused connection from"), 10u);
+  // 181 closed within about a second: a few throttled lines, not 181.
+  EXPECT_LE(Count(log, "closed connection"), 10u);
   EXPECT_EQ(log.find("Too many open files"), std::string::npos) << log;
 }
 
 // Soft 128, hard 256: paced raises the soft limit to 256 (logged). At most 32
-// connections before their handshake; the rest of a burst of 100 silent ones
-// is refused, and those accepted are closed after the handshake timeout, each
-// logged (throttled). A session that stalls in the middle of a frame is
+// connections before their handshake: of a burst of 100 silent ones the
+// oldest make room for the newest, and the last 32 are closed after the
+// handshake timeout, each logged (throttled). A session that stalls in the middle of a frame is
 // closed; an idle one between frames is not.
 TEST_F(PacedLimitsTest, SilentAndStalledPeersAreClosedAndLogged) {
   StartServer(128, 256,
@@ -205,8 +211,8 @@ TEST_F(PacedLimitsTest, SilentAndStalledPeersAreClosedAndLogged) {
     if (code == StatusCode::kTimedOut) ++timed_out;
   }
   EXPECT_EQ(refused + timed_out, 100);
-  // The first 32 are always accepted; a slow machine may accept a few more
-  // if the first ones time out before the burst is accepted.
+  // The last 32 always wait out the timeout; a slow machine may let a few
+  // more do so if the first ones time out before the burst is accepted.
   EXPECT_GE(timed_out, 32);
   EXPECT_GE(refused, 1);
   burst.clear();
@@ -238,6 +244,70 @@ TEST_F(PacedLimitsTest, SilentAndStalledPeersAreClosedAndLogged) {
   EXPECT_NE(log.find("handshake timeout: closed connection"), std::string::npos) << log;
   EXPECT_LE(Count(log, "handshake timeout: closed connection"), 10u);
   EXPECT_NE(log.find("stalled inside a frame"), std::string::npos) << log;
+}
+
+// 1,000 peers connect and never send a Hello, and re-open each connection the
+// moment the shard closes it (an attacker holding the port). Clients that
+// connect meanwhile still complete their handshake, each within a second: a
+// silent peer's slot goes to the newest connection, so one that sends its
+// Hello at once is served.
+TEST_F(PacedLimitsTest, SilentPeersThatReopenDoNotLockClientsOut) {
+  rlimit lim{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
+  if (lim.rlim_cur < 4096 && lim.rlim_max >= 4096) {
+    lim.rlim_cur = 4096;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0);
+  }
+  if (lim.rlim_cur < 1200)
+    GTEST_SKIP() << "needs 1200 descriptors, RLIMIT_NOFILE is " << lim.rlim_cur;
+  StartServer(4096, 4096, {});  // the default caps: 256 before the handshake
+  if (HasFatalFailure()) return;
+
+  constexpr int kPeers = 1000;
+  std::vector<std::unique_ptr<RawConn>> peers;
+  for (int i = 0; i < kPeers; ++i) {
+    peers.push_back(std::make_unique<RawConn>(port_));
+    ASSERT_TRUE(peers.back()->connected()) << i;
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> reopened{0};
+  std::thread attacker([&] {
+    std::vector<pollfd> fds(kPeers);
+    while (!stop.load()) {
+      for (int i = 0; i < kPeers; ++i) fds[i] = pollfd{peers[i]->fd(), POLLIN, 0};
+      if (poll(fds.data(), fds.size(), 10) <= 0) continue;
+      for (int i = 0; i < kPeers && !stop.load(); ++i) {
+        if (fds[i].revents == 0) continue;  // an Error or EOF: closed by the shard
+        peers[i] = std::make_unique<RawConn>(port_);
+        reopened.fetch_add(1);
+      }
+    }
+  });
+  // Until the shard has shed its first silent peers, the attack is not on yet.
+  for (int i = 0; i < 500 && reopened.load() < kPeers - 256; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_GE(reopened.load(), static_cast<uint64_t>(kPeers - 256));
+
+  for (ClientId id = 0; id < 2; ++id) {
+    Client c;
+    const auto start = std::chrono::steady_clock::now();
+    Status s = Connect(port_, id, &c);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    ASSERT_TRUE(s.ok()) << "client " << id << ": " << s.ToString();
+    EXPECT_LT(ms, 1000) << "client " << id;
+    std::printf("client %u connected in %lld ms (%llu silent connections re-opened so far)\n", id,
+                static_cast<long long>(ms), static_cast<unsigned long long>(reopened.load()));
+    const uint32_t table = id == 0 ? CreateTable(&c) : 0;
+    if (id == 0) {
+      Train(&c, table, 0, 1);
+      if (HasFatalFailure()) break;
+    }
+  }
+  stop.store(true);
+  attacker.join();
+  const std::string log = Log();
+  EXPECT_NE(log.find("to make room"), std::string::npos) << log;
 }
 
 }  // namespace

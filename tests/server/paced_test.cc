@@ -312,6 +312,38 @@ TEST_F(PacedTest, DefaultTokenIsCreatedOnceRequiredAndReused) {
   EXPECT_EQ(again, token);
 }
 
+// A token in DATA_DIR that another user could have planted or rewritten is
+// refused, naming the owner or mode and the way out: one owned by another
+// user (needs root to create), one writable by the group. Before, paced used
+// it silently, so that user chose the secret the clients present.
+TEST_F(PacedTest, ATokenAnotherUserCouldPlantIsRefused) {
+  const std::string data = dir_.path() + "/planted";
+  ASSERT_EQ(mkdir(data.c_str(), 0700), 0);
+  const std::string token = data + "/token";
+  {
+    std::ofstream out(token);
+    out << "chosen-by-someone-else\n";
+  }
+  const std::vector<std::string> args = {"--data_dir=" + data, "--listen=127.0.0.1:0"};
+  std::string err;
+  ASSERT_EQ(chmod(token.c_str(), 0620), 0);
+  EXPECT_EQ(RunToExit(args, &err), 1) << err;
+  EXPECT_NE(err.find("PermissionDenied: the job token " + token +
+                     " is writable by other users (mode 620)"),
+            std::string::npos)
+      << err;
+  ASSERT_EQ(chmod(token.c_str(), 0600), 0);
+  if (geteuid() != 0 || chown(token.c_str(), 65534, 65534) != 0) {
+    GTEST_SKIP() << "giving the token to another user needs root";
+  }
+  EXPECT_EQ(RunToExit(args, &err), 1) << err;
+  EXPECT_NE(err.find("PermissionDenied: the job token " + token +
+                     " belongs to uid 65534, not to this user (uid 0): another user may have "
+                     "planted it: remove it (paced creates a new one on its next start)"),
+            std::string::npos)
+      << err;
+}
+
 TEST_F(PacedTest, BadFlagsGiveClearErrors) {
   struct Case {
     std::vector<std::string> args;

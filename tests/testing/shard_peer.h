@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -119,6 +120,7 @@ class RawConn {
     if (fd_ >= 0) close(fd_);
   }
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   void Write(const std::string& bytes) {
     size_t off = 0;
     while (off < bytes.size()) {

@@ -2,8 +2,10 @@
 // process (found next to this test binary) on stores built with ShardStore,
 // beside a live writer process, and against a running paced.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "common/hash.h"
 #include "common/row.h"
@@ -359,6 +362,74 @@ TEST_F(PacectlTest, EveryCorruptionExitsTwoNamingTheFile) {
   }
 }
 
+// An SST with a bad block checksum opens fine and can be read around; a job
+// refuses it at start instead of training on it: paced exits 2 naming the
+// file, pacectl verify and pacectl checkpoint restore (and serves it with
+// --allow_damaged_store), and pace_mf --resume fails the same way. Before,
+// pace_mf --resume trained 10 clocks on it and exited 0.
+TEST_F(PacectlTest, AJobRefusesAStoreWithAChecksumError) {
+  for (const char* bin : {"paced", "pace_mf", "pace_gen"}) {
+    if (!std::filesystem::exists(BinaryDir() + "/" + bin)) GTEST_SKIP() << bin << " not built";
+  }
+  const std::string train = tmp_.path() + "/train.txt";
+  auto run = [&](std::vector<std::string> argv, std::string* err_text) {
+    const std::string err = tmp_.path() + "/run.err." + std::to_string(++runs_);
+    Subprocess p;
+    EXPECT_TRUE(p.Start(argv, err).ok());
+    std::string line;
+    while (p.ReadLine(&line, 120000).ok()) {
+    }
+    int status = 0;
+    EXPECT_TRUE(p.Wait(120000, &status).ok());
+    *err_text = ReadFile(err);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  };
+  std::string err;
+  ASSERT_EQ(run({BinaryDir() + "/pace_gen", "ratings", "--users=60", "--items=50", "--rank=2",
+                 "--ratings=1500", "--seed=3", "--out=" + train},
+                &err),
+            0)
+      << err;
+  const std::vector<std::string> mf = {BinaryDir() + "/pace_mf", "--train=" + train, "--rank=3",
+                                       "--data_dir=" + dir_, "--lr=0.01"};
+  std::vector<std::string> first = mf;
+  first.push_back("--clocks=2");
+  ASSERT_EQ(run(first, &err), 0) << err;
+  std::string sst;
+  ASSERT_TRUE(testing::AddBigTableAndFlush(dir_, 1, 20000, &sst).ok());
+  ASSERT_TRUE(testing::OverwriteBytes(sst, 0.5, 64).ok());
+  const std::string file = "SST file " + sst + " is damaged";
+
+  std::vector<std::string> resume = mf;
+  resume.insert(resume.end(), {"--clocks=4", "--resume"});
+  EXPECT_NE(run(resume, &err), 0) << err;
+  std::printf("pace_mf --resume: %s", err.c_str());
+  EXPECT_NE(err.find(file), std::string::npos) << err;
+  EXPECT_NE(err.find("pacectl --data_dir=" + dir_ + " verify"), std::string::npos) << err;
+  EXPECT_NE(err.find("pacectl checkpoint restore"), std::string::npos) << err;
+
+  const std::vector<std::string> paced = {BinaryDir() + "/paced", "--data_dir=" + dir_,
+                                          "--insecure", "--listen=127.0.0.1:0"};
+  EXPECT_EQ(run(paced, &err), 2) << err;
+  std::printf("paced: %s", err.c_str());
+  EXPECT_NE(err.find("paced: cannot open --data_dir=" + dir_ +
+                     ": Corruption: refusing to serve a damaged store: " + file),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("pacectl --data_dir=" + dir_ + " verify"), std::string::npos) << err;
+  EXPECT_NE(err.find("pacectl checkpoint restore"), std::string::npos) << err;
+  EXPECT_NE(err.find("(--allow_damaged_store serves it anyway)"), std::string::npos) << err;
+  Subprocess told;
+  uint16_t port = 0;
+  Status s = testing::StartPaced(&told, dir_, 0, 1, 1, {"--allow_damaged_store"}, &port);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (s.ok()) {
+    told.Signal(SIGTERM);
+    int status = 0;
+    EXPECT_TRUE(told.Wait(30000, &status).ok());
+  }
+}
+
 TEST_F(PacectlTest, UsageErrorsAndHelp) {
   BuildStore();
   Result r = Offline({"get", "foo", "1"});
@@ -457,6 +528,99 @@ TEST_F(PacectlTest, ImportRoundTripsBitForBitAndRefusesAMismatch) {
   EXPECT_NE(r.err.find("works offline only"), std::string::npos) << r.err;
 }
 
+// An int64 array of `rows` x 8 as an npy file: row r holds r * 8 + c.
+void WriteNpy(const std::string& path, uint64_t rows) {
+  std::string header =
+      "{'descr': '<i8', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", 8), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  const char len[2] = {static_cast<char>(header.size() & 0xff),
+                       static_cast<char>(header.size() >> 8)};
+  out.write(len, 2);
+  out << header;
+  for (uint64_t i = 0; i < rows * 8; ++i) {
+    const int64_t v = static_cast<int64_t>(i);
+    out.write(reinterpret_cast<const char*>(&v), 8);
+  }
+}
+
+// pacectl import over two shards, SIGKILLed while paused at each stage in
+// turn (after the markers, after the table exists on shard 0 only, after
+// shard 0's batch only): each time both shards are refused by a job (paced
+// exits 1 naming the command that completes the import), and that command
+// completes it: the merged export is the array.
+TEST_F(PacectlTest, ImportOverShardsIsAllOrNothingUnderSigkill) {
+  if (!std::filesystem::exists(BinaryDir() + "/paced")) GTEST_SKIP() << "paced is not built";
+  std::string dirs[2];
+  for (uint32_t k = 0; k < 2; ++k) {
+    dirs[k] = tmp_.path() + "/shard" + std::to_string(k);
+    ShardStoreOptions o;
+    o.shard_id = k;
+    o.num_shards = 2;
+    o.num_clients = 1;
+    std::unique_ptr<ShardStore> store;
+    ASSERT_TRUE(ShardStore::Open(o, dirs[k], &store).ok());
+  }
+  const std::string npy = tmp_.path() + "/a.npy";
+  WriteNpy(npy, 2000);
+  const std::string data_dir = "--data_dir=" + dirs[0] + "," + dirs[1];
+  const std::string command = "pacectl " + data_dir + " import t " + npy;
+  for (const char* stage :
+       {"markers written", "table created on a shard", "batch written on a shard"}) {
+    SCOPED_TRACE(stage);
+    const std::string err = tmp_.path() + "/import.err." + std::to_string(++runs_);
+    setenv("PACE_TEST_IMPORT_STOP_AT", stage, 1);
+    Subprocess import;
+    ASSERT_TRUE(import.Start({BinaryDir() + "/pacectl", data_dir, "import", "t", npy}, err).ok());
+    unsetenv("PACE_TEST_IMPORT_STOP_AT");
+    const std::string line = std::string("import stage: ") + stage;
+    bool reached = false;
+    for (int i = 0; i < 3000 && !reached; ++i) {
+      reached = ReadFile(err).find(line) != std::string::npos;
+      if (!reached) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(reached) << ReadFile(err);
+    import.Signal(SIGKILL);
+    int status = 0;
+    ASSERT_TRUE(import.Wait(10000, &status).ok());
+    ASSERT_TRUE(WIFSIGNALED(status));
+
+    // A job refuses either shard, in one line naming the command.
+    for (uint32_t k = 0; k < 2; ++k) {
+      Subprocess paced;
+      const std::string perr = tmp_.path() + "/paced.err." + std::to_string(++runs_);
+      ASSERT_TRUE(paced
+                      .Start({BinaryDir() + "/paced", "--data_dir=" + dirs[k], "--insecure",
+                              "--shard=" + std::to_string(k), "--num_shards=2", "--num_clients=1",
+                              "--listen=127.0.0.1:0"},
+                             perr)
+                      .ok());
+      ASSERT_TRUE(paced.Wait(30000, &status).ok());
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+      const std::string text = ReadFile(perr);
+      EXPECT_NE(text.find("an import did not complete on every shard (pacectl import was "
+                          "stopped); run `" +
+                          command + "` to complete it\n"),
+                std::string::npos)
+          << text;
+    }
+  }
+  // The named command completes it.
+  Result r = Run({data_dir, "import", "t", npy});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (uint32_t k = 0; k < 2; ++k) {
+    EXPECT_FALSE(std::filesystem::exists(dirs[k] + "/IMPORT-INCOMPLETE"));
+  }
+  r = Run({data_dir, "export", "t", "--format=npy", "--out=" + tmp_.path() + "/b.npy"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string dict, want, got;
+  ParseNpy(ReadFile(npy), &dict, &want);
+  ParseNpy(ReadFile(tmp_.path() + "/b.npy"), &dict, &got);
+  EXPECT_TRUE(want == got) << "the merged export differs from the imported array";
+}
+
 TEST_F(PacectlTest, OfflineInspectionWorksWhileAnotherProcessHoldsTheStore) {
   Subprocess writer;
   ASSERT_TRUE(writer
@@ -539,6 +703,107 @@ TEST_F(PacectlTest, CheckpointCreateListRestore) {
   r = Run({"checkpoint", "list", ckpts});
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.out.find("ERROR"), std::string::npos) << r.out;
+}
+
+// get/scan/export --at a checkpoint (by path and by shard clock) read the
+// past; diff names the rows that changed and by how much.
+TEST_F(PacectlTest, AtCheckpointAndDiff) {
+  std::unique_ptr<ShardStore> store;
+  ASSERT_TRUE(testing::BuildSampleStore(dir_, 2, &store).ok());
+  const std::string c3 = dir_ + "/checkpoints/c3";
+  std::filesystem::create_directories(dir_ + "/checkpoints");
+  ASSERT_TRUE(store->CreateCheckpoint(c3).ok());
+  // Clock 3: counts row 1 += [3,4,0] (client 0), row 3 += [0,0,12] (client 1).
+  const uint32_t counts = store->FindTable("counts").value().id;
+  const std::string d1 = EncodeDense<int64_t>({3, 4, 0});
+  const std::string d3 = EncodeDense<int64_t>({0, 0, 12});
+  bool dup = false;
+  ASSERT_TRUE(store->ApplyBatch(0, 3, {RowDelta{counts, 1, d1}}, &dup).ok());
+  ASSERT_TRUE(store->ApplyBatch(1, 3, {RowDelta{counts, 3, d3}}, &dup).ok());
+  const std::string c4 = dir_ + "/checkpoints/c4";
+  ASSERT_TRUE(store->CreateCheckpoint(c4).ok());
+  store.reset();
+
+  Result r = Offline({"get", "counts", "1", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row 1: 14 26 33\nrow 3: 0 1 20\n");
+  r = Offline({"get", "counts", "1", "3", "--at=3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "row 1: 11 22 33\nrow 3: 0 1 8\n");
+  r = Run({"get", "counts", "1", "--at=" + c3});
+  EXPECT_EQ(r.out, "row 1: 11 22 33\n") << r.err;
+  r = Run({"scan", "counts", "--at=" + c4});
+  EXPECT_EQ(r.out, "row 1: 14 26 33\nrow 3: 0 1 20\n") << r.err;
+  const std::string csv = tmp_.path() + "/c3.csv";
+  r = Run({"export", "counts", "--format=csv", "--out=" + csv, "--at=" + c3});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(ReadFile(csv).find("1,11,22,33"), std::string::npos) << ReadFile(csv);
+  r = Offline({"get", "counts", "1", "--at=7"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("no checkpoint of shard clock 7 under " + dir_ +
+                       "/checkpoints (shard clocks there: 3, 4)"),
+            std::string::npos)
+      << r.err;
+  r = Run({"get", "counts", "1", "--at=" + dir_});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("is not a checkpoint"), std::string::npos) << r.err;
+
+  r = Run({"diff", c3, c4, "counts"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 rows compared, 2 changed, L2 norm of the change 13\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("3    12  12\n1    5   4\n"), std::string::npos) << r.out;
+  r = Run({"diff", c3, c4, "counts", "--top=1", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = MustParse(r.out);
+  EXPECT_EQ(j["rows_changed"].number, 2);
+  EXPECT_EQ(j["l2"].number, 13);
+  ASSERT_EQ(j["top"].size(), 1u);
+  EXPECT_EQ(j["top"][0]["row"].number, 3);
+  EXPECT_EQ(j["a"]["shard_clock"].number, 3);
+  EXPECT_EQ(j["b"]["shard_clock"].number, 4);
+  r = Run({"diff", c3, c3, "w"});
+  EXPECT_NE(r.out.find("3 rows compared, 0 changed"), std::string::npos) << r.out;
+}
+
+// pacectl checkpoint create SIGKILLed at points spread over its run: a
+// directory it leaves is a whole checkpoint (its manifest reads), and what it
+// leaves never blocks the next create into the same directory.
+TEST_F(PacectlTest, KilledCheckpointCreateNeverBlocksTheNext) {
+  BuildStore();
+  std::string sst;
+  ASSERT_TRUE(testing::AddBigTableAndFlush(dir_, 2, 100000, &sst).ok());
+  const std::string ck = tmp_.path() + "/ck";
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = Offline({"checkpoint", "create", ck});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto full = std::chrono::steady_clock::now() - t0;
+  std::filesystem::remove_all(ck);
+  constexpr int kKills = 16;
+  int killed = 0;
+  for (int i = 0; i < kKills; ++i) {
+    Subprocess p;
+    ASSERT_TRUE(
+        p.Start({BinaryDir() + "/pacectl", "--data_dir=" + dir_, "checkpoint", "create", ck},
+                tmp_.path() + "/killed.err")
+            .ok());
+    std::this_thread::sleep_for(full * i / kKills);
+    p.Signal(SIGKILL);
+    int st = 0;
+    ASSERT_TRUE(p.Wait(60000, &st).ok());
+    killed += WIFSIGNALED(st) ? 1 : 0;
+    if (std::filesystem::exists(ck)) {
+      CheckpointManifest m;
+      Status s = ShardStore::ReadCheckpointManifest(ck, &m);
+      EXPECT_TRUE(s.ok()) << "kill " << i << " left " << ck << ": " << s.ToString();
+      if (s.ok()) std::filesystem::remove_all(ck);
+    }
+    r = Offline({"checkpoint", "create", ck});
+    EXPECT_EQ(r.code, 0) << "after kill " << i << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(ck + ".partial"));
+    std::filesystem::remove_all(ck);
+  }
+  EXPECT_GE(killed, kKills / 2);
 }
 
 TEST_F(PacectlTest, OnlineAgainstRunningPaced) {

@@ -8,6 +8,8 @@
 #       pace_mf --baseline_mmap in the same cgroup (out_of_core.sh)
 #   8e  pace_lda, 20k docs x 200 tokens, 100k words, 500 topics, --memory_mb=256 (lda_scale.sh)
 #   8f  the 8a job over TCP: one paced, one pace_mf --servers (tcp_scale.sh)
+#   8g  the durability tax: the 8a job as shipped vs --benchmark_no_durability
+#       (durability_tax.sh)
 # Each job prints "# load average:" before and after, runs subject and baseline interleaved
 # BENCH_REPS times (default 3), and prints one RATIO line per comparison (medians). The whole
 # set takes long: run one job at a time, e.g. `bash tools/bench/model_scale.sh build 8d`.
@@ -30,7 +32,7 @@ build=${1:-build}
 shift || true
 jobs=("$@")
 [ ${#jobs[@]} -eq 0 ] && jobs=(8a)
-[ "${jobs[*]}" = all ] && jobs=(8a 8c 8d 8e 8f)
+[ "${jobs[*]}" = all ] && jobs=(8a 8c 8d 8e 8f 8g)
 
 status=0
 others=()
@@ -42,7 +44,8 @@ for job in "${jobs[@]}"; do
     8d) others+=(out_of_core.sh) ;;
     8e) others+=(lda_scale.sh) ;;
     8f) others+=(tcp_scale.sh) ;;
-    *) echo "model_scale.sh: unknown job '$job' (expected 8a, 8b, 8c, 8d, 8e, 8f or all)" >&2; exit 2 ;;
+    8g) others+=(durability_tax.sh) ;;
+    *) echo "model_scale.sh: unknown job '$job' (expected 8a, 8b, 8c, 8d, 8e, 8f, 8g or all)" >&2; exit 2 ;;
   esac
 done
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/bench/run.sh [BUILD_DIR] — runs the benchmarks (1-7, 3d-3f, 8a-8f, 9, 10), each
+# tools/bench/run.sh [BUILD_DIR] — runs the benchmarks (1-7, 3d-3f, 8a-8f, 9, 10, 11), each
 # against a baseline in the same run, and prints one RATIO line per comparison
 # next to its target. Lines are also collected in BUILD_DIR/bench/ratios.txt.
 # Benchmark 8 (model scale, tools/bench/model_scale.sh) takes long on a 2-core
@@ -146,6 +146,8 @@ if [ -d "$build/python/pacedb" ]; then
 else
   echo "(9, 10: Python benchmarks skipped: no $build/python/pacedb)"
 fi
+echo "=== 11: re-shard a checkpoint vs export of the same rows (tools/bench/reshard.sh) ==="
+BENCH_REPS=$reps bash "$(dirname "$0")/reshard.sh" "$build" || failures+=("11 (reshard.sh)")
 echo
 echo "=== summary (also in $ratios) ==="
 grep -E '^RATIO|^SKIPPED' "$ratios" || true

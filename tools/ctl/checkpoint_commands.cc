@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "storage/checkpoint.h"
+#include "storage/reshard.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/json_writer.h"
 #include "tools/ctl/value_format.h"
@@ -43,6 +45,7 @@ struct ListEntry {
   std::string path;
   Status status;  // of reading the manifest
   CheckpointManifest manifest;
+  CheckpointUsage usage;
 };
 
 }  // namespace
@@ -115,6 +118,7 @@ Status CheckpointList(const CtlContext& ctx, const Args& args) {
     e.path = c;
     e.status = ShardStore::ReadCheckpointManifest(c, &e.manifest);
     if (e.status.IsNotFound()) continue;  // not a checkpoint
+    if (e.status.ok()) e.status = CheckpointDiskUsage(c, &e.usage);
     corrupt = corrupt || e.status.code() == StatusCode::kCorruption;
     entries.push_back(std::move(e));
   }
@@ -130,6 +134,8 @@ Status CheckpointList(const CtlContext& ctx, const Args& args) {
       w.MemberBool("ok", e.status.ok());
       if (e.status.ok()) {
         ManifestJsonMembers(e.manifest, &w);
+        w.MemberUint("bytes", e.usage.bytes);
+        w.MemberUint("exclusive_bytes", e.usage.exclusive_bytes);
       } else {
         w.Member("error", e.status.ToString());
       }
@@ -142,19 +148,27 @@ Status CheckpointList(const CtlContext& ctx, const Args& args) {
     ctx.out << "no checkpoints under " << dir << "\n";
   } else {
     std::vector<std::vector<std::string>> rows = {
-        {"checkpoint", "shard", "shard_clock", "tables", "created"}};
+        {"checkpoint", "shard", "shard_clock", "size", "own", "tables", "created"}};
+    CheckpointUsage total;
     for (const ListEntry& e : entries) {
       if (!e.status.ok()) {
-        rows.push_back({e.path, "-", "-", "-", "ERROR " + e.status.ToString()});
+        rows.push_back({e.path, "-", "-", "-", "-", "-", "ERROR " + e.status.ToString()});
         continue;
       }
       const CheckpointManifest& m = e.manifest;
+      total.bytes += e.usage.bytes;
+      total.exclusive_bytes += e.usage.exclusive_bytes;
       rows.push_back(
           {e.path,
            std::to_string(m.identity.shard_id) + "/" + std::to_string(m.identity.num_shards),
-           std::to_string(m.shard_clock), TableNames(m.tables), UnixMsText(m.created_unix_ms)});
+           std::to_string(m.shard_clock), BytesText(e.usage.bytes),
+           BytesText(e.usage.exclusive_bytes), TableNames(m.tables),
+           UnixMsText(m.created_unix_ms)});
     }
     ctx.out << AlignColumns(rows);
+    ctx.out << entries.size() << " checkpoint(s): " << BytesText(total.bytes) << " in files, "
+            << BytesText(total.exclusive_bytes)
+            << " not shared with the store or another checkpoint (freed by deleting them)\n";
   }
   for (const ListEntry& e : entries) {
     if (!e.status.ok()) {
@@ -165,7 +179,75 @@ Status CheckpointList(const CtlContext& ctx, const Args& args) {
   return Status::OK();
 }
 
+namespace {
+
+// checkpoint restore CKPT,CKPT,... --num_shards=M --out=DIR.
+Status CheckpointReshard(const CtlContext& ctx, const Args& args) {
+  if (ctx.options.num_shards == 0) return Status::InvalidArgument("--num_shards must be >= 1");
+  if (ctx.options.out.empty()) {
+    return Status::InvalidArgument(
+        "checkpoint restore --num_shards=M needs --out=DIR (where the new shards' data dirs go)");
+  }
+  std::vector<std::string> checkpoints;
+  for (const std::string& a : args) {
+    for (const std::string& c : SplitList(a)) checkpoints.push_back(c);
+  }
+  ReshardOptions o;
+  o.num_shards = ctx.options.num_shards;
+  o.block_cache_mb = ctx.options.block_cache_mb;
+  ReshardResult r;
+  RETURN_IF_ERROR(ReshardCheckpoints(checkpoints, ctx.options.out, o, &r));
+  if (ctx.options.json) {
+    JsonWriter w(&ctx.out);
+    w.BeginObject();
+    w.Member("out", ctx.options.out);
+    w.MemberUint("source_shards", r.source_shards);
+    w.MemberUint("num_shards", r.shard_dirs.size());
+    w.MemberUint("num_clients", r.num_clients);
+    w.MemberInt("shard_clock", r.shard_clock);
+    w.Member("job", r.job);
+    w.MemberUint("rows", r.rows);
+    w.MemberUint("bytes", r.bytes);
+    w.Key("shards");
+    w.BeginArray();
+    for (size_t j = 0; j < r.shard_dirs.size(); ++j) {
+      w.BeginObject();
+      w.MemberUint("shard", j);
+      w.Member("data_dir", r.shard_dirs[j]);
+      w.MemberUint("rows", r.shard_rows[j]);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    ctx.out << '\n';
+    return Status::OK();
+  }
+  ctx.out << "re-sharded " << r.source_shards << " shard checkpoint(s) at shard clock "
+          << r.shard_clock << " (" << r.tables.size() << " table(s), " << r.rows << " rows) onto "
+          << r.shard_dirs.size() << " shard(s) in " << ctx.options.out << "\n";
+  const std::string m = std::to_string(r.shard_dirs.size());
+  for (size_t j = 0; j < r.shard_dirs.size(); ++j) {
+    ctx.out << "  shard " << j << ": " << r.shard_rows[j]
+            << " rows; start paced --data_dir=" << r.shard_dirs[j] << " --shard=" << j
+            << " --num_shards=" << m << " --num_clients=" << r.num_clients << "\n";
+  }
+  ctx.out << "then resume the clients with --resume and --servers listing the " << m << " shards\n";
+  return Status::OK();
+}
+
+}  // namespace
+
 Status CheckpointRestore(const CtlContext& ctx, const Args& args) {
+  if (ctx.options.set_flags.count("num_shards") != 0) return CheckpointReshard(ctx, args);
+  if (ctx.options.set_flags.count("out") != 0) {
+    return Status::InvalidArgument(
+        "--out goes with --num_shards=M (re-shard); a plain restore takes --data_dir=NEWDIR");
+  }
+  if (args.size() > 1 || SplitList(args[0]).size() > 1) {
+    return Status::InvalidArgument(
+        "one checkpoint is restored into --data_dir=NEWDIR; the checkpoints of several shards "
+        "are restored together only with --num_shards=M --out=DIR (re-shard)");
+  }
   const std::string& checkpoint = args[0];
   CheckpointManifest m;
   RETURN_IF_ERROR(ShardStore::ReadCheckpointManifest(checkpoint, &m));

@@ -87,6 +87,16 @@ Status OfflineVerify(const CtlContext& ctx, const Args& args);
 // writing (so no paced or app may hold them).
 Status OfflineImport(const CtlContext& ctx, const Args& args);
 
+// --- The past (history_commands.cc) -------------------------------------------
+
+// --at=CKPT[,CKPT...] or --at=CLOCK: sets options->data_dir to the checkpoint
+// dirs to read (CLOCK: each --data_dir's checkpoint of that shard clock).
+// NotFound / InvalidArgument naming what is missing.
+Status ResolveAt(CtlOptions* options);
+// diff CKPT_A CKPT_B TABLE: per-row change norms of TABLE from A to B, the
+// --top rows that changed most.
+Status OfflineDiff(const CtlContext& ctx, const Args& args);
+
 // --- Checkpoints (checkpoint_commands.cc) -------------------------------------
 
 Status CheckpointCreate(const CtlContext& ctx, const Args& args);

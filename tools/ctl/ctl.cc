@@ -34,22 +34,29 @@ const std::vector<CommandSpec>& Commands() {
   static const std::vector<CommandSpec> commands = {
       {"tables", "tables", 0, 0, OfflineTables, OnlineTables, {}},
       {"describe", "describe NAME", 1, 1, OfflineDescribe, OnlineDescribe, {}},
-      {"get", "get NAME ROW [ROW...]", 2, kUnbounded, OfflineGet, OnlineGet, {}},
+      {"get",
+       "get NAME ROW [ROW...] [--at=CKPT|CLOCK]",
+       2,
+       kUnbounded,
+       OfflineGet,
+       OnlineGet,
+       {"at"}},
       {"scan",
-       "scan NAME [--start=R] [--limit=N]",
+       "scan NAME [--start=R] [--limit=N] [--at=CKPT|CLOCK]",
        1,
        1,
        OfflineScan,
        OnlineScan,
-       {"start", "limit"}},
+       {"start", "limit", "at"}},
       {"stats", "stats", 0, 0, OfflineStats, OnlineStats, {}},
       {"export",
-       "export NAME --format=csv|npy --out=FILE [--rows=N] [--max_rows=N]",
+       "export NAME --format=csv|npy --out=FILE [--rows=N] [--max_rows=N] [--at=CKPT|CLOCK]",
        1,
        1,
        OfflineExport,
        OnlineExport,
-       {"format", "out", "rows", "max_rows"}},
+       {"format", "out", "rows", "max_rows", "at"}},
+      {"diff", "diff CKPT_A CKPT_B TABLE [--top=K]", 3, 3, OfflineDiff, nullptr, {"top"}},
       {"import", "import NAME FILE.npy|FILE.csv", 2, 2, OfflineImport, nullptr, {}},
       {"verify", "verify", 0, 0, OfflineVerify, nullptr, {}},
       {"checkpoint create",
@@ -61,12 +68,12 @@ const std::vector<CommandSpec>& Commands() {
        {}},
       {"checkpoint list", "checkpoint list [DIR]", 0, 1, CheckpointList, nullptr, {}},
       {"checkpoint restore",
-       "checkpoint restore CKPT --data_dir=NEWDIR",
+       "checkpoint restore CKPT --data_dir=NEWDIR | CKPT,CKPT,... --num_shards=M --out=DIR",
        1,
-       1,
+       kUnbounded,
        CheckpointRestore,
        nullptr,
-       {}},
+       {"num_shards", "out"}},
   };
   return commands;
 }
@@ -138,10 +145,17 @@ Status ChooseHandler(const CommandSpec& cmd, const CtlOptions& o, Handler* handl
     *handler = cmd.online;
     return Status::OK();
   }
-  if (o.data_dir.empty() && name != "checkpoint list") {
+  const bool reshard = name == "checkpoint restore" && o.set_flags.count("num_shards") != 0;
+  if (reshard && !o.data_dir.empty()) {
+    return Status::InvalidArgument(
+        "checkpoint restore --num_shards=M writes the new shards under --out=DIR, not "
+        "--data_dir");
+  }
+  if (o.data_dir.empty() && name != "checkpoint list" && name != "diff" && !reshard) {
     if (name == "checkpoint restore") {
       return Status::InvalidArgument(
-          "checkpoint restore needs --data_dir=NEWDIR (where to restore)");
+          "checkpoint restore needs --data_dir=NEWDIR (where to restore one shard), or "
+          "--num_shards=M --out=DIR (the checkpoints of every shard onto M shards)");
     }
     return Status::InvalidArgument(
         "'" + name + "' needs --data_dir=DIR (offline)" +
@@ -179,7 +193,7 @@ Status ParseCommand(const std::vector<std::string>& args, const CommandSpec** cm
     }
     return Status::InvalidArgument("unknown command '" + args[0] +
                                    "' (commands: tables, describe, get, scan, stats, export, "
-                                   "import, checkpoint, verify; see 'pacectl --help')");
+                                   "diff, import, checkpoint, verify; see 'pacectl --help')");
   }
   rest->assign(args.begin() + first_arg, args.end());
   const size_t n = rest->size();
@@ -237,6 +251,11 @@ std::string UsageText() {
        "                          online export (required): rows 0..N-1\n"
        "  --connect_timeout_ms=MS --timeout_ms=MS   online time limits (defaults 5000, 30000)\n"
        "  --block_cache_mb=M      RocksDB block cache for offline reads (default 32)\n"
+       "  --at=CKPT[,CKPT]|CLOCK  get/scan/export: read checkpoint(s), or the checkpoint of a\n"
+       "                          shard clock in DATA_DIR/checkpoints (offline)\n"
+       "  --top=K                 diff: rows that changed most to list (default 10; 0: all)\n"
+       "  --num_shards=M --out=DIR   checkpoint restore: re-shard every shard's checkpoint\n"
+       "                          onto M shards, data dirs DIR/shard-0 ...\n"
        "\n"
        "Exit codes: 0 ok, 1 user error (message on stderr), 2 corruption found.\n"
        "Documentation: docs/pacectl.md\n";
@@ -259,9 +278,15 @@ const char* CommandSummary(const std::string& name) {
        "shard clock; a schema mismatch is refused and nothing is written. Opens the store\n"
        "for writing: the job's paced (or app) must not be running"},
       {"verify", "checks every record of the store; exit 2 if corruption is found"},
+      {"diff",
+       "per-row change norms of a table between two checkpoints (or stores; a comma list for\n"
+       "the shards of a job) and the rows that changed most"},
       {"checkpoint create", "a consistent RocksDB checkpoint of the store (hard links) + manifest"},
       {"checkpoint list", "the checkpoints in DIR (default: DATA_DIR/checkpoints)"},
-      {"checkpoint restore", "makes a new data dir from a checkpoint"},
+      {"checkpoint restore",
+       "makes a new data dir from a checkpoint; with --num_shards=M --out=DIR, turns the\n"
+       "checkpoints of every shard of a job (one clock) into the data dirs of M shards,\n"
+       "DIR/shard-0 ..., each row placed by the same hash, the clocks carried over"},
   };
   auto it = summaries.find(name);
   return it == summaries.end() ? "" : it->second;
@@ -286,8 +311,15 @@ std::string FlagHelp(const std::string& flag) {
        "--limit=N               most rows to list (default 0: all);\n"
        "                          online (required): rows START..START+N-1"},
       {"format", "--format=csv|npy        output format (npy: dense tables)"},
-      {"out", "--out=FILE              output file, - for stdout"},
+      {"out",
+       "--out=FILE|DIR          export: output file, - for stdout; re-shard: the directory\n"
+       "                          of the new shards' data dirs (must not exist or be empty)"},
       {"max_rows", "--max_rows=N            npy: refuse arrays with more rows (default 50000000)"},
+      {"num_shards", "--num_shards=M          re-shard onto M shards (with --out=DIR)"},
+      {"at",
+       "--at=CKPT[,CKPT]|CLOCK  read checkpoint dir(s) instead of --data_dir, or the\n"
+       "                          checkpoint of shard clock CLOCK in DATA_DIR/checkpoints"},
+      {"top", "--top=K                 rows that changed most to list (default 10; 0: all)"},
   };
   auto it = help.find(flag);
   return it == help.end() ? "--" + flag : it->second;
@@ -357,14 +389,20 @@ int RunCtl(const std::vector<std::string>& args, const CtlOptions& options, std:
   Handler handler = nullptr;
   Status s = ParseCommand(args, &cmd, &rest);
   if (s.ok()) s = CheckFlags(*cmd, options);
-  if (s.ok()) s = ChooseHandler(*cmd, options, &handler);
+  CtlOptions resolved = options;
+  if (s.ok() && !options.at.empty()) {
+    s = !options.server.empty() || !options.servers.empty()
+            ? Status::InvalidArgument("--at reads checkpoints, offline: drop --server(s)")
+            : ResolveAt(&resolved);
+  }
+  if (s.ok()) s = ChooseHandler(*cmd, resolved, &handler);
   if (s.ok()) {
-    CtlContext ctx{options, out, err};
+    CtlContext ctx{resolved, out, err};
     s = handler(ctx, rest);
   }
   out.flush();
   if (s.ok()) return kExitOk;
-  s = NameTheDamage(options, s);
+  s = NameTheDamage(resolved, s);
   err << "pacectl: " << (IsPlainUserError(s.code()) ? s.message() : s.ToString()) << "\n";
   return s.code() == StatusCode::kCorruption ? kExitCorruption : kExitUserError;
 }

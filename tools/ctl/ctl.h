@@ -40,7 +40,9 @@ struct CtlOptions {
   bool json = false;
   // export: "csv" or "npy". Default: "" (required by export).
   std::string format;
-  // export: the output file, "-" for stdout. Default: "" (required by export).
+  // export: the output file, "-" for stdout; checkpoint restore
+  // --num_shards: the directory of the new shards' data dirs. Default: ""
+  // (required by export and re-shard).
   std::string out;
   // scan: the first row to list. Default: 0.
   uint64_t start = 0;
@@ -57,6 +59,17 @@ struct CtlOptions {
   int timeout_ms = 30000;
   // RocksDB block cache of the offline store, MiB. Default: 32.
   uint32_t block_cache_mb = 32;
+  // checkpoint restore: re-shard the checkpoints of every shard of a job
+  // onto this many shards, written under `out` (docs/pacectl.md). 0: a plain
+  // restore of one checkpoint into data_dir. Default: 0.
+  uint32_t num_shards = 0;
+  // get, scan, export: read checkpoint(s) instead of --data_dir: their dirs
+  // (comma-separated, the shards of a job), or a shard clock whose checkpoint
+  // is looked up in each --data_dir's checkpoints/. Default: "" (the store).
+  std::string at;
+  // diff: how many of the rows that changed most to list; 0: every changed
+  // row. Default: 10.
+  uint64_t top = 10;
   // Names of the flags the user set explicitly (without "--"), used to reject
   // flags that do not apply to the command. Empty: no such check.
   std::set<std::string> set_flags;

@@ -1,15 +1,20 @@
 // pacectl import NAME FILE.npy|FILE.csv (offline): creates or fills a dense
 // table from an array, as one atomic batch per shard (ShardStore::ImportBatch)
-// recorded with the shard clock it was made at.
+// recorded with the shard clock it was made at; all or nothing over the
+// shards through the markers of common/import_marker.h.
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "common/element.h"
 #include "common/hash.h"
+#include "common/import_marker.h"
 #include "common/row.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/export.h"
@@ -229,6 +234,17 @@ void Difference(ElementType t, const char* want, const char* have, size_t n, cha
   });
 }
 
+// With PACE_TEST_IMPORT_STOP_AT set (tests that SIGKILL an import at a known
+// point), prints each stage to stderr and, at the stage named there, waits a
+// minute for the kill.
+void TEST_ImportStage(const char* stage) {
+  const char* stop_at = std::getenv("PACE_TEST_IMPORT_STOP_AT");
+  if (stop_at == nullptr) return;
+  std::fprintf(stderr, "pacectl: import stage: %s\n", stage);
+  std::fflush(stderr);
+  if (std::strcmp(stop_at, stage) == 0) std::this_thread::sleep_for(std::chrono::minutes(1));
+}
+
 // Opens every --data_dir for writing; (*stores)[k] is shard k (also in set).
 Status OpenWritable(const CtlOptions& options, OfflineSet* set, std::vector<ShardStore*>* stores) {
   const std::vector<std::string> dirs = SplitList(options.data_dir);
@@ -237,6 +253,7 @@ Status OpenWritable(const CtlOptions& options, OfflineSet* set, std::vector<Shar
     o.check_identity = false;
     o.create_if_missing = false;
     o.block_cache_mb = options.block_cache_mb;
+    o.sync = true;  // the markers go once every shard's batch is on disk
     std::unique_ptr<ShardStore> store;
     Status s = ShardStore::Open(o, dir, &store);
     if (s.IsNotFound()) return Status::NotFound(dir + " holds no store: " + s.message());
@@ -261,16 +278,36 @@ Status OpenWritable(const CtlOptions& options, OfflineSet* set, std::vector<Shar
 }
 
 // The table to import into: the existing one if its schema fits the array,
-// else (missing on every shard) a new dense table created on every shard
-// with one id.
-Status PrepareTable(const OfflineSet* set, const std::vector<ShardStore*>& stores,
-                    const std::string& name, const std::string& path, const InputArray* a,
-                    TableSchema* table, bool* created) {
-  StatusOr<TableSchema> found = set->shards[0]->FindTable(name);
-  *created = !found.ok();
-  if (found.ok()) {
-    ASSIGN_OR_RETURN(*table, FindTableOnAll(*set, name));
-    const TableSchema& t = *table;
+// else a new dense table with one id on every shard. *missing: the shards
+// that lack it and must create it: all for a new table, some when an earlier
+// import was stopped between the shards' CreateTable (its markers say so;
+// without them shards that disagree are an error). Writes nothing.
+Status PlanTable(const std::vector<ShardStore*>& stores, const std::string& name,
+                 const std::string& path, const InputArray* a, TableSchema* table, bool* created,
+                 std::vector<ShardStore*>* missing) {
+  std::optional<TableSchema> found;
+  bool interrupted = false;
+  for (ShardStore* s : stores) {
+    StatusOr<TableSchema> t = s->FindTable(name);
+    if (!t.ok() && !t.status().IsNotFound()) return t.status();
+    if (!t.ok()) {
+      missing->push_back(s);
+    } else if (!found.has_value()) {
+      found = *t;
+    } else if (t->id != found->id || t->kind != found->kind || t->type != found->type ||
+               t->width != found->width) {
+      return Status::InvalidArgument("table '" + name + "' differs between the shards");
+    }
+    interrupted |= !CheckImportComplete(s->dir()).ok();
+  }
+  *created = !found.has_value();
+  if (found.has_value()) {
+    if (!missing->empty() && !interrupted) {
+      return Status::InvalidArgument(
+          "table '" + name + "' exists on some shards but not on shard " +
+          std::to_string(missing->front()->identity().shard_id) + ": the shards disagree");
+    }
+    const TableSchema& t = *found;
     if (t.kind != RowKind::kDense || (a->typed && a->type != t.type) || a->width != t.width) {
       return Status::InvalidArgument(
           path + " holds " + ArrayText(*a) + ", but table '" + name + "' is " +
@@ -278,15 +315,8 @@ Status PrepareTable(const OfflineSet* set, const std::vector<ShardStore*>& store
           std::to_string(t.width) + ": nothing imported (import into a new table name, or " +
           "convert the array)");
     }
+    *table = t;
     return Status::OK();
-  }
-  if (!found.status().IsNotFound()) return found.status();
-  for (const ShardStore* s : set->shards) {
-    if (s->FindTable(name).ok()) {
-      return Status::InvalidArgument("table '" + name + "' exists on shard " +
-                                     std::to_string(s->identity().shard_id) +
-                                     " but not on shard 0: the shards disagree");
-    }
   }
   TableSchema t;
   t.name = name;
@@ -294,13 +324,19 @@ Status PrepareTable(const OfflineSet* set, const std::vector<ShardStore*>& store
   t.type = a->type;
   t.width = a->width;
   uint32_t id = 1;
-  for (const ShardStore* s : set->shards) {
+  for (const ShardStore* s : stores) {
     for (const TableSchema& other : s->ListTables()) id = std::max(id, other.id + 1);
   }
   t.id = id;
   RETURN_IF_ERROR(ValidateSchema(t).WithPrefix("table '" + name + "'"));
-  for (ShardStore* s : stores) RETURN_IF_ERROR(s->CreateTable(t, table));
+  *table = t;
   return Status::OK();
+}
+
+// The command that imports `path` into `name` on the same shards again.
+std::string ImportCommand(const CtlOptions& options, const std::string& name,
+                          const std::string& path) {
+  return "pacectl --data_dir=" + options.data_dir + " import " + name + " " + path;
 }
 
 }  // namespace
@@ -325,7 +361,18 @@ Status OfflineImport(const CtlContext& ctx, const Args& args) {
   }
   TableSchema t;
   bool created = false;
-  RETURN_IF_ERROR(PrepareTable(&set, stores, name, path, &a, &t, &created));
+  std::vector<ShardStore*> missing;
+  RETURN_IF_ERROR(PlanTable(stores, name, path, &a, &t, &created, &missing));
+  // All or nothing: until the last shard's batch is durable every shard
+  // holds a marker, and a job refuses it (common/import_marker.h).
+  const std::string command = ImportCommand(ctx.options, name, path);
+  for (ShardStore* s : stores) RETURN_IF_ERROR(WriteImportMarker(s->dir(), command));
+  TEST_ImportStage("markers written");
+  for (ShardStore* s : missing) {
+    TableSchema made;
+    RETURN_IF_ERROR(s->CreateTable(t, &made));
+    TEST_ImportStage("table created on a shard");
+  }
 
   // Each shard's rows, their current values and the deltas that make them
   // the array's.
@@ -362,6 +409,7 @@ Status OfflineImport(const CtlContext& ctx, const Args& args) {
       batch[j] = RowDelta{t.id, rows[k][j], std::string_view(d, row_bytes)};
     }
     RETURN_IF_ERROR(store->ImportBatch(batch, record).WithPrefix(store->dir()));
+    TEST_ImportStage("batch written on a shard");
     // Floats added to a nonzero stored value or initializer may round.
     RETURN_IF_ERROR(store->MultiGet(t.id, rows[k], &have));
     for (size_t j = 0; j < rows[k].size(); ++j) {
@@ -372,6 +420,7 @@ Status OfflineImport(const CtlContext& ctx, const Args& args) {
         inexact += std::memcmp(want + c * e, have[j].data() + c * e, e) != 0;
     }
   }
+  for (ShardStore* s : stores) RETURN_IF_ERROR(RemoveImportMarker(s->dir()));
   if (inexact != 0) {
     ctx.err << "pacectl: warning: " << inexact << " value(s) of table '" << name << "' differ from "
             << path

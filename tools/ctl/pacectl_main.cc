@@ -22,7 +22,8 @@ DEFINE_string(servers, "", "host:port,... of every shard of a running job (onlin
 DEFINE_string(token_file, "", "file holding the job token (online mode)");
 DEFINE_bool(json, false, "print one JSON document on stdout");
 DEFINE_string(format, "", "export: csv or npy");
-DEFINE_string(out, "", "export: output file, - for stdout");
+DEFINE_string(out, "",
+              "export: output file, - for stdout; checkpoint restore --num_shards: output dir");
 DEFINE_uint64(start, 0, "scan: first row to list");
 DEFINE_uint64(limit, 0, "scan: most rows to list (0: all)");
 DEFINE_uint64(rows, 0, "export --format=npy: the array's rows (0: max written row + 1)");
@@ -30,13 +31,16 @@ DEFINE_uint64(max_rows, 50000000, "export --format=npy: refuse arrays with more 
 DEFINE_int32(connect_timeout_ms, 5000, "online: time to connect and handshake");
 DEFINE_int32(timeout_ms, 30000, "online: time to wait for each reply");
 DEFINE_uint32(block_cache_mb, 32, "offline: RocksDB block cache, MiB");
+DEFINE_string(at, "", "get/scan/export: read checkpoint dir(s), or the checkpoint of this clock");
+DEFINE_uint64(top, 10, "diff: rows that changed most to list (0: every changed row)");
+DEFINE_uint32(num_shards, 0, "checkpoint restore: re-shard the job's checkpoints onto N shards");
 
 namespace {
 
-const char* const kFlagNames[] = {"data_dir",   "server",        "servers",  "token_file",
-                                  "json",       "format",        "out",      "start",
-                                  "limit",      "rows",          "max_rows", "connect_timeout_ms",
-                                  "timeout_ms", "block_cache_mb"};
+const char* const kFlagNames[] = {
+    "data_dir",   "server",         "servers",    "token_file", "json",     "format",
+    "out",        "start",          "limit",      "rows",       "max_rows", "connect_timeout_ms",
+    "timeout_ms", "block_cache_mb", "num_shards", "at",         "top"};
 
 // Every value of a repeated --data_dir (gflags keeps only the last), joined
 // with commas.
@@ -108,6 +112,9 @@ int main(int argc, char** argv) {
   options.connect_timeout_ms = FLAGS_connect_timeout_ms;
   options.timeout_ms = FLAGS_timeout_ms;
   options.block_cache_mb = FLAGS_block_cache_mb;
+  options.num_shards = FLAGS_num_shards;
+  options.at = FLAGS_at;
+  options.top = FLAGS_top;
   for (const char* name : kFlagNames) {
     if (!gflags::GetCommandLineFlagInfoOrDie(name).is_default) options.set_flags.insert(name);
   }

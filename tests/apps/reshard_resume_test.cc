@@ -1,0 +1,194 @@
+// Resume on another number of shards, with real processes: a pace_lda job on
+// 2 paced shards is stopped at clock 8, its shards checkpointed (pacectl
+// checkpoint create), re-sharded onto 3 (pacectl checkpoint restore
+// --num_shards=3), resumed there to clock 14, re-sharded from 3 onto 1 and
+// resumed to the end. The word-topic and topic-total counts (integer tables)
+// then equal those of an uninterrupted run on 2 shards, cell for cell. One
+// worker and one client make the sampler's result a function of the seed, so
+// equality is the test. Also: paced refuses a store of another shard count
+// in one line naming the command.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/testing/run_binary.h"
+#include "tests/testing/subprocess.h"
+
+namespace pace {
+namespace {
+
+using testing::ReadFile;
+using testing::RunResult;
+using testing::Subprocess;
+using testing::TempDir;
+
+constexpr int kTimeoutMs = 60000;
+
+class ReshardResumeTest : public ::testing::Test {
+ protected:
+  std::string Path(const std::string& name) const { return dir_.path() + "/" + name; }
+
+  RunResult Run(const std::vector<std::string>& args) {
+    return testing::RunBinary(args, Path("stderr." + std::to_string(runs_++)));
+  }
+
+  // Starts paced on every dir of `dirs` (shard k of dirs.size()); returns
+  // the --servers list.
+  std::string StartShards(const std::vector<std::string>& dirs) {
+    shards_.clear();
+    std::string servers;
+    for (uint32_t k = 0; k < dirs.size(); ++k) {
+      shards_.push_back(std::make_unique<Subprocess>());
+      uint16_t port = 0;
+      Status s = testing::StartPaced(shards_.back().get(), dirs[k], k,
+                                     static_cast<uint32_t>(dirs.size()), 1, {}, &port);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      servers += (servers.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
+    }
+    return "--servers=" + servers;
+  }
+  void StopShards() {
+    for (auto& p : shards_) {
+      p->Signal(SIGTERM);
+      int st = 0;
+      EXPECT_TRUE(p->Wait(kTimeoutMs, &st).ok());
+    }
+    shards_.clear();
+  }
+
+  void Lda(const std::string& client_dir, int clocks, const std::string& servers, bool resume) {
+    std::vector<std::string> args = {"pace_lda",
+                                     "--docword=" + Path("docword.txt"),
+                                     "--topics=4",
+                                     "--workers=1",
+                                     "--clocks=" + std::to_string(clocks),
+                                     "--topics_out=0",
+                                     "--data_dir=" + client_dir,
+                                     servers};
+    if (resume) args.push_back("--resume");
+    RunResult r = Run(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    if (resume) EXPECT_NE(r.out.find("resuming at clock "), std::string::npos) << r.out;
+  }
+
+  // Checkpoints the stopped stores `dirs` into BASE/ckpt-K and re-shards
+  // them onto `m` shards under `out`; returns the new shards' data dirs.
+  std::vector<std::string> Reshard(const std::vector<std::string>& dirs, const std::string& base,
+                                   uint32_t m, const std::string& out) {
+    std::string ckpts;
+    for (size_t k = 0; k < dirs.size(); ++k) {
+      const std::string c = base + "/ckpt-" + std::to_string(k);
+      RunResult r = Run({"pacectl", "--data_dir=" + dirs[k], "checkpoint", "create", c});
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      ckpts += (ckpts.empty() ? "" : ",") + c;
+    }
+    RunResult r = Run({"pacectl", "checkpoint", "restore", ckpts,
+                       "--num_shards=" + std::to_string(m), "--out=" + out});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("onto " + std::to_string(m) + " shard(s) in " + out), std::string::npos)
+        << r.out;
+    std::vector<std::string> out_dirs;
+    for (uint32_t j = 0; j < m; ++j) out_dirs.push_back(out + "/shard-" + std::to_string(j));
+    return out_dirs;
+  }
+
+  // A table of every shard of `dirs` as CSV, rows in order (one merged export).
+  std::string Export(const std::vector<std::string>& dirs, const std::string& table) {
+    std::string list;
+    for (const std::string& d : dirs) list += (list.empty() ? "" : ",") + d;
+    const std::string csv = Path("export." + std::to_string(runs_) + ".csv");
+    RunResult r =
+        Run({"pacectl", "--data_dir=" + list, "export", table, "--format=csv", "--out=" + csv});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return ReadFile(csv);
+  }
+
+  void SetUp() override {
+    RunResult r = Run({"pace_gen", "corpus", "--docs=200", "--vocab=100", "--topics=4",
+                       "--doc_len=40", "--seed=5", "--out_docword=" + Path("docword.txt"),
+                       "--out_vocab=" + Path("vocab.txt")});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  TempDir dir_;
+  int runs_ = 0;
+  std::vector<std::unique_ptr<Subprocess>> shards_;
+};
+
+TEST_F(ReshardResumeTest, TwoToThreeToOneEndsAsTheUninterruptedRun) {
+  const std::vector<std::string> whole = {Path("whole0"), Path("whole1")};
+  std::string servers = StartShards(whole);
+  Lda(Path("client-whole"), 20, servers, false);
+  StopShards();
+
+  const std::vector<std::string> two = {Path("two0"), Path("two1")};
+  servers = StartShards(two);
+  Lda(Path("client"), 8, servers, false);
+  StopShards();
+
+  // paced on a 2-shard store told --num_shards=3: one line, the command.
+  Subprocess refused;
+  uint16_t port = 0;
+  Status s = testing::StartPaced(&refused, two[0], 0, 3, 1, {}, &port);
+  EXPECT_FALSE(s.ok());
+  int st = 0;
+  ASSERT_TRUE(refused.Wait(kTimeoutMs, &st).ok());
+  const std::string err = ReadFile(two[0] + ".stderr.log");
+  EXPECT_NE(err.find("paced: cannot open --data_dir=" + two[0] +
+                     ": the store holds shard 0 of a job of 2 shards, not of 3"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("pacectl checkpoint restore CKPT0,CKPT1,... --num_shards=3 --out=DIR"),
+            std::string::npos)
+      << err;
+
+  const std::vector<std::string> three = Reshard(two, Path("ck2"), 3, Path("three"));
+  servers = StartShards(three);
+  Lda(Path("client"), 14, servers, true);
+  StopShards();
+
+  const std::vector<std::string> one = Reshard(three, Path("ck3"), 1, Path("one"));
+  servers = StartShards(one);
+  Lda(Path("client"), 20, servers, true);
+  StopShards();
+
+  for (const char* table : {"lda.word_topic", "lda.topic_totals"}) {
+    const std::string expected = Export(whole, table);
+    EXPECT_GT(expected.size(), 30u) << table;
+    EXPECT_EQ(Export(one, table), expected) << table;
+  }
+}
+
+// An embedded job's scheduled checkpoints: every 3 shard clocks, the newest 2
+// kept; pacectl checkpoint list shows them with their space.
+TEST_F(ReshardResumeTest, EmbeddedCheckpointsKeepTheNewest) {
+  const std::string data = Path("embedded");
+  RunResult r = Run({"pace_lda", "--docword=" + Path("docword.txt"), "--topics=4", "--workers=1",
+                     "--clocks=12", "--topics_out=0", "--straggler_ms=250", "--straggler_prob=1",
+                     "--checkpoint_every=3", "--checkpoint_keep=2", "--data_dir=" + data});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Run({"pacectl", "checkpoint", "list", data + "/checkpoints", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t listed = 0;
+  for (size_t at = r.out.find("\"path\""); at != std::string::npos;
+       at = r.out.find("\"path\"", at + 1)) {
+    ++listed;
+  }
+  EXPECT_EQ(listed, 2u) << r.out;
+  EXPECT_NE(r.out.find("\"exclusive_bytes\":"), std::string::npos) << r.out;
+  r = Run({"pacectl", "checkpoint", "list", "--data_dir=" + data});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 checkpoint(s): "), std::string::npos) << r.out;
+  // With --servers the flags belong to paced.
+  r = Run({"pace_lda", "--docword=" + Path("docword.txt"), "--topics=4", "--clocks=2",
+           "--checkpoint_every=3", "--servers=127.0.0.1:1", "--data_dir=" + Path("remote")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--checkpoint_every is for embedded runs"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace pace
