@@ -322,6 +322,7 @@ TableState* Client::Impl::RegisterTable(const TableSchema& schema) {
   auto t = std::make_unique<TableState>(schema, static_cast<uint32_t>(tables_.size()), this);
   TableState* raw = t.get();
   tables_.emplace(schema.id, std::move(t));
+  vap_.Register(schema);
   return raw;
 }
 
@@ -533,8 +534,10 @@ Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
     for (const auto& sh : shards_) {
       if (c - sh->acked_through.load(std::memory_order_acquire) > kMaxClocksInFlight) return false;
     }
-    // HandleAck lowers unacked_bytes_ before it notifies progress_cv_.
-    return unacked_bytes_.load(std::memory_order_acquire) <= unacked_budget;
+    // HandleAck lowers unacked_bytes_ (and feeds vap_) before it notifies
+    // progress_cv_.
+    return unacked_bytes_.load(std::memory_order_acquire) <= unacked_budget &&
+           vap_.WithinBound();
   };
   if (caught_up()) return Status::OK();
   return WaitProgress(
@@ -629,6 +632,7 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
   }
   // Counted before any Ack of this batch can arrive.
   unacked_bytes_.fetch_add(sealed, std::memory_order_acq_rel);
+  vap_.Sealed(c, applies, part_of);
   for (uint32_t k = 0; k < n; ++k) {
     ShardState& sh = *shards_[k];
     if (!unsendable[k].ok()) {

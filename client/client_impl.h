@@ -42,6 +42,7 @@
 #include "client/row_cache.h"
 #include "client/shard_channel.h"
 #include "client/table_state.h"
+#include "client/vap_gate.h"
 #include "client/worker_stats.h"
 #include "common/hash.h"
 #include "common/mutex.h"
@@ -445,6 +446,9 @@ class Client::Impl : public client::ChannelListener {
       batches_sent_{0}, batches_resent_{0}, requests_retried_{0};
   // process_clock_, readable without clock_mu_ (stored by SendClocks
   // before it seals, and at Create).
+  // vap tables' value bound: fed by SendBatch and HandleAck, waited for in
+  // ClockWorker (client/vap_gate.h).
+  client::VapGate vap_;
   std::atomic<ClockT> process_clock_seen_{0};
   std::atomic<uint64_t> open_delta_waits_{0};
   std::atomic<uint64_t> parts_sent_{0};  // Apply parts sent early (more)

@@ -293,6 +293,8 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   uint64_t purged = 0;
   for (const SentBatch& b : done) purged += PurgeBatch(b);
   unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
+  vap_.Acked(k, sh.acked_through.load(std::memory_order_acquire),
+             sh.acked_parts.load(std::memory_order_acquire));
   // Through the last whole clock among them (an Ack that also covers a later
   // part still completes the clocks before it, for Flush).
   for (auto b = done.rbegin(); b != done.rend(); ++b) {

@@ -19,6 +19,9 @@
 // Semantics are docs/design.md, "Semantics": the read rule v >= c - s per table,
 // read-my-writes within a process, one coalesced batch per shard per process
 // clock, SSP pull / ESSP push, durability by re-sending unacknowledged batches.
+// A vap table (TableSchema::value_bound = v) has no read rule; instead a
+// worker's Clock() waits while its process's unacknowledged updates to a row
+// of it exceed v in L1 norm (docs/design.md, "VAP: the value bound").
 //
 // Thread-safety: a Client is safe for concurrent use by many threads. A Worker
 // belongs to one thread at a time (it is the identity of an application
@@ -412,6 +415,8 @@ class Worker {
 
   // Ends this worker's current clock. When the process clock (min over its
   // workers) advances, the process's coalesced updates go to the shards.
+  // With vap tables, then waits while some vap row's updates in flight (sent,
+  // not yet acknowledged) exceed its table's value bound.
   // Errors: Unavailable if a shard has been unreachable for shard_timeout_ms.
   Status Clock();
   // Blocks until every shard has applied every client's updates of all clocks

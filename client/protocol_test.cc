@@ -166,6 +166,41 @@ TEST_F(ProtocolTest, EveryProcessClockSendsOneBatchEvenIfEmpty) {
   EXPECT_EQ(client_->Stats().batches_sent, 4u);
 }
 
+// vap: a worker may not start its next clock while its process's
+// unacknowledged updates to a row exceed v; the shard's Acks release it, and
+// only once the rows are back within v.
+TEST_F(ProtocolTest, VapClockWaitsForTheAcksThatBringARowWithinTheBound) {
+  Open();
+  TableSchema schema;
+  schema.name = "v";
+  schema.type = ElementType::kI64;
+  schema.consistency = Consistency::kVap;
+  schema.value_bound = 4;
+  Table t;
+  ASSERT_TRUE(client::CreateTableOnScriptedShard(client_.get(), ch_, schema, 3, &t).ok());
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  int64_t small = -3, big = 5;
+  ASSERT_TRUE(w->Inc(t, 7, &small).ok());
+  ASSERT_TRUE(w->Clock().ok());  // |-3| <= 4 in flight: no wait
+  ASSERT_TRUE(w->Inc(t, 7, &big).ok());
+  auto clock = std::async(std::launch::async, [&] { return w->Clock(); });
+  // 3 + 5 in flight on row 7.
+  EXPECT_EQ(clock.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  ch_->Deliver(net::Ack{0, false});  // 5 left: still over 4
+  EXPECT_EQ(clock.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  ch_->Deliver(net::Ack{1, false});
+  ASSERT_EQ(clock.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(clock.get().ok());
+  EXPECT_EQ(w->clock(), 2);
+  EXPECT_GT(client_->Stats().clock_blocked_seconds, 0.05);
+  // Another table's updates never wait for the bound.
+  Table e = Create("e", Consistency::kEssp, 1, 4);
+  int64_t huge = 1000;
+  ASSERT_TRUE(w->Inc(e, 1, &huge).ok());
+  ASSERT_TRUE(w->Clock().ok());
+}
+
 // A worker that started a clock later than another leaves last-but-one: the
 // other, still at the older clock, leaves after it without doing anything
 // there. The clock the first finished is complete and its batch is sent (it

@@ -53,6 +53,8 @@ std::string_view ConsistencyName(Consistency c) {
       return "essp";
     case Consistency::kAsync:
       return "async";
+    case Consistency::kVap:
+      return "vap";
   }
   return "?";
 }
@@ -102,7 +104,7 @@ Status ParseRowKind(std::string_view s, RowKind* out) {
 
 Status ParseConsistency(std::string_view s, Consistency* out) {
   static constexpr Consistency kAll[] = {Consistency::kBsp, Consistency::kSsp, Consistency::kEssp,
-                                         Consistency::kAsync};
+                                         Consistency::kAsync, Consistency::kVap};
   return ParseEnum(s, kAll, ConsistencyName, "consistency", out);
 }
 
@@ -146,9 +148,20 @@ Status ValidateSchema(const TableSchema& s) {
     case Consistency::kSsp:
     case Consistency::kEssp:
     case Consistency::kAsync:
+    case Consistency::kVap:
       break;
     default:
       return Status::InvalidArgument("table '" + s.name + "': unknown consistency");
+  }
+  if (s.consistency == Consistency::kVap) {
+    if (!(std::isfinite(s.value_bound) && s.value_bound > 0)) {
+      return Status::InvalidArgument("table '" + s.name +
+                                     "': vap needs a finite value bound > 0 (got " +
+                                     std::to_string(s.value_bound) + ")");
+    }
+  } else if (s.value_bound != 0) {
+    return Status::InvalidArgument("table '" + s.name + "': a value bound is only for vap (" +
+                                   std::string(ConsistencyName(s.consistency)) + " has none)");
   }
   if (s.consistency == Consistency::kBsp && s.staleness != 0) {
     return Status::InvalidArgument("table '" + s.name + "': bsp requires staleness 0");
@@ -190,8 +203,8 @@ bool SameSchema(const TableSchema& a, const TableSchema& b) {
   if (a.id != 0 && b.id != 0 && a.id != b.id) return false;
   return a.name == b.name && a.kind == b.kind && a.type == b.type && a.width == b.width &&
          a.consistency == b.consistency && a.staleness == b.staleness &&
-         a.init.kind == b.init.kind && a.init.a == b.init.a && a.init.b == b.init.b &&
-         a.init.seed == b.init.seed;
+         a.value_bound == b.value_bound && a.init.kind == b.init.kind && a.init.a == b.init.a &&
+         a.init.b == b.init.b && a.init.seed == b.init.seed;
 }
 
 std::string DescribeSchema(const TableSchema& s) {
@@ -202,10 +215,16 @@ std::string DescribeSchema(const TableSchema& s) {
                   static_cast<unsigned long long>(s.init.seed));
     init = buf;
   }
+  std::string model(ConsistencyName(s.consistency));
+  if (s.consistency == Consistency::kVap) {
+    char v[48];
+    std::snprintf(v, sizeof(v), " v=%g", s.value_bound);
+    model += v;
+  }
   std::snprintf(buf, sizeof(buf), "%s (id %u): %s %s x %u, %s s=%u, %s", s.name.c_str(), s.id,
                 std::string(RowKindName(s.kind)).c_str(),
-                std::string(ElementTypeName(s.type)).c_str(), s.width,
-                std::string(ConsistencyName(s.consistency)).c_str(), s.staleness, init.c_str());
+                std::string(ElementTypeName(s.type)).c_str(), s.width, model.c_str(), s.staleness,
+                init.c_str());
   return buf;
 }
 

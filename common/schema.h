@@ -18,7 +18,8 @@ namespace pace {
 // Numeric values are part of the on-disk and wire formats. Never renumber.
 enum class ElementType : uint8_t { kF32 = 1, kF64 = 2, kI32 = 3, kI64 = 4 };
 enum class RowKind : uint8_t { kDense = 1, kSparse = 2 };
-enum class Consistency : uint8_t { kBsp = 1, kSsp = 2, kEssp = 3, kAsync = 4 };
+// kVap: value-bounded (docs/design.md, "VAP: the value bound"); no clock bound.
+enum class Consistency : uint8_t { kBsp = 1, kSsp = 2, kEssp = 3, kAsync = 4, kVap = 5 };
 enum class InitKind : uint8_t { kZeros = 1, kUniform = 2, kNormal = 3 };
 
 // Size in bytes of one element.
@@ -58,8 +59,13 @@ struct TableSchema {
   // Sparse: the column bound (columns must be < width), or 0 for any u32.
   uint32_t width = 1;
   Consistency consistency = Consistency::kSsp;
-  // The staleness bound s. Forced to 0 for bsp; ignored for async.
+  // The staleness bound s. Forced to 0 for bsp; bounds no read under async
+  // and vap (there it only sets how far the client's histogram is exact).
   uint32_t staleness = 0;
+  // vap only: the value bound v (> 0, finite): a worker may not start its next
+  // clock while the L1 norm of its process's unacknowledged updates to a row
+  // exceeds v (consistency/value_bound.h). 0 for every other model.
+  double value_bound = 0;
   Initializer init;
 };
 
@@ -71,7 +77,8 @@ Status ValidateSchema(const TableSchema& s);
 // is 0). Used to make CreateTable idempotent.
 bool SameSchema(const TableSchema& a, const TableSchema& b);
 
-// One line description, e.g. "w (id 3): dense f32 x 16, essp s=2, uniform[-0.1,0.1) seed 7".
+// One line description, e.g. "w (id 3): dense f32 x 16, essp s=2, uniform[-0.1,0.1) seed 7"
+// ("vap v=0.5 s=2" for vap).
 std::string DescribeSchema(const TableSchema& s);
 
 }  // namespace pace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace pace {
 namespace {
 
@@ -51,10 +53,32 @@ TEST(SchemaTest, ParseNames) {
   EXPECT_EQ(c, Consistency::kEssp);
   Status bad = ParseConsistency("eventual", &c);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.message().find("bsp|ssp|essp|async"), std::string::npos);
+  EXPECT_NE(bad.message().find("bsp|ssp|essp|async|vap"), std::string::npos);
+  EXPECT_TRUE(ParseConsistency("vap", &c).ok());
+  EXPECT_EQ(c, Consistency::kVap);
   ElementType t;
   EXPECT_TRUE(ParseElementType("i64", &t).ok());
   EXPECT_EQ(t, ElementType::kI64);
+}
+
+TEST(SchemaTest, VapNeedsAValueBoundAndOnlyVapHasOne) {
+  TableSchema s = Dense("w", 4);
+  s.consistency = Consistency::kVap;
+  EXPECT_EQ(ValidateSchema(s).code(), StatusCode::kInvalidArgument);  // v = 0
+  s.value_bound = -1;
+  EXPECT_FALSE(ValidateSchema(s).ok());
+  s.value_bound = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(ValidateSchema(s).ok());
+  s.value_bound = 0.5;
+  s.staleness = 2;
+  EXPECT_TRUE(ValidateSchema(s).ok());
+  EXPECT_NE(DescribeSchema(s).find("vap v=0.5 s=2"), std::string::npos) << DescribeSchema(s);
+  TableSchema other = s;
+  other.value_bound = 0.25;
+  EXPECT_FALSE(SameSchema(s, other));
+  s.consistency = Consistency::kEssp;
+  Status bad = ValidateSchema(s);
+  EXPECT_NE(bad.message().find("only for vap"), std::string::npos) << bad.ToString();
 }
 
 TEST(SchemaTest, SameSchemaIgnoresUnassignedId) {

@@ -46,11 +46,26 @@ TEST(ReadPolicyTest, AsyncNeverWaits) {
   EXPECT_TRUE(p.uses_push());
 }
 
-TEST(ReadPolicyTest, OnlyEsspAndAsyncArePushed) {
+TEST(ReadPolicyTest, VapReadsAsAsyncAndCarriesItsValueBound) {
+  ReadPolicy p(Consistency::kVap, 2, 0.5);
+  EXPECT_FALSE(p.is_async());
+  EXPECT_FALSE(p.clock_bounded());
+  EXPECT_TRUE(p.value_bounded());
+  EXPECT_EQ(p.value_bound(), 0.5);
+  EXPECT_EQ(p.MinVersion(1000), 0);
+  EXPECT_TRUE(p.IsFresh(0, 1000));
+  EXPECT_EQ(p.histogram_bound(), 2);
+  // Only vap has a value bound, whatever the schema says.
+  EXPECT_EQ(ReadPolicy(Consistency::kEssp, 2, 0.5).value_bound(), 0.0);
+  EXPECT_TRUE(ReadPolicy(Consistency::kEssp, 2).clock_bounded());
+}
+
+TEST(ReadPolicyTest, OnlyEsspAsyncAndVapArePushed) {
   EXPECT_FALSE(ReadPolicy(Consistency::kBsp, 0).uses_push());
   EXPECT_FALSE(ReadPolicy(Consistency::kSsp, 4).uses_push());
   EXPECT_TRUE(ReadPolicy(Consistency::kEssp, 4).uses_push());
   EXPECT_TRUE(ReadPolicy(Consistency::kAsync, 4).uses_push());
+  EXPECT_TRUE(ReadPolicy(Consistency::kVap, 4, 1.0).uses_push());
 }
 
 TEST(ReadPolicyTest, BoundForIsTheOneBspRule) {

@@ -130,7 +130,7 @@ Offset<fb::TableSchema> EncodeSchema(FlatBufferBuilder& b, const TableSchema& s)
   return fb::CreateTableSchema(
       b, s.id, name, static_cast<fb::RowKind>(s.kind), static_cast<fb::ElementType>(s.type),
       s.width, static_cast<fb::Consistency>(s.consistency), s.staleness,
-      static_cast<fb::InitKind>(s.init.kind), s.init.a, s.init.b, s.init.seed);
+      static_cast<fb::InitKind>(s.init.kind), s.init.a, s.init.b, s.init.seed, s.value_bound);
 }
 
 // Second pass: builds the body table. Each overload returns its offset.
@@ -344,6 +344,7 @@ Status DecodeSchema(const fb::TableSchema* s, TableSchema* out) {
   out->init.a = s->init_a();
   out->init.b = s->init_b();
   out->init.seed = s->init_seed();
+  out->value_bound = s->value_bound();
   return Status::OK();
 }
 

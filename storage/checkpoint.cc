@@ -78,7 +78,8 @@ std::string EncodeTable(const TableSchema& t) {
          " consistency:" + std::string(ConsistencyName(t.consistency)) +
          " staleness:" + std::to_string(t.staleness) +
          " init:" + std::string(InitKindName(t.init.kind)) + " a:" + Double(t.init.a) +
-         " b:" + Double(t.init.b) + " seed:" + std::to_string(t.init.seed);
+         " b:" + Double(t.init.b) + " seed:" + std::to_string(t.init.seed) +
+         (t.value_bound != 0 ? " value_bound:" + Double(t.value_bound) : std::string());
 }
 
 Status ParseTable(std::string_view line, TableSchema* t) {
@@ -107,6 +108,10 @@ Status ParseTable(std::string_view line, TableSchema* t) {
   RETURN_IF_ERROR(ParseNumber(f["a"], "a", &v.init.a));
   RETURN_IF_ERROR(ParseNumber(f["b"], "b", &v.init.b));
   RETURN_IF_ERROR(ParseNumber(f["seed"], "seed", &v.init.seed));
+  // Written for vap tables only; an older manifest has none.
+  if (f.count("value_bound") != 0) {
+    RETURN_IF_ERROR(ParseNumber(f["value_bound"], "value_bound", &v.value_bound));
+  }
   s = ValidateSchema(v);
   if (!s.ok()) return Bad("invalid table: " + s.message());
   if (v.id == 0) return Bad("table '" + v.name + "' has id 0");

@@ -7,10 +7,13 @@ namespace storage_format {
 
 namespace {
 
-constexpr uint8_t kSchemaRecordVersion = 1;
+// Version 2 appends the value bound (vap) after the name; version 1 records
+// (no value bound: 0) are still read.
+constexpr uint8_t kSchemaRecordVersion = 2;
 // version, id, kind, type, width, consistency, staleness, init kind, a, b,
 // seed, name length.
 constexpr size_t kSchemaFixedSize = 1 + 4 + 1 + 1 + 4 + 1 + 4 + 1 + 8 + 8 + 8 + 2;
+constexpr size_t kSchemaV2Extra = 8;  // value_bound
 
 template <typename T>
 void Append(std::string* out, T v) {
@@ -198,7 +201,7 @@ Status DecodeIdentity(std::string_view in, IdentityRecord* id) {
 
 std::string EncodeSchema(const TableSchema& s) {
   std::string out;
-  out.reserve(kSchemaFixedSize + s.name.size());
+  out.reserve(kSchemaFixedSize + s.name.size() + kSchemaV2Extra);
   Append(&out, kSchemaRecordVersion);
   Append(&out, s.id);
   Append(&out, static_cast<uint8_t>(s.kind));
@@ -212,6 +215,7 @@ std::string EncodeSchema(const TableSchema& s) {
   Append(&out, s.init.seed);
   Append(&out, static_cast<uint16_t>(s.name.size()));
   out.append(s.name);
+  Append(&out, s.value_bound);
   return out;
 }
 
@@ -220,10 +224,11 @@ Status DecodeSchema(std::string_view in, TableSchema* s) {
     return Status::Corruption("schema record of " + std::to_string(in.size()) +
                               " bytes is truncated");
   }
-  if (static_cast<uint8_t>(in[0]) != kSchemaRecordVersion) {
-    return Status::Corruption("schema record has unknown version " +
-                              std::to_string(static_cast<uint8_t>(in[0])));
+  const uint8_t version = static_cast<uint8_t>(in[0]);
+  if (version != 1 && version != kSchemaRecordVersion) {
+    return Status::Corruption("schema record has unknown version " + std::to_string(version));
   }
+  const size_t extra = version == 1 ? 0 : kSchemaV2Extra;
   Reader r(in.data() + 1);
   TableSchema v;
   v.id = r.Get<uint32_t>();
@@ -237,11 +242,12 @@ Status DecodeSchema(std::string_view in, TableSchema* s) {
   v.init.b = r.Get<double>();
   v.init.seed = r.Get<uint64_t>();
   size_t name_len = r.Get<uint16_t>();
-  if (in.size() != kSchemaFixedSize + name_len) {
+  if (in.size() != kSchemaFixedSize + name_len + extra) {
     return Status::Corruption("schema record of " + std::to_string(in.size()) +
                               " bytes does not match its name length " + std::to_string(name_len));
   }
   v.name.assign(r.pos(), name_len);
+  if (extra != 0) std::memcpy(&v.value_bound, r.pos() + name_len, sizeof(double));
   Status st = ValidateSchema(v);
   if (!st.ok()) return Status::Corruption("stored schema is invalid: " + st.message());
   *s = std::move(v);

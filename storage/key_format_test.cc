@@ -142,6 +142,23 @@ TEST(KeyFormatTest, SchemaRoundTrip) {
   s.init = Initializer{};
   ASSERT_TRUE(DecodeSchema(EncodeSchema(s), &out).ok());
   EXPECT_TRUE(SameSchema(s, out));
+  s.consistency = Consistency::kVap;
+  s.value_bound = 0.125;
+  ASSERT_TRUE(DecodeSchema(EncodeSchema(s), &out).ok());
+  EXPECT_EQ(out.value_bound, 0.125);
+  EXPECT_TRUE(SameSchema(s, out));
+}
+
+TEST(KeyFormatTest, VersionOneSchemaRecordsAreStillRead) {
+  // A version 1 record is a version 2 record without the trailing value bound.
+  std::string v2 = EncodeSchema(FullSchema());
+  std::string v1 = v2.substr(0, v2.size() - sizeof(double));
+  v1[0] = 1;
+  TableSchema out;
+  ASSERT_TRUE(DecodeSchema(v1, &out).ok());
+  EXPECT_TRUE(SameSchema(FullSchema(), out));
+  EXPECT_EQ(out.value_bound, 0.0);
+  EXPECT_EQ(DecodeSchema(v1 + "12345678", &out).code(), StatusCode::kCorruption);
 }
 
 TEST(KeyFormatTest, SchemaCorruptionDetected) {
@@ -158,7 +175,7 @@ TEST(KeyFormatTest, SchemaCorruptionDetected) {
   bad[5] = 7;  // row kind
   EXPECT_EQ(DecodeSchema(bad, &out).code(), StatusCode::kCorruption);
   bad = good;
-  bad[bad.size() - 1] = ' ';  // invalid name character
+  bad[bad.size() - 1 - sizeof(double)] = ' ';  // invalid name character
   EXPECT_EQ(DecodeSchema(bad, &out).code(), StatusCode::kCorruption);
 }
 

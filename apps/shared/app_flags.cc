@@ -11,8 +11,12 @@
 #include "common/memory_budget.h"
 #include "common/token_file.h"
 
-DEFINE_string(consistency, "essp", "consistency model of the model tables: bsp|ssp|essp|async");
-DEFINE_int32(staleness, 1, "staleness bound s (ssp, essp; must be 0 for bsp; ignored by async)");
+DEFINE_string(consistency, "essp", "consistency model of the model tables: bsp|ssp|essp|async|vap");
+DEFINE_int32(staleness, 1,
+             "staleness bound s (ssp, essp; must be 0 for bsp; ignored by async and vap)");
+DEFINE_double(value_bound, 0,
+              "vap: the value bound v: a worker may not start its next clock while the L1 norm "
+              "of its process's unacknowledged updates to a row exceeds v (docs/design.md)");
 DEFINE_int32(workers, 2, "worker threads in this process");
 DEFINE_int64(clocks, 40,
              "clocks of the job: a fresh run does clocks 0..N-1; --resume continues up to N");
@@ -75,6 +79,10 @@ DEFINE_double(straggler_prob, 0.25, "... with this probability per worker per cl
 DEFINE_string(staleness_hist, "",
               "at the end, write this process's read-staleness histogram of the model tables "
               "(table,staleness,count) to this CSV file");
+DEFINE_string(clock_trace, "",
+              "experiments: write this process's running totals (blocked time, CPU, bytes, "
+              "batches, reads, staleness) to this CSV file, a line per process clock "
+              "(docs/experiments.md)");
 DEFINE_bool(skip_bad_lines, false, "skip (and count) malformed input lines instead of failing");
 DEFINE_double(minibatch, 1.0, "fraction of each worker's data processed per clock, in (0, 1]");
 DEFINE_bool(baseline, false,
@@ -96,11 +104,11 @@ std::vector<cli::FlagGroup> AppFlagGroups(const std::vector<std::string>& data,
   };
   return {
       {"data", join(data, {"skip_bad_lines"})},
-      {"model", join(model, {"minibatch", "consistency", "staleness", "seed"})},
+      {"model", join(model, {"minibatch", "consistency", "staleness", "value_bound", "seed"})},
       {"job", join({"clocks", "workers", "data_dir", "resume", "sync", "clock_log",
                     "checkpoint_every", "checkpoint_keep", "benchmark_no_durability"},
                    join(job, {"eval_every", "baseline"}))},
-      {"output", join(output, {"csv", "staleness_hist"})},
+      {"output", join(output, {"csv", "staleness_hist", "clock_trace"})},
       {"cluster (without --servers the run is embedded)",
        {"servers", "client_id", "num_clients", "token_file", "job", "wait_report_ms"}},
       {"memory",
@@ -130,6 +138,7 @@ Status RunOptionsFromFlags(RunOptions* run) {
       ParseConsistency(FLAGS_consistency, &run->consistency).WithPrefix("--consistency"));
   if (FLAGS_staleness < 0) return Status::InvalidArgument("--staleness must be >= 0");
   run->staleness = static_cast<uint32_t>(FLAGS_staleness);
+  run->value_bound = FLAGS_value_bound;
   // bsp is s = 0 by definition; do not make users spell it out.
   if (run->consistency == Consistency::kBsp && !FlagWasSet("staleness")) run->staleness = 0;
   run->workers = FLAGS_workers;
@@ -139,7 +148,8 @@ Status RunOptionsFromFlags(RunOptions* run) {
   run->eval_every = FLAGS_eval_every;
   run->straggler_ms = FLAGS_straggler_ms;
   run->straggler_prob = FLAGS_straggler_prob;
-  return ValidateRunOptions(*run);
+  RETURN_IF_ERROR(ValidateRunOptions(*run));
+  return OpenClockTrace(FLAGS_clock_trace).WithPrefix("--clock_trace");
 }
 
 namespace {

@@ -1,10 +1,10 @@
 // Command-line flags shared by pace_mf and pace_lda (their common contract:
-// --consistency, --staleness, --workers, --clocks, --data_dir, --servers,
+// --consistency, --staleness, --value_bound, --workers, --clocks, --data_dir, --servers,
 // --client_id, --num_clients, --token_file, --memory_mb (and the per-component
 // --cache_mb, --open_delta_mb, --unacked_mb, --block_cache_mb,
 // --write_buffer_mb, --row_cache_mb overriding its shares), --sync,
 // --csv, --seed, --resume, plus --eval_every, --straggler_ms,
-// --straggler_prob, --staleness_hist, --skip_bad_lines, --minibatch,
+// --straggler_prob, --staleness_hist, --clock_trace, --skip_bad_lines, --minibatch,
 // --baseline), and their conversion into RunOptions and ClientOptions.
 #ifndef PACE_APPS_SHARED_APP_FLAGS_H_
 #define PACE_APPS_SHARED_APP_FLAGS_H_
@@ -21,6 +21,7 @@
 
 DECLARE_string(consistency);
 DECLARE_int32(staleness);
+DECLARE_double(value_bound);
 DECLARE_int32(workers);
 DECLARE_int64(clocks);
 DECLARE_string(data_dir);
@@ -46,6 +47,7 @@ DECLARE_int64(eval_every);
 DECLARE_int64(straggler_ms);
 DECLARE_double(straggler_prob);
 DECLARE_string(staleness_hist);
+DECLARE_string(clock_trace);
 DECLARE_bool(skip_bad_lines);
 DECLARE_double(minibatch);
 DECLARE_bool(baseline);

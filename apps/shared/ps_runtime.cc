@@ -1,7 +1,10 @@
 #include "apps/shared/ps_runtime.h"
 
+#include <sys/resource.h>
+
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +25,14 @@ Status ValidateRunOptions(const RunOptions& o) {
                                    std::to_string(o.staleness) + ")");
   }
   if (o.staleness > 1000) return Status::InvalidArgument("--staleness must be in [0, 1000]");
+  if (o.consistency == Consistency::kVap) {
+    if (!(std::isfinite(o.value_bound) && o.value_bound > 0)) {
+      return Status::InvalidArgument("--consistency=vap needs --value_bound > 0 (got " +
+                                     std::to_string(o.value_bound) + ")");
+    }
+  } else if (o.value_bound != 0) {
+    return Status::InvalidArgument("--value_bound is for --consistency=vap only");
+  }
   if (o.workers < 1 || o.workers > 256)
     return Status::InvalidArgument("--workers must be in [1, 256]");
   if (o.clocks < 0) return Status::InvalidArgument("--clocks must be >= 0");
@@ -52,8 +63,9 @@ uint32_t EffectiveBound(const RunOptions& o) {
     case Consistency::kBsp:
       return 0;
     case Consistency::kAsync:
-      // No bound applies; the schema's staleness sets how far the client's
-      // histogram tracks staleness exactly.
+    case Consistency::kVap:
+      // No clock bound applies; the schema's staleness sets how far the
+      // client's histogram tracks staleness exactly.
       return MeasureCols::kHistBuckets - 2;
     default:
       return o.staleness;
@@ -67,6 +79,11 @@ std::string DescribeConsistency(const RunOptions& o) {
       return name;
     case Consistency::kAsync:
       return name + " (no bound)";
+    case Consistency::kVap: {
+      char v[48];
+      std::snprintf(v, sizeof(v), " v=%g (no clock bound)", o.value_bound);
+      return name + v;
+    }
     default:
       return name + " s=" + std::to_string(o.staleness);
   }
@@ -75,6 +92,7 @@ std::string DescribeConsistency(const RunOptions& o) {
 void ApplyConsistency(const RunOptions& o, TableSchema* schema) {
   schema->consistency = o.consistency;
   schema->staleness = EffectiveBound(o);
+  schema->value_bound = o.consistency == Consistency::kVap ? o.value_bound : 0;
 }
 
 TableSchema StatsTableSchema(const std::string& name, uint32_t app_columns, const RunOptions& o) {
@@ -83,7 +101,7 @@ TableSchema StatsTableSchema(const std::string& name, uint32_t app_columns, cons
   s.kind = RowKind::kDense;
   s.type = ElementType::kF64;
   s.width = MeasureCols::kCount + app_columns;
-  if (o.consistency == Consistency::kAsync) {
+  if (o.consistency == Consistency::kAsync || o.consistency == Consistency::kVap) {
     // Read once each, after the job clock passed the row (StatsRowReader).
     s.consistency = Consistency::kAsync;
     s.staleness = 0;
@@ -171,6 +189,67 @@ Status RunWorkers(Client* client, int n,
   return first;
 }
 
+namespace {
+
+std::mutex trace_mu;
+FILE* trace_file = nullptr;  // protected by trace_mu; open until the process exits
+
+double ProcessCpuSeconds() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+void TraceClock(ClockT clock, int workers, const ClientStats& st,
+                const std::vector<std::string>& tables) {
+  uint64_t fetched = 0, pushes = 0, reads = 0;
+  double staleness_sum = 0;
+  for (const TableStats& t : st.tables) {
+    bool measured = false;
+    for (const std::string& name : tables) measured |= (name == t.name);
+    if (!measured) continue;
+    uint64_t n = 0;
+    for (uint64_t x : t.staleness_hist) n += x;
+    fetched += t.rows_fetched;
+    pushes += t.pushes_applied;
+    reads += n;
+    staleness_sum += t.staleness_mean * static_cast<double>(n);
+  }
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  std::lock_guard<std::mutex> l(trace_mu);
+  if (trace_file == nullptr) return;
+  std::fprintf(trace_file,
+               "%lld,%.6f,%d,%.6f,%.6f,%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.0f\n",
+               static_cast<long long>(clock), static_cast<double>(now.tv_sec) + 1e-9 * now.tv_nsec,
+               workers, st.get_blocked_seconds, st.clock_blocked_seconds, ProcessCpuSeconds(),
+               static_cast<unsigned long long>(st.bytes_sent),
+               static_cast<unsigned long long>(st.bytes_received),
+               static_cast<unsigned long long>(st.batches_sent),
+               static_cast<unsigned long long>(st.rows_sent),
+               static_cast<unsigned long long>(st.rows_received),
+               static_cast<unsigned long long>(fetched), static_cast<unsigned long long>(pushes),
+               static_cast<unsigned long long>(reads), staleness_sum);
+  std::fflush(trace_file);
+}
+
+}  // namespace
+
+Status OpenClockTrace(const std::string& path) {
+  if (path.empty()) return Status::OK();
+  std::lock_guard<std::mutex> l(trace_mu);
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return Status::IOError(path + ": " + std::strerror(errno));
+  std::fprintf(f,
+               "clock,t_s,workers,get_blocked_s,clock_blocked_s,cpu_s,bytes_sent,bytes_received,"
+               "batches_sent,rows_sent,rows_received,rows_fetched,pushes_applied,reads,"
+               "staleness_sum\n");
+  if (trace_file != nullptr) std::fclose(trace_file);
+  trace_file = f;
+  return Status::OK();
+}
+
 ProcessMeasure::ProcessMeasure(Client* client, std::vector<std::string> tables, int workers)
     : client_(client), tables_(std::move(tables)), workers_(workers) {
   ClientStats st = client_->Stats();
@@ -183,11 +262,12 @@ void ProcessMeasure::EndClock(ClockT clock, double* cols) {
   std::lock_guard<std::mutex> l(mu_);
   if (++arrived_[clock] < workers_) return;
   arrived_.erase(clock);
-  TakeDelta(cols);
+  TakeDelta(clock, cols);
 }
 
-void ProcessMeasure::TakeDelta(double* cols) {
+void ProcessMeasure::TakeDelta(ClockT clock, double* cols) {
   ClientStats st = client_->Stats();
+  TraceClock(clock, workers_, st, tables_);
   double blocked = st.get_blocked_seconds + st.clock_blocked_seconds;
   cols[MeasureCols::kBlockedSeconds] += std::max(0.0, blocked - last_blocked_);
   last_blocked_ = blocked;
@@ -210,7 +290,7 @@ StatsRowReader::StatsRowReader(Table stats, const RunOptions& o, ClockT first_cl
                                ClockT end_clock, Client* client)
     : stats_(stats),
       client_(client),
-      poll_(o.consistency != Consistency::kAsync),
+      poll_(o.consistency != Consistency::kAsync && o.consistency != Consistency::kVap),
       lag_(EffectiveBound(o)),
       end_clock_(end_clock),
       next_(first_clock) {}

@@ -29,6 +29,9 @@ struct RunOptions {
   // Defaults: essp, 1.
   Consistency consistency = Consistency::kEssp;
   uint32_t staleness = 1;
+  // vap: the value bound v of the model tables (> 0); 0 otherwise.
+  // Default: 0.
+  double value_bound = 0;
   // Worker threads in this process. Default: 2.
   int workers = 2;
   // The job's last clock + 1: a fresh run does clocks 0 .. clocks-1; a resumed
@@ -51,14 +54,14 @@ struct RunOptions {
 Status ValidateRunOptions(const RunOptions& o);
 
 // The staleness of the model tables' schemas: 0 for bsp, s for ssp/essp; for
-// async (no bound), 64, which makes the client's histogram track staleness
-// 0..64 exactly.
+// async and vap (no clock bound), 64, which makes the client's histogram track
+// staleness 0..64 exactly.
 uint32_t EffectiveBound(const RunOptions& o);
 
-// "essp s=1", "bsp", "async (no bound)".
+// "essp s=1", "bsp", "async (no bound)", "vap v=0.5 (no clock bound)".
 std::string DescribeConsistency(const RunOptions& o);
 
-// Sets schema->consistency and ->staleness from the run options.
+// Sets schema->consistency, ->staleness and ->value_bound from the run options.
 void ApplyConsistency(const RunOptions& o, TableSchema* schema);
 
 // The per-clock stats table: dense f64 rows of MeasureCols::kCount +
@@ -123,6 +126,20 @@ class PushWatch {
   Version seen_;
 };
 
+// Experiments: makes every ProcessMeasure of this process write one CSV line
+// per process clock to `path` (truncated; empty: none, the default), with this
+// process's running totals, so that a script can tell where each clock's time
+// and traffic went and how far the processes were apart. Columns: clock,
+// t_s (CLOCK_MONOTONIC seconds when the process's last worker ended the
+// clock; one time base for every process on a machine), workers,
+// get_blocked_s, clock_blocked_s (summed over workers), cpu_s (the process's
+// user + system CPU), bytes_sent, bytes_received, batches_sent, rows_sent,
+// rows_received (ClientStats), then over the measured tables rows_fetched,
+// pushes_applied, reads and staleness_sum (the sum of c - v over their
+// reads). Call once, before the workers start. IOError if `path` cannot be
+// written.
+Status OpenClockTrace(const std::string& path);
+
 // This process's measurements per clock: blocked seconds and the read
 // staleness of the named tables, from Client::Stats(). Each worker calls
 // EndClock at the end of each of its clocks; the last of the process's
@@ -140,7 +157,7 @@ class ProcessMeasure {
     std::vector<uint64_t> hist;
     double mean = 0;
   };
-  void TakeDelta(double* cols);  // REQUIRES: mu_ held
+  void TakeDelta(ClockT clock, double* cols);  // REQUIRES: mu_ held
 
   Client* const client_;
   const std::vector<std::string> tables_;

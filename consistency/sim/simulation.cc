@@ -1,6 +1,7 @@
 #include "consistency/sim/simulation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "consistency/batch_rule.h"
 #include "consistency/read_policy.h"
 #include "consistency/shard_engine.h"
+#include "consistency/value_bound.h"
 
 namespace pace::sim {
 
@@ -118,6 +120,7 @@ struct TableSpec {
   uint32_t id = 0;
   Consistency consistency = Consistency::kSsp;
   int64_t staleness = 0;
+  double value_bound = 0;  // vap
   uint32_t rows = 0;
 };
 
@@ -255,6 +258,7 @@ struct Worker {
   std::vector<std::vector<Op>> script;  // ops per clock; the last has no Clock()
   size_t op = 0;
   bool blocked = false;
+  bool gated = false;  // ended a clock with a vap row over its bound in flight
   bool done = false;
 };
 
@@ -266,6 +270,7 @@ struct Client {
   uint64_t next_req = 1;
   std::map<RowKey, Entry> entries;
   std::vector<ShardView> shards;
+  ValueBoundLedger vap;  // the real client's rule (client/vap_gate.h)
 };
 
 class SimPeer;
@@ -301,7 +306,7 @@ class World {
   Connection& Conn(ClientId c, uint32_t k) { return conns_[c * shards_.size() + k]; }
   const TableSpec& Table(uint32_t id) const { return tables_[id - 1]; }
   ReadPolicy Policy(uint32_t table) const {
-    return ReadPolicy(Table(table).consistency, Table(table).staleness);
+    return ReadPolicy(Table(table).consistency, Table(table).staleness, Table(table).value_bound);
   }
 
   // --- shards ----------------------------------------------------------------
@@ -318,6 +323,7 @@ class World {
   bool ClientGet(Client& cl, ClockT c, const RowKey& key);
   void ClientInc(Client& cl, ClockT c, const RowKey& key, int64_t delta);
   void WorkerClock(Client& cl, Worker& w);
+  void CheckValueBound(const Client& cl);
   void SendBatches(Client& cl);
   // Seals the process clock's open deltas as its next part (more = true).
   void SendPart(Client& cl);
@@ -402,7 +408,8 @@ void World::Configure() {
   part_chance_ = rng_.Chance(0.5) ? 0.0 : (rng_.Chance(0.5) ? 0.2 : 0.6);
   const uint32_t num_tables = static_cast<uint32_t>(rng_.Between(1, 2));
   static constexpr Consistency kModels[] = {Consistency::kBsp, Consistency::kSsp,
-                                            Consistency::kEssp, Consistency::kAsync};
+                                            Consistency::kEssp, Consistency::kAsync,
+                                            Consistency::kVap};
   std::ostringstream cfg;
   cfg << num_shards << " shard(s), " << num_clients << " client(s), " << clocks_
       << " clocks, delay<=" << max_delay_ << (group_publish_ ? ", group commit" : "")
@@ -412,11 +419,15 @@ void World::Configure() {
   for (uint32_t t = 0; t < num_tables; ++t) {
     TableSpec s;
     s.id = t + 1;
-    s.consistency = kModels[rng_.Below(4)];
+    s.consistency = kModels[rng_.Below(5)];
     s.staleness = ReadPolicy::BoundFor(s.consistency, rng_.Between(0, 3));
+    // Deltas are +-[1, 1000]: some bounds hold one, some several.
+    if (s.consistency == Consistency::kVap) s.value_bound = 500.0 * rng_.Between(1, 6);
     s.rows = static_cast<uint32_t>(rng_.Between(1, 5));
     tables_.push_back(s);
-    cfg << " " << ConsistencyName(s.consistency) << " s=" << s.staleness << " x" << s.rows;
+    cfg << " " << ConsistencyName(s.consistency) << " s=" << s.staleness;
+    if (s.value_bound > 0) cfg << " v=" << s.value_bound;
+    cfg << " x" << s.rows;
   }
   for (uint32_t k = 0; k < num_shards; ++k) {
     shards_.push_back(std::make_unique<Shard>(num_clients, &rng_, read_fail_chance_));
@@ -703,7 +714,7 @@ void World::Restart(uint32_t k) {
 void World::ClientStep(ClientId c, size_t wi) {
   Client& cl = clients_[c];
   Worker& w = cl.workers[wi];
-  if (w.done || w.blocked) return;
+  if (w.done || w.blocked || w.gated) return;
   if (evict_chance_ > 0 && rng_.Chance(evict_chance_)) ClientEvict(cl);
   const std::vector<Op>& ops = w.script[w.clock];
   if (w.op < ops.size()) {
@@ -723,14 +734,49 @@ void World::ClientStep(ClientId c, size_t wi) {
     return;
   } else {
     WorkerClock(cl, w);
+    if (!cl.vap.WithinBound()) {
+      w.gated = true;  // RetryBlocked lets it go once the Acks come
+      return;
+    }
+    CheckValueBound(cl);
   }
   At(now_ + rng_.Between(0, 3), [this, c, wi] { ClientStep(c, wi); });
+}
+
+// A worker that starts a clock: no vap row may have more than its bound in
+// flight, counted from the batches this client holds unacknowledged (the
+// truth the ledger approximates from above).
+void World::CheckValueBound(const Client& cl) {
+  std::map<RowKey, double> in_flight;
+  for (const ShardView& sh : cl.shards) {
+    for (const SentBatch& b : sh.unacked) {
+      for (const auto& [key, d] : b.deltas) {
+        if (Table(key.table).consistency == Consistency::kVap) {
+          in_flight[key] += std::fabs(static_cast<double>(d));
+        }
+      }
+    }
+  }
+  for (const auto& [key, sum] : in_flight) {
+    if (sum > Table(key.table).value_bound) {
+      return Fail("client " + std::to_string(cl.id) + " started a clock with " +
+                  std::to_string(sum) + " of row " + std::to_string(key.table) + "/" +
+                  std::to_string(key.row) + " unacknowledged, over the value bound " +
+                  std::to_string(Table(key.table).value_bound));
+    }
+  }
 }
 
 void World::RetryBlocked(ClientId c) {
   Client& cl = clients_[c];
   for (size_t wi = 0; wi < cl.workers.size(); ++wi) {
     Worker& w = cl.workers[wi];
+    if (w.gated && cl.vap.WithinBound()) {
+      w.gated = false;
+      CheckValueBound(cl);
+      At(now_ + rng_.Between(0, 3), [this, c, wi] { ClientStep(c, wi); });
+      continue;
+    }
     if (!w.blocked) continue;
     const Op& op = w.script[w.clock][w.op];
     if (ClientGet(cl, w.clock, op.key)) {
@@ -790,7 +836,8 @@ void World::CheckRead(const Client& cl, ClockT c, const RowKey& key, const Entry
   const ReadPolicy policy = Policy(key.table);
   for (const auto& [u, d] : truth) {
     const bool own = u.first == cl.id;
-    const bool required = own || (!policy.is_async() && ClockOf(u.second) < c - policy.staleness());
+    const bool required =
+        own || (policy.clock_bounded() && ClockOf(u.second) < c - policy.staleness());
     if (required && !std::binary_search(prov.begin(), prov.end(), u)) {
       return Fail(where.str() + ": lacks client " + std::to_string(u.first) + "'s update of " +
                   DescribeStamp(u.second) + (own ? " (read-my-writes)" : " (read rule)"));
@@ -858,6 +905,11 @@ void World::SealAndSend(Client& cl, uint32_t part, bool more) {
         e.prov.emplace_back(cl.id, Stamp(p.clock, part));
       }
       batches[ShardOfKey(key)].deltas.emplace_back(key, p.delta);
+      const TableSpec& t = Table(key.table);
+      if (t.consistency == Consistency::kVap) {
+        cl.vap.Add(ShardOfKey(key), cl.clock, part, key, std::fabs(static_cast<double>(p.delta)),
+                   t.value_bound);
+      }
     }
   }
   for (uint32_t k = 0; k < shards_.size(); ++k) {
@@ -981,6 +1033,7 @@ void World::ClientReceive(ClientId c, uint32_t k, ToClient m) {
     if (any) {
       sh.acked_through = last.more ? last.clock : last.clock + 1;
       sh.acked_parts = last.more ? last.part + 1 : 0;
+      cl.vap.Acked(k, sh.acked_through, sh.acked_parts);
       for (auto& [key, e] : cl.entries) {
         if (ShardOfKey(key) != k) continue;
         e.pending.erase(std::remove_if(e.pending.begin(), e.pending.end(),

@@ -100,6 +100,7 @@ py::dict SchemaDict(const TableSchema& s) {
   d["width"] = s.width;
   d["consistency"] = std::string(ConsistencyName(s.consistency));
   d["staleness"] = s.staleness;
+  d["value_bound"] = s.value_bound;
   d["init"] = std::string(InitKindName(s.init.kind));
   return d;
 }
@@ -202,7 +203,7 @@ Safe to use from many threads; each thread gets its own worker().)doc")
           "create_table",
           [](const std::shared_ptr<PyClient>& c, const std::string& name, int64_t width,
              const py::object& dtype, const std::string& kind, const std::string& consistency,
-             const py::object& staleness, const py::object& init) {
+             const py::object& staleness, const py::object& init, double value_bound) {
             TableSchema s;
             s.name = name;
             CheckArg(width >= 0 && width <= UINT32_MAX, "width must be in [0, 2^32)");
@@ -218,6 +219,7 @@ Safe to use from many threads; each thread gets its own worker().)doc")
               s.staleness = static_cast<uint32_t>(st);
             }
             ParseInit(init, &s.init);
+            s.value_bound = value_bound;
             Check(ValidateSchema(s));
             PyTable t{c, Table()};
             Status st;
@@ -231,8 +233,10 @@ Safe to use from many threads; each thread gets its own worker().)doc")
           py::arg("name"), py::arg("width"), py::arg("dtype") = py::dtype::of<float>(),
           py::arg("kind") = "dense", py::arg("consistency") = "essp",
           py::arg("staleness") = py::none(), py::arg("init") = "zeros",
+          py::arg("value_bound") = 0.0,
           "Creates the table, or opens it if it exists with the same schema (AlreadyExistsError "
-          "if not). staleness defaults to 1 (0 for bsp).")
+          "if not). staleness defaults to 1 (0 for bsp). consistency='vap' needs value_bound > 0 "
+          "(the value bound v; docs/design.md).")
       .def(
           "table",
           [](const std::shared_ptr<PyClient>& c, const std::string& name) {

@@ -63,6 +63,20 @@ def test_initializers_and_listing(client):
     assert client.create_table("u", 8, init=("uniform", -0.5, 0.5, 7)).id == u.id  # idempotent
 
 
+def test_vap_table_has_a_value_bound(client):
+    with pytest.raises(pacedb.InvalidArgumentError, match="value bound"):
+        client.create_table("v0", 4, consistency="vap")
+    v = client.create_table("v", 4, consistency="vap", value_bound=0.5)
+    assert v.consistency == "vap"
+    assert [s["value_bound"] for s in client.tables() if s["name"] == "v"] == [0.5]
+    w = client.worker()
+    for _ in range(3):  # over the bound each clock: Clock waits for the acks
+        w.inc(v, 1, np.ones(4, np.float32))
+        w.clock()
+    client.flush()
+    np.testing.assert_array_equal(w.get(v, 1), np.full(4, 3, np.float32))
+
+
 def test_read_my_writes_from_two_threads(client):
     t = client.create_table("rmw", 4, dtype=np.int64, consistency="ssp", staleness=3)
     first_done = threading.Event()

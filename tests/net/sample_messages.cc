@@ -49,6 +49,7 @@ class Diff {
     Float((prefix + ".init.a").c_str(), a.init.a, b.init.a);
     Float((prefix + ".init.b").c_str(), a.init.b, b.init.b);
     Field((prefix + ".init.seed").c_str(), a.init.seed, b.init.seed);
+    Float((prefix + ".value_bound").c_str(), a.value_bound, b.value_bound);
   }
   void Rows(const char* name, const std::vector<RowData>& a, const std::vector<RowData>& b) {
     std::string prefix(name);
@@ -190,6 +191,10 @@ std::vector<Message> SampleMessages() {
   out.push_back(PushDone{kMin64, kMax64});
   out.push_back(Unsubscribe{11, {5, 4, 3}});
   out.push_back(CreateTable{8, SampleSchema(0, "weights.v2")});
+  TableSchema vap = SampleSchema(0, "vap");
+  vap.consistency = Consistency::kVap;
+  vap.value_bound = 0.375;
+  out.push_back(CreateTable{9, vap});
   out.push_back(ListTables{123456789});
   out.push_back(DescribeTable{2, std::string("na\0me", 5)});
   out.push_back(TablesReply{3, {SampleSchema(1, "a"), SampleSchema(UINT32_MAX, "b-c_d")}});

@@ -3,8 +3,14 @@
 #
 # Sets ROOT (the repo), BUILD (from $BUILD, default build/; relative paths are
 # taken from the repo root), BIN; provides data generation, gnuplot, and
-# run_job, which runs one pace_mf job on 2 paced shards with $CLIENTS client
-# processes of $WORKERS workers each (all on loopback). With PROXY_DELAY_MS
+# run_job, which runs one $APP job (pace_mf, the default, or APP=pace_lda with
+# APP_DATA_FLAGS naming its corpus) on 2 paced shards with $CLIENTS client
+# processes of $WORKERS workers each (all on loopback). PIN=1 (the default)
+# pins client i to core i mod $(nproc) with taskset, and the shards to the
+# cores after the clients' when there are more cores than clients (otherwise
+# they float): one busy process per core where the machine has the cores.
+# Every client writes its --clock_trace; the shards' Prometheus counters are
+# saved at the end of the job. With PROXY_DELAY_MS
 # set (> 0), clients reach each shard through a pace_delay_proxy
 # (tools/proxy/) adding that one-way delay (plus uniform [0, PROXY_JITTER_MS])
 # per chunk in each direction. MF_EXTRA_FLAGS (word-split) is added to every
@@ -17,13 +23,16 @@ BIN=$BUILD/bin
 SHARDS=2
 CLIENTS=${CLIENTS:-2}
 WORKERS=${WORKERS:-1}
+APP=${APP:-pace_mf}
+PIN=${PIN:-1}
+NCPU=$(nproc)
 
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
 need_binaries() {
   local b
-  local need=(pace_mf pace_gen paced)
+  local need=("$APP" pace_gen paced)
   [ "${PROXY_DELAY_MS:-0}" = 0 ] || need+=(pace_delay_proxy)
   for b in "${need[@]}"; do
     [ -x "$BIN/$b" ] || die "$BIN/$b is missing: build first (make build, or BUILD=dir)"
@@ -71,6 +80,39 @@ prepare_data() {
   esac
 }
 
+# pinned CORE: the taskset prefix that puts a process on CORE (none with PIN=0
+# or without taskset).
+pinned() {
+  [ "$PIN" = 1 ] && command -v taskset >/dev/null && echo "taskset -c $(($1 % NCPU))"
+  return 0
+}
+
+# prepare_corpus DIR: sets APP_DATA_FLAGS for pace_lda. CORPUS=foldoc
+# (default): FOLDOC from ../shared/data/get-datasets.sh (never committed);
+# CORPUS=generated: pace_gen corpus of $DOCS documents (30,000), vocabulary
+# $VOCAB (10,000), 50 planted topics, mean length $DOC_LEN (100), seed 1.
+prepare_corpus() {
+  local dir=$1
+  mkdir -p "$dir"
+  case ${CORPUS:-foldoc} in
+    foldoc)
+      local get=$ROOT/../shared/data/get-datasets.sh
+      [ -f "$get" ] || die "CORPUS=foldoc needs $get (the shared data folder beside the repo)"
+      [ -s "$dir/datasets/foldoc/docword.txt" ] || bash "$get" "$dir/datasets" >&2 ||
+        die "get-datasets.sh failed"
+      APP_DATA_FLAGS="--docword=$dir/datasets/foldoc/docword.txt --vocab=$dir/datasets/foldoc/vocab.txt"
+      ;;
+    generated)
+      local docs=${DOCS:-30000} vocab=${VOCAB:-10000} len=${DOC_LEN:-100}
+      local f=$dir/corpus-$docs-$vocab-$len.docword.txt
+      [ -s "$f" ] || "$BIN/pace_gen" corpus --docs="$docs" --vocab="$vocab" --topics=50 \
+        --doc_len="$len" --seed=1 --out_docword="$f" >&2 || die "pace_gen corpus failed"
+      APP_DATA_FLAGS="--docword=$f"
+      ;;
+    *) die "CORPUS must be foldoc or generated (got '$CORPUS')" ;;
+  esac
+}
+
 PACED_PIDS=()
 stop_shards() {
   local p
@@ -86,9 +128,14 @@ start_shards() {
   local dir=$1 k i port ports=()
   rm -rf "$dir"
   mkdir -p "$dir"
+  local pin=()
   for ((k = 0; k < SHARDS; k++)); do
-    "$BIN/paced" --listen=127.0.0.1:0 --data_dir="$dir/shard$k" --shard=$k \
-      --num_shards=$SHARDS --num_clients="$CLIENTS" --insecure >"$dir/paced$k.log" 2>&1 &
+    pin=()
+    # shellcheck disable=SC2207  # the taskset prefix is a list of words
+    [ "$NCPU" -gt "$CLIENTS" ] && pin=($(pinned $((CLIENTS + k))))
+    "${pin[@]}" "$BIN/paced" --listen=127.0.0.1:0 --data_dir="$dir/shard$k" --shard=$k \
+      --num_shards=$SHARDS --num_clients="$CLIENTS" --insecure \
+      --metrics_listen=127.0.0.1:0 >"$dir/paced$k.log" 2>&1 &
     PACED_PIDS+=($!)
   done
   for ((k = 0; k < SHARDS; k++)); do
@@ -121,22 +168,43 @@ start_shards() {
   SERVERS=$(IFS=,; echo "${ports[*]}")
 }
 
-# run_job NAME OUTDIR WORKDIR pace_mf-flags...: one job on fresh shards.
+# save_shard_metrics OUTPREFIX: each shard's /metrics to OUTPREFIX.shard-K.prom.
+save_shard_metrics() {
+  local k addr
+  for ((k = 0; k < SHARDS; k++)); do
+    addr=$(sed -n 's/^paced metrics on \(.*\)$/\1/p' "$SHARD_DIR/paced$k.log" | head -1)
+    [ -n "$addr" ] && curl -s --max-time 5 "http://$addr/metrics" >"$1.shard-$k.prom"
+  done
+  return 0
+}
+
+# run_job NAME OUTDIR WORKDIR app-flags...: one job on fresh shards.
 # Writes OUTDIR/NAME.csv (client 0's per-clock lines), OUTDIR/NAME.hist.I.csv
-# (client I's staleness histogram) and OUTDIR/NAME.client-I.log; sets
-# JOB_SECONDS (wall time of the clients).
+# (client I's staleness histogram), OUTDIR/NAME.trace.I.csv (client I's
+# --clock_trace), OUTDIR/NAME.shard-K.prom (shard K's counters at the end) and
+# OUTDIR/NAME.client-I.log; sets JOB_SECONDS (wall time of the clients).
 run_job() {
-  local name=$1 out=$2 work=$3 i rc=0 pids=() start
+  local name=$1 out=$2 work=$3 i rc=0 pids=() start data=()
   shift 3
   start_shards "$work/$name"
+  SHARD_DIR=$work/$name
+  if [ "$APP" = pace_mf ]; then
+    data=(--train="$TRAIN" --test="$TEST")
+  else
+    # shellcheck disable=SC2206  # APP_DATA_FLAGS is a list of words
+    data=($APP_DATA_FLAGS --topics_out=0)
+  fi
   start=$(date +%s.%N)
   for ((i = 0; i < CLIENTS; i++)); do
-    local extra=()
+    local extra=() pin=()
     [ "$i" = 0 ] && extra=(--csv="$out/$name.csv")
+    # shellcheck disable=SC2207  # the taskset prefix is a list of words
+    pin=($(pinned "$i"))
     # shellcheck disable=SC2086  # MF_EXTRA_FLAGS is a list of words
-    "$BIN/pace_mf" --train="$TRAIN" --test="$TEST" --servers="$SERVERS" --client_id=$i \
+    "${pin[@]}" "$BIN/$APP" "${data[@]}" --servers="$SERVERS" --client_id=$i \
       --num_clients="$CLIENTS" --workers="$WORKERS" --staleness_hist="$out/$name.hist.$i.csv" \
-      "${extra[@]}" ${MF_EXTRA_FLAGS:-} "$@" >"$out/$name.client-$i.log" 2>&1 &
+      --clock_trace="$out/$name.trace.$i.csv" "${extra[@]}" ${MF_EXTRA_FLAGS:-} "$@" \
+      >"$out/$name.client-$i.log" 2>&1 &
     pids+=($!)
   done
   for i in "${!pids[@]}"; do
@@ -144,7 +212,41 @@ run_job() {
   done
   # shellcheck disable=SC2034  # read by the scripts that source this file
   JOB_SECONDS=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  save_shard_metrics "$out/$name"
   stop_shards
   rm -rf "${work:?}/$name"
   return $rc
+}
+
+# run_specs: the runs of a comparison over S_LIST, "model:s" words: BSP and
+# async (the two ends of every curve; not with ENDS=0), then SSP and ESSP at
+# each s.
+run_specs() {
+  local model s
+  [ "${ENDS:-1}" = 0 ] || echo "bsp:0"
+  for model in ssp essp; do
+    for s in $S_LIST; do echo "$model:$s"; done
+  done
+  [ "${ENDS:-1}" = 0 ] || echo "async:0"
+}
+
+# panel_lines CSV MODEL XCOL YCOL: the gnuplot plot clauses of one panel, a
+# line per s of MODEL from CSV (columns model,s,...), and BSP (black) and
+# async (grey, dashed) as the ends.
+panel_lines() {
+  local csv=$1 model=$2 x=$3 y=$4 s i=0 out color
+  local colors=('#1b9e77' '#d95f02' '#7570b3' '#e7298a' '#66a61e' '#e6ab02')
+  out="'$csv' using (strcol(1) eq 'bsp' ? \$$x : 1/0):$y with lines lw 3 lc rgb 'black' title 'BSP'"
+  out+=", '$csv' using (strcol(1) eq 'async' ? \$$x : 1/0):$y with lines lw 2 dt 2 lc rgb '#888888' title 'async'"
+  for s in $S_LIST; do
+    color=${colors[$((i % ${#colors[@]}))]}
+    out+=", '$csv' using (strcol(1) eq '$model' && \$2 == $s ? \$$x : 1/0):$y with linespoints pt 7 ps 0.4 lw 2 lc rgb '$color' title 's = $s'"
+    i=$((i + 1))
+  done
+  echo "$out"
+}
+
+# load_note: the machine's load average now, for the figures' titles.
+load_note() {
+  echo "load $(cut -d' ' -f1-3 /proc/loadavg), $NCPU cores, pin=$PIN"
 }

@@ -21,7 +21,12 @@
 # insteval, S (staleness bound, 8), CLOCKS (30), CLIENTS (2), WORKERS (per
 # client, 1), STRAGGLER_MS and STRAGGLER_PROB (each worker sleeps this long at
 # the start of a clock with this probability; 0 and 0.1), USERS, ITEMS,
-# RATINGS (the generated data's size). Takes ~1 minute.
+# RATINGS (the generated data's size), PIN (1: client i on core i, lib.sh).
+# Takes ~1 minute. summary.txt also gives the "in step" staleness: the mean
+# after taking away each read's share of the reader's lead over the slowest
+# process (traces.py), which is what the model adds when every process has a
+# core; on a machine with CLIENTS + 2 cores, CLIENTS=4 gives the paper's one
+# worker per core with 4 processes (and a core per shard).
 set -euo pipefail
 # shellcheck source=tools/experiments/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -78,6 +83,13 @@ summary() {
     printf '%-5s final test RMSE %s\n' "$model" \
       "$(sed -n 's/.*; test RMSE \([0-9.]*\).*/\1/p' "$OUT/runs/$model.client-0.log")"
   done
+  # In step: the staleness left after taking away the reader's lead over the
+  # slowest process (traces.py), i.e. what the model itself adds.
+  python3 "$(dirname "$0")/traces.py" summary "$OUT/runs" ssp essp | awk -F, '
+    NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
+    { printf "%-5s mean staleness %5.2f  in step %5.2f  reader lead %5.2f  (variance %.2f)\n",
+        $1, $col["staleness_mean"], $col["in_step_mean"], $col["lead_mean"], $col["staleness_var"] }'
+  echo "# $(load_note)"
 } | tee "$OUT/summary.txt"
 
 gnuplot <<EOF
