@@ -536,8 +536,7 @@ Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
     }
     // HandleAck lowers unacked_bytes_ (and feeds vap_) before it notifies
     // progress_cv_.
-    return unacked_bytes_.load(std::memory_order_acquire) <= unacked_budget &&
-           vap_.WithinBound();
+    return unacked_bytes_.load(std::memory_order_acquire) <= unacked_budget && vap_.WithinBound();
   };
   if (caught_up()) return Status::OK();
   return WaitProgress(

@@ -565,7 +565,8 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
     client::CacheStripe& st = stripes_[stripe];
     client::SpinLock lock(&st.mu);
     auto key_of = [&](size_t j) { return RowKey{table, rows[items[j].index]}; };
-    for (size_t j = b; j < std::min(e, b + 2 * kAhead); ++j) st.PrefetchSlot(key_of(j), items[j].hash);
+    for (size_t j = b; j < std::min(e, b + 2 * kAhead); ++j)
+      st.PrefetchSlot(key_of(j), items[j].hash);
     for (size_t j = b; j < std::min(e, b + kAhead); ++j) st.PrefetchEntry(key_of(j), items[j].hash);
     for (size_t j = b; j < e; ++j) {
       if (j + 2 * kAhead < e) st.PrefetchSlot(key_of(j + 2 * kAhead), items[j + 2 * kAhead].hash);

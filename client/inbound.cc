@@ -190,7 +190,9 @@ void Client::Impl::InstallRows(uint32_t k, const std::vector<net::RowData*>& row
     CacheStripe& st = StripeForHash(items[b].hash);
     size_t e = b;
     while (e < items.size() && &StripeForHash(items[e].hash) == &st) ++e;
-    auto key_of = [&](size_t j) { return RowKey{rows[items[j].index]->table, rows[items[j].index]->row}; };
+    auto key_of = [&](size_t j) {
+      return RowKey{rows[items[j].index]->table, rows[items[j].index]->row};
+    };
     client::SpinLock l(&st.mu);
     for (size_t j = b; j < std::min(e, b + kAhead); ++j) st.PrefetchSlot(key_of(j), items[j].hash);
     for (size_t j = b; j < e; ++j) {

@@ -370,8 +370,7 @@ TEST(ClockLogStoreTest, AnUndurableStoreIsRefusedAfterACrashAndWholeAfterAClose)
     std::unique_ptr<ShardStore> s;
     ASSERT_TRUE(ShardStore::Open(UndurableOptions(), clean, &s).ok());
     TableSchema t;
-    ASSERT_TRUE(
-        s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t).ok());
+    ASSERT_TRUE(s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t).ok());
     bool dup;
     for (int c = 0; c < 3; ++c) {
       ASSERT_TRUE(s->ApplyBatch(0, c, {RowDelta{t.id, 5, I64Row(1, 2)}}, &dup).ok());

@@ -266,8 +266,10 @@ Status MfTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fai
   // Prefetches the rows of ratings [begin, end) that the copies lack.
   auto prefetch_range = [&](size_t begin, size_t end, auto&& rating) -> Status {
     collect_range(begin, end, rating);
-    if (!range_users.empty()) RETURN_IF_ERROR(worker->Prefetch(ut, raw_of(data_->users, range_users)));
-    if (!range_items.empty()) RETURN_IF_ERROR(worker->Prefetch(it, raw_of(data_->items, range_items)));
+    if (!range_users.empty())
+      RETURN_IF_ERROR(worker->Prefetch(ut, raw_of(data_->users, range_users)));
+    if (!range_items.empty())
+      RETURN_IF_ERROR(worker->Prefetch(it, raw_of(data_->items, range_items)));
     return Status::OK();
   };
   // The rows of a look-ahead chunk that the copies lack are read in one
