@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <vector>
 
 namespace pace {
@@ -164,7 +165,7 @@ Status ClockLogWriter::Open(const std::string& dir, uint64_t number, uint64_t of
   if (fd_ < 0) return ErrnoStatus("open clock log " + path, errno);
   if (buffer_ == nullptr) {
     void* p = nullptr;
-    if (::posix_memalign(&p, kAlign, kStageBytes) != 0) {
+    if (::posix_memalign(&p, kAlign, 2 * kStageBytes) != 0) {
       return Status::ResourceExhausted("cannot allocate the clock log's buffer");
     }
     buffer_.reset(static_cast<char*>(p));
@@ -198,7 +199,15 @@ Status ClockLogWriter::Append(uint64_t seq, size_t count,
   // The record (header slot, then the payload) is staged and written in
   // pieces of kStageBytes from the record's start; the header, known last,
   // is then written into its slot (with O_DIRECT: the first block again).
-  char* const stage = buffer_.get();
+  // Two stages: one is written (by another thread) while the next is filled,
+  // so encoding and the disk overlap. Every write completes before Append
+  // returns.
+  char* stage = buffer_.get();
+  char* other = buffer_.get() + kStageBytes;
+  std::future<Status> writing;  // the write of `other`, if any
+  auto wait_writing = [&writing]() -> Status {
+    return writing.valid() ? writing.get() : Status::OK();
+  };
   uint64_t at = offset_;                   // where the staged bytes go
   size_t used = kClockLogHeaderBytes;      // bytes staged
   size_t crc_from = kClockLogHeaderBytes;  // payload starts here in the stage
@@ -216,12 +225,15 @@ Status ClockLogWriter::Append(uint64_t seq, size_t count,
     }
     if (last && first) return Status::OK();  // written with its header below
     if (first) std::memcpy(first_block_.get(), stage, kAlign);
-    Status s = WriteAt(stage, n, at);
+    RETURN_IF_ERROR(wait_writing());  // `other` is free again
+    writing = std::async(std::launch::async,
+                         [this, data = stage, n, pos = at] { return WriteAt(data, n, pos); });
+    std::swap(stage, other);
     at += n;
     used = 0;
     crc_from = 0;
     first = false;
-    return s;
+    return Status::OK();
   };
   // Copies n bytes into the stage, writing each full stage out.
   auto put = [&](const char* src, size_t n) -> Status {
@@ -248,6 +260,7 @@ Status ClockLogWriter::Append(uint64_t seq, size_t count,
   const bool single = first;  // the whole record fits the stage
   const size_t tail = used;
   RETURN_IF_ERROR(write_stage(true));
+  RETURN_IF_ERROR(wait_writing());
   uint64_t record = kClockLogHeaderBytes + payload;
   if (direct_) record = (record + kAlign - 1) / kAlign * kAlign;
   char header[kClockLogHeaderBytes];

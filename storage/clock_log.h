@@ -85,7 +85,7 @@ class ClockLogWriter {
   uint64_t number() const { return number_; }
   uint64_t offset() const { return offset_; }
   // Bytes of the buffer used to stage records (kept between appends).
-  size_t buffer_bytes() const { return buffer_ != nullptr ? kStageBytes : 0; }
+  size_t buffer_bytes() const { return buffer_ != nullptr ? 2 * kStageBytes : 0; }
   // Whether the file is written with O_DIRECT.
   bool direct() const { return direct_; }
 
@@ -103,7 +103,9 @@ class ClockLogWriter {
   struct FreeDeleter {
     void operator()(char* p) const;
   };
-  std::unique_ptr<char, FreeDeleter> buffer_;       // kStageBytes, kAlign-aligned
+  // Two stages of kStageBytes, kAlign-aligned: one filled while the other
+  // is written.
+  std::unique_ptr<char, FreeDeleter> buffer_;
   std::unique_ptr<char, FreeDeleter> first_block_;  // kAlign bytes
 };
 
