@@ -139,7 +139,12 @@ Status ReadAssignments(const std::string& dir, uint32_t client, const Assignment
   const char* p = data.data() + 8;
   if (Take<uint32_t>(p) != kFormat) return bad("unknown format");
   if (Take<uint32_t>(p + 4) != expect.part || Take<uint32_t>(p + 8) != expect.num_parts) {
-    return bad("written by another partition of the documents (other --workers?)");
+    // Not damage: the job was started with another split of the documents.
+    return Status::FailedPrecondition(
+        path + ": written when the documents were split into " +
+        std::to_string(Take<uint32_t>(p + 8)) + " parts; this run splits them into " +
+        std::to_string(expect.num_parts) +
+        " (--num_clients x --workers): pace_lda resumes only with the split it started with");
   }
   if (Take<uint32_t>(p + 12) != expect.topics) return bad("written for another --topics");
   if (Take<int64_t>(p + 16) != expect.clock) return bad("written for another clock");
