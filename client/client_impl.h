@@ -274,6 +274,39 @@ class Client::Impl : public client::ChannelListener {
     return stripes_[RowKeyHash()(key) & (kNumStripes - 1)];
   }
   client::CacheStripe& StripeForHash(size_t hash) { return stripes_[hash & (kNumStripes - 1)]; }
+
+  // Passes over many rows go stripe by stripe (one lock per stripe, and the
+  // lookups of the next rows of a stripe started while a row is handled):
+  // a row's key hash and its index in the caller's list.
+  struct StripeItem {
+    size_t hash;
+    uint32_t index;
+  };
+  // The items of rows [0, n) (key_of(i): row i's key), in stripe order; rows
+  // of one stripe keep their given order.
+  template <typename KeyOf>
+  static std::vector<StripeItem> ByStripe(size_t n, KeyOf&& key_of) {
+    std::vector<StripeItem> items(n);
+    for (size_t i = 0; i < n; ++i) {
+      items[i] = StripeItem{RowKeyHash()(key_of(i)), static_cast<uint32_t>(i)};
+    }
+    std::stable_sort(items.begin(), items.end(), [](const StripeItem& a, const StripeItem& b) {
+      return (a.hash & (kNumStripes - 1)) < (b.hash & (kNumStripes - 1));
+    });
+    return items;
+  }
+  // Calls fn(stripe, b, e) for each run items[b, e) of one stripe's rows
+  // (items from ByStripe).
+  template <typename Fn>
+  void ForEachStripeRun(const std::vector<StripeItem>& items, Fn&& fn) {
+    for (size_t b = 0; b < items.size();) {
+      client::CacheStripe& st = StripeForHash(items[b].hash);
+      size_t e = b;
+      while (e < items.size() && &StripeForHash(items[e].hash) == &st) ++e;
+      fn(st, b, e);
+      b = e;
+    }
+  }
   uint32_t ShardOfKey(const RowKey& key) const {
     return shards_.size() == 1 ? 0 : ShardOf(key.table, key.row, num_shards());
   }
@@ -540,17 +573,8 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
                                    const uint64_t* rows, size_t n, T* out) {
   const size_t width = t->format.width;
   const uint32_t table = t->schema.id;
-  struct Item {
-    size_t hash;
-    uint32_t index;  // into rows
-  };
-  std::vector<Item> items(n);
-  for (size_t i = 0; i < n; ++i) {
-    items[i] = Item{RowKeyHash()(RowKey{table, rows[i]}), static_cast<uint32_t>(i)};
-  }
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return (a.hash & (kNumStripes - 1)) < (b.hash & (kNumStripes - 1));
-  });
+  auto key_of = [&](size_t i) { return RowKey{table, rows[i]}; };
+  const std::vector<StripeItem> items = ByStripe(n, key_of);
   client::TableCounters* tc = Counters(ws, t);
   std::vector<uint32_t> slow;  // not fresh in the cache: ReadRow after the pass
   uint64_t hits = 0;
@@ -558,20 +582,18 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
   // j + 2 * kAhead and the entry (and value) of row j + kAhead load while
   // row j is copied.
   constexpr size_t kAhead = 4;
-  for (size_t b = 0; b < n;) {
-    const size_t stripe = items[b].hash & (kNumStripes - 1);
-    size_t e = b;
-    while (e < n && (items[e].hash & (kNumStripes - 1)) == stripe) ++e;
-    client::CacheStripe& st = stripes_[stripe];
+  ForEachStripeRun(items, [&](client::CacheStripe& st, size_t b, size_t e) {
     client::SpinLock lock(&st.mu);
-    auto key_of = [&](size_t j) { return RowKey{table, rows[items[j].index]}; };
-    for (size_t j = b; j < std::min(e, b + 2 * kAhead); ++j)
-      st.PrefetchSlot(key_of(j), items[j].hash);
-    for (size_t j = b; j < std::min(e, b + kAhead); ++j) st.PrefetchEntry(key_of(j), items[j].hash);
+    auto slot = [&](size_t j)
+                    REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
+    auto entry = [&](size_t j)
+                     REQUIRES(st.mu) { st.PrefetchEntry(key_of(items[j].index), items[j].hash); };
+    for (size_t j = b; j < std::min(e, b + 2 * kAhead); ++j) slot(j);
+    for (size_t j = b; j < std::min(e, b + kAhead); ++j) entry(j);
     for (size_t j = b; j < e; ++j) {
-      if (j + 2 * kAhead < e) st.PrefetchSlot(key_of(j + 2 * kAhead), items[j + 2 * kAhead].hash);
-      if (j + kAhead < e) st.PrefetchEntry(key_of(j + kAhead), items[j + kAhead].hash);
-      client::CacheEntry* en = st.Find(key_of(j), items[j].hash);
+      if (j + 2 * kAhead < e) slot(j + 2 * kAhead);
+      if (j + kAhead < e) entry(j + kAhead);
+      client::CacheEntry* en = st.Find(key_of(items[j].index), items[j].hash);
       Version v = 0;
       if (en == nullptr || !en->has_value || !t->policy.IsFresh(v = EffectiveVersion(*en), c)) {
         slow.push_back(items[j].index);
@@ -582,8 +604,7 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
       ++hits;
       if (tc != nullptr) tc->RecordStaleness(c - v);
     }
-    b = e;
-  }
+  });
   if (tc != nullptr) {
     tc->reads.Add(hits);
     tc->hits.Add(hits);
@@ -633,25 +654,13 @@ void Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Table
                                 const std::vector<uint64_t>& rows, const T* deltas) {
   const size_t width = t->format.width;
   const uint32_t table = t->schema.id;
-  struct Item {
-    size_t hash;
-    uint32_t index;  // into rows
-  };
-  std::vector<Item> items(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    items[i] = Item{RowKeyHash()(RowKey{table, rows[i]}), static_cast<uint32_t>(i)};
-  }
   // One stripe lock per stripe; within a stripe, rows in their given order.
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return (a.hash & (kNumStripes - 1)) < (b.hash & (kNumStripes - 1));
+  const std::vector<StripeItem> items = ByStripe(rows.size(), [&](size_t i) {
+    return RowKey{table, rows[i]};
   });
   constexpr size_t kAhead = 4;
   std::vector<client::CacheEntry*> found(items.size(), nullptr);
-  for (size_t b = 0; b < items.size();) {
-    const size_t stripe = items[b].hash & (kNumStripes - 1);
-    size_t e = b;
-    while (e < items.size() && (items[e].hash & (kNumStripes - 1)) == stripe) ++e;
-    client::CacheStripe& st = stripes_[stripe];
+  ForEachStripeRun(items, [&](client::CacheStripe& st, size_t b, size_t e) {
     client::SpinLock lock(&st.mu);
     // Software pipeline: look up row j + kAhead (its slot is usually in cache
     // by then) and start loading its entry and delta; add row j.
@@ -678,8 +687,7 @@ void Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Table
                     std::string_view(reinterpret_cast<const char*>(delta), sizeof(T) * width));
       }
     }
-    b = e;
-  }
+  });
   client::TableCounters* tc = Counters(ws, t);
   if (tc != nullptr) tc->incs.Add(rows.size());
 }

@@ -172,43 +172,30 @@ void Client::Impl::InstallRows(uint32_t k, const std::vector<net::RowData*>& row
   // Stripe run by stripe run (one lock and one eviction pass per run), the
   // lookups of the next rows started a few rows ahead: the entries are
   // scattered in memory.
-  struct Item {
-    size_t hash;
-    uint32_t index;  // into rows
-  };
-  std::vector<Item> items(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    items[i] = Item{RowKeyHash()(RowKey{rows[i]->table, rows[i]->row}), static_cast<uint32_t>(i)};
-  }
-  std::stable_sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
-    return (x.hash & (kNumStripes - 1)) < (y.hash & (kNumStripes - 1));
-  });
+  auto key_of = [&rows](size_t i) { return RowKey{rows[i]->table, rows[i]->row}; };
+  const std::vector<StripeItem> items = ByStripe(rows.size(), key_of);
   constexpr size_t kAhead = 4;
   Status bad;
   RowKey bad_key;
-  for (size_t b = 0; b < items.size();) {
-    CacheStripe& st = StripeForHash(items[b].hash);
-    size_t e = b;
-    while (e < items.size() && &StripeForHash(items[e].hash) == &st) ++e;
-    auto key_of = [&](size_t j) {
-      return RowKey{rows[items[j].index]->table, rows[items[j].index]->row};
-    };
+  ForEachStripeRun(items, [&](CacheStripe& st, size_t b, size_t e) {
     client::SpinLock l(&st.mu);
-    for (size_t j = b; j < std::min(e, b + kAhead); ++j) st.PrefetchSlot(key_of(j), items[j].hash);
+    auto slot = [&](size_t j)
+                    REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
+    for (size_t j = b; j < std::min(e, b + kAhead); ++j) slot(j);
     for (size_t j = b; j < e; ++j) {
-      if (j + kAhead < e) st.PrefetchSlot(key_of(j + kAhead), items[j + kAhead].hash);
-      CacheEntry* en = st.Find(key_of(j), items[j].hash);
+      if (j + kAhead < e) slot(j + kAhead);
+      const RowKey key = key_of(items[j].index);
+      CacheEntry* en = st.Find(key, items[j].hash);
       if (en == nullptr) continue;  // nobody holds or wants the row any more
       Status s = InstallRowLocked(sh, st, en, *rows[items[j].index], v, a, parts, read, subscribe,
                                   read_min);
       if (!s.ok() && bad.ok()) {
         bad = s;
-        bad_key = key_of(j);
+        bad_key = key;
       }
     }
     EvictLocked(st);
-    b = e;
-  }
+  });
   if (!bad.ok()) {
     SetFatal(k, Status::Corruption("bad row " + std::to_string(bad_key.table) + "/" +
                                    std::to_string(bad_key.row) + ": " + bad.ToString()));
@@ -317,24 +304,19 @@ uint64_t Client::Impl::PurgeBatch(const SentBatch& b) {
   // few keys ahead, since the entries are scattered in memory.
   constexpr size_t kAhead = 4;  // entries loading; slots twice as far ahead
   const std::vector<RowKey>& keys = b.keys;
-  std::vector<size_t> hashes(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) hashes[i] = RowKeyHash()(keys[i]);
-  uint64_t purged = 0;
-  for (size_t i = 0; i < keys.size();) {
-    CacheStripe& st = StripeForHash(hashes[i]);
-    client::SpinLock l(&st.mu);
-    size_t j = i;
-    for (; j < keys.size() && &StripeForHash(hashes[j]) == &st; ++j) {
-      if (j + 2 * kAhead < keys.size() && &StripeForHash(hashes[j + 2 * kAhead]) == &st) {
-        st.PrefetchSlot(keys[j + 2 * kAhead], hashes[j + 2 * kAhead]);
-      }
-      if (j + kAhead < keys.size() && &StripeForHash(hashes[j + kAhead]) == &st) {
-        st.PrefetchEntry(keys[j + kAhead], hashes[j + kAhead]);
-      }
-      purged += st.PurgeAcked(keys[j], hashes[j], b.clock, b.part);
-    }
-    i = j;
+  std::vector<StripeItem> items(keys.size());  // in stripe runs already: no sort
+  for (size_t i = 0; i < keys.size(); ++i) {
+    items[i] = StripeItem{RowKeyHash()(keys[i]), static_cast<uint32_t>(i)};
   }
+  uint64_t purged = 0;
+  ForEachStripeRun(items, [&](CacheStripe& st, size_t begin, size_t end) {
+    client::SpinLock l(&st.mu);
+    for (size_t j = begin; j < end; ++j) {
+      if (j + 2 * kAhead < end) st.PrefetchSlot(keys[j + 2 * kAhead], items[j + 2 * kAhead].hash);
+      if (j + kAhead < end) st.PrefetchEntry(keys[j + kAhead], items[j + kAhead].hash);
+      purged += st.PurgeAcked(keys[j], items[j].hash, b.clock, b.part);
+    }
+  });
   return purged;
 }
 

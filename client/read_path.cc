@@ -168,58 +168,47 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   enum : uint8_t { kUnchecked, kHealthy, kUnhealthy };
   std::vector<uint8_t> health(num_shards(), kUnchecked);
   Status unhealthy;
-  // The rows stripe run by stripe run (one lock per run), the hash slots of
-  // the next rows loading a few rows ahead: the entries are scattered in
-  // memory and a lookup is otherwise one cache miss after another.
-  struct Item {
-    size_t hash;
-    uint32_t index;  // into rows
-  };
-  std::vector<Item> items;
-  items.reserve(rows.size());
+  auto key_of = [&](size_t i) { return RowKey{t->schema.id, rows[i]}; };
   for (size_t i = 0; i < rows.size(); ++i) {
-    const RowKey key{t->schema.id, rows[i]};
-    const uint32_t shard = ShardOfKey(key);
+    const uint32_t shard = ShardOfKey(key_of(i));
     if (health[shard] == kUnchecked) {
       Status h = ShardHealth(shard);
       health[shard] = h.ok() ? kHealthy : kUnhealthy;
       if (!h.ok() && unhealthy.ok()) unhealthy = std::move(h);
     }
-    if (health[shard] == kUnhealthy) continue;
-    items.push_back(Item{RowKeyHash()(key), static_cast<uint32_t>(i)});
   }
-  std::stable_sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
-    return (x.hash & (kNumStripes - 1)) < (y.hash & (kNumStripes - 1));
-  });
+  // The rows stripe run by stripe run (one lock per run), the hash slots of
+  // the next rows loading a few rows ahead: the entries are scattered in
+  // memory and a lookup is otherwise one cache miss after another.
+  const std::vector<StripeItem> items = ByStripe(rows.size(), key_of);
   uint64_t fetched = 0;
   ReadGatherer gather(this, t, need);
   constexpr size_t kAhead = 8;
-  for (size_t b = 0; b < items.size();) {
-    CacheStripe& st = StripeForHash(items[b].hash);
-    size_t e = b;
-    while (e < items.size() && &StripeForHash(items[e].hash) == &st) ++e;
-    auto key_of = [&](size_t j) { return RowKey{t->schema.id, rows[items[j].index]}; };
+  ForEachStripeRun(items, [&](CacheStripe& st, size_t b, size_t e) {
     client::SpinLock l(&st.mu);
-    for (size_t j = b; j < std::min(e, b + kAhead); ++j) st.PrefetchSlot(key_of(j), items[j].hash);
+    auto slot = [&](size_t j)
+                    REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
+    for (size_t j = b; j < std::min(e, b + kAhead); ++j) slot(j);
     for (size_t j = b; j < e; ++j) {
-      if (j + kAhead < e) st.PrefetchSlot(key_of(j + kAhead), items[j + kAhead].hash);
-      const RowKey key = key_of(j);
+      if (j + kAhead < e) slot(j + kAhead);
+      const RowKey key = key_of(items[j].index);
+      const uint32_t shard = ShardOfKey(key);
+      if (health[shard] == kUnhealthy) continue;
       CacheEntry* en = st.Find(key, items[j].hash);
       if (en != nullptr) {
         if (en->has_value && t->policy.IsFresh(EffectiveVersion(*en), c)) continue;
         if (t->push && en->subscribed) continue;  // the next push refreshes it
         if (en->ReadInFlightAtMost(need)) continue;
       } else {
-        en = st.FindOrCreate(key, ShardOfKey(key), t);
+        en = st.FindOrCreate(key, shard, t);
       }
       // Marked before the Read leaves (under the stripe lock, as SendRead
       // does), so the reply finds the row pinned and a Get does not ask again.
       gather.Add(st, en);
       ++fetched;
-      gather.SendFull(en->shard);  // a leaf under the stripe lock (lock order)
+      gather.SendFull(shard);  // a leaf under the stripe lock (lock order)
     }
-    b = e;
-  }
+  });
   gather.SendAll();
   client::TableCounters* tc = Counters(ws, t);
   if (tc != nullptr && fetched > 0) tc->fetched.Add(fetched);
