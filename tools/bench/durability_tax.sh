@@ -11,15 +11,12 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 . "$(dirname "$0")/lib.sh"
 reps=${BENCH_REPS:-3}
 limit=${BENCH_TIMEOUT_S:-3600}
-users=${BENCH_MS_USERS:-600000} items=${BENCH_MS_ITEMS:-20000}
-ratings=${BENCH_MS_RATINGS:-700000} rank=${BENCH_MS_RANK:-128}
+bench_8a_sizes
 shape=$(bench_mf_shape 600000/20000/700000/128)
 
 echo "=== 8g: the durability tax, 8a as shipped vs --benchmark_no_durability ==="
 bench_load
-bench_ratings "$users" "$items" "$ratings" 0 0.05
-ms=("$bin/pace_mf" --train="$bench_train" --test="$bench_test" --rank="$rank" --clocks=3
-  --minibatch=0.4 --lr=0.08)
+bench_8a_job 0
 d=() u=() why=""
 for ((i = 0; i < reps; i++)); do
   rm -rf "$work"/pd*

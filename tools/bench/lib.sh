@@ -59,6 +59,20 @@ bench_mf_shape() {
   printf ' [%s users x %s items, %s ratings, rank %s]' "$users" "$items" "$ratings" "$rank"
 }
 
+# bench_8a_sizes: the 8a job's data sizes (users, items, ratings, rank; BENCH_MS_* for smoke runs).
+bench_8a_sizes() {
+  users=${BENCH_MS_USERS:-600000} items=${BENCH_MS_ITEMS:-20000}
+  ratings=${BENCH_MS_RATINGS:-700000} rank=${BENCH_MS_RANK:-128}
+}
+
+# bench_8a_job SKEW: the 8a data at SKEW (generated once, bench_ratings) and the 8a pace_mf command
+# in ms=(...): 3 clocks of 40% at rank $rank. REQUIRES: bench_8a_sizes, $bin.
+bench_8a_job() {
+  bench_ratings "$users" "$items" "$ratings" "$1" 0.05
+  ms=("$bin/pace_mf" --train="$bench_train" --test="$bench_test" --rank="$rank" --clocks=3
+    --minibatch=0.4 --lr=0.08)
+}
+
 # bench_cache: where generated inputs are kept between runs (they take a while to generate).
 bench_cache() {
   local dir=${BENCH_DATA_DIR:-$build/bench/data}

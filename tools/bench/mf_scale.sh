@@ -15,17 +15,14 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 . "$(dirname "$0")/lib.sh"
 reps=${BENCH_REPS:-3}
 limit=${BENCH_TIMEOUT_S:-3600}
-users=${BENCH_MS_USERS:-600000} items=${BENCH_MS_ITEMS:-20000}
-ratings=${BENCH_MS_RATINGS:-700000} rank=${BENCH_MS_RANK:-128}
+bench_8a_sizes
 shape=$(bench_mf_shape 600000/20000/700000/128)
 
 echo "=== 8a, 8b: MF at model scale ($users users x $items items, rank $rank), embedded vs --baseline ==="
 bench_load
 for skew in ${BENCH_SKEW:-0}; do
   suffix="$(bench_skew_suffix "$skew")$shape"
-  bench_ratings "$users" "$items" "$ratings" "$skew" 0.05
-  ms=("$bin/pace_mf" --train="$bench_train" --test="$bench_test" --rank="$rank" --clocks=3
-    --minibatch=0.4 --lr=0.08)
+  bench_8a_job "$skew"
   # Factor table bytes: (users + items) rows of rank + 1 f32 (the baseline's header line
   # names the counts).
   tables_mb=$("${ms[@]}" --baseline --clocks=1 --minibatch=0.01 2>&1 |

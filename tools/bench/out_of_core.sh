@@ -22,8 +22,7 @@ reps=${BENCH_REPS:-3}
 limit=${BENCH_TIMEOUT_S:-3600}
 cg_mb=${BENCH_CGROUP_MB:-192}
 mem_mb=${BENCH_OOC_MEMORY_MB:-64}
-users=${BENCH_MS_USERS:-600000} items=${BENCH_MS_ITEMS:-20000}
-ratings=${BENCH_MS_RATINGS:-700000} rank=${BENCH_MS_RANK:-128}
+bench_8a_sizes
 shape=""
 [ "$users/$items/$ratings/$rank/$cg_mb/$mem_mb" != 600000/20000/700000/128/192/64 ] &&
   shape=" [$users users x $items items, $ratings ratings, rank $rank; cgroup $cg_mb MB, --memory_mb=$mem_mb]"
@@ -111,9 +110,7 @@ fi
 
 for skew in ${BENCH_SKEW:-0}; do
   suffix="$(bench_skew_suffix "$skew")$shape"
-  bench_ratings "$users" "$items" "$ratings" "$skew" 0.05
-  ms=("$bin/pace_mf" --train="$bench_train" --test="$bench_test" --rank="$rank" --clocks=3
-    --minibatch=0.4 --lr=0.08)
+  bench_8a_job "$skew"
   b=() s=() pb=() ps=() why_b="" why_s=""
   for ((i = 0; i < reps; i++)); do
     rm -rf "$work"/pd*

@@ -22,8 +22,7 @@ trap cleanup EXIT
 reps=${BENCH_REPS:-3}
 limit=${BENCH_TIMEOUT_S:-3600}
 tcp_limit=${BENCH_TCP_TIMEOUT_S:-900}
-users=${BENCH_MS_USERS:-600000} items=${BENCH_MS_ITEMS:-20000}
-ratings=${BENCH_MS_RATINGS:-700000} rank=${BENCH_MS_RANK:-128}
+bench_8a_sizes
 shape=$(bench_mf_shape 600000/20000/700000/128)
 
 # paced_start DIR: starts one paced for one client on a free loopback port; sets paced_pid
@@ -53,9 +52,7 @@ echo "=== 8f: MF at model scale over TCP ($users users x $items items, rank $ran
 bench_load
 for skew in ${BENCH_SKEW:-0}; do
   suffix="$(bench_skew_suffix "$skew")$shape"
-  bench_ratings "$users" "$items" "$ratings" "$skew" 0.05
-  ms=("$bin/pace_mf" --train="$bench_train" --test="$bench_test" --rank="$rank" --clocks=3
-    --minibatch=0.4 --lr=0.08)
+  bench_8a_job "$skew"
   b=() s=() why_b="" why_s="" timed_out=""
   for ((i = 0; i < reps; i++)); do
     rm -rf "$work"/pd*
