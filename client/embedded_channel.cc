@@ -2,7 +2,10 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 namespace pace::client {
@@ -31,7 +34,8 @@ class EmbeddedChannel::InProcSession : public net::Session {
   const uint64_t epoch_;
 };
 
-EmbeddedChannel::EmbeddedChannel(const ClientOptions& options) : options_(options) {}
+EmbeddedChannel::EmbeddedChannel(const ClientOptions& options, uint64_t incarnation)
+    : options_(options), incarnation_(incarnation) {}
 
 EmbeddedChannel::~EmbeddedChannel() { Shutdown(); }
 
@@ -68,7 +72,18 @@ Status EmbeddedChannel::Connect(net::Welcome* welcome) {
   hello.client_id = options_.client_id;
   hello.token = options_.token;
   hello.role = net::Hello::kClientProcess;
-  RETURN_IF_ERROR(service_->OnHello(hello, welcome));
+  hello.incarnation = incarnation_;
+  // Unavailable: the shard is taking back an incomplete clock of this
+  // client's previous process (on its writer); served once that is done.
+  Status hi = service_->OnHello(hello, welcome);
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(std::max<int64_t>(options_.connect_timeout_ms, 1));
+  while (hi.IsUnavailable() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    hi = service_->OnHello(hello, welcome);
+  }
+  RETURN_IF_ERROR(hi);
   uint64_t epoch;
   {
     MutexLock l(&mu_);

@@ -36,7 +36,10 @@ namespace pace::client {
 
 class EmbeddedChannel : public ShardChannel {
  public:
-  explicit EmbeddedChannel(const ClientOptions& options);
+  // `incarnation`: this process's Hello incarnation (docs/wire-protocol.md,
+  // Hello): the shard takes back the parts of an incomplete clock that
+  // another process of this client sent. 0: none (the parts stay).
+  explicit EmbeddedChannel(const ClientOptions& options, uint64_t incarnation = 0);
   ~EmbeddedChannel() override;
 
   Status Start(ChannelListener* listener, net::Welcome* welcome) override;
@@ -69,6 +72,7 @@ class EmbeddedChannel : public ShardChannel {
   void Simulate(int kind);
 
   const ClientOptions options_;
+  const uint64_t incarnation_;
   ChannelListener* listener_ = nullptr;
 
   Mutex mu_;             // a leaf lock

@@ -75,7 +75,7 @@ Status Client::Open(const ClientOptions& given, std::unique_ptr<Client>* client)
     if (options.data_dir.empty()) {
       return Status::InvalidArgument("embedded mode needs a data_dir");
     }
-    channels.push_back(std::make_unique<client::EmbeddedChannel>(options));
+    channels.push_back(std::make_unique<client::EmbeddedChannel>(options, ProcessIncarnation()));
   } else {
     if (options.connect_timeout_ms <= 0 || options.shard_timeout_ms <= 0) {
       return Status::InvalidArgument("connect_timeout_ms and shard_timeout_ms must be > 0");

@@ -154,16 +154,22 @@ Status RemoteChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
   // job's client 0). A real second process still fails, after the grace.
   const auto fenced_deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(kFencedGraceMs);
+  const auto connect_deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
   int64_t backoff_ms = 20;
   for (;;) {
     bool fatal = false;
     Status s = ConnectOnce(options_.connect_timeout_ms, &conn, gen, &fatal);
     if (s.ok()) break;
-    if (s.code() != StatusCode::kAlreadyExists ||
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms) >
-            fenced_deadline) {
-      return s;
-    }
+    // Unavailable from a shard that answered: it is taking back an
+    // incomplete clock of this client's previous process (docs/wire-protocol.md,
+    // Hello) and serves this one once that is done. Retried within the
+    // connect timeout (an unreachable shard has used it up already).
+    const auto now = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
+    const bool retry = s.code() == StatusCode::kAlreadyExists ? now <= fenced_deadline
+                       : s.IsUnavailable()                    ? now <= connect_deadline
+                                                              : false;
+    if (!retry) return s;
     VLOG(1) << Describe() << ": " << s.ToString() << "; retrying in " << backoff_ms << " ms";
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
     backoff_ms = std::min<int64_t>(2 * backoff_ms, 320);

@@ -57,6 +57,11 @@ const CounterInfo kCounters[] = {
     {"commit_group_max", "pace_shard_commit_group_max_batches", "gauge",
      "the largest group commit so far, in batches"},
     {"sessions", "pace_shard_sessions", "gauge", "client sessions the service knows"},
+    {"incomplete_clock_parts", "pace_shard_incomplete_clock_parts", "gauge",
+     "parts of clients' incomplete clocks applied and kept for an undo (a clock sent in parts, "
+     "not complete yet)"},
+    {"undone_parts", "pace_shard_undone_parts_total", "counter",
+     "parts of incomplete clocks taken back because another process of their client started"},
     {"parked_now", "pace_shard_reads_parked", "gauge", "Read requests parked right now"},
     {"subscribers", "pace_shard_subscribers", "gauge", "sessions with ESSP subscriptions"},
     {"subscriptions", "pace_shard_subscriptions", "gauge", "(session, row) ESSP subscriptions"},

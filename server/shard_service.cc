@@ -354,6 +354,7 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
         owner.session->Close(Status::AlreadyExists(kReplaced));
       }
     }
+    RETURN_IF_ERROR(CheckIncompleteClockLocked(hello.client_id, hello.incarnation));
     owners_[hello.client_id] = Owner{hello.incarnation, nullptr, now_ms};
   }
   welcome->wire_version = net::kWireVersion;
@@ -368,6 +369,26 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
   welcome->applied_parts =
       hello.role == net::Hello::kClientProcess ? engine_.AppliedParts(hello.client_id) : 0;
   return Status::OK();
+}
+
+Status ShardService::CheckIncompleteClockLocked(ClientId client, uint64_t incarnation) {
+  const IncompleteClock ic = store_->IncompleteClockOf(client);
+  const bool pending = undo_pending_.count(client) != 0;
+  if (!pending && !NeedsUndo(ic, incarnation)) return Status::OK();
+  if (!pending) {
+    undo_pending_.insert(client);
+    LOG(INFO) << "shard " << shard_id_ << ": a new process of client " << client << " started; "
+              << ic.parts << " part(s) of its clock " << ic.clock
+              << " sent by its previous process are taken back before it is served";
+    WriterItem item;
+    item.task = [this, client, incarnation] { UndoOnWriter(client, incarnation); };
+    PostToWriter(std::move(item));
+  }
+  return Status::Unavailable("client " + std::to_string(client) + ": the shard is taking back " +
+                             std::to_string(ic.parts) + " part(s) of clock " +
+                             std::to_string(ic.clock) +
+                             " that a previous process of this client sent before it ended; "
+                             "retry");
 }
 
 void ShardService::OnConnect(const SessionPtr& session) {
@@ -600,7 +621,8 @@ net::StatsReply ShardService::Stats() const {
                 {"request_errors", load(counters_.request_errors) + e.read_errors},
                 {"commit_groups", load(counters_.commit_groups)},
                 {"commit_group_batches", load(counters_.commit_group_batches)},
-                {"commit_group_max", load(counters_.commit_group_max)}};
+                {"commit_group_max", load(counters_.commit_group_max)},
+                {"undone_parts", load(counters_.undone_parts)}};
   r.counters.insert(r.counters.end(), memory.begin(), memory.end());
   r.counters.emplace_back("row_cache_hits", static_cast<int64_t>(cache.hits));
   r.counters.emplace_back("row_cache_misses", static_cast<int64_t>(cache.misses));
@@ -637,6 +659,9 @@ net::StatsReply ShardService::Stats() const {
   r.shard_clock = clocks.Min();
   r.applied_clocks = clocks.clocks();
   r.counters.emplace_back("sessions", static_cast<int64_t>(sessions_.size()));
+  int64_t parts = 0;
+  for (ClientId c = 0; c < num_clients_; ++c) parts += engine_.AppliedParts(c);
+  r.counters.emplace_back("incomplete_clock_parts", parts);
   r.connected_clients = ConnectedClientsLocked();
   r.counters.emplace_back("parked_now", static_cast<int64_t>(engine_.num_parked()));
   r.counters.emplace_back("subscribers",

@@ -271,6 +271,8 @@ class ShardService : public net::ServiceHandler {
     std::atomic<int64_t> commit_groups{0};
     std::atomic<int64_t> commit_group_batches{0};
     std::atomic<int64_t> commit_group_max{0};
+    // Parts of incomplete clocks taken back (ShardStore::UndoIncompleteClock).
+    std::atomic<int64_t> undone_parts{0};
   };
 
   // An Apply checked by the transport thread, waiting for the writer.
@@ -331,6 +333,15 @@ class ShardService : public net::ServiceHandler {
   // Removes from `group` the batches of sessions DropHeld closed (batches
   // after the dropped ones would be clock gaps). On the writer.
   void DropBatchesOfClosedSessions(std::vector<std::unique_ptr<PendingApply>>* group);
+
+  // A Hello of client `client` from process `incarnation`: if the store holds
+  // parts of the client's incomplete clock that another process sent
+  // (NeedsUndo), posts their undo to the writer (once) and returns
+  // Unavailable: the client retries its Hello and is served after the undo.
+  Status CheckIncompleteClockLocked(ClientId client, uint64_t incarnation) REQUIRES(mu_);
+  // On the writer: ShardStore::UndoIncompleteClock, then the engine learns
+  // the client's parts and the rows to push again.
+  void UndoOnWriter(ClientId client, uint64_t incarnation) EXCLUDES(mu_);
 
   void HandleRead(const SessionPtr& s, net::Read& m);
   void HandleApply(const SessionPtr& s, net::Apply& m);
@@ -401,6 +412,8 @@ class ShardService : public net::ServiceHandler {
     int64_t reserved_ms = 0;  // steady clock, when reserved
   };
   std::unordered_map<ClientId, Owner> owners_ GUARDED_BY(mu_);
+  // Clients whose incomplete clock's undo is queued on the writer.
+  std::unordered_set<ClientId> undo_pending_ GUARDED_BY(mu_);
   // Holdback warning rate limit: the stall last warned about and when next.
   Version warned_clock_ GUARDED_BY(mu_) = -1;
   int64_t warned_since_ms_ GUARDED_BY(mu_) = 0;

@@ -171,6 +171,7 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
     BatchRequest req{p->session->hello().client_id, p->apply.clock, &p->deltas};
     req.part = p->apply.part;
     req.more = p->apply.more;
+    req.incarnation = p->session->hello().incarnation;
     requests.push_back(req);
   }
   std::vector<BatchResult> results;
@@ -286,13 +287,37 @@ void ShardService::RecordGroupLocked(const std::vector<std::unique_ptr<PendingAp
       counters_.duplicates.fetch_add(1, std::memory_order_relaxed);
     }
     if (r.admission == BatchAdmission::kApply || r.admission == BatchAdmission::kCompletesClock) {
-      const AppliedPosition next =
-          PositionAfter(AppliedPosition{engine_.clocks().Get(client), engine_.AppliedParts(client)},
-                        id, r.admission);
+      const AppliedPosition before{engine_.clocks().Get(client), engine_.AppliedParts(client)};
+      const AppliedPosition next = PositionAfter(before, id, r.admission);
       engine_.RecordApplied(client, next.clock, now_ms, next.parts);
+      if (next.parts > 0) {
+        VLOG(1) << "shard " << shard_id_ << ": client " << client << " holds " << next.parts
+                << " part(s) of its incomplete clock " << next.clock;
+      } else if (before.parts > 0) {
+        VLOG(1) << "shard " << shard_id_ << ": client " << client << " completed its clock "
+                << before.clock << " (" << before.parts + (r.duplicate ? 0 : 1) << " parts)";
+      }
     }
     s->Send(net::Ack{p.apply.clock, r.duplicate, p.apply.part});
   }
+}
+
+void ShardService::UndoOnWriter(ClientId client, uint64_t incarnation) {
+  UndoResult r;
+  Status st = store_->UndoIncompleteClock(client, incarnation, &r);
+  MutexLock lock(&mu_);
+  undo_pending_.erase(client);
+  if (!st.ok()) {
+    LOG(WARNING) << "shard " << shard_id_ << ": taking back the incomplete clock of client "
+                 << client << " failed (its next Hello tries again): " << st.ToString();
+    return;
+  }
+  if (!r.undone) return;
+  counters_.undone_parts.fetch_add(r.parts, std::memory_order_relaxed);
+  // Subscribers hold values with the parts in them: the next push of these
+  // rows carries the values without them.
+  for (const auto& [table, row] : r.rows) engine_.MarkChanged(0, RowKey{table, row});
+  engine_.RecordApplied(client, r.clock, NowMs(std::chrono::steady_clock::now()), 0);
 }
 
 void ShardService::RecordPushLatencyLocked(

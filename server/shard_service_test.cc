@@ -333,6 +333,72 @@ TEST_F(ShardServiceTest, DuplicateBatchIsAckedAndNotAppliedTwice) {
   EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{1}));
 }
 
+// A new process of a client (another Hello incarnation) starts while the
+// shard holds parts of the client's incomplete clock: its Hello is refused
+// as Unavailable until the writer has taken the parts back, then welcomed
+// at part 0 of that clock, whose re-run is applied once. A reconnect of the
+// same process keeps them.
+TEST_F(ShardServiceTest, ANewProcessOfAClientHasItsPredecessorsPartsTakenBack) {
+  OpenService(2);
+  auto session = [&](uint64_t incarnation, uint32_t want_parts) {
+    net::Hello h;
+    h.client_id = 0;
+    h.incarnation = incarnation;
+    auto s = std::make_shared<FakeSession>(h);
+    net::Welcome w;
+    Status st = service_->OnHello(h, &w);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(w.applied_clock, 1);
+    EXPECT_EQ(w.applied_parts, want_parts);
+    service_->OnConnect(s);
+    return s;
+  };
+  auto part = [&](const std::shared_ptr<FakeSession>& s, uint32_t i, bool more,
+                  std::vector<net::RowData> updates) {
+    net::Apply a{1, std::move(updates)};
+    a.part = i;
+    a.more = more;
+    Deliver(s, std::move(a));
+    auto acks = MessagesOfType<net::Ack>(s->Take());
+    ASSERT_EQ(acks.size(), 1u);
+    EXPECT_FALSE(acks[0].duplicate);
+  };
+  net::Hello h0;
+  h0.client_id = 0;
+  h0.incarnation = 5;
+  auto a = std::make_shared<FakeSession>(h0);
+  net::Welcome w;
+  ASSERT_TRUE(service_->OnHello(h0, &w).ok());
+  service_->OnConnect(a);
+  uint32_t t = CreateTable(a, "w");
+  ApplyOk(a, 0, {Delta(t, 3, 1, 0)});
+  part(a, 0, true, {Delta(t, 3, 10, 0)});
+  part(a, 1, true, {Delta(t, 4, 100, 0)});
+  service_->OnDisconnect(a);
+  // The same process reconnects: the parts stay, it re-sends the rest.
+  auto again = session(5, 2);
+  service_->OnDisconnect(again);
+  EXPECT_EQ(Values(t, {3, 4}), (std::vector<V>{{11, 0}, {100, 0}}));
+  // Another process of client 0.
+  net::Hello hb = h0;
+  hb.incarnation = 6;
+  Status refused = service_->OnHello(hb, &w);
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused.ToString();
+  service_->TEST_WaitIdle();
+  auto b = session(6, 0);
+  EXPECT_EQ(Values(t, {3, 4}), (std::vector<V>{{1, 0}, {0, 0}}));
+  part(b, 0, true, {Delta(t, 3, 20, 0)});
+  part(b, 1, false, {Delta(t, 4, 200, 0)});
+  EXPECT_EQ(Values(t, {3, 4}), (std::vector<V>{{21, 0}, {200, 0}}));
+  EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{2, 0}));
+  const net::StatsReply stats = service_->Stats();
+  int64_t undone = -1;
+  for (const auto& [n, v] : stats.counters) {
+    if (n == "undone_parts") undone = v;
+  }
+  EXPECT_EQ(undone, 2);
+}
+
 // Partial Apply: parts are acked with their number, a re-sent part is
 // skipped, the clock (and so the shard clock) advances only with the last
 // part, and values tell the reader how many parts of its open clock they hold

@@ -118,6 +118,80 @@ bool DecodeClockKey(std::string_view key, ClientId* client) {
   return DecodePrefixedId(key, kClockPrefix, client);
 }
 
+std::string UndoKey(ClientId client, uint32_t part) {
+  std::string k(kUndoKeySize, '\0');
+  k[0] = kUndoPrefix;
+  PutBigEndian32(&k[1], client);
+  PutBigEndian32(&k[5], part);
+  return k;
+}
+
+std::string UndoKeysEnd(ClientId client) {
+  if (client == UINT32_MAX) return KeySpaceEnd(kUndoPrefix);
+  return PrefixedId(kUndoPrefix, client + 1);
+}
+
+bool DecodeUndoKey(std::string_view key, ClientId* client, uint32_t* part) {
+  if (key.size() != kUndoKeySize || key[0] != kUndoPrefix) return false;
+  *client = GetBigEndian32(key.data() + 1);
+  *part = GetBigEndian32(key.data() + 5);
+  return true;
+}
+
+namespace {
+constexpr uint32_t kUndoRecordVersion = 1;
+constexpr size_t kUndoHeaderBytes = 4 + 8 + 8 + 4;
+constexpr size_t kUndoEntryHeaderBytes = 4 + 4 + 8;
+}  // namespace
+
+void EncodeUndoRecord(ClockT clock, uint64_t incarnation, size_t count,
+                      const std::function<UndoEntry(size_t)>& entry, std::string* out) {
+  size_t bytes = kUndoHeaderBytes;
+  for (size_t i = 0; i < count; ++i) bytes += kUndoEntryHeaderBytes + entry(i).bytes.size();
+  out->clear();
+  out->reserve(bytes);
+  Append(out, kUndoRecordVersion);
+  Append(out, static_cast<int64_t>(clock));
+  Append(out, incarnation);
+  Append(out, static_cast<uint32_t>(count));
+  for (size_t i = 0; i < count; ++i) {
+    const UndoEntry e = entry(i);
+    Append(out, e.table);
+    Append(out, static_cast<uint32_t>(e.bytes.size()));
+    Append(out, e.row);
+    out->append(e.bytes.data(), e.bytes.size());
+  }
+}
+
+Status DecodeUndoRecord(std::string_view in, UndoRecord* record) {
+  auto bad = [](const std::string& why) { return Status::Corruption("undo record: " + why); };
+  if (in.size() < kUndoHeaderBytes) return bad(std::to_string(in.size()) + " bytes");
+  Reader r(in.data());
+  const uint32_t version = r.Get<uint32_t>();
+  if (version != kUndoRecordVersion) return bad("version " + std::to_string(version));
+  record->clock = static_cast<ClockT>(r.Get<int64_t>());
+  record->incarnation = r.Get<uint64_t>();
+  const uint32_t count = r.Get<uint32_t>();
+  if (record->clock < 0) return bad("negative clock");
+  record->entries.clear();
+  size_t at = kUndoHeaderBytes;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (in.size() - at < kUndoEntryHeaderBytes) return bad("entry " + std::to_string(i) + " cut");
+    Reader e(in.data() + at);
+    UndoEntry u;
+    u.table = e.Get<uint32_t>();
+    const uint32_t len = e.Get<uint32_t>();
+    u.row = e.Get<uint64_t>();
+    at += kUndoEntryHeaderBytes;
+    if (in.size() - at < len) return bad("entry " + std::to_string(i) + " cut");
+    u.bytes = in.substr(at, len);
+    at += len;
+    record->entries.push_back(u);
+  }
+  if (at != in.size()) return bad(std::to_string(in.size() - at) + " bytes after the entries");
+  return Status::OK();
+}
+
 std::string KeySpaceEnd(char prefix) { return std::string(1, static_cast<char>(prefix + 1)); }
 
 std::string EncodeFixed32(uint32_t v) {

@@ -10,8 +10,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/schema.h"
@@ -25,6 +27,7 @@ inline constexpr char kMetaPrefix = 0x01;     // store-wide records
 inline constexpr char kCatalogPrefix = 0x02;  // table schemas, by id
 inline constexpr char kClockPrefix = 0x03;    // applied clock, by client
 inline constexpr char kRowPrefix = 0x04;      // parameter rows
+inline constexpr char kUndoPrefix = 0x05;     // parts of an incomplete clock, by client
 
 // Meta keys: prefix + ASCII name. kFormatVersionKey is stable across every
 // format version so any build can tell which format a store has.
@@ -88,6 +91,35 @@ bool DecodeCatalogKey(std::string_view key, uint32_t* table);
 // Clock keys: kClockPrefix, u32 BE client id.
 std::string ClockKey(ClientId client);
 bool DecodeClockKey(std::string_view key, ClientId* client);
+
+// Undo keys (docs/storage-format.md section 4): kUndoPrefix, u32 BE client id,
+// u32 BE part. [UndoKey(c, 0), UndoKeysEnd(c)) holds exactly client c's.
+inline constexpr size_t kUndoKeySize = 9;
+std::string UndoKey(ClientId client, uint32_t part);
+std::string UndoKeysEnd(ClientId client);
+bool DecodeUndoKey(std::string_view key, ClientId* client, uint32_t* part);
+
+// Undo record value: u32 LE record version (1), i64 LE clock, u64 LE
+// incarnation of the client process that sent the part, u32 LE entry count,
+// then per entry u32 LE table, u32 LE length, u64 LE row and the delta (a
+// common/row.h payload), exactly as the clock log's payload.
+struct UndoEntry {
+  uint32_t table = 0;
+  uint64_t row = 0;
+  std::string_view bytes;
+};
+struct UndoRecord {
+  ClockT clock = 0;
+  uint64_t incarnation = 0;
+  std::vector<UndoEntry> entries;  // point into the decoded value
+};
+// Appends the record of part (clock, incarnation) whose deltas are
+// entry(i), i in [0, count), to *out (cleared first).
+void EncodeUndoRecord(ClockT clock, uint64_t incarnation, size_t count,
+                      const std::function<UndoEntry(size_t)>& entry, std::string* out);
+// Decodes `in` (which must outlive *record). Corruption naming the record
+// when it is malformed.
+Status DecodeUndoRecord(std::string_view in, UndoRecord* record);
 
 // The smallest key greater than every key of the key space `prefix`.
 std::string KeySpaceEnd(char prefix);

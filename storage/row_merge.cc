@@ -4,6 +4,9 @@
 
 #include <deque>
 #include <new>
+#include <type_traits>
+
+#include "common/element.h"
 
 namespace pace {
 
@@ -175,6 +178,29 @@ Status ParseStoredRow(const RowFormat& f, std::string_view stored, std::string_v
   if (!s.ok()) return Status::Corruption("stored row is malformed: " + s.message());
   *payload = p;
   return Status::OK();
+}
+
+void NegateRow(const RowFormat& f, std::string* delta) {
+  size_t first = 0, n = 0;
+  if (f.kind == RowKind::kSparse) {
+    n = SparseCount(*delta);
+    first = 4 + 4 * n;  // count, columns, then the values
+  } else {
+    n = delta->size() / f.element_size();
+  }
+  char* values = delta->data() + first;
+  VisitElementType(f.type, [values, n](auto zero) {
+    using T = decltype(zero);
+    for (size_t i = 0; i < n; ++i) {
+      const T x = LoadElement<T>(values, i);
+      if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        StoreElement<T>(values, i, static_cast<T>(U{0} - static_cast<U>(x)));
+      } else {
+        StoreElement<T>(values, i, -x);
+      }
+    }
+  });
 }
 
 void ComposeRow(const TableSchema& s, uint64_t row, const std::string_view* payload,

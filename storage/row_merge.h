@@ -43,6 +43,12 @@ inline void AddDenseUnaligned(ElementType t, char* dst, const char* src, size_t 
   AddDenseElements(t, dst, src, n);
 }
 
+// The delta that takes `delta` (a validated payload of format `f`) back:
+// every element negated in place (integers wrap: -INT_MIN == INT_MIN; floats
+// flip their sign, so (x + d) + (-d) equals x within rounding). Sparse
+// columns are kept, so no zero entry appears.
+void NegateRow(const RowFormat& f, std::string* delta);
+
 // *out = the initializer's value of `row` plus `payload` (the stored delta sum,
 // validated by ParseStoredRow; nullptr when the row was never written).
 void ComposeRow(const TableSchema& s, uint64_t row, const std::string_view* payload,

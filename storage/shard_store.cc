@@ -525,7 +525,7 @@ Status ShardStore::Impl::LoadClocks() {
     applied_[i].store(clocks[i]);
     applied_parts_[i].store(parts[i]);
   }
-  return Status::OK();
+  return LoadUndoStateLocked();
 }
 
 Status ShardStore::Impl::Open() {

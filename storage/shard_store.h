@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -148,6 +149,11 @@ struct BatchRequest {
   // ApplyBatch for duplicates and gaps.
   uint32_t part = 0;
   bool more = false;
+  // The client process that sent the batch (net::Hello::incarnation; 0:
+  // unknown). Recorded with the parts of an incomplete clock (their undo
+  // records), so that another process of the client can have them taken back
+  // (ShardStore::UndoIncompleteClock).
+  uint64_t incarnation = 0;
   // Non-null: an import (ImportBatch), not a client's batch: `client` and
   // `clock` are ignored, no applied clock changes, and this text is stored
   // as the store's last-import record in the same WriteBatch.
@@ -165,6 +171,36 @@ struct BatchResult {
   // How the batch rule (consistency/batch_rule.h) classified it; meaningful
   // when status is OK.
   BatchAdmission admission = BatchAdmission::kApply;
+};
+
+// What a store holds of a client's clock AppliedClock(client) beyond its
+// whole clocks (ShardStore::IncompleteClockOf): the parts applied, and
+// whether they were kept for an undo and which process sent them.
+struct IncompleteClock {
+  ClockT clock = 0;
+  uint32_t parts = 0;
+  // Every part has its undo record (false only for parts written by a build
+  // without undo records: they cannot be taken back).
+  bool undoable = false;
+  uint64_t incarnation = 0;  // the process that sent the parts (0: unknown)
+};
+
+// The rule of an undo (docs/storage-format.md section 4): the parts of an
+// incomplete clock are taken back when a process of the client other than the
+// one that sent them starts (a nonzero incarnation that differs); the same
+// process (a reconnect, a shard restart) re-sends its unacknowledged parts
+// instead. Pure function.
+inline bool NeedsUndo(const IncompleteClock& c, uint64_t incarnation) {
+  return c.parts > 0 && c.undoable && incarnation != 0 && incarnation != c.incarnation;
+}
+
+// What ShardStore::UndoIncompleteClock did.
+struct UndoResult {
+  bool undone = false;  // the parts were taken back (false: nothing to undo)
+  ClockT clock = 0;     // the clock they belonged to
+  uint32_t parts = 0;   // how many
+  // The rows the undo changed, in (table, row) order, each once.
+  std::vector<std::pair<uint32_t, uint64_t>> rows;
 };
 
 // Counters of the row cache (ShardStoreOptions::row_cache_mb).
@@ -302,6 +338,21 @@ class ShardStore {
   // (RocksDB's DB::VerifyChecksum): Corruption naming the file on the first
   // mismatch. Costs a read of the whole store.
   Status VerifyChecksums() const;
+
+  // --- Incomplete clocks ----------------------------------------------------
+  // A part of a clock that does not complete it (BatchRequest::more) is
+  // applied and also kept as an undo record, in the same write, until the
+  // clock completes (docs/storage-format.md section 4). In memory, any thread.
+  IncompleteClock IncompleteClockOf(ClientId client) const;
+  // If NeedsUndo(IncompleteClockOf(client), incarnation): applies the
+  // negation of every part of client's incomplete clock, resets its parts to
+  // 0 and deletes the undo records, as ONE group commit (atomic: after a
+  // crash either all of it or none of it, so an undo happens exactly once).
+  // Otherwise does nothing (result->undone false); so too when a record is
+  // missing, malformed or of another clock (logged: the parts stay applied
+  // and are no longer undoable). Errors: those of a write or read (nothing
+  // undone); InvalidArgument for a client out of range.
+  Status UndoIncompleteClock(ClientId client, uint64_t incarnation, UndoResult* result);
 
   // --- Clocks --------------------------------------------------------------
   // 0 for a client id >= num_clients.

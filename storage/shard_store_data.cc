@@ -39,31 +39,6 @@ constexpr size_t kBatchOverheadPerDelta = 1 + 1 + 5 + 5 + sf::kRowKeySize;
 
 // --- Writes -------------------------------------------------------------------
 
-// What the admit stage accepted of a group: its deltas and the clock records
-// it leaves.
-// One delta of a group, in the order it goes into the WriteBatch.
-struct ShardStore::Impl::GroupDelta {
-  uint32_t table;
-  uint32_t seq;  // position in the group: batch by batch, deltas in batch order
-  uint64_t row;
-  const TableEntry* entry;
-  std::string_view bytes;  // the payload written (sparse zeros stripped)
-  std::string* owned;      // RowDelta::owned when `bytes` is it, else nullptr
-};
-
-struct ShardStore::Impl::AdmittedGroup {
-  std::vector<GroupDelta> deltas;
-  std::deque<std::string> stripped_rows;  // stable addresses for GroupDelta::bytes
-  std::vector<ClockUpdate> clocks;
-  // Where each client stands after the batches admitted so far.
-  std::unordered_map<ClientId, AppliedPosition> next;
-  const std::string* import_record = nullptr;  // the last import's record, if any
-  size_t reserve = 64;                         // WriteBatch bytes
-  uint32_t seq = 0;
-
-  bool empty() const { return clocks.empty() && import_record == nullptr; }
-};
-
 Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
                                       std::vector<BatchResult>* results) {
   PACE_CHECK_STORE_THREAD("ApplyBatches");
@@ -85,6 +60,26 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   AdmittedGroup group;
   AdmitLocked(batches, results, &group);
   if (group.empty()) return Status::OK();  // nothing to write
+  Status written = WriteAdmittedLocked(&group);
+  if (!written.ok()) {
+    // Nothing was written: every batch that would have been fails.
+    for (BatchResult& r : *results) {
+      if (r.status.ok() && !r.duplicate) r.status = written;
+    }
+    return written;
+  }
+  if (VLOG_IS_ON(2)) {
+    VLOG(2) << dir_ << ": group of " << group.clocks.size() << " batch(es), " << group.deltas.size()
+            << " deltas in "
+            << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start)
+                   .count()
+            << " ms";
+  }
+  return Status::OK();
+}
+
+Status ShardStore::Impl::WriteAdmittedLocked(AdmittedGroup* group_ptr) {
+  AdmittedGroup& group = *group_ptr;
   // Row-key order (deltas of one row in group order): inserting keys in order
   // lets the memtable start each insert from the previous one's position
   // (memtable_insert_with_hint_prefix_extractor in shard_store.cc), and the
@@ -98,36 +93,18 @@ Status ShardStore::Impl::ApplyBatches(const std::vector<BatchRequest>& batches,
   if (!std::is_sorted(group.deltas.begin(), group.deltas.end(), key_less)) {
     std::sort(group.deltas.begin(), group.deltas.end(), key_less);
   }
-  // Nothing was written: every batch that would have been fails.
-  auto fail = [results](const Status& err) {
-    for (BatchResult& r : *results) {
-      if (r.status.ok() && !r.duplicate) r.status = err;
-    }
-    return err;
-  };
   if (log_mode_) {
     std::vector<ClockLogEntry> deltas(group.deltas.size());
     for (size_t k = 0; k < group.deltas.size(); ++k) {
       const GroupDelta& d = group.deltas[k];
       deltas[k] = ClockLogEntry{d.table, d.row, d.bytes};
     }
-    Status logged = WriteGroupToLogLocked(deltas, group.clocks, group.import_record);
-    return logged.ok() ? logged : fail(logged);
+    return WriteGroupToLogLocked(deltas, group.clocks, group.import_record, group.undo);
   }
   std::vector<CacheOp> ops;
   std::string put_sums;
-  Status built = BuildLocked(group, &ops, &put_sums);
-  if (!built.ok()) return fail(built);
-  const auto t_built = std::chrono::steady_clock::now();
-  Status committed = CommitLocked(group, ops, put_sums);
-  if (!committed.ok()) return fail(committed);
-  if (VLOG_IS_ON(2)) {
-    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-    VLOG(2) << dir_ << ": group of " << group.clocks.size() << " batch(es), " << group.deltas.size()
-            << " deltas: admit+build " << ms(t_built - t_start) << " ms, write+publish "
-            << ms(std::chrono::steady_clock::now() - t_built) << " ms";
-  }
-  return Status::OK();
+  RETURN_IF_ERROR(BuildLocked(group, &ops, &put_sums));
+  return CommitLocked(group, ops, put_sums);
 }
 
 void ShardStore::Impl::AdmitLocked(const std::vector<BatchRequest>& batches,
@@ -173,6 +150,7 @@ void ShardStore::Impl::AdmitLocked(const std::vector<BatchRequest>& batches,
                              : std::string()));
       continue;
     }
+    const size_t first_delta = group->deltas.size();
     if (res.admission == BatchAdmission::kApply) {
       res.status = AdmitDeltasLocked(*req.deltas, group);
       if (!res.status.ok()) continue;
@@ -185,7 +163,9 @@ void ShardStore::Impl::AdmitLocked(const std::vector<BatchRequest>& batches,
     // Applied, or a last part that completes the clock without its deltas.
     const AppliedPosition next = PositionAfter(applied, id, res.admission);
     group->next[client] = next;
-    group->clocks.push_back(ClockUpdate{client, next.clock, next.parts});
+    ClockUpdate update{client, next.clock, next.parts};
+    NoteUndoLocked(req, res.admission, applied, first_delta, group, &update);
+    group->clocks.push_back(update);
   }
 }
 
@@ -320,6 +300,8 @@ Status ShardStore::Impl::BuildLocked(const AdmittedGroup& group, std::vector<Cac
     rocksdb::Status s = batch.Put(sf::kLastImportKey, *group.import_record);
     if (!s.ok()) return fail(s);
   }
+  rocksdb::Status s = AddUndoWrites(group.undo, &batch);
+  if (!s.ok()) return fail(s);
   return Status::OK();
 }
 
@@ -363,18 +345,22 @@ Status ShardStore::Impl::CommitLocked(const AdmittedGroup& group, const std::vec
     return MarkFailedLocked(written, "ApplyBatches");
   }
   const size_t batch_bytes = batch.GetDataSize();
+  TrimWriteBatchLocked();
+  Publish(ops, put_sums, group.clocks);
+  MaybeSwitchMemtableLocked(batch_bytes);
+  return Status::OK();
+}
+
+void ShardStore::Impl::TrimWriteBatchLocked() {
   // Kept up to retained_write_batch_mb and never more than the memtable budget,
   // so a store sized from a memory budget (small write buffers) keeps little.
   const size_t retain_mb =
       std::min<size_t>(options_.retained_write_batch_mb,
                        options_.write_buffer_mb *
                            static_cast<size_t>(std::max(1, options_.max_write_buffer_number)));
-  if (batch.Data().capacity() > (retain_mb << 20)) batch = rocksdb::WriteBatch();
-  batch.Clear();
-  write_batch_bytes_.store(batch.Data().capacity(), std::memory_order_relaxed);
-  Publish(ops, put_sums, group.clocks);
-  MaybeSwitchMemtableLocked(batch_bytes);
-  return Status::OK();
+  if (batch_.Data().capacity() > (retain_mb << 20)) batch_ = rocksdb::WriteBatch();
+  batch_.Clear();
+  write_batch_bytes_.store(batch_.Data().capacity(), std::memory_order_relaxed);
 }
 
 void ShardStore::Impl::MaybeSwitchMemtableLocked(size_t group_bytes) {
@@ -430,10 +416,7 @@ void ShardStore::Impl::Publish(const std::vector<CacheOp>& ops, const std::strin
                                const std::vector<ClockUpdate>& clocks) {
   ViewWriterLock view_lock(&view_mu_);
   RefreshSnapshotLocked();
-  for (const ClockUpdate& c : clocks) {
-    applied_[c.client].store(c.applied, std::memory_order_release);
-    applied_parts_[c.client].store(c.parts, std::memory_order_release);
-  }
+  for (const ClockUpdate& c : clocks) SetClockState(c);
   if (row_cache_ == nullptr) return;
   MutexLock cache_lock(&cache_mu_);
   // Every cached row the group touches gets its deltas in WriteBatch order with

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -124,6 +125,9 @@ class ShardStore::Impl {
   uint32_t AppliedParts(ClientId client) const;
   std::vector<ClockT> AppliedClocks() const;
   Version ShardClock() const;
+  IncompleteClock IncompleteClockOf(ClientId client) const;
+  Status UndoIncompleteClock(ClientId client, uint64_t incarnation, UndoResult* result)
+      EXCLUDES(write_mu_, view_mu_);
 
   Status Get(uint32_t table, uint64_t row, std::string* value) const EXCLUDES(view_mu_);
   Status MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
@@ -210,7 +214,30 @@ class ShardStore::Impl {
     ClientId client;
     ClockT applied;
     uint32_t parts = 0;  // parts of clock `applied` applied (a partial Apply)
+    // The undo state after it (IncompleteClock::undoable, incarnation).
+    bool undo_kept = false;
+    uint64_t undo_incarnation = 0;
   };
+  // The undo records a group writes and deletes, in its commit's WriteBatch
+  // (shard_store_undo.cc): deletes first, then puts.
+  struct UndoWrites {
+    struct Put {
+      ClientId client;
+      uint32_t part;
+      std::string value;
+    };
+    std::vector<Put> puts;
+    std::vector<std::pair<ClientId, uint32_t>> clears;  // delete parts [0, n) of the client
+    bool empty() const { return puts.empty() && clears.empty(); }
+  };
+  // Adds `undo` to `batch`.
+  static rocksdb::Status AddUndoWrites(const UndoWrites& undo, rocksdb::WriteBatch* batch);
+  // Sets the applied clock, parts and undo state of c.client (under
+  // view_mu_ exclusively, or before the store is shared). The undo state is
+  // stored before the parts, so a reader that sees the parts sees it too.
+  void SetClockState(const ClockUpdate& c);
+  // Loads the undo state of every client with parts applied (open, Recover).
+  Status LoadUndoStateLocked() REQUIRES(write_mu_);
   // put_sums: the new sums of the Put rows (CacheOp::put), copied into their
   // cache entries.
   void Publish(const std::vector<CacheOp>& ops, const std::string& put_sums,
@@ -276,7 +303,21 @@ class ShardStore::Impl {
   // log's end in RocksDB, then the deltas added to the pinned rows.
   Status WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas,
                                const std::vector<ClockUpdate>& clocks,
-                               const std::string* import_record) REQUIRES(write_mu_);
+                               const std::string* import_record, const UndoWrites& undo)
+      REQUIRES(write_mu_);
+  // ApplyBatches after admission: sorts the group and writes it on the
+  // active write path (clock log, or Build and Commit). Non-OK: nothing of
+  // it was written.
+  Status WriteAdmittedLocked(AdmittedGroup* group) REQUIRES(write_mu_) EXCLUDES(view_mu_);
+  // Admission's undo bookkeeping for batch `req`, admitted as `admission`
+  // at position `applied`, whose deltas are group->deltas[first, end)
+  // (shard_store_undo.cc). Returns the undo state after it in *update.
+  void NoteUndoLocked(const BatchRequest& req, BatchAdmission admission,
+                      const AppliedPosition& applied, size_t first, AdmittedGroup* group,
+                      ClockUpdate* update) REQUIRES(write_mu_);
+  // UndoIncompleteClock's admission: the negated parts as `group`.
+  Status AdmitUndoLocked(ClientId client, const IncompleteClock& ic, AdmittedGroup* group)
+      REQUIRES(write_mu_) EXCLUDES(catalog_mu_);
   // Writes the dirty rows back (one SST file, ingested) and restarts the log.
   Status WriteBackLocked(const char* why) REQUIRES(write_mu_);
   // After a failed write: brings the log and the dirty rows in line with
@@ -288,6 +329,9 @@ class ShardStore::Impl {
   uint64_t LogLimitBytes() const;
   uint64_t DirtyLimitBytes() const;
 
+  // Empties batch_ for the next group, freeing its buffer when it is larger
+  // than the retained size (ShardStoreOptions::retained_write_batch_mb).
+  void TrimWriteBatchLocked() REQUIRES(write_mu_);
   // After a group of `group_bytes` was written: starts a background flush of
   // the active memtable once it holds several groups' worth (shard_store_data.cc).
   void MaybeSwitchMemtableLocked(size_t group_bytes) REQUIRES(write_mu_);
@@ -352,6 +396,10 @@ class ShardStore::Impl {
   // [num_clients]: parts of clock applied_[i] applied (docs/wire-protocol.md,
   // "Apply parts"); written with applied_.
   std::unique_ptr<std::atomic<uint32_t>[]> applied_parts_;
+  // [num_clients]: the undo state of the parts of clock applied_[i]
+  // (IncompleteClock::undoable, incarnation); stored before applied_parts_.
+  std::unique_ptr<std::atomic<bool>[]> undo_kept_;
+  std::unique_ptr<std::atomic<uint64_t>[]> undo_incarnation_;
   // The snapshot reads of RocksDB use: the state after the last published
   // write (null for a read-only store). Guarded by view_mu_.
   const rocksdb::Snapshot* snapshot_ GUARDED_BY(view_mu_) = nullptr;
@@ -374,6 +422,34 @@ class ShardStore::Impl {
   std::unordered_map<uint32_t, std::shared_ptr<const TableEntry>> by_id_ GUARDED_BY(catalog_mu_);
   std::map<std::string, uint32_t, std::less<>> by_name_ GUARDED_BY(catalog_mu_);
   uint64_t next_table_id_ GUARDED_BY(catalog_mu_) = 1;
+};
+
+// One delta of a group, in the order it goes into the WriteBatch.
+struct ShardStore::Impl::GroupDelta {
+  uint32_t table;
+  uint32_t seq;  // position in the group: batch by batch, deltas in batch order
+  uint64_t row;
+  const TableEntry* entry;
+  std::string_view bytes;  // the payload written (sparse zeros stripped)
+  std::string* owned;      // RowDelta::owned when `bytes` is it, else nullptr
+};
+
+// What the admit stage accepted of a group: its deltas, the clock records
+// and undo records it leaves.
+struct ShardStore::Impl::AdmittedGroup {
+  std::vector<GroupDelta> deltas;
+  std::deque<std::string> stripped_rows;  // stable addresses for GroupDelta::bytes
+  std::vector<ClockUpdate> clocks;
+  // Where each client stands after the batches admitted so far, and its
+  // undo state then (IncompleteClock::undoable, incarnation).
+  std::unordered_map<ClientId, AppliedPosition> next;
+  std::unordered_map<ClientId, std::pair<bool, uint64_t>> undo_next;
+  UndoWrites undo;
+  const std::string* import_record = nullptr;  // the last import's record, if any
+  size_t reserve = 64;                         // WriteBatch bytes
+  uint32_t seq = 0;
+
+  bool empty() const { return clocks.empty() && import_record == nullptr && undo.empty(); }
 };
 
 }  // namespace pace

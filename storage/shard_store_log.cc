@@ -254,7 +254,8 @@ Status ShardStore::Impl::OpenClockLog() {
 
 Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas,
                                                const std::vector<ClockUpdate>& clocks,
-                                               const std::string* import_record) {
+                                               const std::string* import_record,
+                                               const UndoWrites& undo) {
   const auto t_start = std::chrono::steady_clock::now();
   // 1. Every row the group changes is held in memory, pinned.
   std::vector<uint32_t>& handles = pinned_handles_;
@@ -288,13 +289,17 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
     rocksdb::Status s = batch.Put(sf::kLastImportKey, *import_record);
     if (!s.ok()) return FromRocks(s, "build batch");
   }
+  {
+    rocksdb::Status s = AddUndoWrites(undo, &batch);
+    if (!s.ok()) return FromRocks(s, "build batch");
+  }
   rocksdb::Status put = batch.Put(
       sf::kClockLogKey, EncodeLogState(next.number, next.end, next.first_seq, next.next_seq));
   if (!put.ok()) return FromRocks(put, "build batch");
   Status written = FromRocks(WriterDb()->Write(write_options_, &batch),
                              "apply a group of " + std::to_string(clocks.size()) + " batch(es)");
   const size_t batch_bytes = batch.GetDataSize();
-  batch.Clear();
+  TrimWriteBatchLocked();  // it holds the group's undo records, if any
   if (!written.ok()) return MarkFailedLocked(written, "ApplyBatches");
   log_state_ = next;
   const auto t_committed = std::chrono::steady_clock::now();
@@ -302,10 +307,7 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
   // 4. Visible: the applied clocks and the rows.
   {
     ViewWriterLock view_lock(&view_mu_);
-    for (const ClockUpdate& c : clocks) {
-      applied_[c.client].store(c.applied, std::memory_order_release);
-      applied_parts_[c.client].store(c.parts, std::memory_order_release);
-    }
+    for (const ClockUpdate& c : clocks) SetClockState(c);
     // Validated at admission and pinned above: cannot fail.
     Status added = AddToPinnedRowsLocked(deltas, handles, /*validate=*/false);
     CHECK(added.ok()) << added.ToString();

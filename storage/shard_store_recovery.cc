@@ -272,6 +272,8 @@ Status ShardStore::Impl::Recover() {
     }
     RefreshSnapshotLocked();
   }
+  Status undo = LoadUndoStateLocked();
+  if (!undo.ok()) return undo;
   const int64_t ms = SteadyNowMs() - failed_since_ms_;
   LOG(WARNING) << "shard " << identity_.shard_id << ": recovered from '"
                << DescribeCause(failed_errno_) << "' in " << dir_ << " after " << ms

@@ -15,14 +15,20 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <future>
+#include <memory>
+#include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "apps/lda/corpus_data.h"
 #include "apps/lda/lda_state.h"
 #include "apps/shared/partition.h"
+#include "net/remote_shard.h"
+#include "storage/shard_store.h"
 #include "tests/testing/run_binary.h"
 #include "tests/testing/subprocess.h"
 
@@ -92,9 +98,15 @@ class LdaResumeTest : public ::testing::Test {
     // A corpus on which the sampler has one mode: 24 uninterrupted runs end
     // within 0.12% of each other (others, e.g. --vocab=100 --doc_len=80,
     // end in one of two modes 13% apart, depending on the workers' timing).
-    RunResult r = Run({"pace_gen", "corpus", "--docs=400", "--vocab=200", "--topics=5",
-                       "--doc_len=60", "--seed=5", "--out_docword=" + Path("docword.txt"),
-                       "--out_vocab=" + Path("vocab.txt")});
+    MakeCorpus({"--docs=400", "--vocab=200", "--topics=5", "--doc_len=60", "--seed=5"});
+  }
+
+  // Generates docword.txt (pace_gen corpus with `flags`) and reads it.
+  void MakeCorpus(std::vector<std::string> flags) {
+    flags.insert(flags.begin(), {"pace_gen", "corpus"});
+    flags.push_back("--out_docword=" + Path("docword.txt"));
+    flags.push_back("--out_vocab=" + Path("vocab.txt"));
+    RunResult r = Run(flags);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     lda::CorpusReadInfo info;
     ASSERT_TRUE(lda::ReadDocword(Path("docword.txt"), {}, &corpus_, &info).ok());
@@ -102,10 +114,11 @@ class LdaResumeTest : public ::testing::Test {
 
   // A 5 ms straggler sleep per worker per clock keeps the run long enough
   // (~0.3 s) to be killed in the middle; it does not change the sampling.
-  std::vector<std::string> Lda(const std::string& data_dir, int clocks = kClocks) {
+  std::vector<std::string> Lda(const std::string& data_dir, int clocks = -1) {
+    if (clocks < 0) clocks = clocks_;
     return {"pace_lda",
             "--docword=" + Path("docword.txt"),
-            "--topics=" + std::to_string(kTopics),
+            "--topics=" + std::to_string(topics_),
             "--workers=" + std::to_string(kWorkers),
             "--clocks=" + std::to_string(clocks),
             "--topics_out=0",
@@ -118,7 +131,7 @@ class LdaResumeTest : public ::testing::Test {
   // The word-topic counts (V x K) of the stores of every shard (each row is
   // in one), through pacectl export.
   std::vector<int64_t> StoredWordTopic(const std::vector<std::string>& store_dirs) {
-    std::vector<int64_t> nwk(static_cast<size_t>(corpus_.vocab_size) * kTopics, 0);
+    std::vector<int64_t> nwk(static_cast<size_t>(corpus_.vocab_size) * topics_, 0);
     for (const std::string& dir : store_dirs) AddStoredWordTopic(dir, &nwk);
     return nwk;
   }
@@ -138,22 +151,22 @@ class LdaResumeTest : public ::testing::Test {
       const size_t row = std::stoul(cell);
       EXPECT_LT(row, corpus_.vocab_size);
       if (row >= corpus_.vocab_size) continue;
-      for (int k = 0; k < kTopics && std::getline(f, cell, ','); ++k) {
-        nwk[row * kTopics + k] += std::stoll(cell);
+      for (int k = 0; k < topics_ && std::getline(f, cell, ','); ++k) {
+        nwk[row * topics_ + k] += std::stoll(cell);
       }
     }
   }
 
   // The counts of the assignments the workers wrote for clock `clock`.
   std::vector<int64_t> AssignedWordTopic(const std::string& data_dir, ClockT clock) {
-    std::vector<int64_t> nwk(static_cast<size_t>(corpus_.vocab_size) * kTopics, 0);
+    std::vector<int64_t> nwk(static_cast<size_t>(corpus_.vocab_size) * topics_, 0);
     const std::vector<uint32_t> order = apps::ShuffledOrder(corpus_.docs.size(), 1);
     for (uint32_t part = 0; part < kWorkers; ++part) {
       const apps::Range range = apps::PartOf(order.size(), part, kWorkers);
       lda::AssignmentsHeader h;
       h.part = part;
       h.num_parts = kWorkers;
-      h.topics = kTopics;
+      h.topics = topics_;
       h.clock = clock;
       for (size_t i = range.begin; i < range.end; ++i) h.tokens += corpus_.docs[order[i]].size();
       std::vector<int32_t> z;
@@ -162,7 +175,7 @@ class LdaResumeTest : public ::testing::Test {
       if (!s.ok()) return {};
       size_t t = 0;
       for (size_t i = range.begin; i < range.end; ++i) {
-        for (uint32_t word : corpus_.docs[order[i]]) ++nwk[word * kTopics + z[t++]];
+        for (uint32_t word : corpus_.docs[order[i]]) ++nwk[word * topics_ + z[t++]];
       }
     }
     return nwk;
@@ -174,7 +187,7 @@ class LdaResumeTest : public ::testing::Test {
     const bool embedded = store_dirs.empty();
     if (embedded) store_dirs = {data_dir};
     std::vector<int64_t> stored = StoredWordTopic(store_dirs);
-    std::vector<int64_t> assigned = AssignedWordTopic(data_dir, kClocks + 1);
+    std::vector<int64_t> assigned = AssignedWordTopic(data_dir, clocks_ + 1);
     ASSERT_EQ(stored.size(), assigned.size());
     int64_t sum = 0;
     size_t differ = 0;
@@ -189,10 +202,10 @@ class LdaResumeTest : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::istringstream f(r.out.substr(r.out.find(':') + 1));
     int64_t total = 0, v = 0;
-    for (int k = 0; k < kTopics && (f >> v); ++k) {
+    for (int k = 0; k < topics_ && (f >> v); ++k) {
       total += v;
       int64_t col = 0;
-      for (uint32_t w = 0; w < corpus_.vocab_size; ++w) col += assigned[w * kTopics + k];
+      for (uint32_t w = 0; w < corpus_.vocab_size; ++w) col += assigned[w * topics_ + k];
       EXPECT_EQ(v, col) << "topic " << k;
     }
     EXPECT_EQ(total, static_cast<int64_t>(corpus_.num_tokens));
@@ -201,6 +214,8 @@ class LdaResumeTest : public ::testing::Test {
   TempDir dir_;
   int runs_ = 0;
   lda::Corpus corpus_;
+  int topics_ = kTopics;  // --topics of the runs
+  int clocks_ = kClocks;  // --clocks of the runs
 };
 
 TEST_F(LdaResumeTest, KilledThreeTimesResumesExactly) {
@@ -326,6 +341,154 @@ TEST_F(LdaResumeTest, RefusesWithoutMatchingAssignments) {
   r = Run(args);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("--sync is for embedded runs"), std::string::npos) << r.err;
+}
+
+// A clock cut into parts by the client's memory bound (--open_delta_mb=1
+// --unacked_mb=1 on a corpus whose clock changes more than 512 KiB of
+// counts), the client SIGKILLed while a shard holds some of its parts and
+// resumed: the shard takes the parts back when the new process connects,
+// the re-run clock is applied once, and the word-topic counts equal the
+// assignments' exactly (none negative, their sum the number of tokens).
+class LdaCutClockTest : public LdaResumeTest {
+ protected:
+  void SetUp() override {
+    topics_ = 50;
+    clocks_ = 30;
+    MakeCorpus({"--docs=1000", "--vocab=10000", "--topics=50", "--doc_len=60", "--seed=3"});
+  }
+
+  std::vector<std::string> CutLda(const std::string& data_dir, bool resume) {
+    std::vector<std::string> args = Lda(data_dir);
+    // A worker that straggles while the other has sent its parts keeps the
+    // clock incomplete for a while (the last flag of a name wins).
+    args.insert(args.end(), {"--open_delta_mb=1", "--unacked_mb=1", "--straggler_ms=60",
+                             "--straggler_prob=0.5"});
+    if (resume) args.push_back("--resume");
+    return args;
+  }
+
+  // Starts `args` and SIGKILLs it: once kill_now() says so (polled every few
+  // milliseconds from its clock line 1 on), or at its clock line `last`.
+  void RunAndKillWhen(std::vector<std::string> args, int last,
+                      const std::function<bool()>& kill_now) {
+    args[0] = BinaryDir() + "/" + args[0];
+    Subprocess p;
+    ASSERT_TRUE(p.Start(args, Path("stderr." + std::to_string(runs_++))).ok());
+    std::string line;
+    bool started = false;
+    for (;;) {
+      if (!started) {
+        if (!p.ReadLine(&line, kTimeoutMs).ok()) break;
+        std::istringstream f(line);
+        int c = -1;
+        started = (f >> c) && c >= 1;
+        continue;
+      }
+      if (kill_now()) break;
+      Status got = p.ReadLine(&line, 2);
+      if (!got.ok() && got.code() != StatusCode::kTimedOut) break;  // it ended
+      std::istringstream f(line);
+      int c = -1;
+      if (got.ok() && (f >> c) && c >= last) break;
+    }
+    p.Signal(SIGKILL);
+    while (p.ReadLine(&line, kTimeoutMs).ok()) {
+    }
+    int st = 0;
+    EXPECT_TRUE(p.Wait(kTimeoutMs, &st).ok());
+  }
+};
+
+// The counter `name` of the shard's StatsReply (-1 if it cannot be read).
+int64_t ShardCounter(net::RemoteShard* shard, const std::string& name) {
+  auto f = shard->Stats();
+  if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready) return -1;
+  StatusOr<net::StatsReply> r = f.get();
+  if (!r.ok()) return -1;
+  for (const auto& [n, v] : r->counters) {
+    if (n == name) return v;
+  }
+  return -1;
+}
+
+TEST_F(LdaCutClockTest, ClientKilledMidClockResumesExactly) {
+  Subprocess paced;
+  uint16_t port = 0;
+  ASSERT_TRUE(testing::StartPaced(&paced, Path("shard"), 0, 1, 1, {}, &port).ok());
+  net::RemoteShardOptions o;
+  o.port = port;
+  o.hello.role = net::Hello::kObserver;
+  o.connect_timeout_ms = 10000;
+  std::unique_ptr<net::RemoteShard> observer;
+  ASSERT_TRUE(net::RemoteShard::Connect(
+                  o, [](net::Message) {}, nullptr, &observer)
+                  .ok());
+  auto parts_applied = [&] { return ShardCounter(observer.get(), "incomplete_clock_parts"); };
+  const std::string servers = "--servers=127.0.0.1:" + std::to_string(port);
+  const std::string client_dir = Path("client");
+  int cut = 0;  // kills that left a clock's parts at the shard
+  for (int kill = 0; kill < 4; ++kill) {
+    std::vector<std::string> args = CutLda(client_dir, kill > 0);
+    args.push_back(servers);
+    RunAndKillWhen(args, clocks_, [&] { return parts_applied() > 0; });
+    cut += parts_applied() > 0;
+  }
+  std::vector<std::string> args = CutLda(client_dir, true);
+  args.push_back(servers);
+  RunResult r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(cut, 3) << "kills while a clock was half applied";
+  EXPECT_GE(ShardCounter(observer.get(), "undone_parts"), cut);
+  std::printf("%d of 4 kills cut a clock; %lld part(s) taken back\n", cut,
+              static_cast<long long>(ShardCounter(observer.get(), "undone_parts")));
+  observer.reset();
+  paced.Signal(SIGTERM);
+  int st = 0;
+  ASSERT_TRUE(paced.Wait(kTimeoutMs, &st).ok());
+  ExpectExactCounts(client_dir, {Path("shard")});
+}
+
+// The same embedded: the store is reopened by the resumed process itself.
+// The process runs with --v=1 --minloglevel=0; it is killed once its shard
+// has logged that it holds parts of a clock and not logged that clock's
+// completion for 10 ms. The store tells afterwards whether the clock was
+// still incomplete at the kill.
+TEST_F(LdaCutClockTest, EmbeddedKilledMidClockResumesExactly) {
+  const std::string data = Path("embedded");
+  constexpr std::string_view kHolds = "part(s) of its incomplete clock ";
+  int cut = 0;
+  for (int kill = 0; kill < 4; ++kill) {
+    std::vector<std::string> args = CutLda(data, kill > 0);
+    args.insert(args.end(), {"--v=1", "--minloglevel=0"});
+    const std::string log = Path("stderr." + std::to_string(runs_));
+    std::string clock;  // the incomplete clock seen, "" if none
+    auto since = std::chrono::steady_clock::now();
+    RunAndKillWhen(args, clocks_, [&] {
+      const std::string text = ReadFile(log);
+      if (!clock.empty() && text.find("completed its clock " + clock + " ") != std::string::npos) {
+        clock.clear();
+      }
+      if (clock.empty()) {
+        const size_t at = text.rfind(kHolds);
+        if (at == std::string::npos) return false;
+        const size_t begin = at + kHolds.size();
+        const std::string c = text.substr(begin, text.find('\n', begin) - begin);
+        if (text.find("completed its clock " + c + " ") != std::string::npos) return false;
+        clock = c;
+        since = std::chrono::steady_clock::now();
+        return false;
+      }
+      return std::chrono::steady_clock::now() - since >= std::chrono::milliseconds(10);
+    });
+    std::unique_ptr<ShardStore> store;
+    ASSERT_TRUE(ShardStore::OpenForInspection(data, 8, &store).ok());
+    cut += store->AppliedParts(0) > 0;
+  }
+  RunResult r = Run(CutLda(data, true));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(cut, 3) << "kills while a clock was half applied";
+  std::printf("embedded: %d of 4 kills cut a clock\n", cut);
+  ExpectExactCounts(data);
 }
 
 }  // namespace

@@ -1,0 +1,228 @@
+// ShardStore: the undo records of incomplete clocks (docs/storage-format.md
+// section 4). A part that does not complete its clock is applied and kept as
+// an undo record in the same commit; the clock's completion deletes its
+// records in its own commit. When another process of the client starts, the
+// parts are taken back: their negation is applied, the parts reset and the
+// records deleted, as one group commit.
+#include <glog/logging.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "storage/key_format.h"
+#include "storage/rocks_status.h"
+#include "storage/row_merge.h"
+#include "storage/shard_store.h"
+#include "storage/shard_store_impl.h"
+
+namespace pace {
+
+namespace sf = storage_format;
+
+rocksdb::Status ShardStore::Impl::AddUndoWrites(const UndoWrites& undo,
+                                                rocksdb::WriteBatch* batch) {
+  for (const auto& [client, parts] : undo.clears) {
+    for (uint32_t p = 0; p < parts; ++p) {
+      rocksdb::Status s = batch->Delete(sf::UndoKey(client, p));
+      if (!s.ok()) return s;
+    }
+  }
+  for (const UndoWrites::Put& p : undo.puts) {
+    rocksdb::Status s = batch->Put(sf::UndoKey(p.client, p.part), p.value);
+    if (!s.ok()) return s;
+  }
+  return rocksdb::Status::OK();
+}
+
+void ShardStore::Impl::SetClockState(const ClockUpdate& c) {
+  undo_kept_[c.client].store(c.undo_kept, std::memory_order_relaxed);
+  undo_incarnation_[c.client].store(c.undo_incarnation, std::memory_order_relaxed);
+  applied_[c.client].store(c.applied, std::memory_order_release);
+  applied_parts_[c.client].store(c.parts, std::memory_order_release);
+}
+
+IncompleteClock ShardStore::Impl::IncompleteClockOf(ClientId client) const {
+  IncompleteClock ic;
+  if (client >= identity_.num_clients || applied_parts_ == nullptr) return ic;
+  ic.parts = applied_parts_[client].load(std::memory_order_acquire);
+  ic.clock = applied_[client].load(std::memory_order_acquire);
+  ic.undoable = undo_kept_[client].load(std::memory_order_relaxed);
+  ic.incarnation = undo_incarnation_[client].load(std::memory_order_relaxed);
+  return ic;
+}
+
+Status ShardStore::Impl::LoadUndoStateLocked() {
+  const uint32_t n = identity_.num_clients;
+  if (undo_kept_ == nullptr) {
+    undo_kept_ = std::make_unique<std::atomic<bool>[]>(n);
+    undo_incarnation_ = std::make_unique<std::atomic<uint64_t>[]>(n);
+  }
+  for (ClientId c = 0; c < n; ++c) {
+    bool kept = false;
+    uint64_t incarnation = 0;
+    if (applied_parts_[c].load() > 0) {
+      std::string value;
+      rocksdb::Status s = WriterDb()->Get(rocksdb::ReadOptions(), sf::UndoKey(c, 0), &value);
+      if (!s.IsNotFound()) {
+        RETURN_IF_ERROR(FromRocks(s, "read the undo records of " + dir_));
+        sf::UndoRecord rec;
+        Status decoded = sf::DecodeUndoRecord(value, &rec);
+        if (decoded.ok() && rec.clock == applied_[c].load()) {
+          kept = true;
+          incarnation = rec.incarnation;
+        } else {
+          // Left by a build that completed a clock without deleting them
+          // (before undo records), or damaged: these parts cannot be undone.
+          LOG(WARNING) << dir_ << ": the parts of clock " << applied_[c].load() << " of client "
+                       << c << " have no usable undo record ("
+                       << (decoded.ok() ? "one of clock " + std::to_string(rec.clock)
+                                        : decoded.ToString())
+                       << "); they stay applied if another process of the client re-runs it";
+        }
+      }
+    }
+    undo_kept_[c].store(kept);
+    undo_incarnation_[c].store(incarnation);
+  }
+  return Status::OK();
+}
+
+void ShardStore::Impl::NoteUndoLocked(const BatchRequest& req, BatchAdmission admission,
+                                      const AppliedPosition& applied, size_t first,
+                                      AdmittedGroup* group, ClockUpdate* update) {
+  const ClientId client = req.client;
+  auto prev_it = group->undo_next.find(client);
+  const std::pair<bool, uint64_t> prev =
+      prev_it != group->undo_next.end()
+          ? prev_it->second
+          : std::make_pair(undo_kept_[client].load(std::memory_order_relaxed),
+                           undo_incarnation_[client].load(std::memory_order_relaxed));
+  std::pair<bool, uint64_t> after{false, 0};
+  if (update->parts == 0) {
+    // A whole clock, or the part that completes one: the clock's records go
+    // (none for a whole clock sent at once: nothing to do, no cost).
+    if (applied.parts > 0) {
+      auto& puts = group->undo.puts;
+      puts.erase(std::remove_if(puts.begin(), puts.end(),
+                                [client](const UndoWrites::Put& p) { return p.client == client; }),
+                 puts.end());
+      group->undo.clears.emplace_back(client, applied.parts);
+    }
+  } else if (admission == BatchAdmission::kApply) {
+    // A part with more to come: kept until its clock completes. Parts after
+    // ones without records (written by an older build) cannot be undone
+    // either, so they get none.
+    after = applied.parts == 0 ? std::make_pair(true, req.incarnation) : prev;
+    if (after.first) {
+      const auto& d = group->deltas;
+      UndoWrites::Put put{client, req.part, {}};
+      sf::EncodeUndoRecord(
+          req.clock, after.second, d.size() - first,
+          [&d, first](size_t i) {
+            const GroupDelta& g = d[first + i];
+            return sf::UndoEntry{g.table, g.row, g.bytes};
+          },
+          &put.value);
+      group->reserve += put.value.size() + 32;
+      group->undo.puts.push_back(std::move(put));
+    }
+  }
+  group->undo_next[client] = after;
+  update->undo_kept = after.first;
+  update->undo_incarnation = after.second;
+}
+
+Status ShardStore::Impl::AdmitUndoLocked(ClientId client, const IncompleteClock& ic,
+                                         AdmittedGroup* group) {
+  ReaderLock catalog_lock(&catalog_mu_);
+  const std::string who =
+      "client " + std::to_string(client) + "'s clock " + std::to_string(ic.clock) + " in " + dir_;
+  for (uint32_t part = 0; part < ic.parts; ++part) {
+    std::string& value = group->stripped_rows.emplace_back();
+    rocksdb::Status s = WriterDb()->Get(rocksdb::ReadOptions(), sf::UndoKey(client, part), &value);
+    if (s.IsNotFound()) {
+      return Status::Corruption("the undo record of part " + std::to_string(part) + " of " + who +
+                                " is missing");
+    }
+    RETURN_IF_ERROR(FromRocks(s, "read the undo records of " + who));
+    sf::UndoRecord rec;
+    RETURN_IF_ERROR(sf::DecodeUndoRecord(value, &rec)
+                        .WithPrefix("part " + std::to_string(part) + " of " + who));
+    if (rec.clock != ic.clock) {
+      return Status::Corruption("the undo record of part " + std::to_string(part) + " of " + who +
+                                " is of clock " + std::to_string(rec.clock));
+    }
+    for (const sf::UndoEntry& e : rec.entries) {
+      auto it = by_id_.find(e.table);
+      if (it == by_id_.end()) continue;  // dropped since: its rows are gone
+      const TableEntry* entry = it->second.get();
+      Status valid = ValidateRow(entry->format, e.bytes);
+      if (!valid.ok()) {
+        return Status::Corruption("the undo record of part " + std::to_string(part) + " of " + who +
+                                  ": row " + std::to_string(e.row) + " of table '" +
+                                  entry->schema.name + "': " + valid.message());
+      }
+      std::string& negated = group->stripped_rows.emplace_back(e.bytes);
+      NegateRow(entry->format, &negated);
+      group->deltas.push_back(GroupDelta{e.table, group->seq++, e.row, entry, negated, nullptr});
+      group->reserve += negated.size() + 32;
+    }
+  }
+  group->clocks.push_back(ClockUpdate{client, ic.clock, 0});
+  group->undo_next[client] = {false, 0};
+  group->undo.clears.emplace_back(client, ic.parts);
+  return Status::OK();
+}
+
+Status ShardStore::Impl::UndoIncompleteClock(ClientId client, uint64_t incarnation,
+                                             UndoResult* result) {
+  PACE_CHECK_STORE_THREAD("UndoIncompleteClock");
+  *result = UndoResult();
+  RETURN_IF_ERROR(CheckWritable("UndoIncompleteClock"));
+  if (client >= identity_.num_clients) {
+    return Status::InvalidArgument("client id " + std::to_string(client) + " is not in [0, " +
+                                   std::to_string(identity_.num_clients) + ")");
+  }
+  MutexLock write_lock(&write_mu_);
+  if (!failed_.ok()) return failed_;
+  const IncompleteClock ic = IncompleteClockOf(client);
+  if (!NeedsUndo(ic, incarnation)) return Status::OK();
+  AdmittedGroup group;
+  Status admitted = AdmitUndoLocked(client, ic, &group);
+  if (admitted.code() == StatusCode::kCorruption) {
+    // Better served with the parts applied (the client says so) than never.
+    LOG(WARNING) << admitted.ToString() << "; the parts stay applied";
+    undo_kept_[client].store(false);
+    return Status::OK();
+  }
+  RETURN_IF_ERROR(admitted);
+  RETURN_IF_ERROR(WriteAdmittedLocked(&group));
+  result->undone = true;
+  result->clock = ic.clock;
+  result->parts = ic.parts;
+  for (const GroupDelta& d : group.deltas) {  // sorted by WriteAdmittedLocked
+    if (result->rows.empty() || result->rows.back() != std::make_pair(d.table, d.row)) {
+      result->rows.emplace_back(d.table, d.row);
+    }
+  }
+  LOG(INFO) << dir_ << ": took back " << ic.parts << " part(s) of clock " << ic.clock
+            << " of client " << client << " (" << result->rows.size()
+            << " rows): a process of that client sent them and ended before the clock was "
+               "complete; the clock is re-run by the new process";
+  return Status::OK();
+}
+
+// --- ShardStore: forwarding ---------------------------------------------------
+
+IncompleteClock ShardStore::IncompleteClockOf(ClientId client) const {
+  return impl_->IncompleteClockOf(client);
+}
+
+Status ShardStore::UndoIncompleteClock(ClientId client, uint64_t incarnation, UndoResult* result) {
+  return impl_->UndoIncompleteClock(client, incarnation, result);
+}
+
+}  // namespace pace
