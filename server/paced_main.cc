@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/data_dir.h"
+#include "common/malloc_tuning.h"
 #include "common/memory_budget.h"
 #include "common/store_damage.h"
 #include "common/token_file.h"
@@ -493,6 +494,7 @@ int main(int argc, char** argv) {
   info.footer = "SIGTERM/SIGINT: a clean stop. Documentation: README.md (\"paced\")";
   pace::cli::ParseCommandLine(info, &argc, &argv);
   FLAGS_logtostderr = true;
+  pace::TuneMallocForClocks();
   google::InitGoogleLogging(argv[0]);
   return pace::Run();
 }

@@ -15,6 +15,7 @@
 
 #include "common/import_marker.h"
 #include "common/store_damage.h"
+#include "common/thread_name.h"
 #include "server/engine_adapters.h"
 
 namespace pace {
@@ -133,12 +134,21 @@ ShardService::~ShardService() {
 // --- Writer and reader threads -------------------------------------------------
 
 void ShardService::StartThreads() {
-  writer_ = std::thread([this] { WriterLoop(); });
+  writer_ = std::thread([this] {
+    SetThreadName("pace-writer");
+    WriterLoop();
+  });
   for (int i = 0; i < options_.reader_threads; ++i) {
-    readers_.emplace_back([this] { ReaderLoop(); });
+    readers_.emplace_back([this, i] {
+      SetThreadName("pace-reader-" + std::to_string(i));
+      ReaderLoop();
+    });
   }
   if (options_.housekeeping_interval_ms > 0) {
-    housekeeper_ = std::thread([this] { HousekeepingLoop(); });
+    housekeeper_ = std::thread([this] {
+      SetThreadName("pace-housekeep");
+      HousekeepingLoop();
+    });
   }
 }
 
