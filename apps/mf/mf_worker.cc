@@ -30,8 +30,8 @@ constexpr bool kTest = false;
 
 }  // namespace
 
-MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker,
-                   const std::atomic<bool>& failed, MfTrainShared* shared)
+MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::atomic<bool>& failed,
+                   MfTrainShared* shared)
     : t_(*trainer),
       data_(*trainer->data_),
       options_(trainer->options_),
@@ -158,8 +158,7 @@ Status MfWorker::TestPass(double* test_sq, double* test_n) {
   return Status::OK();
 }
 
-Status MfWorker::EndClock(ClockT c, size_t count, double train_sq, double test_sq,
-                          double test_n) {
+Status MfWorker::EndClock(ClockT c, size_t count, double train_sq, double test_sq, double test_n) {
   double* app = cols_.data() + MeasureCols::kCount;
   std::fill(cols_.begin(), cols_.end(), 0.0);
   cols_[MeasureCols::kWallSeconds] = apps::SecondsSince(interval_start_);
@@ -180,8 +179,8 @@ Status MfWorker::EndClock(ClockT c, size_t count, double train_sq, double test_s
   if (VLOG_IS_ON(1)) TraceClock(c, count);
   if (reporter_) {
     clock_end_seconds_.push_back(apps::SecondsSince(sh_->start_ns));
-    return reader_.Poll(worker_,
-                        [this](ClockT rc, const std::vector<double>& row) { return Report(rc, row); });
+    return reader_.Poll(
+        worker_, [this](ClockT rc, const std::vector<double>& row) { return Report(rc, row); });
   }
   return reader_.Poll(worker_, [](ClockT, const std::vector<double>&) { return Status::OK(); });
 }
@@ -240,28 +239,18 @@ Status MfWorker::Finish() {
 
 // --- Rows: the copies, the look-ahead, the changes -------------------------
 
-float* MfWorker::UserRow(uint32_t u) {
-  float* row = ubuf_.Find(u);
+float* MfWorker::CopyOf(apps::RowBuffer<float>* buf, const Table& t, const IdMap& ids,
+                        uint32_t index) {
+  float* row = buf->Find(index);
   if (row != nullptr) return row;
-  row = ubuf_.Slot(u);
-  Status s = worker_->Get(ut_, data_.users.raw(u), row);
+  row = buf->Slot(index);
+  Status s = worker_->Get(t, ids.raw(index), row);
   if (!s.ok() && load_status_.ok()) load_status_ = s;
-  ubuf_.Loaded();
+  buf->Loaded();
   return row;
 }
 
-float* MfWorker::ItemRow(uint32_t i) {
-  float* row = ibuf_.Find(i);
-  if (row != nullptr) return row;
-  row = ibuf_.Slot(i);
-  Status s = worker_->Get(it_, data_.items.raw(i), row);
-  if (!s.ok() && load_status_.ok()) load_status_ = s;
-  ibuf_.Loaded();
-  return row;
-}
-
-Status MfWorker::FlushChanges(const apps::RowBuffer<float>& buf, const IdMap& ids,
-                              const Table& t) {
+Status MfWorker::FlushChanges(const apps::RowBuffer<float>& buf, const IdMap& ids, const Table& t) {
   buf.ChangedRows(&changed_, &deltas_);
   changed_rows_.resize(changed_.size());
   for (size_t k = 0; k < changed_.size(); ++k) changed_rows_[k] = ids.raw(changed_[k]);

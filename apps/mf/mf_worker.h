@@ -82,8 +82,9 @@ class MfWorker {
   Status FlushChanges(const apps::RowBuffer<float>& buf, const IdMap& ids, const Table& t);
   void RefreshItems(bool training, size_t j);
   // A row's copy, read with a Get if the look-ahead did not load it.
-  float* UserRow(uint32_t u);
-  float* ItemRow(uint32_t i);
+  float* CopyOf(apps::RowBuffer<float>* buf, const Table& t, const IdMap& ids, uint32_t index);
+  float* UserRow(uint32_t u) { return CopyOf(&ubuf_, ut_, data_.users, u); }
+  float* ItemRow(uint32_t i) { return CopyOf(&ibuf_, it_, data_.items, i); }
   const std::vector<uint64_t>& RawOf(const IdMap& ids, const std::vector<uint32_t>& indices);
   Status Report(ClockT c, const std::vector<double>& row);
   void TraceClock(ClockT c, size_t count);
