@@ -192,6 +192,37 @@ Status DecodeUndoRecord(std::string_view in, UndoRecord* record) {
   return Status::OK();
 }
 
+std::string EncodeUndoPointer(const UndoPointer& p) {
+  std::string out;
+  Append(&out, kUndoRecordVersion);
+  Append(&out, static_cast<int64_t>(p.clock));
+  Append(&out, p.incarnation);
+  Append(&out, p.bytes);
+  Append(&out, p.crc);
+  return out;
+}
+
+Status DecodeUndoPointer(std::string_view in, UndoPointer* p) {
+  if (in.size() != 32) {
+    return Status::Corruption("undo key value of " + std::to_string(in.size()) + " bytes");
+  }
+  Reader r(in.data());
+  const uint32_t version = r.Get<uint32_t>();
+  if (version != kUndoRecordVersion) {
+    return Status::Corruption("undo key value of version " + std::to_string(version));
+  }
+  p->clock = static_cast<ClockT>(r.Get<int64_t>());
+  p->incarnation = r.Get<uint64_t>();
+  p->bytes = r.Get<uint64_t>();
+  p->crc = r.Get<uint32_t>();
+  if (p->clock < 0) return Status::Corruption("undo key value with a negative clock");
+  return Status::OK();
+}
+
+std::string UndoFileName(ClientId client, uint32_t part) {
+  return "UNDO-" + std::to_string(client) + "-" + std::to_string(part);
+}
+
 std::string KeySpaceEnd(char prefix) { return std::string(1, static_cast<char>(prefix + 1)); }
 
 std::string EncodeFixed32(uint32_t v) {

@@ -121,6 +121,21 @@ void EncodeUndoRecord(ClockT clock, uint64_t incarnation, size_t count,
 // when it is malformed.
 Status DecodeUndoRecord(std::string_view in, UndoRecord* record);
 
+// The value of an undo key: where the part's undo record is (docs/
+// storage-format.md section 4): u32 LE version (1), i64 LE clock, u64 LE
+// incarnation, u64 LE bytes of the record file, u32 LE CRC-32C of them
+// (32 bytes). The record itself is the file UndoFileName(client, part).
+struct UndoPointer {
+  ClockT clock = 0;
+  uint64_t incarnation = 0;
+  uint64_t bytes = 0;
+  uint32_t crc = 0;
+};
+std::string EncodeUndoPointer(const UndoPointer& p);
+Status DecodeUndoPointer(std::string_view in, UndoPointer* p);
+// "UNDO-<client>-<part>".
+std::string UndoFileName(ClientId client, uint32_t part);
+
 // The smallest key greater than every key of the key space `prefix`.
 std::string KeySpaceEnd(char prefix);
 

@@ -348,8 +348,10 @@ class ShardStore {
 
   // --- Incomplete clocks ----------------------------------------------------
   // A part of a clock that does not complete it (BatchRequest::more) is
-  // applied and also kept as an undo record, in the same write, until the
-  // clock completes (docs/storage-format.md section 4). In memory, any thread.
+  // applied and also kept as an undo record (a file UNDO-<client>-<part>,
+  // pointed to by a key written with the part) until the clock completes
+  // (docs/storage-format.md section 4). IncompleteClockOf is in memory; any
+  // thread.
   IncompleteClock IncompleteClockOf(ClientId client) const;
   // If NeedsUndo(IncompleteClockOf(client), incarnation): applies the
   // negation of every part of client's incomplete clock, resets its parts to

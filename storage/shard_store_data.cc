@@ -97,18 +97,25 @@ Status ShardStore::Impl::WriteAdmittedLocked(AdmittedGroup* group_ptr) {
   if (!std::is_sorted(group.deltas.begin(), group.deltas.end(), key_less)) {
     std::sort(group.deltas.begin(), group.deltas.end(), key_less);
   }
+  if (!group.undo.puts.empty()) {
+    Status files = WriteUndoFilesLocked(group.undo);
+    if (!files.ok()) return MarkFailedLocked(files, "ApplyBatches (undo records)");
+  }
   if (log_mode_) {
     std::vector<ClockLogEntry> deltas(group.deltas.size());
     for (size_t k = 0; k < group.deltas.size(); ++k) {
       const GroupDelta& d = group.deltas[k];
       deltas[k] = ClockLogEntry{d.table, d.row, d.bytes};
     }
-    return WriteGroupToLogLocked(deltas, group.clocks, group.import_record, group.undo);
+    RETURN_IF_ERROR(WriteGroupToLogLocked(deltas, group.clocks, group.import_record, group.undo));
+  } else {
+    std::vector<CacheOp> ops;
+    std::string put_sums;
+    RETURN_IF_ERROR(BuildLocked(group, &ops, &put_sums));
+    RETURN_IF_ERROR(CommitLocked(group, ops, put_sums));
   }
-  std::vector<CacheOp> ops;
-  std::string put_sums;
-  RETURN_IF_ERROR(BuildLocked(group, &ops, &put_sums));
-  return CommitLocked(group, ops, put_sums);
+  if (!group.undo.clears.empty()) RemoveUndoFilesLocked(group.undo);
+  return Status::OK();
 }
 
 void ShardStore::Impl::AdmitLocked(const std::vector<BatchRequest>& batches,
@@ -744,6 +751,7 @@ Status ShardStore::Impl::CreateCheckpoint(const std::string& dir) {
     }
     return s;
   };
+  RETURN_IF_ERROR(cleanup_on_error(CopyUndoFilesLocked(staging)));
   CheckpointManifest m;
   {
     std::unique_ptr<ShardStore> snapshot;

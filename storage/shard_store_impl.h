@@ -28,6 +28,7 @@
 #include "common/row.h"
 #include "common/thread_annotations.h"
 #include "storage/clock_log.h"
+#include "storage/key_format.h"
 #include "storage/row_cache.h"
 #include "storage/shard_store.h"
 
@@ -225,14 +226,26 @@ class ShardStore::Impl {
     struct Put {
       ClientId client;
       uint32_t part;
-      std::string value;
+      ClockT clock;
+      uint64_t incarnation;
+      std::string record;  // the file's contents (key_format.h, EncodeUndoRecord)
     };
     std::vector<Put> puts;
     std::vector<std::pair<ClientId, uint32_t>> clears;  // delete parts [0, n) of the client
     bool empty() const { return puts.empty() && clears.empty(); }
   };
-  // Adds `undo` to `batch`.
+  // Adds `undo`'s keys to `batch`.
   static rocksdb::Status AddUndoWrites(const UndoWrites& undo, rocksdb::WriteBatch* batch);
+  // Writes the record files of undo.puts (before the commit that points to
+  // them); removes those of undo.clears (after it).
+  Status WriteUndoFilesLocked(const UndoWrites& undo) REQUIRES(write_mu_);
+  void RemoveUndoFilesLocked(const UndoWrites& undo) REQUIRES(write_mu_);
+  // Reads the record of `client`'s part `part` (pointed to by `p`) into *out.
+  // Corruption if it is missing or does not match.
+  Status ReadUndoFile(ClientId client, uint32_t part, const storage_format::UndoPointer& p,
+                      std::string* out) const;
+  // Copies the undo record files pointed to by the store into `to` (a checkpoint).
+  Status CopyUndoFilesLocked(const std::string& to) REQUIRES(write_mu_);
   // Sets the applied clock, parts and undo state of c.client (under
   // view_mu_ exclusively, or before the store is shared). The undo state is
   // stored before the parts, so a reader that sees the parts sees it too.

@@ -4,14 +4,20 @@
 // records in its own commit. When another process of the client starts, the
 // parts are taken back: their negation is applied, the parts reset and the
 // records deleted, as one group commit.
+#include <errno.h>
+#include <fcntl.h>
 #include <glog/logging.h>
 #include <rocksdb/write_batch.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "storage/clock_log.h"
 #include "storage/key_format.h"
 #include "storage/rocks_status.h"
 #include "storage/row_merge.h"
@@ -20,6 +26,7 @@
 
 namespace pace {
 
+namespace fs = std::filesystem;
 namespace sf = storage_format;
 
 rocksdb::Status ShardStore::Impl::AddUndoWrites(const UndoWrites& undo,
@@ -31,10 +38,95 @@ rocksdb::Status ShardStore::Impl::AddUndoWrites(const UndoWrites& undo,
     }
   }
   for (const UndoWrites::Put& p : undo.puts) {
-    rocksdb::Status s = batch->Put(sf::UndoKey(p.client, p.part), p.value);
+    const sf::UndoPointer ptr{p.clock, p.incarnation, p.record.size(),
+                              Crc32c(0, p.record.data(), p.record.size())};
+    rocksdb::Status s = batch->Put(sf::UndoKey(p.client, p.part), sf::EncodeUndoPointer(ptr));
     if (!s.ok()) return s;
   }
   return rocksdb::Status::OK();
+}
+
+Status ShardStore::Impl::WriteUndoFilesLocked(const UndoWrites& undo) {
+  for (const UndoWrites::Put& p : undo.puts) {
+    const std::string path = dir_ + "/" + sf::UndoFileName(p.client, p.part);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::IOError("create " + path + ": " + std::strerror(errno));
+    const char* data = p.record.data();
+    size_t left = p.record.size();
+    int err = 0;
+    while (left > 0 && err == 0) {
+      const ssize_t n = ::write(fd, data, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        err = n < 0 ? errno : EIO;
+        break;
+      }
+      data += n;
+      left -= static_cast<size_t>(n);
+    }
+    if (err == 0 && options_.sync && ::fdatasync(fd) != 0) err = errno;
+    ::close(fd);
+    if (err != 0) return Status::IOError("write " + path + ": " + std::strerror(err));
+  }
+  if (options_.sync && !undo.puts.empty()) {
+    // The new files' directory entries, before the commit that points to them.
+    const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || ::fsync(dfd) != 0) {
+      const int err = errno;
+      if (dfd >= 0) ::close(dfd);
+      return Status::IOError("sync " + dir_ + ": " + std::strerror(err));
+    }
+    ::close(dfd);
+  }
+  return Status::OK();
+}
+
+void ShardStore::Impl::RemoveUndoFilesLocked(const UndoWrites& undo) {
+  for (const auto& [client, parts] : undo.clears) {
+    for (uint32_t part = 0; part < parts; ++part) {
+      bool rewritten = false;  // by a later clock of the same group
+      for (const UndoWrites::Put& p : undo.puts) rewritten |= p.client == client && p.part == part;
+      if (rewritten) continue;
+      // Best effort: a file no key points to is never read.
+      ::unlink((dir_ + "/" + sf::UndoFileName(client, part)).c_str());
+    }
+  }
+}
+
+Status ShardStore::Impl::ReadUndoFile(ClientId client, uint32_t part, const sf::UndoPointer& p,
+                                      std::string* out) const {
+  const std::string path = dir_ + "/" + sf::UndoFileName(client, part);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Corruption("undo record " + path + ": " + std::strerror(errno));
+  out->resize(p.bytes);
+  size_t got = 0;
+  while (got < p.bytes) {
+    const ssize_t n = ::pread(fd, out->data() + got, p.bytes - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (got != p.bytes || Crc32c(0, out->data(), out->size()) != p.crc) {
+    return Status::Corruption("undo record " + path + " is not the one its key points to (" +
+                              std::to_string(got) + " of " + std::to_string(p.bytes) +
+                              " bytes, or another checksum)");
+  }
+  return Status::OK();
+}
+
+Status ShardStore::Impl::CopyUndoFilesLocked(const std::string& to) {
+  for (ClientId c = 0; c < identity_.num_clients; ++c) {
+    if (!undo_kept_[c].load()) continue;
+    const uint32_t parts = applied_parts_[c].load();
+    for (uint32_t part = 0; part < parts; ++part) {
+      const std::string name = sf::UndoFileName(c, part);
+      std::error_code ec;
+      fs::copy_file(dir_ + "/" + name, to + "/" + name, fs::copy_options::overwrite_existing, ec);
+      if (ec) return Status::IOError("copy " + dir_ + "/" + name + ": " + ec.message());
+    }
+  }
+  return Status::OK();
 }
 
 void ShardStore::Impl::SetClockState(const ClockUpdate& c) {
@@ -68,8 +160,8 @@ Status ShardStore::Impl::LoadUndoStateLocked() {
       rocksdb::Status s = WriterDb()->Get(rocksdb::ReadOptions(), sf::UndoKey(c, 0), &value);
       if (!s.IsNotFound()) {
         RETURN_IF_ERROR(FromRocks(s, "read the undo records of " + dir_));
-        sf::UndoRecord rec;
-        Status decoded = sf::DecodeUndoRecord(value, &rec);
+        sf::UndoPointer rec;
+        Status decoded = sf::DecodeUndoPointer(value, &rec);
         if (decoded.ok() && rec.clock == applied_[c].load()) {
           kept = true;
           incarnation = rec.incarnation;
@@ -118,15 +210,14 @@ void ShardStore::Impl::NoteUndoLocked(const BatchRequest& req, BatchAdmission ad
     after = applied.parts == 0 ? std::make_pair(true, req.incarnation) : prev;
     if (after.first) {
       const auto& d = group->deltas;
-      UndoWrites::Put put{client, req.part, {}};
+      UndoWrites::Put put{client, req.part, req.clock, after.second, {}};
       sf::EncodeUndoRecord(
           req.clock, after.second, d.size() - first,
           [&d, first](size_t i) {
             const GroupDelta& g = d[first + i];
             return sf::UndoEntry{g.table, g.row, g.bytes};
           },
-          &put.value);
-      group->reserve += put.value.size() + 32;
+          &put.record);
       group->undo.puts.push_back(std::move(put));
     }
   }
@@ -141,13 +232,18 @@ Status ShardStore::Impl::AdmitUndoLocked(ClientId client, const IncompleteClock&
   const std::string who =
       "client " + std::to_string(client) + "'s clock " + std::to_string(ic.clock) + " in " + dir_;
   for (uint32_t part = 0; part < ic.parts; ++part) {
-    std::string& value = group->stripped_rows.emplace_back();
-    rocksdb::Status s = WriterDb()->Get(rocksdb::ReadOptions(), sf::UndoKey(client, part), &value);
+    std::string key_value;
+    rocksdb::Status s =
+        WriterDb()->Get(rocksdb::ReadOptions(), sf::UndoKey(client, part), &key_value);
     if (s.IsNotFound()) {
       return Status::Corruption("the undo record of part " + std::to_string(part) + " of " + who +
                                 " is missing");
     }
     RETURN_IF_ERROR(FromRocks(s, "read the undo records of " + who));
+    sf::UndoPointer ptr;
+    RETURN_IF_ERROR(sf::DecodeUndoPointer(key_value, &ptr));
+    std::string& value = group->stripped_rows.emplace_back();
+    RETURN_IF_ERROR(ReadUndoFile(client, part, ptr, &value));
     sf::UndoRecord rec;
     RETURN_IF_ERROR(sf::DecodeUndoRecord(value, &rec)
                         .WithPrefix("part " + std::to_string(part) + " of " + who));

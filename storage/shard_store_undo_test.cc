@@ -5,6 +5,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -73,6 +74,14 @@ class UndoTest : public ::testing::TestWithParam<bool> {
     EXPECT_TRUE(st.ok()) << st.ToString();
     return DecodeDense<int64_t>(v);
   }
+  // The undo record files in `dir`.
+  static size_t UndoFiles(const std::string& dir) {
+    size_t n = 0;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+      n += f.path().filename().string().rfind("UNDO-", 0) == 0;
+    }
+    return n;
+  }
   // The undo keys in the store's RocksDB (the store must be closed).
   size_t UndoKeys() {
     rocksdb::Options o;
@@ -112,6 +121,7 @@ TEST_P(UndoTest, PartsOfAnEndedProcessAreTakenBackExactlyOnce) {
     EXPECT_EQ(Row(s.get(), t, 2), (std::vector<int64_t>{111, -111}));
   }
   EXPECT_EQ(UndoKeys(), 2u);
+  EXPECT_EQ(UndoFiles(dir_.path()), 2u);
   auto s = Open();  // as after a crash of the client: the parts stay recorded
   EXPECT_EQ(s->IncompleteClockOf(0).parts, 2u);
   EXPECT_TRUE(s->IncompleteClockOf(0).undoable);
@@ -147,6 +157,7 @@ TEST_P(UndoTest, PartsOfAnEndedProcessAreTakenBackExactlyOnce) {
   EXPECT_EQ(Row(s.get(), t, 0), (std::vector<int64_t>{25, -25}));
   s.reset();
   EXPECT_EQ(UndoKeys(), 0u);
+  EXPECT_EQ(UndoFiles(dir_.path()), 0u);
   s = Open();
   EXPECT_EQ(Row(s.get(), t, 0), (std::vector<int64_t>{25, -25}));
   EXPECT_EQ(s->AppliedParts(0), 0u);
@@ -214,6 +225,26 @@ TEST_P(UndoTest, FloatAndSparseRowsAreTakenBackWithinRounding) {
   ASSERT_TRUE(s->Get(sp.id, 5, &v).ok());
   // Column 7 summed to 0 and is dropped; column 1 is back to 3.
   EXPECT_EQ(v, EncodeSparse(std::vector<std::pair<uint32_t, int32_t>>{{1, 3}}));
+}
+
+TEST_P(UndoTest, ACheckpointCarriesTheRecordsOfAnIncompleteClock) {
+  auto s = Open();
+  const uint32_t t = CreateCounts(s.get());
+  Apply(s.get(), t, 0, 0, 0, true, kProcessA, 5);
+  Apply(s.get(), t, 0, 0, 1, true, kProcessA, 50);
+  EXPECT_EQ(UndoFiles(dir_.path()), 2u);
+  const std::string cp = dir_.Sub("cp"), restored = dir_.Sub("restored");
+  ASSERT_TRUE(s->CreateCheckpoint(cp).ok());
+  s.reset();
+  ASSERT_TRUE(ShardStore::RestoreCheckpoint(cp, restored).ok());
+  std::unique_ptr<ShardStore> r;
+  ASSERT_TRUE(ShardStore::Open(Opts(), restored, &r).ok());
+  EXPECT_EQ(Row(r.get(), t, 1), (std::vector<int64_t>{55, -55}));
+  UndoResult u;
+  ASSERT_TRUE(r->UndoIncompleteClock(0, kProcessB, &u).ok());
+  EXPECT_TRUE(u.undone);
+  EXPECT_EQ(Row(r.get(), t, 1), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(UndoFiles(restored), 0u);  // no key points to them: removed
 }
 
 INSTANTIATE_TEST_SUITE_P(WritePaths, UndoTest, ::testing::Values(true, false),
