@@ -219,13 +219,13 @@ void Client::Impl::ResubscribeShard(uint32_t k) {
   // One gatherer per table (few), each sending Reads of up to MaxRowsPerRead
   // rows to shard k.
   std::map<uint32_t, std::unique_ptr<ReadGatherer>> by_table;
+  const Version pushed = shards_[k]->pushed_version.load(std::memory_order_acquire);
   for (CacheStripe& st : stripes_) {
     client::SpinLock l(&st.mu);
     st.map.ForEach([&](CacheEntry* e) {
       st.mu.AssertHeld();  // held around ForEach
-      if (e->shard != k || !e->subscribed) return;
-      e->version = EffectiveVersion(*e);
-      e->subscribed = false;
+      if (e->shard != k) return;
+      if (!client_engine::EndSessionSubscription(e, pushed)) return;
       std::unique_ptr<ReadGatherer>& g = by_table[e->key.table];
       if (g == nullptr) g = std::make_unique<ReadGatherer>(this, e->table, 0);
       g->Add(st, e, /*look_ahead=*/false);

@@ -47,11 +47,31 @@ struct SimResult {
   int64_t parts_skipped = 0;  // re-sent parts a shard skipped as duplicates
 };
 
+// A deliberate error in the client rules (consistency/client_engine.h) as
+// the simulated clients apply them: the test that the schedules would find a
+// wrong rule plants each.
+enum class PlantedBug {
+  kNone,
+  // Does not raise the duplicate bound when re-sending after a reconnect: a
+  // re-sent batch the shard had is taken for another sender's.
+  kNoDuplicateBoundOnResend,
+  // Rebases as if the value held none of this client's batches: deltas the
+  // value holds count twice.
+  kRebaseEverySealedDelta,
+  // An Ack purges every sealed delta of its rows, later batches' too: a
+  // value that predates those batches lacks them.
+  kPurgeLaterBatches,
+  // Keeps subscriptions across a reconnect, as if they outlived the session.
+  kKeepSubscriptionsAcrossReconnects,
+};
+
 struct SimOptions {
   // Give up (and fail) after this many events.
   int64_t max_events = 400000;
   // Append a line per event to *trace (for replaying a failing seed).
   std::string* trace = nullptr;
+  // Default: none.
+  PlantedBug planted_bug = PlantedBug::kNone;
 };
 
 // Runs the schedule of `seed`.
