@@ -36,12 +36,10 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
     result = AllShardsHealth();
     if (!result.ok()) break;
     // Subscribed rows are refreshed by pushes; everything else is pulled.
-    if (!(t->push && e->subscribed)) {
-      Version need = t->policy.MinVersion(c);
-      if (!e->ReadInFlightAtMost(need)) {
-        SendRead(st, e, need, t->push);
-        if (tc != nullptr) tc->fetched.Add(1);
-      }
+    const Version need = t->policy.MinVersion(c);
+    if (client_engine::AsksForRow(*e, t->push, need)) {
+      SendRead(st, e, need, t->push);
+      if (tc != nullptr) tc->fetched.Add(1);
     }
     if (!waited) {
       waited = true;
@@ -197,8 +195,7 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
       CacheEntry* en = st.Find(key, items[j].hash);
       if (en != nullptr) {
         if (en->has_value && t->policy.IsFresh(EffectiveVersion(*en), c)) continue;
-        if (t->push && en->subscribed) continue;  // the next push refreshes it
-        if (en->ReadInFlightAtMost(need)) continue;
+        if (!client_engine::AsksForRow(*en, t->push, need)) continue;
       } else {
         en = st.FindOrCreate(key, shard, t);
       }

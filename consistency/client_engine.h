@@ -1,7 +1,8 @@
 // The client half of the protocol (docs/design.md, "Read-my-writes",
 // "Clock() and its batches", "Apply parts", "ESSP: push"): what a client process does with
 // a row value a shard sends it (install, rebase on its own unacknowledged
-// deltas, or drop and read again), with an Ack (which batches and deltas it
+// deltas, or drop and read again), with a row it cannot serve (pull it or
+// wait for a push), with an Ack (which batches and deltas it
 // releases, and when a duplicate Ack proves another sender), and after a
 // reconnect (which batches it re-sends, which duplicates it then expects,
 // which rows it subscribes again).
@@ -18,6 +19,7 @@
 //                  the batch of (clock, part))
 //   sent batch     clock, part, more (parts of its clock follow)
 //   cached row     version (Version), subscribed (bool)
+//                  (AsksForRow: ReadInFlightAtMost(Version))
 //
 // Thread-safe: pure functions; the caller holds whatever guards what it
 // passes.
@@ -125,6 +127,22 @@ inline void Rebase(const PendingList& pending, const AppliedPosition& holds, Add
 // current as of the shard's last PushDone (`pushed`) too.
 inline Version EffectiveVersion(Version version, bool subscribed, Version pushed) {
   return subscribed && pushed > version ? pushed : version;
+}
+
+// --- Reads: pull or wait -----------------------------------------------------
+
+// A reader at clock c cannot serve a row (it has no value, or its effective
+// version is not fresh for c by the table's ReadPolicy). Whether it asks the
+// shard, with Read{min_version = `need` (ReadPolicy::MinVersion(c)),
+// subscribe = `pushed_table`}: not for a subscribed row of a pushed table
+// (the push refreshes it), nor while a Read of the row is in flight that the
+// shard answers as soon as `need` (a Read with a larger min_version may wait
+// for this very process's next clock). The row needs
+// ReadInFlightAtMost(Version).
+template <typename Row>
+inline bool AsksForRow(const Row& row, bool pushed_table, Version need) {
+  if (pushed_table && row.subscribed) return false;
+  return !row.ReadInFlightAtMost(need);
 }
 
 // --- Acks: which batches and deltas they release ---------------------------

@@ -24,7 +24,21 @@ struct Batch {
 struct Row {
   Version version = 0;
   bool subscribed = false;
+  std::vector<Version> reads_in_flight;  // their min_versions
+  bool ReadInFlightAtMost(Version need) const {
+    for (Version m : reads_in_flight) {
+      if (m <= need) return true;
+    }
+    return false;
+  }
 };
+
+Row RowAt(Version version, bool subscribed) {
+  Row r;
+  r.version = version;
+  r.subscribed = subscribed;
+  return r;
+}
 
 RowArrival ReadOf(Version v, ClockT a, uint32_t parts, bool subscribe = false) {
   return RowArrival{v, AppliedPosition{a, parts}, /*read=*/true, subscribe};
@@ -99,6 +113,20 @@ TEST(ClientEngineTest, RebaseAddsExactlyTheSealedDeltasTheValueLacks) {
   EXPECT_EQ(sum({5, 0}), 0);
 }
 
+TEST(ClientEngineTest, ReaderPullsUnlessAPushOrAnEarlyEnoughReadWillServeIt) {
+  Row row;
+  EXPECT_TRUE(AsksForRow(row, /*pushed_table=*/false, 3));
+  EXPECT_TRUE(AsksForRow(row, /*pushed_table=*/true, 3));  // subscribes
+  row.subscribed = true;
+  EXPECT_FALSE(AsksForRow(row, true, 3));  // the push refreshes it
+  EXPECT_TRUE(AsksForRow(row, false, 3));  // a pulled table ignores the flag
+  row.subscribed = false;
+  row.reads_in_flight = {5};  // may wait for this process's clock 5
+  EXPECT_TRUE(AsksForRow(row, false, 3));
+  row.reads_in_flight = {5, 2};
+  EXPECT_FALSE(AsksForRow(row, false, 3));
+}
+
 TEST(ClientEngineTest, AckTakesTheBatchesUpToItsPartInOrder) {
   const std::deque<Batch> unacked = {{3, 0, false}, {4, 0, true}, {4, 1, true}, {4, 2, false}};
   AckOutcome o = TakeAck(unacked, 2, 0);  // repeated after a re-send
@@ -148,14 +176,14 @@ TEST(ClientEngineTest, ResendRaisesTheDuplicateBoundPastTheLastUnackedBatch) {
 }
 
 TEST(ClientEngineTest, ReconnectEndsSubscriptionsKeepingTheVouchedVersion) {
-  Row sub{3, true};
+  Row sub = RowAt(3, true);
   EXPECT_TRUE(EndSessionSubscription(&sub, /*pushed=*/7));
   EXPECT_EQ(sub.version, 7u);
   EXPECT_FALSE(sub.subscribed);
-  Row newer{9, true};
+  Row newer = RowAt(9, true);
   EXPECT_TRUE(EndSessionSubscription(&newer, 7));
   EXPECT_EQ(newer.version, 9u);
-  Row pulled{3, false};
+  Row pulled = RowAt(3, false);
   EXPECT_FALSE(EndSessionSubscription(&pulled, 7));
   EXPECT_EQ(pulled.version, 3u);  // a pulled row is not current as of a push
   EXPECT_EQ(EffectiveVersion(3, false, 7), 3u);

@@ -205,7 +205,9 @@ struct Shard {
 };
 
 // ---------------------------------------------------------------------------
-// The client process model (one worker: the process clock is its clock).
+// A client process: its cache entries, sent batches and workers. What it
+// does with what shards send it is decided by consistency/client_engine.h,
+// as in client/.
 
 struct Pending {
   ClockT clock = 0;
@@ -800,9 +802,9 @@ bool World::ClientGet(Client& cl, ClockT c, const RowKey& key) {
     return true;
   }
   // Subscribed rows are refreshed by pushes; everything else is pulled.
-  if (!(policy.uses_push() && e.subscribed)) {
-    const Version need = policy.MinVersion(c);
-    if (!e.ReadInFlightAtMost(need)) SendRead(cl, key, e, need, policy.uses_push());
+  const Version need = policy.MinVersion(c);
+  if (client_engine::AsksForRow(e, policy.uses_push(), need)) {
+    SendRead(cl, key, e, need, policy.uses_push());
   }
   return false;
 }

@@ -2,14 +2,16 @@
 // FoundationDB style: one seeded scheduler drives N shards — each the real
 // ShardEngine over an in-memory store with crash semantics (a crash loses
 // every batch not yet committed, and the engine's parked reads, sessions and
-// subscriptions) — and M client processes, each a small faithful model of
-// client/ (coalesced deltas per clock, sent as random numbers of Apply parts
-// (docs/wire-protocol.md "Apply parts"), batches and parts kept until
-// acknowledged and re-sent after a reconnect, the cache with the read rule,
-// read-my-writes by rebasing on the applied clock and parts, pull or push per ReadPolicy,
-// subscriptions, evictions). Messages get random delays; each connection is FIFO (as TCP),
-// different connections reorder freely; connections drop and shards crash at
-// random moments.
+// subscriptions) — and M client processes whose protocol decisions are the
+// real client rules of consistency/client_engine.h, the ones client/ calls
+// (install, rebase or refetch of an arriving row, pull or wait for a push,
+// what an Ack releases and when a duplicate Ack is another sender's, the
+// re-send set and duplicate bound after a reconnect, re-subscription), over
+// the simulation's own cache entries: coalesced deltas per clock, sent as
+// random numbers of Apply parts (docs/wire-protocol.md "Apply parts"),
+// the read rule by ReadPolicy, random evictions. Messages get random
+// delays; each connection is FIFO (as TCP), different connections reorder
+// freely; connections drop and shards crash at random moments.
 //
 // Every value carries its provenance (which client's which clock went into
 // it) inside its bytes, which the engine treats as opaque, so each read a
