@@ -6,7 +6,8 @@
 // then equal those of an uninterrupted run on 2 shards, cell for cell. One
 // worker and one client make the sampler's result a function of the seed, so
 // equality is the test. Also: paced refuses a store of another shard count
-// in one line naming the command.
+// in one line naming the command, and pace_lda a resume with another number
+// of client processes in one line naming both splits.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -131,6 +132,28 @@ TEST_F(ReshardResumeTest, TwoToThreeToOneEndsAsTheUninterruptedRun) {
     EXPECT_GT(expected.size(), 30u) << table;
     EXPECT_EQ(Export(one, table), expected) << table;
   }
+
+  // Restored for 2 client processes: pace_lda cannot continue with another
+  // split of its documents (each worker's token assignments are its state)
+  // and refuses in one line naming both splits, before training anything.
+  std::vector<std::string> two_clients;
+  s = testing::ReshardStores(one, 1, 2, Path("two-clients"), &two_clients);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::string list;
+  ASSERT_TRUE(shards_.Start(two_clients, 2, &list).ok());
+  RunResult r = Run({"pace_lda", "--docword=" + Path("docword.txt"), "--topics=4", "--workers=1",
+                     "--clocks=30", "--topics_out=0", "--data_dir=" + Path("client"),
+                     "--servers=" + list, "--client_id=0", "--num_clients=2", "--resume"});
+  StopShards();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("FailedPrecondition"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("split into 1 parts; this run splits them into 2 (--num_clients x "
+                       "--workers): pace_lda resumes only with the split it started with"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("seconds"), std::string::npos) << r.out;  // nothing trained
+  EXPECT_EQ(Export(two_clients, "lda.word_topic"), Export(whole, "lda.word_topic"));
 }
 
 // An embedded job's scheduled checkpoints: every 3 shard clocks, the newest 2
