@@ -264,9 +264,13 @@ int Run() {
   std::printf("# done: %llu tokens in %.3f s: %.0f tokens/s in this process\n",
               static_cast<unsigned long long>(summary.tokens), summary.seconds,
               summary.tokens_per_second);
-  // The app's own data: the documents' tokens and their topic assignments.
-  apps::PrintMemorySummary(client->Stats(), corpus.num_tokens * 2 * sizeof(uint32_t) +
-                                                corpus.docs.size() * 3 * sizeof(void*));
+  // The app's own data: the documents' tokens, their topic assignments and
+  // the workers' index of them by word (4 bytes each), the doc-topic counts.
+  apps::PrintMemorySummary(
+      client->Stats(),
+      corpus.num_tokens * 3 * sizeof(uint32_t) +
+          corpus.docs.size() *
+              (3 * sizeof(void*) + static_cast<size_t>(options.params.topics) * sizeof(int32_t)));
   if (client->client_id() == 0 && FLAGS_topics_out > 0 && !summary.word_topic.empty()) {
     PrintTopics(corpus, summary.word_topic, trainer.params());
   }
