@@ -35,6 +35,24 @@ Status ValidateLdaOptions(const LdaTrainOptions& o) {
   return Status::OK();
 }
 
+uint64_t LdaAppDataBytes(const Corpus& corpus, const LdaTrainOptions& o, uint32_t num_clients,
+                         bool include_corpus) {
+  const uint64_t topics = static_cast<uint64_t>(std::max(1, o.params.topics));
+  const uint64_t clients = std::max<uint32_t>(1, num_clients);
+  const uint64_t workers = static_cast<uint64_t>(std::max(1, o.run.workers));
+  // Tokens: the corpus (every process), and per local token its assignment
+  // and its entry of the word index; per document: its vector and order
+  // entry, and locally its offset and doc-topic counts.
+  const uint64_t tokens = corpus.num_tokens, docs = corpus.docs.size();
+  uint64_t bytes = include_corpus ? tokens * sizeof(uint32_t) + docs * 3 * sizeof(void*) : 0;
+  bytes += docs * sizeof(uint32_t);
+  bytes +=
+      (tokens * 2 * sizeof(int32_t) + docs * (sizeof(size_t) + topics * sizeof(int32_t))) / clients;
+  // Per worker: the word index's offsets and two blocks of rows.
+  bytes += workers * (uint64_t{corpus.vocab_size} * sizeof(uint32_t) + 2 * WordSweep::kBlockBytes);
+  return bytes;
+}
+
 struct LdaTrainer::Shared {
   int64_t start_ns = 0;
   int64_t sampling_start_ns = 0;  // set by the reporting worker after clock 0

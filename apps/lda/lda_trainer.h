@@ -67,6 +67,14 @@ struct LdaTrainOptions {
 
 Status ValidateLdaOptions(const LdaTrainOptions& o);
 
+// The bytes of a pace_lda process's own data besides PaceDB's: the corpus'
+// tokens (with include_corpus), and for the documents of this process
+// (num_clients processes share the corpus) their topic assignments,
+// doc-topic counts, word index and the workers' blocks of rows
+// (word_sweep.h).
+uint64_t LdaAppDataBytes(const Corpus& corpus, const LdaTrainOptions& o, uint32_t num_clients,
+                         bool include_corpus = true);
+
 struct LdaReport {
   ClockT clock = 0;
   double seconds = 0;
