@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "common/percentile.h"
+#include "common/thread_name.h"
 
 namespace pace {
 
@@ -276,7 +277,11 @@ int64_t Client::Impl::NextRetryDelayMs(InFlight* req, const Status& why, Status*
 void Client::Impl::ScheduleRetry(uint32_t k, InFlight req, int64_t delay_ms) {
   MutexLock l(&retry_mu_);
   if (retry_stop_) return;  // the client is being destroyed
-  if (!retry_thread_.joinable()) retry_thread_ = std::thread([this] { RetryLoop(); });
+  if (!retry_thread_.joinable())
+    retry_thread_ = std::thread([this] {
+      SetThreadName("pace-retry");
+      RetryLoop();
+    });
   retries_.emplace(std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms),
                    PendingRetry{k, std::move(req)});
   retry_cv_.Signal();

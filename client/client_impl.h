@@ -23,6 +23,7 @@
 #define PACE_CLIENT_CLIENT_IMPL_H_
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -286,13 +287,16 @@ class Client::Impl : public client::ChannelListener {
   // of one stripe keep their given order.
   template <typename KeyOf>
   static std::vector<StripeItem> ByStripe(size_t n, KeyOf&& key_of) {
-    std::vector<StripeItem> items(n);
+    // A counting sort on the stripe number: stable, two passes, no compare.
+    std::vector<StripeItem> hashed(n);
+    std::array<uint32_t, kNumStripes + 1> start{};
     for (size_t i = 0; i < n; ++i) {
-      items[i] = StripeItem{RowKeyHash()(key_of(i)), static_cast<uint32_t>(i)};
+      hashed[i] = StripeItem{RowKeyHash()(key_of(i)), static_cast<uint32_t>(i)};
+      ++start[(hashed[i].hash & (kNumStripes - 1)) + 1];
     }
-    std::stable_sort(items.begin(), items.end(), [](const StripeItem& a, const StripeItem& b) {
-      return (a.hash & (kNumStripes - 1)) < (b.hash & (kNumStripes - 1));
-    });
+    for (size_t s = 1; s <= kNumStripes; ++s) start[s] += start[s - 1];
+    std::vector<StripeItem> items(n);
+    for (const StripeItem& it : hashed) items[start[it.hash & (kNumStripes - 1)]++] = it;
     return items;
   }
   // Calls fn(stripe, b, e) for each run items[b, e) of one stripe's rows

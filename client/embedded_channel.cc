@@ -5,6 +5,8 @@
 #include <atomic>
 #include <utility>
 
+#include "common/thread_name.h"
+
 namespace pace::client {
 
 namespace {
@@ -86,8 +88,14 @@ Status EmbeddedChannel::Start(ChannelListener* listener, net::Welcome* welcome) 
     RETURN_IF_ERROR(OpenService());
     RETURN_IF_ERROR(Connect(welcome));
   }
-  service_thread_ = std::thread([this] { ServiceLoop(); });
-  delivery_thread_ = std::thread([this] { DeliveryLoop(); });
+  service_thread_ = std::thread([this] {
+    SetThreadName("pace-embed-svc");
+    ServiceLoop();
+  });
+  delivery_thread_ = std::thread([this] {
+    SetThreadName("pace-embed-dlv");
+    DeliveryLoop();
+  });
   return Status::OK();
 }
 

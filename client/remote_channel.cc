@@ -12,6 +12,7 @@
 #include <utility>
 #include <variant>
 
+#include "common/thread_name.h"
 #include "common/token_file.h"
 
 namespace pace::client {
@@ -177,7 +178,10 @@ Status RemoteChannel::Start(ChannelListener* listener, net::Welcome* welcome) {
     MutexLock l(&mu_);
     conn_ = std::move(conn);
   }
-  reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
+  reconnect_thread_ = std::thread([this] {
+    SetThreadName("pace-reconnect");
+    ReconnectLoop();
+  });
   // The listener is ready once Start returns; deliver anything that came.
   mu_.Lock();
   while (!held_.empty()) {

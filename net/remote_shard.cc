@@ -21,6 +21,7 @@
 #include <utility>
 #include <variant>
 
+#include "common/thread_name.h"
 #include "net/connection.h"
 
 namespace pace::net {
@@ -63,7 +64,10 @@ class RemoteShard::Impl {
         on_message_(std::move(on_message)),
         on_disconnect_(std::move(on_disconnect)),
         work_(io_.get_executor()) {
-    thread_ = std::thread([this] { RunIo(); });
+    thread_ = std::thread([this] {
+      SetThreadName("pace-client-io");
+      RunIo();
+    });
   }
   ~Impl() { Close(); }
 

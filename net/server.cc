@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/thread_name.h"
 #include "common/thread_role.h"
 #include "net/auth.h"
 #include "net/connection.h"
@@ -333,6 +334,7 @@ Status Server::Impl::Start(ServiceHandler* handler) {
   });
   for (int i = 0; i < options_.io_threads; ++i) {
     threads_.emplace_back([this] {
+      SetThreadName("pace-io");
       MarkTransportThread();  // the store refuses RocksDB calls on this thread
       for (;;) {
         try {

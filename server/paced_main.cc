@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/data_dir.h"
+#include "common/malloc_tuning.h"
 #include "common/memory_budget.h"
 #include "common/store_damage.h"
 #include "common/token_file.h"
@@ -68,6 +69,9 @@ DEFINE_bool(clock_log, true,
 DEFINE_bool(allow_damaged_store, false,
             "serve a store whose SST checksums fail at start (logged) instead of refusing it "
             "with exit 2");
+DEFINE_bool(verify_all_checksums, false,
+            "at start, read every SST file and check its block checksums; by default only the "
+            "files not verified at an earlier start (data dir file VERIFIED-SSTS) are read");
 DEFINE_uint32(max_frame_mb, 64, "largest accepted frame, MiB");
 DEFINE_uint32(max_read_replies_mb, 128,
               "Read replies held at once over all sessions (being read or queued for sending), "
@@ -258,6 +262,7 @@ ShardServiceOptions ServiceOptionsFromFlags() {
   options.holdback_warn_ms = FLAGS_holdback_warn_ms;
   options.max_reply_bytes = size_t{FLAGS_max_frame_mb} << 20;
   options.allow_damaged_store = FLAGS_allow_damaged_store;
+  options.verify_all_checksums = FLAGS_verify_all_checksums;
   options.max_read_reply_bytes_total = size_t{FLAGS_max_read_replies_mb} << 20;
   options.store.shard_id = FLAGS_shard;
   options.store.num_shards = FLAGS_num_shards;
@@ -477,7 +482,7 @@ int main(int argc, char** argv) {
   info.groups = {
       {"store",
        {"data_dir", "sync", "clock_log", "checkpoint_every", "checkpoint_dir", "checkpoint_keep",
-        "allow_damaged_store"}},
+        "allow_damaged_store", "verify_all_checksums"}},
       {"cluster",
        {"listen", "shard", "num_shards", "num_clients", "job", "token_file", "insecure",
         "insecure_remote", "holdback_warn_ms"}},
@@ -493,6 +498,7 @@ int main(int argc, char** argv) {
   info.footer = "SIGTERM/SIGINT: a clean stop. Documentation: README.md (\"paced\")";
   pace::cli::ParseCommandLine(info, &argc, &argv);
   FLAGS_logtostderr = true;
+  pace::TuneMallocForClocks();
   google::InitGoogleLogging(argv[0]);
   return pace::Run();
 }

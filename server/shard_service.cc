@@ -6,6 +6,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include "common/import_marker.h"
 #include "common/store_damage.h"
+#include "common/thread_name.h"
 #include "server/engine_adapters.h"
 
 namespace pace {
@@ -60,7 +62,21 @@ Status ShardService::Open(const ShardServiceOptions& options,
   std::unique_ptr<ShardStore> store;
   RETURN_IF_ERROR(ShardStore::Open(options.store, options.data_dir, &store));
   if (options.verify_checksums) {
-    Status damage = ClassifyStoreCorruption(options.data_dir, store->VerifyChecksums());
+    const auto t0 = std::chrono::steady_clock::now();
+    size_t verified = 0;
+    size_t skipped = 0;
+    Status checked = options.verify_all_checksums ? store->VerifyChecksums()
+                                                  : store->VerifyNewChecksums(&verified, &skipped);
+    VLOG(1)
+        << options.data_dir << ": checksums of "
+        << (options.verify_all_checksums
+                ? std::string("every SST file")
+                : std::to_string(verified) + " new SST file(s) (" + std::to_string(skipped) +
+                      " verified at an earlier start)")
+        << " in "
+        << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()
+        << " ms: " << checked.ToString();
+    Status damage = ClassifyStoreCorruption(options.data_dir, checked);
     if (!damage.ok() &&
         (!(damage.code() == StatusCode::kCorruption) || !options.allow_damaged_store)) {
       return (damage.code() == StatusCode::kCorruption)
@@ -133,12 +149,21 @@ ShardService::~ShardService() {
 // --- Writer and reader threads -------------------------------------------------
 
 void ShardService::StartThreads() {
-  writer_ = std::thread([this] { WriterLoop(); });
+  writer_ = std::thread([this] {
+    SetThreadName("pace-writer");
+    WriterLoop();
+  });
   for (int i = 0; i < options_.reader_threads; ++i) {
-    readers_.emplace_back([this] { ReaderLoop(); });
+    readers_.emplace_back([this, i] {
+      SetThreadName("pace-reader-" + std::to_string(i));
+      ReaderLoop();
+    });
   }
   if (options_.housekeeping_interval_ms > 0) {
-    housekeeper_ = std::thread([this] { HousekeepingLoop(); });
+    housekeeper_ = std::thread([this] {
+      SetThreadName("pace-housekeep");
+      HousekeepingLoop();
+    });
   }
 }
 

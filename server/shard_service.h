@@ -117,12 +117,18 @@ struct ShardServiceOptions {
   size_t max_parked_read_bytes_total = size_t{1} << 30;
   size_t max_subscriptions_per_session = size_t{16} << 20;
   size_t max_subscriptions_total = size_t{64} << 20;
-  // Open(options, ...) reads every SST file once and checks its block
-  // checksums (ShardStore::VerifyChecksums) before serving: a store with a
+  // Open(options, ...) reads every SST file not verified at an earlier open
+  // once and checks its block checksums before serving: a store with a
   // checksum error is refused with a Corruption naming the file, pacectl
   // verify and pacectl checkpoint restore, instead of serving (and training
   // on) what it can still read. Default: true.
   bool verify_checksums = true;
+  // With verify_checksums: read every SST file, not only those not verified
+  // at an earlier open (ShardStore::VerifyNewChecksums; SST files never
+  // change, so by default a start costs a read of what was written since the
+  // last start, not of the whole store). paced: --verify_all_checksums.
+  // Default: false.
+  bool verify_all_checksums = false;
   // With verify_checksums: serve a store whose checksums fail anyway (logged
   // as a warning). paced: --allow_damaged_store. Default: false.
   bool allow_damaged_store = false;

@@ -13,6 +13,8 @@
 #include <future>
 #include <vector>
 
+#include "common/thread_name.h"
+
 namespace pace {
 
 namespace {
@@ -226,8 +228,10 @@ Status ClockLogWriter::Append(uint64_t seq, size_t count,
     if (last && first) return Status::OK();  // written with its header below
     if (first) std::memcpy(first_block_.get(), stage, kAlign);
     RETURN_IF_ERROR(wait_writing());  // `other` is free again
-    writing = std::async(std::launch::async,
-                         [this, data = stage, n, pos = at] { return WriteAt(data, n, pos); });
+    writing = std::async(std::launch::async, [this, data = stage, n, pos = at] {
+      SetThreadName("pace-log-write");
+      return WriteAt(data, n, pos);
+    });
     std::swap(stage, other);
     at += n;
     used = 0;

@@ -792,6 +792,11 @@ Status ShardStore::VerifyChecksums() const {
   PACE_CHECK_STORE_THREAD("VerifyChecksums");
   return impl_->VerifyChecksums();
 }
+
+Status ShardStore::VerifyNewChecksums(size_t* verified, size_t* skipped) const {
+  PACE_CHECK_STORE_THREAD("VerifyNewChecksums");
+  return impl_->VerifyNewChecksums(verified, skipped);
+}
 ShardStore::ReadView ShardStore::View() const {
   PACE_CHECK_STORE_THREAD("View");
   return ReadView(impl_.get());

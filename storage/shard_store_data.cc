@@ -2,6 +2,7 @@
 #include <glog/logging.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/slice.h>
+#include <rocksdb/sst_file_reader.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
@@ -9,7 +10,10 @@
 #include <chrono>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -781,6 +785,63 @@ Status ShardStore::Impl::VerifyChecksums() const {
   ReaderLock db_lock(&db_mu_);
   if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is not open");
   return FromRocks(db_->VerifyChecksum(), "verify the checksums of " + dir_);
+}
+
+namespace {
+
+// The SST files verified at an earlier open (data dir file kVerifiedFileName):
+// one "<name> <size>" line each. SST files never change once written, so a
+// file of the same name and size needs no second read.
+constexpr char kVerifiedFileName[] = "VERIFIED-SSTS";
+
+std::set<std::pair<std::string, uint64_t>> ReadVerified(const std::string& path) {
+  std::set<std::pair<std::string, uint64_t>> out;
+  std::ifstream in(path);
+  std::string name;
+  uint64_t size = 0;
+  while (in >> name >> size) out.emplace(name, size);
+  return out;
+}
+
+}  // namespace
+
+Status ShardStore::Impl::VerifyNewChecksums(size_t* verified, size_t* skipped) const {
+  ReaderLock db_lock(&db_mu_);
+  if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is not open");
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db_->GetLiveFilesMetaData(&files);
+  const std::string list = dir_ + "/" + kVerifiedFileName;
+  const std::set<std::pair<std::string, uint64_t>> before = ReadVerified(list);
+  std::ostringstream now;
+  *verified = 0;
+  *skipped = 0;
+  for (const rocksdb::LiveFileMetaData& f : files) {
+    std::string name = f.name;
+    if (!name.empty() && name[0] == '/') name.erase(0, 1);
+    if (before.count({name, f.size}) == 0) {
+      rocksdb::SstFileReader reader(db_->GetOptions());
+      const std::string path = dir_ + "/" + name;
+      rocksdb::Status s = reader.Open(path);
+      if (s.ok()) s = reader.VerifyChecksum();
+      if (!s.ok()) {
+        return FromRocks(s, "verify the checksums of " + path);
+      }
+      ++*verified;
+    } else {
+      ++*skipped;
+    }
+    now << name << " " << f.size << "\n";
+  }
+  // Best effort: without the list the next open reads every file again.
+  const std::string tmp = list + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << now.str();
+    if (!out.flush()) return Status::OK();
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, list, ec);
+  return Status::OK();
 }
 
 Status ShardStore::Impl::Flush() {

@@ -142,6 +142,7 @@ class ShardStore::Impl {
   StatusOr<std::string> LastImport() const;
   Status Flush();
   Status VerifyChecksums() const;
+  Status VerifyNewChecksums(size_t* verified, size_t* skipped) const;
   Status ApproximateSize(uint64_t* disk_bytes, uint64_t* estimated_keys) const;
   bool GetIntProperty(const std::string& name, uint64_t* value) const;
   Status ApproximateTableSize(uint32_t table, uint64_t* bytes) const;

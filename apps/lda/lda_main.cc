@@ -23,6 +23,7 @@
 #include "apps/shared/stop_signal.h"
 #include "client/metrics.h"
 #include "client/pace.h"
+#include "common/malloc_tuning.h"
 #include "tools/cli/cli.h"
 
 DEFINE_string(docword, "", "UCI bag-of-words docword.txt");
@@ -319,6 +320,7 @@ int main(int argc, char** argv) {
   pace::apps::SetFlagDefault("clocks", "30");
   pace::cli::ParseCommandLine(info, &argc, &argv);
   FLAGS_logtostderr = true;
+  pace::TuneMallocForClocks();
   google::InitGoogleLogging(argv[0]);
   pace::apps::InstallStopSignal({"pace_lda", "; rerun the same command with --resume", 10});
   if (argc > 1) {

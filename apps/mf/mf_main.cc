@@ -28,6 +28,7 @@
 #include "apps/shared/stop_signal.h"
 #include "client/metrics.h"
 #include "client/pace.h"
+#include "common/malloc_tuning.h"
 #include "tools/cli/cli.h"
 
 DEFINE_string(train, "", "training ratings file (csv, tsv, dat or plain; see --format)");
@@ -539,6 +540,7 @@ int main(int argc, char** argv) {
   pace::apps::SetFlagDefault("clocks", "60");
   pace::cli::ParseCommandLine(info, &argc, &argv);
   FLAGS_logtostderr = true;
+  pace::TuneMallocForClocks();
   google::InitGoogleLogging(argv[0]);
   pace::apps::InstallStopSignal({"pace_mf", "; rerun the same command with --resume", 10});
   if (argc > 1) {

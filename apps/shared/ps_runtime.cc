@@ -15,6 +15,7 @@
 #include "apps/shared/random.h"
 #include "apps/shared/report.h"
 #include "apps/shared/stop_signal.h"
+#include "common/thread_name.h"
 
 namespace pace {
 namespace apps {
@@ -169,6 +170,7 @@ Status RunWorkers(Client* client, int n,
   threads.reserve(n);
   for (int i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
+      SetThreadName("pace-worker-" + std::to_string(i));
       std::unique_ptr<Worker> worker;
       Status s = client->RegisterWorker(&worker);
       if (!s.ok()) record(s, i);

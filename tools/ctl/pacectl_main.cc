@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/malloc_tuning.h"
 #include "tools/cli/cli.h"
 #include "tools/ctl/ctl.h"
 
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
   FLAGS_minloglevel = 1;  // warnings and errors only; --minloglevel=0 for more
   const std::string all_data_dirs = AllDataDirs(argc, argv);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pace::TuneMallocForClocks();
   google::InitGoogleLogging(argv[0]);
 
   pace::ctl::CtlOptions options;
