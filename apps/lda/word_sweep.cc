@@ -25,6 +25,8 @@ Status WordTokenIndex::Build(const Corpus& corpus, const LocalDocs& docs, size_t
   }
   for (uint32_t w = 0; w < vocab; ++w) begin[w + 1] += begin[w];
   pos.resize(total);
+  start_token = count == 0 ? 0 : static_cast<uint32_t>(docs.offset[start % n]);
+  num_tokens = static_cast<uint32_t>(docs.z.size());
   std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
   for (size_t j = 0; j < count; ++j) {
     const size_t i = (start + j) % n;
@@ -58,9 +60,13 @@ void WordSweep::NextBlock(const WordTokenIndex& index, const Pass& pass, uint32_
                           std::vector<uint64_t>* words) const {
   words->clear();
   const uint32_t vocab = params_.vocab;
+  uint64_t tokens = 0;
   for (uint32_t& w = *cursor; w < vocab && words->size() < block_rows_; ++w) {
     const bool evaluated = pass.ll_word != nullptr && w % pass.num_parts == pass.part;
-    if (index.Count(w) > 0 || evaluated) words->push_back(w);
+    if (index.Count(w) == 0 && !evaluated) continue;
+    tokens += index.Count(w);
+    if (tokens > kBlockTokens && !words->empty()) break;
+    words->push_back(w);
   }
 }
 
@@ -92,25 +98,40 @@ void WordSweep::VisitWord(const WordTokenIndex& index, LocalDocs* docs, const Pa
       }
       break;
     }
-    case Mode::kSample: {
-      const double vbeta = params_.vocab * params_.beta;
-      for (uint32_t e = 0; e < n; ++e) {
-        const uint32_t t = pos[e];
-        int32_t* ndk = &docs->ndk[DocOfToken(*docs, t) * width_];
-        int k = z[t];
-        --ndk[k];
-        --row[k];
-        --pass.nk[k];
-        --delta[k];
-        k = SampleTopic(ndk, row, pass.nk, params_, vbeta, cdf_.data(), pass.rng->Uniform());
-        ++ndk[k];
-        ++row[k];
-        ++pass.nk[k];
-        ++delta[k];
-        z[t] = k;
-      }
-      break;
+    case Mode::kSample:
+      break;  // SampleBlock
+  }
+}
+
+void WordSweep::SampleBlock(const WordTokenIndex& index, LocalDocs* docs, const Pass& pass,
+                            const std::vector<uint64_t>& words) {
+  order_.clear();
+  for (size_t r = 0; r < words.size(); ++r) {
+    const uint32_t w = static_cast<uint32_t>(words[r]);
+    for (uint32_t e = index.begin[w]; e < index.begin[w + 1]; ++e) {
+      order_.push_back(uint64_t{index.OrderOf(index.pos[e])} << 32 | r);
     }
+  }
+  std::sort(order_.begin(), order_.end());
+  const double vbeta = params_.vocab * params_.beta;
+  std::vector<int32_t>& z = docs->z;
+  for (uint64_t o : order_) {
+    const uint32_t t = index.TokenAt(static_cast<uint32_t>(o >> 32));
+    const size_t r = static_cast<uint32_t>(o);
+    int32_t* row = &rows_[r * width_];
+    int32_t* delta = &delta_[r * width_];
+    int32_t* ndk = &docs->ndk[DocOfToken(*docs, t) * width_];
+    int k = z[t];
+    --ndk[k];
+    --row[k];
+    --pass.nk[k];
+    --delta[k];
+    k = SampleTopic(ndk, row, pass.nk, params_, vbeta, cdf_.data(), pass.rng->Uniform());
+    ++ndk[k];
+    ++row[k];
+    ++pass.nk[k];
+    ++delta[k];
+    z[t] = k;
   }
 }
 
@@ -143,10 +164,11 @@ Status WordSweep::Run(Worker* worker, const WordTokenIndex& index, LocalDocs* do
     if (read && !next.empty()) RETURN_IF_ERROR(worker->Prefetch(table_, next));
     if (read) RETURN_IF_ERROR(worker->GetRows(table_, words, rows_.data()));
     std::fill(delta_.begin(), delta_.begin() + words.size() * width_, 0);
+    if (pass.mode == Mode::kSample) SampleBlock(index, docs, pass, words);
     for (size_t r = 0; r < words.size(); ++r) {
       const uint32_t w = static_cast<uint32_t>(words[r]);
       int32_t* row = &rows_[r * width_];
-      VisitWord(index, docs, pass, w, row, &delta_[r * width_]);
+      if (pass.mode != Mode::kSample) VisitWord(index, docs, pass, w, row, &delta_[r * width_]);
       if (pass.ll_word != nullptr && w % pass.num_parts == pass.part) {
         *pass.ll_word += WordRowLogLik(row, params_);
       }

@@ -16,10 +16,18 @@
 // grow by one block at a time, so they leave in parts of the clock's batch
 // as they fill (ClientOptions::open_delta_mb).
 //
+// Within a block, the tokens are resampled in the clock's document order
+// (a block also ends at kBlockTokens tokens, so this order costs at most
+// 8 bytes a token of a block): with a vocabulary that fits one block, the
+// sweep visits tokens exactly as a document-by-document sweep does.
 // Collapsed Gibbs sampling is exact in any visiting order: every token is
 // resampled once per clock from the counts with its own assignment removed,
 // and the deltas added are exactly the change of the assignments (so the
 // table's counts equal the assignments' counts once every clock is applied).
+// The order still matters for how fast the sampler mixes: visiting every
+// token of a word before the next word's (sorting the whole clock by word)
+// left a small corpus (200 words, 5 topics) in a mode 12% below the usual
+// one in ~10% of the runs.
 //
 // Thread-compatible: one WordSweep per worker.
 #ifndef PACE_APPS_LDA_WORD_SWEEP_H_
@@ -42,6 +50,8 @@ namespace lda {
 struct WordTokenIndex {
   std::vector<uint32_t> begin;  // vocab + 1
   std::vector<uint32_t> pos;
+  uint32_t start_token = 0;  // the window's first token
+  uint32_t num_tokens = 0;   // LocalDocs::z.size()
 
   // Groups the tokens of local documents start, start + 1, ..., start +
   // count - 1 (cyclic over docs.ids). InvalidArgument if the worker holds
@@ -49,6 +59,14 @@ struct WordTokenIndex {
   Status Build(const Corpus& corpus, const LocalDocs& docs, size_t start, size_t count,
                uint32_t vocab);
   uint32_t Count(uint32_t word) const { return begin[word + 1] - begin[word]; }
+  // Token t's place in the window's document order, and back.
+  uint32_t OrderOf(uint32_t t) const {
+    return t >= start_token ? t - start_token : t + (num_tokens - start_token);
+  }
+  uint32_t TokenAt(uint32_t order) const {
+    return order < num_tokens - start_token ? order + start_token
+                                            : order - (num_tokens - start_token);
+  }
   uint64_t bytes() const { return (begin.capacity() + pos.capacity()) * sizeof(uint32_t); }
 };
 
@@ -59,6 +77,8 @@ class WordSweep {
  public:
   // Row bytes of one block (values; the deltas take as much again).
   static constexpr size_t kBlockBytes = size_t{1} << 20;
+  // Tokens of one block (a word with more is a block alone).
+  static constexpr uint32_t kBlockTokens = uint32_t{1} << 16;
 
   enum class Mode {
     // Clock 0: adds the counts of the current assignments (nothing read).
@@ -91,16 +111,22 @@ class WordSweep {
 
   // The rows of a block (at least 16).
   size_t block_rows() const { return block_rows_; }
-  uint64_t bytes() const { return (rows_.capacity() + delta_.capacity()) * sizeof(int32_t); }
+  uint64_t bytes() const {
+    return (rows_.capacity() + delta_.capacity()) * sizeof(int32_t) +
+           order_.capacity() * sizeof(uint64_t);
+  }
 
  private:
   // The next block of words from *cursor on that the pass needs.
   void NextBlock(const WordTokenIndex& index, const Pass& pass, uint32_t* cursor,
                  std::vector<uint64_t>* words) const;
   // The tokens of word `word`, its row values at `row` (if read) and its
-  // delta at `delta`.
+  // delta at `delta` (kInit, kReplay).
   void VisitWord(const WordTokenIndex& index, LocalDocs* docs, const Pass& pass, uint32_t word,
                  int32_t* row, int32_t* delta);
+  // kSample: resamples the tokens of the block's words in document order.
+  void SampleBlock(const WordTokenIndex& index, LocalDocs* docs, const Pass& pass,
+                   const std::vector<uint64_t>& words);
   // Inc of the rows of `words` whose delta is not zero.
   Status AddChanged(Worker* worker, const std::vector<uint64_t>& words);
 
@@ -112,6 +138,8 @@ class WordSweep {
   std::vector<int32_t> rows_;   // block_rows_ x width_: the block's rows as read, then updated
   std::vector<int32_t> delta_;  // block_rows_ x width_: their change in this pass
   std::vector<uint64_t> changed_;
+  // A block's tokens: (place in document order << 32) | row in the block.
+  std::vector<uint64_t> order_;
   std::vector<double> cdf_;
 };
 
