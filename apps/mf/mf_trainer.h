@@ -82,6 +82,8 @@ struct MfTrainSummary {
   bool stopped = false;
 };
 
+class MfWorker;
+
 class MfTrainer {
  public:
   // `client` and `data` must outlive the trainer.
@@ -113,8 +115,7 @@ class MfTrainer {
   const Table& stats_table() const { return tables_[2]; }
 
  private:
-  struct Shared;
-  Status WorkerLoop(int index, Worker* worker, const std::atomic<bool>& failed, Shared* shared);
+  friend class MfWorker;  // one worker thread's loop (mf_worker.h)
 
   Client* const client_;
   MfDataset* const data_;

@@ -1,0 +1,379 @@
+#include "apps/mf/mf_worker.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "apps/shared/stop_signal.h"
+
+namespace pace {
+namespace mf {
+
+using apps::MeasureCols;
+
+namespace {
+
+// Ratings per look-ahead chunk: the rows of two chunks per worker (a user and
+// an item row per rating at most) take at most a quarter of the cache budget,
+// within [256, 8192] ratings.
+size_t LookAheadRatings(uint64_t cache_budget_bytes, uint32_t width, int workers) {
+  const uint64_t row_bytes = uint64_t{width} * sizeof(float) + 160;  // + entry overhead
+  const uint64_t per_chunk =
+      cache_budget_bytes / (4 * 2 * 2 * row_bytes * static_cast<uint64_t>(std::max(1, workers)));
+  return static_cast<size_t>(std::clamp<uint64_t>(per_chunk, 256, 8192));
+}
+
+constexpr bool kTrain = true;
+constexpr bool kTest = false;
+
+}  // namespace
+
+MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::atomic<bool>& failed,
+                   MfTrainShared* shared)
+    : t_(*trainer),
+      data_(*trainer->data_),
+      options_(trainer->options_),
+      w_(index),
+      worker_(worker),
+      failed_(failed),
+      sh_(shared),
+      ut_(trainer->tables_[0]),
+      it_(trainer->tables_[1]),
+      st_(trainer->tables_[2]),
+      width_(trainer->width_),
+      reporter_(trainer->client_->client_id() == 0 && index == 0),
+      ubuf_(data_.users.size(), width_),
+      ibuf_(data_.items.size(), width_),
+      zero_(width_, 0.0f),
+      user_mark_(data_.users.size(), 0),
+      item_mark_(data_.items.size(), 0),
+      pushes_(trainer->client_),
+      // Every worker reads the completed stats rows (only worker 0 of client
+      // 0 reports them): reading an uncached row is a round trip to its
+      // shard, and if one worker paid it every clock, it would fall behind
+      // the others, which ssp/essp let run up to s clocks ahead (the others
+      // then read rows up to s clocks old). The first reader of a row fetches
+      // it; the others mostly hit the process cache.
+      reader_(trainer->tables_[2], options_.run, shared->start_clock, shared->end_clock,
+              reporter_ ? trainer->client_ : nullptr),
+      cols_(MeasureCols::kCount + MfStatsCols::kCount) {
+  Client* client = t_.client_;
+  const uint32_t workers = static_cast<uint32_t>(options_.run.workers);
+  const uint32_t num_parts = client->num_clients() * workers;
+  const uint32_t part_id = client->client_id() * workers + static_cast<uint32_t>(w_);
+  part_ = Range{t_.parts_[part_id], t_.parts_[part_id + 1]};
+  test_part_ = PartOf(data_.test.size(), part_id, num_parts);
+  p_.rank = options_.rank;
+  p_.biases = options_.biases;
+  p_.mean = static_cast<float>(data_.mean);
+  SetFactorPenalties(data_, options_.lambda, &p_);
+  p_.bias_lambda = static_cast<float>(options_.bias_lambda);
+
+  // Look-ahead: the rows of the next `chunk` ratings are prefetched (one
+  // Read per shard and table, skipping rows cached fresh, pushed or in
+  // flight) while the worker computes on the ratings before them, so that a
+  // Get finds its row cached instead of paying a round trip per row. The
+  // window is `2 * chunk` ratings ahead at most; its rows are a small part of
+  // the cache budget, so they are not evicted before they are read (and the
+  // cache prefers to evict rows outside it: Worker::Prefetch).
+  chunk_ = LookAheadRatings(client->Stats().cache_budget_bytes, width_, options_.run.workers);
+  // The user rows a worker keeps copies of within a clock (RowBuffer: the
+  // value as read and as updated): four look-ahead chunks' worth. Item rows
+  // likewise: with budgets that fit, all items fit in it (they recur in every
+  // chunk and are kept for the whole clock); under a small budget they would
+  // not (20k items x rank 128 are 20 MB of copies per worker plus 10 MB of
+  // deltas), so they are flushed like user rows.
+  // Under a small cache (chunk below its cap of 8192) two chunks' worth: the
+  // copies are then as large as the client cache itself otherwise.
+  user_buffer_rows_ = (chunk_ >= 8192 ? 4 : 2) * chunk_;
+  item_buffer_rows_ = user_buffer_rows_;
+}
+
+Status MfWorker::Run() {
+  if (worker_->clock() != sh_->start_clock) {
+    return Status::Internal("worker starts at clock " + std::to_string(worker_->clock()) +
+                            ", the client's resume clock is " + std::to_string(sh_->start_clock));
+  }
+  interval_start_ = apps::NowNs();
+  // --v=1: where each clock's wall time went (on a CPU, runnable, blocked).
+  trace_start_ = interval_start_;
+  trace_sched_ = apps::ReadThreadSchedTimes();
+  for (ClockT c = worker_->clock(); c < sh_->end_clock; c = worker_->clock()) {
+    if (failed_.load()) return Status::Aborted("another worker failed");
+    if (apps::StopBefore(c)) {
+      sh_->stopped = true;
+      break;
+    }
+    apps::MaybeStraggle(options_.run, t_.client_->client_id(), w_, c);
+    size_t count = 0;
+    double train_sq = 0;
+    RETURN_IF_ERROR(TrainPass(c, &count, &train_sq));
+    double test_sq = 0, test_n = 0;
+    if ((c + 1) % options_.run.eval_every == 0 || c + 1 == sh_->end_clock) {
+      RETURN_IF_ERROR(TestPass(&test_sq, &test_n));
+    }
+    ubuf_.Clear();
+    ibuf_.Clear();
+    RETURN_IF_ERROR(EndClock(c, count, train_sq, test_sq, test_n));
+  }
+  return Finish();
+}
+
+Status MfWorker::TrainPass(ClockT c, size_t* count, double* train_sq) {
+  p_.lr = static_cast<float>(StepSize(options_.lr, c, options_.lr_power));
+  const Window win = MinibatchWindow(part_.size(), options_.minibatch, c);
+  pushes_.Newer();  // the copies are empty here: read from now on
+  refreshed_at_ = 0;
+  *count = win.count;
+  double sq = 0;
+  auto train_rating = [&](size_t j) -> const Rating& {
+    return data_.train[part_.begin + (win.start + j) % part_.size()];
+  };
+  RETURN_IF_ERROR(WithLookAhead(kTrain, win.count, train_rating, [&](const Rating& r) {
+    float* u = UserRow(r.user);
+    float* v = ItemRow(r.item);
+    const float e = SgdUpdate(u, v, r.value, t_.reg_.user[r.user], t_.reg_.item[r.item], p_);
+    sq += static_cast<double>(e) * e;
+  }));
+  *train_sq = sq;
+  RETURN_IF_ERROR(load_status_);
+  RETURN_IF_ERROR(FlushChanges(ubuf_, data_.users, ut_));
+  return FlushChanges(ibuf_, data_.items, it_);
+}
+
+Status MfWorker::TestPass(double* test_sq, double* test_n) {
+  double sq = 0;
+  auto test_rating = [&](size_t j) -> const Rating& { return data_.test[test_part_.begin + j]; };
+  RETURN_IF_ERROR(WithLookAhead(kTest, test_part_.size(), test_rating, [&](const Rating& r) {
+    const float* u = r.user == IdMap::kUnknown ? zero_.data() : UserRow(r.user);
+    const float* v = r.item == IdMap::kUnknown ? zero_.data() : ItemRow(r.item);
+    const float e = r.value - Clip(Predict(u, v, p_), data_.min_rating, data_.max_rating);
+    sq += static_cast<double>(e) * e;
+  }));
+  RETURN_IF_ERROR(load_status_);
+  *test_sq = sq;
+  *test_n = static_cast<double>(test_part_.size());
+  return Status::OK();
+}
+
+Status MfWorker::EndClock(ClockT c, size_t count, double train_sq, double test_sq, double test_n) {
+  double* app = cols_.data() + MeasureCols::kCount;
+  std::fill(cols_.begin(), cols_.end(), 0.0);
+  cols_[MeasureCols::kWallSeconds] = apps::SecondsSince(interval_start_);
+  interval_start_ = apps::NowNs();
+  sh_->measure->EndClock(c, cols_.data());
+  app[MfStatsCols::kTrainSq] = train_sq;
+  app[MfStatsCols::kTrainN] = static_cast<double>(count);
+  app[MfStatsCols::kTestSq] = test_sq;
+  app[MfStatsCols::kTestN] = test_n;
+  RETURN_IF_ERROR(worker_->Inc(st_, static_cast<uint64_t>(c), cols_.data()));
+  RETURN_IF_ERROR(worker_->Clock());
+  // Every worker of every process starts the next clock together: processes
+  // start at different times (reading the input), and under ssp/essp nothing
+  // pulls a process that started first back from up to s clocks ahead, which
+  // would show up as read staleness of up to s throughout.
+  if (c == sh_->start_clock && c + 1 < sh_->end_clock) RETURN_IF_ERROR(worker_->GlobalBarrier());
+  sh_->ratings += count;
+  if (VLOG_IS_ON(1)) TraceClock(c, count);
+  if (reporter_) {
+    clock_end_seconds_.push_back(apps::SecondsSince(sh_->start_ns));
+    return reader_.Poll(
+        worker_, [this](ClockT rc, const std::vector<double>& row) { return Report(rc, row); });
+  }
+  return reader_.Poll(worker_, [](ClockT, const std::vector<double>&) { return Status::OK(); });
+}
+
+void MfWorker::TraceClock(ClockT c, size_t count) {
+  const int64_t now = apps::NowNs();
+  const apps::ThreadSchedTimes t = apps::ReadThreadSchedTimes();
+  const double wall = (now - trace_start_) / 1e6, run = (t.run_ns - trace_sched_.run_ns) / 1e6,
+               wait = (t.wait_ns - trace_sched_.wait_ns) / 1e6;
+  VLOG(1) << "mf client " << t_.client_->client_id() << " worker " << w_ << ": clock " << c
+          << " wall " << wall << " ms, on cpu " << run << " ms, runnable " << wait
+          << " ms, blocked " << wall - run - wait << " ms, ended at " << now / 1000
+          << " us (steady); items refreshed after " << refreshed_at_ << " of " << count
+          << " ratings";
+  trace_start_ = now;
+  trace_sched_ = t;
+}
+
+Status MfWorker::Report(ClockT c, const std::vector<double>& row) {
+  const double* app = row.data() + MeasureCols::kCount;
+  MfReport rep;
+  rep.clock = c;
+  size_t k = static_cast<size_t>(c - sh_->start_clock);
+  rep.seconds = k < clock_end_seconds_.size() ? clock_end_seconds_[k] : 0;
+  rep.ratings = static_cast<uint64_t>(app[MfStatsCols::kTrainN]);
+  rep.train_loss = app[MfStatsCols::kTrainSq] / std::max(1.0, app[MfStatsCols::kTrainN]);
+  if (app[MfStatsCols::kTestN] > 0) {
+    rep.test_rmse = std::sqrt(app[MfStatsCols::kTestSq] / app[MfStatsCols::kTestN]);
+  }
+  apps::StalenessSummary ss = apps::SummarizeStaleness(row.data());
+  rep.staleness_mean = ss.mean;
+  rep.staleness_p99 = ss.p99;
+  rep.blocked_pct = apps::BlockedPercent(row.data());
+  if (c == sh_->end_clock - 1) sh_->final_test_rmse = rep.test_rmse;
+  if (sh_->on_report) sh_->on_report(rep);
+  return Status::OK();
+}
+
+Status MfWorker::Finish() {
+  if (!reporter_) return Status::OK();
+  auto emit = [this](ClockT c, const std::vector<double>& row) { return Report(c, row); };
+  if (sh_->stopped.load()) {
+    // Report every clock before the stop clock, so that the lines (and a
+    // --csv that --resume appends to) have no gap. With other processes,
+    // which stop at their own clocks, the barrier could wait for ever.
+    if (t_.client_->num_clients() > 1) return Status::OK();
+    return reader_.Finish(worker_, std::min(apps::StopClock(), sh_->end_clock), emit);
+  }
+  RETURN_IF_ERROR(reader_.Finish(worker_, sh_->end_clock, emit));
+  if (!options_.export_dir.empty()) {
+    RETURN_IF_ERROR(
+        t_.Export(worker_, options_.export_dir, sh_->end_clock, &sh_->export_stale_rows));
+  }
+  return Status::OK();
+}
+
+// --- Rows: the copies, the look-ahead, the changes -------------------------
+
+float* MfWorker::CopyOf(apps::RowBuffer<float>* buf, const Table& t, const IdMap& ids,
+                        uint32_t index) {
+  float* row = buf->Find(index);
+  if (row != nullptr) return row;
+  row = buf->Slot(index);
+  Status s = worker_->Get(t, ids.raw(index), row);
+  if (!s.ok() && load_status_.ok()) load_status_ = s;
+  buf->Loaded();
+  return row;
+}
+
+Status MfWorker::FlushChanges(const apps::RowBuffer<float>& buf, const IdMap& ids, const Table& t) {
+  buf.ChangedRows(&changed_, &deltas_);
+  changed_rows_.resize(changed_.size());
+  for (size_t k = 0; k < changed_.size(); ++k) changed_rows_[k] = ids.raw(changed_[k]);
+  return worker_->Inc(t, changed_rows_, deltas_.data());
+}
+
+const std::vector<uint64_t>& MfWorker::RawOf(const IdMap& ids,
+                                             const std::vector<uint32_t>& indices) {
+  raw_rows_.resize(indices.size());
+  for (size_t k = 0; k < indices.size(); ++k) raw_rows_[k] = ids.raw(indices[k]);
+  return raw_rows_;
+}
+
+template <typename RatingAt>
+void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating) {
+  if (++mark_ == 0) {  // wrapped: clear the marks once every 2^32 ranges
+    std::fill(user_mark_.begin(), user_mark_.end(), 0);
+    std::fill(item_mark_.begin(), item_mark_.end(), 0);
+    mark_ = 1;
+  }
+  range_users_.clear();
+  range_items_.clear();
+  for (size_t j = begin; j < end; ++j) {
+    const Rating& r = rating(j);
+    if (r.user != IdMap::kUnknown && user_mark_[r.user] != mark_) {
+      user_mark_[r.user] = mark_;
+      if (ubuf_.Find(r.user) == nullptr) range_users_.push_back(r.user);
+    }
+    if (r.item != IdMap::kUnknown && item_mark_[r.item] != mark_) {
+      item_mark_[r.item] = mark_;
+      if (ibuf_.Find(r.item) == nullptr) range_items_.push_back(r.item);
+    }
+  }
+}
+
+// Prefetches the rows of ratings [begin, end) that the copies lack.
+template <typename RatingAt>
+Status MfWorker::PrefetchRange(size_t begin, size_t end, RatingAt&& rating) {
+  CollectRange(begin, end, rating);
+  if (!range_users_.empty()) {
+    RETURN_IF_ERROR(worker_->Prefetch(ut_, RawOf(data_.users, range_users_)));
+  }
+  if (!range_items_.empty()) {
+    RETURN_IF_ERROR(worker_->Prefetch(it_, RawOf(data_.items, range_items_)));
+  }
+  return Status::OK();
+}
+
+// The rows of a look-ahead chunk that the copies lack are read in one
+// Worker::GetRows per table when the chunk starts (prefetched a chunk
+// earlier, they are mostly cached by then), so the ratings find every row
+// they need in the copies: no per-rating call into the client. Before a chunk
+// is read, copies over their bound go to the table (training) or are dropped
+// (test: their changes are there already).
+Status MfWorker::LoadRows(const Table& t, const IdMap& ids, const std::vector<uint32_t>& indices,
+                          apps::RowBuffer<float>* buf) {
+  if (indices.empty()) return Status::OK();
+  load_block_.resize(indices.size() * width_);
+  RETURN_IF_ERROR(worker_->GetRows(t, RawOf(ids, indices), load_block_.data()));
+  buf->LoadBlock(indices, load_block_.data());
+  return Status::OK();
+}
+
+template <typename RatingAt>
+Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& rating) {
+  CollectRange(begin, end, rating);
+  bool cleared = false;
+  if (ubuf_.loaded() + range_users_.size() > user_buffer_rows_) {
+    if (training) RETURN_IF_ERROR(FlushChanges(ubuf_, data_.users, ut_));
+    ubuf_.Clear();
+    cleared = true;
+  }
+  if (ibuf_.loaded() + range_items_.size() > item_buffer_rows_) {
+    if (training) RETURN_IF_ERROR(FlushChanges(ibuf_, data_.items, it_));
+    ibuf_.Clear();
+    cleared = true;
+  }
+  if (cleared) CollectRange(begin, end, rating);
+  RETURN_IF_ERROR(LoadRows(ut_, data_.users, range_users_, &ubuf_));
+  return LoadRows(it_, data_.items, range_items_, &ibuf_);
+}
+
+// Under essp/async the push of the previous clock usually completes some
+// milliseconds into a clock, after the worker has read (and copied) nearly
+// every item row it needs: items recur in every chunk and are kept for the
+// whole clock. So at the first look-ahead chunk boundary after such a push
+// the item copies are given up: while training their changes go to the table
+// first (during the test pass they are there already), and later ratings read
+// the pushed value, which includes them (read-my-writes). This is what a Get
+// per access through the cache (Bösen's MF) sees, at the cost of one more Get
+// per item per push (one push per global clock). User rows are partitioned by
+// worker: no one else updates them, a push never changes them, and their
+// copies are kept.
+void MfWorker::RefreshItems(bool training, size_t j) {
+  if (training) {
+    if (refreshed_at_ == 0) refreshed_at_ = j;
+    Status s = FlushChanges(ibuf_, data_.items, it_);
+    if (!s.ok() && load_status_.ok()) load_status_ = s;
+  }
+  ibuf_.Clear();
+}
+
+// Runs body(rating(j)) for j in [0, count) chunk by chunk: when a chunk
+// starts, the item copies are refreshed after a push (see RefreshItems), the
+// look-ahead window is filled up to the end of the next chunk, and the
+// chunk's rows are read into the copies.
+template <typename RatingAt, typename Body>
+Status MfWorker::WithLookAhead(bool training, size_t count, RatingAt&& rating, Body&& body) {
+  size_t ahead = 0;  // ratings [0, ahead) have been prefetched
+  for (size_t j = 0; j < count; ++j) {
+    if (j % chunk_ == 0) {
+      if (j > 0 && pushes_.Newer()) RefreshItems(training, j);
+      while (ahead < std::min(count, j + 2 * chunk_)) {
+        const size_t end = std::min(count, ahead + chunk_);
+        RETURN_IF_ERROR(PrefetchRange(ahead, end, rating));
+        ahead = end;
+      }
+      RETURN_IF_ERROR(LoadChunk(training, j, std::min(count, j + chunk_), rating));
+    }
+    body(rating(j));
+  }
+  return Status::OK();
+}
+
+}  // namespace mf
+}  // namespace pace

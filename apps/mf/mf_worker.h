@@ -1,0 +1,141 @@
+// One pace_mf worker thread's loop over its clocks, in named stages
+// (MfTrainer::Train runs one MfWorker per thread). Internal to pace_mf.
+//
+// A clock:
+//   TrainPass  the worker's minibatch of ratings, look-ahead chunk by chunk:
+//              at each chunk start the rows of the chunks ahead are
+//              prefetched (PrefetchRange), the chunk's rows are read into the
+//              worker's copies with one GetRows per table (LoadChunk), and
+//              after a push the item copies are given up (RefreshItems);
+//              the ratings then update the copies (SgdUpdate), and at the
+//              end the changes go to the tables with one Inc per table
+//              (FlushChanges);
+//   TestPass   (every eval_every clocks) the test ratings against the copies;
+//   EndClock   the clock's stats row, Clock(), the --v=1 trace
+//              (TraceClock) and the reporter's rows (Report).
+#ifndef PACE_APPS_MF_MF_WORKER_H_
+#define PACE_APPS_MF_MF_WORKER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "apps/mf/mf_model.h"
+#include "apps/mf/mf_trainer.h"
+#include "apps/mf/ratings_data.h"
+#include "apps/shared/ps_runtime.h"
+#include "apps/shared/report.h"
+#include "apps/shared/row_buffer.h"
+#include "client/pace.h"
+#include "common/status.h"
+
+namespace pace {
+namespace mf {
+
+// What the workers of one MfTrainer::Train share.
+struct MfTrainShared {
+  int64_t start_ns = 0;
+  ClockT start_clock = 0;
+  ClockT end_clock = 0;
+  std::function<void(const MfReport&)> on_report;
+  std::unique_ptr<apps::ProcessMeasure> measure;
+  std::atomic<uint64_t> ratings{0};
+  std::atomic<bool> stopped{false};  // SIGINT/SIGTERM: the workers stopped at StopClock()
+  // Written by the reporting worker only.
+  std::optional<double> final_test_rmse;
+  uint64_t export_stale_rows = 0;
+};
+
+class MfWorker {
+ public:
+  // `trainer` (set up), `worker`, `failed` and `shared` outlive the MfWorker.
+  MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::atomic<bool>& failed,
+           MfTrainShared* shared);
+
+  // Clocks start_clock .. end_clock - 1 (or to the stop clock), then the
+  // reporter's last rows and --export.
+  Status Run();
+
+ private:
+  Status TrainPass(ClockT c, size_t* count, double* train_sq);
+  Status TestPass(double* test_sq, double* test_n);
+  Status EndClock(ClockT c, size_t count, double train_sq, double test_sq, double test_n);
+  Status Finish();
+
+  // Runs body(rating(j)) for j in [0, count) look-ahead chunk by chunk.
+  template <typename RatingAt, typename Body>
+  Status WithLookAhead(bool training, size_t count, RatingAt&& rating, Body&& body);
+  // The distinct rows of ratings [begin, end) that the copies lack, into
+  // range_users_ / range_items_.
+  template <typename RatingAt>
+  void CollectRange(size_t begin, size_t end, RatingAt&& rating);
+  template <typename RatingAt>
+  Status PrefetchRange(size_t begin, size_t end, RatingAt&& rating);
+  template <typename RatingAt>
+  Status LoadChunk(bool training, size_t begin, size_t end, RatingAt&& rating);
+  Status LoadRows(const Table& t, const IdMap& ids, const std::vector<uint32_t>& indices,
+                  apps::RowBuffer<float>* buf);
+  // The clock's changes of one table's copies, with one batched Inc.
+  Status FlushChanges(const apps::RowBuffer<float>& buf, const IdMap& ids, const Table& t);
+  void RefreshItems(bool training, size_t j);
+  // A row's copy, read with a Get if the look-ahead did not load it.
+  float* CopyOf(apps::RowBuffer<float>* buf, const Table& t, const IdMap& ids, uint32_t index);
+  float* UserRow(uint32_t u) { return CopyOf(&ubuf_, ut_, data_.users, u); }
+  float* ItemRow(uint32_t i) { return CopyOf(&ibuf_, it_, data_.items, i); }
+  const std::vector<uint64_t>& RawOf(const IdMap& ids, const std::vector<uint32_t>& indices);
+  Status Report(ClockT c, const std::vector<double>& row);
+  void TraceClock(ClockT c, size_t count);
+
+  MfTrainer& t_;
+  const MfDataset& data_;
+  const MfTrainOptions& options_;
+  const int w_;
+  Worker* const worker_;
+  const std::atomic<bool>& failed_;
+  MfTrainShared* const sh_;
+  const Table& ut_;
+  const Table& it_;
+  const Table& st_;
+  const uint32_t width_;
+  Range part_;
+  Range test_part_;
+  SgdParams p_;
+  const bool reporter_;
+
+  apps::RowBuffer<float> ubuf_;
+  apps::RowBuffer<float> ibuf_;
+  const std::vector<float> zero_;
+  Status load_status_;  // the first failed Get of UserRow / ItemRow
+  // Look-ahead (see mf_worker.cc, WithLookAhead).
+  size_t chunk_ = 0;
+  size_t user_buffer_rows_ = 0;
+  size_t item_buffer_rows_ = 0;
+  std::vector<uint32_t> user_mark_;
+  std::vector<uint32_t> item_mark_;
+  uint32_t mark_ = 0;
+  std::vector<uint32_t> range_users_;
+  std::vector<uint32_t> range_items_;
+  std::vector<uint64_t> raw_rows_;
+  std::vector<float> load_block_;
+  std::vector<uint32_t> changed_;
+  std::vector<uint64_t> changed_rows_;
+  std::vector<float> deltas_;
+  apps::PushWatch pushes_;
+  size_t refreshed_at_ = 0;  // of the clock's training ratings, for --v=1
+
+  // Stats and reports.
+  std::vector<double> clock_end_seconds_;  // of this worker, by clock - start_clock
+  apps::StatsRowReader reader_;
+  std::vector<double> cols_;
+  int64_t interval_start_ = 0;
+  int64_t trace_start_ = 0;
+  apps::ThreadSchedTimes trace_sched_;
+};
+
+}  // namespace mf
+}  // namespace pace
+
+#endif  // PACE_APPS_MF_MF_WORKER_H_
