@@ -49,6 +49,7 @@
 #include "common/mutex.h"
 #include "common/steady_time.h"
 #include "common/thread_annotations.h"
+#include "consistency/client_engine.h"
 #include "net/messages.h"
 
 namespace pace {
@@ -315,9 +316,9 @@ class Client::Impl : public client::ChannelListener {
     return shards_.size() == 1 ? 0 : ShardOf(key.table, key.row, num_shards());
   }
   Version EffectiveVersion(const client::CacheEntry& e) const {
-    if (!e.subscribed) return e.version;
-    Version pushed = shards_[e.shard]->pushed_version.load(std::memory_order_acquire);
-    return pushed > e.version ? pushed : e.version;
+    if (!e.subscribed) return e.version;  // no load of the shard's pushed_version
+    return client_engine::EffectiveVersion(
+        e.version, true, shards_[e.shard]->pushed_version.load(std::memory_order_acquire));
   }
   client::TableCounters* Counters(client::WorkerStats* ws, client::TableState* t) {
     return ws->For(t->index, t->hist_bound);

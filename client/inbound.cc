@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "client/client_impl.h"
+#include "consistency/client_engine.h"
 
 namespace pace {
 
@@ -205,32 +206,35 @@ void Client::Impl::InstallRows(uint32_t k, const std::vector<net::RowData*>& row
 Status Client::Impl::InstallRowLocked(ShardState& sh, CacheStripe& st, CacheEntry* e,
                                       net::RowData& row, Version v, ClockT a, uint32_t parts,
                                       bool read, bool subscribe, Version read_min) {
+  namespace engine = client_engine;
   if (read) e->ReadAnswered(read_min);
-  if (!read && !e->subscribed) {
-    st.MaybeErase(e);  // a push racing with our eviction of the row
+  const AppliedPosition acked{sh.acked_through.load(std::memory_order_acquire),
+                              sh.acked_parts.load(std::memory_order_acquire)};
+  const engine::ArrivalDecision d = engine::DecideArrival(
+      engine::CachedRow{e->has_value, e->version, e->subscribed, e->waiters > 0},
+      engine::RowArrival{v, AppliedPosition{a, parts}, read, subscribe}, acked);
+  if (d.action == engine::Arrival::kStalePush) {
+    st.MaybeErase(e);
     return Status::OK();
   }
   Status bad = ValidateRow(e->table->format, row.bytes);
   if (bad.ok()) {
-    if (client::PartBefore(a, parts, sh.acked_through.load(std::memory_order_acquire),
-                           sh.acked_parts.load(std::memory_order_acquire))) {
-      // The value predates an Ack we already processed, so the deltas it
-      // lacks were purged: it cannot be rebased. Drop it and ask again
-      // (a correct shard never sends this; docs/design.md,
-      // "Read-my-writes").
+    if (d.action == engine::Arrival::kRefetch) {
+      // A correct shard never sends this (docs/design.md, "Read-my-writes").
       LOG(WARNING) << "stale-applied value for row " << e->key.table << "/" << e->key.row
-                   << " (applied " << a << " part " << parts << " < acked "
-                   << sh.acked_through.load() << " part " << sh.acked_parts.load()
-                   << "); refetching";
-      if (!read) {
+                   << " (applied " << a << " part " << parts << " < acked " << acked.clock
+                   << " part " << acked.parts << "); refetching";
+      if (d.drop_value) {
         e->subscribed = false;
         st.DropValue(e);
       }
-      if (e->waiters > 0 || !read) SendRead(st, e, v, e->table->push);
+      if (d.send_read) SendRead(st, e, d.read_min_version, e->table->push);
     } else {
-      if (!e->has_value || v >= e->version) st.InstallValue(e, std::move(row.bytes), v, a, parts);
-      if (read && subscribe) e->subscribed = true;
-      if (!read) e->table->pushes_applied.fetch_add(1, std::memory_order_relaxed);
+      if (d.action == engine::Arrival::kInstall) {
+        st.InstallValue(e, std::move(row.bytes), v, a, parts);
+      }
+      if (d.subscribe) e->subscribed = true;
+      if (d.pushed) e->table->pushes_applied.fetch_add(1, std::memory_order_relaxed);
     }
     // Only a waiter of this row can make progress (others wait for their
     // own row, or for PushDone, which wakes every stripe): waking a stripe
@@ -244,8 +248,10 @@ Status Client::Impl::InstallRowLocked(ShardState& sh, CacheStripe& st, CacheEntr
 void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   ShardState& sh = *shards_[k];
   if (a.duplicate &&
-      !client::PartBefore(a.clock, a.part, sh.duplicates_below.load(std::memory_order_acquire),
-                          sh.duplicate_parts_below.load(std::memory_order_acquire))) {
+      client_engine::DuplicateFromAnotherSender(
+          a.clock, a.part,
+          AppliedPosition{sh.duplicates_below.load(std::memory_order_acquire),
+                          sh.duplicate_parts_below.load(std::memory_order_acquire)})) {
     // This process sent batch a.clock to shard k only once, after the shard
     // said it had not applied it: another sender applied it first.
     const std::string id = std::to_string(client_id());
@@ -258,11 +264,12 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
     return;
   }
   std::vector<SentBatch> done;
+  client_engine::AckOutcome ack;
   {
     std::lock_guard<std::mutex> l(sh.mu);
     // Batches (and parts) up to (a.clock, a.part), in the order they were sent.
-    while (!sh.unacked.empty() && !client::PartBefore(a.clock, a.part, sh.unacked.front().clock,
-                                                      sh.unacked.front().part)) {
+    ack = client_engine::TakeAck(sh.unacked, a.clock, a.part);
+    for (size_t i = 0; i < ack.batches; ++i) {
       done.push_back(std::move(sh.unacked.front()));
       sh.unacked.pop_front();
     }
@@ -270,29 +277,16 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   if (done.empty()) return;  // a duplicate Ack after a re-send
   // Published before purging: InstallRow then refuses values that would need
   // the purged deltas (only for shard k, whose messages we handle in order).
-  const SentBatch& last = done.back();
-  if (last.more) {
-    // A part: its clock stays open at the shard.
-    sh.acked_parts.store(last.part + 1, std::memory_order_release);
-    sh.acked_through.store(last.clock, std::memory_order_release);
-  } else {
-    sh.acked_parts.store(0, std::memory_order_release);
-    sh.acked_through.store(last.clock + 1, std::memory_order_release);
-  }
+  sh.acked_parts.store(ack.acked.parts, std::memory_order_release);
+  sh.acked_through.store(ack.acked.clock, std::memory_order_release);
   uint64_t purged = 0;
   for (const SentBatch& b : done) purged += PurgeBatch(b);
   unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
-  vap_.Acked(k, sh.acked_through.load(std::memory_order_acquire),
-             sh.acked_parts.load(std::memory_order_acquire));
+  vap_.Acked(k, ack.acked.clock, ack.acked.parts);
   // Through the last whole clock among them (an Ack that also covers a later
   // part still completes the clocks before it, for Flush).
-  for (auto b = done.rbegin(); b != done.rend(); ++b) {
-    if (!b->more) {
-      if (b->clock + 1 > sh.purged_through.load(std::memory_order_relaxed)) {
-        sh.purged_through.store(b->clock + 1, std::memory_order_release);
-      }
-      break;
-    }
+  if (ack.whole_clocks > sh.purged_through.load(std::memory_order_relaxed)) {
+    sh.purged_through.store(ack.whole_clocks, std::memory_order_release);
   }
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
@@ -354,18 +348,17 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   //    sh.unacked only changes under send_mu_ (append) or on this thread
   //    (Acks), so it is stable here.
   std::vector<const SentBatch*> batches;
+  AppliedPosition dup_below{sh.duplicates_below.load(), sh.duplicate_parts_below.load()};
   {
     std::lock_guard<std::mutex> l(sh.mu);
     for (const SentBatch& b : sh.unacked) batches.push_back(&b);
+    // The shard may have applied any of these already (their Acks were
+    // lost). Not w.applied_clock: batches above what we sent are someone
+    // else's.
+    dup_below = client_engine::DuplicatesBelowAfterResend(dup_below, sh.unacked);
   }
-  // The shard may have applied any of these already (their Acks were lost).
-  // Not w.applied_clock: batches above what we sent are someone else's.
-  ClockT dup_below = sh.duplicates_below.load();
-  if (!batches.empty() && batches.back()->clock + 1 > dup_below) {
-    dup_below = batches.back()->clock + 1;
-    sh.duplicate_parts_below.store(0, std::memory_order_release);
-  }
-  sh.duplicates_below.store(dup_below, std::memory_order_release);
+  sh.duplicate_parts_below.store(dup_below.parts, std::memory_order_release);
+  sh.duplicates_below.store(dup_below.clock, std::memory_order_release);
   for (const SentBatch* b : batches) {
     net::Apply apply = RebuildBatch(*b);
     batches_resent_.fetch_add(1, std::memory_order_relaxed);

@@ -21,7 +21,9 @@
 // clock, SSP pull / ESSP push, durability by re-sending unacknowledged batches.
 // A vap table (TableSchema::value_bound = v) has no read rule; instead a
 // worker's Clock() waits while its process's unacknowledged updates to a row
-// of it exceed v in L1 norm (docs/design.md, "VAP: the value bound").
+// of it exceed v in L1 norm. That bounds what each writer has in flight, not
+// what a reader misses, which the paper's VAP bounds (docs/design.md, "VAP:
+// the value bound").
 //
 // Thread-safety: a Client is safe for concurrent use by many threads. A Worker
 // belongs to one thread at a time (it is the identity of an application

@@ -36,12 +36,10 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
     result = AllShardsHealth();
     if (!result.ok()) break;
     // Subscribed rows are refreshed by pushes; everything else is pulled.
-    if (!(t->push && e->subscribed)) {
-      Version need = t->policy.MinVersion(c);
-      if (!e->ReadInFlightAtMost(need)) {
-        SendRead(st, e, need, t->push);
-        if (tc != nullptr) tc->fetched.Add(1);
-      }
+    const Version need = t->policy.MinVersion(c);
+    if (client_engine::AsksForRow(*e, t->push, need)) {
+      SendRead(st, e, need, t->push);
+      if (tc != nullptr) tc->fetched.Add(1);
     }
     if (!waited) {
       waited = true;
@@ -197,8 +195,7 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
       CacheEntry* en = st.Find(key, items[j].hash);
       if (en != nullptr) {
         if (en->has_value && t->policy.IsFresh(EffectiveVersion(*en), c)) continue;
-        if (t->push && en->subscribed) continue;  // the next push refreshes it
-        if (en->ReadInFlightAtMost(need)) continue;
+        if (!client_engine::AsksForRow(*en, t->push, need)) continue;
       } else {
         en = st.FindOrCreate(key, shard, t);
       }
@@ -219,13 +216,13 @@ void Client::Impl::ResubscribeShard(uint32_t k) {
   // One gatherer per table (few), each sending Reads of up to MaxRowsPerRead
   // rows to shard k.
   std::map<uint32_t, std::unique_ptr<ReadGatherer>> by_table;
+  const Version pushed = shards_[k]->pushed_version.load(std::memory_order_acquire);
   for (CacheStripe& st : stripes_) {
     client::SpinLock l(&st.mu);
     st.map.ForEach([&](CacheEntry* e) {
       st.mu.AssertHeld();  // held around ForEach
-      if (e->shard != k || !e->subscribed) return;
-      e->version = EffectiveVersion(*e);
-      e->subscribed = false;
+      if (e->shard != k) return;
+      if (!client_engine::EndSessionSubscription(e, pushed)) return;
       std::unique_ptr<ReadGatherer>& g = by_table[e->key.table];
       if (g == nullptr) g = std::make_unique<ReadGatherer>(this, e->table, 0);
       g->Add(st, e, /*look_ahead=*/false);

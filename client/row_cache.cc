@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "consistency/client_engine.h"
+
 namespace pace::client {
 
 CacheEntry* CacheStripe::FindOrCreate(const RowKey& key, uint32_t shard, TableState* table) {
@@ -95,9 +97,8 @@ void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version 
   const RowFormat& f = e->table->format;
   size_t old_charge = e->has_value ? Charge(*e) : 0;
   e->value = std::move(server_value);
-  for (const PendingDelta& p : e->pending) {
-    if (p.sealed && !PartBefore(p.clock, p.part, a, parts)) AddRowUnchecked(f, &e->value, p.delta);
-  }
+  client_engine::Rebase(e->pending, AppliedPosition{a, parts},
+                        [&](const PendingDelta& p) { AddRowUnchecked(f, &e->value, p.delta); });
   e->version = v;
   e->applied = a;
   e->applied_parts = parts;
@@ -145,10 +146,7 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_
   CacheEntry* e = Find(key, hash);
   if (e == nullptr) return 0;
   auto& pd = e->pending;
-  // Sealed deltas of (clock, part) up to (c, part).
-  auto acked = [c, part](const PendingDelta& p) {
-    return p.sealed && !PartBefore(c, part, p.clock, p.part);
-  };
+  auto acked = [c, part](const PendingDelta& p) { return client_engine::AckedBy(p, c, part); };
   size_t purged = 0;
   for (const PendingDelta& p : pd) {
     if (acked(p)) purged += p.delta.size();

@@ -16,7 +16,6 @@ void TuneMallocForClocks() {
   constexpr int kMiB = 1 << 20;
   mallopt(M_MMAP_THRESHOLD, 1024 * kMiB);
   mallopt(M_TRIM_THRESHOLD, 1024 * kMiB);
-  mallopt(M_TOP_PAD, 64 * kMiB);
 #endif
 }
 

@@ -14,8 +14,10 @@
 namespace pace {
 
 // Keeps freed heap memory for reuse instead of returning it to the kernel at
-// once: buffers up to 1 GiB come from the heap (not mmap), the heap's top is
-// trimmed only past 1 GiB free, and it grows 64 MiB at a time. Call once at
+// once: buffers up to 1 GiB come from the heap (not mmap), and the heap's top
+// is trimmed only past 1 GiB free (an explicit malloc_trim, as paced's after a
+// flood of replies, still returns it; a larger top pad would make that trim
+// keep the pad). Call once at
 // the start of main, before threads start. A no-op where glibc's mallopt is
 // missing. An explicit GLIBC_TUNABLES setting of the same knobs wins.
 void TuneMallocForClocks();

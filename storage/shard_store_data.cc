@@ -799,6 +799,12 @@ std::set<std::pair<std::string, uint64_t>> ReadVerified(const std::string& path)
 Status ShardStore::Impl::VerifyNewChecksums(size_t* verified, size_t* skipped) const {
   ReaderLock db_lock(&db_mu_);
   if (db_ == nullptr) return Status::Unavailable("the store in " + dir_ + " is not open");
+  // A compaction finishing meanwhile must not delete a file being read.
+  RETURN_IF_ERROR(FromRocks(db_->DisableFileDeletions(), "verify the checksums of " + dir_));
+  struct Reenable {
+    rocksdb::DB* db;
+    ~Reenable() { db->EnableFileDeletions(/*force=*/false).PermitUncheckedError(); }
+  } reenable{db_.get()};
   std::vector<rocksdb::LiveFileMetaData> files;
   db_->GetLiveFilesMetaData(&files);
   const std::string list = dir_ + "/" + kVerifiedFileName;

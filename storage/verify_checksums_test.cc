@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/row.h"
@@ -65,10 +67,23 @@ class VerifyChecksumsTest : public ::testing::Test {
     bool dup = false;
     ASSERT_TRUE(store_->ApplyBatch(0, clock, deltas, &dup).ok());
     ASSERT_TRUE(store_->Flush().ok());
+    Settle();
+  }
+  // Waits until no compaction is changing the files (the same SST files for
+  // a second), so that the calls of a test see one set of live files.
+  void Settle() {
+    std::vector<std::string> seen = SstFiles(dir_);
+    for (int stable_ms = 0, waited = 0; stable_ms < 1000 && waited < 20000; waited += 100) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::vector<std::string> now = SstFiles(dir_);
+      stable_ms = now == seen ? stable_ms + 100 : 0;
+      seen.swap(now);
+    }
   }
   void Reopen() {
     store_.reset();
     ASSERT_TRUE(ShardStore::Open(o_, dir_, &store_).ok());
+    Settle();
   }
 
   ScopedTempDir tmp_;

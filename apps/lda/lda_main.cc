@@ -192,6 +192,31 @@ int Run() {
     return rc != 0 ? rc : (s.ok() ? 0 : apps::UsageError(kProgram, s));
   }
 
+  const uint64_t app_bytes = LdaAppDataBytes(corpus, options, client_options.num_clients);
+  if (client_options.memory_mb > 0) {
+    // The budget is the process's: what it holds already (the binary, its
+    // libraries, the corpus as loaded: the peak RSS so far) and the data the
+    // workers are about to allocate come first; PaceDB gets the rest.
+    const size_t budget = client_options.memory_mb;
+    const uint64_t held =
+        apps::PeakRssBytes() +
+        LdaAppDataBytes(corpus, options, client_options.num_clients, /*include_corpus=*/false);
+    const size_t held_mb = static_cast<size_t>((held + (1u << 20) - 1) >> 20);
+    if (held_mb > budget / 2) {
+      return apps::UsageError(
+          kProgram,
+          Status::InvalidArgument(
+              "--memory_mb=" + std::to_string(budget) + " is too small for this corpus: the " +
+              "process, its documents, topic assignments and doc-topic counts take " +
+              std::to_string(held_mb) + " MiB of it (at most half); give at least " +
+              std::to_string(2 * held_mb)));
+    }
+    client_options.memory_mb = budget - held_mb;
+    std::printf(
+        "# --memory_mb=%zu: the process and its documents take %zu MiB, PaceDB the other %zu\n",
+        budget, held_mb, client_options.memory_mb);
+  }
+
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
   if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("opening the client"));
@@ -265,9 +290,8 @@ int Run() {
   std::printf("# done: %llu tokens in %.3f s: %.0f tokens/s in this process\n",
               static_cast<unsigned long long>(summary.tokens), summary.seconds,
               summary.tokens_per_second);
-  // The app's own data: the documents' tokens and their topic assignments.
-  apps::PrintMemorySummary(client->Stats(), corpus.num_tokens * 2 * sizeof(uint32_t) +
-                                                corpus.docs.size() * 3 * sizeof(void*));
+  // The app's own data (LdaAppDataBytes).
+  apps::PrintMemorySummary(client->Stats(), app_bytes);
   if (client->client_id() == 0 && FLAGS_topics_out > 0 && !summary.word_topic.empty()) {
     PrintTopics(corpus, summary.word_topic, trainer.params());
   }

@@ -129,9 +129,10 @@ double LocalDocsLogLik(const Corpus& corpus, const LocalDocs& docs, const LdaPar
 std::vector<std::vector<uint32_t>> TopWords(const std::vector<int32_t>& nwk, const LdaParams& p,
                                             int n);
 
-// The no-parameter-server baseline: the same sampler, document order,
-// minibatches and initialization as pace_lda with one worker, single-threaded
-// over plain arrays.
+// The no-parameter-server baseline: the same sampler, minibatches and
+// initialization as pace_lda with one worker, single-threaded over plain
+// arrays, visiting each clock's tokens document by document (pace_lda visits
+// them word by word, word_sweep.h: the same Gibbs sweep in another order).
 struct PlainLdaOptions {
   LdaParams params;
   double minibatch = 1.0;

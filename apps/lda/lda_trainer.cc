@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
 #include "apps/lda/lda_state.h"
+#include "apps/lda/word_sweep.h"
 #include "apps/shared/partition.h"
 #include "apps/shared/report.h"
-#include "apps/shared/row_buffer.h"
 #include "apps/shared/stop_signal.h"
 
 namespace pace {
@@ -32,6 +33,24 @@ Status ValidateLdaOptions(const LdaTrainOptions& o) {
   }
   if (o.table_prefix.empty()) return Status::InvalidArgument("--table_prefix must not be empty");
   return Status::OK();
+}
+
+uint64_t LdaAppDataBytes(const Corpus& corpus, const LdaTrainOptions& o, uint32_t num_clients,
+                         bool include_corpus) {
+  const uint64_t topics = static_cast<uint64_t>(std::max(1, o.params.topics));
+  const uint64_t clients = std::max<uint32_t>(1, num_clients);
+  const uint64_t workers = static_cast<uint64_t>(std::max(1, o.run.workers));
+  // Tokens: the corpus (every process), and per local token its assignment
+  // and its entry of the word index; per document: its vector and order
+  // entry, and locally its offset and doc-topic counts.
+  const uint64_t tokens = corpus.num_tokens, docs = corpus.docs.size();
+  uint64_t bytes = include_corpus ? tokens * sizeof(uint32_t) + docs * 3 * sizeof(void*) : 0;
+  bytes += docs * sizeof(uint32_t);
+  bytes +=
+      (tokens * 2 * sizeof(int32_t) + docs * (sizeof(size_t) + topics * sizeof(int32_t))) / clients;
+  // Per worker: the word index's offsets and two blocks of rows.
+  bytes += workers * (uint64_t{corpus.vocab_size} * sizeof(uint32_t) + 2 * WordSweep::kBlockBytes);
+  return bytes;
 }
 
 struct LdaTrainer::Shared {
@@ -190,31 +209,7 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
   const uint32_t num_parts = client_->num_clients() * static_cast<uint32_t>(run.workers);
   const uint32_t part_id = client_->client_id() * static_cast<uint32_t>(run.workers) + w;
   const apps::Range part = apps::PartOf(order_.size(), part_id, num_parts);
-  apps::RowBuffer<int32_t> wbuf(p.vocab, static_cast<uint32_t>(k_count));
   std::vector<int32_t> nk(k_count), nk_base(k_count), nk_delta(k_count);
-  std::vector<double> cdf(k_count);
-
-  Status load_status;
-  auto word_row = [&](uint32_t word) -> int32_t* {
-    int32_t* row = wbuf.Find(word);
-    if (row != nullptr) return row;
-    row = wbuf.Slot(word);
-    Status s = worker->Get(wt, word, row);
-    if (!s.ok()) {
-      if (load_status.ok()) load_status = s;
-      std::fill(row, row + k_count, 0);
-    }
-    wbuf.Loaded();
-    return row;
-  };
-  std::vector<uint32_t> changed;
-  std::vector<uint64_t> changed_words;
-  std::vector<int32_t> deltas;
-  auto flush_words = [&]() {
-    wbuf.ChangedRows(&changed, &deltas);
-    changed_words.assign(changed.begin(), changed.end());
-    return worker->Inc(wt, changed_words, deltas.data());
-  };
 
   const bool reporter = client_->client_id() == 0 && w == 0;
   // Every worker reads the completed stats rows, so that the reporting
@@ -247,6 +242,16 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
   };
 
   LocalDocs docs;
+  // The clock's tokens by word, and the pass over them (word_sweep.h).
+  WordTokenIndex index;
+  size_t index_start = SIZE_MAX, index_count = 0;  // of the documents in `index`
+  auto index_docs = [&](size_t start, size_t count) -> Status {
+    if (start == index_start && count == index_count) return Status::OK();
+    index_start = start;
+    index_count = count;
+    return index.Build(*corpus_, docs, start, count, p.vocab);
+  };
+  WordSweep sweep(corpus_, p, wt);
   const std::string& state_dir = options_.state_dir;
   const ClientId client_id = client_->client_id();
   ClockT oldest_kept = sh->start_clock;  // of this worker's assignment files
@@ -318,20 +323,14 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
       }
     }
   } else {
-    // Clock 0: random assignments; their counts are added without reading.
+    // Clock 0: random assignments; their counts are added without reading,
+    // word by word.
     std::fill(nk_delta.begin(), nk_delta.end(), 0);
-    InitLocalDocs(*corpus_, my_docs, p, run.seed, &docs, [&](uint32_t word, int k) {
-      int32_t* row = wbuf.Find(word);
-      if (row == nullptr) {
-        row = wbuf.Slot(word);
-        std::fill(row, row + k_count, 0);
-        wbuf.Loaded();
-      }
-      ++row[k];
-      ++nk_delta[k];
-    });
-    RETURN_IF_ERROR(flush_words());
-    wbuf.Clear();
+    InitLocalDocs(*corpus_, my_docs, p, run.seed, &docs, [&](uint32_t, int k) { ++nk_delta[k]; });
+    RETURN_IF_ERROR(index_docs(0, docs.ids.size()));
+    WordSweep::Pass init;
+    init.mode = WordSweep::Mode::kInit;
+    RETURN_IF_ERROR(sweep.Run(worker, index, &docs, init));
     RETURN_IF_ERROR(worker->Inc(tt, 0, nk_delta.data()));
     RETURN_IF_ERROR(end_clock(0, std::nullopt, 0));
     // Sampling starts from the complete initial counts.
@@ -339,36 +338,6 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     if (reporter) sh->sampling_start_ns = apps::NowNs();
   }
 
-  // Look-ahead: the distinct words of the window's documents [begin, end),
-  // for Worker::Prefetch (rows cached fresh, pushed or in flight are skipped
-  // there). Each clock prefetches kLookAheadDocs documents ahead of the one
-  // being sampled, so the words a clock reads for the first time are fetched
-  // in one Read per shard while the worker samples, not one round trip each.
-  constexpr size_t kLookAheadDocs = 64;
-  std::vector<uint8_t> word_seen(p.vocab);
-  std::vector<uint64_t> words;
-  auto prefetch_docs = [&](const apps::Window& win, size_t begin, size_t end) -> Status {
-    words.clear();
-    for (size_t j = begin; j < end && !docs.ids.empty(); ++j) {
-      for (uint32_t word : corpus_->docs[docs.ids[(win.start + j) % docs.ids.size()]]) {
-        if (!word_seen[word]) {
-          word_seen[word] = 1;
-          words.push_back(word);
-        }
-      }
-    }
-    for (uint64_t word : words) word_seen[word] = 0;
-    // Words this clock already read are in the worker's buffer.
-    words.erase(std::remove_if(words.begin(), words.end(),
-                               [&](uint64_t word) {
-                                 return wbuf.Find(static_cast<uint32_t>(word)) != nullptr;
-                               }),
-                words.end());
-    if (words.empty()) return Status::OK();
-    return worker->Prefetch(wt, words);
-  };
-
-  const ClockT sampling_start_clock = worker->clock();
   for (ClockT c = worker->clock(); c < sh->end_clock; c = worker->clock()) {
     if (failed.load()) return Status::Aborted("another worker failed");
     if (apps::StopBefore(c)) {
@@ -377,52 +346,31 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     }
     apps::MaybeStraggle(run, client_->client_id(), w, c);
     const apps::Window win = apps::MinibatchWindow(docs.ids.size(), options_.minibatch, c - 1);
-    if (apps::ShouldPrefetch(run, c, sampling_start_clock)) {
-      RETURN_IF_ERROR(prefetch_docs(win, 0, win.count));  // all of them: every row is a miss
-    }
     RETURN_IF_ERROR(worker->Get(tt, 0, nk.data()));
     nk_base = nk;
     apps::Rng rng(apps::DeriveSeed(run.seed, 0x5A3B, part_id, static_cast<uint64_t>(c)));
-    uint64_t tokens = 0;
+    const bool eval = c % run.eval_every == 0 || c + 1 == sh->end_clock;
+    double ll_word = 0;
+    WordSweep::Pass pass;
+    pass.nk = nk.data();
+    pass.rng = &rng;
+    pass.ll_word = eval ? &ll_word : nullptr;
+    pass.part = part_id;
+    pass.num_parts = num_parts;
     if (replay && c == sh->start_clock) {
       // Replays clock c as it was sampled before the crash (see replay_z_):
       // its deltas are exactly the change of the assignments.
-      const std::vector<int32_t>& next = replay_z_[w];
-      for (size_t i = 0; i < docs.ids.size(); ++i) {
-        const std::vector<uint32_t>& doc = corpus_->docs[docs.ids[i]];
-        int32_t* ndk = &docs.ndk[i * k_count];
-        for (size_t j = 0; j < doc.size(); ++j) {
-          const size_t t = docs.offset[i] + j;
-          const int32_t from = docs.z[t], to = next[t];
-          if (from == to) continue;
-          int32_t* nwk = word_row(doc[j]);
-          --nwk[from];
-          ++nwk[to];
-          --nk[from];
-          ++nk[to];
-          --ndk[from];
-          ++ndk[to];
-          docs.z[t] = to;
-        }
-      }
-      for (size_t j = 0; j < win.count; ++j) {
-        tokens += corpus_->docs[docs.ids[(win.start + j) % docs.ids.size()]].size();
-      }
+      pass.mode = WordSweep::Mode::kReplay;
+      pass.next = &replay_z_[w];
+      RETURN_IF_ERROR(index_docs(0, docs.ids.size()));
     } else {
-      size_t ahead = 0;  // documents [0, ahead) of the window were prefetched
-      if (apps::ShouldPrefetch(run, c, sampling_start_clock)) ahead = win.count;
-      for (size_t j = 0; j < win.count; ++j) {
-        if (j + kLookAheadDocs >= ahead && ahead < win.count) {
-          const size_t end = std::min(win.count, ahead + kLookAheadDocs);
-          RETURN_IF_ERROR(prefetch_docs(win, ahead, end));
-          ahead = end;
-        }
-        tokens += SweepDoc(*corpus_, &docs, (win.start + j) % docs.ids.size(), nk.data(), word_row,
-                           p, cdf.data(), &rng);
-      }
+      RETURN_IF_ERROR(index_docs(win.start, win.count));
     }
-    RETURN_IF_ERROR(load_status);
-    RETURN_IF_ERROR(flush_words());
+    RETURN_IF_ERROR(sweep.Run(worker, index, &docs, pass));
+    uint64_t tokens = 0;
+    for (size_t j = 0; j < win.count; ++j) {
+      tokens += corpus_->docs[docs.ids[(win.start + j) % docs.ids.size()]].size();
+    }
     bool totals_changed = false;
     for (size_t k = 0; k < k_count; ++k) {
       nk_delta[k] = nk[k] - nk_base[k];
@@ -431,16 +379,10 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     if (totals_changed) RETURN_IF_ERROR(worker->Inc(tt, 0, nk_delta.data()));
 
     std::optional<double> ll_doc;
-    double ll_word = 0;
-    if (c % run.eval_every == 0 || c + 1 == sh->end_clock) {
+    if (eval) {
       ll_doc = LocalDocsLogLik(*corpus_, docs, p);
-      for (uint32_t word = part_id; word < p.vocab; word += num_parts) {
-        ll_word += WordRowLogLik(word_row(word), p);
-      }
       if (part_id == 0) ll_word += TotalsLogLik(nk.data(), p);
-      RETURN_IF_ERROR(load_status);
     }
-    wbuf.Clear();
     sh->tokens += tokens;
     RETURN_IF_ERROR(end_clock(static_cast<double>(tokens), ll_doc, ll_word));
   }

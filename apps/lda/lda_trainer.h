@@ -17,7 +17,10 @@
 // Clock 0 is the initialization (random assignments, counts added, then a
 // global barrier so every worker starts sampling from the complete counts);
 // clocks 1..clocks each sweep a minibatch fraction of each worker's
-// documents. Assignments live in the workers; with state_dir set, each
+// documents. A clock visits its tokens word by word, reading the word rows in
+// key order in blocks and adding each block's change as it goes
+// (word_sweep.h), so a worker holds two blocks of rows whatever the table's
+// size. Assignments live in the workers; with state_dir set, each
 // worker also writes them to local files at every clock boundary
 // (lda_state.h), so that a job the store holds past clock 0 resumes exactly
 // at the client's applied clock (Setup fails with FailedPrecondition, one
@@ -63,6 +66,14 @@ struct LdaTrainOptions {
 };
 
 Status ValidateLdaOptions(const LdaTrainOptions& o);
+
+// The bytes of a pace_lda process's own data besides PaceDB's: the corpus'
+// tokens (with include_corpus), and for the documents of this process
+// (num_clients processes share the corpus) their topic assignments,
+// doc-topic counts, word index and the workers' blocks of rows
+// (word_sweep.h).
+uint64_t LdaAppDataBytes(const Corpus& corpus, const LdaTrainOptions& o, uint32_t num_clients,
+                         bool include_corpus = true);
 
 struct LdaReport {
   ClockT clock = 0;

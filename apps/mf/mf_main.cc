@@ -293,9 +293,18 @@ int RunBaseline(const MfDataset& data, const MfTrainOptions& o, apps::ReportWrit
 
 // The flags that shape the model and a fingerprint of the data it learns from
 // (the split train/test sets as loaded: covers the files, --format,
-// --test_fraction and --seed).
-apps::JobDescription DescribeJob(const MfDataset& data, const MfTrainOptions& o) {
+// --test_fraction and --seed), and how this run splits the ratings:
+// `num_clients` processes of o.run.workers workers. The split is recorded,
+// not compared: worker g of T takes part g of PartitionByUser(T), and clock
+// c's minibatch is a function of c and the part (MinibatchWindow), so a
+// resumed job continues exactly as if it had been split this way from its
+// resume clock on (the factors are all in the tables; no per-worker state
+// survives a clock).
+apps::JobDescription DescribeJob(const MfDataset& data, const MfTrainOptions& o,
+                                 uint32_t num_clients) {
   apps::JobDescription job;
+  job.split.num_clients = num_clients;
+  job.split.workers = static_cast<uint32_t>(o.run.workers);
   job.app = kProgram;
   job.table_prefix = o.table_prefix;
   apps::InputFingerprint fp;
@@ -372,8 +381,8 @@ int Run() {
   // a job that recorded its step keeps it (a resumed run does not search).
   if (!apps::FlagWasSet("lr")) {
     std::string recorded;
-    s = apps::PrecheckJob(client.get(), DescribeJob(data, options), options.run.resume, "lr",
-                          &recorded);
+    s = apps::PrecheckJob(client.get(), DescribeJob(data, options, client->num_clients()),
+                          options.run.resume, "lr", &recorded);
     if (!s.ok()) return apps::UsageError(kProgram, s);
     char* end = nullptr;
     const double lr = recorded.empty() ? 0 : std::strtod(recorded.c_str(), &end);
@@ -385,11 +394,20 @@ int Run() {
     }
   }
   apps::JobSession session;
-  s = apps::StartJob(
-      client.get(), DescribeJob(data, options),
-      {kProgram, options.run.resume, FLAGS_csv, FLAGS_metrics_listen, FLAGS_wait_report_ms},
-      &report, &session);
+  apps::JobSplit recorded_split;
+  const apps::JobDescription job = DescribeJob(data, options, client->num_clients());
+  s = apps::StartJob(client.get(), job,
+                     {kProgram, options.run.resume, FLAGS_csv, FLAGS_metrics_listen,
+                      FLAGS_wait_report_ms, &recorded_split},
+                     &report, &session);
   if (!s.ok()) return apps::UsageError(kProgram, s);
+  if (recorded_split.num_clients > 0 && !recorded_split.SameParts(job.split)) {
+    std::printf(
+        "# the job was split as %s from clock %lld; from clock %lld on it is %s: the ratings "
+        "are re-partitioned (the job record says so)\n",
+        recorded_split.Text().c_str(), static_cast<long long>(recorded_split.since),
+        static_cast<long long>(client->start_clock()), job.split.Text().c_str());
+  }
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();
   for (IdNames::Column c : {IdNames::kUser, IdNames::kItem}) {

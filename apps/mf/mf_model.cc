@@ -86,11 +86,11 @@ void InitFactors(float* out, size_t n, double scale, uint64_t seed) {
   for (size_t k = 0; k < n; ++k) out[k] = static_cast<float>((2 * rng.Uniform() - 1) * scale);
 }
 
-// The plain SGD over factor tables the caller provides: `users` (users x
-// width floats) and `items` (items x width), initialized here.
-PlainMfSummary RunPlainMfOn(const MfDataset& data, const PlainMfOptions& o, float* users,
-                            float* items,
-                            const std::function<void(const MfClockResult&)>& on_clock) {
+}  // namespace
+
+PlainMfSummary ContinuePlainMf(const MfDataset& data, const PlainMfOptions& o, int64_t first_clock,
+                               float* users, float* items,
+                               const std::function<void(const MfClockResult&)>& on_clock) {
   using Clock = std::chrono::steady_clock;
   const uint32_t width = RowWidth(o.rank, o.biases);
   const size_t item_floats = size_t{data.items.size()} * width;
@@ -103,8 +103,6 @@ PlainMfSummary RunPlainMfOn(const MfDataset& data, const PlainMfOptions& o, floa
     parted.users = data.users;
     offsets = PartitionByUser(parts, &parted);
   }
-  InitFactors(users, size_t{data.users.size()} * width, o.init_scale, apps::DeriveSeed(o.seed, 1));
-  InitFactors(items, item_floats, o.init_scale, apps::DeriveSeed(o.seed, 2));
   const RegWeights reg = ComputeRegWeights(data);
   SgdParams p;
   p.rank = o.rank;
@@ -125,7 +123,7 @@ PlainMfSummary RunPlainMfOn(const MfDataset& data, const PlainMfOptions& o, floa
 
   PlainMfSummary summary;
   const auto start_time = Clock::now();
-  for (int64_t clock = 0; clock < o.clocks; ++clock) {
+  for (int64_t clock = first_clock; clock < o.clocks; ++clock) {
     p.lr = static_cast<float>(StepSize(o.lr, clock, o.lr_power));
     double sq = 0;
     size_t count = 0;
@@ -190,6 +188,19 @@ PlainMfSummary RunPlainMfOn(const MfDataset& data, const PlainMfOptions& o, floa
     summary.ratings_per_second = static_cast<double>(summary.ratings) / summary.seconds;
   }
   return summary;
+}
+
+namespace {
+
+// The plain SGD over factor tables the caller provides: `users` (users x
+// width floats) and `items` (items x width), initialized here.
+PlainMfSummary RunPlainMfOn(const MfDataset& data, const PlainMfOptions& o, float* users,
+                            float* items,
+                            const std::function<void(const MfClockResult&)>& on_clock) {
+  const uint32_t width = RowWidth(o.rank, o.biases);
+  InitFactors(users, size_t{data.users.size()} * width, o.init_scale, apps::DeriveSeed(o.seed, 1));
+  InitFactors(items, size_t{data.items.size()} * width, o.init_scale, apps::DeriveSeed(o.seed, 2));
+  return ContinuePlainMf(data, o, 0, users, items, on_clock);
 }
 
 }  // namespace

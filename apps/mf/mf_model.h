@@ -174,6 +174,17 @@ struct PlainMfSummary {
 PlainMfSummary RunPlainMf(const MfDataset& data, const PlainMfOptions& options,
                           const std::function<void(const MfClockResult&)>& on_clock);
 
+// RunPlainMf's clocks [first_clock, options.clocks) on factor tables the
+// caller provides in dense index order (`users`: users x RowWidth floats,
+// `items`: items x RowWidth, as MfTrainer::ReadFactors reads them), updated
+// in place: from a job's factors as of clock first_clock, what a bsp job of
+// options.workers processes of one worker each computes from there, up to
+// the order of float additions (the oracle of a resumed job's re-partition).
+// REQUIRES: as RunPlainMf.
+PlainMfSummary ContinuePlainMf(const MfDataset& data, const PlainMfOptions& options,
+                               int64_t first_clock, float* users, float* items,
+                               const std::function<void(const MfClockResult&)>& on_clock);
+
 // RunPlainMf with the user and item factor tables in a file-backed shared
 // mapping instead of plain memory (MappedFloats: a new file in `dir`, removed
 // from the directory at once, advised MADV_RANDOM), so that the OS's demand

@@ -40,9 +40,24 @@ bool IsJobTable(const TableSchema& s) {
 
 std::string Quote(const std::string& v) { return v.empty() ? "''" : v; }
 
+// A stored record: its entries, the row of each, and the first all-zero row.
+struct Record {
+  Entries entries;
+  std::map<std::string, uint64_t> row_of;
+  uint64_t end = 0;
+};
+
+// The 128 bytes of an entry as a row; text longer than an entry is cut.
+void EntryRow(const std::string& key, const std::string& value, int64_t row[kJobRecordWidth]) {
+  std::string entry = key + "=" + value;
+  if (entry.size() > kEntryBytes - 1) entry.resize(kEntryBytes - 1);
+  std::memset(row, 0, kEntryBytes);
+  std::memcpy(row, entry.data(), entry.size());
+}
+
 // Reads rows 0, 1, ... up to the first all-zero one.
-Status ReadEntries(Worker* worker, const Table& t, Entries* out) {
-  out->clear();
+Status ReadRecord(Worker* worker, const Table& t, Record* out) {
+  *out = Record();
   for (uint64_t r = 0; r < kMaxEntries; ++r) {
     int64_t row[kJobRecordWidth];
     RETURN_IF_ERROR(worker->Get(t, r, row).WithPrefix("reading the job record " + t.name()));
@@ -50,10 +65,15 @@ Status ReadEntries(Worker* worker, const Table& t, Entries* out) {
     std::memcpy(bytes, row, kEntryBytes);
     bytes[kEntryBytes] = '\0';
     std::string entry(bytes);
-    if (entry.empty()) break;
+    out->end = r + 1;
+    if (entry.empty()) {
+      out->end = r;
+      break;
+    }
     size_t eq = entry.find('=');
     if (eq == std::string::npos) continue;
-    (*out)[entry.substr(0, eq)] = entry.substr(eq + 1);
+    out->entries[entry.substr(0, eq)] = entry.substr(eq + 1);
+    out->row_of[entry.substr(0, eq)] = r;
   }
   return Status::OK();
 }
@@ -105,11 +125,64 @@ std::string Differences(const Entries& e, const JobDescription& job, ClockT firs
 Status WriteEntries(Worker* worker, const Table& t, const JobDescription& job, ClockT first) {
   uint64_t r = 0;
   for (const auto& [key, value] : JobEntries(job, first)) {
-    std::string entry = key + "=" + value;
-    if (entry.size() > kEntryBytes - 1) entry.resize(kEntryBytes - 1);
-    int64_t row[kJobRecordWidth] = {};
-    std::memcpy(row, entry.data(), entry.size());
+    int64_t row[kJobRecordWidth];
+    EntryRow(key, value, row);
     RETURN_IF_ERROR(worker->Inc(t, r++, row).WithPrefix("writing the job record"));
+  }
+  return Status::OK();
+}
+
+// The split entries of a record; num_clients 0 if it has none (or a bad one).
+JobSplit StoredSplit(const Entries& e) {
+  JobSplit split;
+  const std::string clients = Get(e, "num_clients"), workers = Get(e, "workers"),
+                    since = Get(e, "split_clock");
+  if (clients.empty() || workers.empty() || since.empty()) return split;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(clients.c_str(), &end, 10);
+  if (*end != '\0') return split;
+  const unsigned long long w = std::strtoull(workers.c_str(), &end, 10);
+  if (*end != '\0') return split;
+  const long long c = std::strtoll(since.c_str(), &end, 10);
+  if (*end != '\0' || n == 0 || n > UINT32_MAX || w == 0 || w > UINT32_MAX || c < 0) return split;
+  split.num_clients = static_cast<uint32_t>(n);
+  split.workers = static_cast<uint32_t>(w);
+  split.since = c;
+  return split;
+}
+
+std::vector<std::pair<std::string, std::string>> SplitEntries(const JobSplit& split, ClockT since) {
+  return {{"num_clients", std::to_string(split.num_clients)},
+          {"workers", std::to_string(split.workers)},
+          {"split_clock", std::to_string(since)}};
+}
+
+// Rewrites the split entries of the stored record `stored` to `split` from
+// clock `since`: an entry the record has gets the difference of the new row
+// and the old one added (the rows are i64 deltas that add), a new one goes
+// to the first all-zero row. Goes out with the worker's next clock.
+Status RewriteSplit(Worker* worker, const Table& t, const Record& stored, const JobSplit& split,
+                    ClockT since) {
+  uint64_t next = stored.end;
+  for (const auto& [key, value] : SplitEntries(split, since)) {
+    int64_t row[kJobRecordWidth];
+    EntryRow(key, value, row);
+    uint64_t r = next;
+    auto at = stored.row_of.find(key);
+    if (at != stored.row_of.end()) {
+      r = at->second;
+      int64_t old[kJobRecordWidth];
+      EntryRow(key, stored.entries.at(key), old);
+      // Wrapping arithmetic: the text bytes are below 0x80, so every i64
+      // of either row is non-negative and the sum is the new row exactly.
+      for (uint32_t k = 0; k < kJobRecordWidth; ++k) {
+        row[k] =
+            static_cast<int64_t>(static_cast<uint64_t>(row[k]) - static_cast<uint64_t>(old[k]));
+      }
+    } else {
+      ++next;
+    }
+    RETURN_IF_ERROR(worker->Inc(t, r, row).WithPrefix("writing the job record's split"));
   }
   return Status::OK();
 }
@@ -152,6 +225,11 @@ std::string ShortestDouble(double v) {
   return buf;
 }
 
+std::string JobSplit::Text() const {
+  return std::to_string(num_clients) + (num_clients == 1 ? " client x " : " clients x ") +
+         std::to_string(workers) + (workers == 1 ? " worker" : " workers");
+}
+
 void InputFingerprint::Add(const void* data, size_t n) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < n; ++i) {
@@ -171,6 +249,9 @@ std::vector<std::pair<std::string, std::string>> JobEntries(const JobDescription
       {"input_desc", job.input_desc},
   };
   for (const auto& [name, value] : job.flags) e.emplace_back("flag." + name, value);
+  if (job.split.num_clients > 0) {
+    for (auto& entry : SplitEntries(job.split, first_clock)) e.push_back(std::move(entry));
+  }
   return e;
 }
 
@@ -178,7 +259,7 @@ namespace {
 
 // CheckAndRecordJob (write) or PrecheckJob (!write, not comparing `unset`).
 Status CheckJob(Client* client, const JobDescription& job, bool resume, bool write,
-                const std::string& unset, std::string* recorded) {
+                const std::string& unset, std::string* recorded, JobSplit* split) {
   const std::string where = client->embedded() ? "the data dir" : "the servers";
   const std::string holds = client->embedded() ? " holds " : " hold ";
   const std::string fresh_advice =
@@ -191,24 +272,27 @@ Status CheckJob(Client* client, const JobDescription& job, bool resume, bool wri
   RETURN_IF_ERROR(client->ListTables(&tables).WithPrefix("listing the tables"));
   std::unique_ptr<Worker> worker;
   RETURN_IF_ERROR(client->RegisterWorker(&worker));
-  std::optional<Entries> own;
+  Table own_table;
+  std::optional<Record> own_record;
   std::optional<Entries> other;
   for (const TableSchema& schema : tables) {
     if (!IsJobTable(schema)) continue;
     Table t;
     RETURN_IF_ERROR(client->OpenTable(schema.name, &t));
-    Entries e;
-    RETURN_IF_ERROR(ReadEntries(worker.get(), t, &e));
-    if (e.empty()) continue;  // not yet applied (another client's first clock in flight)
+    Record r;
+    RETURN_IF_ERROR(ReadRecord(worker.get(), t, &r));
+    if (r.entries.empty()) continue;  // not yet applied (another client's first clock in flight)
     if (schema.name == own_name) {
-      own = std::move(e);
+      own_table = t;
+      own_record = std::move(r);
     } else if (!other) {
-      other = std::move(e);
+      other = std::move(r.entries);
     }
   }
   const std::string run = resume ? "--resume: " : "";
 
-  if (own) {
+  if (own_record) {
+    const Entries* own = &own_record->entries;
     if (recorded != nullptr) *recorded = Get(*own, "flag." + unset);
     std::string why = Differences(*own, job, 0, unset);
     if (clock > 0 && !resume) {
@@ -222,7 +306,13 @@ Status CheckJob(Client* client, const JobDescription& job, bool resume, bool wri
           run + where + holds + NameJob(*own, clock) + " and " + why + ": " +
           (resume ? "rerun with the job's flags and data, or " : "") + fresh_advice);
     }
-    return Status::OK();
+    const JobSplit stored = StoredSplit(*own);
+    if (split != nullptr) *split = stored;
+    if (!write || !resume || client->client_id() != 0 || job.split.num_clients == 0 ||
+        stored.SameParts(job.split)) {
+      return Status::OK();
+    }
+    return RewriteSplit(worker.get(), own_table, *own_record, job.split, clock);
   }
   if (other) {
     std::string advice = fresh_advice;
@@ -253,14 +343,16 @@ Status CheckJob(Client* client, const JobDescription& job, bool resume, bool wri
 
 }  // namespace
 
-Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume) {
-  return CheckJob(client, job, resume, /*write=*/true, "", nullptr);
+Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume,
+                         JobSplit* recorded) {
+  if (recorded != nullptr) *recorded = JobSplit();
+  return CheckJob(client, job, resume, /*write=*/true, "", nullptr, recorded);
 }
 
 Status PrecheckJob(Client* client, const JobDescription& job, bool resume,
                    const std::string& unset_flag, std::string* recorded) {
   recorded->clear();
-  return CheckJob(client, job, resume, /*write=*/false, unset_flag, recorded);
+  return CheckJob(client, job, resume, /*write=*/false, unset_flag, recorded, nullptr);
 }
 
 }  // namespace apps

@@ -5,10 +5,14 @@
 // kJobRecordWidth, async, zeros): row r holds one NUL-padded "key=value" text
 // entry, rows 0, 1, ... up to the first all-zero row. Entries: format, app,
 // table_prefix, first_clock, input (a fingerprint of the input data),
-// input_desc (the input files, for messages), and flag.NAME for every flag
-// that shapes the model. Client 0 of a fresh job writes it with its first
+// input_desc (the input files, for messages), flag.NAME for every flag that
+// shapes the model, and (apps that split their data by client process and
+// worker) num_clients, workers and split_clock: how the job splits its data
+// now and from which clock. Client 0 of a fresh job writes it with its first
 // clock's batch, so the record is durable exactly when the job's first clock
-// is. Format: docs/storage-format.md ("Job record").
+// is; client 0 of a resumed job that splits its data another way rewrites
+// the split entries with its first clock's batch. Format:
+// docs/storage-format.md ("Job record").
 //
 // Uses only the public client API (client/pace.h).
 #ifndef PACE_APPS_SHARED_JOB_RECORD_H_
@@ -29,6 +33,20 @@ namespace apps {
 constexpr uint32_t kJobRecordWidth = 16;  // 128 bytes per entry
 constexpr int kJobRecordFormat = 1;
 
+// How a job's data are dealt to its workers: num_clients processes of
+// `workers` workers each, from clock `since` on. num_clients == 0: the app
+// records no split (the record has no split entries).
+struct JobSplit {
+  uint32_t num_clients = 0;
+  uint32_t workers = 0;
+  ClockT since = 0;
+  // "2 clients x 1 worker"
+  std::string Text() const;
+  bool SameParts(const JobSplit& o) const {
+    return num_clients == o.num_clients && workers == o.workers;
+  }
+};
+
 // What a run would train: compared entry by entry with the stored record.
 struct JobDescription {
   std::string app;           // "pace_mf"
@@ -39,6 +57,10 @@ struct JobDescription {
   std::string input_desc;
   // The flags that shape the model, as name and printed value.
   std::vector<std::pair<std::string, std::string>> flags;
+  // The split this run trains with (not compared: an app that can continue
+  // with another split re-partitions; split.since is ignored, the run's
+  // start clock is recorded). Default: none recorded.
+  JobSplit split;
 };
 
 // 64-bit FNV-1a, for input fingerprints: feed the loaded data in a fixed order.
@@ -67,7 +89,12 @@ std::string ShortestDouble(double v);
 //   table prefix, or one whose flags or input data differ;
 // - fresh (!resume): the store holds a job past clock 0, or a record of
 //   another job.
-Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume);
+// With job.split set, client 0 of a resumed job whose record holds another
+// split (or none) rewrites the split entries (split_clock = the resume
+// clock); *recorded (if not null) = the split the record held before this
+// run (num_clients 0 if none, or a fresh job).
+Status CheckAndRecordJob(Client* client, const JobDescription& job, bool resume,
+                         JobSplit* recorded = nullptr);
 
 // CheckAndRecordJob's checks, writing nothing and leaving out the flag
 // `unset_flag`, one this run has not chosen yet (pace_mf's --lr before its

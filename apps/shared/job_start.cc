@@ -66,7 +66,7 @@ void WaitReporter::Run() {
 
 Status StartJob(Client* client, const JobDescription& job, const JobStartOptions& options,
                 ReportWriter* report, JobSession* session) {
-  RETURN_IF_ERROR(CheckAndRecordJob(client, job, options.resume));
+  RETURN_IF_ERROR(CheckAndRecordJob(client, job, options.resume, options.recorded_split));
   if (!options.csv.empty()) RETURN_IF_ERROR(report->OpenCsv(options.csv, options.resume));
   if (!options.metrics_listen.empty()) {
     RETURN_IF_ERROR(ClientMetricsServer::Start(options.metrics_listen, client, &session->metrics)

@@ -64,6 +64,9 @@ struct JobStartOptions {
   std::string metrics_listen;  // --metrics_listen
   // The wait reporter's threshold; 0: none. Only with several clients.
   int64_t wait_report_ms = 5000;
+  // If not null: the split the job record held before this run
+  // (CheckAndRecordJob's *recorded). Default: null.
+  JobSplit* recorded_split = nullptr;
 };
 
 // CheckAndRecordJob, then the CSV (report->OpenCsv), the metrics endpoint

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/schema.h"
 #include "consistency/batch_rule.h"
+#include "consistency/client_engine.h"
 #include "consistency/read_policy.h"
 #include "consistency/shard_engine.h"
 #include "consistency/value_bound.h"
@@ -204,7 +205,9 @@ struct Shard {
 };
 
 // ---------------------------------------------------------------------------
-// The client process model (one worker: the process clock is its clock).
+// A client process: its cache entries, sent batches and workers. What it
+// does with what shards send it is decided by consistency/client_engine.h,
+// as in client/.
 
 struct Pending {
   ClockT clock = 0;
@@ -246,8 +249,8 @@ struct SentBatch {
 
 struct ShardView {
   std::deque<SentBatch> unacked;
-  ClockT acked_through = 0;
-  uint32_t acked_parts = 0;  // of clock acked_through
+  AppliedPosition acked;             // every batch before it is acknowledged
+  AppliedPosition duplicates_below;  // a duplicate Ack at or above it: another sender
   Version pushed_version = 0;
   bool connected = false;
   std::map<uint64_t, ReadRequest> requests;  // in flight, re-sent after a reconnect
@@ -289,6 +292,7 @@ class World {
   void Trace(const std::string& s) {
     if (options_.trace != nullptr) *options_.trace += "t=" + std::to_string(now_) + " " + s + "\n";
   }
+  bool Planted(PlantedBug bug) const { return options_.planted_bug == bug; }
   void Fail(const std::string& why) {
     if (result_.ok) {
       result_.ok = false;
@@ -336,10 +340,11 @@ class World {
   void InstallValue(Client& cl, Entry& e, int64_t value, Provenance prov, Version v, ClockT a,
                     uint32_t parts);
   void SendRead(Client& cl, const RowKey& key, Entry& e, Version min_version, bool subscribe);
+  void ClientAck(Client& cl, uint32_t k, const AckMsg& a);
   void ClientReconnected(Client& cl, uint32_t k);
   Version EffectiveVersion(const Client& cl, const RowKey& key, const Entry& e) const {
-    if (!e.subscribed) return e.version;
-    return std::max(e.version, cl.shards[ShardOfKey(key)].pushed_version);
+    return client_engine::EffectiveVersion(e.version, e.subscribed,
+                                           cl.shards[ShardOfKey(key)].pushed_version);
   }
   void CheckRead(const Client& cl, ClockT c, const RowKey& key, const Entry& e, Version v);
   bool Finished() const;
@@ -797,9 +802,9 @@ bool World::ClientGet(Client& cl, ClockT c, const RowKey& key) {
     return true;
   }
   // Subscribed rows are refreshed by pushes; everything else is pulled.
-  if (!(policy.uses_push() && e.subscribed)) {
-    const Version need = policy.MinVersion(c);
-    if (!e.ReadInFlightAtMost(need)) SendRead(cl, key, e, need, policy.uses_push());
+  const Version need = policy.MinVersion(c);
+  if (client_engine::AsksForRow(e, policy.uses_push(), need)) {
+    SendRead(cl, key, e, need, policy.uses_push());
   }
   return false;
 }
@@ -954,12 +959,12 @@ void World::SendRead(Client& cl, const RowKey& key, Entry& e, Version min_versio
 
 void World::InstallValue(Client& cl, Entry& e, int64_t value, Provenance prov, Version v, ClockT a,
                          uint32_t parts) {
-  for (const Pending& p : e.pending) {
-    if (p.sealed && !PartBefore(p.clock, p.part, a, parts)) {
-      value += p.delta;
-      prov.emplace_back(cl.id, Stamp(p.clock, p.part));
-    }
-  }
+  const AppliedPosition holds =
+      Planted(PlantedBug::kRebaseEverySealedDelta) ? AppliedPosition{} : AppliedPosition{a, parts};
+  client_engine::Rebase(e.pending, holds, [&](const Pending& p) {
+    value += p.delta;
+    prov.emplace_back(cl.id, Stamp(p.clock, p.part));
+  });
   e.has_value = true;
   e.value = value;
   e.prov = std::move(prov);
@@ -970,30 +975,33 @@ void World::InstallValue(Client& cl, Entry& e, int64_t value, Provenance prov, V
 
 void World::InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT a, uint32_t parts,
                        bool read, bool subscribe, Version read_min) {
+  namespace engine = client_engine;
   const RowKey key{row.table, row.row};
   auto it = cl.entries.find(key);
   if (it == cl.entries.end()) return;
   Entry& e = it->second;
   if (read) e.ReadAnswered(read_min);
-  if (!read && !e.subscribed) return;  // a push racing with our eviction
+  const engine::ArrivalDecision d = engine::DecideArrival(
+      engine::CachedRow{e.has_value, e.version, e.subscribed, e.waiters > 0},
+      engine::RowArrival{v, AppliedPosition{a, parts}, read, subscribe}, cl.shards[k].acked);
+  if (d.action == engine::Arrival::kStalePush) return;
   int64_t value = 0;
   Provenance prov;
   if (!DecodeRow(row.bytes, &value, &prov)) return Fail("undecodable row bytes");
-  ShardView& sh = cl.shards[k];
-  if (PartBefore(a, parts, sh.acked_through, sh.acked_parts)) {
-    // The value predates an Ack we processed: the deltas it lacks are
-    // purged, so it cannot be rebased. Drop it and ask again.
-    if (!read) {
+  if (d.action == engine::Arrival::kRefetch) {
+    if (d.drop_value) {
       e.subscribed = false;
       e.has_value = false;
       e.value = 0;
       e.prov.clear();
     }
-    if (e.waiters > 0 || !read) SendRead(cl, key, e, v, Policy(key.table).uses_push());
+    if (d.send_read) SendRead(cl, key, e, d.read_min_version, Policy(key.table).uses_push());
     return;
   }
-  if (!e.has_value || v >= e.version) InstallValue(cl, e, value, std::move(prov), v, a, parts);
-  if (read && subscribe) e.subscribed = true;
+  if (d.action == engine::Arrival::kInstall) {
+    InstallValue(cl, e, value, std::move(prov), v, a, parts);
+  }
+  if (d.subscribe) e.subscribed = true;
 }
 
 void World::ClientReceive(ClientId c, uint32_t k, ToClient m) {
@@ -1022,37 +1030,50 @@ void World::ClientReceive(ClientId c, uint32_t k, ToClient m) {
   } else if (auto* d = std::get_if<PushDoneMsg>(&m)) {
     sh.pushed_version = std::max(sh.pushed_version, d->version);
   } else if (auto* a = std::get_if<AckMsg>(&m)) {
-    bool any = false;
-    SentBatch last;
-    while (!sh.unacked.empty() &&
-           !PartBefore(a->clock, a->part, sh.unacked.front().clock, sh.unacked.front().part)) {
-      last = std::move(sh.unacked.front());
-      any = true;
-      sh.unacked.pop_front();
-    }
-    if (any) {
-      sh.acked_through = last.more ? last.clock : last.clock + 1;
-      sh.acked_parts = last.more ? last.part + 1 : 0;
-      cl.vap.Acked(k, sh.acked_through, sh.acked_parts);
-      for (auto& [key, e] : cl.entries) {
-        if (ShardOfKey(key) != k) continue;
-        e.pending.erase(std::remove_if(e.pending.begin(), e.pending.end(),
-                                       [&last](const Pending& p) {
-                                         return p.sealed &&
-                                                !PartBefore(last.clock, last.part, p.clock, p.part);
-                                       }),
-                        e.pending.end());
-      }
-    }
+    ClientAck(cl, k, *a);
   } else if (auto* err = std::get_if<ReadErrorMsg>(&m)) {
     return Fail("client " + std::to_string(c) + " got a read error: " + err->why);
   }
   RetryBlocked(c);
 }
 
+void World::ClientAck(Client& cl, uint32_t k, const AckMsg& a) {
+  namespace engine = client_engine;
+  ShardView& sh = cl.shards[k];
+  if (a.duplicate && engine::DuplicateFromAnotherSender(a.clock, a.part, sh.duplicates_below)) {
+    return Fail("shard " + std::to_string(k) + " acknowledged clock " + std::to_string(a.clock) +
+                " part " + std::to_string(a.part) + " of client " + std::to_string(cl.id) +
+                " as a duplicate, but the client sent it once");
+  }
+  const engine::AckOutcome ack = engine::TakeAck(sh.unacked, a.clock, a.part);
+  if (ack.batches == 0) return;  // a duplicate Ack after a re-send
+  sh.acked = ack.acked;
+  cl.vap.Acked(k, sh.acked.clock, sh.acked.parts);
+  // Each batch purges its rows' deltas, as the client's PurgeBatch.
+  for (size_t i = 0; i < ack.batches; ++i) {
+    const SentBatch& b = sh.unacked.front();
+    for (const auto& [key, d] : b.deltas) {
+      auto it = cl.entries.find(key);
+      if (it == cl.entries.end()) continue;
+      std::vector<Pending>& pd = it->second.pending;
+      const bool all = Planted(PlantedBug::kPurgeLaterBatches);
+      pd.erase(std::remove_if(pd.begin(), pd.end(),
+                              [&b, all](const Pending& p) {
+                                return all ? p.sealed : engine::AckedBy(p, b.clock, b.part);
+                              }),
+               pd.end());
+    }
+    sh.unacked.pop_front();
+  }
+}
+
 void World::ClientReconnected(Client& cl, uint32_t k) {
   ShardView& sh = cl.shards[k];
   // 1. Unacknowledged batches, in clock order (the shard skips duplicates).
+  if (!Planted(PlantedBug::kNoDuplicateBoundOnResend)) {
+    sh.duplicates_below =
+        client_engine::DuplicatesBelowAfterResend(sh.duplicates_below, sh.unacked);
+  }
   for (const SentBatch& b : sh.unacked) {
     ++result_.resent_batches;
     if (b.more || b.part > 0) ++result_.parts_resent;
@@ -1065,10 +1086,8 @@ void World::ClientReconnected(Client& cl, uint32_t k) {
   // 3. Subscriptions lived in the old session: subscribe again, keeping the
   //    version the old session vouched for until the reply.
   for (auto& [key, e] : cl.entries) {
-    if (ShardOfKey(key) != k || !e.subscribed) continue;
-    e.version = EffectiveVersion(cl, key, e);
-    e.subscribed = false;
-    SendRead(cl, key, e, 0, true);
+    if (ShardOfKey(key) != k || Planted(PlantedBug::kKeepSubscriptionsAcrossReconnects)) continue;
+    if (client_engine::EndSessionSubscription(&e, sh.pushed_version)) SendRead(cl, key, e, 0, true);
   }
   sh.connected = true;
 }

@@ -2,14 +2,16 @@
 // FoundationDB style: one seeded scheduler drives N shards — each the real
 // ShardEngine over an in-memory store with crash semantics (a crash loses
 // every batch not yet committed, and the engine's parked reads, sessions and
-// subscriptions) — and M client processes, each a small faithful model of
-// client/ (coalesced deltas per clock, sent as random numbers of Apply parts
-// (docs/wire-protocol.md "Apply parts"), batches and parts kept until
-// acknowledged and re-sent after a reconnect, the cache with the read rule,
-// read-my-writes by rebasing on the applied clock and parts, pull or push per ReadPolicy,
-// subscriptions, evictions). Messages get random delays; each connection is FIFO (as TCP),
-// different connections reorder freely; connections drop and shards crash at
-// random moments.
+// subscriptions) — and M client processes whose protocol decisions are the
+// real client rules of consistency/client_engine.h, the ones client/ calls
+// (install, rebase or refetch of an arriving row, pull or wait for a push,
+// what an Ack releases and when a duplicate Ack is another sender's, the
+// re-send set and duplicate bound after a reconnect, re-subscription), over
+// the simulation's own cache entries: coalesced deltas per clock, sent as
+// random numbers of Apply parts (docs/wire-protocol.md "Apply parts"),
+// the read rule by ReadPolicy, random evictions. Messages get random
+// delays; each connection is FIFO (as TCP), different connections reorder
+// freely; connections drop and shards crash at random moments.
 //
 // Every value carries its provenance (which client's which clock went into
 // it) inside its bytes, which the engine treats as opaque, so each read a
@@ -47,11 +49,31 @@ struct SimResult {
   int64_t parts_skipped = 0;  // re-sent parts a shard skipped as duplicates
 };
 
+// A deliberate error in the client rules (consistency/client_engine.h) as
+// the simulated clients apply them: the test that the schedules would find a
+// wrong rule plants each.
+enum class PlantedBug {
+  kNone,
+  // Does not raise the duplicate bound when re-sending after a reconnect: a
+  // re-sent batch the shard had is taken for another sender's.
+  kNoDuplicateBoundOnResend,
+  // Rebases as if the value held none of this client's batches: deltas the
+  // value holds count twice.
+  kRebaseEverySealedDelta,
+  // An Ack purges every sealed delta of its rows, later batches' too: a
+  // value that predates those batches lacks them.
+  kPurgeLaterBatches,
+  // Keeps subscriptions across a reconnect, as if they outlived the session.
+  kKeepSubscriptionsAcrossReconnects,
+};
+
 struct SimOptions {
   // Give up (and fail) after this many events.
   int64_t max_events = 400000;
   // Append a line per event to *trace (for replaying a failing seed).
   std::string* trace = nullptr;
+  // Default: none.
+  PlantedBug planted_bug = PlantedBug::kNone;
 };
 
 // Runs the schedule of `seed`.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <utility>
 
 #ifndef PACE_SIM_DEFAULT_SCHEDULES
 #define PACE_SIM_DEFAULT_SCHEDULES 10000
@@ -76,6 +77,30 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
     EXPECT_GT(parts, 0);
     EXPECT_GT(parts_resent, 0);
     EXPECT_GT(parts_skipped, 0);
+  }
+}
+
+// The schedules find a wrong client rule: each error planted in the rules
+// the simulated clients apply fails one of the first schedules.
+TEST(SimulationTest, FindsEachPlantedClientBug) {
+  const std::pair<PlantedBug, const char*> bugs[] = {
+      {PlantedBug::kNoDuplicateBoundOnResend, "no duplicate bound for re-sent batches"},
+      {PlantedBug::kRebaseEverySealedDelta, "every sealed delta rebased"},
+      {PlantedBug::kPurgeLaterBatches, "an Ack purging later batches"},
+      {PlantedBug::kKeepSubscriptionsAcrossReconnects, "subscriptions kept across reconnects"},
+  };
+  constexpr uint64_t kSeeds = 20000;
+  for (const auto& [bug, name] : bugs) {
+    SimOptions o;
+    o.planted_bug = bug;
+    uint64_t seed = 1;
+    SimResult r;
+    for (; seed <= kSeeds; ++seed) {
+      r = RunSchedule(seed, o);
+      if (!r.ok) break;
+    }
+    EXPECT_FALSE(r.ok) << name << ": not found in " << kSeeds << " schedules";
+    std::cout << name << ": found by seed " << seed << ": " << r.error << "\n";
   }
 }
 

@@ -6,15 +6,17 @@
 // then equal those of an uninterrupted run on 2 shards, cell for cell. One
 // worker and one client make the sampler's result a function of the seed, so
 // equality is the test. Also: paced refuses a store of another shard count
-// in one line naming the command.
+// in one line naming the command, and pace_lda a resume with another number
+// of client processes in one line naming both splits.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <algorithm>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "tests/testing/binary_test.h"
+#include "tests/testing/offline_job.h"
 #include "tests/testing/run_binary.h"
 #include "tests/testing/subprocess.h"
 
@@ -24,41 +26,20 @@ namespace {
 using testing::ReadFile;
 using testing::RunResult;
 using testing::Subprocess;
-using testing::TempDir;
 
 constexpr int kTimeoutMs = 60000;
 
-class ReshardResumeTest : public ::testing::Test {
+class ReshardResumeTest : public testing::BinaryTest {
  protected:
-  std::string Path(const std::string& name) const { return dir_.path() + "/" + name; }
-
-  RunResult Run(const std::vector<std::string>& args) {
-    return testing::RunBinary(args, Path("stderr." + std::to_string(runs_++)));
-  }
-
   // Starts paced on every dir of `dirs` (shard k of dirs.size()); returns
-  // the --servers list.
+  // the --servers flag.
   std::string StartShards(const std::vector<std::string>& dirs) {
-    shards_.clear();
     std::string servers;
-    for (uint32_t k = 0; k < dirs.size(); ++k) {
-      shards_.push_back(std::make_unique<Subprocess>());
-      uint16_t port = 0;
-      Status s = testing::StartPaced(shards_.back().get(), dirs[k], k,
-                                     static_cast<uint32_t>(dirs.size()), 1, {}, &port);
-      EXPECT_TRUE(s.ok()) << s.ToString();
-      servers += (servers.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
-    }
+    Status s = shards_.Start(dirs, 1, &servers);
+    EXPECT_TRUE(s.ok()) << s.ToString();
     return "--servers=" + servers;
   }
-  void StopShards() {
-    for (auto& p : shards_) {
-      p->Signal(SIGTERM);
-      int st = 0;
-      EXPECT_TRUE(p->Wait(kTimeoutMs, &st).ok());
-    }
-    shards_.clear();
-  }
+  void StopShards() { EXPECT_TRUE(shards_.Stop(kTimeoutMs).ok()); }
 
   void Lda(const std::string& client_dir, int clocks, const std::string& servers, bool resume) {
     std::vector<std::string> args = {"pace_lda",
@@ -72,39 +53,31 @@ class ReshardResumeTest : public ::testing::Test {
     if (resume) args.push_back("--resume");
     RunResult r = Run(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    if (resume) EXPECT_NE(r.out.find("resuming at clock "), std::string::npos) << r.out;
+    if (resume) {
+      EXPECT_NE(r.out.find("resuming at clock "), std::string::npos) << r.out;
+    }
   }
 
-  // Checkpoints the stopped stores `dirs` into BASE/ckpt-K and re-shards
-  // them onto `m` shards under `out`; returns the new shards' data dirs.
-  std::vector<std::string> Reshard(const std::vector<std::string>& dirs, const std::string& base,
-                                   uint32_t m, const std::string& out) {
-    std::string ckpts;
-    for (size_t k = 0; k < dirs.size(); ++k) {
-      const std::string c = base + "/ckpt-" + std::to_string(k);
-      RunResult r = Run({"pacectl", "--data_dir=" + dirs[k], "checkpoint", "create", c});
-      EXPECT_EQ(r.exit_code, 0) << r.err;
-      ckpts += (ckpts.empty() ? "" : ",") + c;
-    }
-    RunResult r = Run({"pacectl", "checkpoint", "restore", ckpts,
-                       "--num_shards=" + std::to_string(m), "--out=" + out});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("onto " + std::to_string(m) + " shard(s) in " + out), std::string::npos)
-        << r.out;
+  // Checkpoints the stopped stores `dirs` and re-shards them onto `m`
+  // shards under `out`; returns the new shards' data dirs.
+  std::vector<std::string> Reshard(const std::vector<std::string>& dirs, uint32_t m,
+                                   const std::string& out) {
     std::vector<std::string> out_dirs;
-    for (uint32_t j = 0; j < m; ++j) out_dirs.push_back(out + "/shard-" + std::to_string(j));
+    std::string printed;
+    Status s = testing::ReshardStores(dirs, m, 0, out, &out_dirs, &printed);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_NE(printed.find("onto " + std::to_string(m) + " shard(s) in " + out), std::string::npos)
+        << printed;
     return out_dirs;
   }
 
   // A table of every shard of `dirs` as CSV, rows in order (one merged export).
   std::string Export(const std::vector<std::string>& dirs, const std::string& table) {
-    std::string list;
-    for (const std::string& d : dirs) list += (list.empty() ? "" : ",") + d;
-    const std::string csv = Path("export." + std::to_string(runs_) + ".csv");
-    RunResult r =
-        Run({"pacectl", "--data_dir=" + list, "export", table, "--format=csv", "--out=" + csv});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return ReadFile(csv);
+    std::string csv;
+    Status s =
+        testing::ExportCsv(dirs, table, Path("export." + std::to_string(runs_++) + ".csv"), &csv);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return csv;
   }
 
   void SetUp() override {
@@ -114,9 +87,7 @@ class ReshardResumeTest : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
-  TempDir dir_;
-  int runs_ = 0;
-  std::vector<std::unique_ptr<Subprocess>> shards_;
+  testing::ShardSet shards_;
 };
 
 TEST_F(ReshardResumeTest, TwoToThreeToOneEndsAsTheUninterruptedRun) {
@@ -146,12 +117,12 @@ TEST_F(ReshardResumeTest, TwoToThreeToOneEndsAsTheUninterruptedRun) {
             std::string::npos)
       << err;
 
-  const std::vector<std::string> three = Reshard(two, Path("ck2"), 3, Path("three"));
+  const std::vector<std::string> three = Reshard(two, 3, Path("three"));
   servers = StartShards(three);
   Lda(Path("client"), 14, servers, true);
   StopShards();
 
-  const std::vector<std::string> one = Reshard(three, Path("ck3"), 1, Path("one"));
+  const std::vector<std::string> one = Reshard(three, 1, Path("one"));
   servers = StartShards(one);
   Lda(Path("client"), 20, servers, true);
   StopShards();
@@ -161,6 +132,28 @@ TEST_F(ReshardResumeTest, TwoToThreeToOneEndsAsTheUninterruptedRun) {
     EXPECT_GT(expected.size(), 30u) << table;
     EXPECT_EQ(Export(one, table), expected) << table;
   }
+
+  // Restored for 2 client processes: pace_lda cannot continue with another
+  // split of its documents (each worker's token assignments are its state)
+  // and refuses in one line naming both splits, before training anything.
+  std::vector<std::string> two_clients;
+  s = testing::ReshardStores(one, 1, 2, Path("two-clients"), &two_clients);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::string list;
+  ASSERT_TRUE(shards_.Start(two_clients, 2, &list).ok());
+  RunResult r = Run({"pace_lda", "--docword=" + Path("docword.txt"), "--topics=4", "--workers=1",
+                     "--clocks=30", "--topics_out=0", "--data_dir=" + Path("client"),
+                     "--servers=" + list, "--client_id=0", "--num_clients=2", "--resume"});
+  StopShards();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("FailedPrecondition"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("split into 1 parts; this run splits them into 2 (--num_clients x "
+                       "--workers): pace_lda resumes only with the split it started with"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("seconds"), std::string::npos) << r.out;  // nothing trained
+  EXPECT_EQ(Export(two_clients, "lda.word_topic"), Export(whole, "lda.word_topic"));
 }
 
 // An embedded job's scheduled checkpoints: every 3 shard clocks, the newest 2

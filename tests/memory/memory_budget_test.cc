@@ -4,15 +4,20 @@
 // update random rows for three clocks while adding known amounts to integer
 // control rows. Its peak RSS (VmHWM, measured by the process itself from
 // /proc/self/status) stays below 160 MiB and the control rows are exact.
+// And the LDA shape: pace_lda with wide integer rows (500 topics), a clock 0
+// that adds the whole word-topic table at once, and a table larger than the
+// budget's PaceDB share.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "tests/memory/memory_test_util.h"
+#include "tests/testing/run_binary.h"
 #include "tests/testing/subprocess.h"
 
 namespace pace::testing {
@@ -95,6 +100,89 @@ TEST(MemoryBudgetTest, TheProcessClocksHolderSendsAClockLargerThanTheBudgetInPar
   EXPECT_LT(peak, 112 * kMiB) << "peak RSS " << peak / kMiB << " MiB while filling";
 #endif
   EXPECT_EQ(U64(kv, "open_delta_waits"), 0u);  // the holder never waits for others
+}
+
+// The number after `key` in `text` (0 if absent).
+double NumberAfter(const std::string& text, const std::string& key) {
+  const size_t at = text.find(key);
+  return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + key.size(), nullptr);
+}
+
+// pace_lda at --memory_mb=128 on 5000 documents x 100 tokens over 60k words
+// and 500 topics: a word-topic table of 60k rows x 2000 B (120 MB dense),
+// four times the client cache of that budget, whose initial counts clock 0
+// adds in one go. The process's peak RSS (VmHWM, as pace_lda reports it)
+// stays within 1.5x the budget: a worker that kept a copy of every row it
+// touched in a clock (the table, twice per worker) would take over 500 MiB.
+// And the counts are exact: every word's row sums to its number of tokens.
+TEST(MemoryBudgetTest, PaceLdaStaysWithinItsBudgetOverAWordTopicTableLargerThanIt) {
+  TempDir dir;
+  const std::string docword = dir.path() + "/docword.txt";
+  RunResult r = RunBinary({"pace_gen", "corpus", "--docs=5000", "--doc_len=100", "--vocab=60000",
+                           "--topics=500", "--seed=3", "--out_docword=" + docword},
+                          dir.path() + "/gen.stderr");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunBinary({"pace_lda", "--docword=" + docword, "--topics=500", "--clocks=2", "--topics_out=0",
+                 "--memory_mb=128", "--data_dir=" + dir.path() + "/d"},
+                dir.path() + "/lda.stderr");
+  std::printf("%s", r.out.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.out.find("# done: "), std::string::npos) << r.out;
+  const double peak_mib = NumberAfter(r.out, "; peak RSS ");
+  EXPECT_GT(peak_mib, 0);
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+  EXPECT_LT(peak_mib, 1.5 * 128) << "peak RSS with --memory_mb=128";
+#endif
+
+  // The tokens of each word, from the docword file ("doc word count").
+  std::vector<int64_t> tokens(60000, 0);
+  int64_t total = 0;
+  {
+    std::istringstream in(ReadFile(docword));
+    std::string line;
+    for (int header = 0; header < 3; ++header) std::getline(in, line);
+    uint64_t d = 0, w = 0, n = 0;
+    while (in >> d >> w >> n) {
+      ASSERT_GE(w, 1u);
+      ASSERT_LE(w, tokens.size());
+      tokens[w - 1] += static_cast<int64_t>(n);
+      total += static_cast<int64_t>(n);
+    }
+  }
+  const std::string csv = dir.path() + "/wt.csv";
+  r = RunBinary({"pacectl", "--data_dir=" + dir.path() + "/d", "export", "lda.word_topic",
+                 "--format=csv", "--out=" + csv},
+                dir.path() + "/export.stderr");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<int64_t> row_sum(tokens.size(), 0);
+  int64_t negative = 0;
+  {
+    std::istringstream in(ReadFile(csv));
+    std::string line, cell;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::getline(f, cell, ',');
+      const size_t row = std::stoul(cell);
+      ASSERT_LT(row, row_sum.size());
+      while (std::getline(f, cell, ',')) {
+        const int64_t v = std::stoll(cell);
+        row_sum[row] += v;
+        negative += v < 0;
+      }
+    }
+  }
+  EXPECT_EQ(negative, 0) << "negative word-topic counts";
+  size_t differ = 0;
+  for (size_t w = 0; w < tokens.size(); ++w) differ += row_sum[w] != tokens[w];
+  EXPECT_EQ(differ, 0u) << "words whose counts do not sum to their tokens";
+  r = RunBinary({"pacectl", "--data_dir=" + dir.path() + "/d", "get", "lda.topic_totals", "0"},
+                dir.path() + "/get.stderr");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream f(r.out.substr(r.out.find(':') + 1));
+  int64_t sum = 0, v = 0;
+  while (f >> v) sum += v;
+  EXPECT_EQ(sum, total) << r.out;
 }
 
 }  // namespace

@@ -35,6 +35,8 @@ for ((i = 0; i < reps; i++)); do
 done
 echo "  tokens/s, $reps runs each: baseline ${b[*]}; pace_lda --memory_mb=$budget ${s[*]}"
 echo "  peak RSS (VmHWM, kB): baseline ${rb[*]}; pace_lda ${rs[*]}"
+# Where pace_lda's memory went (its budget split and every component against its bound), last run.
+grep -h -e '^# --memory_mb' -e '^# memory' "$work/s$((reps - 1)).log" 2> /dev/null | sed 's/^#/  pace_lda:/' || true
 bench_ratio "8e LDA at scale, --memory_mb=$budget vs --baseline$shape" \
   "$(bench_median "${s[@]}")" "$(bench_median "${b[@]}")" 0.5 "${why_s:-${why_b:-no rate}}"
 # The peak RSS counts only from runs that finished.

@@ -2,7 +2,7 @@
 """Turns the files run_job (lib.sh) leaves per run into the experiments' numbers.
 
   traces.py summary RUNS NAME...   one CSV line per run (header first)
-  traces.py bound MU VAR S P T     the paper's SSP bound for these staleness moments
+  traces.py bound MU VAR S P T     the paper's SSP bound (units of L*F) for these moments
 
 A run NAME in RUNS has NAME.trace.I.csv (each client's --clock_trace),
 NAME.hist.I.csv (each client's --staleness_hist) and NAME.shard-K.prom (each
@@ -17,7 +17,7 @@ SUMMARY_COLUMNS = [
     "run", "clocks", "seconds_per_clock", "compute_s", "get_wait_s", "clock_wait_s", "cpu_s",
     "bytes_per_clock", "batches_per_clock", "rows_fetched_per_clock", "pushes_applied_per_clock",
     "shard_messages_per_clock", "staleness_mean", "staleness_var", "in_step_mean", "lead_mean",
-    "reads_at_0_2_pct", "bound_rel"
+    "reads_at_0_2_pct", "bound_rel", "gamma_mean", "gamma_var", "updates", "bound_lf"
 ]
 
 
@@ -93,16 +93,48 @@ def in_step(traces):
     return (sum_in / reads, sum_lead / reads) if reads else (0.0, 0.0)
 
 
-def bound(mu, var, s, p, t, delta=0.05):
-    """The SSP bound on R[X]/T (regret per update) in units of L*F.
+def update_moments(traces):
+    """Mean and variance of the paper's staleness gamma_t over the updates.
 
-    Dai et al. (AAAI 2015), SGD under SSP: with step eta/sqrt(t) and staleness
-    of mean mu and variance var, with probability 1 - delta
-      R[X]/T <= (eta L^2 + F^2/eta + 2 eta L^2 mu) / sqrt(T) + tau,
-      T tau^2 = ln(1/delta) (2 eta_T var + 2/3 eta L^2 (2s + 1) P tau),
-      eta_T = eta^2 L^4 (ln T + 1) / T.
-    With eta = F / L (which balances the first two terms) everything is in
-    units of L*F.
+    Dai et al. serialise the workers' updates (one per worker and clock, P
+    workers) and let gamma_t count the updates missing from, or extra in, the
+    view an update was computed on, against that serial order. A read of
+    staleness k clocks can miss at most k clocks of the updates of every
+    worker of the other processes (a worker always sees its own process's
+    updates), so an update's gamma is taken as (P - workers of its process)
+    times the mean staleness of the reads of that process clock. Extra
+    (newer) updates and the other workers' updates of the same clock are not
+    counted. Returns (mean, variance, number of updates T).
+    """
+    total = sum(rows[0]["workers"] for rows in traces)
+    vals = []
+    for rows in traces:
+        w = rows[0]["workers"]
+        for i in range(1, len(rows)):
+            n = rows[i]["reads"] - rows[i - 1]["reads"]
+            if n <= 0:
+                continue
+            mean = (rows[i]["staleness_sum"] - rows[i - 1]["staleness_sum"]) / n
+            vals.append(((total - w) * mean, w))
+    weight = sum(w for _, w in vals)
+    if weight == 0:
+        return 0.0, 0.0, 0
+    mean = sum(g * w for g, w in vals) / weight
+    var = sum((g - mean) ** 2 * w for g, w in vals) / weight
+    return mean, var, int(weight)
+
+
+def bound(mu, var, s, p, t, delta=0.05):
+    """The SSP bound on R[X]/T, the regret per update, in units of L*F.
+
+    Dai et al. (AAAI 2015, arXiv 1410.8043), SGD under SSP on f = sum of T
+    convex, L-Lipschitz f_t over a domain of size F, step eta/sqrt(t), P
+    workers, staleness bound s, gamma_t of mean mu and variance var: the
+    probability that R[X]/T exceeds (eta L^2 + F^2/eta + 2 eta L^2 mu)/sqrt(T)
+    by tau is at most exp(-T tau^2 / (2 eta_T var + 2/3 eta L^2 (2s+1) P tau)),
+    eta_T = eta^2 L^4 (ln T + 1) / T. Setting that probability to delta and
+    solving for tau gives the bound returned. eta = F / L (our choice: it
+    balances the first two terms) puts everything in units of L*F.
     """
     log_d = math.log(1 / delta)
     b = log_d * (2.0 / 3.0) * (2 * s + 1) * p
@@ -160,14 +192,22 @@ def summary(runs, name):
     row["in_step_mean"] = inst
     row["lead_mean"] = lead
     row["reads_at_0_2_pct"] = low
-    # The bound at the run's end relative to a run without staleness (mu = var
-    # = 0) and the same s: what the measured moments cost in the bound. s is
-    # the run's bound (NAME is MODEL-sS), the largest staleness seen for async.
+    # The bound with the run's per-update moments, and relative to a run
+    # without staleness (mu = var = 0) and the same s, P and T: what the
+    # measured staleness costs in the bound. s is the run's bound (NAME is
+    # MODEL-sS); async has none (the theorem does not cover it) and is given
+    # the largest staleness seen.
     tail = name.rsplit("-s", 1)
     s = int(tail[1]) if len(tail) == 2 and tail[1].isdigit() and not name.startswith("async") \
         else max_seen
-    t = max(2, clocks * procs)
-    row["bound_rel"] = bound(mean, var, s, procs, t) / bound(0, 0, s, procs, t)
+    g_mean, g_var, updates = update_moments(traces) if traces else (0.0, 0.0, 0)
+    workers = int(sum(rows[0]["workers"] for rows in traces)) if traces else 1
+    t = max(2, updates)
+    row["gamma_mean"] = g_mean
+    row["gamma_var"] = g_var
+    row["updates"] = updates
+    row["bound_lf"] = bound(g_mean, g_var, s, workers, t)
+    row["bound_rel"] = row["bound_lf"] / bound(0, 0, s, workers, t)
     return row
 
 
