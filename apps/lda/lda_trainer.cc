@@ -251,7 +251,7 @@ Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& fa
     index_count = count;
     return index.Build(*corpus_, docs, start, count, p.vocab);
   };
-  WordSweep sweep(corpus_, p, wt);
+  WordSweep sweep(p, wt);
   const std::string& state_dir = options_.state_dir;
   const ClientId client_id = client_->client_id();
   ClockT oldest_kept = sh->start_clock;  // of this worker's assignment files

@@ -44,9 +44,8 @@ size_t DocOfToken(const LocalDocs& docs, uint32_t t) {
          1;
 }
 
-WordSweep::WordSweep(const Corpus* corpus, const LdaParams& params, const Table& word_topic)
-    : corpus_(corpus),
-      params_(params),
+WordSweep::WordSweep(const LdaParams& params, const Table& word_topic)
+    : params_(params),
       table_(word_topic),
       width_(static_cast<size_t>(params.topics)),
       block_rows_(std::max<size_t>(16, kBlockBytes / (width_ * sizeof(int32_t)))),

@@ -103,7 +103,7 @@ class WordSweep {
     uint32_t num_parts = 1;
   };
 
-  WordSweep(const Corpus* corpus, const LdaParams& params, const Table& word_topic);
+  WordSweep(const LdaParams& params, const Table& word_topic);
 
   // Runs one pass over the tokens of `index` (built from `docs`): see Mode.
   // Errors: those of Worker::GetRows, Prefetch and Inc.
@@ -130,7 +130,6 @@ class WordSweep {
   // Inc of the rows of `words` whose delta is not zero.
   Status AddChanged(Worker* worker, const std::vector<uint64_t>& words);
 
-  const Corpus* const corpus_;
   const LdaParams params_;
   const Table table_;
   const size_t width_;

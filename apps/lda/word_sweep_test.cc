@@ -100,7 +100,7 @@ TEST(WordSweepTest, TheTableCountsTheAssignmentsAfterEveryPass) {
   LocalDocs docs = DocsOf(c, p, ids);
   WordTokenIndex index;
   ASSERT_TRUE(index.Build(c, docs, 0, docs.ids.size(), p.vocab).ok());
-  WordSweep sweep(&c, p, wt);
+  WordSweep sweep(p, wt);
   ASSERT_LT(sweep.block_rows(), p.vocab);  // more than one block
   std::vector<int32_t> nk(p.topics, 0);
   for (int32_t k : docs.z) ++nk[k];
