@@ -87,8 +87,7 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
   // deltas), so they are flushed like user rows.
   // Under a small cache (chunk below its cap of 8192) two chunks' worth: the
   // copies are then as large as the client cache itself otherwise.
-  user_buffer_rows_ = (chunk_ >= 8192 ? 4 : 2) * chunk_;
-  item_buffer_rows_ = user_buffer_rows_;
+  buffer_rows_ = (chunk_ >= 8192 ? 4 : 2) * chunk_;
 }
 
 Status MfWorker::Run() {
@@ -318,12 +317,12 @@ template <typename RatingAt>
 Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& rating) {
   CollectRange(begin, end, rating);
   bool cleared = false;
-  if (ubuf_.loaded() + range_users_.size() > user_buffer_rows_) {
+  if (ubuf_.loaded() + range_users_.size() > buffer_rows_) {
     if (training) RETURN_IF_ERROR(FlushChanges(ubuf_, data_.users, ut_));
     ubuf_.Clear();
     cleared = true;
   }
-  if (ibuf_.loaded() + range_items_.size() > item_buffer_rows_) {
+  if (ibuf_.loaded() + range_items_.size() > buffer_rows_) {
     if (training) RETURN_IF_ERROR(FlushChanges(ibuf_, data_.items, it_));
     ibuf_.Clear();
     cleared = true;

@@ -111,8 +111,7 @@ class MfWorker {
   Status load_status_;  // the first failed Get of UserRow / ItemRow
   // Look-ahead (see mf_worker.cc, WithLookAhead).
   size_t chunk_ = 0;
-  size_t user_buffer_rows_ = 0;
-  size_t item_buffer_rows_ = 0;
+  size_t buffer_rows_ = 0;  // the copies' bound, of user rows and of item rows each
   std::vector<uint32_t> user_mark_;
   std::vector<uint32_t> item_mark_;
   uint32_t mark_ = 0;
