@@ -123,7 +123,9 @@ TEST_F(AppsCliTest, MfEmbeddedWritesTheCsvContractAndExports) {
     const std::string prefix = table + "," + std::to_string((i - 1) % 4) + ",";
     ASSERT_EQ(hist[i].substr(0, prefix.size()), prefix) << hist[i];
     const uint64_t count = std::stoull(hist[i].substr(prefix.size()));
-    if ((i - 1) % 4 == 3) EXPECT_EQ(count, 0u) << hist[i];
+    if ((i - 1) % 4 == 3) {
+      EXPECT_EQ(count, 0u) << hist[i];
+    }
     reads += count;
   }
   EXPECT_GT(reads, 0u);
