@@ -128,26 +128,32 @@ TEST_F(ClientAbsentRowsTest, FreshRowsAreTheInitializerAndWrittenOnesAreExact) {
   // later clocks' updates).
   std::promise<void> read_clock0;
   std::shared_future<void> clock0_read = read_clock0.get_future().share();
+  // Client 0 at clock c: every row is the initializer (c = 0) or Expected.
+  auto read_all = [&](Worker* w, int c) -> Status {
+    std::vector<float> got(kWidth);
+    for (uint64_t r = 0; r < kRows; ++r) {
+      RETURN_IF_ERROR(w->Get(tables[0], r, got.data()));
+      std::string want;
+      if (c == 0) {
+        InitRow(t, r, &want);
+      } else {
+        want = Expected(t, r);
+      }
+      if (EncodeDense(got) != want) {
+        return Status::Internal("clock " + std::to_string(c) + ": row " + std::to_string(r) +
+                                " is not " + (c == 0 ? "the initializer" : "init + delta"));
+      }
+    }
+    return Status::OK();
+  };
   auto run = [&](int id) -> Status {
     std::unique_ptr<Worker> w;
     RETURN_IF_ERROR(clients[id]->RegisterWorker(&w));
-    std::vector<float> got(kWidth);
     for (int c = 0; c < 2; ++c) {
       if (id == 0) {
-        for (uint64_t r = 0; r < kRows; ++r) {
-          RETURN_IF_ERROR(w->Get(tables[id], r, got.data()));
-          std::string want;
-          if (c == 0) {
-            InitRow(t, r, &want);
-          } else {
-            want = Expected(t, r);
-          }
-          if (EncodeDense(got) != want) {
-            return Status::Internal("clock " + std::to_string(c) + ": row " + std::to_string(r) +
-                                    " is not " + (c == 0 ? "the initializer" : "init + delta"));
-          }
-        }
-        if (c == 0) read_clock0.set_value();
+        Status s = read_all(w.get(), c);
+        if (c == 0) read_clock0.set_value();  // also on failure: client 1 goes on
+        RETURN_IF_ERROR(s);
       } else if (c == 0) {
         if (clock0_read.wait_for(60s) != std::future_status::ready) {
           return Status::TimedOut("client 0 did not read clock 0");
