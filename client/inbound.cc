@@ -170,16 +170,18 @@ Status Client::Impl::ComputeAbsentRows(const std::vector<net::RowData*>& rows) {
   // Outside the stripe locks: an initializer costs a hash (and for a normal
   // one a log and a cosine) per element.
   client::TableState* t = nullptr;
+  auto key = [](const net::RowData& r) {
+    return std::to_string(r.table) + "/" + std::to_string(r.row);
+  };
   for (net::RowData* r : rows) {
     if (!r->absent) continue;
-    const std::string key = std::to_string(r->table) + "/" + std::to_string(r->row);
     if (!r->bytes.empty()) {
-      return Status::Corruption("row " + key + " is marked absent (no record) but carries " +
+      return Status::Corruption("row " + key(*r) + " is marked absent (no record) but carries " +
                                 std::to_string(r->bytes.size()) + " bytes");
     }
     if (t == nullptr || t->schema.id != r->table) t = FindTableById(r->table);
     if (t == nullptr) {
-      return Status::Corruption("row " + key + " is marked absent, of table " +
+      return Status::Corruption("row " + key(*r) + " is marked absent, of table " +
                                 std::to_string(r->table) + ", which this client has not opened");
     }
     InitRow(t->schema, r->row, &r->bytes);
