@@ -385,8 +385,9 @@ class World {
     if (Planted(PlantedBug::kNoUndo)) ic.undoable = false;  // as parts without records
     return ic;
   }
-  // A Hello of client c's live process at shard k: false (Unavailable, an
-  // undo queued once) while the shard holds parts another process sent.
+  // A Hello of client c's live process at shard k, as ShardService's: false
+  // (Unavailable: the client retries) while HelloWaitsForWriter, with the
+  // writer task queued once.
   bool AdmitHello(ClientId c, uint32_t k);
   void Crash(uint32_t k);
   void Restart(uint32_t k);
@@ -460,14 +461,14 @@ class World {
   // when it is sealed.
   std::map<RowKey, std::map<Contribution, int64_t>> ledger_;
   // Contributions of the ledger no store may hold at the end, nor a read
-  // need: parts of a clock that a killed process sent and that no shard
-  // completed (taken back), and the re-run of a clock a shard had completed
-  // (skipped as duplicates there).
+  // need (by row): what a killed process sent of a clock the row's shard had
+  // not completed when the next process started (taken back, or lost), and
+  // the next process's re-run of a clock that shard had completed (skipped
+  // there as duplicates).
   std::set<std::pair<RowKey, Contribution>> dropped_;
   // Kill client c's process once it sent its n-th part (counted over its
   // processes), for each n of kill_after_parts_[c].
   std::vector<std::set<int64_t>> kill_after_parts_;
-  int64_t clients_killed_ = 0;
 };
 
 class SimPeer : public Peer {
