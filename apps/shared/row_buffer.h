@@ -30,6 +30,7 @@ class RowBuffer {
   uint32_t width() const { return width_; }
   size_t loaded() const { return rows_.size(); }
 
+  bool Has(uint32_t index) const { return slot_[index] >= 0; }
   // The copy of row `index`, or nullptr if it was not loaded this clock.
   T* Find(uint32_t index) {
     int32_t s = slot_[index];
