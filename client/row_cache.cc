@@ -143,7 +143,7 @@ void CacheStripe::MaybeErase(CacheEntry* e) {
 }
 
 size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part) {
-  CacheEntry* e = Find(key, hash);
+  CacheEntry* e = map.Lookup(key, hash);  // the value is not read
   if (e == nullptr) return 0;
   auto& pd = e->pending;
   auto acked = [c, part](const PendingDelta& p) { return client_engine::AckedBy(p, c, part); };
