@@ -47,8 +47,6 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
       ubuf_(data_.users.size(), width_),
       ibuf_(data_.items.size(), width_),
       zero_(width_, 0.0f),
-      user_mark_(data_.users.size(), 0),
-      item_mark_(data_.items.size(), 0),
       pushes_(trainer->client_),
       // Every worker reads the completed stats rows (only worker 0 of client
       // 0 reports them): reading an uncached row is a round trip to its
@@ -267,8 +265,8 @@ const std::vector<uint64_t>& MfWorker::RawOf(const IdMap& ids,
 template <typename RatingAt>
 void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating) {
   if (++mark_ == 0) {  // wrapped: clear the marks once every 2^32 ranges
-    std::fill(user_mark_.begin(), user_mark_.end(), 0);
-    std::fill(item_mark_.begin(), item_mark_.end(), 0);
+    ubuf_.ClearMarks();
+    ibuf_.ClearMarks();
     mark_ = 1;
   }
   // Without branches on the marks: whether a rating's row is new to the
@@ -281,16 +279,12 @@ void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating) {
   for (size_t j = begin; j < end; ++j) {
     const Rating& r = rating(j);
     if (r.user != IdMap::kUnknown) {
-      const bool need = (user_mark_[r.user] != mark_) & !ubuf_.Has(r.user);
-      user_mark_[r.user] = mark_;
       range_users_[users] = r.user;
-      users += need;
+      users += ubuf_.MarkMissing(r.user, mark_);
     }
     if (r.item != IdMap::kUnknown) {
-      const bool need = (item_mark_[r.item] != mark_) & !ibuf_.Has(r.item);
-      item_mark_[r.item] = mark_;
       range_items_[items] = r.item;
-      items += need;
+      items += ibuf_.MarkMissing(r.item, mark_);
     }
   }
   range_users_.resize(users);

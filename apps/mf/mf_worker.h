@@ -119,9 +119,7 @@ class MfWorker {
   // Look-ahead (see mf_worker.cc, WithLookAhead).
   size_t chunk_ = 0;
   size_t buffer_rows_ = 0;  // the copies' bound, of user rows and of item rows each
-  std::vector<uint32_t> user_mark_;
-  std::vector<uint32_t> item_mark_;
-  uint32_t mark_ = 0;
+  uint32_t mark_ = 0;       // of the last CollectRange (RowBuffer::MarkMissing)
   std::vector<uint32_t> range_users_;
   std::vector<uint32_t> range_items_;
   std::vector<uint64_t> raw_rows_;
