@@ -409,6 +409,10 @@ class Client::Impl : public client::ChannelListener {
 
   // Inbound handlers.
   void HandleReadReply(uint32_t k, net::ReadReply r);
+  // Gives each row sent as absent (no record at the shard) its table's
+  // initial value. Corruption for an absent row with bytes or of a table this
+  // client has not opened.
+  Status ComputeAbsentRows(const std::vector<net::RowData*>& rows);
   void HandlePush(uint32_t k, net::Push p);
   void HandlePushDone(uint32_t k, const net::PushDone& d);
   void HandleAck(uint32_t k, const net::Ack& a);

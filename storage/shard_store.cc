@@ -823,6 +823,13 @@ Status ShardStore::ReadView::MultiGet(uint32_t table, const std::vector<uint64_t
   values->resize(rows.size());
   return impl_->ReadRows(table, rows.data(), rows.size(), values->data());
 }
+Status ShardStore::ReadView::MultiGetOrAbsent(
+    uint32_t table, const std::vector<uint64_t>& rows, std::vector<std::string>* values,
+    std::vector<uint8_t>* absent) const NO_THREAD_SAFETY_ANALYSIS {
+  values->resize(rows.size());
+  absent->assign(rows.size(), 0);
+  return impl_->ReadRows(table, rows.data(), rows.size(), values->data(), absent->data());
+}
 ClockT ShardStore::ReadView::AppliedClock(ClientId client) const {
   return impl_->AppliedClock(client);
 }
