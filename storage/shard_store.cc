@@ -110,7 +110,11 @@ ShardStore::Impl::Impl(const ShardStoreOptions& options, std::string dir, ShardI
       identity_(identity),
       row_cache_(options.row_cache_mb > 0 || options.clock_log || options.read_only
                      ? std::make_unique<RowCache>(std::max<size_t>(options.row_cache_mb << 20, 1))
-                     : nullptr) {
+                     : nullptr),
+      // The log's two staging buffers take an eighth of the row cache's
+      // budget (16 MiB from a 128 MiB row cache on): a store sized from a
+      // small memory budget does not hold 16 MiB beside it.
+      log_((options.row_cache_mb << 20) / 16) {
   write_options_.sync = options_.sync && options_.durable;
   write_options_.disableWAL = !options_.durable;
 }

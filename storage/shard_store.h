@@ -76,7 +76,8 @@ struct ShardStoreOptions {
   // RocksDB in bulk (one SST file, ingested) when the dirty rows exceed the
   // row cache budget or the log exceeds clock_log_mb, and at close, checkpoint
   // and DropTable. false: every group writes each row it changes to RocksDB
-  // (a Put or merge operand per row). Default: true.
+  // (a Put or merge operand per row). A record is staged through two buffers
+  // of row_cache_mb / 16 each (256 KiB to 8 MiB). Default: true.
   bool clock_log = true;
   // false: FOR MEASURING THE COST OF DURABILITY ONLY. Groups are not logged
   // (no clock log record, RocksDB's WAL off), so a crash loses every update
