@@ -214,7 +214,7 @@ Status Client::Impl::Call(uint32_t k, net::Message request, net::Message* reply)
     const uint64_t id = *req_id;
     auto rpc = std::make_shared<RpcCall>();
     {
-      std::lock_guard<std::mutex> l(sh.mu);
+      MutexLock l(&sh.mu);
       sh.requests.emplace(id, InFlight{request, rpc});
     }
     SendToShard(k, request);
@@ -225,7 +225,7 @@ Status Client::Impl::Call(uint32_t k, net::Message request, net::Message* reply)
         Status h = ShardHealth(k);
         if (!h.ok()) {
           l.unlock();
-          std::lock_guard<std::mutex> g(sh.mu);
+          MutexLock g(&sh.mu);
           sh.requests.erase(id);
           return h;
         }
@@ -669,7 +669,7 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
       a.part = part;
       rows_sent_.fetch_add(a.updates.size(), std::memory_order_relaxed);
       {
-        std::lock_guard<std::mutex> l(sh.mu);
+        MutexLock l(&sh.mu);
         sh.unacked.push_back(SentBatch{c, std::move(keys[k][i]), part, a.more});
       }
       if (!a.more) sh.sent_through.store(c + 1, std::memory_order_release);
@@ -834,7 +834,7 @@ Status Client::Impl::Laggards(std::vector<ClientLag>* laggards) {
 Status Client::Impl::ShardHealth(uint32_t k) const {
   const ShardState& sh = *shards_[k];
   if (sh.failed.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     return sh.fatal;
   }
   if (!sh.connected.load(std::memory_order_acquire)) {
@@ -870,7 +870,7 @@ client::Deadline Client::Impl::AllShardsHealthDeadline() const {
 void Client::Impl::SetFatal(uint32_t k, const Status& s) {
   ShardState& sh = *shards_[k];
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     if (!sh.fatal.ok()) return;
     sh.fatal = s.WithPrefix(sh.channel->Describe());
     LOG(ERROR) << sh.fatal.ToString();
@@ -893,7 +893,7 @@ void Client::Impl::NotifyAll() {
   for (auto& sh : shards_) {
     std::vector<std::shared_ptr<RpcCall>> rpcs;
     {
-      std::lock_guard<std::mutex> l(sh->mu);
+      MutexLock l(&sh->mu);
       for (const auto& [id, req] : sh->requests) {
         if (req.rpc != nullptr) rpcs.push_back(req.rpc);
       }

@@ -128,10 +128,10 @@ struct ShardState {
   std::atomic<int64_t> disconnected_since_ms{0};
   std::atomic<bool> failed{false};
 
-  mutable std::mutex mu;
-  std::deque<SentBatch> unacked;          // guarded by mu, clock order
-  std::map<uint64_t, InFlight> requests;  // guarded by mu, by req_id
-  Status fatal;                           // guarded by mu; set once
+  mutable Mutex mu;
+  std::deque<SentBatch> unacked GUARDED_BY(mu);          // clock order
+  std::map<uint64_t, InFlight> requests GUARDED_BY(mu);  // by req_id
+  Status fatal GUARDED_BY(mu);                           // set once
 };
 
 using Deadline = std::chrono::steady_clock::time_point;

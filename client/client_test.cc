@@ -97,9 +97,9 @@ void RunWorkload(const std::string& dir, const RunConfig& cfg, RunResult* result
       while (!stop_faults.load()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(cfg.reconnect_every_ms));
         if (cfg.restart) {
-          channel->SimulateRestart();
+          channel->TEST_SimulateRestart();
         } else {
-          channel->SimulateReconnect();
+          channel->TEST_SimulateReconnect();
         }
       }
     });

@@ -129,9 +129,9 @@ void EmbeddedChannel::ToClient(uint64_t epoch, net::Message m) {
   if (delivery_waiting_) delivery_cv_.Signal();
 }
 
-void EmbeddedChannel::SimulateReconnect() { Simulate(Item::kReconnect); }
+void EmbeddedChannel::TEST_SimulateReconnect() { Simulate(Item::kReconnect); }
 
-void EmbeddedChannel::SimulateRestart() { Simulate(Item::kRestart); }
+void EmbeddedChannel::TEST_SimulateRestart() { Simulate(Item::kRestart); }
 
 void EmbeddedChannel::Simulate(int kind) {
   MutexLock l(&mu_);

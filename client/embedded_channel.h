@@ -12,12 +12,12 @@
 // condition variable per direction): a burst of messages costs one wake-up,
 // not one per message.
 //
-// For tests it can simulate a lost connection (SimulateReconnect: messages in
+// For tests it can simulate a lost connection (TEST_SimulateReconnect: messages in
 // flight in either direction are lost, the service sees the session go and a
-// new one come) and a server restart (SimulateRestart: additionally the
+// new one come) and a server restart (TEST_SimulateRestart: additionally the
 // service is closed and reopened from its data directory).
 //
-// Thread-safety: Send and the Simulate* calls are safe from any thread.
+// Thread-safety: Send and the TEST_Simulate* calls are safe from any thread.
 #ifndef PACE_CLIENT_EMBEDDED_CHANNEL_H_
 #define PACE_CLIENT_EMBEDDED_CHANNEL_H_
 
@@ -50,8 +50,8 @@ class EmbeddedChannel : public ShardChannel {
   // Test hooks. Queue a disconnect + reconnect (or restart) event that the
   // delivery thread performs in order with the messages before it; return
   // once it has been performed.
-  void SimulateReconnect();
-  void SimulateRestart();
+  void TEST_SimulateReconnect();
+  void TEST_SimulateRestart();
 
  private:
   class InProcSession;

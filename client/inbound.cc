@@ -51,7 +51,7 @@ void Client::Impl::HandleReply(uint32_t k, uint64_t req_id, net::Message m) {
   ShardState& sh = *shards_[k];
   InFlight req;
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     auto it = sh.requests.find(req_id);
     if (it == sh.requests.end()) return;  // answered before a reconnect, or abandoned
     req = std::move(it->second);
@@ -91,7 +91,7 @@ void Client::Impl::HandleReadReply(uint32_t k, net::ReadReply r) {
   ShardState& sh = *shards_[k];
   InFlight req;
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     auto it = sh.requests.find(r.req_id);
     if (it == sh.requests.end()) return;
     req = std::move(it->second);
@@ -296,7 +296,7 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   std::vector<SentBatch> done;
   client_engine::AckOutcome ack;
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     // Batches (and parts) up to (a.clock, a.part), in the order they were sent.
     ack = client_engine::TakeAck(sh.unacked, a.clock, a.part);
     for (size_t i = 0; i < ack.batches; ++i) {
@@ -383,7 +383,7 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   std::vector<const SentBatch*> batches;
   AppliedPosition dup_below{sh.duplicates_below.load(), sh.duplicate_parts_below.load()};
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     for (const SentBatch& b : sh.unacked) batches.push_back(&b);
     // The shard may have applied any of these already (their Acks were
     // lost). Not w.applied_clock: batches above what we sent are someone
@@ -400,7 +400,7 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   // 2. Requests in flight (reads, table calls).
   std::vector<net::Message> again;
   {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     for (const auto& [id, req] : sh.requests) again.push_back(req.msg);
   }
   for (net::Message& m : again) SendToShard(k, std::move(m));

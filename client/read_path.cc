@@ -259,7 +259,7 @@ void Client::Impl::SendCacheRead(uint32_t k, net::Read r, int retries, int64_t f
   r.req_id = NextReqId();
   {
     ShardState& sh = *shards_[k];
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     sh.requests.emplace(r.req_id, InFlight{r, nullptr, retries, first_error_ms});
   }
   SendToShard(k, std::move(r));

@@ -34,3 +34,17 @@ function(pace_test)
     add_dependencies(storage_suite ${T_NAME})
   endif()
 endfunction()
+
+# pace_test_library(NAME name SRCS a.cc ... DEPS lib ...)
+# A static library of test-only helpers (a module's testing/ folder), linked
+# by its tests and by tests/. Built with the tests only (-DBUILD_TESTING=OFF:
+# declared, not built).
+function(pace_test_library)
+  cmake_parse_arguments(T "" "NAME" "SRCS;DEPS" ${ARGN})
+  if(BUILD_TESTING)
+    add_library(${T_NAME} STATIC ${T_SRCS})
+  else()
+    add_library(${T_NAME} STATIC EXCLUDE_FROM_ALL ${T_SRCS})
+  endif()
+  target_link_libraries(${T_NAME} PUBLIC ${T_DEPS} GTest::gtest)
+endfunction()

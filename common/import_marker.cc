@@ -1,11 +1,12 @@
 #include "common/import_marker.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <fstream>
+
+#include "common/replace_file.h"
 
 namespace pace {
 
@@ -17,29 +18,10 @@ Status Errno(const std::string& path, const std::string& what) {
   return Status::IOError(path + ": cannot " + what + ": " + std::strerror(errno));
 }
 
-Status SyncPath(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return Errno(path, "open");
-  const bool ok = ::fsync(fd) == 0;
-  Status s = ok ? Status::OK() : Errno(path, "fsync");
-  ::close(fd);
-  return s;
-}
-
 }  // namespace
 
 Status WriteImportMarker(const std::string& dir, const std::string& command) {
-  const std::string path = MarkerPath(dir);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << command << '\n';
-    out.flush();
-    if (!out) return Status::IOError(tmp + ": cannot write");
-  }
-  RETURN_IF_ERROR(SyncPath(tmp, O_RDONLY));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno(path, "rename " + tmp + " to");
-  return SyncPath(dir, O_RDONLY | O_DIRECTORY);
+  return ReplaceFile(MarkerPath(dir), command + "\n", FileSync::kDurable);
 }
 
 Status RemoveImportMarker(const std::string& dir) {
@@ -48,7 +30,7 @@ Status RemoveImportMarker(const std::string& dir) {
     if (errno == ENOENT) return Status::OK();
     return Errno(path, "remove");
   }
-  return SyncPath(dir, O_RDONLY | O_DIRECTORY);
+  return SyncDir(dir);
 }
 
 Status CheckImportComplete(const std::string& dir) {

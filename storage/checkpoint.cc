@@ -1,8 +1,6 @@
 #include "storage/checkpoint.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +11,8 @@
 #include <map>
 #include <set>
 #include <vector>
+
+#include "common/replace_file.h"
 
 namespace pace {
 
@@ -121,38 +121,6 @@ Status ParseTable(std::string_view line, TableSchema* t) {
 
 Status Errno(const std::string& what) {
   return Status::IOError(what + ": " + std::strerror(errno));
-}
-
-Status SyncPath(const std::string& path, bool directory) {
-  int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
-  if (fd < 0) return Errno("open " + path);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Errno("fsync " + path);
-  return Status::OK();
-}
-
-Status WriteFileSynced(const std::string& path, std::string_view data) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return Errno("create " + path);
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = Errno("write " + path);
-      ::close(fd);
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    Status s = Errno("fsync " + path);
-    ::close(fd);
-    return s;
-  }
-  if (::close(fd) != 0) return Errno("close " + path);
-  return Status::OK();
 }
 
 Status FsError(const std::error_code& ec, const std::string& what) {
@@ -276,11 +244,8 @@ Status ParseCheckpointManifest(std::string_view text, CheckpointManifest* m) {
 }
 
 Status WriteCheckpointManifest(const std::string& dir, const CheckpointManifest& m) {
-  std::string path = dir + "/" + kCheckpointManifestName;
-  std::string tmp = path + ".tmp";
-  RETURN_IF_ERROR(WriteFileSynced(tmp, EncodeCheckpointManifest(m)));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno("rename " + tmp);
-  return SyncPath(dir, /*directory=*/true);
+  return ReplaceFile(dir + "/" + kCheckpointManifestName, EncodeCheckpointManifest(m),
+                     FileSync::kDurable);
 }
 
 Status ReadCheckpointManifestFile(const std::string& dir, CheckpointManifest* m) {
@@ -321,7 +286,7 @@ bool IsCheckpointStagingName(const std::string& name) {
 Status PublishCheckpointDir(const std::string& staging, const std::string& dir) {
   if (::rename(staging.c_str(), dir.c_str()) != 0) return Errno("rename " + staging + " to " + dir);
   std::string parent = fs::path(CheckpointStagingDir(dir)).parent_path().string();
-  return SyncPath(parent.empty() ? "." : parent, /*directory=*/true);
+  return SyncDir(parent.empty() ? "." : parent);
 }
 
 Status CheckpointDirExists(const std::string& dir) {
@@ -380,15 +345,15 @@ Status CopyCheckpointFiles(const std::string& checkpoint_dir, const std::string&
       if (!link_ec) continue;
     }
     if (!fs::copy_file(src, dst, ec)) return FsError(ec, "copy " + src.string());
-    RETURN_IF_ERROR(SyncPath(dst, /*directory=*/false));
+    RETURN_IF_ERROR(SyncFile(dst));
   }
   if (ec) return FsError(ec, "list " + checkpoint_dir);
-  RETURN_IF_ERROR(SyncPath(tmp, /*directory=*/true));
+  RETURN_IF_ERROR(SyncDir(tmp));
   fs::remove(data_dir, ec);  // an empty directory, if any
   fs::rename(tmp, data_dir, ec);
   if (ec) return FsError(ec, "rename " + tmp + " to " + data_dir);
   std::string parent = fs::path(data_dir).parent_path().string();
-  return SyncPath(parent.empty() ? "." : parent, /*directory=*/true);
+  return SyncDir(parent.empty() ? "." : parent);
 }
 
 }  // namespace pace

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "common/hash.h"
+#include "common/replace_file.h"
 #include "common/token_file.h"
 #include "storage/checkpoint.h"
 #include "storage/key_format.h"
@@ -319,13 +320,6 @@ Status CheckTargets(const SourceSet& src, uint32_t num_shards, const ReshardResu
     }
   }
   return Status::OK();
-}
-
-Status SyncDir(const std::string& dir) {
-  rocksdb::Env* env = rocksdb::Env::Default();
-  std::unique_ptr<rocksdb::Directory> d;
-  RETURN_IF_ERROR(FromRocks(env->NewDirectory(dir, &d), "open " + dir));
-  return FromRocks(d->Fsync(), "fsync " + dir);
 }
 
 }  // namespace

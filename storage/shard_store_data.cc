@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/replace_file.h"
 #include "consistency/batch_rule.h"
 #include "storage/checkpoint.h"
 #include "storage/key_format.h"
@@ -866,15 +867,9 @@ Status ShardStore::Impl::VerifyNewChecksums(size_t* verified, size_t* skipped) c
   }
   // The same files as the list holds: nothing to rewrite.
   if (*verified == 0 && *skipped == before.size()) return Status::OK();
-  // Best effort: without the list the next open reads every file again.
-  const std::string tmp = list + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << now.str();
-    if (!out.flush()) return Status::OK();
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, list, ec);
+  // Best effort, not synced: without the list (or with a stale one) the next
+  // open reads every file again.
+  ReplaceFile(list, now.str(), FileSync::kNone).IgnoreError();
   return Status::OK();
 }
 

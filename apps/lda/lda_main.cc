@@ -165,6 +165,49 @@ apps::JobDescription DescribeJob(const Corpus& corpus, const LdaTrainOptions& o)
   return job;
 }
 
+// --memory_mb is the process's budget: what it holds already (the binary,
+// its libraries, the corpus as loaded: the peak RSS so far) and the data the
+// workers are about to allocate come first; PaceDB gets the rest
+// (client_options->memory_mb). InvalidArgument if that leaves PaceDB less
+// than half.
+Status FitMemoryBudget(const Corpus& corpus, const LdaTrainOptions& options,
+                       ClientOptions* client_options) {
+  if (client_options->memory_mb == 0) return Status::OK();
+  const size_t budget = client_options->memory_mb;
+  const uint64_t held =
+      apps::PeakRssBytes() +
+      LdaAppDataBytes(corpus, options, client_options->num_clients, /*include_corpus=*/false);
+  const size_t held_mb = static_cast<size_t>((held + (1u << 20) - 1) >> 20);
+  if (held_mb > budget / 2) {
+    return Status::InvalidArgument(
+        "--memory_mb=" + std::to_string(budget) + " is too small for this corpus: the " +
+        "process, its documents, topic assignments and doc-topic counts take " +
+        std::to_string(held_mb) + " MiB of it (at most half); give at least " +
+        std::to_string(2 * held_mb));
+  }
+  client_options->memory_mb = budget - held_mb;
+  std::printf(
+      "# --memory_mb=%zu: the process and its documents take %zu MiB, PaceDB the other %zu\n",
+      budget, held_mb, client_options->memory_mb);
+  return Status::OK();
+}
+
+void PrintRunLine(const Client& client, const ClientOptions& client_options,
+                  const LdaTrainOptions& options, const LdaTrainer& trainer) {
+  std::printf(
+      "# %s, client %u of %u, %d workers, %s, %d topics, alpha %g, beta %g%s\n",
+      client.embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
+      client.client_id(), client.num_clients(), options.run.workers,
+      apps::DescribeConsistency(options.run).c_str(), options.params.topics, options.params.alpha,
+      options.params.beta,
+      client.start_clock() > 0
+          ? (", resuming at clock " + std::to_string(client.start_clock()) +
+             (trainer.replays_clock() ? " (replayed from the assignments the interrupted run wrote)"
+                                      : ""))
+                .c_str()
+          : "");
+}
+
 int Run() {
   LdaTrainOptions options;
   Status s = OptionsFromFlags(&options);
@@ -193,29 +236,8 @@ int Run() {
   }
 
   const uint64_t app_bytes = LdaAppDataBytes(corpus, options, client_options.num_clients);
-  if (client_options.memory_mb > 0) {
-    // The budget is the process's: what it holds already (the binary, its
-    // libraries, the corpus as loaded: the peak RSS so far) and the data the
-    // workers are about to allocate come first; PaceDB gets the rest.
-    const size_t budget = client_options.memory_mb;
-    const uint64_t held =
-        apps::PeakRssBytes() +
-        LdaAppDataBytes(corpus, options, client_options.num_clients, /*include_corpus=*/false);
-    const size_t held_mb = static_cast<size_t>((held + (1u << 20) - 1) >> 20);
-    if (held_mb > budget / 2) {
-      return apps::UsageError(
-          kProgram,
-          Status::InvalidArgument(
-              "--memory_mb=" + std::to_string(budget) + " is too small for this corpus: the " +
-              "process, its documents, topic assignments and doc-topic counts take " +
-              std::to_string(held_mb) + " MiB of it (at most half); give at least " +
-              std::to_string(2 * held_mb)));
-    }
-    client_options.memory_mb = budget - held_mb;
-    std::printf(
-        "# --memory_mb=%zu: the process and its documents take %zu MiB, PaceDB the other %zu\n",
-        budget, held_mb, client_options.memory_mb);
-  }
+  s = FitMemoryBudget(corpus, options, &client_options);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
 
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
@@ -230,18 +252,7 @@ int Run() {
   s = trainer.Setup();
   if (!s.ok()) return apps::UsageError(kProgram, s);
   const ClockT end_clock = options.run.clocks + 1;
-  std::printf(
-      "# %s, client %u of %u, %d workers, %s, %d topics, alpha %g, beta %g%s\n",
-      client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
-      client->client_id(), client->num_clients(), options.run.workers,
-      apps::DescribeConsistency(options.run).c_str(), options.params.topics, options.params.alpha,
-      options.params.beta,
-      client->start_clock() > 0
-          ? (", resuming at clock " + std::to_string(client->start_clock()) +
-             (trainer.replays_clock() ? " (replayed from the assignments the interrupted run wrote)"
-                                      : ""))
-                .c_str()
-          : "");
+  PrintRunLine(*client, client_options, options, trainer);
   if (client->client_id() == 0 && client->start_clock() < end_clock) {
     report.SetProgress(client->start_clock(), options.run.clocks);
     report.PrintHeader();
@@ -265,13 +276,7 @@ int Run() {
   if (summary.stopped) {
     // Every clock before the stop clock is acknowledged (Train flushed).
     s = report.Close();
-    const ClockT at = std::max(apps::StopClock(), summary.start_clock);
-    if (at == 0) {
-      std::fprintf(stderr, "%s: stopped before clock 0; nothing was trained\n", kProgram);
-    } else {
-      apps::PrintStopped(at);
-    }
-    return 128 + apps::StopSignalNumber();
+    return apps::ExitStopped(summary.start_clock);
   }
   if (summary.start_clock >= end_clock) {
     std::printf("# the job is already at clock %lld (--clocks=%lld): nothing to train\n",

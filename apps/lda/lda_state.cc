@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+
+#include "common/replace_file.h"
 
 namespace pace {
 namespace lda {
@@ -46,17 +49,6 @@ Status Errno(const std::string& what, const std::string& path) {
   return Status::IOError(what + " " + path + ": " + std::strerror(errno));
 }
 
-Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return Errno("writing", path);
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status::OK();
-}
-
 Status MkdirOne(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return Status::OK();
   return Errno("creating", dir);
@@ -88,26 +80,10 @@ Status WriteAssignments(const std::string& dir, uint32_t client, const Assignmen
   const size_t zbytes = z.size() * sizeof(int32_t);
   uint64_t sum = Fnv(head.data(), head.size());
   sum = Fnv(z.data(), zbytes, sum);
-  const std::string path = AssignmentsPath(dir, client, h.part, h.clock);
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("creating", tmp);
-  Status s = WriteAll(fd, head.data(), head.size(), tmp);
-  if (s.ok()) s = WriteAll(fd, reinterpret_cast<const char*>(z.data()), zbytes, tmp);
-  if (s.ok()) s = WriteAll(fd, reinterpret_cast<const char*>(&sum), sizeof(sum), tmp);
-  if (s.ok() && sync && ::fsync(fd) != 0) s = Errno("fsync of", tmp);
-  ::close(fd);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = Errno("renaming", tmp);
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  if (!sync) return Status::OK();
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return Errno("opening", dir);
-  const bool synced = ::fsync(dfd) == 0;
-  ::close(dfd);
-  return synced ? Status::OK() : Errno("fsync of", dir);
+  return ReplaceFile(AssignmentsPath(dir, client, h.part, h.clock),
+                     {head, std::string_view(reinterpret_cast<const char*>(z.data()), zbytes),
+                      std::string_view(reinterpret_cast<const char*>(&sum), sizeof(sum))},
+                     sync ? FileSync::kDurable : FileSync::kNone);
 }
 
 Status ReadAssignments(const std::string& dir, uint32_t client, const AssignmentsHeader& expect,

@@ -20,7 +20,7 @@ using apps::MeasureCols;
 namespace {
 
 // A clock whose rows fit one block is swept in up to kMaxChunks chunks of
-// documents of at least kMinChunkTokens tokens (see the sampling loop).
+// documents of at least kMinChunkTokens tokens (see SweepWindow).
 constexpr uint64_t kMinChunkTokens = 1024;
 constexpr size_t kMaxChunks = 8;
 
@@ -78,6 +78,69 @@ struct LdaTrainer::Shared {
   std::optional<double> final_loglik;
   std::vector<int32_t> word_topic;
   uint64_t stale_rows = 0;
+};
+
+// One worker's clocks, in named stages:
+//   Start        clock 0 (random assignments, their counts added word by
+//                word, then a global barrier) or, on resume, the documents'
+//                counts from the assignments of the resumed clock;
+//   SampleClock  the clock's minibatch of documents, word by word
+//                (word_sweep.h), and the change of the topic totals;
+//   EndClock     the stats row, the assignment files around Clock(), and
+//                the reporter's rows (Report);
+//   Finish       the reporter's last rows and the collected model.
+class LdaTrainer::WorkerRun {
+ public:
+  WorkerRun(LdaTrainer* trainer, int index, Worker* worker, const std::atomic<bool>& failed,
+            Shared* shared);
+
+  Status Run();
+
+ private:
+  Status Start();
+  Status SampleClock(ClockT c, bool replay);
+  // The documents of `win` through `pass`, in one sweep or a few chunks.
+  Status SweepWindow(const apps::Window& win, const WordSweep::Pass& pass);
+  Status EndClock(double tokens, std::optional<double> ll_doc, double ll_word);
+  // The assignment files: written before Clock(), the ones no shard can need
+  // again removed after it.
+  Status WriteAssignmentsOf(ClockT c);
+  Status RemoveOldAssignments(ClockT c);
+  // The tokens of documents [start, start + count) of this worker by word,
+  // unless `index_` holds them already.
+  Status IndexDocs(size_t start, size_t count);
+  Status Report(ClockT c, const std::vector<double>& row);
+  Status Finish();
+
+  LdaTrainer& t_;
+  const int w_;
+  Worker* const worker_;
+  const std::atomic<bool>& failed_;
+  Shared* const sh_;
+  const Table& wt_;  // word_topic
+  const Table& tt_;  // topic_totals
+  const Table& st_;  // stats
+  const apps::RunOptions& run_;
+  const LdaParams& p_;
+  const size_t k_count_;
+  const uint32_t num_parts_;
+  const uint32_t part_id_;
+  const bool reporter_;
+
+  std::vector<int32_t> nk_, nk_base_, nk_delta_;  // topic totals: read, at the read, change
+  LocalDocs docs_;
+  WordTokenIndex index_;
+  size_t index_start_ = SIZE_MAX, index_count_ = 0;  // of the documents in `index_`
+  WordSweep sweep_;
+  ClockT oldest_kept_;  // of this worker's assignment files
+
+  // Stats and reports. Every worker reads the completed stats rows, so that
+  // the reporting worker does not fall behind the others (see pace_mf's
+  // trainer).
+  std::vector<double> cols_;
+  int64_t interval_start_;
+  std::vector<double> clock_end_seconds_;  // since the start, by clock - start_clock
+  apps::StatsRowReader reader_;
 };
 
 LdaTrainer::LdaTrainer(Client* client, const Corpus* corpus, LdaTrainOptions options)
@@ -190,7 +253,7 @@ Status LdaTrainer::Train(const std::function<void(const LdaReport&)>& on_report,
   sh.sampling_start_ns = sh.start_ns;
   Status s = apps::RunWorkers(client_, options_.run.workers,
                               [&](int i, Worker* w, const std::atomic<bool>& failed) {
-                                return WorkerLoop(i, w, failed, &sh);
+                                return WorkerRun(this, i, w, failed, &sh).Run();
                               });
   RETURN_IF_ERROR(s);
   RETURN_IF_ERROR(client_->Flush());
@@ -204,232 +267,256 @@ Status LdaTrainer::Train(const std::function<void(const LdaReport&)>& on_report,
   return Status::OK();
 }
 
-Status LdaTrainer::WorkerLoop(int w, Worker* worker, const std::atomic<bool>& failed, Shared* sh) {
-  const Table& wt = tables_[0];
-  const Table& tt = tables_[1];
-  const Table& st = tables_[2];
-  const apps::RunOptions& run = options_.run;
-  const LdaParams& p = params_;
-  const size_t k_count = static_cast<size_t>(p.topics);
-  if (worker->clock() != sh->start_clock) {
-    return Status::Internal("LDA worker starts at clock " + std::to_string(worker->clock()) +
-                            ", the client's resume clock is " + std::to_string(sh->start_clock));
+LdaTrainer::WorkerRun::WorkerRun(LdaTrainer* trainer, int index, Worker* worker,
+                                 const std::atomic<bool>& failed, Shared* shared)
+    : t_(*trainer),
+      w_(index),
+      worker_(worker),
+      failed_(failed),
+      sh_(shared),
+      wt_(t_.tables_[0]),
+      tt_(t_.tables_[1]),
+      st_(t_.tables_[2]),
+      run_(t_.options_.run),
+      p_(t_.params_),
+      k_count_(static_cast<size_t>(p_.topics)),
+      num_parts_(t_.client_->num_clients() * static_cast<uint32_t>(run_.workers)),
+      part_id_(t_.client_->client_id() * static_cast<uint32_t>(run_.workers) + index),
+      reporter_(t_.client_->client_id() == 0 && index == 0),
+      nk_(k_count_),
+      nk_base_(k_count_),
+      nk_delta_(k_count_),
+      sweep_(p_, wt_),
+      oldest_kept_(sh_->start_clock),
+      cols_(MeasureCols::kCount + LdaStatsCols::kCount),
+      interval_start_(apps::NowNs()),
+      reader_(st_, run_, sh_->start_clock, sh_->end_clock, reporter_ ? t_.client_ : nullptr) {}
+
+Status LdaTrainer::WorkerRun::Run() {
+  if (worker_->clock() != sh_->start_clock) {
+    return Status::Internal("LDA worker starts at clock " + std::to_string(worker_->clock()) +
+                            ", the client's resume clock is " + std::to_string(sh_->start_clock));
   }
-  const uint32_t num_parts = client_->num_clients() * static_cast<uint32_t>(run.workers);
-  const uint32_t part_id = client_->client_id() * static_cast<uint32_t>(run.workers) + w;
-  const apps::Range part = apps::PartOf(order_.size(), part_id, num_parts);
-  std::vector<int32_t> nk(k_count), nk_base(k_count), nk_delta(k_count);
-
-  const bool reporter = client_->client_id() == 0 && w == 0;
-  // Every worker reads the completed stats rows, so that the reporting
-  // worker does not fall behind the others (see pace_mf's trainer).
-  // Seconds since the start at the end of clock first_clock + i.
-  const ClockT first_clock = sh->start_clock;
-  std::vector<double> clock_end_seconds;
-  apps::StatsRowReader reader(st, run, first_clock, sh->end_clock, reporter ? client_ : nullptr);
-  auto emit = [&](ClockT c, const std::vector<double>& row) -> Status {
-    const double* app = row.data() + MeasureCols::kCount;
-    LdaReport rep;
-    rep.clock = c;
-    size_t i = static_cast<size_t>(c - first_clock);
-    rep.seconds = i < clock_end_seconds.size() ? clock_end_seconds[i] : 0;
-    rep.tokens = static_cast<uint64_t>(app[LdaStatsCols::kTokens]);
-    if (rep.tokens > 0 && i > 0 && i < clock_end_seconds.size()) {
-      double dt = clock_end_seconds[i] - clock_end_seconds[i - 1];
-      if (dt > 0) rep.tokens_per_s = rep.tokens / dt;
-    }
-    if (app[LdaStatsCols::kEvalParts] >= num_parts) {
-      rep.loglik = app[LdaStatsCols::kLogLikDoc] + app[LdaStatsCols::kLogLikWord];
-    }
-    apps::StalenessSummary ss = apps::SummarizeStaleness(row.data());
-    rep.staleness_mean = ss.mean;
-    rep.staleness_p99 = ss.p99;
-    rep.blocked_pct = apps::BlockedPercent(row.data());
-    if (c == sh->end_clock - 1) sh->final_loglik = rep.loglik;
-    if (sh->on_report) sh->on_report(rep);
-    return Status::OK();
-  };
-
-  LocalDocs docs;
-  // The clock's tokens by word, and the pass over them (word_sweep.h).
-  WordTokenIndex index;
-  size_t index_start = SIZE_MAX, index_count = 0;  // of the documents in `index`
-  auto index_docs = [&](size_t start, size_t count) -> Status {
-    if (start == index_start && count == index_count) return Status::OK();
-    index_start = start;
-    index_count = count;
-    return index.Build(*corpus_, docs, start, count, p.vocab);
-  };
-  WordSweep sweep(p, wt);
-  const std::string& state_dir = options_.state_dir;
-  const ClientId client_id = client_->client_id();
-  ClockT oldest_kept = sh->start_clock;  // of this worker's assignment files
-  std::vector<double> cols(MeasureCols::kCount + LdaStatsCols::kCount);
-  double* app = cols.data() + MeasureCols::kCount;
-  int64_t interval_start = apps::NowNs();
-  auto end_clock = [&](double tokens, std::optional<double> ll_doc, double ll_word) -> Status {
-    std::fill(cols.begin(), cols.end(), 0.0);
-    cols[MeasureCols::kWallSeconds] = apps::SecondsSince(interval_start);
-    interval_start = apps::NowNs();
-    sh->measure->EndClock(worker->clock(), cols.data());
-    app[LdaStatsCols::kTokens] = tokens;
-    if (ll_doc) {
-      app[LdaStatsCols::kLogLikDoc] = *ll_doc;
-      app[LdaStatsCols::kLogLikWord] = ll_word;
-      app[LdaStatsCols::kEvalParts] = 1;
-    }
-    const ClockT c = worker->clock();
-    RETURN_IF_ERROR(worker->Inc(st, static_cast<uint64_t>(c), cols.data()));
-    if (!state_dir.empty()) {
-      // Before Clock(): the files of clock c + 1 exist before the batch of
-      // clock c can reach a shard.
-      AssignmentsHeader h;
-      h.part = part_id;
-      h.num_parts = num_parts;
-      h.topics = static_cast<uint32_t>(k_count);
-      h.clock = c + 1;
-      h.tokens = docs.z.size();
-      RETURN_IF_ERROR(WriteAssignments(state_dir, client_id, h, docs.z, options_.sync_state)
-                          .WithPrefix("writing the token assignments"));
-    }
-    RETURN_IF_ERROR(worker->Clock());
-    sh->done[w].store(c + 1);
-    if (!state_dir.empty()) {
-      // Once every worker of the process ended clock p - 1, its batch is
-      // sent; after Flush it is acknowledged, so the shards' applied clock
-      // for this client is >= p and older files are never needed again.
-      ClockT p = c + 1;
-      for (int i = 0; i < sh->workers; ++i) p = std::min(p, sh->done[i].load());
-      if (p > oldest_kept) {
-        RETURN_IF_ERROR(client_->Flush());
-        RemoveAssignmentsBelow(state_dir, client_id, part_id, p);
-        oldest_kept = p;
-      }
-    }
-    if (reporter) {
-      clock_end_seconds.push_back(apps::SecondsSince(sh->start_ns));
-      RETURN_IF_ERROR(reader.Poll(worker, emit));
-    } else {
-      RETURN_IF_ERROR(
-          reader.Poll(worker, [](ClockT, const std::vector<double>&) { return Status::OK(); }));
-    }
-    return Status::OK();
-  };
-
-  const std::vector<uint32_t> my_docs(order_.begin() + part.begin, order_.begin() + part.end);
-  const bool replay = sh->start_clock > 0 && !replay_z_.empty();
-  if (sh->start_clock > 0) {
-    // Resume: the assignments at the start of the resumed clock.
-    InitLocalDocs(*corpus_, my_docs, p, run.seed, &docs, [](uint32_t, int) {});
-    if (resume_z_[w].size() != docs.z.size()) {
-      return Status::Internal("LDA resume: the assignments do not fit the documents");
-    }
-    docs.z = resume_z_[w];
-    std::fill(docs.ndk.begin(), docs.ndk.end(), 0);
-    for (size_t i = 0; i < docs.ids.size(); ++i) {
-      for (size_t t = docs.offset[i]; t < docs.offset[i + 1]; ++t) {
-        ++docs.ndk[i * k_count + static_cast<size_t>(docs.z[t])];
-      }
-    }
-  } else {
-    // Clock 0: random assignments; their counts are added without reading,
-    // word by word.
-    std::fill(nk_delta.begin(), nk_delta.end(), 0);
-    InitLocalDocs(*corpus_, my_docs, p, run.seed, &docs, [&](uint32_t, int k) { ++nk_delta[k]; });
-    RETURN_IF_ERROR(index_docs(0, docs.ids.size()));
-    WordSweep::Pass init;
-    init.mode = WordSweep::Mode::kInit;
-    RETURN_IF_ERROR(sweep.Run(worker, index, &docs, init));
-    RETURN_IF_ERROR(worker->Inc(tt, 0, nk_delta.data()));
-    RETURN_IF_ERROR(end_clock(0, std::nullopt, 0));
-    // Sampling starts from the complete initial counts.
-    RETURN_IF_ERROR(worker->GlobalBarrier());
-    if (reporter) sh->sampling_start_ns = apps::NowNs();
-  }
-
-  for (ClockT c = worker->clock(); c < sh->end_clock; c = worker->clock()) {
-    if (failed.load()) return Status::Aborted("another worker failed");
+  const bool replay = sh_->start_clock > 0 && !t_.replay_z_.empty();
+  RETURN_IF_ERROR(Start());
+  for (ClockT c = worker_->clock(); c < sh_->end_clock; c = worker_->clock()) {
+    if (failed_.load()) return Status::Aborted("another worker failed");
     if (apps::StopBefore(c)) {
-      sh->stopped = true;
+      sh_->stopped = true;
       break;
     }
-    apps::MaybeStraggle(run, client_->client_id(), w, c);
-    const apps::Window win = apps::MinibatchWindow(docs.ids.size(), options_.minibatch, c - 1);
-    RETURN_IF_ERROR(worker->Get(tt, 0, nk.data()));
-    nk_base = nk;
-    apps::Rng rng(apps::DeriveSeed(run.seed, 0x5A3B, part_id, static_cast<uint64_t>(c)));
-    const bool eval = c % run.eval_every == 0 || c + 1 == sh->end_clock;
-    double ll_word = 0;
-    WordSweep::Pass pass;
-    pass.nk = nk.data();
-    pass.rng = &rng;
-    pass.ll_word = eval ? &ll_word : nullptr;
-    pass.part = part_id;
-    pass.num_parts = num_parts;
-    if (replay && c == sh->start_clock) {
-      // Replays clock c as it was sampled before the crash (see replay_z_):
-      // its deltas are exactly the change of the assignments.
-      pass.mode = WordSweep::Mode::kReplay;
-      pass.next = &replay_z_[w];
-      RETURN_IF_ERROR(index_docs(0, docs.ids.size()));
-      RETURN_IF_ERROR(sweep.Run(worker, index, &docs, pass));
-    } else {
-      // When the clock's rows fit one block, its documents are swept in a
-      // few chunks: each reads its rows just before it samples against them
-      // and adds its change right after, so a chunk sees the other workers'
-      // changes of the previous clock that arrived since the clock began
-      // (one read at the start saw none of them; on a small corpus that
-      // staler sampler ended in a poorer mode 8 times in 20). A larger
-      // table is read block by block through the clock anyway.
-      size_t chunks = 1;
-      if (p.vocab <= sweep.block_rows()) {
-        uint64_t window_tokens = 0;
-        for (size_t j = 0; j < win.count; ++j) {
-          window_tokens += corpus_->docs[docs.ids[(win.start + j) % docs.ids.size()]].size();
-        }
-        if (window_tokens <= WordSweep::kBlockTokens) {
-          chunks = std::clamp<size_t>(window_tokens / kMinChunkTokens, 1, kMaxChunks);
-          chunks = std::min(chunks, std::max<size_t>(win.count, 1));
-        }
-      }
-      WordSweep::Pass chunk = pass;
-      chunk.ll_word = nullptr;
-      for (size_t j = 0; j < chunks; ++j) {
-        const size_t begin = win.count * j / chunks, end = win.count * (j + 1) / chunks;
-        RETURN_IF_ERROR(index_docs(win.start + begin, end - begin));
-        // The evaluation, after the last chunk's changes.
-        if (j + 1 == chunks) chunk.ll_word = pass.ll_word;
-        RETURN_IF_ERROR(sweep.Run(worker, index, &docs, chunk));
-      }
-    }
-    uint64_t tokens = 0;
-    for (size_t j = 0; j < win.count; ++j) {
-      tokens += corpus_->docs[docs.ids[(win.start + j) % docs.ids.size()]].size();
-    }
-    bool totals_changed = false;
-    for (size_t k = 0; k < k_count; ++k) {
-      nk_delta[k] = nk[k] - nk_base[k];
-      totals_changed |= nk_delta[k] != 0;
-    }
-    if (totals_changed) RETURN_IF_ERROR(worker->Inc(tt, 0, nk_delta.data()));
+    apps::MaybeStraggle(run_, t_.client_->client_id(), w_, c);
+    RETURN_IF_ERROR(SampleClock(c, replay && c == sh_->start_clock));
+  }
+  return Finish();
+}
 
-    std::optional<double> ll_doc;
-    if (eval) {
-      ll_doc = LocalDocsLogLik(*corpus_, docs, p);
-      if (part_id == 0) ll_word += TotalsLogLik(nk.data(), p);
+Status LdaTrainer::WorkerRun::Start() {
+  const apps::Range part = apps::PartOf(t_.order_.size(), part_id_, num_parts_);
+  const std::vector<uint32_t> my_docs(t_.order_.begin() + part.begin, t_.order_.begin() + part.end);
+  if (sh_->start_clock > 0) {
+    // Resume: the assignments at the start of the resumed clock.
+    InitLocalDocs(*t_.corpus_, my_docs, p_, run_.seed, &docs_, [](uint32_t, int) {});
+    if (t_.resume_z_[w_].size() != docs_.z.size()) {
+      return Status::Internal("LDA resume: the assignments do not fit the documents");
     }
-    sh->tokens += tokens;
-    RETURN_IF_ERROR(end_clock(static_cast<double>(tokens), ll_doc, ll_word));
+    docs_.z = t_.resume_z_[w_];
+    std::fill(docs_.ndk.begin(), docs_.ndk.end(), 0);
+    for (size_t i = 0; i < docs_.ids.size(); ++i) {
+      for (size_t t = docs_.offset[i]; t < docs_.offset[i + 1]; ++t) {
+        ++docs_.ndk[i * k_count_ + static_cast<size_t>(docs_.z[t])];
+      }
+    }
+    return Status::OK();
   }
-  if (!reporter) return Status::OK();
-  if (sh->stopped.load()) {
+  // Clock 0: random assignments; their counts are added without reading,
+  // word by word.
+  std::fill(nk_delta_.begin(), nk_delta_.end(), 0);
+  InitLocalDocs(*t_.corpus_, my_docs, p_, run_.seed, &docs_,
+                [&](uint32_t, int k) { ++nk_delta_[k]; });
+  RETURN_IF_ERROR(IndexDocs(0, docs_.ids.size()));
+  WordSweep::Pass init;
+  init.mode = WordSweep::Mode::kInit;
+  RETURN_IF_ERROR(sweep_.Run(worker_, index_, &docs_, init));
+  RETURN_IF_ERROR(worker_->Inc(tt_, 0, nk_delta_.data()));
+  RETURN_IF_ERROR(EndClock(0, std::nullopt, 0));
+  // Sampling starts from the complete initial counts.
+  RETURN_IF_ERROR(worker_->GlobalBarrier());
+  if (reporter_) sh_->sampling_start_ns = apps::NowNs();
+  return Status::OK();
+}
+
+Status LdaTrainer::WorkerRun::SampleClock(ClockT c, bool replay) {
+  const apps::Window win = apps::MinibatchWindow(docs_.ids.size(), t_.options_.minibatch, c - 1);
+  RETURN_IF_ERROR(worker_->Get(tt_, 0, nk_.data()));
+  nk_base_ = nk_;
+  apps::Rng rng(apps::DeriveSeed(run_.seed, 0x5A3B, part_id_, static_cast<uint64_t>(c)));
+  const bool eval = c % run_.eval_every == 0 || c + 1 == sh_->end_clock;
+  double ll_word = 0;
+  WordSweep::Pass pass;
+  pass.nk = nk_.data();
+  pass.rng = &rng;
+  pass.ll_word = eval ? &ll_word : nullptr;
+  pass.part = part_id_;
+  pass.num_parts = num_parts_;
+  if (replay) {
+    // Replays clock c as it was sampled before the crash (see replay_z_):
+    // its deltas are exactly the change of the assignments.
+    pass.mode = WordSweep::Mode::kReplay;
+    pass.next = &t_.replay_z_[w_];
+    RETURN_IF_ERROR(IndexDocs(0, docs_.ids.size()));
+    RETURN_IF_ERROR(sweep_.Run(worker_, index_, &docs_, pass));
+  } else {
+    RETURN_IF_ERROR(SweepWindow(win, pass));
+  }
+  uint64_t tokens = 0;
+  for (size_t j = 0; j < win.count; ++j) {
+    tokens += t_.corpus_->docs[docs_.ids[(win.start + j) % docs_.ids.size()]].size();
+  }
+  bool totals_changed = false;
+  for (size_t k = 0; k < k_count_; ++k) {
+    nk_delta_[k] = nk_[k] - nk_base_[k];
+    totals_changed |= nk_delta_[k] != 0;
+  }
+  if (totals_changed) RETURN_IF_ERROR(worker_->Inc(tt_, 0, nk_delta_.data()));
+
+  std::optional<double> ll_doc;
+  if (eval) {
+    ll_doc = LocalDocsLogLik(*t_.corpus_, docs_, p_);
+    if (part_id_ == 0) ll_word += TotalsLogLik(nk_.data(), p_);
+  }
+  sh_->tokens += tokens;
+  return EndClock(static_cast<double>(tokens), ll_doc, ll_word);
+}
+
+Status LdaTrainer::WorkerRun::SweepWindow(const apps::Window& win, const WordSweep::Pass& pass) {
+  // When the clock's rows fit one block, its documents are swept in a few
+  // chunks: each reads its rows just before it samples against them and adds
+  // its change right after, so a chunk sees the other workers' changes of the
+  // previous clock that arrived since the clock began (one read at the start
+  // saw none of them; on a small corpus that staler sampler ended in a poorer
+  // mode 8 times in 20). A larger table is read block by block through the
+  // clock anyway.
+  size_t chunks = 1;
+  if (p_.vocab <= sweep_.block_rows()) {
+    uint64_t window_tokens = 0;
+    for (size_t j = 0; j < win.count; ++j) {
+      window_tokens += t_.corpus_->docs[docs_.ids[(win.start + j) % docs_.ids.size()]].size();
+    }
+    if (window_tokens <= WordSweep::kBlockTokens) {
+      chunks = std::clamp<size_t>(window_tokens / kMinChunkTokens, 1, kMaxChunks);
+      chunks = std::min(chunks, std::max<size_t>(win.count, 1));
+    }
+  }
+  WordSweep::Pass chunk = pass;
+  chunk.ll_word = nullptr;
+  for (size_t j = 0; j < chunks; ++j) {
+    const size_t begin = win.count * j / chunks, end = win.count * (j + 1) / chunks;
+    RETURN_IF_ERROR(IndexDocs(win.start + begin, end - begin));
+    // The evaluation, after the last chunk's changes.
+    if (j + 1 == chunks) chunk.ll_word = pass.ll_word;
+    RETURN_IF_ERROR(sweep_.Run(worker_, index_, &docs_, chunk));
+  }
+  return Status::OK();
+}
+
+Status LdaTrainer::WorkerRun::EndClock(double tokens, std::optional<double> ll_doc,
+                                       double ll_word) {
+  double* app = cols_.data() + MeasureCols::kCount;
+  std::fill(cols_.begin(), cols_.end(), 0.0);
+  cols_[MeasureCols::kWallSeconds] = apps::SecondsSince(interval_start_);
+  interval_start_ = apps::NowNs();
+  sh_->measure->EndClock(worker_->clock(), cols_.data());
+  app[LdaStatsCols::kTokens] = tokens;
+  if (ll_doc) {
+    app[LdaStatsCols::kLogLikDoc] = *ll_doc;
+    app[LdaStatsCols::kLogLikWord] = ll_word;
+    app[LdaStatsCols::kEvalParts] = 1;
+  }
+  const ClockT c = worker_->clock();
+  RETURN_IF_ERROR(worker_->Inc(st_, static_cast<uint64_t>(c), cols_.data()));
+  RETURN_IF_ERROR(WriteAssignmentsOf(c));
+  RETURN_IF_ERROR(worker_->Clock());
+  sh_->done[w_].store(c + 1);
+  RETURN_IF_ERROR(RemoveOldAssignments(c));
+  if (reporter_) {
+    clock_end_seconds_.push_back(apps::SecondsSince(sh_->start_ns));
+    return reader_.Poll(
+        worker_, [this](ClockT r, const std::vector<double>& row) { return Report(r, row); });
+  }
+  return reader_.Poll(worker_, [](ClockT, const std::vector<double>&) { return Status::OK(); });
+}
+
+Status LdaTrainer::WorkerRun::WriteAssignmentsOf(ClockT c) {
+  if (t_.options_.state_dir.empty()) return Status::OK();
+  // Before Clock(): the files of clock c + 1 exist before the batch of clock
+  // c can reach a shard.
+  AssignmentsHeader h;
+  h.part = part_id_;
+  h.num_parts = num_parts_;
+  h.topics = static_cast<uint32_t>(k_count_);
+  h.clock = c + 1;
+  h.tokens = docs_.z.size();
+  return WriteAssignments(t_.options_.state_dir, t_.client_->client_id(), h, docs_.z,
+                          t_.options_.sync_state)
+      .WithPrefix("writing the token assignments");
+}
+
+Status LdaTrainer::WorkerRun::RemoveOldAssignments(ClockT c) {
+  if (t_.options_.state_dir.empty()) return Status::OK();
+  // Once every worker of the process ended clock p - 1, its batch is sent;
+  // after Flush it is acknowledged, so the shards' applied clock for this
+  // client is >= p and older files are never needed again.
+  ClockT p = c + 1;
+  for (int i = 0; i < sh_->workers; ++i) p = std::min(p, sh_->done[i].load());
+  if (p <= oldest_kept_) return Status::OK();
+  RETURN_IF_ERROR(t_.client_->Flush());
+  RemoveAssignmentsBelow(t_.options_.state_dir, t_.client_->client_id(), part_id_, p);
+  oldest_kept_ = p;
+  return Status::OK();
+}
+
+Status LdaTrainer::WorkerRun::IndexDocs(size_t start, size_t count) {
+  if (start == index_start_ && count == index_count_) return Status::OK();
+  index_start_ = start;
+  index_count_ = count;
+  return index_.Build(*t_.corpus_, docs_, start, count, p_.vocab);
+}
+
+Status LdaTrainer::WorkerRun::Report(ClockT c, const std::vector<double>& row) {
+  const double* app = row.data() + MeasureCols::kCount;
+  LdaReport rep;
+  rep.clock = c;
+  const size_t i = static_cast<size_t>(c - sh_->start_clock);
+  rep.seconds = i < clock_end_seconds_.size() ? clock_end_seconds_[i] : 0;
+  rep.tokens = static_cast<uint64_t>(app[LdaStatsCols::kTokens]);
+  if (rep.tokens > 0 && i > 0 && i < clock_end_seconds_.size()) {
+    double dt = clock_end_seconds_[i] - clock_end_seconds_[i - 1];
+    if (dt > 0) rep.tokens_per_s = rep.tokens / dt;
+  }
+  if (app[LdaStatsCols::kEvalParts] >= num_parts_) {
+    rep.loglik = app[LdaStatsCols::kLogLikDoc] + app[LdaStatsCols::kLogLikWord];
+  }
+  apps::StalenessSummary ss = apps::SummarizeStaleness(row.data());
+  rep.staleness_mean = ss.mean;
+  rep.staleness_p99 = ss.p99;
+  rep.blocked_pct = apps::BlockedPercent(row.data());
+  if (c == sh_->end_clock - 1) sh_->final_loglik = rep.loglik;
+  if (sh_->on_report) sh_->on_report(rep);
+  return Status::OK();
+}
+
+Status LdaTrainer::WorkerRun::Finish() {
+  if (!reporter_) return Status::OK();
+  auto report = [this](ClockT c, const std::vector<double>& row) { return Report(c, row); };
+  if (sh_->stopped.load()) {
     // Report every clock before the stop clock (see pace_mf's trainer).
-    if (client_->num_clients() > 1) return Status::OK();
-    return reader.Finish(worker, std::min(apps::StopClock(), sh->end_clock), emit);
+    if (t_.client_->num_clients() > 1) return Status::OK();
+    return reader_.Finish(worker_, std::min(apps::StopClock(), sh_->end_clock), report);
   }
-  RETURN_IF_ERROR(reader.Finish(worker, sh->end_clock, emit));
-  if (options_.collect_model) {
-    RETURN_IF_ERROR(ReadWordTopic(worker, sh->end_clock, &sh->word_topic, &sh->stale_rows));
+  RETURN_IF_ERROR(reader_.Finish(worker_, sh_->end_clock, report));
+  if (t_.options_.collect_model) {
+    RETURN_IF_ERROR(t_.ReadWordTopic(worker_, sh_->end_clock, &sh_->word_topic, &sh_->stale_rows));
   }
   return Status::OK();
 }

@@ -118,7 +118,8 @@ class LdaTrainer {
 
  private:
   struct Shared;
-  Status WorkerLoop(int index, Worker* worker, const std::atomic<bool>& failed, Shared* shared);
+  // One worker thread's clocks, in named stages (lda_trainer.cc).
+  class WorkerRun;
 
   Client* const client_;
   const Corpus* const corpus_;

@@ -340,6 +340,121 @@ apps::JobDescription DescribeJob(const MfDataset& data, const MfTrainOptions& o,
   return job;
 }
 
+// The step size a job recorded (unless --lr is given), else the search's.
+// The job record is checked first: a store that holds another job (or other
+// data) is refused at once, in words about what differs, and a resumed run
+// does not search.
+Status StepSizeOfJob(Client* client, const MfDataset& data, uint32_t num_clients,
+                     MfTrainOptions* options) {
+  if (apps::FlagWasSet("lr")) return Status::OK();
+  std::string recorded;
+  RETURN_IF_ERROR(apps::PrecheckJob(client, DescribeJob(data, *options, client->num_clients()),
+                                    options->run.resume, "lr", &recorded));
+  char* end = nullptr;
+  const double lr = recorded.empty() ? 0 : std::strtod(recorded.c_str(), &end);
+  if (end != nullptr && *end == '\0' && std::isfinite(lr) && lr > 0) {
+    options->lr = lr;
+    std::printf("# step size --lr=%s, recorded by the job\n", recorded.c_str());
+  } else {
+    ChooseStepSize(data, num_clients, options);
+  }
+  return Status::OK();
+}
+
+// Starts (or resumes) the job; says so when the ratings are re-partitioned.
+Status StartMfJob(Client* client, const MfDataset& data, const MfTrainOptions& options,
+                  apps::ReportWriter* report, apps::JobSession* session) {
+  apps::JobSplit recorded_split;
+  const apps::JobDescription job = DescribeJob(data, options, client->num_clients());
+  RETURN_IF_ERROR(apps::StartJob(client, job,
+                                 {kProgram, options.run.resume, FLAGS_csv, FLAGS_metrics_listen,
+                                  FLAGS_wait_report_ms, &recorded_split},
+                                 report, session));
+  if (recorded_split.num_clients > 0 && !recorded_split.SameParts(job.split)) {
+    std::printf(
+        "# the job was split as %s from clock %lld; from clock %lld on it is %s: the ratings "
+        "are re-partitioned (the job record says so)\n",
+        recorded_split.Text().c_str(), static_cast<long long>(recorded_split.since),
+        static_cast<long long>(client->start_clock()), job.split.Text().c_str());
+  }
+  return Status::OK();
+}
+
+void PrintRunLine(const Client& client, const ClientOptions& client_options,
+                  const MfTrainOptions& options) {
+  std::printf(
+      "# %s, client %u of %u, %d workers, %s, rank %d, lr %g/(t+1)^%g, lambda %g, bias_lambda "
+      "%g%s\n",
+      client.embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
+      client.client_id(), client.num_clients(), options.run.workers,
+      apps::DescribeConsistency(options.run).c_str(), options.rank, options.lr, options.lr_power,
+      options.lambda, options.bias_lambda,
+      client.start_clock() > 0
+          ? (", resuming at clock " + std::to_string(client.start_clock())).c_str()
+          : "");
+}
+
+// What to try when the final test RMSE is poor: divergence, overfitting, or
+// a step too small. `best_rmse`: the lowest test RMSE of any clock.
+void PrintHints(const MfTrainSummary& summary, std::optional<double> bias_rmse, double best_rmse,
+                const MfTrainOptions& options) {
+  if (summary.final_test_rmse && bias_rmse) {
+    const double rmse = *summary.final_test_rmse;
+    if (!std::isfinite(rmse)) {
+      std::printf(
+          "# hint: training diverged (test RMSE %g): the step size %g is too large for this "
+          "data; try a new job (another --data_dir) with --lr=%g; see docs/apps.md, "
+          "\"Defaults\"\n",
+          rmse, options.lr, options.lr / 4);
+    } else if (rmse >= *bias_rmse && best_rmse < rmse * 0.999) {
+      std::printf(
+          "# hint: the factors do not beat the bias baseline (%.4f >= %.4f) and the test RMSE "
+          "rose from %.4f during training (overfitting): try a new job (another --data_dir) "
+          "with a smaller step (--lr=%g) or more regularization (--lambda=%g); see "
+          "docs/apps.md, \"Defaults\"\n",
+          rmse, *bias_rmse, best_rmse, options.lr / 2.5, options.lambda * 2);
+    } else if (rmse >= *bias_rmse) {
+      std::printf(
+          "# hint: the factors do not beat the bias baseline (%.4f >= %.4f). The step size %g "
+          "may be too small for this data: try a new job (another --data_dir) with --lr=%g, "
+          "or more clocks (--clocks=%lld --resume); see docs/apps.md, \"Defaults\"\n",
+          rmse, *bias_rmse, options.lr, options.lr * 2.5,
+          static_cast<long long>(options.run.clocks * 2));
+    }
+  }
+}
+
+// --baseline and --baseline_mmap: the step-size search, then the plain loop.
+int RunBaselineJob(const MfDataset& data, MfTrainOptions* options, apps::ReportWriter* report) {
+  ChooseStepSize(data, 1, options);
+  if (!FLAGS_csv.empty()) {
+    Status s = report->OpenCsv(FLAGS_csv);
+    if (!s.ok()) return apps::UsageError(kProgram, s);
+  }
+  int rc = RunBaseline(data, *options, report);
+  Status s = report->Close();
+  return rc != 0 ? rc : (s.ok() ? 0 : apps::UsageError(kProgram, s));
+}
+
+// --export of a job that has nothing left to train: the factors as stored.
+Status ExportStored(Client* client, MfTrainer* trainer, const std::string& dir,
+                    MfTrainSummary* summary) {
+  std::unique_ptr<Worker> worker;
+  RETURN_IF_ERROR(client->RegisterWorker(&worker));
+  return trainer->Export(worker.get(), dir, summary->start_clock, &summary->export_stale_rows);
+}
+
+void PrintExported(const MfTrainOptions& options, const MfTrainSummary& summary) {
+  std::printf("# exported factors to %s/{user,item}_factors.csv", options.export_dir.c_str());
+  if (summary.export_stale_rows) {
+    std::printf(
+        " (%llu rows came from this process's cache, up to s clocks old; run "
+        "`pace_mf --resume --export=DIR` with the same flags for exact final values)",
+        static_cast<unsigned long long>(summary.export_stale_rows));
+  }
+  std::printf("\n");
+}
+
 int Run() {
   MfTrainOptions options;
   Status s = OptionsFromFlags(&options);
@@ -362,16 +477,7 @@ int Run() {
   if (bias_rmse)
     std::printf("# bias baseline (mean + user + item biases): test RMSE %.4f\n", *bias_rmse);
   apps::ReportWriter report(Columns(), stdout);
-  if (baseline) {
-    ChooseStepSize(data, 1, &options);
-    if (!FLAGS_csv.empty()) {
-      s = report.OpenCsv(FLAGS_csv);
-      if (!s.ok()) return apps::UsageError(kProgram, s);
-    }
-    int rc = RunBaseline(data, options, &report);
-    s = report.Close();
-    return rc != 0 ? rc : (s.ok() ? 0 : apps::UsageError(kProgram, s));
-  }
+  if (baseline) return RunBaselineJob(data, &options, &report);
 
   std::unique_ptr<Client> client;
   s = Client::Open(client_options, &client);
@@ -379,35 +485,11 @@ int Run() {
   // The job record before the step-size search: a store that holds another
   // job (or other data) is refused at once, in words about what differs, and
   // a job that recorded its step keeps it (a resumed run does not search).
-  if (!apps::FlagWasSet("lr")) {
-    std::string recorded;
-    s = apps::PrecheckJob(client.get(), DescribeJob(data, options, client->num_clients()),
-                          options.run.resume, "lr", &recorded);
-    if (!s.ok()) return apps::UsageError(kProgram, s);
-    char* end = nullptr;
-    const double lr = recorded.empty() ? 0 : std::strtod(recorded.c_str(), &end);
-    if (end != nullptr && *end == '\0' && std::isfinite(lr) && lr > 0) {
-      options.lr = lr;
-      std::printf("# step size --lr=%s, recorded by the job\n", recorded.c_str());
-    } else {
-      ChooseStepSize(data, client_options.num_clients, &options);
-    }
-  }
-  apps::JobSession session;
-  apps::JobSplit recorded_split;
-  const apps::JobDescription job = DescribeJob(data, options, client->num_clients());
-  s = apps::StartJob(client.get(), job,
-                     {kProgram, options.run.resume, FLAGS_csv, FLAGS_metrics_listen,
-                      FLAGS_wait_report_ms, &recorded_split},
-                     &report, &session);
+  s = StepSizeOfJob(client.get(), data, client_options.num_clients, &options);
   if (!s.ok()) return apps::UsageError(kProgram, s);
-  if (recorded_split.num_clients > 0 && !recorded_split.SameParts(job.split)) {
-    std::printf(
-        "# the job was split as %s from clock %lld; from clock %lld on it is %s: the ratings "
-        "are re-partitioned (the job record says so)\n",
-        recorded_split.Text().c_str(), static_cast<long long>(recorded_split.since),
-        static_cast<long long>(client->start_clock()), job.split.Text().c_str());
-  }
+  apps::JobSession session;
+  s = StartMfJob(client.get(), data, options, &report, &session);
+  if (!s.ok()) return apps::UsageError(kProgram, s);
   MfTrainer trainer(client.get(), &data, options);
   s = trainer.Setup();
   for (IdNames::Column c : {IdNames::kUser, IdNames::kItem}) {
@@ -418,16 +500,7 @@ int Run() {
         data.names.names(c));
   }
   if (!s.ok()) return apps::UsageError(kProgram, s);
-  std::printf(
-      "# %s, client %u of %u, %d workers, %s, rank %d, lr %g/(t+1)^%g, lambda %g, bias_lambda "
-      "%g%s\n",
-      client->embedded() ? ("embedded in " + client_options.data_dir).c_str() : "servers",
-      client->client_id(), client->num_clients(), options.run.workers,
-      apps::DescribeConsistency(options.run).c_str(), options.rank, options.lr, options.lr_power,
-      options.lambda, options.bias_lambda,
-      client->start_clock() > 0
-          ? (", resuming at clock " + std::to_string(client->start_clock())).c_str()
-          : "");
+  PrintRunLine(*client, client_options, options);
   if (client->client_id() == 0 && client->start_clock() < options.run.clocks) {
     report.SetProgress(client->start_clock(), options.run.clocks);
     report.PrintHeader();
@@ -453,13 +526,7 @@ int Run() {
   if (summary.stopped) {
     // Every clock before the stop clock is acknowledged (Train flushed).
     s = report.Close();
-    const ClockT at = std::max(apps::StopClock(), summary.start_clock);
-    if (at == 0) {
-      std::fprintf(stderr, "%s: stopped before clock 0; nothing was trained\n", kProgram);
-    } else {
-      apps::PrintStopped(at);
-    }
-    return 128 + apps::StopSignalNumber();
+    return apps::ExitStopped(summary.start_clock);
   }
   if (!FLAGS_staleness_hist.empty()) {
     s = apps::WriteStalenessHistogram(client->Stats(),
@@ -472,12 +539,7 @@ int Run() {
                 static_cast<long long>(summary.start_clock),
                 static_cast<long long>(options.run.clocks));
     if (!options.export_dir.empty() && client->client_id() == 0) {
-      std::unique_ptr<Worker> worker;
-      s = client->RegisterWorker(&worker);
-      if (s.ok()) {
-        s = trainer.Export(worker.get(), options.export_dir, summary.start_clock,
-                           &summary.export_stale_rows);
-      }
+      s = ExportStored(client.get(), &trainer, options.export_dir, &summary);
       if (!s.ok()) return apps::UsageError(kProgram, s.WithPrefix("--export"));
     }
   } else {
@@ -494,41 +556,9 @@ int Run() {
     const uint64_t app_bytes = (data.train.capacity() + data.test.capacity()) * sizeof(Rating) +
                                data.users.MemoryBytes() + data.items.MemoryBytes();
     apps::PrintMemorySummary(client->Stats(), app_bytes);
-    if (summary.final_test_rmse && bias_rmse && client->client_id() == 0) {
-      const double rmse = *summary.final_test_rmse;
-      if (!std::isfinite(rmse)) {
-        std::printf(
-            "# hint: training diverged (test RMSE %g): the step size %g is too large for this "
-            "data; try a new job (another --data_dir) with --lr=%g; see docs/apps.md, "
-            "\"Defaults\"\n",
-            rmse, options.lr, options.lr / 4);
-      } else if (rmse >= *bias_rmse && best_rmse < rmse * 0.999) {
-        std::printf(
-            "# hint: the factors do not beat the bias baseline (%.4f >= %.4f) and the test RMSE "
-            "rose from %.4f during training (overfitting): try a new job (another --data_dir) "
-            "with a smaller step (--lr=%g) or more regularization (--lambda=%g); see "
-            "docs/apps.md, \"Defaults\"\n",
-            rmse, *bias_rmse, best_rmse, options.lr / 2.5, options.lambda * 2);
-      } else if (rmse >= *bias_rmse) {
-        std::printf(
-            "# hint: the factors do not beat the bias baseline (%.4f >= %.4f). The step size %g "
-            "may be too small for this data: try a new job (another --data_dir) with --lr=%g, "
-            "or more clocks (--clocks=%lld --resume); see docs/apps.md, \"Defaults\"\n",
-            rmse, *bias_rmse, options.lr, options.lr * 2.5,
-            static_cast<long long>(options.run.clocks * 2));
-      }
-    }
+    if (client->client_id() == 0) PrintHints(summary, bias_rmse, best_rmse, options);
   }
-  if (!options.export_dir.empty() && client->client_id() == 0) {
-    std::printf("# exported factors to %s/{user,item}_factors.csv", options.export_dir.c_str());
-    if (summary.export_stale_rows) {
-      std::printf(
-          " (%llu rows came from this process's cache, up to s clocks old; run "
-          "`pace_mf --resume --export=DIR` with the same flags for exact final values)",
-          static_cast<unsigned long long>(summary.export_stale_rows));
-    }
-    std::printf("\n");
-  }
+  if (!options.export_dir.empty() && client->client_id() == 0) PrintExported(options, summary);
   s = report.Close();
   if (!s.ok()) return apps::UsageError(kProgram, s);
   return 0;

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+
+#include "common/read_file.h"
 
 namespace pace {
 namespace apps {
@@ -65,22 +65,15 @@ TEST(ReportWriterTest, CsvHasExactColumnsAndEmptyMissingValues) {
   ASSERT_TRUE(w.AddLine({1.0, 2.0, 0.25, 0.75}).ok());
   EXPECT_FALSE(w.AddLine({1.0}).ok());
   ASSERT_TRUE(w.Close().ok());
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(ss.str(), "clock,seconds,train_loss,test_rmse\n0,1.235,0.5,\n1,2.000,0.25,0.75\n");
+  EXPECT_EQ(ReadFile(path),
+            "clock,seconds,train_loss,test_rmse\n0,1.235,0.5,\n1,2.000,0.25,0.75\n");
   std::remove(path.c_str());
   EXPECT_FALSE(w.OpenCsv("/nonexistent/dir/x.csv").ok());
 }
 
 TEST(ReportWriterTest, AppendKeepsEarlierLinesAndRefusesAnotherHeader) {
   std::string path = ::testing::TempDir() + "/report_append_" + std::to_string(::getpid()) + ".csv";
-  auto read = [&] {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
+  auto read = [&] { return ReadFile(path); };
   {
     ReportWriter w({{"clock", ColumnFormat::kInteger}, {"x", ColumnFormat::kNumber}}, nullptr);
     ASSERT_TRUE(w.OpenCsv(path, /*append=*/true).ok());  // missing: created with a header

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -82,6 +83,17 @@ void NoteClocksComplete(ClockT c) {
 void PrintStopped(ClockT n) {
   std::fprintf(stderr, "%s: stopped at clock %lld%s\n", g_options.program.c_str(),
                static_cast<long long>(n), g_options.advice.c_str());
+}
+
+int ExitStopped(ClockT start_clock) {
+  const ClockT at = std::max(StopClock(), start_clock);
+  if (at == 0) {
+    std::fprintf(stderr, "%s: stopped before clock 0; nothing was trained\n",
+                 g_options.program.c_str());
+  } else {
+    PrintStopped(at);
+  }
+  return 128 + StopSignalNumber();
 }
 
 }  // namespace apps

@@ -51,6 +51,12 @@ void NoteClocksComplete(ClockT c);
 // Prints "<program>: stopped at clock N<advice>" on stderr.
 void PrintStopped(ClockT n);
 
+// For a run whose workers stopped on the signal, once every clock before the
+// stop clock is acknowledged: prints where the job stopped (at
+// max(StopClock(), start_clock), or that nothing was trained if that is
+// clock 0) and returns the exit code, 128 + the signal number.
+int ExitStopped(ClockT start_clock);
+
 }  // namespace apps
 }  // namespace pace
 

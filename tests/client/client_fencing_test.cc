@@ -14,12 +14,12 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "client/pace.h"
+#include "common/read_file.h"
 #include "tests/testing/paced_cluster.h"
 #include "tests/testing/subprocess.h"
 
@@ -257,10 +257,8 @@ TEST_F(FencingTest, ClientOfAnotherJobIsRefusedAndWritesNothing) {
   EXPECT_FALSE(StartPaced(&wrong, dirs_[0], 0, kShards, kClients, {"--job=C"}, &port).ok());
   ASSERT_TRUE(wrong.Wait(30000, &status).ok());
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
-  std::ifstream in(dirs_[0] + ".stderr.log");
-  std::stringstream log;
-  log << in.rdbuf();
-  EXPECT_TRUE(Contains(log.str(), "belongs to job 'B', but job 'C' was requested")) << log.str();
+  const std::string log = ReadFile(dirs_[0] + ".stderr.log");
+  EXPECT_TRUE(Contains(log, "belongs to job 'B', but job 'C' was requested")) << log;
 }
 
 // Without --job anywhere: each client pins each shard's automatic id, so a

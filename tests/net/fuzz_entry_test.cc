@@ -7,7 +7,7 @@
 #include <string>
 
 #include "net/fuzz/frame_fuzz_entry.h"
-#include "tests/net/sample_messages.h"
+#include "net/testing/sample_messages.h"
 
 namespace pace::net {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "net/codec.h"
-#include "tests/net/sample_messages.h"
+#include "net/testing/sample_messages.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

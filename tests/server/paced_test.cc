@@ -20,9 +20,9 @@
 #include <map>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <thread>
 
+#include "common/read_file.h"
 #include "common/row.h"
 #include "common/token_file.h"
 #include "net/codec.h"
@@ -77,10 +77,7 @@ class PacedTest : public ::testing::Test {
     EXPECT_TRUE(p.Start(argv, err_path).ok());
     int st = 0;
     EXPECT_TRUE(p.Wait(20000, &st).ok());
-    std::ifstream in(err_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    *err = ss.str();
+    *err = ReadFile(err_path);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   }
   TempDir dir_;

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "tests/tools/sample_store.h"
+#include "tools/ctl/testing/sample_store.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {

@@ -20,8 +20,8 @@
 #include "common/row.h"
 #include "storage/shard_store.h"
 #include "tests/testing/subprocess.h"
-#include "tests/tools/mini_json.h"
-#include "tests/tools/sample_store.h"
+#include "tools/ctl/testing/mini_json.h"
+#include "tools/ctl/testing/sample_store.h"
 
 namespace pace {
 namespace {

@@ -17,20 +17,19 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
-#include <condition_variable>
+#include <atomic>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
-#include <variant>
 #include <vector>
 
 #include "common/row.h"
 #include "net/messages.h"
 #include "net/session.h"
 #include "server/shard_service.h"
+#include "server/testing/fake_session.h"
 #include "storage/key_format.h"
 #include "tools/bench/ratio.h"
 #include "tools/bench/raw_rocksdb.h"
@@ -41,57 +40,17 @@ namespace {
 constexpr uint32_t kModelWidth = 128;
 constexpr int kModelRows = 165000;
 
-// Records Acks (and errors) so a caller can wait for one.
-class AckSession : public net::Session {
- public:
-  explicit AckSession(ClientId id, uint64_t session_id) : id_(session_id) {
-    hello_.client_id = id;
-    hello_.role = net::Hello::kClientProcess;
-  }
-  uint64_t id() const override { return id_; }
-  const net::Hello& hello() const override { return hello_; }
-  void Send(net::Message m) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto* a = std::get_if<net::Ack>(&m)) acked_ = std::max(acked_, a->clock + 1);
-    if (auto* e = std::get_if<net::Error>(&m)) {
-      error_ = true;
-      if (error_text_.empty()) error_text_ = e->ToStatus().ToString();
-    }
-    if (std::holds_alternative<net::ReadReply>(m)) ++replies_;
-    cv_.notify_all();
-  }
-  void Close(const Status&) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    error_ = true;
-    cv_.notify_all();
-  }
-  // Waits until clock `c` is acknowledged; false on an error.
-  bool WaitAcked(ClockT c) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return error_ || acked_ > c; });
-    return !error_;
-  }
-  bool WaitReplies(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return error_ || replies_ >= n; });
-    return !error_;
-  }
-  // The first Error received ("" if none).
-  std::string error_text() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return error_text_;
-  }
+// A client's session that keeps no messages, only counts (FakeSession::Seen).
+std::shared_ptr<FakeSession> CountingSession(ClientId id) {
+  auto session = FakeSession::Client(id);
+  session->set_record(false);
+  return session;
+}
 
- private:
-  const uint64_t id_;
-  net::Hello hello_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  ClockT acked_ = 0;
-  int replies_ = 0;
-  bool error_ = false;
-  std::string error_text_;
-};
+// Waits until clock `c` of `session` is acknowledged; false on an error.
+bool WaitAcked(FakeSession* session, ClockT c) {
+  return session->WaitSeen([c](const FakeSession::Seen& s) { return s.acked_through > c; });
+}
 
 std::vector<std::string> ModelDeltas() {
   std::vector<std::string> d(kModelRows);
@@ -149,7 +108,7 @@ void BM_ServiceApplyModelClock(benchmark::State& state) {
   options.data_dir = dir;
   std::unique_ptr<ShardService> service;
   Status s = ShardService::Open(options, &service);
-  auto session = std::make_shared<AckSession>(0, 1);
+  auto session = CountingSession(0);
   uint32_t table = 0;
   if (s.ok()) {
     net::Welcome welcome;
@@ -186,8 +145,9 @@ void BM_ServiceApplyModelClock(benchmark::State& state) {
         net::Read{static_cast<uint64_t>(reads), table,
                   std::vector<uint64_t>(rows.begin() + begin, rows.begin() + end), 0, false});
   }
-  if (!session->WaitReplies(reads)) {
-    state.SkipWithError(("read failed: " + session->error_text()).c_str());
+  const uint64_t replies = static_cast<uint64_t>(reads);
+  if (!session->WaitSeen([&](const FakeSession::Seen& s) { return s.read_replies >= replies; })) {
+    state.SkipWithError(("read failed: " + session->seen().first_error).c_str());
     return;
   }
   ClockT clock = 0;
@@ -199,7 +159,7 @@ void BM_ServiceApplyModelClock(benchmark::State& state) {
     net::Message m(std::move(apply));
     state.ResumeTiming();
     service->OnMessage(session, std::move(m));
-    if (!session->WaitAcked(clock)) {
+    if (!WaitAcked(session.get(), clock)) {
       state.SkipWithError("Apply failed");
       break;
     }
@@ -237,9 +197,9 @@ void ConcurrentWriters(benchmark::State& state, bool sync) {
     schema.consistency = Consistency::kSsp;
     s = service->store()->CreateTable(schema, &created);
   }
-  std::vector<std::shared_ptr<AckSession>> sessions;
+  std::vector<std::shared_ptr<FakeSession>> sessions;
   for (int c = 0; c < kWriters && s.ok(); ++c) {
-    sessions.push_back(std::make_shared<AckSession>(c, 100 + c));
+    sessions.push_back(CountingSession(c));
     net::Welcome welcome;
     s = service->OnHello(sessions.back()->hello(), &welcome);
     service->OnConnect(sessions.back());
@@ -261,7 +221,7 @@ void ConcurrentWriters(benchmark::State& state, bool sync) {
             apply.updates.push_back({created.id, static_cast<uint64_t>(c * kBatchRows + r), delta});
           }
           service->OnMessage(sessions[c], std::move(apply));
-          if (!sessions[c]->WaitAcked(k)) failed = true;
+          if (!WaitAcked(sessions[c].get(), k)) failed = true;
         }
       });
     }

@@ -20,19 +20,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "common/row.h"
 #include "net/messages.h"
 #include "net/session.h"
 #include "server/shard_service.h"
+#include "server/testing/fake_session.h"
 #include "storage/key_format.h"
 #include "tools/bench/ratio.h"
 #include "tools/bench/raw_rocksdb.h"
@@ -104,51 +102,6 @@ void BM_RawRocksDBWriteBatchMf(benchmark::State& state) {
   std::filesystem::remove_all(dir, ignored);
 }
 
-// Keeps what the service sends; the benchmark frees it outside the timing.
-class CollectingSession : public net::Session {
- public:
-  uint64_t id() const override { return 1; }
-  const net::Hello& hello() const override { return hello_; }
-  void Send(net::Message m) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto* p = std::get_if<net::Push>(&m)) rows_ += p->rows.size();
-    if (auto* d = std::get_if<net::PushDone>(&m)) done_ = d->version;
-    if (std::holds_alternative<net::Error>(m)) error_ = true;
-    sent_.push_back(std::move(m));
-    cv_.notify_all();
-  }
-  void Close(const Status&) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    error_ = true;
-    cv_.notify_all();
-  }
-  // Waits until the PushDone of version v arrived (or an error).
-  void WaitDone(Version v) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return error_ || done_ >= v; });
-  }
-
-  // Moves out what was sent (to be freed by the caller).
-  std::vector<net::Message> Take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<net::Message> out;
-    out.swap(sent_);
-    return out;
-  }
-  Version done() const { return done_; }
-  uint64_t rows() const { return rows_; }
-  bool error() const { return error_; }
-
- private:
-  net::Hello hello_;  // client 0, kClientProcess
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<net::Message> sent_;
-  Version done_ = 0;
-  uint64_t rows_ = 0;
-  bool error_ = false;
-};
-
 // until_push_done: time until the client has what it waits for (the Ack and
 // the PushDone), not until the service is idle (WaitIdle also waits for the
 // reader thread that frees the committed batch); WaitIdle then runs untimed.
@@ -158,7 +111,8 @@ void ServiceApplyPushMf(benchmark::State& state, bool until_push_done) {
   options.data_dir = dir;
   std::unique_ptr<ShardService> service;
   Status s = ShardService::Open(options, &service);
-  auto session = std::make_shared<CollectingSession>();
+  // Keeps what the service sends; the benchmark frees it outside the timing.
+  auto session = FakeSession::Client(0);
   if (s.ok()) {
     net::Welcome welcome;
     s = service->OnHello(session->hello(), &welcome);
@@ -209,14 +163,15 @@ void ServiceApplyPushMf(benchmark::State& state, bool until_push_done) {
     state.ResumeTiming();
     service->OnMessage(session, std::move(m));
     if (until_push_done) {
-      session->WaitDone(clock + 1);
+      session->WaitSeen([&](const FakeSession::Seen& s) { return s.push_done >= clock + 1; });
       state.PauseTiming();
       service->TEST_WaitIdle();
     } else {
       service->TEST_WaitIdle();  // the writer committed, acked and pushed
       state.PauseTiming();
     }
-    if (session->done() != clock + 1 || session->error()) {
+    const FakeSession::Seen seen = session->seen();
+    if (seen.push_done != clock + 1 || seen.failed) {
       state.SkipWithError("no PushDone for the clock");
       break;
     }
@@ -224,7 +179,7 @@ void ServiceApplyPushMf(benchmark::State& state, bool until_push_done) {
     ++clock;
     state.ResumeTiming();
   }
-  pushed = session->rows();
+  pushed = session->seen().push_rows;
   // RocksDB's background flushes and compactions that the writes cause.
   const double other_threads_cpu =
       CpuSeconds(RUSAGE_SELF) - CpuSeconds(RUSAGE_THREAD) - other_threads_cpu0;

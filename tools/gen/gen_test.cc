@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/read_file.h"
 #include "tools/gen/corpus_gen.h"
 #include "tools/gen/random.h"
 #include "tools/gen/ratings_gen.h"
@@ -21,13 +21,6 @@ namespace {
 
 std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "/gen_test_" + std::to_string(::getpid()) + "_" + name;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 TEST(RngTest, SameSeedSameSequenceAndUnbiasedRange) {
@@ -77,8 +70,8 @@ TEST(RatingsGenTest, DeterministicBySeed) {
   std::string p1 = TempPath("r1.csv"), p2 = TempPath("r2.csv");
   ASSERT_TRUE(WriteRatings(p1, RatingsFormat::kCsv, 4, a.train).ok());
   ASSERT_TRUE(WriteRatings(p2, RatingsFormat::kCsv, 4, b.train).ok());
-  std::string text = ReadAll(p1);
-  EXPECT_EQ(text, ReadAll(p2));
+  std::string text = ReadFile(p1);
+  EXPECT_EQ(text, ReadFile(p2));
   EXPECT_EQ(text.rfind("userId,movieId,rating,timestamp\n", 0), 0u);
   std::remove(p1.c_str());
   std::remove(p2.c_str());

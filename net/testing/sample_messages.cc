@@ -1,4 +1,4 @@
-#include "tests/net/sample_messages.h"
+#include "net/testing/sample_messages.h"
 
 #include <cmath>
 #include <cstring>

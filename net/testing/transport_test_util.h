@@ -1,7 +1,7 @@
 // Test support for the TCP transport: a fake ServiceHandler, a raw POSIX
 // socket client for hostile input, and a thread-safe message inbox.
-#ifndef PACE_TESTS_NET_TRANSPORT_TEST_UTIL_H_
-#define PACE_TESTS_NET_TRANSPORT_TEST_UTIL_H_
+#ifndef PACE_NET_TESTING_TRANSPORT_TEST_UTIL_H_
+#define PACE_NET_TESTING_TRANSPORT_TEST_UTIL_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -109,4 +109,4 @@ class RawClient {
 
 }  // namespace pace::net::testing
 
-#endif  // PACE_TESTS_NET_TRANSPORT_TEST_UTIL_H_
+#endif  // PACE_NET_TESTING_TRANSPORT_TEST_UTIL_H_

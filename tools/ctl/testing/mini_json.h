@@ -1,8 +1,8 @@
 // A small strict JSON parser for tests that check pacectl's --json output:
 // it rejects anything RFC 8259 does not allow (trailing commas, NaN, bare
 // control characters, invalid escapes), so "it parses" means "it is JSON".
-#ifndef PACE_TESTS_TOOLS_MINI_JSON_H_
-#define PACE_TESTS_TOOLS_MINI_JSON_H_
+#ifndef PACE_TOOLS_CTL_TESTING_MINI_JSON_H_
+#define PACE_TOOLS_CTL_TESTING_MINI_JSON_H_
 
 #include <map>
 #include <memory>
@@ -34,4 +34,4 @@ bool ParseJson(std::string_view text, Json* out, std::string* error);
 
 }  // namespace pace::testing
 
-#endif  // PACE_TESTS_TOOLS_MINI_JSON_H_
+#endif  // PACE_TOOLS_CTL_TESTING_MINI_JSON_H_

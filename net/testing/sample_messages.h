@@ -1,7 +1,7 @@
 // Test support for net/: one message of every type with non-trivial field
 // values, and a field-by-field comparison of messages.
-#ifndef PACE_TESTS_NET_SAMPLE_MESSAGES_H_
-#define PACE_TESTS_NET_SAMPLE_MESSAGES_H_
+#ifndef PACE_NET_TESTING_SAMPLE_MESSAGES_H_
+#define PACE_NET_TESTING_SAMPLE_MESSAGES_H_
 
 #include <gtest/gtest.h>
 
@@ -30,4 +30,4 @@ std::string EncodeOrFail(const Message& m);
 
 }  // namespace pace::net::testing
 
-#endif  // PACE_TESTS_NET_SAMPLE_MESSAGES_H_
+#endif  // PACE_NET_TESTING_SAMPLE_MESSAGES_H_

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "net/frame.h"
-#include "tests/net/sample_messages.h"
+#include "net/testing/sample_messages.h"
 
 namespace pace::net {
 namespace {

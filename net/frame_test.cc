@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "net/codec.h"
-#include "tests/net/sample_messages.h"
+#include "net/testing/sample_messages.h"
 
 namespace pace::net {
 namespace {

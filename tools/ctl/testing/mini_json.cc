@@ -1,4 +1,4 @@
-#include "tests/tools/mini_json.h"
+#include "tools/ctl/testing/mini_json.h"
 
 #include <cstdlib>
 

@@ -1,4 +1,4 @@
-#include "tests/net/transport_test_util.h"
+#include "net/testing/transport_test_util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,7 +12,7 @@
 #include <variant>
 
 #include "net/codec.h"
-#include "tests/net/sample_messages.h"
+#include "net/testing/sample_messages.h"
 
 namespace pace::net::testing {
 

@@ -10,8 +10,8 @@
 // Deltas to w: row 0 += [1,2,3,4], row 2 += [0.5]*4, row 5 += [1]*4; emb row
 // 10 += [0.25,-0.25]. Every client applies clocks 0, 1, 2, so every applied
 // clock (and the shard clock) is 3.
-#ifndef PACE_TESTS_TOOLS_SAMPLE_STORE_H_
-#define PACE_TESTS_TOOLS_SAMPLE_STORE_H_
+#ifndef PACE_TOOLS_CTL_TESTING_SAMPLE_STORE_H_
+#define PACE_TOOLS_CTL_TESTING_SAMPLE_STORE_H_
 
 #include <memory>
 #include <string>
@@ -44,4 +44,4 @@ Status OverwriteBytes(const std::string& path, double fraction, size_t len);
 
 }  // namespace pace::testing
 
-#endif  // PACE_TESTS_TOOLS_SAMPLE_STORE_H_
+#endif  // PACE_TOOLS_CTL_TESTING_SAMPLE_STORE_H_

@@ -1,4 +1,4 @@
-#include "tests/tools/sample_store.h"
+#include "tools/ctl/testing/sample_store.h"
 
 #include <rocksdb/db.h>
 

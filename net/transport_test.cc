@@ -14,8 +14,8 @@
 #include "net/codec.h"
 #include "net/remote_shard.h"
 #include "net/server.h"
-#include "tests/net/sample_messages.h"
-#include "tests/net/transport_test_util.h"
+#include "net/testing/sample_messages.h"
+#include "net/testing/transport_test_util.h"
 
 namespace pace::net {
 namespace {

@@ -11,14 +11,14 @@
 
 #include "common/hash.h"
 #include "common/row.h"
+#include "common/scoped_temp_dir.h"
 #include "storage/shard_store.h"
-#include "tests/testing/subprocess.h"
-#include "tests/tools/mini_json.h"
-#include "tests/tools/sample_store.h"
 #include "tools/ctl/ctl.h"
 #include "tools/ctl/export.h"
 #include "tools/ctl/json_writer.h"
 #include "tools/ctl/output_file.h"
+#include "tools/ctl/testing/mini_json.h"
+#include "tools/ctl/testing/sample_store.h"
 #include "tools/ctl/value_format.h"
 
 namespace pace::ctl {
@@ -202,7 +202,7 @@ class CtlCommandTest : public ::testing::Test {
     return o;
   }
 
-  pace::testing::TempDir tmp_;
+  ScopedTempDir tmp_;
   std::string dir_;
   std::string out_, err_;
 };
@@ -454,7 +454,7 @@ TEST_F(CtlCommandTest, CheckpointCreateListRestoreRoundTrip) {
 // plus one row shard 0 holds but shard 1 owns (as a bug would leave it): the
 // merged export takes every row from its owner and skips the stray copy.
 TEST(MergedExportTest, EachRowComesFromItsOwningShard) {
-  pace::testing::TempDir tmp;
+  ScopedTempDir tmp;
   std::unique_ptr<ShardStore> shard[2];
   TableSchema t;
   t.name = "v";
