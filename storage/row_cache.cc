@@ -125,6 +125,10 @@ void RowCache::RechargeDirty(uint32_t handle) {
 void RowCache::CleanAll() {
   while (dirty_head_ != kNil) {
     const uint32_t n = dirty_head_;
+    if (nodes_[n].value.delta_only) {
+      EraseNode(n);
+      continue;
+    }
     Unlink(n);
     nodes_[n].dirty = false;
     PushFront(n);
