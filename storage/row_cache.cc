@@ -110,6 +110,7 @@ uint32_t RowCache::InsertDirty(uint32_t table, uint64_t row, CachedRow value) {
   const size_t charge = ChargeOf(value);
   const uint32_t n = AddNode(table, row, std::move(value), charge);
   MakeDirty(n);
+  EvictToCapacity();
   return n;
 }
 

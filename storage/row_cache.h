@@ -83,8 +83,8 @@ class RowCache {
   // Marks a cached row dirty (never evicted until CleanAll). False if the
   // row is not cached.
   bool MarkDirty(uint32_t table, uint64_t row) { return PinDirty(table, row) != kNoHandle; }
-  // Inserts the row as dirty (replacing a cached one): kept whatever its size.
-  // Returns its handle.
+  // Inserts the row as dirty (replacing a cached one): kept whatever its size;
+  // then evicts clean rows while over capacity. Returns its handle.
   uint32_t InsertDirty(uint32_t table, uint64_t row, CachedRow value);
 
   // Dirty-row handles, for a pass over many rows that looks each up once:

@@ -163,6 +163,33 @@ TEST(DeltaOnlyRowsTest, AReadSeesStoredPlusPending) {
   EXPECT_EQ(got, sparse_want);
 }
 
+// A write-back's file spans only rows (its log state is under the key 0x04),
+// so RocksDB ingests it without flushing the memtable, which holds the group
+// commits' clocks and log state (a flush would empty the active memtable).
+TEST(DeltaOnlyRowsTest, AWriteBackIngestsWithoutAMemtableFlush) {
+  ScopedTempDir tmp;
+  ShardStoreOptions o = DeltaOptions();
+  o.write_buffer_mb = 8;  // no flush of its own during the test
+  std::unique_ptr<ShardStore> s = OpenOrDie(o, tmp.Sub("s"));
+  TableSchema t;
+  ASSERT_TRUE(s->CreateTable(MakeSchema("d", RowKind::kDense, ElementType::kI64, kWidth), &t).ok());
+  ASSERT_TRUE(s->Flush().ok());
+  for (int c = 0; c < 3; ++c) {
+    uint64_t entries = 0;
+    ASSERT_TRUE(ApplyClock(s.get(), t.id, c).ok());
+    ASSERT_TRUE(s->GetIntProperty("rocksdb.num-entries-active-mem-table", &entries));
+    ASSERT_GT(entries, 0u) << "the commit's clock and log state are in the memtable";
+    ASSERT_TRUE(s->WriteBack().ok());
+    uint64_t left = 0;
+    ASSERT_TRUE(s->GetIntProperty("rocksdb.num-entries-active-mem-table", &left));
+    EXPECT_EQ(left, entries) << "the memtable was flushed at clock " << c;
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectRows(s.get(), t.id, 3, "after write-backs"));
+  s.reset();
+  s = OpenOrDie(o, tmp.Sub("s"));
+  ASSERT_NO_FATAL_FAILURE(ExpectRows(s.get(), t.id, 3, "reopened"));
+}
+
 // With delta_only_rows off every row is read before a delta is added to it.
 TEST(DeltaOnlyRowsTest, OffReadsEveryRowFirst) {
   ScopedTempDir tmp;

@@ -66,21 +66,28 @@ uint64_t ShardStore::Impl::DirtyLimitBytes() const {
 
 Status ShardStore::Impl::ReadLogState(LogState* st) const {
   *st = LogState();
-  std::string v;
-  rocksdb::Status s = WriterDb()->Get(rocksdb::ReadOptions(), sf::kClockLogKey, &v);
-  if (s.IsNotFound()) return Status::OK();
-  RETURN_IF_ERROR(FromRocks(s, "read the clock log state of " + dir_));
-  if (v.size() != kLogStateBytes) {
-    return Status::Corruption("the store in " + dir_ + " has a clock log record of " +
-                              std::to_string(v.size()) + " bytes (expected " +
-                              std::to_string(kLogStateBytes) + ")");
-  }
-  std::memcpy(&st->number, v.data(), 8);
-  std::memcpy(&st->end, v.data() + 8, 8);
-  std::memcpy(&st->first_seq, v.data() + 16, 8);
-  std::memcpy(&st->next_seq, v.data() + 24, 8);
-  if (st->next_seq < st->first_seq || (st->end == 0) != (st->next_seq == st->first_seq)) {
-    return Status::Corruption("the store in " + dir_ + " has an inconsistent clock log record");
+  // The state of the last group commit, and the one the last write-back
+  // ingested: a write-back starts the next log file, so the higher file
+  // number is the newer state (the next commit rewrites kClockLogKey).
+  for (std::string_view key : {sf::kClockLogKey, sf::kWriteBackLogKey}) {
+    std::string v;
+    rocksdb::Status s = WriterDb()->Get(rocksdb::ReadOptions(), key, &v);
+    if (s.IsNotFound()) continue;
+    RETURN_IF_ERROR(FromRocks(s, "read the clock log state of " + dir_));
+    if (v.size() != kLogStateBytes) {
+      return Status::Corruption("the store in " + dir_ + " has a clock log record of " +
+                                std::to_string(v.size()) + " bytes (expected " +
+                                std::to_string(kLogStateBytes) + ")");
+    }
+    LogState read;
+    std::memcpy(&read.number, v.data(), 8);
+    std::memcpy(&read.end, v.data() + 8, 8);
+    std::memcpy(&read.first_seq, v.data() + 16, 8);
+    std::memcpy(&read.next_seq, v.data() + 24, 8);
+    if (read.next_seq < read.first_seq || (read.end == 0) != (read.next_seq == read.first_seq)) {
+      return Status::Corruption("the store in " + dir_ + " has an inconsistent clock log record");
+    }
+    if (key == sf::kClockLogKey || read.number > st->number) *st = read;
   }
   return Status::OK();
 }
@@ -118,6 +125,8 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
           // Not read: the group's deltas are summed apart from the row.
           CachedRow pending;
           pending.delta_only = true;
+          // Sized here, not when the group is published under the view lock.
+          pending.sum.reserve(deltas[k].bytes.size());
           (*handles)[k] = row_cache_->InsertDirty(table, deltas[k].row, std::move(pending));
           ++delta_only;
         } else {
@@ -382,7 +391,9 @@ Status ShardStore::Impl::WriteBackLocked(const char* why) {
   });
   LogState next{log_state_.number + 1, 0, log_state_.next_seq, log_state_.next_seq};
 
-  // One SST file: the log's next state, then every dirty row in key order: a
+  // One SST file: the log's next state (kWriteBackLogKey, sorted before the
+  // rows; no key the memtable holds is in the file's range, so the ingestion
+  // flushes nothing), then every dirty row in key order: a
   // Put of its stored value, or for a delta-only row a merge operand of its
   // pending sum (pace.RowAdd adds it to what RocksDB holds).
   const std::string path = dir_ + "/writeback-" + std::to_string(next.first_seq) + ".sst";
@@ -395,7 +406,7 @@ Status ShardStore::Impl::WriteBackLocked(const char* why) {
   };
   rocksdb::Status s = writer.Open(path);
   if (!s.ok()) return fail(s, "create");
-  s = writer.Put(sf::kClockLogKey,
+  s = writer.Put(sf::kWriteBackLogKey,
                  EncodeLogState(next.number, next.end, next.first_seq, next.next_seq));
   if (!s.ok()) return fail(s, "write");
   std::string values;
