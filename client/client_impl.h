@@ -182,15 +182,16 @@ class Client::Impl : public client::ChannelListener {
   Status ClockWorker(ClockT* clock, client::WorkerStats* ws);
   Status GlobalBarrier(ClockT clock, client::WorkerStats* ws);
   // The open-delta bound (ClientOptions::open_delta_mb): a worker at clock c
-  // ahead of the process clock waits while the open deltas exceed the bound
-  // and the process clock is below c. Never waits at the process clock.
+  // ahead of the process clock waits while the open deltas exceed the bound,
+  // or its clock's exceed PartBytes(), and the process clock is below c.
+  // Never waits at the process clock.
   // Callers check it every kOpenDeltaCheckEvery Incs (ahead_of_process_clock).
   Status WaitOpenDeltas(ClockT c, client::WorkerStats* ws);
   // The same bound for a worker AT the process clock c, which cannot wait:
   // when clock c's open deltas reach PartBytes(), they are sealed and sent as
-  // the clock's next part (Apply{more}, docs/wire-protocol.md "Apply parts");
-  // then, while the unacknowledged deltas exceed unacked_mb, it waits for
-  // Acks. Checked every kOpenDeltaCheckEvery Incs.
+  // the clock's next part (Apply{more}, docs/wire-protocol.md "Apply parts")
+  // once the unacknowledged deltas leave room for it under unacked_mb (it
+  // waits for Acks until then). Checked every kOpenDeltaCheckEvery Incs.
   Status SealOpenDeltas(ClockT c, client::WorkerStats* ws);
   // Half of min(open_delta_mb, unacked_mb), at least 64 KiB.
   uint64_t PartBytes() const;
@@ -408,6 +409,10 @@ class Client::Impl : public client::ChannelListener {
 
   // Inbound handlers.
   void HandleReadReply(uint32_t k, net::ReadReply r);
+  // Gives each row sent as absent (no record at the shard) its table's
+  // initial value. Corruption for an absent row with bytes or of a table this
+  // client has not opened.
+  Status ComputeAbsentRows(const std::vector<net::RowData*>& rows);
   void HandlePush(uint32_t k, net::Push p);
   void HandlePushDone(uint32_t k, const net::PushDone& d);
   void HandleAck(uint32_t k, const net::Ack& a);

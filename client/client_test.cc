@@ -20,6 +20,7 @@
 #include "client/client_impl.h"
 #include "client/embedded_channel.h"
 #include "client/pace.h"
+#include "common/row.h"
 #include "common/scoped_temp_dir.h"
 
 namespace pace {
@@ -480,6 +481,66 @@ TEST(ClientTest, SparseTables) {
   ASSERT_TRUE(b->Inc(t, 1, std::vector<std::pair<uint32_t, double>>{{100, -1.5}}).ok());
   ASSERT_TRUE(a->Get(t, 1, &m).ok());
   EXPECT_EQ(m, (std::map<uint32_t, double>{{7, 3.0}}));
+}
+
+// A fresh table's rows come from the shard without bytes (no record: the
+// client computes the initializer) and read as the initializer bit for bit;
+// after Incs they read as initializer + deltas, also after the shard restarts.
+TEST(ClientTest, NeverWrittenRowsReadAsTheInitializerAndStayExact) {
+  constexpr uint32_t kW = 64;
+  constexpr uint64_t kRows = 200;
+  TempDir dir;
+  TableSchema schema;
+  schema.name = "factors";
+  schema.type = ElementType::kF32;
+  schema.width = kW;
+  schema.consistency = Consistency::kEssp;
+  schema.staleness = 0;
+  schema.init = Initializer{InitKind::kNormal, 0.0, 0.1, 17};
+  auto expected = [&](const TableSchema& t, uint64_t r, int incs) {
+    std::string v;
+    InitRow(t, r, &v);
+    std::vector<float> out = DecodeDense<float>(v);
+    for (int i = 0; i < incs; ++i) {
+      for (uint32_t j = 0; j < kW; ++j) out[j] += 0.5f * static_cast<float>(j + r % 7);
+    }
+    return out;
+  };
+  std::vector<float> delta(kW), got(kW);
+  ClientOptions o;
+  o.data_dir = dir.path();
+  TableSchema created;
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "fresh" : "after a restart");
+    std::unique_ptr<Client> client;
+    ASSERT_TRUE(OpenEmbedded(o, &client).ok());
+    Table t;
+    ASSERT_TRUE(client->CreateTable(schema, &t).ok());
+    created = schema;
+    created.id = t.id();
+    std::unique_ptr<Worker> w;
+    ASSERT_TRUE(client->RegisterWorker(&w).ok());
+    const uint64_t before = client->Stats().bytes_received;
+    for (uint64_t r = 0; r < kRows; ++r) {
+      ASSERT_TRUE(w->Get(t, r, got.data()).ok());
+      // Rows 0..99 got one Inc per round so far, the others none.
+      ASSERT_EQ(got, expected(created, r, r < kRows / 2 ? round : 0)) << "row " << r;
+    }
+    if (round == 0) {
+      // Not one row's bytes came from the shard.
+      EXPECT_LT(client->Stats().bytes_received - before, kRows * kW * sizeof(float) / 4);
+    }
+    for (uint64_t r = 0; r < kRows / 2; ++r) {
+      for (uint32_t j = 0; j < kW; ++j) delta[j] = 0.5f * static_cast<float>(j + r % 7);
+      ASSERT_TRUE(w->Inc(t, r, delta.data()).ok());
+    }
+    ASSERT_TRUE(w->Clock().ok());
+    ASSERT_TRUE(client->Flush().ok());
+    for (uint64_t r = 0; r < kRows; ++r) {
+      ASSERT_TRUE(w->Get(t, r, got.data()).ok());
+      ASSERT_EQ(got, expected(created, r, r < kRows / 2 ? round + 1 : 0)) << "row " << r;
+    }
+  }
 }
 
 TEST(ClientTest, GlobalBarrierWaitsForEveryWorker) {

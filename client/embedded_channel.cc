@@ -75,6 +75,7 @@ Status EmbeddedChannel::Connect(net::Welcome* welcome) {
   hello.token = options_.token;
   hello.role = net::Hello::kClientProcess;
   hello.incarnation = incarnation_;
+  hello.features = net::Hello::kAbsentRows;  // InstallRows computes them
   // Unavailable: the shard is taking back an incomplete clock of this
   // client's previous process (on its writer); served once that is done.
   Status hi = service_->OnHello(hello, welcome);

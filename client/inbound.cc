@@ -166,10 +166,40 @@ void Client::Impl::HandlePushDone(uint32_t k, const net::PushDone& d) {
   progress_cv_.notify_all();
 }
 
+Status Client::Impl::ComputeAbsentRows(const std::vector<net::RowData*>& rows) {
+  // Outside the stripe locks: an initializer costs a hash (and for a normal
+  // one a log and a cosine) per element.
+  client::TableState* t = nullptr;
+  auto key = [](const net::RowData& r) {
+    return std::to_string(r.table) + "/" + std::to_string(r.row);
+  };
+  for (net::RowData* r : rows) {
+    if (!r->absent) continue;
+    if (!r->bytes.empty()) {
+      return Status::Corruption("row " + key(*r) + " is marked absent (no record) but carries " +
+                                std::to_string(r->bytes.size()) + " bytes");
+    }
+    if (t == nullptr || t->schema.id != r->table) t = FindTableById(r->table);
+    if (t == nullptr) {
+      return Status::Corruption("row " + key(*r) + " is marked absent, of table " +
+                                std::to_string(r->table) + ", which this client has not opened");
+    }
+    InitRow(t->schema, r->row, &r->bytes);
+  }
+  return Status::OK();
+}
+
 void Client::Impl::InstallRows(uint32_t k, const std::vector<net::RowData*>& rows, Version v,
                                ClockT a, uint32_t parts, bool read, bool subscribe,
                                Version read_min) {
   ShardState& sh = *shards_[k];
+  // A row without a record at the shard (never written) arrives without
+  // bytes: its value is its table's initializer, the same function of
+  // (table, row, seed) the shard uses (common/row.h).
+  if (Status absent = ComputeAbsentRows(rows); !absent.ok()) {
+    SetFatal(k, absent.WithPrefix("bad " + std::string(read ? "ReadReply" : "Push")));
+    return;
+  }
   // Stripe run by stripe run (one lock and one eviction pass per run), the
   // lookups of the next rows started a few rows ahead: the entries are
   // scattered in memory.

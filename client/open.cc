@@ -89,6 +89,7 @@ Status Client::Open(const ClientOptions& given, std::unique_ptr<Client>* client)
       ro.hello.token = options.token;
       ro.hello.role = net::Hello::kClientProcess;
       ro.hello.incarnation = ProcessIncarnation();
+      ro.hello.features = net::Hello::kAbsentRows;  // InstallRows computes them
       ro.connect_timeout_ms = static_cast<int>(options.connect_timeout_ms);
       // A silent shard (link down, host gone) counts as disconnected after
       // half the shard timeout, so calls fail within ~1.5 x shard_timeout_ms.

@@ -126,6 +126,32 @@ TEST_F(ReadErrorsTest, PrefetchSendsTheHealthyShardsReadsAndReportsTheUnhealthyO
   EXPECT_NE(s.message().find("scripted shard 1 unreachable"), std::string::npos) << s.ToString();
 }
 
+// A row the shard sends as absent (no record) is installed as its table's
+// initializer; one marked absent that carries bytes fails the shard with a
+// message naming the row.
+TEST_F(ReadErrorsTest, AbsentRowsAreTheInitializerAndAbsentWithBytesIsRefused) {
+  Open(1);
+  Table t = Create("t", Consistency::kSsp, 0, 5);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  int64_t x = -1;
+  auto f = std::async(std::launch::async, [&] { return w->Get(t, 3, &x); });
+  net::Read r;
+  ASSERT_TRUE(chs_[0]->Next(&r));
+  chs_[0]->Deliver(net::ReadReply{r.req_id, 0, 0, {net::RowData{5, 3, "", /*absent=*/true}}});
+  ASSERT_TRUE(Await(f).ok());
+  EXPECT_EQ(x, 0);
+
+  f = std::async(std::launch::async, [&] { return w->Get(t, 4, &x); });
+  ASSERT_TRUE(chs_[0]->Next(&r));
+  chs_[0]->Deliver(net::ReadReply{r.req_id, 0, 0, {net::RowData{5, 4, I64(9), /*absent=*/true}}});
+  Status s = Await(f);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+  EXPECT_NE(s.message().find("row 5/4 is marked absent (no record) but carries 8 bytes"),
+            std::string::npos)
+      << s.ToString();
+}
+
 // Regression: a shard's transient answer (too many parked reads) is
 // retried, not fatal. Shard 1 refuses the first kFailures Reads; the job still
 // reads exact values under bsp, with read-my-writes, and ends with exact totals.

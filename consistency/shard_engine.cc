@@ -125,8 +125,14 @@ Status ShardEngine::CheckReadCaps(PeerId id, const PeerState& p, const ReadReque
 Status ShardEngine::AnswerFromView(const PeerInfo& reader, const ReadRequest& read,
                                    const RowsView& view, ReadAnswer* answer) {
   std::vector<std::string> values;
-  RETURN_IF_ERROR(view.ReadRows(read.table, read.rows, &values));
-  if (values.size() != read.rows.size()) {
+  std::vector<uint8_t> absent;
+  if (reader.absent_rows) {
+    RETURN_IF_ERROR(view.ReadRowsOrAbsent(read.table, read.rows, &values, &absent));
+  } else {
+    RETURN_IF_ERROR(view.ReadRows(read.table, read.rows, &values));
+    absent.assign(values.size(), 0);
+  }
+  if (values.size() != read.rows.size() || absent.size() != read.rows.size()) {
     return Status::Internal("the store returned a wrong number of values");
   }
   answer->req_id = read.req_id;
@@ -137,7 +143,8 @@ Status ShardEngine::AnswerFromView(const PeerInfo& reader, const ReadRequest& re
   answer->rows.clear();
   answer->rows.reserve(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
-    answer->rows.push_back(RowValue{read.table, read.rows[i], std::move(values[i])});
+    answer->rows.push_back(
+        RowValue{read.table, read.rows[i], std::move(values[i]), absent[i] != 0});
   }
   return Status::OK();
 }
@@ -152,7 +159,10 @@ void ShardEngine::FinishRead(PeerId id, const ReadRequest& read, const Status& s
     return peer.SendReadError(read.req_id, st);
   }
   int64_t bytes = 0;
-  for (const RowValue& r : answer.rows) bytes += static_cast<int64_t>(r.bytes.size());
+  for (const RowValue& r : answer.rows) {
+    bytes += static_cast<int64_t>(r.bytes.size());
+    counters_.rows_read_absent += r.absent ? 1 : 0;
+  }
   if (read.subscribe) subs_.Subscribe(id, read.table, read.rows);
   counters_.rows_read += static_cast<int64_t>(answer.rows.size());
   counters_.value_bytes_out += bytes;

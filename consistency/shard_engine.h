@@ -82,6 +82,11 @@ struct RowValue {
   uint32_t table = 0;
   uint64_t row = 0;
   std::string bytes;  // encoded as common/row.h
+  // The row has no record in the state read (never written): its value is
+  // its table's initializer (InitRow, common/row.h), which the receiver
+  // computes; `bytes` is empty. Only in answers to a peer that accepts it
+  // (PeerInfo::absent_rows).
+  bool absent = false;
 };
 
 struct ReadRequest {
@@ -118,6 +123,16 @@ class RowsView {
   // reader (a Read) or make a push retry (see push_retry_pending()).
   virtual Status ReadRows(uint32_t table, const std::vector<uint64_t>& rows,
                           std::vector<std::string>* values) const = 0;
+  // As ReadRows, but a row without a record in this state may be left
+  // uncomposed: (*absent)[i] = 1 and an empty value (its value is its
+  // initializer's). The default reports no row absent.
+  virtual Status ReadRowsOrAbsent(uint32_t table, const std::vector<uint64_t>& rows,
+                                  std::vector<std::string>* values,
+                                  std::vector<uint8_t>* absent) const {
+    RETURN_IF_ERROR(ReadRows(table, rows, values));
+    absent->assign(values->size(), 0);
+    return Status::OK();
+  }
   // This state's shard clock and applied clocks.
   virtual Version ShardClock() const = 0;
   virtual ClockT AppliedClock(ClientId client) const = 0;
@@ -140,6 +155,10 @@ struct PeerInfo {
   // A client process (has an applied clock) or an observer (a tool).
   bool is_client = false;
   ClientId client = 0;  // meaningful when is_client
+  // The peer computes the value of a row without a record itself: read
+  // answers carry such rows as RowValue::absent (docs/wire-protocol.md,
+  // ReadReply).
+  bool absent_rows = false;
 };
 
 // What one publish sends (ShardEngine::PlanPublish / PlanRetry), read and
@@ -205,6 +224,7 @@ struct ShardEngineCounters {
   int64_t parked_reads = 0;  // Reads that had to wait
   int64_t read_errors = 0;   // Reads answered with an error
   int64_t rows_read = 0;
+  int64_t rows_read_absent = 0;  // of rows_read: sent as absent (no record)
   int64_t rows_pushed = 0;
   int64_t pushes = 0;
   int64_t push_dones = 0;

@@ -28,6 +28,15 @@ class FakeRows : public RowsView {
     }
     return Status::OK();
   }
+  // A row without an entry in `data` has no record: absent.
+  Status ReadRowsOrAbsent(uint32_t table, const std::vector<uint64_t>& rows,
+                          std::vector<std::string>* values,
+                          std::vector<uint8_t>* absent) const override {
+    RETURN_IF_ERROR(ReadRows(table, rows, values));
+    absent->clear();
+    for (uint64_t r : rows) absent->push_back(data.count(RowKey{table, r}) == 0 ? 1 : 0);
+    return Status::OK();
+  }
   Version ShardClock() const override {
     return applied.empty() ? 0 : *std::min_element(applied.begin(), applied.end());
   }
@@ -121,6 +130,38 @@ TEST_F(ShardEngineTest, ReadIsAnsweredAtOnceWhenTheShardClockSuffices) {
   EXPECT_EQ(a.applied_clock, 0);
   ASSERT_EQ(a.rows.size(), 1u);
   EXPECT_EQ(a.rows[0].bytes, "x");
+}
+
+// Rows without a record go to a peer that computes them itself as absent
+// (also when the read was parked, and from the state it is answered from:
+// a row written meanwhile has its value); other peers get every value.
+TEST_F(ShardEngineTest, AbsentRowsOnlyToPeersThatAcceptThem) {
+  Start(2);
+  auto knows = std::make_shared<FakePeer>();
+  engine_->Connect(50, knows, PeerInfo{true, 0, /*absent_rows=*/true});
+  rows_.data[RowKey{1, 7}] = "x";
+  ReadNow(50, Req(1, {7, 8}, 0), rows_);
+  ReadNow(2, Req(2, {7, 8}, 0), rows_);
+  ASSERT_EQ(knows->answers.size(), 1u);
+  const ReadAnswer& a = knows->answers[0];
+  EXPECT_FALSE(a.rows[0].absent);
+  EXPECT_EQ(a.rows[0].bytes, "x");
+  EXPECT_TRUE(a.rows[1].absent);
+  EXPECT_TRUE(a.rows[1].bytes.empty());
+  ASSERT_EQ(peer(1).answers.size(), 1u);
+  EXPECT_FALSE(peer(1).answers[0].rows[1].absent);
+  EXPECT_EQ(engine_->counters().rows_read_absent, 1);
+
+  ReadNow(50, Req(3, {8, 9}, 1), rows_);  // parked until C = 1
+  EXPECT_EQ(engine_->num_parked(), 1u);
+  Apply(0, {8}, "y");
+  Apply(1, {}, "");
+  ASSERT_EQ(knows->answers.size(), 2u);
+  const ReadAnswer& b = knows->answers[1];
+  EXPECT_EQ(b.version, 1);
+  EXPECT_FALSE(b.rows[0].absent);
+  EXPECT_EQ(b.rows[0].bytes, "y");
+  EXPECT_TRUE(b.rows[1].absent);
 }
 
 TEST_F(ShardEngineTest, ReadIsParkedUntilEveryClientReachesMinVersion) {

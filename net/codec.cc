@@ -59,7 +59,12 @@ class SizeCheck {
   void operator()(const Welcome& m) { bytes += 64 + m.job.size(); }
   void operator()(const Read& m) { bytes += 48 + 8 * m.rows.size(); }
   void operator()(const ReadReply& m) { Rows(m.rows); }
-  void operator()(const Apply& m) { Rows(m.updates); }
+  void operator()(const Apply& m) {
+    Rows(m.updates);
+    for (const RowData& r : m.updates) {
+      if (r.absent) Fail("Apply.updates (a delta cannot be absent)");
+    }
+  }
   void operator()(const Ack&) { bytes += 24; }
   void operator()(const Push& m) { Rows(m.rows); }
   void operator()(const PushDone&) { bytes += 24; }
@@ -89,9 +94,10 @@ class SizeCheck {
           Status::InvalidArgument(std::string("cannot encode ") + field + ": value out of range");
   }
   void Rows(const std::vector<RowData>& rows) {
-    bytes += 64 + sizeof(fb::RowRef) * rows.size();
+    bytes += 64 + (sizeof(fb::RowRef) + 1) * rows.size();
     for (const RowData& r : rows) {
       if (r.bytes.size() > UINT32_MAX) Fail("RowData.bytes (longer than 4 GiB)");
+      if (r.absent && !r.bytes.empty()) Fail("RowData.bytes (an absent row has none)");
       bytes += r.bytes.size();
     }
   }
@@ -119,10 +125,18 @@ Offset<fb::Rows> EncodeRows(FlatBufferBuilder& b, const std::vector<RowData>& ro
   }
   fb::RowRef* refs = nullptr;
   auto refs_off = b.CreateUninitializedVectorOfStructs<fb::RowRef>(rows.size(), &refs);
+  bool any_absent = false;
   for (const RowData& r : rows) {
     *refs++ = fb::RowRef(r.row, r.table, static_cast<uint32_t>(r.bytes.size()));
+    any_absent = any_absent || r.absent;
   }
-  return fb::CreateRows(b, refs_off, data_off);
+  Offset<flatbuffers::Vector<uint8_t>> absent_off;
+  if (any_absent) {
+    uint8_t* flags = nullptr;
+    absent_off = b.CreateUninitializedVector<uint8_t>(rows.size(), &flags);
+    for (const RowData& r : rows) *flags++ = r.absent ? 1 : 0;
+  }
+  return fb::CreateRows(b, refs_off, data_off, absent_off);
 }
 
 Offset<fb::TableSchema> EncodeSchema(FlatBufferBuilder& b, const TableSchema& s) {
@@ -141,7 +155,7 @@ struct BodyEncoder {
     auto token = Str(b, m.token);
     auto job = m.job.empty() ? Offset<flatbuffers::String>() : Str(b, m.job);
     return MakeBody(fb::CreateHello(b, m.wire_version, m.client_id, token,
-                                    static_cast<fb::Role>(m.role), m.incarnation, job));
+                                    static_cast<fb::Role>(m.role), m.incarnation, job, m.features));
   }
   Body operator()(const Welcome& m) {
     auto job = m.job.empty() ? Offset<flatbuffers::String>() : Str(b, m.job);
@@ -302,11 +316,38 @@ fb::RowRef LoadRowRef(const flatbuffers::Vector<const fb::RowRef*>& refs, size_t
   return ref;
 }
 
-Status DecodeRows(const fb::Rows* rows, const char* field, std::vector<RowData>* out) {
+// Rows.absent: none, or one flag per ref; a flagged row carries no bytes, and
+// only values (ReadReply, Push) may be absent, never deltas.
+Status CheckAbsent(const fb::Rows& rows, const char* field, bool allow_absent) {
+  const auto* absent = rows.absent();
+  if (absent == nullptr || absent->size() == 0) return Status::OK();
+  const size_t n = rows.refs() == nullptr ? 0 : rows.refs()->size();
+  if (absent->size() != n) {
+    return Bad(std::string(field) + ": " + std::to_string(absent->size()) + " absent flags for " +
+               std::to_string(n) + " rows");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (absent->Get(i) == 0) continue;
+    const fb::RowRef ref = LoadRowRef(*rows.refs(), i);
+    const std::string what = std::string(field) + ": row " + std::to_string(ref.table()) + "/" +
+                             std::to_string(ref.row()) + " is marked absent";
+    if (!allow_absent) return Bad(what + ", which a delta cannot be");
+    if (ref.size() != 0) {
+      return Bad(what + " (no record) but carries " + std::to_string(ref.size()) + " bytes");
+    }
+  }
+  return Status::OK();
+}
+
+Status DecodeRows(const fb::Rows* rows, const char* field, std::vector<RowData>* out,
+                  bool allow_absent = true) {
   out->clear();
   if (rows == nullptr) return Status::OK();
+  RETURN_IF_ERROR(CheckAbsent(*rows, field, allow_absent));
   const auto* refs = rows->refs();
   const auto* data = rows->data();
+  const auto* absent = rows->absent();
+  const bool flags = absent != nullptr && absent->size() > 0;
   size_t n = refs == nullptr ? 0 : refs->size();
   size_t data_size = data == nullptr ? 0 : data->size();
   uint64_t total = 0;
@@ -322,6 +363,7 @@ Status DecodeRows(const fb::Rows* rows, const char* field, std::vector<RowData>*
     RowData& r = (*out)[i];
     r.table = ref.table();
     r.row = ref.row();
+    r.absent = flags && absent->Get(i) != 0;
     if (ref.size() > 0) {
       r.bytes.assign(p, ref.size());
       p += ref.size();
@@ -359,6 +401,7 @@ Status Decode(const fb::Hello& t, Hello* m) {
   m->role = static_cast<Hello::Role>(role);
   m->incarnation = t.incarnation();
   m->job = ToString(t.job());
+  m->features = t.features();
   return Status::OK();
 }
 
@@ -396,7 +439,7 @@ Status Decode(const fb::Apply& t, Apply* m) {
   m->clock = t.clock();
   m->part = t.part();
   m->more = t.more();
-  return DecodeRows(t.updates(), "Apply.updates", &m->updates);
+  return DecodeRows(t.updates(), "Apply.updates", &m->updates, /*allow_absent=*/false);
 }
 
 Status Decode(const fb::Ack& t, Ack* m) {

@@ -30,6 +30,11 @@ struct RowData {
   uint32_t table = 0;
   uint64_t row = 0;
   std::string bytes;
+  // ReadReply and Push only, to a client whose Hello has kAbsentRows: the
+  // row has no record at the shard in the state the message was read from
+  // (never written), so its value is its table's initializer (InitRow,
+  // common/row.h), which the receiver computes. `bytes` is then empty.
+  bool absent = false;
 };
 
 // Client → shard, first frame on every connection.
@@ -49,6 +54,11 @@ struct Hello {
   // The client's job id ("" = not known yet: its first shard tells it); a
   // shard of another job refuses the Hello.
   std::string job{};
+  // What the client accepts beyond the messages of wire version 1, as bits
+  // (0: nothing, e.g. an older client or a tool). kAbsentRows: read replies
+  // may carry rows as RowData::absent.
+  static constexpr uint32_t kAbsentRows = 1;
+  uint32_t features = 0;
 };
 
 // Shard → client, reply to a valid Hello.

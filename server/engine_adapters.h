@@ -29,6 +29,11 @@ class ViewRows : public RowsView {
                   std::vector<std::string>* values) const override {
     return view_.MultiGet(table, rows, values);
   }
+  Status ReadRowsOrAbsent(uint32_t table, const std::vector<uint64_t>& rows,
+                          std::vector<std::string>* values,
+                          std::vector<uint8_t>* absent) const override {
+    return view_.MultiGetOrAbsent(table, rows, values, absent);
+  }
   Version ShardClock() const override { return view_.ShardClock(); }
   ClockT AppliedClock(ClientId client) const override { return view_.AppliedClock(client); }
   uint32_t AppliedParts(ClientId client) const override { return view_.AppliedParts(client); }
@@ -103,18 +108,21 @@ class SessionPeer : public Peer {
   }
 
  private:
-  // An upper bound on the payload of a message of rows [begin, end).
+  // An upper bound on the payload of a message of rows [begin, end); an
+  // absent row costs its flag.
   static uint64_t MessageBytes(std::vector<RowValue>::const_iterator begin,
                                std::vector<RowValue>::const_iterator end) {
     uint64_t bytes = 0;
-    for (auto it = begin; it != end; ++it) bytes += it->bytes.size();
+    for (auto it = begin; it != end; ++it) bytes += it->absent ? 1 : it->bytes.size();
     return net::RowsMessageBytes(static_cast<uint64_t>(end - begin), bytes);
   }
   bool Fits(uint64_t bytes) const { return max_frame_bytes_ == 0 || bytes <= max_frame_bytes_; }
   static std::vector<net::RowData> ToRowData(std::vector<RowValue>& rows) {
     std::vector<net::RowData> out;
     out.reserve(rows.size());
-    for (RowValue& r : rows) out.push_back(net::RowData{r.table, r.row, std::move(r.bytes)});
+    for (RowValue& r : rows) {
+      out.push_back(net::RowData{r.table, r.row, std::move(r.bytes), r.absent});
+    }
     return out;
   }
   const std::shared_ptr<net::Session> session_;

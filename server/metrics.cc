@@ -31,6 +31,8 @@ const CounterInfo kCounters[] = {
     {"parked_reads", "pace_shard_reads_parked_total", "counter",
      "Read requests parked until the shard clock reached their min_version"},
     {"rows_read", "pace_shard_rows_read_total", "counter", "rows sent in Read replies"},
+    {"rows_read_absent", "pace_shard_rows_read_absent_total", "counter",
+     "of those, rows sent without bytes: no record, the client computes the initializer"},
     {"rows_pushed", "pace_shard_rows_pushed_total", "counter", "rows sent in ESSP pushes"},
     {"pushes", "pace_shard_pushes_total", "counter", "ESSP Push messages sent"},
     {"push_dones", "pace_shard_push_dones_total", "counter",

@@ -638,6 +638,7 @@ net::StatsReply ShardService::Stats() const {
                 {"reads", load(counters_.reads)},
                 {"parked_reads", e.parked_reads},
                 {"rows_read", e.rows_read},
+                {"rows_read_absent", e.rows_read_absent},
                 {"rows_pushed", e.rows_pushed},
                 {"pushes", e.pushes},
                 {"push_dones", e.push_dones},

@@ -25,7 +25,8 @@ Status ShardService::CheckPlacement(uint32_t table, uint64_t row) const {
 
 PeerInfo ShardService::InfoOf(const net::Session& s) {
   const net::Hello& h = s.hello();
-  return PeerInfo{h.role == net::Hello::kClientProcess, h.client_id};
+  return PeerInfo{h.role == net::Hello::kClientProcess, h.client_id,
+                  (h.features & net::Hello::kAbsentRows) != 0};
 }
 
 void ShardService::EnsurePeer(const SessionPtr& s) {

@@ -146,6 +146,9 @@ bool ParseClockLogName(std::string_view name, uint64_t* number) {
 
 void ClockLogWriter::FreeDeleter::operator()(char* p) const { std::free(p); }
 
+ClockLogWriter::ClockLogWriter(size_t stage_bytes)
+    : stage_bytes_((std::max(stage_bytes, kMinStageBytes) + kAlign - 1) / kAlign * kAlign) {}
+
 ClockLogWriter::~ClockLogWriter() { Close(); }
 
 void ClockLogWriter::Close() {
@@ -167,7 +170,7 @@ Status ClockLogWriter::Open(const std::string& dir, uint64_t number, uint64_t of
   if (fd_ < 0) return ErrnoStatus("open clock log " + path, errno);
   if (buffer_ == nullptr) {
     void* p = nullptr;
-    if (::posix_memalign(&p, kAlign, 2 * kStageBytes) != 0) {
+    if (::posix_memalign(&p, kAlign, 2 * stage_bytes_) != 0) {
       return Status::ResourceExhausted("cannot allocate the clock log's buffer");
     }
     buffer_.reset(static_cast<char*>(p));
@@ -199,13 +202,13 @@ Status ClockLogWriter::Append(uint64_t seq, size_t count,
                               const std::function<ClockLogEntry(size_t)>& entry, bool sync) {
   if (fd_ < 0) return Status::FailedPrecondition("the clock log is not open");
   // The record (header slot, then the payload) is staged and written in
-  // pieces of kStageBytes from the record's start; the header, known last,
+  // pieces of stage_bytes_ from the record's start; the header, known last,
   // is then written into its slot (with O_DIRECT: the first block again).
   // Two stages: one is written (by another thread) while the next is filled,
   // so encoding and the disk overlap. Every write completes before Append
   // returns.
   char* stage = buffer_.get();
-  char* other = buffer_.get() + kStageBytes;
+  char* other = buffer_.get() + stage_bytes_;
   std::future<Status> writing;  // the write of `other`, if any
   auto wait_writing = [&writing]() -> Status {
     return writing.valid() ? writing.get() : Status::OK();
@@ -242,8 +245,8 @@ Status ClockLogWriter::Append(uint64_t seq, size_t count,
   // Copies n bytes into the stage, writing each full stage out.
   auto put = [&](const char* src, size_t n) -> Status {
     while (n > 0) {
-      if (used == kStageBytes) RETURN_IF_ERROR(write_stage(false));
-      const size_t k = std::min(n, kStageBytes - used);
+      if (used == stage_bytes_) RETURN_IF_ERROR(write_stage(false));
+      const size_t k = std::min(n, stage_bytes_ - used);
       std::memcpy(stage + used, src, k);
       used += k;
       src += k;

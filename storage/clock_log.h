@@ -61,7 +61,10 @@ struct ClockLogEntry {
 
 class ClockLogWriter {
  public:
-  ClockLogWriter() = default;
+  // Records are staged through two buffers of `stage_bytes` each (rounded
+  // up to kAlign, at least kMinStageBytes): larger stages mean fewer, larger
+  // writes; the buffers are memory the store holds while open.
+  explicit ClockLogWriter(size_t stage_bytes = kMaxStageBytes);
   ~ClockLogWriter();
   ClockLogWriter(const ClockLogWriter&) = delete;
   ClockLogWriter& operator=(const ClockLogWriter&) = delete;
@@ -85,16 +88,19 @@ class ClockLogWriter {
   uint64_t number() const { return number_; }
   uint64_t offset() const { return offset_; }
   // Bytes of the buffer used to stage records (kept between appends).
-  size_t buffer_bytes() const { return buffer_ != nullptr ? 2 * kStageBytes : 0; }
+  size_t buffer_bytes() const { return buffer_ != nullptr ? 2 * stage_bytes_ : 0; }
+  size_t stage_bytes() const { return stage_bytes_; }
   // Whether the file is written with O_DIRECT.
   bool direct() const { return direct_; }
 
-  static constexpr size_t kStageBytes = size_t{8} << 20;
+  static constexpr size_t kMaxStageBytes = size_t{8} << 20;
+  static constexpr size_t kMinStageBytes = size_t{256} << 10;
   static constexpr size_t kAlign = 4096;
 
  private:
   Status WriteAt(const char* data, size_t n, uint64_t offset);
 
+  const size_t stage_bytes_;
   std::string dir_;
   uint64_t number_ = 0;
   uint64_t offset_ = 0;
@@ -103,7 +109,7 @@ class ClockLogWriter {
   struct FreeDeleter {
     void operator()(char* p) const;
   };
-  // Two stages of kStageBytes, kAlign-aligned: one filled while the other
+  // Two stages of stage_bytes_, kAlign-aligned: one filled while the other
   // is written.
   std::unique_ptr<char, FreeDeleter> buffer_;
   std::unique_ptr<char, FreeDeleter> first_block_;  // kAlign bytes

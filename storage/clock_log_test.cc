@@ -54,47 +54,56 @@ std::vector<Rec> ReadAll(const std::string& dir, uint64_t number, uint64_t end, 
 }
 
 // Records smaller than a block and larger than the staging buffer (written
-// in several pieces) read back exactly; the end offset bounds what is read.
+// in several pieces) read back exactly, with the largest stage and with small
+// ones (a store sized from a small memory budget); the end offset bounds what
+// is read.
 TEST(ClockLogTest, RecordsOfAnySizeReadBackAndTheEndBoundsThem) {
-  ScopedTempDir tmp;
-  ClockLogWriter w;
-  ASSERT_TRUE(w.Open(tmp.path(), 3, 0).ok());
-  std::vector<size_t> counts = {1, 0, 5000, 40000};  // 40000 x 516 B > 8 MiB
-  std::vector<uint64_t> ends;
-  for (size_t k = 0; k < counts.size(); ++k) {
-    std::vector<std::string> rows(counts[k]);
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = std::string(516, static_cast<char>(i + k));
-    ASSERT_TRUE(w.Append(
-                     10 + k, rows.size(),
-                     [&](size_t i) {
-                       return ClockLogEntry{7, i * 3 + k, rows[i]};
-                     },
-                     false)
-                    .ok());
-    ends.push_back(w.offset());
-  }
-  Status s;
-  std::vector<Rec> got = ReadAll(tmp.path(), 3, ends.back(), 10, &s);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  ASSERT_EQ(got.size(), counts.size());
-  for (size_t k = 0; k < counts.size(); ++k) {
-    EXPECT_EQ(got[k].seq, 10 + k);
-    ASSERT_EQ(got[k].rows.size(), counts[k]);
-    for (size_t i = 0; i < counts[k]; i += 997) {
-      EXPECT_EQ(got[k].rows[i].first, i * 3 + k);
-      EXPECT_EQ(got[k].rows[i].second, std::string(516, static_cast<char>(i + k)));
+  for (size_t stage :
+       {ClockLogWriter::kMaxStageBytes, ClockLogWriter::kMinStageBytes, size_t{300000}}) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    ScopedTempDir tmp;
+    ClockLogWriter w(stage);
+    EXPECT_EQ(w.stage_bytes() % ClockLogWriter::kAlign, 0u);
+    EXPECT_GE(w.stage_bytes(), stage);
+    ASSERT_TRUE(w.Open(tmp.path(), 3, 0).ok());
+    std::vector<size_t> counts = {1, 0, 5000, 40000};  // 40000 x 516 B > 8 MiB
+    std::vector<uint64_t> ends;
+    for (size_t k = 0; k < counts.size(); ++k) {
+      std::vector<std::string> rows(counts[k]);
+      for (size_t i = 0; i < rows.size(); ++i) rows[i] = std::string(516, static_cast<char>(i + k));
+      ASSERT_TRUE(w.Append(
+                       10 + k, rows.size(),
+                       [&](size_t i) {
+                         return ClockLogEntry{7, i * 3 + k, rows[i]};
+                       },
+                       false)
+                      .ok());
+      ends.push_back(w.offset());
     }
+    EXPECT_EQ(w.buffer_bytes(), 2 * w.stage_bytes());
+    Status s;
+    std::vector<Rec> got = ReadAll(tmp.path(), 3, ends.back(), 10, &s);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_EQ(got.size(), counts.size());
+    for (size_t k = 0; k < counts.size(); ++k) {
+      EXPECT_EQ(got[k].seq, 10 + k);
+      ASSERT_EQ(got[k].rows.size(), counts[k]);
+      for (size_t i = 0; i < counts[k]; i += 997) {
+        EXPECT_EQ(got[k].rows[i].first, i * 3 + k);
+        EXPECT_EQ(got[k].rows[i].second, std::string(516, static_cast<char>(i + k)));
+      }
+    }
+    // Only the committed records: [0, ends[1]).
+    got = ReadAll(tmp.path(), 3, ends[1], 10, &s);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(got.size(), 2u);
+    // Sequence numbers must run on from the first expected one.
+    ReadAll(tmp.path(), 3, ends.back(), 11, &s);
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+    // A missing file with a committed end is NotFound.
+    ReadAll(tmp.path(), 4, ends.back(), 10, &s);
+    EXPECT_EQ(s.code(), StatusCode::kNotFound);
   }
-  // Only the committed records: [0, ends[1]).
-  got = ReadAll(tmp.path(), 3, ends[1], 10, &s);
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(got.size(), 2u);
-  // Sequence numbers must run on from the first expected one.
-  ReadAll(tmp.path(), 3, ends.back(), 11, &s);
-  EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
-  // A missing file with a committed end is NotFound.
-  ReadAll(tmp.path(), 4, ends.back(), 10, &s);
-  EXPECT_EQ(s.code(), StatusCode::kNotFound);
 }
 
 TEST(ClockLogTest, AFlippedByteIsCorruptionNamingTheFile) {

@@ -76,7 +76,8 @@ struct ShardStoreOptions {
   // RocksDB in bulk (one SST file, ingested) when the dirty rows exceed the
   // row cache budget or the log exceeds clock_log_mb, and at close, checkpoint
   // and DropTable. false: every group writes each row it changes to RocksDB
-  // (a Put or merge operand per row). Default: true.
+  // (a Put or merge operand per row). A record is staged through two buffers
+  // of row_cache_mb / 16 each (256 KiB to 8 MiB). Default: true.
   bool clock_log = true;
   // false: FOR MEASURING THE COST OF DURABILITY ONLY. Groups are not logged
   // (no clock log record, RocksDB's WAL off), so a crash loses every update
@@ -487,6 +488,14 @@ class ShardStore::ReadView {
   // As ShardStore::MultiGet, from this view's state.
   Status MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
                   std::vector<std::string>* values) const;
+  // As MultiGet, except for a row that has no record in this view's state
+  // (never written: its value is its initializer's): (*absent)[i] = 1 and
+  // (*values)[i] is left empty, for the caller to compute the initializer
+  // (InitRow, common/row.h). Such a row costs no initializer here and only a
+  // small row-cache entry without bytes, which also spares the writer a
+  // RocksDB read when the row's first delta comes. Other rows: absent 0.
+  Status MultiGetOrAbsent(uint32_t table, const std::vector<uint64_t>& rows,
+                          std::vector<std::string>* values, std::vector<uint8_t>* absent) const;
   // Applied clocks of this view's state; 0 for client >= num_clients.
   ClockT AppliedClock(ClientId client) const;
   uint32_t AppliedParts(ClientId client) const;

@@ -475,33 +475,61 @@ StatusOr<std::string> ShardStore::Impl::LastImport() const {
 namespace {
 
 // The cache entry of a row read from the store (payload: its validated stored
-// sum, or nullptr when it has no record).
-CachedRow MakeCachedRow(const TableSchema& s, uint64_t row, const std::string_view* payload) {
+// sum, or nullptr when it has no record). The initializer's value is not
+// computed here: a row without a record is a small entry (the writer finds it
+// when the row's first delta comes, without reading RocksDB), and a written
+// row gets it when a read first composes it (ComposeCachedRow).
+CachedRow MakeCachedRow(const std::string_view* payload) {
   CachedRow c;
   if (payload != nullptr) {
     c.written = true;
     c.sum.assign(payload->data(), payload->size());
   }
-  if (s.kind == RowKind::kDense && s.init.kind != InitKind::kZeros) InitRow(s, row, &c.init);
   return c;
 }
 
-// What ComposeRow returns for the stored state `c` holds, computed the same way.
-void ComposeCachedRow(const TableSchema& s, uint64_t row, const CachedRow& c, std::string* out) {
-  if (!c.init.empty()) {
-    out->assign(c.init);
-    if (c.written) AddDenseUnaligned(s.type, out->data(), c.sum.data(), s.width);
-  } else if (c.written) {
-    out->assign(c.sum);
-  } else {
+// Dense tables with a nonzero initializer: a value is the initializer plus the sum.
+bool HasInitializer(const TableSchema& s) {
+  return s.kind == RowKind::kDense && s.init.kind != InitKind::kZeros;
+}
+
+// What ComposeRow returns for the stored state `c` holds, computed the same
+// way. A written row of a table with an initializer keeps the initializer's
+// value in its entry from its first read on (returns true: the entry grew and
+// must be recharged); a row without a record is composed without keeping it.
+bool ComposeCachedRow(const TableSchema& s, uint64_t row, CachedRow* c, std::string* out) {
+  if (!c->written) {
     InitRow(s, row, out);
+    return false;
   }
+  if (!HasInitializer(s)) {
+    out->assign(c->sum);
+    return false;
+  }
+  const bool grew = c->init.empty();
+  if (grew) InitRow(s, row, &c->init);
+  out->assign(c->init);
+  AddDenseUnaligned(s.type, out->data(), c->sum.data(), s.width);
+  return grew;
+}
+
+// Composes `c` into values[i], or marks the row absent (when `absent` is set
+// and the row has no record). Returns ComposeCachedRow's "grew".
+bool ComposeOrMarkAbsent(const TableSchema& s, uint64_t row, CachedRow* c, size_t i,
+                         std::string* values, uint8_t* absent) {
+  if (absent != nullptr && !c->written) {
+    absent[i] = 1;
+    values[i].clear();
+    return false;
+  }
+  return ComposeCachedRow(s, row, c, &values[i]);
 }
 
 }  // namespace
 
 Status ShardStore::Impl::ReadFromStore(const TableEntry& e, const uint64_t* rows, size_t n,
-                                       std::string* values, std::vector<CachedRow>* fill) const {
+                                       std::string* values, std::vector<CachedRow>* fill,
+                                       uint8_t* absent) const {
   if (fill != nullptr) fill->resize(n);
   if (n == 0) return Status::OK();
   const TableSchema& schema = e.schema;
@@ -530,28 +558,31 @@ Status ShardStore::Impl::ReadFromStore(const TableEntry& e, const uint64_t* rows
       RETURN_IF_ERROR(ParseStoredRow(e.format, SliceView(stored[i]), &payload).WithPrefix(where));
       p = &payload;
     }
-    if (fill == nullptr) {
-      ComposeRow(schema, rows[i], p, &values[i]);
+    if (fill != nullptr) {
+      (*fill)[i] = MakeCachedRow(p);
+    } else if (p == nullptr && absent != nullptr) {
+      absent[i] = 1;
+      values[i].clear();
     } else {
-      (*fill)[i] = MakeCachedRow(schema, rows[i], p);
+      ComposeRow(schema, rows[i], p, &values[i]);
     }
   }
   return Status::OK();
 }
 
 Status ShardStore::Impl::CachedRead(const TableEntry& e, const uint64_t* rows, size_t n,
-                                    std::string* values) const {
+                                    std::string* values, uint8_t* absent) const {
   const TableSchema& schema = e.schema;
   const uint32_t table = schema.id;
   std::vector<size_t> missing;
   {
     MutexLock cache_lock(&cache_mu_);
     for (size_t i = 0; i < n; ++i) {
-      const CachedRow* c = row_cache_->Lookup(table, rows[i]);
-      if (c != nullptr && !c->delta_only) {
-        ComposeCachedRow(schema, rows[i], *c, &values[i]);
-      } else {
+      CachedRow* c = row_cache_->Lookup(table, rows[i]);
+      if (c == nullptr || c->delta_only) {
         missing.push_back(i);
+      } else if (ComposeOrMarkAbsent(schema, rows[i], c, i, values, absent)) {
+        row_cache_->Recharge(table, rows[i]);
       }
     }
   }
@@ -567,19 +598,21 @@ Status ShardStore::Impl::CachedRead(const TableEntry& e, const uint64_t* rows, s
   std::vector<uint64_t> ids(missing.size());
   for (size_t j = 0; j < missing.size(); ++j) ids[j] = rows[missing[j]];
   std::vector<CachedRow> fill;
-  RETURN_IF_ERROR(ReadFromStore(e, ids.data(), ids.size(), nullptr, &fill));
+  RETURN_IF_ERROR(ReadFromStore(e, ids.data(), ids.size(), nullptr, &fill, nullptr));
   MutexLock cache_lock(&cache_mu_);
   for (size_t j = 0; j < missing.size(); ++j) {
     CachedRow* c = row_cache_->Peek(table, ids[j]);
     if (c != nullptr && c->delta_only) {
       if (c->written) AddToCachedRow(e.format, &fill[j], c->sum);
       *c = std::move(fill[j]);
-      ComposeCachedRow(schema, ids[j], *c, &values[missing[j]]);
+      ComposeOrMarkAbsent(schema, ids[j], c, missing[j], values, absent);
       row_cache_->Recharge(table, ids[j]);
     } else if (c != nullptr) {
-      ComposeCachedRow(schema, ids[j], *c, &values[missing[j]]);
+      if (ComposeOrMarkAbsent(schema, ids[j], c, missing[j], values, absent)) {
+        row_cache_->Recharge(table, ids[j]);
+      }
     } else {
-      ComposeCachedRow(schema, ids[j], fill[j], &values[missing[j]]);
+      ComposeOrMarkAbsent(schema, ids[j], &fill[j], missing[j], values, absent);
       row_cache_->Insert(table, ids[j], std::move(fill[j]));
     }
   }
@@ -587,13 +620,14 @@ Status ShardStore::Impl::CachedRead(const TableEntry& e, const uint64_t* rows, s
 }
 
 Status ShardStore::Impl::ReadRows(uint32_t table, const uint64_t* rows, size_t n,
-                                  std::string* values) const {
+                                  std::string* values, uint8_t* absent) const {
   ASSIGN_OR_RETURN(std::shared_ptr<const TableEntry> e, Lookup(table));
   if (e->dropped.load(std::memory_order_relaxed)) {
     return Status::NotFound("unknown table id " + std::to_string(table));
   }
-  if (row_cache_ != nullptr) return CachedRead(*e, rows, n, values);
-  return ReadFromStore(*e, rows, n, values, nullptr);
+  if (absent != nullptr) std::fill(absent, absent + n, uint8_t{0});
+  if (row_cache_ != nullptr) return CachedRead(*e, rows, n, values, absent);
+  return ReadFromStore(*e, rows, n, values, nullptr, absent);
 }
 
 Status ShardStore::Impl::Get(uint32_t table, uint64_t row, std::string* value) const {

@@ -133,10 +133,12 @@ class ShardStore::Impl {
   Status Get(uint32_t table, uint64_t row, std::string* value) const EXCLUDES(view_mu_);
   Status MultiGet(uint32_t table, const std::vector<uint64_t>& rows,
                   std::vector<std::string>* values) const EXCLUDES(view_mu_);
-  // MultiGet of rows [0, n) from the current view. REQUIRES: view_mu_ held
-  // (shared or exclusive) by the caller (a ReadView).
-  Status ReadRows(uint32_t table, const uint64_t* rows, size_t n, std::string* values) const
-      REQUIRES_SHARED(view_mu_);
+  // MultiGet of rows [0, n) from the current view. `absent` (may be null,
+  // else n flags): a row without a record gets absent[i] = 1 and an empty
+  // value instead of its initializer's (ReadView::MultiGetOrAbsent).
+  // REQUIRES: view_mu_ held (shared or exclusive) by the caller (a ReadView).
+  Status ReadRows(uint32_t table, const uint64_t* rows, size_t n, std::string* values,
+                  uint8_t* absent = nullptr) const REQUIRES_SHARED(view_mu_);
   // The view lock (ReadView).
   void LockView() const ACQUIRE_SHARED(view_mu_) { view_mu_.ReaderLock(); }
   void UnlockView() const RELEASE_SHARED(view_mu_) { view_mu_.ReaderUnlock(); }
@@ -191,13 +193,14 @@ class ShardStore::Impl {
   StatusOr<std::shared_ptr<const TableEntry>> Lookup(uint32_t id) const EXCLUDES(catalog_mu_);
   void AddEntryLocked(const TableSchema& s) REQUIRES(catalog_mu_);
   // Reads rows [0, n) of table `e` from RocksDB at the view's snapshot into
-  // values[0, n); when `fill` is set, also returns their cache entries
-  // (*fill resized to n). REQUIRES: view_mu_ held.
+  // values[0, n) (`absent` as in ReadRows); when `fill` is set, returns
+  // their cache entries instead (*fill resized to n). REQUIRES: view_mu_ held.
   Status ReadFromStore(const TableEntry& e, const uint64_t* rows, size_t n, std::string* values,
-                       std::vector<CachedRow>* fill) const REQUIRES_SHARED(view_mu_);
-  // ReadRows through the row cache. REQUIRES: row_cache_ != nullptr, view_mu_ held.
-  Status CachedRead(const TableEntry& e, const uint64_t* rows, size_t n, std::string* values) const
+                       std::vector<CachedRow>* fill, uint8_t* absent = nullptr) const
       REQUIRES_SHARED(view_mu_);
+  // ReadRows through the row cache. REQUIRES: row_cache_ != nullptr, view_mu_ held.
+  Status CachedRead(const TableEntry& e, const uint64_t* rows, size_t n, std::string* values,
+                    uint8_t* absent) const REQUIRES_SHARED(view_mu_);
   // Makes a written group visible: takes a snapshot of it, adds its deltas
   // (ops, in WriteBatch order) to the cached rows and sets the applied
   // clocks. REQUIRES: write_mu_ held.

@@ -161,6 +161,21 @@ class FakeStore : public RowsView {
     return Status::OK();
   }
 
+  // A row without a record (no batch ever committed a delta to it) is
+  // absent, as the real store says for a client that computes initializers.
+  Status ReadRowsOrAbsent(uint32_t table, const std::vector<uint64_t>& rows,
+                          std::vector<std::string>* values,
+                          std::vector<uint8_t>* absent) const override {
+    RETURN_IF_ERROR(ReadRows(table, rows, values));
+    absent->clear();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const bool none = committed.count(RowKey{table, rows[i]}) == 0;
+      absent->push_back(none ? 1 : 0);
+      if (none) (*values)[i].clear();
+    }
+    return Status::OK();
+  }
+
   Version ShardClock() const override { return *std::min_element(applied.begin(), applied.end()); }
   ClockT AppliedClock(ClientId c) const override { return applied[c]; }
   uint32_t AppliedParts(ClientId c) const override { return parts[c]; }
@@ -519,8 +534,10 @@ void World::Connect(ClientId c, uint32_t k) {
   conn.up = true;
   ++conn.epoch;
   conn.peer = sh.next_peer++;
+  // Even clients take rows without a record as absent (and compute their
+  // initial value, here the empty provenance), odd ones get their bytes.
   sh.engine->Connect(conn.peer, std::make_shared<SimPeer>(this, c, k, conn.epoch),
-                     PeerInfo{true, c});
+                     PeerInfo{true, c, /*absent_rows=*/c % 2 == 0});
   Trace("connect client " + std::to_string(c) + " shard " + std::to_string(k));
   ClientReconnected(clients_[c], k);
 }
@@ -987,7 +1004,12 @@ void World::InstallRow(Client& cl, uint32_t k, RowValue& row, Version v, ClockT 
   if (d.action == engine::Arrival::kStalePush) return;
   int64_t value = 0;
   Provenance prov;
-  if (!DecodeRow(row.bytes, &value, &prov)) return Fail("undecodable row bytes");
+  if (row.absent) {
+    if (!row.bytes.empty() || cl.id % 2 != 0) return Fail("an absent row with bytes, or unasked");
+    ++result_.rows_absent;
+  } else if (!DecodeRow(row.bytes, &value, &prov)) {
+    return Fail("undecodable row bytes");
+  }
   if (d.action == engine::Arrival::kRefetch) {
     if (d.drop_value) {
       e.subscribed = false;

@@ -47,6 +47,7 @@ struct SimResult {
   int64_t parts_sent = 0;     // Apply parts with more (a clock sent in parts)
   int64_t parts_resent = 0;   // ... of them re-sent after a reconnect
   int64_t parts_skipped = 0;  // re-sent parts a shard skipped as duplicates
+  int64_t rows_absent = 0;    // rows that arrived without a record (the client computed them)
 };
 
 // A deliberate error in the client rules (consistency/client_engine.h) as

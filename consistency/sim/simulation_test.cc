@@ -41,7 +41,7 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
   const uint64_t first = EnvOr("PACE_SIM_FIRST_SEED", 1);
   const auto start = std::chrono::steady_clock::now();
   int64_t events = 0, reads = 0, pushes = 0, crashes = 0, disconnects = 0, resent = 0, parts = 0,
-          parts_resent = 0, parts_skipped = 0;
+          parts_resent = 0, parts_skipped = 0, absent = 0;
   uint64_t failures = 0;
   for (uint64_t seed = first; seed < first + n; ++seed) {
     SimResult r = RunSchedule(seed);
@@ -54,6 +54,7 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
     parts += r.parts_sent;
     parts_resent += r.parts_resent;
     parts_skipped += r.parts_skipped;
+    absent += r.rows_absent;
     if (!r.ok && ++failures <= 3) {
       ADD_FAILURE() << "seed " << seed << " failed: " << r.error << "\n  schedule: " << r.config
                     << "\n  replay: PACE_SIM_SEED=" << seed;
@@ -65,10 +66,12 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
             << " events, " << reads << " reads checked, " << pushes << " pushes, " << crashes
             << " shard crashes, " << disconnects << " disconnects, " << resent
             << " batches re-sent, " << parts << " parts sent early (" << parts_resent
-            << " re-sent, " << parts_skipped << " skipped as duplicates of the open clock)\n";
+            << " re-sent, " << parts_skipped << " skipped as duplicates of the open clock), "
+            << absent << " rows without a record sent absent\n";
   EXPECT_EQ(failures, 0u);
   // The schedules exercise what they claim to.
   EXPECT_GT(reads, static_cast<int64_t>(n));
+  EXPECT_GT(absent, 0);
   if (n >= 1000) {
     EXPECT_GT(pushes, 0);
     EXPECT_GT(crashes, 0);

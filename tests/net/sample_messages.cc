@@ -59,6 +59,7 @@ class Diff {
       Field((p + ".table").c_str(), a[i].table, b[i].table);
       Field((p + ".row").c_str(), a[i].row, b[i].row);
       Field((p + ".bytes").c_str(), a[i].bytes, b[i].bytes);
+      Field((p + ".absent").c_str(), a[i].absent, b[i].absent);
     }
   }
   const std::string& first() const { return first_; }
@@ -74,6 +75,7 @@ void Compare(Diff& d, const Hello& a, const Hello& b) {
   d.Field("role", a.role, b.role);
   d.Field("incarnation", a.incarnation, b.incarnation);
   d.Field("job", a.job, b.job);
+  d.Field("features", a.features, b.features);
 }
 void Compare(Diff& d, const Welcome& a, const Welcome& b) {
   d.Field("wire_version", a.wire_version, b.wire_version);
@@ -187,6 +189,17 @@ std::vector<Message> SampleMessages() {
   out.push_back(Apply{7, SampleRows(), 4294967295u, true});
   out.push_back(Ack{7, false, 2});
   out.push_back(ReadReply{78, 12, 15, SampleRows(), 5});
+  {
+    // Rows without a record (ReadReply and Push only), and the Hello that asks for them.
+    std::vector<RowData> rows = SampleRows();
+    rows.insert(rows.begin() + 1, RowData{7, 9, "", /*absent=*/true});
+    rows.push_back(RowData{7, UINT64_MAX, "", /*absent=*/true});
+    out.push_back(ReadReply{79, 12, 15, rows, 1});
+    out.push_back(Push{6, 7, rows});
+    Hello h{kWireVersion, 3, "t", Hello::kClientProcess, 5, "job-7f3a"};
+    h.features = Hello::kAbsentRows;
+    out.push_back(h);
+  }
   out.push_back(Push{5, 6, SampleRows()});
   out.push_back(PushDone{kMin64, kMax64});
   out.push_back(Unsubscribe{11, {5, 4, 3}});
