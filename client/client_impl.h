@@ -589,21 +589,24 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
   std::vector<uint32_t> slow;  // not fresh in the cache: ReadRow after the pass
   uint64_t hits = 0;
   // Two-stage software pipeline within a stripe: the hash slot of row
-  // j + 2 * kAhead and the entry (and value) of row j + kAhead load while
-  // row j is copied.
-  constexpr size_t kAhead = 4;
+  // j + 2 * kAhead loads, and row j + kAhead is looked up (its entry and
+  // value start loading), while row j is copied.
+  constexpr size_t kAhead = 8;
+  std::vector<client::CacheEntry*> found(items.size(), nullptr);
   ForEachStripeRun(items, [&](client::CacheStripe& st, size_t b, size_t e) {
     client::SpinLock lock(&st.mu);
     auto slot = [&](size_t j)
                     REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
-    auto entry = [&](size_t j)
-                     REQUIRES(st.mu) { st.PrefetchEntry(key_of(items[j].index), items[j].hash); };
+    auto look_ahead = [&](size_t j) REQUIRES(st.mu) {
+      found[j] = st.Find(key_of(items[j].index), items[j].hash);
+      if (found[j] != nullptr) client::PrefetchEntryLines(found[j]);
+    };
     for (size_t j = b; j < std::min(e, b + 2 * kAhead); ++j) slot(j);
-    for (size_t j = b; j < std::min(e, b + kAhead); ++j) entry(j);
+    for (size_t j = b; j < std::min(e, b + kAhead); ++j) look_ahead(j);
     for (size_t j = b; j < e; ++j) {
       if (j + 2 * kAhead < e) slot(j + 2 * kAhead);
-      if (j + kAhead < e) entry(j + kAhead);
-      client::CacheEntry* en = st.Find(key_of(items[j].index), items[j].hash);
+      if (j + kAhead < e) look_ahead(j + kAhead);
+      client::CacheEntry* en = found[j];
       Version v = 0;
       if (en == nullptr || !en->has_value || !t->policy.IsFresh(v = EffectiveVersion(*en), c)) {
         slow.push_back(items[j].index);
@@ -668,20 +671,24 @@ void Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Table
   const std::vector<StripeItem> items = ByStripe(rows.size(), [&](size_t i) {
     return RowKey{table, rows[i]};
   });
-  constexpr size_t kAhead = 4;
+  constexpr size_t kAhead = 8;
   std::vector<client::CacheEntry*> found(items.size(), nullptr);
   ForEachStripeRun(items, [&](client::CacheStripe& st, size_t b, size_t e) {
     client::SpinLock lock(&st.mu);
-    // Software pipeline: look up row j + kAhead (its slot is usually in cache
-    // by then) and start loading its entry and delta; add row j.
+    // Three-stage software pipeline: the hash slot of row j + 2 * kAhead and
+    // the entry of row j + kAhead load, and the delta of row j + 1, while row
+    // j is added (the slot loads stalled the pass when they were not
+    // started ahead).
+    auto key_at = [&](size_t j) { return RowKey{table, rows[items[j].index]}; };
+    auto slot = [&](size_t j) REQUIRES(st.mu) { st.PrefetchSlot(key_at(j), items[j].hash); };
     auto look_ahead = [&](size_t j) REQUIRES(st.mu) {
-      const RowKey key{table, rows[items[j].index]};
-      client::CacheEntry* a = st.Find(key, items[j].hash);
-      found[j] = a;
-      if (a != nullptr) __builtin_prefetch(a);
+      found[j] = st.Lookup(key_at(j), items[j].hash);
+      if (found[j] != nullptr) client::PrefetchEntryLines(found[j]);
     };
+    for (size_t j = b; j < std::min(e, b + 2 * kAhead); ++j) slot(j);
     for (size_t j = b; j < std::min(e, b + kAhead); ++j) look_ahead(j);
     for (size_t j = b; j < e; ++j) {
+      if (j + 2 * kAhead < e) slot(j + 2 * kAhead);
       if (j + kAhead < e) look_ahead(j + kAhead);
       if (j + 1 < e && found[j + 1] != nullptr) __builtin_prefetch(found[j + 1]->open.delta.data());
       const RowKey key{table, rows[items[j].index]};

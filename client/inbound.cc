@@ -326,7 +326,7 @@ uint64_t Client::Impl::PurgeBatch(const SentBatch& b) {
   // A batch's keys come stripe by stripe (SendBatch seals them so): one lock
   // per run of a stripe's keys, with the lookups of the next keys started a
   // few keys ahead, since the entries are scattered in memory.
-  constexpr size_t kAhead = 4;  // entries loading; slots twice as far ahead
+  constexpr size_t kAhead = 16;  // entries loading; slots twice as far ahead
   const std::vector<RowKey>& keys = b.keys;
   std::vector<StripeItem> items(keys.size());  // in stripe runs already: no sort
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -337,7 +337,10 @@ uint64_t Client::Impl::PurgeBatch(const SentBatch& b) {
     client::SpinLock l(&st.mu);
     for (size_t j = begin; j < end; ++j) {
       if (j + 2 * kAhead < end) st.PrefetchSlot(keys[j + 2 * kAhead], items[j + 2 * kAhead].hash);
-      if (j + kAhead < end) st.PrefetchEntry(keys[j + kAhead], items[j + kAhead].hash);
+      if (j + kAhead < end) {
+        const CacheEntry* a = st.Lookup(keys[j + kAhead], items[j + kAhead].hash);
+        if (a != nullptr) client::PrefetchEntryLines(a);
+      }
       purged += st.PurgeAcked(keys[j], items[j].hash, b.clock, b.part);
     }
   });

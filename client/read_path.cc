@@ -181,18 +181,30 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   const std::vector<StripeItem> items = ByStripe(rows.size(), key_of);
   uint64_t fetched = 0;
   ReadGatherer gather(this, t, need);
-  constexpr size_t kAhead = 8;
+  // Two stages: the slot of row j + 2 * kAhead, then the entry (not its
+  // value: only the entry's state is looked at) of row j + kAhead.
+  constexpr size_t kAhead = 16;
   ForEachStripeRun(items, [&](CacheStripe& st, size_t b, size_t e) {
     client::SpinLock l(&st.mu);
     auto slot = [&](size_t j)
                     REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
-    for (size_t j = b; j < std::min(e, b + kAhead); ++j) slot(j);
+    // The entry prefetch is written out (CacheStripe::PrefetchSlot says why).
+    for (size_t j = b; j < std::min(e, b + 2 * kAhead); ++j) slot(j);
+    for (size_t j = b; j < std::min(e, b + kAhead); ++j) {
+      const CacheEntry* a = st.Lookup(key_of(items[j].index), items[j].hash);
+      if (a != nullptr) client::PrefetchEntryLines(a);
+    }
     for (size_t j = b; j < e; ++j) {
-      if (j + kAhead < e) slot(j + kAhead);
+      if (j + 2 * kAhead < e) slot(j + 2 * kAhead);
+      if (j + kAhead < e) {
+        const size_t i = j + kAhead;
+        const CacheEntry* a = st.Lookup(key_of(items[i].index), items[i].hash);
+        if (a != nullptr) client::PrefetchEntryLines(a);
+      }
       const RowKey key = key_of(items[j].index);
       const uint32_t shard = ShardOfKey(key);
       if (health[shard] == kUnhealthy) continue;
-      CacheEntry* en = st.Find(key, items[j].hash);
+      CacheEntry* en = st.Lookup(key, items[j].hash);
       if (en != nullptr) {
         if (en->has_value && t->policy.IsFresh(EffectiveVersion(*en), c)) continue;
         if (!client_engine::AsksForRow(*en, t->push, need)) continue;

@@ -143,7 +143,7 @@ void CacheStripe::MaybeErase(CacheEntry* e) {
 }
 
 size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part) {
-  CacheEntry* e = Find(key, hash);
+  CacheEntry* e = map.Lookup(key, hash);  // the value is not read
   if (e == nullptr) return 0;
   auto& pd = e->pending;
   auto acked = [c, part](const PendingDelta& p) { return client_engine::AckedBy(p, c, part); };
@@ -165,10 +165,14 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_
   // it (one pending delta per clock it was touched in), or two once it was
   // touched in two clocks before the first one's Ack. More rows reach a new
   // high-water mark as the job goes on (the soak's client heap crept with
-  // the job's length). So a row with nothing pending holds no storage, and
-  // one with a few left keeps room for kKeptPendingCapacity.
+  // the job's length). So a row with nothing pending keeps room for one
+  // delta (only while buffers are recycled, and only a cached row: the next
+  // clock's sealed delta goes there without an allocation per row per
+  // clock) or none, and one with a few left keeps room for
+  // kKeptPendingCapacity.
   if (pd.empty()) {
-    std::vector<PendingDelta>().swap(pd);
+    if (!recycle_delta_buffers || pd.capacity() > 1) std::vector<PendingDelta>().swap(pd);
+    if (recycle_delta_buffers && e->has_value) pd.reserve(1);
   } else if (pd.capacity() > kKeptPendingCapacity && pd.size() <= kKeptPendingCapacity) {
     std::vector<PendingDelta> fit;
     fit.reserve(kKeptPendingCapacity);

@@ -67,7 +67,8 @@ struct PendingDelta {
 // ones are purged: a sealed delta whose Ack is on its way and one more (the
 // next clock's, or an open delta of a worker a clock ahead). PurgeAcked
 // releases the rest (what an outage's backlog of unacknowledged clocks made
-// the row's vector grow to), and all of it when nothing is left.
+// the row's vector grow to), and all but room for one when nothing is left
+// (all of it when delta buffers are not recycled).
 inline constexpr size_t kKeptPendingCapacity = 2;
 
 // (clock, part) a before (clock, part) b: the batch rule's order.
@@ -185,6 +186,13 @@ inline void MarkRead(CacheEntry* e) {
   if (e->look_ahead != 0) e->look_ahead = 0;
 }
 
+// Starts loading every cache line of an entry (its fields span four).
+inline void PrefetchEntryLines(const CacheEntry* e) {
+  const char* p = reinterpret_cast<const char*>(e);
+  for (size_t at = 0; at < sizeof(CacheEntry); at += 64) __builtin_prefetch(p + at);
+  __builtin_prefetch(p + sizeof(CacheEntry) - 1);
+}
+
 // Unsubscribes of evicted rows of one (shard, table), not sent yet.
 struct PendingUnsubscribe {
   uint32_t shard = 0;
@@ -210,6 +218,11 @@ class EntryTable {
   EntryTable(const EntryTable&) = delete;
   EntryTable& operator=(const EntryTable&) = delete;
 
+  // Find without loading the value: for passes that do not read it.
+  CacheEntry* Lookup(const RowKey& key, size_t hash) const {
+    const Slot* s = slots_.Find(Home(hash), Match{key});
+    return s == nullptr ? nullptr : s->entry;
+  }
   CacheEntry* Find(const RowKey& key, size_t hash) const {
     const Slot* s = slots_.Find(Home(hash), Match{key});
     if (s == nullptr) return nullptr;
@@ -295,20 +308,23 @@ struct alignas(64) CacheStripe {
   // Removes sealed deltas of (clock, part) <= (c, part) (acknowledged by the
   // shard; a whole clock is its part 0 — later parts of c, if any, are acked
   // with their own part). Returns their bytes. The storage of `pending` is
-  // released when it is left empty, and beyond kKeptPendingCapacity once no
-  // more than that is left.
+  // released beyond one delta (all of it without recycle_delta_buffers) when
+  // it is left empty, and beyond kKeptPendingCapacity once no more than that
+  // is left.
   size_t PurgeAcked(const RowKey& key, ClockT c, uint32_t part = UINT32_MAX) REQUIRES(mu) {
     return PurgeAcked(key, RowKeyHash()(key), c, part);
   }
   size_t PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part) REQUIRES(mu);
   // A two-stage prefetch for a pass over keys in random memory order:
-  // PrefetchSlot(key) some keys ahead, then PrefetchEntry(key) (its slot is
-  // in the CPU cache by then) a few keys ahead of the PurgeAcked or Find.
+  // PrefetchSlot(key) some keys ahead, then (its slot is in the CPU cache by
+  // then) Find or Lookup it and PrefetchEntryLines a few keys ahead of where
+  // the entry is used. Keep what the look-up returned, or write the
+  // prefetch out in the loop: a function whose only effect is a prefetch
+  // (a member that looked the entry up and prefetched it, or a lambda doing
+  // so) is found free of effects by GCC, and its calls are dropped.
   void PrefetchSlot(const RowKey& key, size_t hash) REQUIRES(mu) { map.Prefetch(key, hash); }
-  void PrefetchEntry(const RowKey& key, size_t hash) REQUIRES(mu) {
-    CacheEntry* e = map.Find(key, hash);
-    if (e != nullptr) __builtin_prefetch(e);
-  }
+  // Find without loading the value.
+  CacheEntry* Lookup(const RowKey& key, size_t hash) REQUIRES(mu) { return map.Lookup(key, hash); }
 
   // Removes and returns the entries with an open delta of clock `c`.
   std::vector<CacheEntry*> TakeDirty(ClockT c) REQUIRES(mu);

@@ -117,10 +117,10 @@ TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
 
 // An outage: a row is sealed in many clocks before any Ack, then the Acks
 // purge them. The row must not keep the backlog's storage for the rest of the
-// job (else memory grows with the job's length), nor any storage once
-// nothing is pending, and it keeps its storage while deltas of consecutive
-// clocks are in flight (no allocation per clock for a row updated in every
-// clock).
+// job (else memory grows with the job's length), nor more than room for one
+// delta once nothing is pending, and it keeps its storage while deltas of
+// consecutive clocks are in flight (no allocation per clock for a row
+// updated in every clock).
 TEST_F(RowCacheTest, PendingStorageOfAnOutageIsReleasedAfterItsAcks) {
   SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
@@ -152,9 +152,19 @@ TEST_F(RowCacheTest, PendingStorageOfAnOutageIsReleasedAfterItsAcks) {
     ASSERT_EQ(e->pending.size(), 1u);
     EXPECT_EQ(e->pending.data(), storage) << "clock " << c;
   }
-  // Nothing pending: no storage at all (every row would otherwise keep the
-  // largest vector it ever needed).
+  // Nothing pending: room for one delta at most (every row would otherwise
+  // keep the largest vector it ever needed), which the next clock's sealed
+  // delta takes without an allocation; none when buffers are not recycled
+  // (a memory budget).
   st_.PurgeAcked(RowKey{1, 1}, kBacklog + 15);
+  EXPECT_TRUE(e->pending.empty());
+  EXPECT_EQ(e->pending.capacity(), 1u);
+  storage = e->pending.data();
+  st_.AddDelta(e, kBacklog + 16, Dense({1, 1}));
+  st_.Seal(e, kBacklog + 16);
+  EXPECT_EQ(e->pending.data(), storage);
+  st_.recycle_delta_buffers = false;
+  st_.PurgeAcked(RowKey{1, 1}, kBacklog + 16);
   EXPECT_TRUE(e->pending.empty());
   EXPECT_EQ(e->pending.capacity(), 0u);
 }

@@ -48,6 +48,37 @@ TEST(BatchRuleTest, ALastPartBelowThePartsAppliedCompletesTheClockWithoutItsDelt
   EXPECT_EQ(ClassifyBatch(p, BatchId{7, 3, false}), kApply);
 }
 
+TEST(BatchRuleTest, PartsAreTakenBackOnlyForAnotherProcess) {
+  const IncompleteClock ic{7, 2, true, 11};
+  EXPECT_TRUE(NeedsUndo(ic, 12));
+  EXPECT_FALSE(NeedsUndo(ic, 11));  // the same process re-sends instead
+  EXPECT_FALSE(NeedsUndo(ic, 0));   // a client that does not say
+  EXPECT_FALSE(NeedsUndo(IncompleteClock{7, 2, false, 11}, 12));  // no records
+  EXPECT_FALSE(NeedsUndo(IncompleteClock{7, 0, false, 0}, 12));   // nothing applied
+}
+
+TEST(BatchRuleTest, TheFirstPartKeepsItsClockUndoableUntilTheClockCompletes) {
+  const UndoState none;
+  const UndoState from11 =
+      UndoStateAfter(none, AppliedPosition{7, 0}, BatchId{7, 0, true}, BatchAdmission::kApply, 11);
+  EXPECT_TRUE(from11.kept);
+  EXPECT_EQ(from11.incarnation, 11u);
+  // Later parts keep the first one's state, whoever sends them.
+  const UndoState later = UndoStateAfter(from11, AppliedPosition{7, 1}, BatchId{7, 1, true},
+                                         BatchAdmission::kApply, 12);
+  EXPECT_EQ(later.incarnation, 11u);
+  EXPECT_FALSE(
+      UndoStateAfter(none, AppliedPosition{7, 1}, BatchId{7, 1, true}, BatchAdmission::kApply, 12)
+          .kept);
+  // The last part, or a last part that completes the clock, drops them.
+  EXPECT_FALSE(
+      UndoStateAfter(later, AppliedPosition{7, 2}, BatchId{7, 2, false}, BatchAdmission::kApply, 11)
+          .kept);
+  EXPECT_FALSE(UndoStateAfter(later, AppliedPosition{7, 2}, BatchId{7, 0, false},
+                              BatchAdmission::kCompletesClock, 12)
+                   .kept);
+}
+
 TEST(BatchRuleTest, PartBeforeOrdersByClockThenPart) {
   EXPECT_TRUE(PartBefore(1, 5, 2, 0));
   EXPECT_TRUE(PartBefore(2, 0, 2, 1));

@@ -399,21 +399,30 @@ Status ShardService::OnHello(const net::Hello& hello, net::Welcome* welcome) {
 Status ShardService::CheckIncompleteClockLocked(ClientId client, uint64_t incarnation) {
   const IncompleteClock ic = store_->IncompleteClockOf(client);
   const bool pending = undo_pending_.count(client) != 0;
-  if (!pending && !NeedsUndo(ic, incarnation)) return Status::OK();
+  auto served = served_.find(client);
+  if (!pending &&
+      !HelloWaitsForWriter(ic, incarnation, served == served_.end() ? 0 : served->second)) {
+    served_[client] = incarnation;
+    return Status::OK();
+  }
   if (!pending) {
     undo_pending_.insert(client);
-    LOG(INFO) << "shard " << shard_id_ << ": a new process of client " << client << " started; "
-              << ic.parts << " part(s) of its clock " << ic.clock
-              << " sent by its previous process are taken back before it is served";
+    if (NeedsUndo(ic, incarnation)) {
+      LOG(INFO) << "shard " << shard_id_ << ": a new process of client " << client << " started; "
+                << ic.parts << " part(s) of its clock " << ic.clock
+                << " sent by its previous process are taken back before it is served";
+    }
     WriterItem item;
     item.task = [this, client, incarnation] { UndoOnWriter(client, incarnation); };
     PostToWriter(std::move(item));
   }
-  return Status::Unavailable("client " + std::to_string(client) + ": the shard is taking back " +
-                             std::to_string(ic.parts) + " part(s) of clock " +
-                             std::to_string(ic.clock) +
-                             " that a previous process of this client sent before it ended; "
-                             "retry");
+  const std::string what = ic.parts > 0
+                               ? "taking back " + std::to_string(ic.parts) + " part(s) of clock " +
+                                     std::to_string(ic.clock) +
+                                     " that a previous process of this client sent before it ended"
+                               : "committing what a previous process of this client sent";
+  return Status::Unavailable("client " + std::to_string(client) + ": the shard is " + what +
+                             "; retry");
 }
 
 void ShardService::OnConnect(const SessionPtr& session) {

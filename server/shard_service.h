@@ -342,8 +342,10 @@ class ShardService : public net::ServiceHandler {
 
   // A Hello of client `client` from process `incarnation`: if the store holds
   // parts of the client's incomplete clock that another process sent
-  // (NeedsUndo), posts their undo to the writer (once) and returns
-  // Unavailable: the client retries its Hello and is served after the undo.
+  // (NeedsUndo), or another process of the client was served before (its
+  // batches may still wait for the writer), posts the undo to the writer
+  // (once, behind those batches) and returns Unavailable: the client retries
+  // its Hello and is served after the undo (HelloWaitsForWriter).
   Status CheckIncompleteClockLocked(ClientId client, uint64_t incarnation) REQUIRES(mu_);
   // On the writer: ShardStore::UndoIncompleteClock, then the engine learns
   // the client's parts and the rows to push again.
@@ -420,6 +422,10 @@ class ShardService : public net::ServiceHandler {
   std::unordered_map<ClientId, Owner> owners_ GUARDED_BY(mu_);
   // Clients whose incomplete clock's undo is queued on the writer.
   std::unordered_set<ClientId> undo_pending_ GUARDED_BY(mu_);
+  // The last process (Hello.incarnation) of each client served since this
+  // service started: a Hello of another one waits for the writer
+  // (HelloWaitsForWriter, consistency/batch_rule.h).
+  std::unordered_map<ClientId, uint64_t> served_ GUARDED_BY(mu_);
   // Holdback warning rate limit: the stall last warned about and when next.
   Version warned_clock_ GUARDED_BY(mu_) = -1;
   int64_t warned_since_ms_ GUARDED_BY(mu_) = 0;

@@ -310,6 +310,7 @@ void ShardService::UndoOnWriter(ClientId client, uint64_t incarnation) {
   Status st = store_->UndoIncompleteClock(client, incarnation, &r);
   MutexLock lock(&mu_);
   undo_pending_.erase(client);
+  if (st.ok()) served_[client] = incarnation;  // after every batch of the one before
   if (!st.ok()) {
     LOG(WARNING) << "shard " << shard_id_ << ": taking back the incomplete clock of client "
                  << client << " failed (its next Hello tries again): " << st.ToString();

@@ -194,9 +194,17 @@ TEST_F(ShardServiceTest, SecondHelloForALiveClientIdIsRefusedUnlessSameIncarnati
   EXPECT_EQ(service_->OnHello(hello(0, 7), &w).code(), StatusCode::kAlreadyExists);
   ApplyOk(b, 1);
 
-  // Once the owner is gone, another process may take the id (a --resume).
+  // Once the owner is gone, another process may take the id (a --resume),
+  // after the writer has what the one before sent (HelloWaitsForWriter):
+  // until then it is told to retry.
   service_->OnDisconnect(b);
   auto c = std::make_shared<FakeSession>(hello(0, 7));
+  const Status wait = service_->OnHello(c->hello(), &w);
+  EXPECT_EQ(wait.code(), StatusCode::kUnavailable) << wait.ToString();
+  EXPECT_NE(wait.message().find("committing what a previous process of this client sent"),
+            std::string::npos)
+      << wait.ToString();
+  service_->TEST_WaitIdle();
   ASSERT_TRUE(service_->OnHello(c->hello(), &w).ok());
   EXPECT_EQ(w.applied_clock, 2);
   service_->OnConnect(c);

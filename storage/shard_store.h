@@ -183,27 +183,6 @@ struct BatchResult {
   BatchAdmission admission = BatchAdmission::kApply;
 };
 
-// What a store holds of a client's clock AppliedClock(client) beyond its
-// whole clocks (ShardStore::IncompleteClockOf): the parts applied, and
-// whether they were kept for an undo and which process sent them.
-struct IncompleteClock {
-  ClockT clock = 0;
-  uint32_t parts = 0;
-  // Every part has its undo record (false only for parts written by a build
-  // without undo records: they cannot be taken back).
-  bool undoable = false;
-  uint64_t incarnation = 0;  // the process that sent the parts (0: unknown)
-};
-
-// The rule of an undo (docs/storage-format.md section 4): the parts of an
-// incomplete clock are taken back when a process of the client other than the
-// one that sent them starts (a nonzero incarnation that differs); the same
-// process (a reconnect, a shard restart) re-sends its unacknowledged parts
-// instead. Pure function.
-inline bool NeedsUndo(const IncompleteClock& c, uint64_t incarnation) {
-  return c.parts > 0 && c.undoable && incarnation != 0 && incarnation != c.incarnation;
-}
-
 // What ShardStore::UndoIncompleteClock did.
 struct UndoResult {
   bool undone = false;  // the parts were taken back (false: nothing to undo)

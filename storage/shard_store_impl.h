@@ -460,7 +460,7 @@ struct ShardStore::Impl::AdmittedGroup {
   // Where each client stands after the batches admitted so far, and its
   // undo state then (IncompleteClock::undoable, incarnation).
   std::unordered_map<ClientId, AppliedPosition> next;
-  std::unordered_map<ClientId, std::pair<bool, uint64_t>> undo_next;
+  std::unordered_map<ClientId, UndoState> undo_next;
   UndoWrites undo;
   const std::string* import_record = nullptr;  // the last import's record, if any
   size_t reserve = 64;                         // WriteBatch bytes

@@ -187,12 +187,12 @@ void ShardStore::Impl::NoteUndoLocked(const BatchRequest& req, BatchAdmission ad
                                       AdmittedGroup* group, ClockUpdate* update) {
   const ClientId client = req.client;
   auto prev_it = group->undo_next.find(client);
-  const std::pair<bool, uint64_t> prev =
-      prev_it != group->undo_next.end()
-          ? prev_it->second
-          : std::make_pair(undo_kept_[client].load(std::memory_order_relaxed),
-                           undo_incarnation_[client].load(std::memory_order_relaxed));
-  std::pair<bool, uint64_t> after{false, 0};
+  const UndoState prev = prev_it != group->undo_next.end()
+                             ? prev_it->second
+                             : UndoState{undo_kept_[client].load(std::memory_order_relaxed),
+                                         undo_incarnation_[client].load(std::memory_order_relaxed)};
+  const UndoState after = UndoStateAfter(prev, applied, BatchId{req.clock, req.part, req.more},
+                                         admission, req.incarnation);
   if (update->parts == 0) {
     // A whole clock, or the part that completes one: the clock's records go
     // (none for a whole clock sent at once: nothing to do, no cost).
@@ -203,27 +203,22 @@ void ShardStore::Impl::NoteUndoLocked(const BatchRequest& req, BatchAdmission ad
                  puts.end());
       group->undo.clears.emplace_back(client, applied.parts);
     }
-  } else if (admission == BatchAdmission::kApply) {
-    // A part with more to come: kept until its clock completes. Parts after
-    // ones without records (written by an older build) cannot be undone
-    // either, so they get none.
-    after = applied.parts == 0 ? std::make_pair(true, req.incarnation) : prev;
-    if (after.first) {
-      const auto& d = group->deltas;
-      UndoWrites::Put put{client, req.part, req.clock, after.second, {}};
-      sf::EncodeUndoRecord(
-          req.clock, after.second, d.size() - first,
-          [&d, first](size_t i) {
-            const GroupDelta& g = d[first + i];
-            return sf::UndoEntry{g.table, g.row, g.bytes};
-          },
-          &put.record);
-      group->undo.puts.push_back(std::move(put));
-    }
+  } else if (after.kept) {
+    // A part with more to come: kept until its clock completes.
+    const auto& d = group->deltas;
+    UndoWrites::Put put{client, req.part, req.clock, after.incarnation, {}};
+    sf::EncodeUndoRecord(
+        req.clock, after.incarnation, d.size() - first,
+        [&d, first](size_t i) {
+          const GroupDelta& g = d[first + i];
+          return sf::UndoEntry{g.table, g.row, g.bytes};
+        },
+        &put.record);
+    group->undo.puts.push_back(std::move(put));
   }
   group->undo_next[client] = after;
-  update->undo_kept = after.first;
-  update->undo_incarnation = after.second;
+  update->undo_kept = after.kept;
+  update->undo_incarnation = after.incarnation;
 }
 
 Status ShardStore::Impl::AdmitUndoLocked(ClientId client, const IncompleteClock& ic,
@@ -268,7 +263,7 @@ Status ShardStore::Impl::AdmitUndoLocked(ClientId client, const IncompleteClock&
     }
   }
   group->clocks.push_back(ClockUpdate{client, ic.clock, 0});
-  group->undo_next[client] = {false, 0};
+  group->undo_next[client] = UndoState{};
   group->undo.clears.emplace_back(client, ic.parts);
   return Status::OK();
 }

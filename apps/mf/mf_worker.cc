@@ -47,8 +47,6 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
       ubuf_(data_.users.size(), width_),
       ibuf_(data_.items.size(), width_),
       zero_(width_, 0.0f),
-      user_mark_(data_.users.size(), 0),
-      item_mark_(data_.items.size(), 0),
       pushes_(trainer->client_),
       // Every worker reads the completed stats rows (only worker 0 of client
       // 0 reports them): reading an uncached row is a round trip to its
@@ -127,15 +125,19 @@ Status MfWorker::TrainPass(ClockT c, size_t* count, double* train_sq) {
   refreshed_at_ = 0;
   *count = win.count;
   double sq = 0;
-  auto train_rating = [&](size_t j) -> const Rating& {
-    return data_.train[part_.begin + (win.start + j) % part_.size()];
+  // Rating j of the window; start < size and j < count <= size, so one
+  // subtraction wraps it (no division per rating).
+  const Rating* part = data_.train.data() + part_.begin;
+  const size_t size = part_.size(), start = win.start;
+  auto train_rating = [part, size, start](size_t j) -> const Rating& {
+    const size_t k = start + j;
+    return part[k < size ? k : k - size];
   };
-  RETURN_IF_ERROR(WithLookAhead(kTrain, win.count, train_rating, [&](const Rating& r) {
-    float* u = UserRow(r.user);
-    float* v = ItemRow(r.item);
-    const float e = SgdUpdate(u, v, r.value, t_.reg_.user[r.user], t_.reg_.item[r.item], p_);
-    sq += static_cast<double>(e) * e;
-  }));
+  RETURN_IF_ERROR(
+      WithLookAhead(kTrain, win.count, train_rating, [&](const Rating& r, float* u, float* v) {
+        const float e = SgdUpdate(u, v, r.value, t_.reg_.user[r.user], t_.reg_.item[r.item], p_);
+        sq += static_cast<double>(e) * e;
+      }));
   *train_sq = sq;
   RETURN_IF_ERROR(load_status_);
   RETURN_IF_ERROR(FlushChanges(ubuf_, data_.users, ut_));
@@ -145,12 +147,11 @@ Status MfWorker::TrainPass(ClockT c, size_t* count, double* train_sq) {
 Status MfWorker::TestPass(double* test_sq, double* test_n) {
   double sq = 0;
   auto test_rating = [&](size_t j) -> const Rating& { return data_.test[test_part_.begin + j]; };
-  RETURN_IF_ERROR(WithLookAhead(kTest, test_part_.size(), test_rating, [&](const Rating& r) {
-    const float* u = r.user == IdMap::kUnknown ? zero_.data() : UserRow(r.user);
-    const float* v = r.item == IdMap::kUnknown ? zero_.data() : ItemRow(r.item);
-    const float e = r.value - Clip(Predict(u, v, p_), data_.min_rating, data_.max_rating);
-    sq += static_cast<double>(e) * e;
-  }));
+  RETURN_IF_ERROR(WithLookAhead(
+      kTest, test_part_.size(), test_rating, [&](const Rating& r, float* u, float* v) {
+        const float e = r.value - Clip(Predict(u, v, p_), data_.min_rating, data_.max_rating);
+        sq += static_cast<double>(e) * e;
+      }));
   RETURN_IF_ERROR(load_status_);
   *test_sq = sq;
   *test_n = static_cast<double>(test_part_.size());
@@ -238,11 +239,9 @@ Status MfWorker::Finish() {
 
 // --- Rows: the copies, the look-ahead, the changes -------------------------
 
-float* MfWorker::CopyOf(apps::RowBuffer<float>* buf, const Table& t, const IdMap& ids,
-                        uint32_t index) {
-  float* row = buf->Find(index);
-  if (row != nullptr) return row;
-  row = buf->Slot(index);
+float* MfWorker::GetCopy(apps::RowBuffer<float>* buf, const Table& t, const IdMap& ids,
+                         uint32_t index) {
+  float* row = buf->Slot(index);
   Status s = worker_->Get(t, ids.raw(index), row);
   if (!s.ok() && load_status_.ok()) load_status_ = s;
   buf->Loaded();
@@ -266,23 +265,30 @@ const std::vector<uint64_t>& MfWorker::RawOf(const IdMap& ids,
 template <typename RatingAt>
 void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating) {
   if (++mark_ == 0) {  // wrapped: clear the marks once every 2^32 ranges
-    std::fill(user_mark_.begin(), user_mark_.end(), 0);
-    std::fill(item_mark_.begin(), item_mark_.end(), 0);
+    ubuf_.ClearMarks();
+    ibuf_.ClearMarks();
     mark_ = 1;
   }
-  range_users_.clear();
-  range_items_.clear();
+  // Without branches on the marks: whether a rating's row is new to the
+  // range and not copied yet is random, and mispredicted branches were most
+  // of this pass's time. Each rating writes its row at the end of the list
+  // and keeps it only if the row is needed.
+  range_users_.resize(end - begin);
+  range_items_.resize(end - begin);
+  size_t users = 0, items = 0;
   for (size_t j = begin; j < end; ++j) {
     const Rating& r = rating(j);
-    if (r.user != IdMap::kUnknown && user_mark_[r.user] != mark_) {
-      user_mark_[r.user] = mark_;
-      if (ubuf_.Find(r.user) == nullptr) range_users_.push_back(r.user);
+    if (r.user != IdMap::kUnknown) {
+      range_users_[users] = r.user;
+      users += ubuf_.MarkMissing(r.user, mark_);
     }
-    if (r.item != IdMap::kUnknown && item_mark_[r.item] != mark_) {
-      item_mark_[r.item] = mark_;
-      if (ibuf_.Find(r.item) == nullptr) range_items_.push_back(r.item);
+    if (r.item != IdMap::kUnknown) {
+      range_items_[items] = r.item;
+      items += ibuf_.MarkMissing(r.item, mark_);
     }
   }
+  range_users_.resize(users);
+  range_items_.resize(items);
 }
 
 // Prefetches the rows of ratings [begin, end) that the copies lack.
@@ -352,26 +358,52 @@ void MfWorker::RefreshItems(bool training, size_t j) {
   ibuf_.Clear();
 }
 
-// Runs body(rating(j)) for j in [0, count) chunk by chunk: when a chunk
-// starts, the item copies are refreshed after a push (see RefreshItems), the
-// look-ahead window is filled up to the end of the next chunk, and the
-// chunk's rows are read into the copies.
+// Runs body(rating(j), user row, item row) for j in [0, count) chunk by
+// chunk: when a chunk starts, the item copies are refreshed after a push (see
+// RefreshItems), the look-ahead window is filled up to the end of the next
+// chunk, and the chunk's rows are read into the copies (RunChunk then finds
+// every row there).
 template <typename RatingAt, typename Body>
 Status MfWorker::WithLookAhead(bool training, size_t count, RatingAt&& rating, Body&& body) {
   size_t ahead = 0;  // ratings [0, ahead) have been prefetched
-  for (size_t j = 0; j < count; ++j) {
-    if (j % chunk_ == 0) {
-      if (j > 0 && pushes_.Newer()) RefreshItems(training, j);
-      while (ahead < std::min(count, j + 2 * chunk_)) {
-        const size_t end = std::min(count, ahead + chunk_);
-        RETURN_IF_ERROR(PrefetchRange(ahead, end, rating));
-        ahead = end;
-      }
-      RETURN_IF_ERROR(LoadChunk(training, j, std::min(count, j + chunk_), rating));
+  for (size_t begin = 0; begin < count; begin += chunk_) {
+    const size_t end = std::min(count, begin + chunk_);
+    if (begin > 0 && pushes_.Newer()) RefreshItems(training, begin);
+    while (ahead < std::min(count, begin + 2 * chunk_)) {
+      const size_t next = std::min(count, ahead + chunk_);
+      RETURN_IF_ERROR(PrefetchRange(ahead, next, rating));
+      ahead = next;
     }
-    body(rating(j));
+    RETURN_IF_ERROR(LoadChunk(training, begin, end, rating));
+    RunChunk(begin, end, rating, body);
   }
   return Status::OK();
+}
+
+// The ratings of a loaded chunk. The copies are scattered over the buffers in
+// the order they were loaded, and the ratings hit them at random, so each
+// rating's rows are looked up and their cache lines requested a few ratings
+// before its update needs them: the update then waits for no load (it was
+// most of the update's time).
+template <typename RatingAt, typename Body>
+void MfWorker::RunChunk(size_t begin, size_t end, RatingAt&& rating, Body&& body) {
+  constexpr size_t kAhead = 6;
+  const size_t last_line = (size_t{width_} * sizeof(float) - 1) / 64 * 64;
+  auto prefetch = [last_line](const float* row) {
+    if (row == nullptr) return;
+    __builtin_prefetch(row, 1);
+    __builtin_prefetch(reinterpret_cast<const char*>(row) + last_line, 1);
+  };
+  for (size_t j = begin; j < end; ++j) {
+    if (j + kAhead < end) {
+      const Rating& a = rating(j + kAhead);
+      if (a.user != IdMap::kUnknown) prefetch(ubuf_.Find(a.user));
+      if (a.item != IdMap::kUnknown) prefetch(ibuf_.Find(a.item));
+    }
+    const Rating& r = rating(j);
+    body(r, r.user == IdMap::kUnknown ? zero_.data() : UserRow(r.user),
+         r.item == IdMap::kUnknown ? zero_.data() : ItemRow(r.item));
+  }
 }
 
 }  // namespace mf

@@ -65,9 +65,12 @@ class MfWorker {
   Status EndClock(ClockT c, size_t count, double train_sq, double test_sq, double test_n);
   Status Finish();
 
-  // Runs body(rating(j)) for j in [0, count) look-ahead chunk by chunk.
+  // Runs body(rating(j), user row, item row) for j in [0, count)
+  // look-ahead chunk by chunk.
   template <typename RatingAt, typename Body>
   Status WithLookAhead(bool training, size_t count, RatingAt&& rating, Body&& body);
+  template <typename RatingAt, typename Body>
+  void RunChunk(size_t begin, size_t end, RatingAt&& rating, Body&& body);
   // The distinct rows of ratings [begin, end) that the copies lack, into
   // range_users_ / range_items_.
   template <typename RatingAt>
@@ -82,7 +85,11 @@ class MfWorker {
   Status FlushChanges(const apps::RowBuffer<float>& buf, const IdMap& ids, const Table& t);
   void RefreshItems(bool training, size_t j);
   // A row's copy, read with a Get if the look-ahead did not load it.
-  float* CopyOf(apps::RowBuffer<float>* buf, const Table& t, const IdMap& ids, uint32_t index);
+  float* CopyOf(apps::RowBuffer<float>* buf, const Table& t, const IdMap& ids, uint32_t index) {
+    float* row = buf->Find(index);
+    return row != nullptr ? row : GetCopy(buf, t, ids, index);
+  }
+  float* GetCopy(apps::RowBuffer<float>* buf, const Table& t, const IdMap& ids, uint32_t index);
   float* UserRow(uint32_t u) { return CopyOf(&ubuf_, ut_, data_.users, u); }
   float* ItemRow(uint32_t i) { return CopyOf(&ibuf_, it_, data_.items, i); }
   const std::vector<uint64_t>& RawOf(const IdMap& ids, const std::vector<uint32_t>& indices);
@@ -107,14 +114,12 @@ class MfWorker {
 
   apps::RowBuffer<float> ubuf_;
   apps::RowBuffer<float> ibuf_;
-  const std::vector<float> zero_;
-  Status load_status_;  // the first failed Get of UserRow / ItemRow
+  std::vector<float> zero_;  // the row of an unknown test id (read only)
+  Status load_status_;       // the first failed Get of UserRow / ItemRow
   // Look-ahead (see mf_worker.cc, WithLookAhead).
   size_t chunk_ = 0;
   size_t buffer_rows_ = 0;  // the copies' bound, of user rows and of item rows each
-  std::vector<uint32_t> user_mark_;
-  std::vector<uint32_t> item_mark_;
-  uint32_t mark_ = 0;
+  uint32_t mark_ = 0;       // of the last CollectRange (RowBuffer::MarkMissing)
   std::vector<uint32_t> range_users_;
   std::vector<uint32_t> range_items_;
   std::vector<uint64_t> raw_rows_;

@@ -25,15 +25,32 @@ namespace apps {
 template <typename T>
 class RowBuffer {
  public:
-  RowBuffer(size_t num_rows, uint32_t width) : width_(width), slot_(num_rows, -1) {}
+  RowBuffer(size_t num_rows, uint32_t width) : width_(width), meta_(num_rows) {}
 
   uint32_t width() const { return width_; }
   size_t loaded() const { return rows_.size(); }
 
+  bool Has(uint32_t index) const { return meta_[index].slot >= 0; }
   // The copy of row `index`, or nullptr if it was not loaded this clock.
   T* Find(uint32_t index) {
-    int32_t s = slot_[index];
+    int32_t s = meta_[index].slot;
     return s < 0 ? nullptr : Cur(static_cast<size_t>(s));
+  }
+
+  // For collecting the distinct rows of a range of data points that are not
+  // loaded (a pass per range, each with a new nonzero `mark`): marks row
+  // `index` and says whether it was unmarked and not loaded. The mark sits
+  // beside the row's slot, so the test touches one place. No branch: in such
+  // a pass the answer is random.
+  bool MarkMissing(uint32_t index, uint32_t mark) {
+    Meta& m = meta_[index];
+    const bool missing = (m.mark != mark) & (m.slot < 0);
+    m.mark = mark;
+    return missing;
+  }
+  // Forgets every mark (before marks are reused: a wrapped counter).
+  void ClearMarks() {
+    for (Meta& m : meta_) m.mark = 0;
   }
 
   // Makes room for row `index` and returns the buffer to load it into; the
@@ -45,7 +62,7 @@ class RowBuffer {
       cur_blocks_.emplace_back(new T[kBlockRows * static_cast<size_t>(width_)]);
       orig_blocks_.emplace_back(new T[kBlockRows * static_cast<size_t>(width_)]);
     }
-    slot_[index] = static_cast<int32_t>(s);
+    meta_[index].slot = static_cast<int32_t>(s);
     rows_.push_back(index);
     return Cur(s);
   }
@@ -113,7 +130,7 @@ class RowBuffer {
 
   // Forgets every loaded row (keeps the memory).
   void Clear() {
-    for (uint32_t index : rows_) slot_[index] = -1;
+    for (uint32_t index : rows_) meta_[index].slot = -1;
     rows_.clear();
   }
 
@@ -124,8 +141,12 @@ class RowBuffer {
   T* Cur(size_t s) const { return cur_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
   T* Orig(size_t s) const { return orig_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
 
+  struct Meta {
+    int32_t slot = -1;  // in rows_, or -1: not loaded
+    uint32_t mark = 0;  // MarkMissing
+  };
   const uint32_t width_;
-  std::vector<int32_t> slot_;
+  std::vector<Meta> meta_;  // by row index
   std::vector<uint32_t> rows_;
   std::vector<std::unique_ptr<T[]>> cur_blocks_;
   std::vector<std::unique_ptr<T[]>> orig_blocks_;

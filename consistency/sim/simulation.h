@@ -13,6 +13,15 @@
 // delays; each connection is FIFO (as TCP), different connections reorder
 // freely; connections drop and shards crash at random moments.
 //
+// Client processes are killed too, most right after sending a part of a
+// clock: a new process of the client (another Hello incarnation) starts,
+// resumes from the smallest applied clock its shards welcome it with, and
+// re-runs its clocks with other deltas and cuts. Its shards decide as the
+// real ones by consistency/batch_rule.h: a Hello waits for the writer
+// (HelloWaitsForWriter), whose task takes back the parts of the incomplete
+// clock another process sent (NeedsUndo, from undo records kept by
+// UndoStateAfter as the store keeps them).
+//
 // Every value carries its provenance (which client's which clock went into
 // it) inside its bytes, which the engine treats as opaque, so each read a
 // worker makes is checked against the ground truth:
@@ -22,8 +31,11 @@
 //     async);
 //   - read-my-writes: it holds every update this process made before;
 // and at the end the stores hold exactly every update once (exact integer
-// totals) and every applied clock is complete. A schedule that deadlocks or
-// runs too long fails too.
+// totals), each clock's from the process that completed it at that shard
+// (parts of a killed process's unfinished clock taken back, a re-run of a
+// clock a shard had completed skipped), every applied clock is complete and
+// no undo record is left. A schedule that deadlocks or runs too long fails
+// too.
 //
 // Everything is a pure function of the seed: a failing seed replays exactly.
 #ifndef PACE_CONSISTENCY_SIM_SIMULATION_H_
@@ -44,15 +56,18 @@ struct SimResult {
   int64_t crashes = 0;
   int64_t disconnects = 0;
   int64_t resent_batches = 0;
-  int64_t parts_sent = 0;     // Apply parts with more (a clock sent in parts)
-  int64_t parts_resent = 0;   // ... of them re-sent after a reconnect
-  int64_t parts_skipped = 0;  // re-sent parts a shard skipped as duplicates
-  int64_t rows_absent = 0;    // rows that arrived without a record (the client computed them)
+  int64_t parts_sent = 0;              // Apply parts with more (a clock sent in parts)
+  int64_t parts_resent = 0;            // ... of them re-sent after a reconnect
+  int64_t parts_skipped = 0;           // re-sent parts a shard skipped as duplicates
+  int64_t client_kills = 0;            // client processes killed (a new one re-ran their clocks)
+  int64_t client_kills_mid_clock = 0;  // ... after sending parts of their process clock
+  int64_t parts_undone = 0;            // parts a shard took back for a new process
+  int64_t rows_absent = 0;             // rows that arrived without a record (the client computed them)
 };
 
 // A deliberate error in the client rules (consistency/client_engine.h) as
-// the simulated clients apply them: the test that the schedules would find a
-// wrong rule plants each.
+// the simulated clients apply them, or in the shard's undo of an incomplete
+// clock: the test that the schedules would find a wrong rule plants each.
 enum class PlantedBug {
   kNone,
   // Does not raise the duplicate bound when re-sending after a reconnect: a
@@ -66,6 +81,15 @@ enum class PlantedBug {
   kPurgeLaterBatches,
   // Keeps subscriptions across a reconnect, as if they outlived the session.
   kKeepSubscriptionsAcrossReconnects,
+  // The shard never takes back the parts a killed process sent (as parts
+  // without undo records): a new process's re-run of that clock comes on top
+  // of them.
+  kNoUndo,
+  // The shard takes the parts back twice.
+  kUndoTwice,
+  // The shard serves a new process of a client before its writer has the
+  // batches an earlier process sent (HelloWaitsForWriter without `served`).
+  kServeBeforeTheWriter,
 };
 
 struct SimOptions {

@@ -41,7 +41,8 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
   const uint64_t first = EnvOr("PACE_SIM_FIRST_SEED", 1);
   const auto start = std::chrono::steady_clock::now();
   int64_t events = 0, reads = 0, pushes = 0, crashes = 0, disconnects = 0, resent = 0, parts = 0,
-          parts_resent = 0, parts_skipped = 0, absent = 0;
+          parts_resent = 0, parts_skipped = 0, kills = 0, kills_mid_clock = 0, parts_undone = 0,
+          absent = 0;
   uint64_t failures = 0;
   for (uint64_t seed = first; seed < first + n; ++seed) {
     SimResult r = RunSchedule(seed);
@@ -55,6 +56,9 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
     parts_resent += r.parts_resent;
     parts_skipped += r.parts_skipped;
     absent += r.rows_absent;
+    kills += r.client_kills;
+    kills_mid_clock += r.client_kills_mid_clock;
+    parts_undone += r.parts_undone;
     if (!r.ok && ++failures <= 3) {
       ADD_FAILURE() << "seed " << seed << " failed: " << r.error << "\n  schedule: " << r.config
                     << "\n  replay: PACE_SIM_SEED=" << seed;
@@ -67,6 +71,9 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
             << " shard crashes, " << disconnects << " disconnects, " << resent
             << " batches re-sent, " << parts << " parts sent early (" << parts_resent
             << " re-sent, " << parts_skipped << " skipped as duplicates of the open clock), "
+            << kills << " client processes killed (" << kills_mid_clock
+            << " mid-clock, after sending parts of it), " << parts_undone
+            << " parts taken back for a new process, "
             << absent << " rows without a record sent absent\n";
   EXPECT_EQ(failures, 0u);
   // The schedules exercise what they claim to.
@@ -80,17 +87,23 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
     EXPECT_GT(parts, 0);
     EXPECT_GT(parts_resent, 0);
     EXPECT_GT(parts_skipped, 0);
+    EXPECT_GT(kills_mid_clock, 0);
+    EXPECT_GT(parts_undone, 0);
   }
 }
 
-// The schedules find a wrong client rule: each error planted in the rules
-// the simulated clients apply fails one of the first schedules.
+// The schedules find a wrong rule: each error planted in the rules the
+// simulated clients apply, or in the shards' undo of a killed process's
+// parts, fails one of the first schedules.
 TEST(SimulationTest, FindsEachPlantedClientBug) {
   const std::pair<PlantedBug, const char*> bugs[] = {
       {PlantedBug::kNoDuplicateBoundOnResend, "no duplicate bound for re-sent batches"},
       {PlantedBug::kRebaseEverySealedDelta, "every sealed delta rebased"},
       {PlantedBug::kPurgeLaterBatches, "an Ack purging later batches"},
       {PlantedBug::kKeepSubscriptionsAcrossReconnects, "subscriptions kept across reconnects"},
+      {PlantedBug::kNoUndo, "no undo of a killed process's parts"},
+      {PlantedBug::kUndoTwice, "parts taken back twice"},
+      {PlantedBug::kServeBeforeTheWriter, "a new process served before the writer"},
   };
   constexpr uint64_t kSeeds = 20000;
   for (const auto& [bug, name] : bugs) {

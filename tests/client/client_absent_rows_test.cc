@@ -52,7 +52,9 @@ std::vector<float> Delta(uint64_t r) {
 std::string Expected(const TableSchema& t, uint64_t r) {
   std::string v;
   InitRow(t, r, &v);
-  if (r % 2 == 0) EXPECT_TRUE(AddRow(RowFormat::Of(t), &v, EncodeDense(Delta(r))).ok());
+  if (r % 2 == 0) {
+    EXPECT_TRUE(AddRow(RowFormat::Of(t), &v, EncodeDense(Delta(r))).ok());
+  }
   return v;
 }
 
