@@ -675,6 +675,8 @@ net::StatsReply ShardService::Stats() const {
            {"writeback_rows", dp.writeback_rows},
            {"writeback_bytes", dp.writeback_bytes},
            {"rows_read_for_write", dp.rows_read_for_write},
+           {"delta_only_rows", dp.delta_only_rows},
+           {"writeback_operands", dp.writeback_operands},
            {"clock_log_replayed_records", dp.replayed_records},
            {"rocksdb_write_bytes", dp.rocksdb_write_bytes}}) {
     r.counters.emplace_back(name, static_cast<int64_t>(v));

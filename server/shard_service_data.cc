@@ -212,10 +212,12 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
     const DataPathStats dp = store_->data_path_stats();
     VLOG(1) << "shard " << shard_id_ << " data path (MiB, totals): clock log " << mb(dp.log_bytes)
             << " in " << dp.log_records << " records (" << mb(dp.log_offset)
-            << " not written back), rows read for writes " << dp.rows_read_for_write << ", dirty "
+            << " not written back), rows read for writes " << dp.rows_read_for_write
+            << ", rows not read (delta-only) " << dp.delta_only_rows << ", dirty "
             << mb(dp.dirty_bytes) << " in " << dp.dirty_rows << " rows, " << dp.writebacks
             << " write-backs of " << mb(dp.writeback_bytes) << " (" << dp.writeback_rows
-            << " rows), RocksDB WAL " << mb(dp.rocksdb_write_bytes);
+            << " rows, " << dp.writeback_operands << " as merge operands), RocksDB WAL "
+            << mb(dp.rocksdb_write_bytes);
   }
   // Freeing a large batch (one string per row) is left to a reader thread,
   // off the writer's critical path.

@@ -123,10 +123,12 @@ TEST(CheckpointManifestTest, InconsistentContentIsCorruption) {
   // Unknown fields are tolerated (formats only append fields).
   EXPECT_TRUE(ParseCheckpointManifest(Resign(body + "future_field=1\n"), &out).ok());
   // Another storage format version is Incompatible, not Corruption.
-  EXPECT_EQ(
-      ParseCheckpointManifest(Resign(Replace(body, "format_version=2", "format_version=3")), &out)
-          .code(),
-      StatusCode::kIncompatible);
+  EXPECT_EQ(ParseCheckpointManifest(
+                Resign(Replace(body, "format_version=" + std::to_string(kStorageFormatVersion),
+                               "format_version=" + std::to_string(kStorageFormatVersion + 1))),
+                &out)
+                .code(),
+            StatusCode::kIncompatible);
 }
 
 class CheckpointStoreTest : public ::testing::Test {

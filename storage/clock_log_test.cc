@@ -219,6 +219,62 @@ void KilledWriter(const std::string& dir) {
   ::_exit(0);                                            // killed: no destructor, no write-back
 }
 
+constexpr int kDeltaClocks = 9;
+constexpr uint64_t kDeltaRows = 500;
+
+ShardStoreOptions DeltaWriterOptions() {
+  ShardStoreOptions o;
+  o.num_clients = 1;
+  o.row_cache_mb = 1;
+  o.writeback_every_groups = 2;
+  return o;
+}
+
+// Clock c of the delta-only writer adds c + 1 to every element of each row r
+// with r % 3 != c % 3 (so rows are left out of some clocks).
+bool InDeltaClock(int c, uint64_t r) { return r % 3 != static_cast<uint64_t>(c) % 3; }
+
+int64_t DeltaRowSum(int clocks, uint64_t r) {
+  int64_t sum = 0;
+  for (int c = 0; c < clocks; ++c) sum += InDeltaClock(c, r) ? c + 1 : 0;
+  return sum;
+}
+
+// Clocks of deltas to rows it never reads, except the even rows after the
+// fourth clock: the odd rows are delta-only (merge operands on top of
+// earlier write-backs), the even ones whole; then exits without closing
+// with records committed after the last write-back.
+void DeltaWriter(const std::string& dir) {
+  std::unique_ptr<ShardStore> s;
+  if (!ShardStore::Open(DeltaWriterOptions(), dir, &s).ok()) ::_exit(2);
+  TableSchema t;
+  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 4), &t).ok()) {
+    ::_exit(3);
+  }
+  for (int c = 0; c < kDeltaClocks; ++c) {
+    std::vector<std::string> bytes;
+    bytes.reserve(kDeltaRows);
+    std::vector<RowDelta> deltas;
+    for (uint64_t r = 0; r < kDeltaRows; ++r) {
+      if (!InDeltaClock(c, r)) continue;
+      bytes.push_back(I64Row(c + 1, 4));
+      deltas.push_back(RowDelta{t.id, r, bytes.back()});
+    }
+    bool dup = false;
+    if (!s->ApplyBatch(0, c, deltas, &dup).ok()) ::_exit(4);
+    if (c == 4) {
+      std::vector<uint64_t> even;
+      for (uint64_t r = 0; r < kDeltaRows; r += 2) even.push_back(r);
+      std::vector<std::string> got;
+      if (!s->MultiGet(t.id, even, &got).ok()) ::_exit(5);
+    }
+  }
+  const DataPathStats st = s->data_path_stats();
+  if (st.writeback_operands == 0 || st.rows_read_for_write != 0) ::_exit(6);
+  if (st.log_offset == 0) ::_exit(7);  // committed records to replay
+  ::_exit(0);
+}
+
 void ReadOnlyWriter(const std::string& dir) {
   ShardStoreOptions o;
   o.num_clients = 1;
@@ -272,6 +328,7 @@ TEST(ClockLogChild, Writer) {
   if (mode == "killed") KilledWriter(dir);
   if (mode == "readonly") ReadOnlyWriter(dir);
   if (mode == "undurable") UndurableWriter(dir);
+  if (mode == "delta") DeltaWriter(dir);
   ::_exit(9);
 }
 
@@ -309,6 +366,30 @@ TEST(ClockLogStoreTest, AKilledWriterLosesNothingAndReplaysExactlyOnce) {
                    return true;
                  }).ok());
     EXPECT_EQ(rows, 3000u);
+  }
+}
+
+// Killed with delta-only rows pending (their deltas in committed records
+// only) on top of merge operands written back before: the first open adds
+// each record once, the second adds nothing.
+TEST(ClockLogStoreTest, AKilledWriterWithDeltaOnlyRowsReplaysExactlyOnce) {
+  ScopedTempDir tmp;
+  const std::string dir = tmp.Sub("s");
+  ASSERT_EQ(RunChild("delta", dir), 0);
+  for (int open = 0; open < 2; ++open) {
+    std::unique_ptr<ShardStore> s;
+    ASSERT_TRUE(ShardStore::Open(DeltaWriterOptions(), dir, &s).ok());
+    EXPECT_EQ(s->AppliedClock(0), kDeltaClocks);
+    EXPECT_EQ(s->data_path_stats().replayed_records > 0, open == 0);
+    const uint32_t table = s->FindTable("t")->id;
+    std::vector<uint64_t> rows;
+    for (uint64_t r = 0; r < kDeltaRows; ++r) rows.push_back(r);
+    std::vector<std::string> got;
+    ASSERT_TRUE(s->MultiGet(table, rows, &got).ok());
+    for (uint64_t r = 0; r < kDeltaRows; ++r) {
+      ASSERT_EQ(got[r], I64Row(DeltaRowSum(kDeltaClocks, r), 4))
+          << "row " << r << ", open " << open;
+    }
   }
 }
 

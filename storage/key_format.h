@@ -59,6 +59,14 @@ inline constexpr std::string_view kClockLogKey =
     "\x01"
     "clock_log";
 
+// The clock log's state after a row write-back (same encoding), written in
+// the write-back's ingested SST file (format 3). One byte, in the row key
+// space but no row key (those are 13 bytes), so it sorts right before the
+// rows and the file spans no key the memtable holds: RocksDB ingests it
+// without flushing the memtable first. The newer of this and kClockLogKey
+// (by log file number) is the log's state.
+inline constexpr std::string_view kWriteBackLogKey = "\x04";
+
 // Present while a store opened with ShardStoreOptions::durable = false is
 // open (written at its open, removed at its clean close): an open that finds
 // it refuses the store, whose acknowledged updates may be lost.

@@ -110,6 +110,7 @@ uint32_t RowCache::InsertDirty(uint32_t table, uint64_t row, CachedRow value) {
   const size_t charge = ChargeOf(value);
   const uint32_t n = AddNode(table, row, std::move(value), charge);
   MakeDirty(n);
+  EvictToCapacity();
   return n;
 }
 
@@ -125,6 +126,10 @@ void RowCache::RechargeDirty(uint32_t handle) {
 void RowCache::CleanAll() {
   while (dirty_head_ != kNil) {
     const uint32_t n = dirty_head_;
+    if (nodes_[n].value.delta_only) {
+      EraseNode(n);
+      continue;
+    }
     Unlink(n);
     nodes_[n].dirty = false;
     PushFront(n);

@@ -17,6 +17,8 @@
 // here until a row write-back (docs/storage-format.md section 15). They are
 // kept in a list of their own and never evicted, whatever the capacity; their
 // bytes count in bytes() and dirty_bytes(). Eviction only removes clean rows.
+// A delta-only row (CachedRow::delta_only) holds only the deltas RocksDB does
+// not have yet, not the row: it is always dirty, and CleanAll drops it.
 //
 // Thread-compatibility: not thread-safe; ShardStore guards it with a mutex.
 // Pointers returned by Lookup/Peek stay valid until the next call that inserts,
@@ -42,6 +44,10 @@ struct CachedRow {
   // Dense tables with a nonzero initializer: the initializer's value of the
   // row (InitRow). Empty otherwise.
   std::string init;
+  // A delta-only row (docs/storage-format.md section 15): `sum` (when
+  // `written`) is the sum of the deltas not yet in RocksDB, not the stored
+  // sum; the row is RocksDB's value plus it. `init` is empty. Always dirty.
+  bool delta_only = false;
 };
 
 struct RowCacheCounters {
@@ -77,8 +83,8 @@ class RowCache {
   // Marks a cached row dirty (never evicted until CleanAll). False if the
   // row is not cached.
   bool MarkDirty(uint32_t table, uint64_t row) { return PinDirty(table, row) != kNoHandle; }
-  // Inserts the row as dirty (replacing a cached one): kept whatever its size.
-  // Returns its handle.
+  // Inserts the row as dirty (replacing a cached one): kept whatever its size;
+  // then evicts clean rows while over capacity. Returns its handle.
   uint32_t InsertDirty(uint32_t table, uint64_t row, CachedRow value);
 
   // Dirty-row handles, for a pass over many rows that looks each up once:
@@ -111,7 +117,8 @@ class RowCache {
       fn(nodes_[n].table, nodes_[n].row, nodes_[n].value);
     }
   }
-  // Makes every dirty row clean (most recently used), then evicts to capacity.
+  // Makes every dirty row clean (most recently used) and drops the
+  // delta-only ones (RocksDB now holds their deltas), then evicts to capacity.
   void CleanAll();
   size_t dirty_bytes() const { return dirty_bytes_; }
   size_t dirty_entries() const { return dirty_entries_; }

@@ -36,7 +36,7 @@ namespace pace {
 
 // Bumped when the on-disk format changes incompatibly. A store written with a
 // different major format is refused with StatusCode::kIncompatible.
-inline constexpr uint32_t kStorageFormatVersion = 2;
+inline constexpr uint32_t kStorageFormatVersion = 3;
 // The oldest format this build opens (and upgrades at a writable open).
 inline constexpr uint32_t kOldestStorageFormatVersion = 1;
 
@@ -92,6 +92,15 @@ struct ShardStoreOptions {
   // replay by count; the crash tests use it to kill inside write-backs).
   // 0: by the budgets only. Default: 0.
   uint32_t writeback_every_groups = 0;
+  // Clock log only. true: a delta to a row the row cache does not hold is
+  // kept without reading the row, as a delta-only row (the sum of its deltas
+  // not yet in RocksDB), written back as one merge operand; reading such a
+  // row reads RocksDB and adds the pending sum. A float row's sum is then
+  // added in per-write-back parts, S + (d1 + d2), which may differ in the last
+  // bits from the in-order ((S + d1) + d2) and depends on what was cached.
+  // false: every row is read before a delta is added to it (float sums in
+  // order whatever the cache holds). Default: true.
+  bool delta_only_rows = true;
   // fsync the WAL before ApplyBatch returns. Default: false (WAL written, not synced).
   bool sync = false;
   // Open for inspection only; may run beside a writer process (RocksDB
@@ -207,6 +216,8 @@ struct DataPathStats {
   uint64_t writeback_rows = 0;       // rows they wrote
   uint64_t writeback_bytes = 0;      // bytes of the SST files they ingested
   uint64_t rows_read_for_write = 0;  // rows read from RocksDB to hold them in memory
+  uint64_t delta_only_rows = 0;      // rows a group changed without reading them (delta-only)
+  uint64_t writeback_operands = 0;   // rows written back as merge operands (delta-only)
   uint64_t replayed_records = 0;     // log records replayed at open or recovery
   uint64_t rocksdb_write_bytes = 0;  // bytes of the WriteBatches written through RocksDB's WAL
 };

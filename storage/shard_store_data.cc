@@ -580,7 +580,7 @@ Status ShardStore::Impl::CachedRead(const TableEntry& e, const uint64_t* rows, s
     MutexLock cache_lock(&cache_mu_);
     for (size_t i = 0; i < n; ++i) {
       CachedRow* c = row_cache_->Lookup(table, rows[i]);
-      if (c == nullptr) {
+      if (c == nullptr || c->delta_only) {
         missing.push_back(i);
       } else if (ComposeOrMarkAbsent(schema, rows[i], c, i, values, absent)) {
         row_cache_->Recharge(table, rows[i]);
@@ -592,7 +592,10 @@ Status ShardStore::Impl::CachedRead(const TableEntry& e, const uint64_t* rows, s
   // Misses are read at the view's snapshot, which a group being written does
   // not change (its records are newer), and Publish adds that group to every
   // row cached by then. A row some other reader cached meanwhile is taken
-  // from the cache; both describe the view's state.
+  // from the cache; both describe the view's state. A delta-only row (its
+  // deltas not yet written back, docs/storage-format.md section 15) becomes
+  // whole: RocksDB's value plus its pending sum, with the merge operator's
+  // arithmetic, which is what its write-back will store.
   std::vector<uint64_t> ids(missing.size());
   for (size_t j = 0; j < missing.size(); ++j) ids[j] = rows[missing[j]];
   std::vector<CachedRow> fill;
@@ -600,7 +603,12 @@ Status ShardStore::Impl::CachedRead(const TableEntry& e, const uint64_t* rows, s
   MutexLock cache_lock(&cache_mu_);
   for (size_t j = 0; j < missing.size(); ++j) {
     CachedRow* c = row_cache_->Peek(table, ids[j]);
-    if (c != nullptr) {
+    if (c != nullptr && c->delta_only) {
+      if (c->written) AddToCachedRow(e.format, &fill[j], c->sum);
+      *c = std::move(fill[j]);
+      ComposeOrMarkAbsent(schema, ids[j], c, missing[j], values, absent);
+      row_cache_->Recharge(table, ids[j]);
+    } else if (c != nullptr) {
       if (ComposeOrMarkAbsent(schema, ids[j], c, missing[j], values, absent)) {
         row_cache_->Recharge(table, ids[j]);
       }
@@ -696,7 +704,14 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper;
   ro.readahead_size = 2 << 20;
-  std::vector<std::pair<uint64_t, std::string>> dirty;  // (row, stored sum), sorted
+  // (row, stored sum), sorted; for a delta-only row the sum of its pending
+  // deltas, added to RocksDB's value.
+  struct DirtyRow {
+    uint64_t row;
+    std::string sum;
+    bool delta_only;
+  };
+  std::vector<DirtyRow> dirty;
   const rocksdb::Snapshot* snapshot = nullptr;
   {
     ViewReaderLock view_lock(&view_mu_);
@@ -704,7 +719,9 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
     if (row_cache_ != nullptr) {
       MutexLock cache_lock(&cache_mu_);
       row_cache_->ForEachDirty([&](uint32_t t, uint64_t row, const CachedRow& v) {
-        if (t == table && v.written && row >= start_row) dirty.emplace_back(row, v.sum);
+        if (t == table && v.written && row >= start_row) {
+          dirty.push_back(DirtyRow{row, v.sum, v.delta_only});
+        }
       });
     }
   }
@@ -715,7 +732,7 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
   } releaser{db_.get(), snapshot};
   ro.snapshot = snapshot;
   std::sort(dirty.begin(), dirty.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+            [](const DirtyRow& a, const DirtyRow& b) { return a.row < b.row; });
   size_t next_dirty = 0;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
   std::string composed;
@@ -730,11 +747,12 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
     if (!sf::DecodeRowKey(SliceView(it->key()), &key_table, &row) || key_table != table) {
       return Status::Corruption("malformed row key in table '" + schema.name + "'");
     }
-    for (; next_dirty < dirty.size() && dirty[next_dirty].first < row; ++next_dirty) {
-      if (!emit(dirty[next_dirty].first, dirty[next_dirty].second)) return Status::OK();
+    for (; next_dirty < dirty.size() && dirty[next_dirty].row < row; ++next_dirty) {
+      if (!emit(dirty[next_dirty].row, dirty[next_dirty].sum)) return Status::OK();
     }
-    if (next_dirty < dirty.size() && dirty[next_dirty].first == row) {
-      if (!emit(row, dirty[next_dirty].second)) return Status::OK();
+    const bool is_dirty = next_dirty < dirty.size() && dirty[next_dirty].row == row;
+    if (is_dirty && !dirty[next_dirty].delta_only) {
+      if (!emit(row, dirty[next_dirty].sum)) return Status::OK();
       ++next_dirty;
       continue;
     }
@@ -742,11 +760,19 @@ Status ShardStore::Impl::Scan(uint32_t table, uint64_t start_row,
     RETURN_IF_ERROR(
         ParseStoredRow(e->format, SliceView(it->value()), &payload)
             .WithPrefix("row " + std::to_string(row) + " of table '" + schema.name + "'"));
+    if (is_dirty) {
+      CachedRow whole;
+      whole.written = true;
+      whole.sum.assign(payload);
+      AddToCachedRow(e->format, &whole, dirty[next_dirty++].sum);
+      if (!emit(row, whole.sum)) return Status::OK();
+      continue;
+    }
     if (!emit(row, payload)) return Status::OK();
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "scan table '" + schema.name + "'"));
   for (; next_dirty < dirty.size(); ++next_dirty) {
-    if (!emit(dirty[next_dirty].first, dirty[next_dirty].second)) return Status::OK();
+    if (!emit(dirty[next_dirty].row, dirty[next_dirty].sum)) return Status::OK();
   }
   return Status::OK();
 }

@@ -15,6 +15,7 @@ namespace pace {
 namespace {
 
 using testing_util::MakeSchema;
+using testing_util::OpenOrDie;
 
 ShardStoreOptions Opts(uint32_t clients, size_t row_cache_mb) {
   ShardStoreOptions o;
@@ -23,13 +24,6 @@ ShardStoreOptions Opts(uint32_t clients, size_t row_cache_mb) {
   o.write_buffer_mb = 1;  // frequent flushes while views are held
   o.row_cache_mb = row_cache_mb;
   return o;
-}
-
-std::unique_ptr<ShardStore> OpenOrDie(const ShardStoreOptions& o, const std::string& dir) {
-  std::unique_ptr<ShardStore> s;
-  Status st = ShardStore::Open(o, dir, &s);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return s;
 }
 
 int64_t I64(const std::string& v) { return DecodeDense<int64_t>(v)[0]; }

@@ -66,21 +66,28 @@ uint64_t ShardStore::Impl::DirtyLimitBytes() const {
 
 Status ShardStore::Impl::ReadLogState(LogState* st) const {
   *st = LogState();
-  std::string v;
-  rocksdb::Status s = WriterDb()->Get(rocksdb::ReadOptions(), sf::kClockLogKey, &v);
-  if (s.IsNotFound()) return Status::OK();
-  RETURN_IF_ERROR(FromRocks(s, "read the clock log state of " + dir_));
-  if (v.size() != kLogStateBytes) {
-    return Status::Corruption("the store in " + dir_ + " has a clock log record of " +
-                              std::to_string(v.size()) + " bytes (expected " +
-                              std::to_string(kLogStateBytes) + ")");
-  }
-  std::memcpy(&st->number, v.data(), 8);
-  std::memcpy(&st->end, v.data() + 8, 8);
-  std::memcpy(&st->first_seq, v.data() + 16, 8);
-  std::memcpy(&st->next_seq, v.data() + 24, 8);
-  if (st->next_seq < st->first_seq || (st->end == 0) != (st->next_seq == st->first_seq)) {
-    return Status::Corruption("the store in " + dir_ + " has an inconsistent clock log record");
+  // The state of the last group commit, and the one the last write-back
+  // ingested: a write-back starts the next log file, so the higher file
+  // number is the newer state (the next commit rewrites kClockLogKey).
+  for (std::string_view key : {sf::kClockLogKey, sf::kWriteBackLogKey}) {
+    std::string v;
+    rocksdb::Status s = WriterDb()->Get(rocksdb::ReadOptions(), key, &v);
+    if (s.IsNotFound()) continue;
+    RETURN_IF_ERROR(FromRocks(s, "read the clock log state of " + dir_));
+    if (v.size() != kLogStateBytes) {
+      return Status::Corruption("the store in " + dir_ + " has a clock log record of " +
+                                std::to_string(v.size()) + " bytes (expected " +
+                                std::to_string(kLogStateBytes) + ")");
+    }
+    LogState read;
+    std::memcpy(&read.number, v.data(), 8);
+    std::memcpy(&read.end, v.data() + 8, 8);
+    std::memcpy(&read.first_seq, v.data() + 16, 8);
+    std::memcpy(&read.next_seq, v.data() + 24, 8);
+    if (read.next_seq < read.first_seq || (read.end == 0) != (read.next_seq == read.first_seq)) {
+      return Status::Corruption("the store in " + dir_ + " has an inconsistent clock log record");
+    }
+    if (key == sf::kClockLogKey || read.number > st->number) *st = read;
   }
   return Status::OK();
 }
@@ -94,6 +101,7 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
   std::vector<size_t> missing_at;  // the first delta of each missing row
   std::vector<CachedRow> fill;
   uint64_t read = 0;
+  uint64_t delta_only = 0;
   constexpr size_t kAhead = 8;  // rows whose hash slot is being loaded
   for (size_t i = 0; i < deltas.size();) {
     const uint32_t table = deltas[i].table;
@@ -112,7 +120,16 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
         if (k + kAhead < stop) row_cache_->PrefetchKey(table, deltas[k + kAhead].row);
         if (k > i && deltas[k].row == deltas[k - 1].row) continue;
         (*handles)[k] = row_cache_->PinDirty(table, deltas[k].row);
-        if ((*handles)[k] == kNone) {
+        if ((*handles)[k] != kNone) continue;
+        if (options_.delta_only_rows) {
+          // Not read: the group's deltas are summed apart from the row.
+          CachedRow pending;
+          pending.delta_only = true;
+          // Sized here, not when the group is published under the view lock.
+          pending.sum.reserve(deltas[k].bytes.size());
+          (*handles)[k] = row_cache_->InsertDirty(table, deltas[k].row, std::move(pending));
+          ++delta_only;
+        } else {
           missing.push_back(deltas[k].row);
           missing_at.push_back(k);
         }
@@ -137,6 +154,7 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
   }
   std::lock_guard<std::mutex> l(stats_mu_);
   path_stats_.rows_read_for_write += read;
+  path_stats_.delta_only_rows += delta_only;
   return Status::OK();
 }
 
@@ -373,8 +391,11 @@ Status ShardStore::Impl::WriteBackLocked(const char* why) {
   });
   LogState next{log_state_.number + 1, 0, log_state_.next_seq, log_state_.next_seq};
 
-  // One SST file: the log's next state, then every dirty row (a Put of its
-  // stored value), in key order.
+  // One SST file: the log's next state (kWriteBackLogKey, sorted before the
+  // rows; no key the memtable holds is in the file's range, so the ingestion
+  // flushes nothing), then every dirty row in key order: a
+  // Put of its stored value, or for a delta-only row a merge operand of its
+  // pending sum (pace.RowAdd adds it to what RocksDB holds).
   const std::string path = dir_ + "/writeback-" + std::to_string(next.first_seq) + ".sst";
   rocksdb::Options o = MakeRocksOptions();
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), o);
@@ -385,17 +406,22 @@ Status ShardStore::Impl::WriteBackLocked(const char* why) {
   };
   rocksdb::Status s = writer.Open(path);
   if (!s.ok()) return fail(s, "create");
-  s = writer.Put(sf::kClockLogKey,
+  s = writer.Put(sf::kWriteBackLogKey,
                  EncodeLogState(next.number, next.end, next.first_seq, next.next_seq));
   if (!s.ok()) return fail(s, "write");
   std::string values;
   std::vector<size_t> ends;
+  // Per row: a merge operand (a delta-only row), read with its value (a
+  // reader may meanwhile have read the row and made it whole).
+  std::vector<char> operand;
+  uint64_t operands = 0;
   char key[sf::kRowKeySize];
   std::shared_ptr<const TableEntry> e;
   for (size_t i = 0; i < items.size();) {
     const size_t stop = std::min(items.size(), i + kRowsPerCacheLock);
     values.clear();
     ends.clear();
+    operand.clear();
     {
       MutexLock cache_lock(&cache_mu_);
       for (size_t k = i; k < stop; ++k) {
@@ -409,14 +435,17 @@ Status ShardStore::Impl::WriteBackLocked(const char* why) {
         values.push_back(e->tag);
         values.append(c->sum);
         ends.push_back(values.size());
+        operand.push_back(c->delta_only);
+        operands += c->delta_only;
       }
     }
     size_t begin = 0;
     for (size_t k = i; k < stop; ++k) {
       sf::EncodeRowKey(items[k].table, items[k].row, key);
       const size_t end = ends[k - i];
-      s = writer.Put(rocksdb::Slice(key, sf::kRowKeySize),
-                     rocksdb::Slice(values.data() + begin, end - begin));
+      const rocksdb::Slice row_key(key, sf::kRowKeySize);
+      const rocksdb::Slice value(values.data() + begin, end - begin);
+      s = operand[k - i] ? writer.Merge(row_key, value) : writer.Put(row_key, value);
       if (!s.ok()) return fail(s, "write");
       begin = end;
     }
@@ -450,6 +479,7 @@ Status ShardStore::Impl::WriteBackLocked(const char* why) {
     ++path_stats_.writebacks;
     path_stats_.log_offset = 0;
     path_stats_.writeback_rows += items.size();
+    path_stats_.writeback_operands += operands;
     path_stats_.writeback_bytes += info.file_size;
   }
   VLOG(1) << dir_ << ": wrote back " << items.size() << " rows (" << info.file_size << " bytes, "

@@ -211,14 +211,61 @@ TEST_F(ShardStoreTest, JobIdRecordedAtCreationAndChecked) {
 
 TEST_F(ShardStoreTest, FormatVersionMismatchRefused) {
   ASSERT_NE(OpenStore(Opts()), nullptr);
-  PokeMeta(dir_, storage_format::kFormatVersionKey, storage_format::EncodeFixed32(3));
+  const uint32_t future = kStorageFormatVersion + 1;
+  PokeMeta(dir_, storage_format::kFormatVersionKey, storage_format::EncodeFixed32(future));
   std::unique_ptr<ShardStore> s;
   Status st = ShardStore::Open(Opts(), dir_, &s);
   EXPECT_EQ(st.code(), StatusCode::kIncompatible) << st.ToString();
-  EXPECT_NE(st.message().find("format version 3"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("format version " + std::to_string(future)), std::string::npos)
+      << st.message();
   ShardStoreOptions ro = Opts();
   ro.read_only = true;
   EXPECT_EQ(ShardStore::Open(ro, dir_, &s).code(), StatusCode::kIncompatible);
+}
+
+// A format-2 store kept the state of its last write-back under
+// \x01clock_log (no 0x04 key): it opens with that state, its rows exact, and
+// is upgraded to format 3.
+TEST_F(ShardStoreTest, AFormat2StoreIsUpgraded) {
+  TableSchema t;
+  const std::string one = EncodeDense<int64_t>({1, 1});
+  bool dup = false;
+  {
+    auto s = OpenStore(Opts(1));
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(
+        s->CreateTable(testing_util::MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t)
+            .ok());
+    ASSERT_TRUE(s->ApplyBatch(0, 0, {RowDelta{t.id, 3, one}}, &dup).ok());
+  }  // closed: written back, the state under 0x04
+  {
+    rocksdb::Options o;
+    o.merge_operator = NewRowAddMergeOperator();
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir_, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    const std::string_view wb = storage_format::kWriteBackLogKey;
+    const std::string_view log = storage_format::kClockLogKey;
+    const std::string_view version = storage_format::kFormatVersionKey;
+    std::string state;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), rocksdb::Slice(wb.data(), wb.size()), &state).ok());
+    rocksdb::WriteBatch b;
+    ASSERT_TRUE(b.Delete(rocksdb::Slice(wb.data(), wb.size())).ok());
+    ASSERT_TRUE(b.Put(rocksdb::Slice(log.data(), log.size()), state).ok());
+    ASSERT_TRUE(
+        b.Put(rocksdb::Slice(version.data(), version.size()), storage_format::EncodeFixed32(2))
+            .ok());
+    ASSERT_TRUE(db->Write(rocksdb::WriteOptions(), &b).ok());
+  }
+  for (int open = 0; open < 2; ++open) {
+    auto s = OpenStore(Opts(1));
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->identity().format_version, kStorageFormatVersion);
+    ASSERT_TRUE(s->ApplyBatch(0, 1 + open, {RowDelta{t.id, 3, one}}, &dup).ok());
+    std::string v;
+    ASSERT_TRUE(s->Get(t.id, 3, &v).ok());
+    EXPECT_EQ(v, EncodeDense<int64_t>({2 + open, 2 + open})) << "open " << open;
+  }
 }
 
 // A format-1 store written by the builds before the model-scale write path

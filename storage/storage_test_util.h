@@ -3,10 +3,14 @@
 #ifndef PACE_STORAGE_STORAGE_TEST_UTIL_H_
 #define PACE_STORAGE_STORAGE_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
+#include <memory>
 #include <string>
 
 #include "common/schema.h"
 #include "common/scoped_temp_dir.h"
+#include "storage/shard_store.h"
 
 namespace pace {
 namespace testing_util {
@@ -20,6 +24,14 @@ inline TableSchema MakeSchema(const std::string& name, RowKind kind, ElementType
   s.kind = kind;
   s.type = type;
   s.width = width;
+  return s;
+}
+
+// The store in `dir`, or nullptr after a test failure naming the error.
+inline std::unique_ptr<ShardStore> OpenOrDie(const ShardStoreOptions& o, const std::string& dir) {
+  std::unique_ptr<ShardStore> s;
+  Status st = ShardStore::Open(o, dir, &s);
+  EXPECT_TRUE(st.ok()) << st.ToString();
   return s;
 }
 
