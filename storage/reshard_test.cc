@@ -8,7 +8,7 @@
 
 #include "common/hash.h"
 #include "common/row.h"
-#include "storage/storage_test_util.h"
+#include "storage/testing/storage_test_util.h"
 
 namespace pace {
 namespace {

@@ -152,7 +152,9 @@ TEST(RowCacheTest, MatchesAMapUnderRandomOperations) {
           op == 2 ? c.Lookup(key.first, key.second) : c.Peek(key.first, key.second);
       auto it = model.find(key);
       ASSERT_EQ(got != nullptr, it != model.end()) << "step " << step;
-      if (got != nullptr) ASSERT_EQ(got->sum, it->second) << "step " << step;
+      if (got != nullptr) {
+        ASSERT_EQ(got->sum, it->second) << "step " << step;
+      }
     }
     if (step % 10000 == 0) {
       ASSERT_EQ(c.entries(), model.size());

@@ -7,7 +7,7 @@
 #include <map>
 #include <memory>
 
-#include "storage/storage_test_util.h"
+#include "storage/testing/storage_test_util.h"
 
 namespace pace {
 namespace {

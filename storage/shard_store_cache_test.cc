@@ -17,7 +17,7 @@
 
 #include "common/row.h"
 #include "storage/shard_store.h"
-#include "storage/storage_test_util.h"
+#include "storage/testing/storage_test_util.h"
 
 namespace pace {
 namespace {
@@ -308,7 +308,9 @@ TEST_P(CacheModelTest, CachedReadsAreBitIdenticalToRocksDB) {
       ASSERT_NO_FATAL_FAILURE(CompareRandomRows());
     } else if (what < 96) {
       ASSERT_TRUE((rng_() % 2 ? cached_ : plain_)->Flush().ok());
-      if (check_rng_() % 2 == 0) ASSERT_NO_FATAL_FAILURE(CompareWithStored());
+      if (check_rng_() % 2 == 0) {
+        ASSERT_NO_FATAL_FAILURE(CompareWithStored());
+      }
     } else if (what < 98) {
       // Drop a table and re-create it under the same id with another
       // initializer: nothing of the old one may be served.

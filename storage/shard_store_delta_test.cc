@@ -9,7 +9,7 @@
 
 #include "common/row.h"
 #include "storage/shard_store.h"
-#include "storage/storage_test_util.h"
+#include "storage/testing/storage_test_util.h"
 
 namespace pace {
 namespace {
@@ -83,7 +83,9 @@ TEST(DeltaOnlyRowsTest, DeltasToUncachedRowsAreNotReadAndAddExactly) {
         s->CreateTable(MakeSchema("d", RowKind::kDense, ElementType::kI64, kWidth), &t).ok());
     for (int c = 0; c < kClocks; ++c) {
       ASSERT_TRUE(ApplyClock(s.get(), t.id, c).ok());
-      if (c % 2 == 1) ASSERT_TRUE(s->WriteBack().ok());  // operands stack up in RocksDB
+      if (c % 2 == 1) {  // operands stack up in RocksDB
+        ASSERT_TRUE(s->WriteBack().ok());
+      }
     }
     const DataPathStats st = s->data_path_stats();
     EXPECT_EQ(st.rows_read_for_write, 0u);

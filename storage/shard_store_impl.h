@@ -337,6 +337,12 @@ class ShardStore::Impl {
       REQUIRES(write_mu_) EXCLUDES(catalog_mu_);
   // Writes the dirty rows back (one SST file, ingested) and restarts the log.
   Status WriteBackLocked(const char* why) REQUIRES(write_mu_);
+  // The keys of the dirty rows that hold a value to write back, in key order.
+  struct DirtyKey {
+    uint32_t table;
+    uint64_t row;
+  };
+  std::vector<DirtyKey> SortedDirtyKeys() const EXCLUDES(cache_mu_);
   // After a failed write: brings the log and the dirty rows in line with
   // what RocksDB holds (Recover).
   Status ResyncLogLocked() REQUIRES(write_mu_);

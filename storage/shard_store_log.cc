@@ -365,30 +365,31 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
   return Status::OK();
 }
 
+std::vector<ShardStore::Impl::DirtyKey> ShardStore::Impl::SortedDirtyKeys() const {
+  std::vector<DirtyKey> keys;
+  {
+    MutexLock cache_lock(&cache_mu_);
+    keys.reserve(row_cache_->dirty_entries());
+    row_cache_->ForEachDirty([&keys](uint32_t table, uint64_t row, const CachedRow& v) {
+      if (v.written) keys.push_back(DirtyKey{table, row});
+    });
+  }
+  std::sort(keys.begin(), keys.end(), [](const DirtyKey& a, const DirtyKey& b) {
+    return a.table != b.table ? a.table < b.table : a.row < b.row;
+  });
+  return keys;
+}
+
 Status ShardStore::Impl::WriteBackLocked(const char* why) {
   if (!failed_.ok()) return failed_;
   const auto t_start = std::chrono::steady_clock::now();
-  struct Item {
-    uint32_t table;
-    uint64_t row;
-  };
-  std::vector<Item> items;
-  {
-    MutexLock cache_lock(&cache_mu_);
-    items.reserve(row_cache_->dirty_entries());
-    row_cache_->ForEachDirty([&items](uint32_t table, uint64_t row, const CachedRow& v) {
-      if (v.written) items.push_back(Item{table, row});
-    });
-  }
+  const std::vector<DirtyKey> items = SortedDirtyKeys();
   if (items.empty() && log_state_.end == 0) {
     ViewWriterLock view_lock(&view_mu_);
     MutexLock cache_lock(&cache_mu_);
     row_cache_->CleanAll();
     return Status::OK();
   }
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return a.table != b.table ? a.table < b.table : a.row < b.row;
-  });
   LogState next{log_state_.number + 1, 0, log_state_.next_seq, log_state_.next_seq};
 
   // One SST file: the log's next state (kWriteBackLogKey, sorted before the

@@ -11,7 +11,7 @@
 
 #include "common/row.h"
 #include "storage/shard_store.h"
-#include "storage/storage_test_util.h"
+#include "storage/testing/storage_test_util.h"
 
 namespace pace {
 namespace {

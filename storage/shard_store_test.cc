@@ -11,7 +11,7 @@
 #include "common/token_file.h"
 #include "storage/key_format.h"
 #include "storage/row_merge.h"
-#include "storage/storage_test_util.h"
+#include "storage/testing/storage_test_util.h"
 
 namespace pace {
 namespace {

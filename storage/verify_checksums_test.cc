@@ -15,7 +15,7 @@
 #include "common/row.h"
 #include "common/scoped_temp_dir.h"
 #include "storage/shard_store.h"
-#include "storage/storage_test_util.h"
+#include "storage/testing/storage_test_util.h"
 
 namespace pace {
 namespace {

@@ -25,7 +25,7 @@
 #include <random>
 #include <thread>
 
-#include "storage/storage_test_util.h"
+#include "storage/testing/storage_test_util.h"
 #include "tests/storage/crash_workload.h"
 
 namespace pace {

@@ -1,7 +1,7 @@
 // Test-only helpers for storage tests (storage/*_test.cc, tests/storage/).
 // Header-only; not part of pace_storage.
-#ifndef PACE_STORAGE_STORAGE_TEST_UTIL_H_
-#define PACE_STORAGE_STORAGE_TEST_UTIL_H_
+#ifndef PACE_STORAGE_TESTING_STORAGE_TEST_UTIL_H_
+#define PACE_STORAGE_TESTING_STORAGE_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 
@@ -38,4 +38,4 @@ inline std::unique_ptr<ShardStore> OpenOrDie(const ShardStoreOptions& o, const s
 }  // namespace testing_util
 }  // namespace pace
 
-#endif  // PACE_STORAGE_STORAGE_TEST_UTIL_H_
+#endif  // PACE_STORAGE_TESTING_STORAGE_TEST_UTIL_H_
