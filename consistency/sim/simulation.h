@@ -62,7 +62,7 @@ struct SimResult {
   int64_t client_kills = 0;            // client processes killed (a new one re-ran their clocks)
   int64_t client_kills_mid_clock = 0;  // ... after sending parts of their process clock
   int64_t parts_undone = 0;            // parts a shard took back for a new process
-  int64_t rows_absent = 0;             // rows that arrived without a record (the client computed them)
+  int64_t rows_absent = 0;  // rows that arrived without a record (the client computed them)
 };
 
 // A deliberate error in the client rules (consistency/client_engine.h) as

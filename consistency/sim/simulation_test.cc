@@ -73,8 +73,8 @@ TEST(SimulationTest, SeededSchedulesKeepTheProtocolsPromises) {
             << " re-sent, " << parts_skipped << " skipped as duplicates of the open clock), "
             << kills << " client processes killed (" << kills_mid_clock
             << " mid-clock, after sending parts of it), " << parts_undone
-            << " parts taken back for a new process, "
-            << absent << " rows without a record sent absent\n";
+            << " parts taken back for a new process, " << absent
+            << " rows without a record sent absent\n";
   EXPECT_EQ(failures, 0u);
   // The schedules exercise what they claim to.
   EXPECT_GT(reads, static_cast<int64_t>(n));
