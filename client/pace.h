@@ -119,8 +119,9 @@ struct ClientOptions {
   // memory_mb, or 1024 without a budget. Default: 0.
   size_t cache_mb = 0;
   // Bound on the open deltas (updates not sent yet), in MiB. A worker that
-  // runs ahead of the slowest one and would take them beyond it waits in Inc
-  // until the process clock catches up (its deltas are then sealed and sent).
+  // runs ahead of the slowest one and would take them beyond it, or its own
+  // clock's beyond one part (below), waits in Inc until the process clock
+  // catches up (its deltas are then sealed and sent).
   // The slowest worker (at the process clock) must be able to finish its
   // clock, so it never waits for others: once its clock's open deltas reach
   // half of min(open_delta_mb, unacked_mb) they are sent early as a part of

@@ -99,8 +99,11 @@ class LdaTrainer::WorkerRun {
  private:
   Status Start();
   Status SampleClock(ClockT c, bool replay);
-  // The documents of `win` through `pass`, in one sweep or a few chunks.
-  Status SweepWindow(const apps::Window& win, const WordSweep::Pass& pass);
+  // The tokens of the documents of `win`.
+  uint64_t WindowTokens(const apps::Window& win) const;
+  // The documents of `win` (`tokens` tokens) through `pass`, in one sweep or
+  // a few chunks.
+  Status SweepWindow(const apps::Window& win, uint64_t tokens, const WordSweep::Pass& pass);
   Status EndClock(double tokens, std::optional<double> ll_doc, double ll_word);
   // The assignment files: written before Clock(), the ones no shard can need
   // again removed after it.
@@ -359,6 +362,7 @@ Status LdaTrainer::WorkerRun::SampleClock(ClockT c, bool replay) {
   pass.ll_word = eval ? &ll_word : nullptr;
   pass.part = part_id_;
   pass.num_parts = num_parts_;
+  const uint64_t tokens = WindowTokens(win);
   if (replay) {
     // Replays clock c as it was sampled before the crash (see replay_z_):
     // its deltas are exactly the change of the assignments.
@@ -367,11 +371,7 @@ Status LdaTrainer::WorkerRun::SampleClock(ClockT c, bool replay) {
     RETURN_IF_ERROR(IndexDocs(0, docs_.ids.size()));
     RETURN_IF_ERROR(sweep_.Run(worker_, index_, &docs_, pass));
   } else {
-    RETURN_IF_ERROR(SweepWindow(win, pass));
-  }
-  uint64_t tokens = 0;
-  for (size_t j = 0; j < win.count; ++j) {
-    tokens += t_.corpus_->docs[docs_.ids[(win.start + j) % docs_.ids.size()]].size();
+    RETURN_IF_ERROR(SweepWindow(win, tokens, pass));
   }
   bool totals_changed = false;
   for (size_t k = 0; k < k_count_; ++k) {
@@ -389,7 +389,16 @@ Status LdaTrainer::WorkerRun::SampleClock(ClockT c, bool replay) {
   return EndClock(static_cast<double>(tokens), ll_doc, ll_word);
 }
 
-Status LdaTrainer::WorkerRun::SweepWindow(const apps::Window& win, const WordSweep::Pass& pass) {
+uint64_t LdaTrainer::WorkerRun::WindowTokens(const apps::Window& win) const {
+  uint64_t tokens = 0;
+  for (size_t j = 0; j < win.count; ++j) {
+    tokens += t_.corpus_->docs[docs_.ids[(win.start + j) % docs_.ids.size()]].size();
+  }
+  return tokens;
+}
+
+Status LdaTrainer::WorkerRun::SweepWindow(const apps::Window& win, uint64_t tokens,
+                                          const WordSweep::Pass& pass) {
   // When the clock's rows fit one block, its documents are swept in a few
   // chunks: each reads its rows just before it samples against them and adds
   // its change right after, so a chunk sees the other workers' changes of the
@@ -398,15 +407,9 @@ Status LdaTrainer::WorkerRun::SweepWindow(const apps::Window& win, const WordSwe
   // mode 8 times in 20). A larger table is read block by block through the
   // clock anyway.
   size_t chunks = 1;
-  if (p_.vocab <= sweep_.block_rows()) {
-    uint64_t window_tokens = 0;
-    for (size_t j = 0; j < win.count; ++j) {
-      window_tokens += t_.corpus_->docs[docs_.ids[(win.start + j) % docs_.ids.size()]].size();
-    }
-    if (window_tokens <= WordSweep::kBlockTokens) {
-      chunks = std::clamp<size_t>(window_tokens / kMinChunkTokens, 1, kMaxChunks);
-      chunks = std::min(chunks, std::max<size_t>(win.count, 1));
-    }
+  if (p_.vocab <= sweep_.block_rows() && tokens <= WordSweep::kBlockTokens) {
+    chunks = std::clamp<size_t>(tokens / kMinChunkTokens, 1, kMaxChunks);
+    chunks = std::min(chunks, std::max<size_t>(win.count, 1));
   }
   WordSweep::Pass chunk = pass;
   chunk.ll_word = nullptr;
