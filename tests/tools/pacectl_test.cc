@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -768,11 +769,18 @@ TEST_F(PacectlTest, KilledCheckpointCreateNeverBlocksTheNext) {
   std::string sst;
   ASSERT_TRUE(testing::AddBigTableAndFlush(dir_, 2, 100000, &sst).ok());
   const std::string ck = tmp_.path() + "/ck";
-  const auto t0 = std::chrono::steady_clock::now();
-  Result r = Offline({"checkpoint", "create", ck});
-  ASSERT_EQ(r.code, 0) << r.err;
-  const auto full = std::chrono::steady_clock::now() - t0;
-  std::filesystem::remove_all(ck);
+  // The kill points are spread over the fastest of three whole runs: the
+  // first run of a cold process (and of a sanitizer build) can take several
+  // times the later ones, which would put most kills after the end.
+  Result r;
+  auto full = std::chrono::steady_clock::duration::max();
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    r = Offline({"checkpoint", "create", ck});
+    ASSERT_EQ(r.code, 0) << r.err;
+    full = std::min(full, std::chrono::steady_clock::now() - t0);
+    std::filesystem::remove_all(ck);
+  }
   constexpr int kKills = 16;
   int killed = 0;
   for (int i = 0; i < kKills; ++i) {
