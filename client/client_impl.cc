@@ -456,13 +456,14 @@ void Client::Impl::AdvanceProcessClockAndUnlock() {
   send_mu_.Unlock();
 }
 
-uint64_t Client::Impl::OpenDeltaBytes() const {
-  uint64_t open = 0;
+Client::Impl::OpenDeltaSum Client::Impl::OpenDeltaSums(ClockT c) const {
+  OpenDeltaSum sums;
   for (CacheStripe& st : stripes_) {
     client::SpinLock l(&st.mu);
-    open += st.open_bytes;
+    sums.all += st.open_bytes;
+    sums.of_clock += st.OpenBytesOf(c);
   }
-  return open;
+  return sums;
 }
 
 uint64_t Client::Impl::OpenDeltaBytesOf(ClockT c) const {
@@ -525,8 +526,9 @@ Status Client::Impl::WaitOpenDeltas(ClockT c, client::WorkerStats* ws) {
   const uint64_t bound = uint64_t{options_.open_delta_mb} << 20;
   const uint64_t part = PartBytes();
   auto within = [&] {
-    return process_clock_seen_.load(std::memory_order_acquire) >= c ||
-           (OpenDeltaBytes() <= bound && OpenDeltaBytesOf(c) <= part);
+    if (process_clock_seen_.load(std::memory_order_acquire) >= c) return true;
+    const OpenDeltaSum open = OpenDeltaSums(c);
+    return open.all <= bound && open.of_clock <= part;
   };
   if (within()) return Status::OK();
   open_delta_waits_.fetch_add(1, std::memory_order_relaxed);

@@ -199,9 +199,14 @@ class Client::Impl : public client::ChannelListener {
     return c > process_clock_seen_.load(std::memory_order_acquire);
   }
   static constexpr uint32_t kOpenDeltaCheckEvery = 64;
-  // Sum of the stripes' open delta bytes (takes every stripe lock briefly).
-  uint64_t OpenDeltaBytes() const;
-  // The same for clock c's open deltas only.
+  // The stripes' open delta bytes: all of them, and clock c's (one pass,
+  // taking every stripe lock briefly).
+  struct OpenDeltaSum {
+    uint64_t all = 0;
+    uint64_t of_clock = 0;
+  };
+  OpenDeltaSum OpenDeltaSums(ClockT c) const;
+  // Clock c's open delta bytes only.
   uint64_t OpenDeltaBytesOf(ClockT c) const;
   Status Flush();
 
