@@ -147,7 +147,8 @@ bool ParseClockLogName(std::string_view name, uint64_t* number) {
 void ClockLogWriter::FreeDeleter::operator()(char* p) const { std::free(p); }
 
 ClockLogWriter::ClockLogWriter(size_t stage_bytes)
-    : stage_bytes_((std::max(stage_bytes, kMinStageBytes) + kAlign - 1) / kAlign * kAlign) {}
+    : stage_bytes_((std::clamp(stage_bytes, kMinStageBytes, kMaxStageBytes) + kAlign - 1) / kAlign *
+                   kAlign) {}
 
 ClockLogWriter::~ClockLogWriter() { Close(); }
 

@@ -61,9 +61,10 @@ struct ClockLogEntry {
 
 class ClockLogWriter {
  public:
-  // Records are staged through two buffers of `stage_bytes` each (rounded
-  // up to kAlign, at least kMinStageBytes): larger stages mean fewer, larger
-  // writes; the buffers are memory the store holds while open.
+  // Records are staged through two buffers of `stage_bytes` each (clamped
+  // to [kMinStageBytes, kMaxStageBytes], rounded up to kAlign): larger stages
+  // mean fewer, larger writes; the buffers are memory the store holds while
+  // open.
   explicit ClockLogWriter(size_t stage_bytes = kMaxStageBytes);
   ~ClockLogWriter();
   ClockLogWriter(const ClockLogWriter&) = delete;

@@ -65,6 +65,7 @@ TEST(ClockLogTest, RecordsOfAnySizeReadBackAndTheEndBoundsThem) {
     ClockLogWriter w(stage);
     EXPECT_EQ(w.stage_bytes() % ClockLogWriter::kAlign, 0u);
     EXPECT_GE(w.stage_bytes(), stage);
+    EXPECT_LE(w.stage_bytes(), ClockLogWriter::kMaxStageBytes);
     ASSERT_TRUE(w.Open(tmp.path(), 3, 0).ok());
     std::vector<size_t> counts = {1, 0, 5000, 40000};  // 40000 x 516 B > 8 MiB
     std::vector<uint64_t> ends;
@@ -104,6 +105,19 @@ TEST(ClockLogTest, RecordsOfAnySizeReadBackAndTheEndBoundsThem) {
     ReadAll(tmp.path(), 4, ends.back(), 10, &s);
     EXPECT_EQ(s.code(), StatusCode::kNotFound);
   }
+}
+
+// A store sized from a large row cache (512 MiB: a sixteenth is 32 MiB) stages
+// through at most two buffers of kMaxStageBytes: the staging is memory the
+// store holds for as long as it is open.
+TEST(ClockLogTest, StagingIsAtMostTwoBuffersOfTheLargestStage) {
+  ScopedTempDir tmp;
+  ClockLogWriter w((size_t{512} << 20) / 16);
+  EXPECT_EQ(w.stage_bytes(), ClockLogWriter::kMaxStageBytes);
+  ASSERT_TRUE(w.Open(tmp.path(), 1, 0).ok());
+  EXPECT_EQ(w.buffer_bytes(), 2 * ClockLogWriter::kMaxStageBytes);
+  ClockLogWriter tiny(1);
+  EXPECT_EQ(tiny.stage_bytes(), ClockLogWriter::kMinStageBytes);
 }
 
 TEST(ClockLogTest, AFlippedByteIsCorruptionNamingTheFile) {

@@ -173,8 +173,13 @@ Status MfWorker::EndClock(ClockT c, size_t count, double train_sq, double test_s
   // Every worker of every process starts the next clock together: processes
   // start at different times (reading the input), and under ssp/essp nothing
   // pulls a process that started first back from up to s clocks ahead, which
-  // would show up as read staleness of up to s throughout.
-  if (c == sh_->start_clock && c + 1 < sh_->end_clock) RETURN_IF_ERROR(worker_->GlobalBarrier());
+  // would show up as read staleness of up to s throughout. One process's
+  // workers start together anyway, and the barrier would make them wait for
+  // the shards to commit the first clock (at model scale its deltas cover
+  // most of the model) instead of training the next one meanwhile.
+  if (c == sh_->start_clock && c + 1 < sh_->end_clock && t_.client_->num_clients() > 1) {
+    RETURN_IF_ERROR(worker_->GlobalBarrier());
+  }
   sh_->ratings += count;
   if (VLOG_IS_ON(1)) TraceClock(c, count);
   if (reporter_) {

@@ -45,6 +45,20 @@ struct Record {
   Entries entries;
   std::map<std::string, uint64_t> row_of;
   uint64_t end = 0;
+  // Whether every entry the writer added has been applied. The rows of a
+  // record live on the shards the placement hash picks, which apply the
+  // writer's first clock each in its own time: another client that reads
+  // the record meanwhile sees a prefix of it. A record of format 2 on says
+  // in row 0 how many entries it was written with; format 1 (row 0 is
+  // `format`) is taken as complete.
+  bool Complete() const {
+    if (entries.empty()) return false;
+    auto it = entries.find("entries");
+    if (it == entries.end()) return true;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(it->second.c_str(), &end, 10);
+    return *end == '\0' && entries.size() >= n;
+  }
 };
 
 // The 128 bytes of an entry as a row; text longer than an entry is cut.
@@ -241,6 +255,7 @@ void InputFingerprint::Add(const void* data, size_t n) {
 std::vector<std::pair<std::string, std::string>> JobEntries(const JobDescription& job,
                                                             ClockT first_clock) {
   std::vector<std::pair<std::string, std::string>> e = {
+      {"entries", ""},  // row 0: the number of entries, set below
       {"format", std::to_string(kJobRecordFormat)},
       {"app", job.app},
       {"table_prefix", job.table_prefix},
@@ -252,6 +267,7 @@ std::vector<std::pair<std::string, std::string>> JobEntries(const JobDescription
   if (job.split.num_clients > 0) {
     for (auto& entry : SplitEntries(job.split, first_clock)) e.push_back(std::move(entry));
   }
+  e[0].second = std::to_string(e.size());
   return e;
 }
 
@@ -281,7 +297,8 @@ Status CheckJob(Client* client, const JobDescription& job, bool resume, bool wri
     RETURN_IF_ERROR(client->OpenTable(schema.name, &t));
     Record r;
     RETURN_IF_ERROR(ReadRecord(worker.get(), t, &r));
-    if (r.entries.empty()) continue;  // not yet applied (another client's first clock in flight)
+    // Not yet applied, or in part: another client's first clock in flight.
+    if (!r.Complete()) continue;
     if (schema.name == own_name) {
       own_table = t;
       own_record = std::move(r);

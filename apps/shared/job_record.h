@@ -3,7 +3,10 @@
 //
 // A store holds one job. Its record is the table PREFIX.job (dense i64 rows of
 // kJobRecordWidth, async, zeros): row r holds one NUL-padded "key=value" text
-// entry, rows 0, 1, ... up to the first all-zero row. Entries: format, app,
+// entry, rows 0, 1, ... up to the first all-zero row. Entries: entries (how
+// many the record was written with: a reader that finds fewer, because the
+// shards have applied the writer's first clock in part, treats the record
+// as not yet written), format, app,
 // table_prefix, first_clock, input (a fingerprint of the input data),
 // input_desc (the input files, for messages), flag.NAME for every flag that
 // shapes the model, and (apps that split their data by client process and
@@ -31,7 +34,7 @@ namespace pace {
 namespace apps {
 
 constexpr uint32_t kJobRecordWidth = 16;  // 128 bytes per entry
-constexpr int kJobRecordFormat = 1;
+constexpr int kJobRecordFormat = 2;
 
 // How a job's data are dealt to its workers: num_clients processes of
 // `workers` workers each, from clock `since` on. num_clients == 0: the app
