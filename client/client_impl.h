@@ -1,21 +1,43 @@
 // Client::Impl and Worker::Impl: the client library's engine. Internal to
 // client/; the public contract is client/pace.h and docs/design.md, "Semantics".
 //
+// One class, its member definitions grouped by concern:
+// - client_impl.cc  construction (Create), tables, shard health (ShardHealth,
+//                   SetFatal, NotifyAll, NoteShardClock);
+// - rpc.cc          requests and replies: SendToShard, Call and the retries
+//                   of retriable errors, the retry thread of cache-filling
+//                   Reads, WaitProgress, the Stats requests (ShardStats,
+//                   JobClock, Laggards);
+// - send_path.cc    worker clocks and the process clock, the open-delta bound
+//                   (WaitOpenDeltas, SealOpenDeltas), SendClocks / SendBatch,
+//                   the re-send of unacknowledged batches, Flush,
+//                   GlobalBarrier;
+// - read_path.cc    reads that miss or wait, Prefetch, Reads and
+//                   subscriptions, Incs, eviction and Unsubscribes;
+// - inbound.cc      messages from shards (replies, pushes, Acks) and
+//                   connection events;
+// - stats.cc        Stats, ResetStats, the in-process shard's memory;
+// - this header     the hot paths, as templates (ReadRow, ReadDenseRows,
+//                   IncDense, IncDenseRows).
+//
 // Pieces:
 // - shards_: one ShardState per shard (its channel, unacknowledged batches,
 //   requests in flight for re-issue after a reconnect, pushed version,
 //   connection health).
 // - stripes_: the process cache + oplog (client/row_cache.h).
 // - the worker clock registry: the process clock is the min over registered
-//   workers; when it advances from c to c+1, SendClock(c) sends each shard its
+//   workers; when it advances from c to c+1, SendClocks sends each shard its
 //   coalesced clock-c deltas (possibly none) as Apply{c}.
 //
-// Lock order (outer first): clock_mu_ -> send_mu_ -> CacheStripe::mu ->
-// ShardState::mu -> channel internals. Inbound handlers never hold a stripe
-// lock and a ShardState::mu at the same time except in that order, and never
-// take clock_mu_ or send_mu_ except OnDisconnect and OnReconnect (send_mu_
-// first). Channel Send
-// is a leaf (it never calls back), so it may be called under any of them.
+// Lock order (outer first): clock_mu_ -> send_mu_ -> progress_mu_ ->
+// CacheStripe::mu -> ShardState::mu -> channel internals; RpcCall::mu ->
+// ShardState::mu. Inbound handlers never hold a stripe lock and a
+// ShardState::mu at the same time except in that order, and never take
+// clock_mu_ or send_mu_ except OnDisconnect and OnReconnect (send_mu_
+// first). tables_mu_, stats_mu_ and retry_mu_ are leaves, except that
+// RegisterTable takes VapGate's lock (a leaf too) under tables_mu_. Channel
+// Send is a leaf (it never calls back), so it may be called under any of
+// them.
 //
 // Thread-safety: all public methods are safe to call concurrently; a worker's
 // own state (its clock) is passed in by its single owning thread.
@@ -199,9 +221,14 @@ class Client::Impl : public client::ChannelListener {
     return c > process_clock_seen_.load(std::memory_order_acquire);
   }
   static constexpr uint32_t kOpenDeltaCheckEvery = 64;
-  // Sum of the stripes' open delta bytes (takes every stripe lock briefly).
-  uint64_t OpenDeltaBytes() const;
-  // The same for clock c's open deltas only.
+  // The stripes' open delta bytes: all of them, and clock c's (one pass,
+  // taking every stripe lock briefly).
+  struct OpenDeltaSum {
+    uint64_t all = 0;
+    uint64_t of_clock = 0;
+  };
+  OpenDeltaSum OpenDeltaSums(ClockT c) const;
+  // Clock c's open delta bytes only.
   uint64_t OpenDeltaBytesOf(ClockT c) const;
   Status Flush();
 
@@ -398,6 +425,10 @@ class Client::Impl : public client::ChannelListener {
   // Builds shard k's Apply for an unacked batch from the entries' pending
   // deltas.
   net::Apply RebuildBatch(const client::SentBatch& b) REQUIRES(send_mu_);
+  // After a reconnect to shard k (on its inbound thread): re-sends its
+  // unacknowledged batches in clock order, with the duplicate bound raised
+  // over them (the shard may have applied any). Returns how many.
+  size_t ResendUnackedBatches(uint32_t k) REQUIRES(send_mu_);
   void SendToShard(uint32_t k, net::Message m);
   // Request/reply with shard k; waits for the reply (or health failure).
   Status Call(uint32_t k, net::Message request, net::Message* reply);

@@ -378,25 +378,7 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
                        std::memory_order_release);
   MutexLock send_lock(&send_mu_);  // no new batches meanwhile
   // 1. Unacknowledged batches, in clock order (the shard skips duplicates).
-  //    sh.unacked only changes under send_mu_ (append) or on this thread
-  //    (Acks), so it is stable here.
-  std::vector<const SentBatch*> batches;
-  AppliedPosition dup_below{sh.duplicates_below.load(), sh.duplicate_parts_below.load()};
-  {
-    MutexLock l(&sh.mu);
-    for (const SentBatch& b : sh.unacked) batches.push_back(&b);
-    // The shard may have applied any of these already (their Acks were
-    // lost). Not w.applied_clock: batches above what we sent are someone
-    // else's.
-    dup_below = client_engine::DuplicatesBelowAfterResend(dup_below, sh.unacked);
-  }
-  sh.duplicate_parts_below.store(dup_below.parts, std::memory_order_release);
-  sh.duplicates_below.store(dup_below.clock, std::memory_order_release);
-  for (const SentBatch* b : batches) {
-    net::Apply apply = RebuildBatch(*b);
-    batches_resent_.fetch_add(1, std::memory_order_relaxed);
-    SendToShard(k, std::move(apply));
-  }
+  const size_t batches = ResendUnackedBatches(k);
   // 2. Requests in flight (reads, table calls).
   std::vector<net::Message> again;
   {
@@ -411,8 +393,8 @@ void Client::Impl::OnReconnect(uint32_t k, const net::Welcome& w) {
   //    (the soak: 4,000 of each, ~1 MB of small allocations at once).
   ResubscribeShard(k);
   sh.connected.store(true, std::memory_order_release);
-  LOG(INFO) << sh.channel->Describe() << " reconnected; re-sent " << batches.size()
-            << " batches and " << again.size() << " requests";
+  LOG(INFO) << sh.channel->Describe() << " reconnected; re-sent " << batches << " batches and "
+            << again.size() << " requests";
   NotifyAll();
 }
 

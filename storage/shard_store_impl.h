@@ -447,8 +447,9 @@ class ShardStore::Impl {
   bool log_mode_ = false;
   ClockLogWriter log_ GUARDED_BY(write_mu_);
   LogState log_state_ GUARDED_BY(write_mu_);
-  mutable std::mutex stats_mu_;
-  DataPathStats path_stats_;  // guarded by stats_mu_ (counters only)
+  // A leaf: taken alone or under write_mu_ (counters only).
+  mutable Mutex stats_mu_ ACQUIRED_AFTER(write_mu_);
+  DataPathStats path_stats_ GUARDED_BY(stats_mu_);
 
   // Catalog (DropTable also holds write_mu_, so a batch being written cannot
   // see its table vanish).

@@ -153,7 +153,7 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
     }
     i = j;
   }
-  std::lock_guard<std::mutex> l(stats_mu_);
+  MutexLock l(&stats_mu_);
   path_stats_.rows_read_for_write += read;
   path_stats_.delta_only_rows += delta_only;
   return Status::OK();
@@ -219,7 +219,7 @@ Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t seq) {
                                 return ApplyToDirtyRowsLocked(entries);
                               });
   if (!s.ok()) return s.WithPrefix("replaying the clock log of " + dir_);
-  std::lock_guard<std::mutex> l(stats_mu_);
+  MutexLock l(&stats_mu_);
   path_stats_.replayed_records += replayed;
   return Status::OK();
 }
@@ -278,7 +278,7 @@ Status ShardStore::Impl::OpenClockLog() {
     identity_.format_version = kStorageFormatVersion;
   }
   log_mode_ = options_.clock_log;
-  std::lock_guard<std::mutex> l(stats_mu_);
+  MutexLock l(&stats_mu_);
   path_stats_.clock_log = log_mode_;
   return Status::OK();
 }
@@ -346,7 +346,7 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
     CHECK(added.ok()) << added.ToString();
   }
   {
-    std::lock_guard<std::mutex> l(stats_mu_);
+    MutexLock l(&stats_mu_);
     ++path_stats_.log_records;
     path_stats_.log_bytes += log_.offset() - before;
     path_stats_.log_offset = log_state_.end;
@@ -491,7 +491,7 @@ Status ShardStore::Impl::WriteBackLocked(const char* why) {
   Status restarted = log_.Restart(next.number);
   if (!restarted.ok()) return MarkFailedLocked(restarted, "clock log restart");
   {
-    std::lock_guard<std::mutex> l(stats_mu_);
+    MutexLock l(&stats_mu_);
     ++path_stats_.writebacks;
     path_stats_.log_offset = 0;
     path_stats_.writeback_rows += items.size();
@@ -536,7 +536,7 @@ Status ShardStore::Impl::WriteBack() {
 DataPathStats ShardStore::Impl::data_path_stats() const {
   DataPathStats st;
   {
-    std::lock_guard<std::mutex> l(stats_mu_);
+    MutexLock l(&stats_mu_);
     st = path_stats_;
   }
   if (row_cache_ != nullptr) {

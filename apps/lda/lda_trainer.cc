@@ -511,17 +511,12 @@ Status LdaTrainer::WorkerRun::Report(ClockT c, const std::vector<double>& row) {
 
 Status LdaTrainer::WorkerRun::Finish() {
   if (!reporter_) return Status::OK();
-  auto report = [this](ClockT c, const std::vector<double>& row) { return Report(c, row); };
-  if (sh_->stopped.load()) {
-    // Report every clock before the stop clock (see pace_mf's trainer).
-    if (t_.client_->num_clients() > 1) return Status::OK();
-    return reader_.Finish(worker_, std::min(apps::StopClock(), sh_->end_clock), report);
-  }
-  RETURN_IF_ERROR(reader_.Finish(worker_, sh_->end_clock, report));
-  if (t_.options_.collect_model) {
-    RETURN_IF_ERROR(t_.ReadWordTopic(worker_, sh_->end_clock, &sh_->word_topic, &sh_->stale_rows));
-  }
-  return Status::OK();
+  bool ran_to_end = false;
+  RETURN_IF_ERROR(reader_.FinishRun(
+      worker_, sh_->end_clock, sh_->stopped.load(), t_.client_->num_clients(),
+      [this](ClockT c, const std::vector<double>& row) { return Report(c, row); }, &ran_to_end));
+  if (!ran_to_end || !t_.options_.collect_model) return Status::OK();
+  return t_.ReadWordTopic(worker_, sh_->end_clock, &sh_->word_topic, &sh_->stale_rows);
 }
 
 Status LdaTrainer::ReadWordTopic(Worker* worker, ClockT fresh_as_of, std::vector<int32_t>* nwk,

@@ -226,20 +226,12 @@ Status MfWorker::Report(ClockT c, const std::vector<double>& row) {
 
 Status MfWorker::Finish() {
   if (!reporter_) return Status::OK();
-  auto emit = [this](ClockT c, const std::vector<double>& row) { return Report(c, row); };
-  if (sh_->stopped.load()) {
-    // Report every clock before the stop clock, so that the lines (and a
-    // --csv that --resume appends to) have no gap. With other processes,
-    // which stop at their own clocks, the barrier could wait for ever.
-    if (t_.client_->num_clients() > 1) return Status::OK();
-    return reader_.Finish(worker_, std::min(apps::StopClock(), sh_->end_clock), emit);
-  }
-  RETURN_IF_ERROR(reader_.Finish(worker_, sh_->end_clock, emit));
-  if (!options_.export_dir.empty()) {
-    RETURN_IF_ERROR(
-        t_.Export(worker_, options_.export_dir, sh_->end_clock, &sh_->export_stale_rows));
-  }
-  return Status::OK();
+  bool ran_to_end = false;
+  RETURN_IF_ERROR(reader_.FinishRun(
+      worker_, sh_->end_clock, sh_->stopped.load(), t_.client_->num_clients(),
+      [this](ClockT c, const std::vector<double>& row) { return Report(c, row); }, &ran_to_end));
+  if (!ran_to_end || options_.export_dir.empty()) return Status::OK();
+  return t_.Export(worker_, options_.export_dir, sh_->end_clock, &sh_->export_stale_rows);
 }
 
 // --- Rows: the copies, the look-ahead, the changes -------------------------

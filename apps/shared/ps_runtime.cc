@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -361,6 +362,18 @@ Status StatsRowReader::Finish(Worker* worker, ClockT end_clock, const RowFn& fn)
     }
     ++next_;
   }
+  return Status::OK();
+}
+
+Status StatsRowReader::FinishRun(Worker* worker, ClockT end_clock, bool stopped,
+                                 uint32_t num_clients, const RowFn& fn, bool* ran_to_end) {
+  *ran_to_end = false;
+  if (stopped) {
+    if (num_clients > 1) return Status::OK();
+    return Finish(worker, std::min(StopClock(), end_clock), fn);
+  }
+  RETURN_IF_ERROR(Finish(worker, end_clock, fn));
+  *ran_to_end = true;
   return Status::OK();
 }
 

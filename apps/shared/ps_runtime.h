@@ -187,6 +187,15 @@ class StatsRowReader {
   // Call at the end of the run: waits for every process to finish `end_clock`
   // clocks (GlobalBarrier) and reads the remaining rows.
   Status Finish(Worker* worker, ClockT end_clock, const RowFn& fn);
+  // The reporter's end of a run of `num_clients` processes (pace_mf's and
+  // pace_lda's). A run `stopped` at StopClock() (SIGINT/SIGTERM) reports
+  // every clock before the stop clock, so that the lines (and a --csv that
+  // --resume appends to) have no gap; with other processes, which stop at
+  // their own clocks, the final barrier could wait for ever, so it reports
+  // nothing more then. Otherwise: Finish(end_clock), and *ran_to_end is set
+  // (the caller then collects its model).
+  Status FinishRun(Worker* worker, ClockT end_clock, bool stopped, uint32_t num_clients,
+                   const RowFn& fn, bool* ran_to_end);
 
  private:
   Status ReadRow(Worker* worker, ClockT r, const RowFn& fn, bool* complete);

@@ -1,0 +1,392 @@
+// Client::Impl: the send path. Worker clocks and the process clock, the
+// open-delta bound (an ahead worker waits, one at the process clock seals a
+// part), sealing and sending batches (whole or in parts cut at the frame
+// limit), the re-send of unacknowledged batches after a reconnect, Flush and
+// GlobalBarrier.
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <variant>
+
+#include "client/client_impl.h"
+#include "consistency/client_engine.h"
+
+namespace pace {
+
+using client::CacheEntry;
+using client::CacheStripe;
+using client::SentBatch;
+using client::ShardState;
+
+ClockT Client::Impl::RegisterWorker(std::shared_ptr<client::WorkerStats>* stats) {
+  MutexLock l(&clock_mu_);
+  ++worker_clocks_[process_clock_];
+  max_worker_clock_ = std::max(max_worker_clock_, process_clock_);
+  *stats = std::make_shared<client::WorkerStats>();
+  worker_stats_.push_back(*stats);
+  return process_clock_;
+}
+
+namespace {
+
+void MoveWorker(std::map<ClockT, int>* clocks, ClockT from) {
+  auto it = clocks->find(from);
+  if (it != clocks->end() && --it->second == 0) clocks->erase(it);
+}
+
+}  // namespace
+
+void Client::Impl::DeregisterWorker(ClockT clock) {
+  clock_mu_.Lock();
+  MoveWorker(&worker_clocks_, clock);
+  AdvanceProcessClockAndUnlock();
+}
+
+void Client::Impl::AdvanceProcessClockAndUnlock() {
+  // With no worker left, the clocks the last ones finished are still due: a
+  // worker that left at clock c while another had finished c (and left
+  // first) did nothing at c, so c is complete.
+  const ClockT target = worker_clocks_.empty() ? max_worker_clock_ : worker_clocks_.begin()->first;
+  if (target <= process_clock_) {
+    clock_mu_.Unlock();
+    return;
+  }
+  const ClockT from = process_clock_;
+  process_clock_ = target;
+  const ClockT to = process_clock_;
+  send_mu_.Lock();  // hand over: batches leave in clock order
+  clock_mu_.Unlock();
+  SendClocks(from, to);
+  send_mu_.Unlock();
+}
+
+Client::Impl::OpenDeltaSum Client::Impl::OpenDeltaSums(ClockT c) const {
+  OpenDeltaSum sums;
+  for (CacheStripe& st : stripes_) {
+    client::SpinLock l(&st.mu);
+    sums.all += st.open_bytes;
+    sums.of_clock += st.OpenBytesOf(c);
+  }
+  return sums;
+}
+
+uint64_t Client::Impl::OpenDeltaBytesOf(ClockT c) const {
+  uint64_t open = 0;
+  for (CacheStripe& st : stripes_) {
+    client::SpinLock l(&st.mu);
+    open += st.OpenBytesOf(c);
+  }
+  return open;
+}
+
+uint64_t Client::Impl::PartBytes() const {
+  const uint64_t open = uint64_t{options_.open_delta_mb} << 20;
+  const uint64_t unacked = uint64_t{options_.unacked_mb} << 20;
+  return std::max<uint64_t>(uint64_t{64} << 10, std::min(open, unacked) / 2);
+}
+
+Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
+  // A part is half of the smaller of the open-delta and unacked bounds: the
+  // clock's open deltas stay below the open-delta bound, and two parts fit
+  // the unacked bound, so one can be written while the next is filled.
+  const uint64_t part = PartBytes();
+  if (OpenDeltaBytesOf(c) < part) return Status::OK();
+  // The sealed parts are bounded like whole batches: a part is sealed once
+  // the unacknowledged deltas leave room for it under unacked_mb (Acks need
+  // nothing from this process, so this cannot deadlock). Waiting after the
+  // seal instead let each worker add a part over the bound: 14 MiB of
+  // Applies queued at the shard under a 6 MiB bound.
+  const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;
+  auto room = [&] {
+    return unacked_bytes_.load(std::memory_order_acquire) + part <= unacked_budget;
+  };
+  if (!room()) {
+    RETURN_IF_ERROR(WaitProgress(
+        room, [&] { return AllShardsHealth(); }, ws, "Inc (unacked bound)"));
+  }
+  {
+    MutexLock l(&send_mu_);
+    // The process clock may have moved past c meanwhile (its last part is
+    // sent then), or another worker at c sealed first.
+    if (shards_[0]->sent_through.load(std::memory_order_acquire) != c ||
+        process_clock_seen_.load(std::memory_order_acquire) != c || OpenDeltaBytesOf(c) < part) {
+      return Status::OK();
+    }
+    SendBatch(c, /*more=*/true);
+    parts_sent_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Ahead workers waiting at the bound re-check it.
+  std::lock_guard<std::mutex> l(progress_mu_);
+  progress_cv_.notify_all();
+  return Status::OK();
+}
+
+Status Client::Impl::WaitOpenDeltas(ClockT c, client::WorkerStats* ws) {
+  // An ahead worker's clock also stays within a part: when the process clock
+  // reaches c, its deltas so far leave as clock c's next part, and a part
+  // larger than PartBytes() would be queued at the shards beside the parts
+  // the unacked bound already holds (measured: 14 MB groups, 17 MiB of queued
+  // Applies under a 6 MiB unacked bound).
+  const uint64_t bound = uint64_t{options_.open_delta_mb} << 20;
+  const uint64_t part = PartBytes();
+  auto within = [&] {
+    if (process_clock_seen_.load(std::memory_order_acquire) >= c) return true;
+    const OpenDeltaSum open = OpenDeltaSums(c);
+    return open.all <= bound && open.of_clock <= part;
+  };
+  if (within()) return Status::OK();
+  open_delta_waits_.fetch_add(1, std::memory_order_relaxed);
+  // Woken by SendClocks (it seals open deltas and publishes the process
+  // clock) and by health changes.
+  return WaitProgress(
+      within, [&] { return AllShardsHealth(); }, ws, "Inc (open-delta bound)");
+}
+
+Status Client::Impl::ClockWorker(ClockT* clock, client::WorkerStats* ws) {
+  RETURN_IF_ERROR(AllShardsHealth());
+  clock_mu_.Lock();
+  MoveWorker(&worker_clocks_, *clock);
+  ++*clock;
+  ++worker_clocks_[*clock];
+  max_worker_clock_ = std::max(max_worker_clock_, *clock);
+  AdvanceProcessClockAndUnlock();
+  const ClockT c = *clock;
+  const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;
+  auto caught_up = [&] {
+    for (const auto& sh : shards_) {
+      if (c - sh->acked_through.load(std::memory_order_acquire) > kMaxClocksInFlight) return false;
+    }
+    // HandleAck lowers unacked_bytes_ (and feeds vap_) before it notifies
+    // progress_cv_.
+    return unacked_bytes_.load(std::memory_order_acquire) <= unacked_budget && vap_.WithinBound();
+  };
+  if (caught_up()) return Status::OK();
+  return WaitProgress(
+      caught_up, [&] { return AllShardsHealth(); }, ws, "Clock");
+}
+
+void Client::Impl::SendClocks(ClockT from, ClockT to) {
+  // Workers waiting in Inc for the open-delta bound wait for this clock.
+  process_clock_seen_.store(to, std::memory_order_release);
+  // Only the clock the process was at can have had parts sent early
+  // (next_part_); SendBatch resets the counts when it completes a clock.
+  for (ClockT c = from; c < to; ++c) SendBatch(c, /*more=*/false);
+  std::lock_guard<std::mutex> l(progress_mu_);
+  progress_cv_.notify_all();
+}
+
+void Client::Impl::SendBatch(ClockT c, bool more) {
+  const uint32_t n = num_shards();
+  // Per shard: the Apply messages of this batch (one, or several parts cut
+  // at the frame limit), the rows of each, and the payload bound of the last.
+  std::vector<std::vector<net::Apply>> applies(n);
+  std::vector<std::vector<std::vector<RowKey>>> keys(n);
+  std::vector<uint64_t> filled(n, net::kRowsMessageBytes);
+  std::vector<uint64_t> limit(n);
+  // Shard k's number for the part being filled: after the parts a previous
+  // process left of clock c (ShardState::resume_parts), if any.
+  std::vector<uint32_t> part_of(n);
+  // The first row of each shard that cannot fit a frame alone.
+  std::vector<Status> unsendable(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    part_of[k] = next_part_[k] + (c == shards_[k]->resume_clock ? shards_[k]->resume_parts : 0);
+    limit[k] = shards_[k]->frame_limit.load(std::memory_order_acquire);
+    applies[k].resize(1);
+    keys[k].resize(1);
+  }
+  for (CacheStripe& st : stripes_) {
+    client::SpinLock l(&st.mu);
+    const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
+    for (size_t i = 0; i < dirty.size(); ++i) {
+      // Rows are scattered in memory: start loading the entries a few rows
+      // ahead, and their value and delta bytes one step later, so that the
+      // cache misses of consecutive rows overlap.
+      if (i + 8 < dirty.size()) __builtin_prefetch(dirty[i + 8]);
+      if (i + 4 < dirty.size()) {
+        const CacheEntry* ahead = dirty[i + 4];
+        __builtin_prefetch(ahead->value.data());
+        __builtin_prefetch(ahead->open.delta.data());
+      }
+      CacheEntry* e = dirty[i];
+      const uint32_t k = e->shard;
+      if (limit[k] != 0) {
+        const client::PendingDelta* open = e->FindPending(c);
+        if (open == nullptr) continue;
+        const uint64_t row = net::kRowBytes + open->delta.size();
+        if (filled[k] + row > limit[k]) {
+          if (net::kRowsMessageBytes + row > limit[k]) {
+            if (unsendable[k].ok()) {
+              unsendable[k] = Status::ResourceExhausted(
+                  "the delta of row " + std::to_string(e->key.table) + "/" +
+                  std::to_string(e->key.row) + " in clock " + std::to_string(c) + " is " +
+                  std::to_string(open->delta.size()) + " bytes: an Apply holding it needs " +
+                  std::to_string(net::RowsMessageBytes(1, open->delta.size())) +
+                  " bytes, over the frame limit of " + std::to_string(limit[k]) +
+                  " bytes (the smaller of this client's and the shard's max_frame_bytes; paced "
+                  "--max_frame_mb), so it can never be sent: use narrower rows or a larger frame "
+                  "limit");
+            }
+          } else if (!applies[k].back().updates.empty()) {
+            // Close the part being filled; the row starts the next one.
+            applies[k].back().more = true;
+            applies[k].emplace_back();
+            keys[k].emplace_back();
+            ++part_of[k];
+            filled[k] = net::kRowsMessageBytes;
+          }
+        }
+        filled[k] += row;
+      }
+      const client::PendingDelta* p = st.Seal(e, c, part_of[k]);
+      if (p == nullptr) continue;
+      applies[k].back().updates.push_back(net::RowData{e->key.table, e->key.row, p->delta});
+      keys[k].back().push_back(e->key);
+    }
+    if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
+  }
+  FlushAllUnsubscribes();
+  uint64_t sealed = 0;
+  for (const std::vector<net::Apply>& parts : applies) {
+    for (const net::Apply& a : parts) {
+      for (const net::RowData& u : a.updates) sealed += u.bytes.size();
+    }
+  }
+  // Counted before any Ack of this batch can arrive.
+  unacked_bytes_.fetch_add(sealed, std::memory_order_acq_rel);
+  vap_.Sealed(c, applies, part_of);
+  for (uint32_t k = 0; k < n; ++k) {
+    ShardState& sh = *shards_[k];
+    if (!unsendable[k].ok()) {
+      // Nothing of this batch leaves for shard k: the job cannot go on.
+      SetFatal(k, unsendable[k]);
+      continue;
+    }
+    std::vector<net::Apply>& parts = applies[k];
+    // The first part's number; the last part has `more` as asked.
+    uint32_t part = part_of[k] + 1 - static_cast<uint32_t>(parts.size());
+    parts.back().more = more;
+    if (parts.size() > 1) {
+      VLOG(1) << sh.channel->Describe() << ": clock " << c << " leaves in " << parts.size()
+              << " parts to fit the frame limit of " << limit[k] << " bytes";
+    }
+    for (size_t i = 0; i < parts.size(); ++i, ++part) {
+      net::Apply& a = parts[i];
+      a.clock = c;
+      a.part = part;
+      rows_sent_.fetch_add(a.updates.size(), std::memory_order_relaxed);
+      {
+        MutexLock l(&sh.mu);
+        sh.unacked.push_back(SentBatch{c, std::move(keys[k][i]), part, a.more});
+      }
+      if (!a.more) sh.sent_through.store(c + 1, std::memory_order_release);
+      batches_sent_.fetch_add(1, std::memory_order_relaxed);
+      // While the shard is away, batches only queue: OnReconnect (which takes
+      // send_mu_) sends every unacknowledged one in clock order, so a new
+      // batch can never reach a fresh connection before older re-sent ones.
+      if (sh.connected.load(std::memory_order_acquire)) SendToShard(k, std::move(a));
+    }
+    next_part_[k] = more ? next_part_[k] + static_cast<uint32_t>(parts.size()) : 0;
+  }
+}
+
+net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {
+  net::Apply a;
+  a.clock = b.clock;
+  a.part = b.part;
+  a.more = b.more;
+  a.updates.reserve(b.keys.size());
+  for (const RowKey& key : b.keys) {
+    CacheStripe& st = StripeFor(key);
+    client::SpinLock l(&st.mu);
+    CacheEntry* e = st.Find(key);
+    const client::PendingDelta* p = e == nullptr ? nullptr : e->FindSealed(b.clock, b.part);
+    if (p == nullptr) {
+      LOG(DFATAL) << "unacknowledged delta of clock " << b.clock << " part " << b.part
+                  << " missing for row " << key.table << "/" << key.row;
+      continue;
+    }
+    a.updates.push_back(net::RowData{key.table, key.row, p->delta});
+  }
+  return a;
+}
+size_t Client::Impl::ResendUnackedBatches(uint32_t k) {
+  ShardState& sh = *shards_[k];
+  // sh.unacked only changes under send_mu_ (append) or on the shard's
+  // inbound thread (Acks), the caller's, so it is stable here.
+  std::vector<const SentBatch*> batches;
+  AppliedPosition dup_below{sh.duplicates_below.load(), sh.duplicate_parts_below.load()};
+  {
+    MutexLock l(&sh.mu);
+    for (const SentBatch& b : sh.unacked) batches.push_back(&b);
+    // The shard may have applied any of these already (their Acks were
+    // lost). Not the Welcome's applied_clock: batches above what we sent are
+    // someone else's.
+    dup_below = client_engine::DuplicatesBelowAfterResend(dup_below, sh.unacked);
+  }
+  sh.duplicate_parts_below.store(dup_below.parts, std::memory_order_release);
+  sh.duplicates_below.store(dup_below.clock, std::memory_order_release);
+  for (const SentBatch* b : batches) {
+    net::Apply apply = RebuildBatch(*b);
+    batches_resent_.fetch_add(1, std::memory_order_relaxed);
+    SendToShard(k, std::move(apply));
+  }
+  return batches.size();
+}
+
+Status Client::Impl::Flush() {
+  // A failed shard may hold batches that were never sent (e.g. one that
+  // cannot fit a frame): nothing is all durable then.
+  RETURN_IF_ERROR(AllShardsHealth().WithPrefix("Flush"));
+  std::vector<ClockT> target;
+  for (const auto& sh : shards_) target.push_back(sh->sent_through.load());
+  return WaitProgress(
+      [&] {
+        for (size_t k = 0; k < shards_.size(); ++k) {
+          if (shards_[k]->purged_through.load() < target[k]) return false;
+        }
+        return true;
+      },
+      [&] { return AllShardsHealth(); }, nullptr, "Flush");
+}
+
+Status Client::Impl::GlobalBarrier(ClockT c, client::WorkerStats* ws) {
+  auto start = std::chrono::steady_clock::now();
+  Status result;
+  for (uint32_t k = 0; k < num_shards() && result.ok(); ++k) {
+    ShardState& sh = *shards_[k];
+    if (sh.known_clock.load() >= c) continue;
+    // Preferred: a Read of one of the shard's rows with min_version c. The
+    // shard parks it until its clock reaches c, so nobody polls.
+    net::Message reply;
+    if (uint32_t table = AnyTableId(); table != 0) {
+      uint64_t row = 0;
+      while (ShardOfKey(RowKey{table, row}) != k) ++row;
+      result = Call(k, net::Read{NextReqId(), table, {row}, c, false}, &reply);
+      if (!result.ok()) break;
+      if (const auto* r = std::get_if<net::ReadReply>(&reply)) NoteShardClock(k, r->version);
+      continue;
+    }
+    // No table yet: ask for the shard clock, backing off.
+    int64_t backoff_ms = 1;
+    while (sh.known_clock.load() < c) {
+      result = Call(k, net::StatsRequest{NextReqId()}, &reply);
+      if (!result.ok()) break;
+      if (const auto* r = std::get_if<net::StatsReply>(&reply)) NoteShardClock(k, r->shard_clock);
+      if (sh.known_clock.load() >= c) break;
+      std::unique_lock<std::mutex> l(progress_mu_);
+      progress_cv_.wait_for(l, std::chrono::milliseconds(backoff_ms),
+                            [&] { return sh.known_clock.load() >= c; });
+      backoff_ms = std::min<int64_t>(backoff_ms * 2, 20);
+    }
+  }
+  ws->clock_blocked_ns.Add(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count()));
+  return result.WithPrefix("GlobalBarrier");
+}
+
+}  // namespace pace
