@@ -122,8 +122,8 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
                                      " from client " + std::to_string(hello.client_id)));
     }
     // Handed over: the store may compute a row's new sum in this buffer and
-    // move it into its row cache (RowDelta::owned); only table and row are read
-    // after the commit.
+    // move it into its row cache, or keep it as the value of a row that has
+    // none yet (RowDelta::owned); only table and row are read after the commit.
     deltas.push_back(RowDelta{u.table, u.row, u.bytes, &u.bytes});
     bytes += static_cast<int64_t>(u.bytes.size());
   }

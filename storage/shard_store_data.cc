@@ -104,11 +104,17 @@ Status ShardStore::Impl::WriteAdmittedLocked(AdmittedGroup* group_ptr) {
   }
   if (log_mode_) {
     std::vector<ClockLogEntry> deltas(group.deltas.size());
+    OwnedDeltas owned;
     for (size_t k = 0; k < group.deltas.size(); ++k) {
       const GroupDelta& d = group.deltas[k];
       deltas[k] = ClockLogEntry{d.table, d.row, d.bytes};
+      if (d.owned != nullptr) {
+        if (owned.empty()) owned.resize(group.deltas.size(), nullptr);
+        owned[k] = d.owned;
+      }
     }
-    RETURN_IF_ERROR(WriteGroupToLogLocked(deltas, group.clocks, group.import_record, group.undo));
+    RETURN_IF_ERROR(
+        WriteGroupToLogLocked(deltas, owned, group.clocks, group.import_record, group.undo));
   } else {
     std::vector<CacheOp> ops;
     std::string put_sums;

@@ -304,21 +304,32 @@ class ShardStore::Impl {
   // Adds `deltas` (table, row, bytes) to the rows in the row cache, reading
   // the rows missing from it from RocksDB first; every row is left dirty.
   Status ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) REQUIRES(write_mu_);
+  // The buffers of a group's deltas handed over by the caller
+  // (RowDelta::owned): owned[i] holds exactly deltas[i].bytes, or is null.
+  // Empty: none (a replayed log record).
+  using OwnedDeltas = std::vector<std::string*>;
   // Adds `deltas` to their rows, all pinned in the row cache (handles[i]:
   // the row of deltas[i], from PinRowsLocked), validating each against its
-  // table's format when `validate`.
-  Status AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas,
+  // table's format when `validate`. A row without bytes yet (absent, or a new
+  // delta-only row) takes a handed-over delta's buffer as its sum (a swap: its
+  // old buffer goes back to the caller) instead of a copy; owned[i] is then
+  // not the delta any more.
+  Status AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas, const OwnedDeltas& owned,
                                const std::vector<uint32_t>& handles, bool validate)
       REQUIRES(write_mu_);
   // Reads the rows the group changes that the row cache lacks and marks them
   // all dirty (pinned) before the group is logged; (*handles)[i] is the row
-  // cache handle of deltas[i]'s row. REQUIRES: deltas sorted by (table, row),
-  // as a group and its log record are.
-  Status PinRowsLocked(const std::vector<ClockLogEntry>& deltas, std::vector<uint32_t>* handles)
-      REQUIRES(write_mu_) EXCLUDES(view_mu_);
+  // cache handle of deltas[i]'s row. A new delta-only row is sized for its
+  // first delta unless that delta's buffer is handed over (`owned`), which
+  // becomes its sum. REQUIRES: deltas sorted by (table, row), as a group and
+  // its log record are.
+  Status PinRowsLocked(const std::vector<ClockLogEntry>& deltas, const OwnedDeltas& owned,
+                       std::vector<uint32_t>* handles) REQUIRES(write_mu_) EXCLUDES(view_mu_);
   // The group commit of the clock log: one log record, then the clocks and the
-  // log's end in RocksDB, then the deltas added to the pinned rows.
-  Status WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas,
+  // log's end in RocksDB, then the deltas added to the pinned rows (a
+  // handed-over buffer may be moved into its row only then, after the record
+  // was written from it and the commit succeeded).
+  Status WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas, const OwnedDeltas& owned,
                                const std::vector<ClockUpdate>& clocks,
                                const std::string* import_record, const UndoWrites& undo)
       REQUIRES(write_mu_);

@@ -93,7 +93,7 @@ Status ShardStore::Impl::ReadLogState(LogState* st) const {
 }
 
 Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
-                                       std::vector<uint32_t>* handles) {
+                                       const OwnedDeltas& owned, std::vector<uint32_t>* handles) {
   constexpr uint32_t kNone = RowCache::kNoHandle;
   handles->assign(deltas.size(), kNone);
   ViewReaderLock view_lock(&view_mu_);
@@ -125,8 +125,9 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
           // Not read: the group's deltas are summed apart from the row.
           CachedRow pending;
           pending.delta_only = true;
-          // Sized here, not when the group is published under the view lock.
-          pending.sum.reserve(deltas[k].bytes.size());
+          // Sized here, not when the group is published under the view lock;
+          // a handed-over first delta becomes the sum as it is.
+          if (owned.empty() || owned[k] == nullptr) pending.sum.reserve(deltas[k].bytes.size());
           (*handles)[k] = row_cache_->InsertDirty(table, deltas[k].row, std::move(pending));
           ++delta_only;
         } else {
@@ -159,6 +160,7 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
 }
 
 Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas,
+                                               const OwnedDeltas& owned,
                                                const std::vector<uint32_t>& handles,
                                                bool validate) {
   std::shared_ptr<const TableEntry> e;
@@ -182,7 +184,18 @@ Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>&
                           .WithPrefix("clock log entry for row " + std::to_string(d.row) +
                                       " of table '" + e->schema.name + "'"));
     }
-    if (AddToCachedRow(e->format, row_cache_->DirtyRow(handles[i]), d.bytes)) grown.push_back(i);
+    CachedRow* c = row_cache_->DirtyRow(handles[i]);
+    std::string* take = owned.empty() ? nullptr : owned[i];
+    if (take != nullptr && !c->written) {
+      // No bytes yet: the row's sum is exactly this delta (AddToCachedRow),
+      // so the delta's buffer becomes it instead of a copy. The entry's old
+      // buffer goes back to the caller, freed with its batch.
+      c->sum.swap(*take);
+      c->written = true;
+      grown.push_back(i);
+    } else if (AddToCachedRow(e->format, c, d.bytes)) {
+      grown.push_back(i);
+    }
   }
   for (size_t i : grown) row_cache_->RechargeDirty(handles[i]);
   return Status::OK();
@@ -190,8 +203,8 @@ Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>&
 
 Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) {
   std::vector<uint32_t> handles;
-  RETURN_IF_ERROR(PinRowsLocked(deltas, &handles));
-  return AddToPinnedRowsLocked(deltas, handles, /*validate=*/true);
+  RETURN_IF_ERROR(PinRowsLocked(deltas, OwnedDeltas(), &handles));
+  return AddToPinnedRowsLocked(deltas, OwnedDeltas(), handles, /*validate=*/true);
 }
 
 Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t seq) {
@@ -271,13 +284,14 @@ Status ShardStore::Impl::OpenClockLog() {
 }
 
 Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas,
+                                               const OwnedDeltas& owned,
                                                const std::vector<ClockUpdate>& clocks,
                                                const std::string* import_record,
                                                const UndoWrites& undo) {
   const auto t_start = std::chrono::steady_clock::now();
   // 1. Every row the group changes is held in memory, pinned.
   std::vector<uint32_t>& handles = pinned_handles_;
-  RETURN_IF_ERROR(PinRowsLocked(deltas, &handles));
+  RETURN_IF_ERROR(PinRowsLocked(deltas, owned, &handles));
   const auto t_pinned = std::chrono::steady_clock::now();
 
   // 2. The log record. A failed append leaves the committed end as it was.
@@ -326,8 +340,9 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
   {
     ViewWriterLock view_lock(&view_mu_);
     for (const ClockUpdate& c : clocks) SetClockState(c);
-    // Validated at admission and pinned above: cannot fail.
-    Status added = AddToPinnedRowsLocked(deltas, handles, /*validate=*/false);
+    // Validated at admission and pinned above: cannot fail. From here on the
+    // handed-over buffers may be the rows' (the record was written above).
+    Status added = AddToPinnedRowsLocked(deltas, owned, handles, /*validate=*/false);
     CHECK(added.ok()) << added.ToString();
   }
   {
