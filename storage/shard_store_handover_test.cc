@@ -113,7 +113,11 @@ class HandOverTest : public ::testing::TestWithParam<bool> {
   static void ExpectRows(ShardStore* store,
                          const std::map<uint32_t, std::map<uint64_t, std::string>>& want,
                          const char* when) {
-    for (const auto& [table, rows] : want) {
+    for (const auto& entry : want) {
+      // Not structured bindings: clang (C++17) cannot capture those in the
+      // Scan lambda below.
+      const uint32_t table = entry.first;
+      const std::map<uint64_t, std::string>& rows = entry.second;
       std::vector<uint64_t> keys;
       for (const auto& [row, value] : rows) keys.push_back(row);
       std::vector<std::string> got;
