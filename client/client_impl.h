@@ -228,8 +228,6 @@ class Client::Impl : public client::ChannelListener {
     uint64_t of_clock = 0;
   };
   OpenDeltaSum OpenDeltaSums(ClockT c) const;
-  // Clock c's open delta bytes only.
-  uint64_t OpenDeltaBytesOf(ClockT c) const;
   Status Flush();
 
   // --- Reads and updates ---------------------------------------------------

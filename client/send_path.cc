@@ -74,15 +74,6 @@ Client::Impl::OpenDeltaSum Client::Impl::OpenDeltaSums(ClockT c) const {
   return sums;
 }
 
-uint64_t Client::Impl::OpenDeltaBytesOf(ClockT c) const {
-  uint64_t open = 0;
-  for (CacheStripe& st : stripes_) {
-    client::SpinLock l(&st.mu);
-    open += st.OpenBytesOf(c);
-  }
-  return open;
-}
-
 uint64_t Client::Impl::PartBytes() const {
   const uint64_t open = uint64_t{options_.open_delta_mb} << 20;
   const uint64_t unacked = uint64_t{options_.unacked_mb} << 20;
@@ -94,7 +85,7 @@ Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
   // clock's open deltas stay below the open-delta bound, and two parts fit
   // the unacked bound, so one can be written while the next is filled.
   const uint64_t part = PartBytes();
-  if (OpenDeltaBytesOf(c) < part) return Status::OK();
+  if (OpenDeltaSums(c).of_clock < part) return Status::OK();
   // The sealed parts are bounded like whole batches: a part is sealed once
   // the unacknowledged deltas leave room for it under unacked_mb (Acks need
   // nothing from this process, so this cannot deadlock). Waiting after the
@@ -113,7 +104,8 @@ Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
     // The process clock may have moved past c meanwhile (its last part is
     // sent then), or another worker at c sealed first.
     if (shards_[0]->sent_through.load(std::memory_order_acquire) != c ||
-        process_clock_seen_.load(std::memory_order_acquire) != c || OpenDeltaBytesOf(c) < part) {
+        process_clock_seen_.load(std::memory_order_acquire) != c ||
+        OpenDeltaSums(c).of_clock < part) {
       return Status::OK();
     }
     SendBatch(c, /*more=*/true);

@@ -416,9 +416,13 @@ void ShardStore::Impl::MaybeSwitchMemtableLocked(size_t group_bytes) {
   if (!s.ok()) VLOG(1) << dir_ << ": switching the memtable failed: " << s.ToString();
 }
 
-bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta) {
+bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta, std::string* owned) {
   if (!c->written) {
-    c->sum.assign(delta.data(), delta.size());
+    if (owned != nullptr) {
+      c->sum.swap(*owned);
+    } else {
+      c->sum.assign(delta.data(), delta.size());
+    }
     c->written = true;
     return true;
   }

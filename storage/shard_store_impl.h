@@ -92,8 +92,12 @@ class SCOPED_CAPABILITY ViewReaderLock {
 // Adds one delta to a cached row's stored sum with the merge operator's
 // arithmetic (a row without a record takes it as its sum), in place. Returns
 // whether the row's strings grew (it must be re-charged). Both write paths'
-// publish use it (shard_store_data.cc).
-bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta);
+// publish use it (shard_store_data.cc). `owned` (optional): a string holding
+// exactly `delta`, handed over (RowDelta::owned); a row without a record
+// takes it as its sum instead of a copy, and its old buffer goes back in
+// *owned.
+bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta,
+                    std::string* owned = nullptr);
 
 // A catalog entry: the schema plus what the write path needs per delta.
 struct TableEntry {

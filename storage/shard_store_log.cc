@@ -184,16 +184,10 @@ Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>&
                           .WithPrefix("clock log entry for row " + std::to_string(d.row) +
                                       " of table '" + e->schema.name + "'"));
     }
-    CachedRow* c = row_cache_->DirtyRow(handles[i]);
-    std::string* take = owned.empty() ? nullptr : owned[i];
-    if (take != nullptr && !c->written) {
-      // No bytes yet: the row's sum is exactly this delta (AddToCachedRow),
-      // so the delta's buffer becomes it instead of a copy. The entry's old
-      // buffer goes back to the caller, freed with its batch.
-      c->sum.swap(*take);
-      c->written = true;
-      grown.push_back(i);
-    } else if (AddToCachedRow(e->format, c, d.bytes)) {
+    // A row with no bytes yet takes a handed-over delta's buffer; the
+    // entry's old buffer goes back to the caller, freed with its batch.
+    if (AddToCachedRow(e->format, row_cache_->DirtyRow(handles[i]), d.bytes,
+                       owned.empty() ? nullptr : owned[i])) {
       grown.push_back(i);
     }
   }

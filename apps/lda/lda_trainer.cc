@@ -511,11 +511,11 @@ Status LdaTrainer::WorkerRun::Report(ClockT c, const std::vector<double>& row) {
 
 Status LdaTrainer::WorkerRun::Finish() {
   if (!reporter_) return Status::OK();
-  bool ran_to_end = false;
+  const bool stopped = sh_->stopped.load();
   RETURN_IF_ERROR(reader_.FinishRun(
-      worker_, sh_->end_clock, sh_->stopped.load(), t_.client_->num_clients(),
-      [this](ClockT c, const std::vector<double>& row) { return Report(c, row); }, &ran_to_end));
-  if (!ran_to_end || !t_.options_.collect_model) return Status::OK();
+      worker_, sh_->end_clock, stopped, t_.client_->num_clients(),
+      [this](ClockT c, const std::vector<double>& row) { return Report(c, row); }));
+  if (stopped || !t_.options_.collect_model) return Status::OK();
   return t_.ReadWordTopic(worker_, sh_->end_clock, &sh_->word_topic, &sh_->stale_rows);
 }
 

@@ -226,11 +226,11 @@ Status MfWorker::Report(ClockT c, const std::vector<double>& row) {
 
 Status MfWorker::Finish() {
   if (!reporter_) return Status::OK();
-  bool ran_to_end = false;
+  const bool stopped = sh_->stopped.load();
   RETURN_IF_ERROR(reader_.FinishRun(
-      worker_, sh_->end_clock, sh_->stopped.load(), t_.client_->num_clients(),
-      [this](ClockT c, const std::vector<double>& row) { return Report(c, row); }, &ran_to_end));
-  if (!ran_to_end || options_.export_dir.empty()) return Status::OK();
+      worker_, sh_->end_clock, stopped, t_.client_->num_clients(),
+      [this](ClockT c, const std::vector<double>& row) { return Report(c, row); }));
+  if (stopped || options_.export_dir.empty()) return Status::OK();
   return t_.Export(worker_, options_.export_dir, sh_->end_clock, &sh_->export_stale_rows);
 }
 

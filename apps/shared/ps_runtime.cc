@@ -366,15 +366,10 @@ Status StatsRowReader::Finish(Worker* worker, ClockT end_clock, const RowFn& fn)
 }
 
 Status StatsRowReader::FinishRun(Worker* worker, ClockT end_clock, bool stopped,
-                                 uint32_t num_clients, const RowFn& fn, bool* ran_to_end) {
-  *ran_to_end = false;
-  if (stopped) {
-    if (num_clients > 1) return Status::OK();
-    return Finish(worker, std::min(StopClock(), end_clock), fn);
-  }
-  RETURN_IF_ERROR(Finish(worker, end_clock, fn));
-  *ran_to_end = true;
-  return Status::OK();
+                                 uint32_t num_clients, const RowFn& fn) {
+  if (!stopped) return Finish(worker, end_clock, fn);
+  if (num_clients > 1) return Status::OK();
+  return Finish(worker, std::min(StopClock(), end_clock), fn);
 }
 
 Status WriteStalenessHistogram(const ClientStats& stats, const std::vector<std::string>& tables,

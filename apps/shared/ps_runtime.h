@@ -192,10 +192,10 @@ class StatsRowReader {
   // every clock before the stop clock, so that the lines (and a --csv that
   // --resume appends to) have no gap; with other processes, which stop at
   // their own clocks, the final barrier could wait for ever, so it reports
-  // nothing more then. Otherwise: Finish(end_clock), and *ran_to_end is set
-  // (the caller then collects its model).
+  // nothing more then. Otherwise: Finish(end_clock) (the caller then
+  // collects its model).
   Status FinishRun(Worker* worker, ClockT end_clock, bool stopped, uint32_t num_clients,
-                   const RowFn& fn, bool* ran_to_end);
+                   const RowFn& fn);
 
  private:
   Status ReadRow(Worker* worker, ClockT r, const RowFn& fn, bool* complete);
