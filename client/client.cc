@@ -368,6 +368,12 @@ Status Worker::Prefetch(const Table& t, const std::vector<uint64_t>& rows) {
   return impl_->client_->Prefetch(impl_->clock_, impl_->stats_.get(), ts, rows);
 }
 
+Status Worker::EvictFirst(const Table& t, const std::vector<uint64_t>& rows) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  impl_->client_->EvictFirst(ts, rows);
+  return Status::OK();
+}
+
 Status Worker::Clock() { return impl_->client_->ClockWorker(&impl_->clock_, impl_->stats_.get()); }
 
 Status Worker::GlobalBarrier() {

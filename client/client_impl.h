@@ -248,6 +248,9 @@ class Client::Impl : public client::ChannelListener {
   // for clock c, nor pushed, nor in flight. Never blocks.
   Status Prefetch(ClockT c, client::WorkerStats* ws, client::TableState* t,
                   const std::vector<uint64_t>& rows);
+  // Worker::EvictFirst: the cached rows lose their CLOCK chances (referenced,
+  // look-ahead), so the hand evicts them at its next pass.
+  void EvictFirst(client::TableState* t, const std::vector<uint64_t>& rows);
   // Dense Inc of t->format.width elements of type T (checked by the caller).
   template <typename T>
   void IncDense(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,

@@ -392,6 +392,15 @@ class Worker {
   // are still requested.
   Status Prefetch(const Table& t, const std::vector<uint64_t>& rows);
 
+  // A hint for rows read as a stream (e.g. in key order, each once per
+  // clock, as pace_mf reads user rows when the model is larger than the
+  // cache): this worker will not read them again soon, so the cache evicts
+  // them before any row read since, and rows read often (a model's hot rows)
+  // stay cached. The rows stay readable (a later read may fetch them again)
+  // and their deltas are kept as always. Rows not cached are skipped.
+  // Errors: NotFound/InvalidArgument for a bad table handle.
+  Status EvictFirst(const Table& t, const std::vector<uint64_t>& rows);
+
   // Dense additive updates of width elements.
   Status Inc(const Table& t, uint64_t row, const float* delta);
   Status Inc(const Table& t, uint64_t row, const double* delta);

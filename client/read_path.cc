@@ -278,6 +278,21 @@ void Client::Impl::ReleaseReadMarks(const net::Read& r) {
   }
 }
 
+void Client::Impl::EvictFirst(TableState* t, const std::vector<uint64_t>& rows) {
+  const uint32_t table = t->schema.id;
+  auto key_of = [&](size_t i) { return RowKey{table, rows[i]}; };
+  const std::vector<StripeItem> items = ByStripe(rows.size(), key_of);
+  ForEachStripeRun(items, [&](CacheStripe& st, size_t b, size_t e) {
+    client::SpinLock lock(&st.mu);
+    for (size_t j = b; j < e; ++j) {
+      CacheEntry* en = st.Find(key_of(items[j].index), items[j].hash);
+      if (en == nullptr) continue;
+      en->referenced = false;
+      en->look_ahead = 0;
+    }
+  });
+}
+
 void Client::Impl::EvictLocked(CacheStripe& st) {
   if (st.bytes <= st.budget) return;
   // Queued Unsubscribes leave in batches of about this many rows per stripe.

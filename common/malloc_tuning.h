@@ -17,7 +17,7 @@ namespace pace {
 // once: buffers up to 1 GiB come from the heap (not mmap), and the heap's top
 // is trimmed only past 1 GiB free (an explicit malloc_trim, as paced's after a
 // flood of replies, still returns it; a larger top pad would make that trim
-// keep the pad). Call once at
+// keep the pad), and all threads allocate from one arena. Call once at
 // the start of main, before threads start. A no-op where glibc's mallopt is
 // missing. An explicit GLIBC_TUNABLES setting of the same knobs wins.
 void TuneMallocForClocks();

@@ -53,6 +53,11 @@ DEFINE_double(bias_lambda, 10, "l2 weight on the user and item biases in the obj
 DEFINE_bool(biases, true, "model a global mean and user and item biases");
 DEFINE_double(init_scale, 0.01, "factors start uniform in [-init_scale, init_scale)");
 DEFINE_string(export, "", "write the learned factors as CSV into this directory at the end");
+DEFINE_string(order, "auto",
+              "the order of a clock's ratings: data (as in the file), rows (by user id, so user "
+              "rows are read in key order, nearly sequentially), auto (rows when the factor "
+              "tables are larger than the client's cache budget, e.g. under a small --memory_mb; "
+              "else data); --baseline follows rows only when given");
 DEFINE_string(table_prefix, "mf", "names of the tables: PREFIX.user, PREFIX.item, PREFIX.stats");
 DEFINE_bool(baseline_mmap, false,
             "run the --baseline SGD with the factor tables in a file-backed mmap (MADV_RANDOM) "
@@ -144,6 +149,7 @@ Status OptionsFromFlags(MfTrainOptions* o) {
   o->biases = FLAGS_biases;
   o->minibatch = FLAGS_minibatch;
   o->init_scale = FLAGS_init_scale;
+  RETURN_IF_ERROR(ParseRatingOrder(FLAGS_order, &o->order));
   o->table_prefix = FLAGS_table_prefix;
   o->export_dir = FLAGS_export;
   return ValidateMfOptions(*o);
@@ -168,6 +174,7 @@ PlainMfOptions PlainOptions(const MfTrainOptions& o) {
   p.eval_every = o.run.eval_every;
   p.seed = o.run.seed;
   p.init_scale = o.init_scale;
+  p.order = o.order == RatingOrder::kRows ? RatingOrder::kRows : RatingOrder::kData;
   return p;
 }
 

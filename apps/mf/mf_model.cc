@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <utility>
 
 #include "apps/mf/mapped_floats.h"
 #include "apps/shared/random.h"
@@ -78,6 +79,37 @@ std::optional<double> Rmse(const std::vector<Rating>& test, float lo, float hi,
   return std::sqrt(sq / static_cast<double>(test.size()));
 }
 
+Status ParseRatingOrder(const std::string& text, RatingOrder* out) {
+  if (text == "auto") {
+    *out = RatingOrder::kAuto;
+  } else if (text == "data") {
+    *out = RatingOrder::kData;
+  } else if (text == "rows") {
+    *out = RatingOrder::kRows;
+  } else {
+    return Status::InvalidArgument("--order must be auto, data or rows, not '" + text + "'");
+  }
+  return Status::OK();
+}
+
+void RowOrderOf(const Rating* part, size_t size, Window w, const IdMap& users,
+                std::vector<uint32_t>* order) {
+  // (raw user id, position in the window): sorting the pairs keeps a user's
+  // ratings in window order. Users not in the map sort last.
+  std::vector<std::pair<uint64_t, uint32_t>> keyed(w.count);
+  for (size_t j = 0; j < w.count; ++j) {
+    const size_t k = w.start + j;
+    const uint32_t user = part[k < size ? k : k - size].user;
+    keyed[j] = {user == IdMap::kUnknown ? UINT64_MAX : users.raw(user), static_cast<uint32_t>(j)};
+  }
+  std::sort(keyed.begin(), keyed.end());
+  order->resize(w.count);
+  for (size_t j = 0; j < w.count; ++j) {
+    const size_t k = w.start + keyed[j].second;
+    (*order)[j] = static_cast<uint32_t>(k < size ? k : k - size);
+  }
+}
+
 namespace {
 
 // Fills out[0, n) with uniform values in [-scale, scale).
@@ -117,6 +149,7 @@ PlainMfSummary ContinuePlainMf(const MfDataset& data, const PlainMfOptions& o, i
     return Predict(u, v, p);
   };
 
+  std::vector<uint32_t> order;     // RatingOrder::kRows only
   std::vector<float> start, work;  // simulated workers only
   std::vector<uint8_t> touched(parts > 1 ? data.items.size() : 0, 0);
   std::vector<uint32_t> touched_rows;
@@ -129,8 +162,13 @@ PlainMfSummary ContinuePlainMf(const MfDataset& data, const PlainMfOptions& o, i
     size_t count = 0;
     if (parts == 1) {
       Window w = MinibatchWindow(data.train.size(), o.minibatch, clock);
+      if (o.order == RatingOrder::kRows) {
+        RowOrderOf(data.train.data(), data.train.size(), w, data.users, &order);
+      }
       for (size_t j = 0; j < w.count; ++j) {
-        const Rating& r = data.train[(w.start + j) % data.train.size()];
+        const Rating& r = o.order == RatingOrder::kRows
+                              ? data.train[order[j]]
+                              : data.train[(w.start + j) % data.train.size()];
         float e = SgdUpdate(&users[size_t{r.user} * width], &items[size_t{r.item} * width], r.value,
                             reg.user[r.user], reg.item[r.item], p);
         sq += static_cast<double>(e) * e;

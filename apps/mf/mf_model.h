@@ -126,6 +126,23 @@ std::optional<double> Rmse(const std::vector<Rating>& test, float lo, float hi,
 // The no-parameter-server baseline: the same SGD update rule, data order,
 // minibatches and schedule as pace_mf with one worker, single-threaded over
 // plain arrays. Used to measure what the parameter server costs.
+// The order a clock's ratings are trained in. kData: the window's order in
+// the file. kRows: sorted by user id (a user's ratings in file order), so the
+// user rows are read in key order, nearly sequentially: a store larger than
+// memory then reads each block once per clock instead of once per row.
+// kAuto: kRows when the factor tables are larger than the client's cache,
+// else kData.
+enum class RatingOrder { kAuto, kData, kRows };
+
+// Parses "auto", "data" or "rows"; InvalidArgument naming --order otherwise.
+Status ParseRatingOrder(const std::string& text, RatingOrder* out);
+
+// The offsets in `part` (size `size`) of window `w`'s ratings, sorted by the
+// raw id of their user (ratings of one user, and of users not in `users`, in
+// window order).
+void RowOrderOf(const Rating* part, size_t size, Window w, const IdMap& users,
+                std::vector<uint32_t>* order);
+
 struct PlainMfOptions {
   int rank = 16;
   bool biases = true;
@@ -139,6 +156,9 @@ struct PlainMfOptions {
   uint64_t seed = 1;
   // Factors start uniform in [-init_scale, init_scale).
   double init_scale = 0.01;
+  // kRows: each clock's ratings in user order (RowOrderOf); otherwise in
+  // file order. One simulated worker only (workers == 1).
+  RatingOrder order = RatingOrder::kData;
   // Data-parallel workers to simulate (the step-size search uses the job's
   // num_clients * workers). 1: plain sequential SGD. T > 1: the ratings are
   // split as the job splits them (PartitionByUser into T parts, each clock a

@@ -185,6 +185,57 @@ PlainMfOptions RankOneOptions() {
   return o;
 }
 
+// RowOrderOf: the window's ratings (wrapping at the end of the part), each
+// once, sorted by the raw id of their user, a user's ratings in window order.
+TEST(RowOrderTest, SortsTheWindowByRawUserIdAndKeepsTiesInOrder) {
+  IdMap users;
+  // Interned in another order than their raw ids.
+  const uint64_t raws[] = {50, 7, 900, 7000000000ull, 3};
+  for (uint64_t r : raws) users.Intern(r);
+  std::vector<Rating> part;
+  apps::Rng rng(3);
+  for (uint32_t k = 0; k < 40; ++k) {
+    part.push_back(Rating{static_cast<uint32_t>(rng.Uniform() * 5) % 5, k, 0});
+  }
+  const Window w{30, 25};  // ratings 30..39, then 0..14
+  std::vector<uint32_t> order;
+  RowOrderOf(part.data(), part.size(), w, users, &order);
+  ASSERT_EQ(order.size(), 25u);
+  std::set<uint32_t> seen(order.begin(), order.end());
+  EXPECT_EQ(seen.size(), 25u);
+  for (uint32_t k : order) EXPECT_TRUE(k >= 30 || k < 15) << k;
+  auto window_pos = [](uint32_t k) { return k >= 30 ? k - 30 : k + 10; };
+  for (size_t j = 1; j < order.size(); ++j) {
+    const uint64_t a = users.raw(part[order[j - 1]].user), b = users.raw(part[order[j]].user);
+    ASSERT_LE(a, b) << "position " << j;
+    if (a == b) EXPECT_LT(window_pos(order[j - 1]), window_pos(order[j])) << "position " << j;
+  }
+  RatingOrder o = RatingOrder::kData;
+  EXPECT_TRUE(ParseRatingOrder("rows", &o).ok());
+  EXPECT_EQ(o, RatingOrder::kRows);
+  EXPECT_TRUE(ParseRatingOrder("auto", &o).ok());
+  EXPECT_EQ(o, RatingOrder::kAuto);
+  Status bad = ParseRatingOrder("random", &o);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.ToString().find("--order"), std::string::npos) << bad.ToString();
+}
+
+// The same model trained in user order converges as in file order (another
+// sequence of steps, so not bit for bit).
+TEST(PlainMfTest, UserOrderConvergesAsFileOrderDoes) {
+  const MfDataset d = RankOneData();
+  PlainMfOptions o = RankOneOptions();
+  o.minibatch = 0.5;
+  const PlainMfSummary file = RunPlainMf(d, o, [](const MfClockResult&) {});
+  o.order = RatingOrder::kRows;
+  const PlainMfSummary rows = RunPlainMf(d, o, [](const MfClockResult&) {});
+  ASSERT_TRUE(file.final_test_rmse.has_value() && rows.final_test_rmse.has_value());
+  EXPECT_EQ(rows.ratings, file.ratings);
+  EXPECT_NE(*rows.final_test_rmse, *file.final_test_rmse);
+  EXPECT_NEAR(*rows.final_test_rmse, *file.final_test_rmse, 0.05);
+  EXPECT_LT(*rows.final_test_rmse, 0.2);
+}
+
 // The factor tables in a mapped file: the same losses and RMSE, bit for bit,
 // as in plain memory (also with simulated workers), and no file left in the
 // directory.

@@ -47,6 +47,9 @@ struct MfTrainOptions {
   bool biases = true;
   double minibatch = 1.0;
   double init_scale = 0.01;
+  // The order of a clock's ratings (mf_model.h). kAuto: user order when the
+  // factor tables are larger than the client's cache budget.
+  RatingOrder order = RatingOrder::kAuto;
   std::string table_prefix = "mf";
   // If set, client 0 writes the learned factors here after the last clock
   // (see Export). Default: empty.
