@@ -88,22 +88,22 @@ class _WaitWatch:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._calls = {}  # thread ident -> [start, what, thread name, warned]
+        self._calls = {}  # thread ident -> [start, what, client, warned]
         self._thread = None
 
-    def __call__(self, what, fn, *args):
+    def __call__(self, what, client, fn, *args):
         if wait_warning_seconds is None:
             return fn(*args)
+        # Kept short (it runs with the GIL at every read and step): the
+        # watcher looks the thread's name up when it warns.
         me = threading.get_ident()
-        # fn is a bound method of a Worker: its client can name lagging processes.
-        client = getattr(getattr(fn, "__self__", None), "client", None)
-        self._calls[me] = [time.monotonic(), what, threading.current_thread().name, False, client]
+        self._calls[me] = [time.monotonic(), what, client, False]
         if self._thread is None:
             self._start()
         try:
             return fn(*args)
         finally:
-            self._calls.pop(me, None)
+            del self._calls[me]
 
     def _start(self):
         with self._lock:
@@ -119,16 +119,19 @@ class _WaitWatch:
             if limit is None:
                 continue
             now = time.monotonic()
-            for call in list(self._calls.values()):
+            names = None
+            for ident, call in list(self._calls.items()):
                 if not call[3] and now - call[0] >= limit:
                     call[3] = True
+                    if names is None:
+                        names = {t.ident: t.name for t in threading.enumerate()}
                     _log.warning(
                         "pacedb.torch: thread %r has waited %.1f s in %s: it waits for another "
                         "worker's clock%s. A worker that ran out of data or stopped calling "
                         "step() holds the others back: give every worker the same number of "
                         "batches (split_batches), call finish() at its end and close it when "
-                        "done (run_threads, `with client.worker()`).", call[2], now - call[0],
-                        call[1], _laggards(call[4]))
+                        "done (run_threads, `with client.worker()`).",
+                        names.get(ident, ident), now - call[0], call[1], _laggards(call[2]))
 
 
 def _laggards(client):
@@ -169,6 +172,9 @@ def close_thread_worker(client):
         entry[1].close()
 
 
+_ID_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
 def _numpy_dtype(dtype):
     if dtype in (torch.float32, np.float32, "float32", "f4"):
         return np.float32
@@ -200,6 +206,8 @@ class _RowModule(nn.Module):
                                               consistency=consistency, staleness=staleness,
                                               init=init)
         self._prefetch = []  # state tables an optimizer reads at its step
+        self._read_what = f"a read of table {name!r}"  # for the wait warning
+        self._step_what = f"a step of table {name!r}"
         self._embedded = self.client.embedded
         self._pending = threading.local()
 
@@ -213,21 +221,25 @@ class _RowModule(nn.Module):
         """(inverse index as a LongTensor, rows as a leaf tensor) of ids."""
         if not isinstance(ids, torch.Tensor):
             ids = torch.as_tensor(ids)
-        if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        if ids.dtype not in _ID_DTYPES:
             raise TypeError(f"ids must be an integer tensor, not {ids.dtype}")
         w = self.worker()
-        unique, inverse, rows = _wait(f"a read of table {self.name!r}", w.get_unique,
-                                      self.table, ids.detach().cpu().numpy())
+        # Integer tensors never require grad, and on the CPU .numpy() shares
+        # the memory: no torch op here (each would release and retake the
+        # GIL, a hand-off to a sibling worker thread).
+        cpu = ids.is_cpu
+        unique, inverse, rows = _wait(self._read_what, self.client, w.get_unique, self.table,
+                                      ids.numpy() if cpu else ids.cpu().numpy())
         if not self._embedded:  # start fetching the optimizer's state rows
             for t in self._prefetch:
                 w.prefetch(t, unique)
         weight = torch.from_numpy(rows)
         inverse = torch.from_numpy(inverse)
-        if ids.device.type != "cpu":
+        if not cpu:
             weight, inverse = weight.to(ids.device), inverse.to(ids.device)
         if self.training and torch.is_grad_enabled():
-            weight.requires_grad_(True)
-            self._rows_read().append((w, unique, weight))
+            weight.requires_grad = True
+            self._rows_read().append((w, unique, weight, rows))
         return inverse, weight
 
     def rows(self, ids):
@@ -364,39 +376,43 @@ class _RowOptimizer:
         torch.optim's zero_grad; the rows themselves are read again by the
         next forward)."""
         for m in self.modules:
-            for _, _, weight in m._rows_read():
+            for read in m._rows_read():
+                weight = read[2]
                 if weight.grad is not None:
                     if set_to_none:
                         weight.grad = None
                     else:
                         weight.grad.zero_()
 
-    @torch.no_grad()
     def step(self):
         """Applies the gradients of the rows each module read since the last
         step (in this thread) to their PaceDB rows, then counts the step for
-        the clock policy: every clock_every steps the thread's workers clock."""
-        workers = {}
+        the clock policy: every clock_every steps the thread's workers clock.
+
+        No torch op runs here (the rows and gradients are read as NumPy
+        arrays of the same memory): each would release and retake the GIL,
+        a hand-off between worker threads."""
         for m in self.modules:
             by_worker = {}
-            for w, ids, weight in m._take_rows_read():
-                workers[id(w)] = w
-                if weight.grad is not None:
-                    by_worker.setdefault(id(w), (w, []))[1].append(
-                        (ids, weight.detach().cpu().numpy(), weight.grad.detach().cpu().numpy()))
+            for w, ids, weight, rows in m._take_rows_read():
+                grad = weight.grad
+                if grad is None:
+                    continue
+                if grad.requires_grad or not grad.is_cpu:  # backward(create_graph=True), a GPU
+                    grad = grad.detach().cpu()
+                by_worker.setdefault(id(w), (w, []))[1].append((ids, rows, grad.numpy()))
             for w, reads in by_worker.values():
                 # Several forwards of a module in one step (a module used twice):
                 # one update of the summed gradients, as torch.optim's (the
                 # Adagrad and Adam updates are not additive in the gradient).
                 ids, rows, grad = reads[0] if len(reads) == 1 else _merge(reads)
                 self._update(m, w, ids, rows, grad)
-        for m in self.modules:
-            w = m.worker()
-            workers[id(w)] = w
         count = getattr(self._clocks, "steps", 0) + 1
         if count >= self.clock_every:
-            for w in workers.values():
-                _wait("clock", w.clock)
+            # Every worker of the modules in this thread: those read through
+            # this step and the thread's own (a step without a read clocks too).
+            for client, w in self._thread_workers():
+                _wait("clock", client, w.clock)
             count = 0
         self._clocks.steps = count
 
@@ -405,13 +421,18 @@ class _RowOptimizer:
         clock), so that every thread ends with ceil(steps / clock_every)
         clocks. Call it once at the end of a thread's training."""
         if getattr(self._clocks, "steps", 0) > 0:
-            seen = set()
-            for m in self.modules:
-                w = m.worker()
-                if id(w) not in seen:
-                    seen.add(id(w))
-                    _wait("clock", w.clock)
+            for client, w in self._thread_workers():
+                _wait("clock", client, w.clock)
         self._clocks.steps = 0
+
+    def _thread_workers(self):
+        """(client, worker) of each distinct worker the modules read through
+        in this thread."""
+        workers = {}
+        for m in self.modules:
+            w = m.worker()
+            workers[id(w)] = (m.client, w)
+        return workers.values()
 
     @property
     def start_step(self):
@@ -467,7 +488,7 @@ class Adagrad(_RowOptimizer):
         # One call: reads the accumulators, updates them and the rows (C++).
         # Embedded it prefetches the accumulators itself; with servers the
         # forward pass already asked for them (fetched while computing).
-        _wait(f"a step of table {module.name!r}", worker.adagrad_update, module.table,
+        _wait(module._step_what, module.client, worker.adagrad_update, module.table,
               self.state_tables[module.name], ids, grad, self.lr, self.eps,
               self.initial_accumulator_value, module._embedded)
 
@@ -500,7 +521,7 @@ class Adam(_RowOptimizer):
     def _update(self, module, worker, ids, rows, grad):
         state = self.state_tables[module.name]
         d = module.dim
-        mv = _wait(f"a step of table {module.name!r}", worker.get_many, state, ids)
+        mv = _wait(module._step_what, module.client, worker.get_many, state, ids)
         m, v = mv[:, :d], mv[:, d:]
         delta = np.empty_like(mv)
         dm, dv = delta[:, :d], delta[:, d:]

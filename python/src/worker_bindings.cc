@@ -1,8 +1,10 @@
 // pacedb.Worker: one Python thread's reads, updates and clock. Every call that
 // may wait (a read that must fetch, a clock, a barrier) or copies many rows
 // runs with the GIL released, so worker threads run in parallel.
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -326,10 +328,21 @@ void CheckNoBadId(bool ok, const FlatIds& ids, size_t bad) {
                    std::to_string(bad));
 }
 
+// A NumPy array of `shape` over the memory of *owner, which it keeps alive
+// (built without the GIL, handed over without a copy).
+template <typename Owner>
+py::array ArrayOver(std::unique_ptr<Owner> owner, void* data, const py::dtype& dtype,
+                    std::vector<py::ssize_t> shape) {
+  py::capsule keep(owner.get(), [](void* o) { delete static_cast<Owner*>(o); });
+  owner.release();
+  return py::array(dtype, std::move(shape), data, keep);
+}
+
 // One batched read of the distinct rows of a batch of ids (any shape):
 // (unique_ids, inverse, rows) with unique_ids[inverse] == ids and rows[j] the
-// row of unique_ids[j]. The dedup, the fetch and the copies run without the
-// GIL.
+// row of unique_ids[j]. The dedup and the fetch run in one release of the
+// GIL (each release is a hand-off to another worker thread waiting for it),
+// into buffers the returned arrays then own.
 py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_like,
                     const py::object& /*prefetch: accepted, changes nothing*/) {
   const Table& t = self->Resolve(pt);
@@ -338,28 +351,33 @@ py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_lik
   FlatIds ids = FlatIdsOf(ids_like);
   py::array_t<int64_t> inverse(ids.shape);
   int64_t* inv = inverse.mutable_data();
-  std::vector<uint64_t> unique;
+  const py::dtype dtype = DtypeOf(s.type);
+  const size_t row_bytes = s.width * static_cast<size_t>(dtype.itemsize());
+  auto unique = std::make_unique<std::vector<uint64_t>>();
+  auto rows = std::make_unique<std::vector<char>>();
   size_t bad = 0;
   bool ok;
-  {
-    py::gil_scoped_release release;
-    ok = Dedup(ids, &unique, inv, &bad);
-  }
-  CheckNoBadId(ok, ids, bad);
-  const auto u = static_cast<py::ssize_t>(unique.size());
-  py::array unique_ids =
-      ids.u64 != nullptr ? py::array(py::array_t<uint64_t>(u)) : py::array(py::array_t<int64_t>(u));
-  std::memcpy(unique_ids.mutable_data(), unique.data(), unique.size() * sizeof(uint64_t));
-  py::array rows(DtypeOf(s.type), std::vector<py::ssize_t>{u, static_cast<py::ssize_t>(s.width)});
-  void* base = rows.mutable_data();
-  PyWorker::Use w(self);
   Status st;
   {
+    PyWorker::Use w(self);
     py::gil_scoped_release release;
-    st = ReadRows(w.get(), t, unique, base);
+    ok = Dedup(ids, unique.get(), inv, &bad);
+    if (ok) {
+      rows->resize(std::max<size_t>(1, unique->size() * row_bytes));
+      st = ReadRows(w.get(), t, *unique, rows->data());
+    }
   }
+  CheckNoBadId(ok, ids, bad);
   Check(st);
-  return py::make_tuple(unique_ids, inverse, rows);
+  const auto u = static_cast<py::ssize_t>(unique->size());
+  char* row_data = rows->data();
+  py::array row_array =
+      ArrayOver(std::move(rows), row_data, dtype, {u, static_cast<py::ssize_t>(s.width)});
+  void* id_data = unique->data();
+  py::array unique_ids =
+      ArrayOver(std::move(unique), id_data,
+                ids.u64 != nullptr ? py::dtype::of<uint64_t>() : py::dtype::of<int64_t>(), {u});
+  return py::make_tuple(unique_ids, inverse, row_array);
 }
 
 // Sums the rows of `in` (n x width) of equal ids into `sum` (unique x width).
