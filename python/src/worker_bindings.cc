@@ -537,6 +537,17 @@ Use a worker from one thread at a time; create one per thread.)doc")
           py::arg("table"), py::arg("rows"),
           "Starts fetching rows this worker is about to read, without blocking.")
       .def(
+          "evict_first",
+          [](PyWorker* self, const PyTable& pt, const py::handle& rows) {
+            const Table& t = self->Resolve(pt);
+            std::vector<uint64_t> r = RowIds(rows);
+            Blocking(self, [&](Worker* w) { return w->EvictFirst(t, r); });
+          },
+          py::arg("table"), py::arg("rows"),
+          "A hint for rows read as a stream (each once per clock, e.g. in key order): this "
+          "worker will not read them again soon, so the cache evicts them before rows read "
+          "since. The rows stay readable; their deltas are kept.")
+      .def(
           "clock", [](PyWorker* self) { Blocking(self, [](Worker* w) { return w->Clock(); }); },
           "Ends this worker's current clock.")
       .def(

@@ -149,6 +149,37 @@ def test_read_rule_blocks_a_worker_too_far_ahead(client, consistency):
     assert len(hist) == s + 2 and hist[-1] == 0  # no read staler than s
 
 
+def test_evict_first_keeps_hot_rows_of_a_stream(tmp_path):
+    """A stream of rows read once each, evict_first after each block, and hot
+    rows read every eighth block: the hint keeps the hot rows cached (the
+    control run without it fetches them again); streamed rows stay readable,
+    with this worker's own deltas."""
+    def hot_fetches(hint, name):
+        c = pacedb.Client(data_dir=str(tmp_path / name), memory_mb=4)
+        t = c.create_table("s", 1024, dtype=np.float32, staleness=1)
+        w = c.worker()
+        hot = np.arange(10**6, 10**6 + 256, dtype=np.uint64)
+        w.get_many(t, hot)
+        fetched = 0
+        for b in range(96):
+            block = np.arange(b * 64, (b + 1) * 64, dtype=np.uint64)
+            w.get_many(t, block)
+            if hint:
+                w.evict_first(t, block)
+            before = c.stats()["tables"]["s"]["rows_fetched"]
+            w.get_many(t, hot[(b % 8) * 32:(b % 8 + 1) * 32])
+            fetched += c.stats()["tables"]["s"]["rows_fetched"] - before
+        w.inc(t, 5, np.full(1024, 2, np.float32))
+        w.evict_first(t, [5, 10**9])  # cached and never-read rows
+        np.testing.assert_array_equal(w.get(t, 5), np.full(1024, 2, np.float32))
+        return fetched, c, w
+
+    (with_hint, c, w), (without, c2, _) = hot_fetches(True, "a"), hot_fetches(False, "b")
+    assert with_hint * 4 < without, (with_hint, without)
+    with pytest.raises(pacedb.InvalidArgumentError, match="another client"):
+        w.evict_first(c2.table("s"), [1])
+
+
 def test_get_many_into_preallocated_array_is_not_a_copy(client):
     t = client.create_table("nocopy", 16, dtype=np.float32)
     w = client.worker()
