@@ -294,8 +294,7 @@ TEST(CacheBudgetTest, EvictFirstKeepsTheHotRowsOfAStream) {
   };
   const uint64_t with_hint = hot_fetches(true), without = hot_fetches(false);
   std::printf("hot rows fetched again: %llu with EvictFirst, %llu without\n",
-              static_cast<unsigned long long>(with_hint),
-              static_cast<unsigned long long>(without));
+              static_cast<unsigned long long>(with_hint), static_cast<unsigned long long>(without));
   EXPECT_LT(with_hint * 4, without);
   // A bad table handle is refused; rows not cached are skipped.
   std::unique_ptr<Client> client;

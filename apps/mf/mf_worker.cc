@@ -91,9 +91,9 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
   // them, instead of one random read per row.
   const uint64_t table_bytes =
       (uint64_t{data_.users.size()} + data_.items.size()) * width_ * sizeof(float);
-  row_order_ = options_.order == RatingOrder::kRows ||
-               (options_.order == RatingOrder::kAuto &&
-                table_bytes > client->Stats().cache_budget_bytes);
+  row_order_ =
+      options_.order == RatingOrder::kRows ||
+      (options_.order == RatingOrder::kAuto && table_bytes > client->Stats().cache_budget_bytes);
 }
 
 Status MfWorker::Run() {

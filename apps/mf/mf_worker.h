@@ -118,10 +118,10 @@ class MfWorker {
   Status load_status_;       // the first failed Get of UserRow / ItemRow
   // Look-ahead (see mf_worker.cc, WithLookAhead).
   size_t chunk_ = 0;
-  size_t buffer_rows_ = 0;  // the copies' bound, of user rows and of item rows each
-  bool row_order_ = false;  // train each clock's ratings in user order (RatingOrder)
+  size_t buffer_rows_ = 0;       // the copies' bound, of user rows and of item rows each
+  bool row_order_ = false;       // train each clock's ratings in user order (RatingOrder)
   std::vector<uint32_t> order_;  // that order: offsets in the part (row_order_ only)
-  uint32_t mark_ = 0;       // of the last CollectRange (RowBuffer::MarkMissing)
+  uint32_t mark_ = 0;            // of the last CollectRange (RowBuffer::MarkMissing)
   std::vector<uint32_t> range_users_;
   std::vector<uint32_t> range_items_;
   std::vector<uint64_t> raw_rows_;

@@ -130,10 +130,10 @@ TEST(MemoryBudgetTest, PaceLdaStaysWithinItsBudgetOverAWordTopicTableLargerThanI
   TempDir dir;
   const std::string docword = dir.path() + "/docword.txt";
   const int vocab = kSanitized ? 15000 : 60000;
-  RunResult r = RunBinary({"pace_gen", "corpus", kSanitized ? "--docs=1250" : "--docs=5000",
-                           "--doc_len=100", "--vocab=" + std::to_string(vocab), "--topics=500",
-                           "--seed=3", "--out_docword=" + docword},
-                          dir.path() + "/gen.stderr");
+  RunResult r = RunBinary(
+      {"pace_gen", "corpus", kSanitized ? "--docs=1250" : "--docs=5000", "--doc_len=100",
+       "--vocab=" + std::to_string(vocab), "--topics=500", "--seed=3", "--out_docword=" + docword},
+      dir.path() + "/gen.stderr");
   ASSERT_EQ(r.exit_code, 0) << r.err;
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
   const std::string memory_mb = "128";
