@@ -123,9 +123,6 @@ BiasModel FitBiasBaseline(const MfDataset& data, double reg = 5.0, int rounds = 
 std::optional<double> Rmse(const std::vector<Rating>& test, float lo, float hi,
                            const std::function<double(const Rating&)>& predict);
 
-// The no-parameter-server baseline: the same SGD update rule, data order,
-// minibatches and schedule as pace_mf with one worker, single-threaded over
-// plain arrays. Used to measure what the parameter server costs.
 // The order a clock's ratings are trained in. kData: the window's order in
 // the file. kRows: sorted by user id (a user's ratings in file order), so the
 // user rows are read in key order, nearly sequentially: a store larger than
@@ -143,6 +140,9 @@ Status ParseRatingOrder(const std::string& text, RatingOrder* out);
 void RowOrderOf(const Rating* part, size_t size, Window w, const IdMap& users,
                 std::vector<uint32_t>* order);
 
+// The no-parameter-server baseline: the same SGD update rule, data order,
+// minibatches and schedule as pace_mf with one worker, single-threaded over
+// plain arrays. Used to measure what the parameter server costs.
 struct PlainMfOptions {
   int rank = 16;
   bool biases = true;

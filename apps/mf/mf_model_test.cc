@@ -208,7 +208,9 @@ TEST(RowOrderTest, SortsTheWindowByRawUserIdAndKeepsTiesInOrder) {
   for (size_t j = 1; j < order.size(); ++j) {
     const uint64_t a = users.raw(part[order[j - 1]].user), b = users.raw(part[order[j]].user);
     ASSERT_LE(a, b) << "position " << j;
-    if (a == b) EXPECT_LT(window_pos(order[j - 1]), window_pos(order[j])) << "position " << j;
+    if (a == b) {
+      EXPECT_LT(window_pos(order[j - 1]), window_pos(order[j])) << "position " << j;
+    }
   }
   RatingOrder o = RatingOrder::kData;
   EXPECT_TRUE(ParseRatingOrder("rows", &o).ok());

@@ -67,6 +67,14 @@ Status MfTrainer::Setup() {
       apps::StatsTableSchema(options_.table_prefix + ".stats", MfStatsCols::kCount, options_.run);
   RETURN_IF_ERROR(apps::OpenJobTables(client_, options_.run, {users, items, stats}, &tables_));
   reg_ = ComputeRegWeights(*data_);
+  // User order when the factor tables do not fit the cache: the look-ahead
+  // then reads user rows in key order, a block of the store for several of
+  // them, instead of one random read per row.
+  const uint64_t table_bytes =
+      (uint64_t{data_->users.size()} + data_->items.size()) * width_ * sizeof(float);
+  row_order_ =
+      options_.order == RatingOrder::kRows ||
+      (options_.order == RatingOrder::kAuto && table_bytes > client_->Stats().cache_budget_bytes);
   parts_ =
       PartitionByUser(client_->num_clients() * static_cast<uint32_t>(options_.run.workers), data_);
   return Status::OK();

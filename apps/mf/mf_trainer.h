@@ -123,6 +123,7 @@ class MfTrainer {
   Client* const client_;
   MfDataset* const data_;
   std::vector<size_t> parts_;  // PartitionByUser offsets, set by Setup
+  bool row_order_ = false;     // each clock's ratings in user order (RatingOrder), set by Setup
   const MfTrainOptions options_;
   const uint32_t width_;
   RegWeights reg_;

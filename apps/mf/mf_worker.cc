@@ -86,14 +86,6 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
   // Under a small cache (chunk below its cap of 8192) two chunks' worth: the
   // copies are then as large as the client cache itself otherwise.
   buffer_rows_ = (chunk_ >= 8192 ? 4 : 2) * chunk_;
-  // User order when the factor tables do not fit the cache: the look-ahead
-  // then reads user rows in key order, a block of the store for several of
-  // them, instead of one random read per row.
-  const uint64_t table_bytes =
-      (uint64_t{data_.users.size()} + data_.items.size()) * width_ * sizeof(float);
-  row_order_ =
-      options_.order == RatingOrder::kRows ||
-      (options_.order == RatingOrder::kAuto && table_bytes > client->Stats().cache_budget_bytes);
 }
 
 Status MfWorker::Run() {
@@ -141,7 +133,7 @@ Status MfWorker::TrainPass(ClockT c, size_t* count, double* train_sq) {
     const float e = SgdUpdate(u, v, r.value, t_.reg_.user[r.user], t_.reg_.item[r.item], p_);
     sq += static_cast<double>(e) * e;
   };
-  if (row_order_) {
+  if (t_.row_order_) {
     RowOrderOf(part, size, win, data_.users, &order_);
     const uint32_t* order = order_.data();
     auto train_rating = [part, order](size_t j) -> const Rating& { return part[order[j]]; };
@@ -350,7 +342,7 @@ Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& r
   // In user order each user row is read once per clock: its cached copy
   // goes first when the cache needs room, and the item rows (read in every
   // chunk) stay.
-  if (row_order_ && !range_users_.empty()) {
+  if (t_.row_order_ && !range_users_.empty()) {
     RETURN_IF_ERROR(worker_->EvictFirst(ut_, raw_rows_));
   }
   return LoadRows(it_, data_.items, range_items_, &ibuf_);

@@ -119,8 +119,7 @@ class MfWorker {
   // Look-ahead (see mf_worker.cc, WithLookAhead).
   size_t chunk_ = 0;
   size_t buffer_rows_ = 0;       // the copies' bound, of user rows and of item rows each
-  bool row_order_ = false;       // train each clock's ratings in user order (RatingOrder)
-  std::vector<uint32_t> order_;  // that order: offsets in the part (row_order_ only)
+  std::vector<uint32_t> order_;  // user order: offsets in the part (MfTrainer::row_order_)
   uint32_t mark_ = 0;            // of the last CollectRange (RowBuffer::MarkMissing)
   std::vector<uint32_t> range_users_;
   std::vector<uint32_t> range_items_;

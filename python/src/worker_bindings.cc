@@ -507,6 +507,15 @@ void Blocking(PyWorker* self, Fn fn) {
   Check(st);
 }
 
+// A Worker call on a table's rows (`rows`: any sequence of row ids), with the
+// GIL released: prefetch and evict_first.
+template <Status (Worker::*kCall)(const Table&, const std::vector<uint64_t>&)>
+void RowsCall(PyWorker* self, const PyTable& pt, const py::handle& rows) {
+  const Table& t = self->Resolve(pt);
+  const std::vector<uint64_t> r = RowIds(rows);
+  Blocking(self, [&](Worker* w) { return (w->*kCall)(t, r); });
+}
+
 }  // namespace
 
 void RegisterWorker(py::module_& m) {
@@ -527,26 +536,12 @@ Use a worker from one thread at a time; create one per thread.)doc")
       .def("inc_many", &IncMany, py::arg("table"), py::arg("rows"), py::arg("deltas"),
            "Adds deltas[i] to rows[i] (dense; deltas of shape (len(rows), width); duplicates "
            "add up).")
-      .def(
-          "prefetch",
-          [](PyWorker* self, const PyTable& pt, const py::handle& rows) {
-            const Table& t = self->Resolve(pt);
-            std::vector<uint64_t> r = RowIds(rows);
-            Blocking(self, [&](Worker* w) { return w->Prefetch(t, r); });
-          },
-          py::arg("table"), py::arg("rows"),
-          "Starts fetching rows this worker is about to read, without blocking.")
-      .def(
-          "evict_first",
-          [](PyWorker* self, const PyTable& pt, const py::handle& rows) {
-            const Table& t = self->Resolve(pt);
-            std::vector<uint64_t> r = RowIds(rows);
-            Blocking(self, [&](Worker* w) { return w->EvictFirst(t, r); });
-          },
-          py::arg("table"), py::arg("rows"),
-          "A hint for rows read as a stream (each once per clock, e.g. in key order): this "
-          "worker will not read them again soon, so the cache evicts them before rows read "
-          "since. The rows stay readable; their deltas are kept.")
+      .def("prefetch", &RowsCall<&Worker::Prefetch>, py::arg("table"), py::arg("rows"),
+           "Starts fetching rows this worker is about to read, without blocking.")
+      .def("evict_first", &RowsCall<&Worker::EvictFirst>, py::arg("table"), py::arg("rows"),
+           "A hint for rows read as a stream (each once per clock, e.g. in key order): this "
+           "worker will not read them again soon, so the cache evicts them before rows read "
+           "since. The rows stay readable; their deltas are kept.")
       .def(
           "clock", [](PyWorker* self) { Blocking(self, [](Worker* w) { return w->Clock(); }); },
           "Ends this worker's current clock.")
