@@ -47,6 +47,20 @@ using testing::TempDir;
 // (table, row) -> value.
 using testing::Totals;
 
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+// Clocks of a training client: enough that it still trains when the fault
+// comes and after the shard recovers.
+constexpr int kClocks = 800;
+#else
+// A sanitizer build runs each clock ~30x slower: the same faults, and the
+// same recovery after them, in fewer clocks (a TSan run beside another test
+// took over the 2 minutes the client's TOTAL had with 800).
+constexpr int kClocks = 300;
+#endif
+// How long a client has to print its totals once the fault is gone: far
+// above its time to train (a hang still fails, and says where).
+constexpr int kTotalsTimeoutMs = 300000;
+
 // Waits up to `timeout` for `needle` to appear in the file at `path`.
 bool WaitForText(const std::string& path, const std::string& needle,
                  std::chrono::milliseconds timeout) {
@@ -185,8 +199,8 @@ TEST_F(PacedFaultsTest, DiskFullHoldsBatchesAndRecovers) {
 
   Subprocess c0, c1;
   const std::string log0 = fs.scratch() + "/client0.log", log1 = fs.scratch() + "/client1.log";
-  ASSERT_TRUE(c0.Start(ClientArgs(port, 0, 2, "run", 800), log0).ok());
-  ASSERT_TRUE(c1.Start(ClientArgs(port, 1, 2, "run", 800), log1).ok());
+  ASSERT_TRUE(c0.Start(ClientArgs(port, 0, 2, "run", kClocks), log0).ok());
+  ASSERT_TRUE(c1.Start(ClientArgs(port, 1, 2, "run", kClocks), log1).ok());
   ASSERT_TRUE(Started(&c0));
   ASSERT_TRUE(Started(&c1));
   std::this_thread::sleep_for(1500ms);  // tables created, a few hundred clocks in
@@ -213,8 +227,13 @@ TEST_F(PacedFaultsTest, DiskFullHoldsBatchesAndRecovers) {
 
   ASSERT_EQ(::unlink(filler.c_str()), 0);
   Totals expected, stored;
-  ASSERT_TRUE(Collect(&c0, "TOTAL", &expected, 120000)) << ReadFile(log0);
-  ASSERT_TRUE(Collect(&c1, "TOTAL", &expected, 120000)) << ReadFile(log1);
+  // On failure every process's log: a client may wait for the other.
+  auto logs = [&] {
+    return "--- client 0:\n" + ReadFile(log0) + "--- client 1:\n" + ReadFile(log1) +
+           "--- paced:\n" + ReadFile(paced_log);
+  };
+  ASSERT_TRUE(Collect(&c0, "TOTAL", &expected, kTotalsTimeoutMs)) << logs();
+  ASSERT_TRUE(Collect(&c1, "TOTAL", &expected, kTotalsTimeoutMs)) << logs();
   EXPECT_EQ(ExitOf(&c0, 30000), 0);
   EXPECT_EQ(ExitOf(&c1, 30000), 0);
   ASSERT_TRUE(StoredTotals(port, 2, &stored, fs.scratch() + "/verify.log"));
@@ -249,7 +268,7 @@ TEST_F(PacedFaultsTest, RestartWhileDiskFullExitsCleanlyThenRecovers) {
   ASSERT_TRUE(StartShard(paced.get(), data, paced_log, 1, {}, &port)) << ReadFile(paced_log);
   Subprocess client;
   const std::string client_log = fs.scratch() + "/client.log";
-  ASSERT_TRUE(client.Start(ClientArgs(port, 0, 1, "run", 800), client_log).ok());
+  ASSERT_TRUE(client.Start(ClientArgs(port, 0, 1, "run", kClocks), client_log).ok());
   ASSERT_TRUE(Started(&client));
   std::this_thread::sleep_for(1500ms);
   const std::string filler = fs.path() + "/filler";
@@ -283,7 +302,9 @@ TEST_F(PacedFaultsTest, RestartWhileDiskFullExitsCleanlyThenRecovers) {
   ASSERT_TRUE(StartShard(paced.get(), data, paced_log2, 1, {}, &port2, port))
       << ReadFile(paced_log2);
   Totals expected, stored;
-  ASSERT_TRUE(Collect(&client, "TOTAL", &expected, 120000)) << ReadFile(client_log);
+  ASSERT_TRUE(Collect(&client, "TOTAL", &expected, kTotalsTimeoutMs))
+      << ReadFile(client_log) << "--- paced:\n"
+      << ReadFile(paced_log2);
   EXPECT_EQ(ExitOf(&client, 30000), 0);
   ASSERT_TRUE(StoredTotals(port, 1, &stored, fs.scratch() + "/verify.log"));
   EXPECT_EQ(stored, expected);
@@ -340,7 +361,7 @@ TEST_F(PacedFaultsTest, FdExhaustionHoldsBatchesAndRecovers) {
       << ReadFile(paced_log);
   Subprocess client;
   const std::string client_log = dir.path() + "/client.log";
-  ASSERT_TRUE(client.Start(ClientArgs(port, 0, 1, "run", 800), client_log).ok());
+  ASSERT_TRUE(client.Start(ClientArgs(port, 0, 1, "run", kClocks), client_log).ok());
   ASSERT_TRUE(Started(&client));
   std::this_thread::sleep_for(1000ms);
 
@@ -356,7 +377,9 @@ TEST_F(PacedFaultsTest, FdExhaustionHoldsBatchesAndRecovers) {
   ASSERT_TRUE(failed) << ReadFile(paced_log);
 
   Totals expected, stored;
-  ASSERT_TRUE(Collect(&client, "TOTAL", &expected, 120000)) << ReadFile(client_log);
+  ASSERT_TRUE(Collect(&client, "TOTAL", &expected, kTotalsTimeoutMs))
+      << ReadFile(client_log) << "--- paced:\n"
+      << ReadFile(paced_log);
   EXPECT_EQ(ExitOf(&client, 30000), 0);
   ASSERT_TRUE(StoredTotals(port, 1, &stored, dir.path() + "/verify.log"));
   EXPECT_EQ(stored, expected);
