@@ -249,7 +249,8 @@ class Client::Impl : public client::ChannelListener {
   Status Prefetch(ClockT c, client::WorkerStats* ws, client::TableState* t,
                   const std::vector<uint64_t>& rows);
   // Worker::EvictFirst: the cached rows lose their CLOCK chances (referenced,
-  // look-ahead), so the hand evicts them at its next pass.
+  // look-ahead) and join their stripe's evict-first queue, which eviction
+  // takes before the CLOCK hand looks for other rows.
   void EvictFirst(client::TableState* t, const std::vector<uint64_t>& rows);
   // Dense Inc of t->format.width elements of type T (checked by the caller).
   template <typename T>

@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -340,6 +341,22 @@ struct alignas(64) CacheStripe {
   // evictable. Calls on_evict(entry) before each value is dropped.
   template <typename OnEvict>
   void EvictOverBudget(OnEvict&& on_evict) REQUIRES(mu) {
+    // First the rows a worker said it streams (Worker::EvictFirst), oldest
+    // first, unless read or prefetched since (then they are in use again).
+    // The CLOCK hand alone would also take hot rows whose chances it had
+    // cleared on its last pass: out of core, pace_mf's 20k item rows were
+    // fetched ~5 times a clock while the user rows streamed through.
+    while (bytes > budget && !evict_first.empty()) {
+      const auto [key, hash] = evict_first.front();
+      evict_first.pop_front();
+      CacheEntry* e = map.Lookup(key, hash);
+      if (e == nullptr || !e->has_value || e->pinned() || e->referenced || e->look_ahead != 0) {
+        continue;
+      }
+      on_evict(e);
+      DropValue(e);
+      MaybeErase(e);
+    }
     size_t spins = 0;
     // Each pass over an unpinned entry takes one of its chances (referenced,
     // then look_ahead), so (2 + kLookAheadChances) revolutions without an
@@ -371,6 +388,12 @@ struct alignas(64) CacheStripe {
   EntryTable map GUARDED_BY(mu);
   std::vector<CacheEntry*> ring GUARDED_BY(mu);  // entries with a value
   size_t hand GUARDED_BY(mu) = 0;
+  // Keys (and hashes) of rows a worker streams (Worker::EvictFirst), in the
+  // order it said so; EvictOverBudget takes them before the CLOCK hand runs.
+  // At most about ring.size() + kEvictFirstSlack: the oldest are dropped
+  // (left to the hand) when a stream outruns evictions.
+  std::deque<std::pair<RowKey, size_t>> evict_first GUARDED_BY(mu);
+  static constexpr size_t kEvictFirstSlack = 1024;
   size_t bytes GUARDED_BY(mu) = 0;   // sum of Charge() over `ring`
   size_t budget GUARDED_BY(mu) = 0;  // cache budget / number of stripes
   // PurgeAcked keeps an acknowledged delta's buffer for the row's next open
