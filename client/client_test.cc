@@ -283,7 +283,9 @@ TEST(CacheBudgetTest, EvictFirstKeepsTheHotRowsOfAStream) {
       std::vector<uint64_t> block;
       for (uint64_t r = b * kBlock; r < (b + 1) * kBlock; ++r) block.push_back(r);
       EXPECT_TRUE(w->GetRows(t, block, buf.data()).ok());
-      if (hint) EXPECT_TRUE(w->EvictFirst(t, block).ok());
+      if (hint) {
+        EXPECT_TRUE(w->EvictFirst(t, block).ok());
+      }
       const std::vector<uint64_t> some(hot.begin() + (b % 8) * kEighth,
                                        hot.begin() + (b % 8 + 1) * kEighth);
       const uint64_t before = client->Stats().tables[0].rows_fetched;

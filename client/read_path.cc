@@ -289,10 +289,7 @@ void Client::Impl::EvictFirst(TableState* t, const std::vector<uint64_t>& rows) 
       if (en == nullptr) continue;
       en->referenced = false;
       en->look_ahead = 0;
-      st.evict_first.emplace_back(en->key, items[j].hash);
-    }
-    while (st.evict_first.size() > st.ring.size() + CacheStripe::kEvictFirstSlack) {
-      st.evict_first.pop_front();
+      st.QueueEvictFirst(en->key, items[j].hash);
     }
   });
 }

@@ -341,6 +341,11 @@ struct alignas(64) CacheStripe {
   // evictable. Calls on_evict(entry) before each value is dropped.
   template <typename OnEvict>
   void EvictOverBudget(OnEvict&& on_evict) REQUIRES(mu) {
+    auto evict = [&](CacheEntry* e) REQUIRES(mu) {
+      on_evict(e);
+      DropValue(e);  // swaps e's ring slot with the last one
+      MaybeErase(e);
+    };
     // First the rows a worker said it streams (Worker::EvictFirst), oldest
     // first, unless read or prefetched since (then they are in use again).
     // The CLOCK hand alone would also take hot rows whose chances it had
@@ -350,12 +355,7 @@ struct alignas(64) CacheStripe {
       const auto [key, hash] = evict_first.front();
       evict_first.pop_front();
       CacheEntry* e = map.Lookup(key, hash);
-      if (e == nullptr || !e->has_value || e->pinned() || e->referenced || e->look_ahead != 0) {
-        continue;
-      }
-      on_evict(e);
-      DropValue(e);
-      MaybeErase(e);
+      if (e != nullptr && e->has_value && !HasChances(*e)) evict(e);
     }
     size_t spins = 0;
     // Each pass over an unpinned entry takes one of its chances (referenced,
@@ -364,7 +364,7 @@ struct alignas(64) CacheStripe {
     while (bytes > budget && !ring.empty() && spins < (2 + kLookAheadChances) * ring.size() + 2) {
       if (hand >= ring.size()) hand = 0;
       CacheEntry* e = ring[hand];
-      if (e->pinned() || e->referenced || e->look_ahead != 0) {
+      if (HasChances(*e)) {
         if (e->referenced) {
           e->referenced = false;
         } else if (e->look_ahead != 0 && !e->pinned()) {
@@ -375,23 +375,32 @@ struct alignas(64) CacheStripe {
         continue;
       }
       spins = 0;
-      on_evict(e);
-      DropValue(e);  // swaps ring[hand] with the last slot: re-examine `hand`
-      MaybeErase(e);
+      evict(e);  // ring[hand] is now another entry: re-examine `hand`
     }
   }
 
+  // Queues the row (key, hash) for EvictOverBudget before the CLOCK hand
+  // (Worker::EvictFirst); drops the oldest queued keys (left to the hand)
+  // beyond ring.size() + kEvictFirstSlack, when a stream outruns evictions.
+  void QueueEvictFirst(const RowKey& key, size_t hash) REQUIRES(mu) {
+    evict_first.emplace_back(key, hash);
+    while (evict_first.size() > ring.size() + kEvictFirstSlack) evict_first.pop_front();
+  }
+
   size_t Charge(const CacheEntry& e) const { return e.value.capacity() + kEntryOverheadBytes; }
+  // Whether eviction passes `e` over: pinned, or a CLOCK chance left
+  // (referenced, look-ahead).
+  static bool HasChances(const CacheEntry& e) {
+    return e.pinned() || e.referenced || e.look_ahead != 0;
+  }
 
   SpinMutex mu;
   std::condition_variable_any cv;  // a value arrived or shard state changed
   EntryTable map GUARDED_BY(mu);
   std::vector<CacheEntry*> ring GUARDED_BY(mu);  // entries with a value
   size_t hand GUARDED_BY(mu) = 0;
-  // Keys (and hashes) of rows a worker streams (Worker::EvictFirst), in the
-  // order it said so; EvictOverBudget takes them before the CLOCK hand runs.
-  // At most about ring.size() + kEvictFirstSlack: the oldest are dropped
-  // (left to the hand) when a stream outruns evictions.
+  // Keys (and hashes) of rows a worker streams, in the order it said so
+  // (QueueEvictFirst); EvictOverBudget takes them before the CLOCK hand runs.
   std::deque<std::pair<RowKey, size_t>> evict_first GUARDED_BY(mu);
   static constexpr size_t kEvictFirstSlack = 1024;
   size_t bytes GUARDED_BY(mu) = 0;   // sum of Charge() over `ring`

@@ -24,12 +24,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/read_file.h"
@@ -80,6 +82,14 @@ void PrintLineWith(const std::string& path, const std::string& needle) {
   if (at == std::string::npos) return;
   const size_t begin = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
   std::printf("%s\n", text.substr(begin, text.find('\n', at) - begin).c_str());
+}
+
+// The logs at `paths` (name, path), each under a "--- name:" line: what a
+// failed wait prints (a process may be waiting for another).
+std::string Logs(std::initializer_list<std::pair<const char*, std::string>> paths) {
+  std::string out;
+  for (const auto& [name, path] : paths) out += std::string("--- ") + name + ":\n" + ReadFile(path);
+  return out;
 }
 
 // Writes zeros into `path` until the file system is full; returns the bytes.
@@ -227,13 +237,10 @@ TEST_F(PacedFaultsTest, DiskFullHoldsBatchesAndRecovers) {
 
   ASSERT_EQ(::unlink(filler.c_str()), 0);
   Totals expected, stored;
-  // On failure every process's log: a client may wait for the other.
-  auto logs = [&] {
-    return "--- client 0:\n" + ReadFile(log0) + "--- client 1:\n" + ReadFile(log1) +
-           "--- paced:\n" + ReadFile(paced_log);
-  };
-  ASSERT_TRUE(Collect(&c0, "TOTAL", &expected, kTotalsTimeoutMs)) << logs();
-  ASSERT_TRUE(Collect(&c1, "TOTAL", &expected, kTotalsTimeoutMs)) << logs();
+  ASSERT_TRUE(Collect(&c0, "TOTAL", &expected, kTotalsTimeoutMs))
+      << Logs({{"client 0", log0}, {"client 1", log1}, {"paced", paced_log}});
+  ASSERT_TRUE(Collect(&c1, "TOTAL", &expected, kTotalsTimeoutMs))
+      << Logs({{"client 0", log0}, {"client 1", log1}, {"paced", paced_log}});
   EXPECT_EQ(ExitOf(&c0, 30000), 0);
   EXPECT_EQ(ExitOf(&c1, 30000), 0);
   ASSERT_TRUE(StoredTotals(port, 2, &stored, fs.scratch() + "/verify.log"));
@@ -303,8 +310,7 @@ TEST_F(PacedFaultsTest, RestartWhileDiskFullExitsCleanlyThenRecovers) {
       << ReadFile(paced_log2);
   Totals expected, stored;
   ASSERT_TRUE(Collect(&client, "TOTAL", &expected, kTotalsTimeoutMs))
-      << ReadFile(client_log) << "--- paced:\n"
-      << ReadFile(paced_log2);
+      << Logs({{"client", client_log}, {"paced", paced_log2}});
   EXPECT_EQ(ExitOf(&client, 30000), 0);
   ASSERT_TRUE(StoredTotals(port, 1, &stored, fs.scratch() + "/verify.log"));
   EXPECT_EQ(stored, expected);
@@ -378,8 +384,7 @@ TEST_F(PacedFaultsTest, FdExhaustionHoldsBatchesAndRecovers) {
 
   Totals expected, stored;
   ASSERT_TRUE(Collect(&client, "TOTAL", &expected, kTotalsTimeoutMs))
-      << ReadFile(client_log) << "--- paced:\n"
-      << ReadFile(paced_log);
+      << Logs({{"client", client_log}, {"paced", paced_log}});
   EXPECT_EQ(ExitOf(&client, 30000), 0);
   ASSERT_TRUE(StoredTotals(port, 1, &stored, dir.path() + "/verify.log"));
   EXPECT_EQ(stored, expected);
