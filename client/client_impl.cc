@@ -46,6 +46,14 @@ Client::Impl::~Impl() {
     retry_thread = std::move(retry_thread_);
   }
   if (retry_thread.joinable()) retry_thread.join();
+  std::thread purge_thread;
+  {
+    MutexLock l(&purge_mu_);
+    purge_stop_ = true;  // Acks from now on are not purged: all is freed below
+    purge_cv_.Signal();
+    purge_thread = std::move(purge_thread_);
+  }
+  if (purge_thread.joinable()) purge_thread.join();
   for (auto& sh : shards_) sh->channel->Shutdown();
 }
 

@@ -14,8 +14,8 @@
 //                   GlobalBarrier;
 // - read_path.cc    reads that miss or wait, Prefetch, Reads and
 //                   subscriptions, Incs, eviction and Unsubscribes;
-// - inbound.cc      messages from shards (replies, pushes, Acks) and
-//                   connection events;
+// - inbound.cc      messages from shards (replies, pushes, Acks), the purge
+//                   thread of acknowledged deltas, and connection events;
 // - stats.cc        Stats, ResetStats, the in-process shard's memory;
 // - this header     the hot paths, as templates (ReadRow, ReadDenseRows,
 //                   IncDense, IncDenseRows).
@@ -34,7 +34,7 @@
 // ShardState::mu. Inbound handlers never hold a stripe lock and a
 // ShardState::mu at the same time except in that order, and never take
 // clock_mu_ or send_mu_ except OnDisconnect and OnReconnect (send_mu_
-// first). tables_mu_, stats_mu_ and retry_mu_ are leaves, except that
+// first). tables_mu_, stats_mu_, retry_mu_ and purge_mu_ are leaves, except that
 // RegisterTable takes VapGate's lock (a leaf too) under tables_mu_. Channel
 // Send is a leaf (it never calls back), so it may be called under any of
 // them.
@@ -448,10 +448,16 @@ class Client::Impl : public client::ChannelListener {
   Status ComputeAbsentRows(const std::vector<net::RowData*>& rows);
   void HandlePush(uint32_t k, net::Push p);
   void HandlePushDone(uint32_t k, const net::PushDone& d);
+  // Publishes the acknowledged position (readers and installs go by it from
+  // here) and queues the batches' deltas for the purge thread.
   void HandleAck(uint32_t k, const net::Ack& a);
   // Purges the acknowledged deltas of batch b from the cache entries (their
   // bytes). REQUIRES: no stripe lock held.
   uint64_t PurgeBatch(const client::SentBatch& b);
+  // The purge thread: purges acknowledged batches in the order their Acks
+  // came, then lowers unacked_bytes_ and raises their shard's
+  // purged_through (started on the first Ack).
+  void PurgeLoop();
   void HandleReply(uint32_t k, uint64_t req_id, net::Message m);
   // Installs row values from shard k (each as of version v, holding this
   // process's clocks < a and parts < parts of clock a). `read` marks a reply
@@ -516,6 +522,23 @@ class Client::Impl : public client::ChannelListener {
   std::multimap<client::Deadline, PendingRetry> retries_ GUARDED_BY(retry_mu_);  // by due time
   bool retry_stop_ GUARDED_BY(retry_mu_) = false;
   std::thread retry_thread_ GUARDED_BY(retry_mu_);  // joined by ~Impl after retry_stop_
+
+  // Acknowledged batches whose deltas are still in the cache entries. An Ack
+  // of a clock purges one delta per row it changed (at model scale 235k rows,
+  // 100-400 ms on a busy machine); done on the shard's inbound thread, it
+  // held back the PushDone behind the Ack, which the workers of the next
+  // clock wait for. The acknowledged position is published first, so a value
+  // installed meanwhile skips those deltas (client_engine::Rebase).
+  struct PendingPurge {
+    uint32_t shard = 0;
+    std::vector<client::SentBatch> batches;
+    ClockT whole_clocks = 0;  // purged_through once they are purged
+  };
+  Mutex purge_mu_;
+  CondVar purge_cv_;  // a purge was queued, or stop
+  std::deque<PendingPurge> purges_ GUARDED_BY(purge_mu_);
+  bool purge_stop_ GUARDED_BY(purge_mu_) = false;
+  std::thread purge_thread_ GUARDED_BY(purge_mu_);  // joined by ~Impl after purge_stop_
 
   // Client-wide counters (not on hot paths).
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, rows_sent_{0}, rows_received_{0},

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "client/client_impl.h"
+#include "common/thread_name.h"
 #include "consistency/client_engine.h"
 
 namespace pace {
@@ -306,20 +307,51 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   }
   if (done.empty()) return;  // a duplicate Ack after a re-send
   // Published before purging: InstallRow then refuses values that would need
-  // the purged deltas (only for shard k, whose messages we handle in order).
+  // the purged deltas (only for shard k, whose messages we handle in order),
+  // and a value installed before the purge skips them (they are in it).
   sh.acked_parts.store(ack.acked.parts, std::memory_order_release);
   sh.acked_through.store(ack.acked.clock, std::memory_order_release);
-  uint64_t purged = 0;
-  for (const SentBatch& b : done) purged += PurgeBatch(b);
-  unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
   vap_.Acked(k, ack.acked.clock, ack.acked.parts);
-  // Through the last whole clock among them (an Ack that also covers a later
-  // part still completes the clocks before it, for Flush).
-  if (ack.whole_clocks > sh.purged_through.load(std::memory_order_relaxed)) {
-    sh.purged_through.store(ack.whole_clocks, std::memory_order_release);
+  // The deltas leave the cache entries on the purge thread, so that this
+  // thread goes on to the next message (the PushDone behind this Ack).
+  MutexLock l(&purge_mu_);
+  if (purge_stop_) return;  // the client is being destroyed
+  if (!purge_thread_.joinable()) {
+    purge_thread_ = std::thread([this] {
+      SetThreadName("pace-purge");
+      PurgeLoop();
+    });
   }
-  std::lock_guard<std::mutex> l(progress_mu_);
-  progress_cv_.notify_all();
+  purges_.push_back(PendingPurge{k, std::move(done), ack.whole_clocks});
+  purge_cv_.Signal();
+}
+
+void Client::Impl::PurgeLoop() {
+  MutexLock l(&purge_mu_);
+  while (!purge_stop_) {
+    if (purges_.empty()) {
+      purge_cv_.Wait(&purge_mu_);
+      continue;
+    }
+    PendingPurge p = std::move(purges_.front());
+    purges_.pop_front();
+    purge_mu_.Unlock();
+    uint64_t purged = 0;
+    for (const SentBatch& b : p.batches) purged += PurgeBatch(b);
+    unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
+    // Through the last whole clock among them (an Ack that also covers a
+    // later part still completes the clocks before it, for Flush). Only
+    // this thread raises it; Acks of a shard are queued in order.
+    ShardState& sh = *shards_[p.shard];
+    if (p.whole_clocks > sh.purged_through.load(std::memory_order_relaxed)) {
+      sh.purged_through.store(p.whole_clocks, std::memory_order_release);
+    }
+    {
+      std::lock_guard<std::mutex> progress(progress_mu_);
+      progress_cv_.notify_all();
+    }
+    purge_mu_.Lock();
+  }
 }
 
 uint64_t Client::Impl::PurgeBatch(const SentBatch& b) {
