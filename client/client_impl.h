@@ -296,6 +296,9 @@ class Client::Impl : public client::ChannelListener {
 
  private:
   static constexpr size_t kNumStripes = 64;
+  // SendBatch takes spare buffers for an Apply's strings this many at a time
+  // (one lock of the channel's pool each).
+  static constexpr size_t kSpareBuffersPerTake = 1024;
   // A worker's Clock() blocks while it is this many clocks ahead of the
   // oldest unacknowledged batch (bounds the oplog when a shard is slow).
   static constexpr ClockT kMaxClocksInFlight = 64;
@@ -452,8 +455,9 @@ class Client::Impl : public client::ChannelListener {
   // here) and queues the batches' deltas for the purge thread.
   void HandleAck(uint32_t k, const net::Ack& a);
   // Purges the acknowledged deltas of batch b from the cache entries (their
-  // bytes). REQUIRES: no stripe lock held.
-  uint64_t PurgeBatch(const client::SentBatch& b);
+  // bytes); the buffers not kept for the rows' next deltas are moved to
+  // *spare if given. REQUIRES: no stripe lock held.
+  uint64_t PurgeBatch(const client::SentBatch& b, std::vector<std::string>* spare = nullptr);
   // The purge thread: purges acknowledged batches in the order their Acks
   // came, then lowers unacked_bytes_ and raises their shard's
   // purged_through (started on the first Ack).

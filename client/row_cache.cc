@@ -142,7 +142,8 @@ void CacheStripe::MaybeErase(CacheEntry* e) {
   map.Erase(key, RowKeyHash()(key));
 }
 
-size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part) {
+size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part,
+                               std::vector<std::string>* spare) {
   CacheEntry* e = map.Lookup(key, hash);  // the value is not read
   if (e == nullptr) return 0;
   auto& pd = e->pending;
@@ -159,6 +160,9 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_
     e->open.delta.swap(pd.back().delta);
     e->open.delta.clear();
   }
+  if (spare != nullptr) {
+    for (auto it = keep; it != pd.end(); ++it) spare->push_back(std::move(it->delta));
+  }
   pd.erase(keep, pd.end());
   // A vector never shrinks by itself, so a row would keep the largest
   // backlog it ever had for the rest of the job: the capacity an outage gave
@@ -169,10 +173,15 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_
   // delta (only while buffers are recycled, and only a cached row: the next
   // clock's sealed delta goes there without an allocation per row per
   // clock) or none, and one with a few left keeps room for
-  // kKeptPendingCapacity.
+  // kKeptPendingCapacity. (A row whose Acks come after its next clock was
+  // sealed goes from two pending deltas to one to none and back: trimming an
+  // empty vector to one slot made that a free and an allocation per row per
+  // clock.)
   if (pd.empty()) {
-    if (!recycle_delta_buffers || pd.capacity() > 1) std::vector<PendingDelta>().swap(pd);
-    if (recycle_delta_buffers && e->has_value) pd.reserve(1);
+    if (!recycle_delta_buffers || pd.capacity() > kKeptPendingCapacity) {
+      std::vector<PendingDelta>().swap(pd);
+    }
+    if (recycle_delta_buffers && e->has_value && pd.capacity() == 0) pd.reserve(1);
   } else if (pd.capacity() > kKeptPendingCapacity && pd.size() <= kKeptPendingCapacity) {
     std::vector<PendingDelta> fit;
     fit.reserve(kKeptPendingCapacity);

@@ -68,8 +68,8 @@ struct PendingDelta {
 // ones are purged: a sealed delta whose Ack is on its way and one more (the
 // next clock's, or an open delta of a worker a clock ahead). PurgeAcked
 // releases the rest (what an outage's backlog of unacknowledged clocks made
-// the row's vector grow to), and all but room for one when nothing is left
-// (all of it when delta buffers are not recycled).
+// the row's vector grow to), also when nothing is left (then all of it when
+// delta buffers are not recycled).
 inline constexpr size_t kKeptPendingCapacity = 2;
 
 // (clock, part) a before (clock, part) b: the batch rule's order.
@@ -309,13 +309,15 @@ struct alignas(64) CacheStripe {
   // Removes sealed deltas of (clock, part) <= (c, part) (acknowledged by the
   // shard; a whole clock is its part 0 — later parts of c, if any, are acked
   // with their own part). Returns their bytes. The storage of `pending` is
-  // released beyond one delta (all of it without recycle_delta_buffers) when
-  // it is left empty, and beyond kKeptPendingCapacity once no more than that
-  // is left.
+  // released beyond kKeptPendingCapacity deltas (all of it without
+  // recycle_delta_buffers) once no more than that is left. The buffers of
+  // the removed deltas not kept for the row's next open delta are moved to
+  // *spare when given (for the client's next batch), else freed.
   size_t PurgeAcked(const RowKey& key, ClockT c, uint32_t part = UINT32_MAX) REQUIRES(mu) {
     return PurgeAcked(key, RowKeyHash()(key), c, part);
   }
-  size_t PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part) REQUIRES(mu);
+  size_t PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part,
+                    std::vector<std::string>* spare = nullptr) REQUIRES(mu);
   // A two-stage prefetch for a pass over keys in random memory order:
   // PrefetchSlot(key) some keys ahead, then (its slot is in the CPU cache by
   // then) Find or Lookup it and PrefetchEntryLines a few keys ahead of where

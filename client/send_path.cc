@@ -184,7 +184,21 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
   std::vector<uint32_t> part_of(n);
   // The first row of each shard that cannot fit a frame alone.
   std::vector<Status> unsendable(n);
+  // Buffers for the Apply's strings that an in-process shard gave back (a
+  // delta copied into one allocates nothing), taken a block at a time.
+  std::vector<StringPool*> pools(n);
+  std::vector<std::vector<std::string>> spare(n);
+  auto copy_delta = [&](uint32_t k, const std::string& delta) {
+    std::vector<std::string>& s = spare[k];
+    if (s.empty() && pools[k] != nullptr) pools[k]->Take(kSpareBuffersPerTake, &s);
+    if (s.empty()) return delta;
+    std::string bytes = std::move(s.back());
+    s.pop_back();
+    bytes.assign(delta);
+    return bytes;
+  };
   for (uint32_t k = 0; k < n; ++k) {
+    pools[k] = shards_[k]->channel->spare_buffers();
     part_of[k] = next_part_[k] + (c == shards_[k]->resume_clock ? shards_[k]->resume_parts : 0);
     limit[k] = shards_[k]->frame_limit.load(std::memory_order_acquire);
     applies[k].resize(1);
@@ -235,12 +249,16 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
       }
       const client::PendingDelta* p = st.Seal(e, c, part_of[k]);
       if (p == nullptr) continue;
-      applies[k].back().updates.push_back(net::RowData{e->key.table, e->key.row, p->delta});
+      applies[k].back().updates.push_back(
+          net::RowData{e->key.table, e->key.row, copy_delta(k, p->delta)});
       keys[k].back().push_back(e->key);
     }
     if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
   }
   FlushAllUnsubscribes();
+  for (uint32_t k = 0; k < n; ++k) {
+    if (pools[k] != nullptr) pools[k]->Put(&spare[k]);
+  }
   uint64_t sealed = 0;
   for (const std::vector<net::Apply>& parts : applies) {
     for (const net::Apply& a : parts) {

@@ -11,6 +11,7 @@
 #include "common/percentile.h"
 #include "common/scoped_temp_dir.h"
 #include "common/store_damage.h"
+#include "common/string_pool.h"
 #include "common/token_file.h"
 
 namespace pace {
@@ -135,6 +136,40 @@ TEST(StoreDamageTest, NamesTheClockLog) {
   EXPECT_NE(wal.message().find("a write-ahead log is damaged before its end"), std::string::npos);
   EXPECT_EQ(wal.message().find("write-ahead log /d/"), std::string::npos) << "named by RocksDB";
   EXPECT_NE(wal.message().find("pacectl checkpoint restore"), std::string::npos) << wal.ToString();
+}
+
+}  // namespace
+}  // namespace pace
+
+namespace pace {
+namespace {
+
+// Buffers keep their capacity through the pool, the pool keeps no more bytes
+// of capacity than its bound (the rest are freed), small strings (no heap
+// buffer) are not kept, and Take gives at most what it holds.
+TEST(StringPoolTest, KeepsBuffersWithTheirCapacityUpToItsBound) {
+  StringPool pool(3 * 1000);
+  std::vector<std::string> spare;
+  for (int i = 0; i < 5; ++i) spare.push_back(std::string(1000, 'x'));
+  spare.push_back("short");
+  const size_t cap = spare[0].capacity();
+  ASSERT_GE(cap, 1000u);
+  pool.Put(&spare);
+  EXPECT_TRUE(spare.empty());
+  const size_t kept = 3 * 1000 / cap;
+  EXPECT_EQ(pool.bytes(), kept * cap);
+  std::vector<std::string> out;
+  EXPECT_EQ(pool.Take(1, &out), 1u);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].empty());
+  EXPECT_EQ(out[0].capacity(), cap);
+  const char* data = out[0].data();
+  const std::string delta(900, 'y');
+  out[0].assign(delta);            // as SendBatch copies a delta into it
+  EXPECT_EQ(out[0].data(), data);  // no allocation
+  EXPECT_EQ(pool.Take(100, &out), kept - 1);
+  EXPECT_EQ(pool.bytes(), 0u);
+  EXPECT_EQ(pool.Take(100, &out), 0u);
 }
 
 }  // namespace

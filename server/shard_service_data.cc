@@ -224,7 +224,21 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
   auto done = std::make_shared<std::vector<std::unique_ptr<PendingApply>>>(std::move(*group));
   PostRead([this, done] {
     int64_t bytes = 0;
-    for (const auto& p : *done) bytes += p->bytes;
+    size_t rows = 0;
+    for (const auto& p : *done) {
+      bytes += p->bytes;
+      rows += p->apply.updates.size();
+    }
+    if (options_.spent_apply_buffers != nullptr) {
+      // The rows' buffers are kept for the client's next batch (those the
+      // store kept as row values were moved out and hold nothing).
+      std::vector<std::string> spare;
+      spare.reserve(rows);
+      for (const auto& p : *done) {
+        for (net::RowData& u : p->apply.updates) spare.push_back(std::move(u.bytes));
+      }
+      options_.spent_apply_buffers->Put(&spare);
+    }
     done->clear();
     counters_.apply_bytes.fetch_sub(bytes, std::memory_order_relaxed);
   });
