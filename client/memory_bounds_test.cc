@@ -137,6 +137,7 @@ TEST_F(MemoryBoundsTest, UnacknowledgedBatchesStayWithinTheirBound) {
   }
   for (ClockT c = kClocks - 4; c < kClocks; ++c) ch_->Deliver(net::Ack{c, false});
   ASSERT_TRUE(Await(job).ok());
+  ASSERT_TRUE(client_->Flush().ok());  // the purges of the last Acks are done
   EXPECT_EQ(client_->Stats().unacked_bytes, 0u);
   ASSERT_EQ(applied.size(), 4u * kClocks);
   for (const auto& [row, d] : applied) {
