@@ -773,12 +773,19 @@ StatusOr<std::string> ShardService::MaybeCheckpoint() {
   char name[64];
   std::snprintf(name, sizeof(name), "clock-%012lld", static_cast<long long>(due));
   const std::string path = (std::filesystem::path(dir) / name).string();
-  Status s = store_->CreateCheckpoint(path);
-  if (!s.ok()) {
-    return s.WithPrefix("checkpoint at shard clock " + std::to_string(clock) + " into " + path);
+  // A restarted shard finds the checkpoint of `due` that the process before
+  // it wrote: it counts as written (creating it again would be refused, and
+  // retried every second until the next multiple).
+  CheckpointManifest found;
+  const bool written_before = ShardStore::ReadCheckpointManifest(path, &found).ok();
+  if (!written_before) {
+    Status s = store_->CreateCheckpoint(path);
+    if (!s.ok()) {
+      return s.WithPrefix("checkpoint at shard clock " + std::to_string(clock) + " into " + path);
+    }
+    LOG(INFO) << "shard " << shard_id_ << ": checkpoint at shard clock " << clock << ": " << path;
   }
   last_checkpoint_ = due;
-  LOG(INFO) << "shard " << shard_id_ << ": checkpoint at shard clock " << clock << ": " << path;
   // The error_code forms throughout (a range-for's increment throws): a
   // directory that cannot be listed keeps its checkpoints, never aborts.
   std::vector<std::string> names;
@@ -811,7 +818,7 @@ StatusOr<std::string> ShardService::MaybeCheckpoint() {
     stats.usage.exclusive_bytes += u.exclusive_bytes;
   }
   checkpoint_stats_ = stats;
-  return path;
+  return written_before ? std::string() : path;
 }
 
 ShardService::CheckpointStats ShardService::checkpoint_stats() const {

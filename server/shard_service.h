@@ -237,11 +237,12 @@ class ShardService : public net::ServiceHandler {
   Status CreateCheckpoint(const std::string& dir);
   // Writes the periodic checkpoint if the shard clock passed a multiple of
   // options.checkpoint_every since the last one written, then deletes all but
-  // the newest checkpoint_keep. Returns its directory, or "" if none was due.
-  // The housekeeping thread calls this.
+  // the newest checkpoint_keep. Returns its directory, or "" if none was due
+  // (or a previous process of this shard had written it: then it only prunes
+  // and counts them). The housekeeping thread calls this.
   StatusOr<std::string> MaybeCheckpoint();
   // The periodic checkpoints kept after the last MaybeCheckpoint that wrote
-  // one: how many, the due clock of the newest and their disk space
+  // or found one: how many, the due clock of the newest and their disk space
   // (storage/checkpoint.h, CheckpointDiskUsage summed). In Stats() and
   // /metrics.
   struct CheckpointStats {

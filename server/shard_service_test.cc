@@ -1031,6 +1031,44 @@ TEST_F(ShardServiceTest, PeriodicCheckpointsAreWrittenAndPruned) {
   EXPECT_FALSE(std::filesystem::exists(partial));
 }
 
+// A shard restarted on its store finds the checkpoint of its clock that it
+// wrote before: counted (in Stats() at once) and kept, not written again.
+TEST_F(ShardServiceTest, ARestartedShardCountsTheCheckpointsItFinds) {
+  OpenService(1, 1, 0, /*checkpoint_every=*/2);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  std::vector<std::string> written;
+  for (ClockT c = 0; c < 5; ++c) {
+    ApplyOk(c0, c, {Delta(t, 0, 1, 1)});
+    StatusOr<std::string> cp = service_->MaybeCheckpoint();
+    ASSERT_TRUE(cp.ok()) << cp.status().ToString();
+    if (!cp->empty()) written.push_back(*cp);
+  }
+  ASSERT_EQ(written.size(), 2u);  // shard clocks 2 and 4
+  const int64_t bytes = static_cast<int64_t>(service_->checkpoint_stats().usage.bytes);
+
+  c0.reset();
+  OpenService(1, 1, 0, /*checkpoint_every=*/2);  // shard clock 5: clock-4 is due and there
+  EXPECT_EQ(service_->checkpoint_stats().count, 0);
+  StatusOr<std::string> cp = service_->MaybeCheckpoint();
+  ASSERT_TRUE(cp.ok()) << cp.status().ToString();
+  EXPECT_EQ(*cp, "");
+  const ShardService::CheckpointStats cs = service_->checkpoint_stats();
+  EXPECT_EQ(cs.count, 2);
+  EXPECT_EQ(cs.last_clock, 4);
+  EXPECT_EQ(static_cast<int64_t>(cs.usage.bytes), bytes);
+  EXPECT_TRUE(std::filesystem::exists(written[0]));
+  EXPECT_TRUE(std::filesystem::exists(written[1]));
+
+  c0 = Connect(0);
+  ApplyOk(c0, 5, {Delta(t, 0, 1, 1)});
+  cp = service_->MaybeCheckpoint();
+  ASSERT_TRUE(cp.ok()) << cp.status().ToString();
+  EXPECT_NE(cp->find("clock-000000000006"), std::string::npos) << *cp;
+  EXPECT_FALSE(std::filesystem::exists(written[0]));  // keep = 2
+  EXPECT_TRUE(std::filesystem::exists(written[1]));
+}
+
 TEST_F(ShardServiceTest, ConcurrentClientsAdvanceTheClockInOrder) {
   constexpr int kClients = 3;
   constexpr int kClocks = 150;

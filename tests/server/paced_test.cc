@@ -517,9 +517,21 @@ TEST_F(PacedTest, RefusesDataDirOfAnotherShard) {
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "SIGTERM must exit 0";
   Subprocess other;
   uint16_t port = 0;
-  // Same dir, another num_clients: refused with a clear message.
+  // Same dir, another num_clients: refused in one line naming the command
+  // that changes it.
   Status s = StartPaced(&other, data_dir_, 0, 1, 3, {}, &port);
   EXPECT_FALSE(s.ok());
+  ASSERT_TRUE(other.Wait(20000, &st).ok());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << st;
+  const std::string err = testing::ReadFile(data_dir_ + ".stderr.log");
+  EXPECT_NE(err.find("paced: cannot open --data_dir=" + data_dir_ +
+                     ": the store holds shard 0 of a job of 1 shards and 2 clients, not 3: "),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("pacectl checkpoint restore CKPT0,CKPT1,... --num_shards=1 --num_clients=3 "
+                     "--out=DIR"),
+            std::string::npos)
+      << err;
 }
 
 // Kills paced with SIGKILL while clients stream batches, restarts it on the same
