@@ -296,9 +296,6 @@ class Client::Impl : public client::ChannelListener {
 
  private:
   static constexpr size_t kNumStripes = 64;
-  // SendBatch takes spare buffers for an Apply's strings this many at a time
-  // (one lock of the channel's pool each).
-  static constexpr size_t kSpareBuffersPerTake = 1024;
   // A worker's Clock() blocks while it is this many clocks ahead of the
   // oldest unacknowledged batch (bounds the oplog when a shard is slow).
   static constexpr ClockT kMaxClocksInFlight = 64;

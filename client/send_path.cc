@@ -38,6 +38,33 @@ void MoveWorker(std::map<ClockT, int>* clocks, ClockT from) {
   if (it != clocks->end() && --it->second == 0) clocks->erase(it);
 }
 
+// Buffers for an Apply's strings from a channel's spare buffers (an
+// in-process shard gives back those of the batches it applied), taken a
+// block at a time: a delta copied into one allocates nothing. Without spare
+// buffers (nullptr, or none left) a copy allocates as usual.
+class SpareStrings {
+ public:
+  static constexpr size_t kPerTake = 1024;  // buffers per lock of the pool
+
+  explicit SpareStrings(StringPool* pool) : pool_(pool) {}
+  std::string Copy(const std::string& delta) {
+    if (spare_.empty() && pool_ != nullptr) pool_->Take(kPerTake, &spare_);
+    if (spare_.empty()) return delta;
+    std::string bytes = std::move(spare_.back());
+    spare_.pop_back();
+    bytes.assign(delta);
+    return bytes;
+  }
+  // The buffers not used go back to the pool.
+  void GiveBack() {
+    if (pool_ != nullptr) pool_->Put(&spare_);
+  }
+
+ private:
+  StringPool* pool_;
+  std::vector<std::string> spare_;
+};
+
 }  // namespace
 
 void Client::Impl::DeregisterWorker(ClockT clock) {
@@ -184,21 +211,10 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
   std::vector<uint32_t> part_of(n);
   // The first row of each shard that cannot fit a frame alone.
   std::vector<Status> unsendable(n);
-  // Buffers for the Apply's strings that an in-process shard gave back (a
-  // delta copied into one allocates nothing), taken a block at a time.
-  std::vector<StringPool*> pools(n);
-  std::vector<std::vector<std::string>> spare(n);
-  auto copy_delta = [&](uint32_t k, const std::string& delta) {
-    std::vector<std::string>& s = spare[k];
-    if (s.empty() && pools[k] != nullptr) pools[k]->Take(kSpareBuffersPerTake, &s);
-    if (s.empty()) return delta;
-    std::string bytes = std::move(s.back());
-    s.pop_back();
-    bytes.assign(delta);
-    return bytes;
-  };
+  std::vector<SpareStrings> spare;
+  spare.reserve(n);
   for (uint32_t k = 0; k < n; ++k) {
-    pools[k] = shards_[k]->channel->spare_buffers();
+    spare.emplace_back(shards_[k]->channel->spare_buffers());
     part_of[k] = next_part_[k] + (c == shards_[k]->resume_clock ? shards_[k]->resume_parts : 0);
     limit[k] = shards_[k]->frame_limit.load(std::memory_order_acquire);
     applies[k].resize(1);
@@ -250,15 +266,13 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
       const client::PendingDelta* p = st.Seal(e, c, part_of[k]);
       if (p == nullptr) continue;
       applies[k].back().updates.push_back(
-          net::RowData{e->key.table, e->key.row, copy_delta(k, p->delta)});
+          net::RowData{e->key.table, e->key.row, spare[k].Copy(p->delta)});
       keys[k].back().push_back(e->key);
     }
     if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
   }
   FlushAllUnsubscribes();
-  for (uint32_t k = 0; k < n; ++k) {
-    if (pools[k] != nullptr) pools[k]->Put(&spare[k]);
-  }
+  for (SpareStrings& s : spare) s.GiveBack();
   uint64_t sealed = 0;
   for (const std::vector<net::Apply>& parts : applies) {
     for (const net::Apply& a : parts) {
