@@ -1,7 +1,7 @@
 // Runs many seeded schedules of the protocol simulation. The default suite
-// runs kDefaultSchedules; the slow test (simulation_slow_test) runs
-// PACE_SIM_SCHEDULES (default 1,000,000). PACE_SIM_SEED=N replays one seed
-// with a trace of its events.
+// (consistency_sim_test) runs 10,000; the slow one (consistency_sim_slow_test,
+// label slow) 1,000,000. PACE_SIM_SCHEDULES=N sets the count; PACE_SIM_SEED=N
+// replays one seed with a trace of its events.
 #include "consistency/sim/simulation.h"
 
 #include <gtest/gtest.h>
