@@ -312,6 +312,10 @@ void Client::Impl::HandleAck(uint32_t k, const net::Ack& a) {
   sh.acked_parts.store(ack.acked.parts, std::memory_order_release);
   sh.acked_through.store(ack.acked.clock, std::memory_order_release);
   vap_.Acked(k, ack.acked.clock, ack.acked.parts);
+  {
+    std::lock_guard<std::mutex> progress(progress_mu_);  // waits on the acked position
+    progress_cv_.notify_all();
+  }
   // The deltas leave the cache entries on the purge thread, so that this
   // thread goes on to the next message (the PushDone behind this Ack).
   MutexLock l(&purge_mu_);
