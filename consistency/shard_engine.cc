@@ -163,7 +163,15 @@ void ShardEngine::FinishRead(PeerId id, const ReadRequest& read, const Status& s
     bytes += static_cast<int64_t>(r.bytes.size());
     counters_.rows_read_absent += r.absent ? 1 : 0;
   }
-  if (read.subscribe) subs_.Subscribe(id, read.table, read.rows);
+  if (read.subscribe) {
+    // The only client process of a job is pushed nothing: nobody else
+    // changes its rows, and its own changes are in its cache. It is
+    // registered for its PushDones, without a subscription per row (at model
+    // scale ~100 bytes each for every row the job reads, and the readers'
+    // time to add them).
+    const bool only_client = it->second.info.is_client && clocks_.num_clients() == 1;
+    subs_.Subscribe(id, read.table, only_client ? std::vector<uint64_t>{} : read.rows);
+  }
   counters_.rows_read += static_cast<int64_t>(answer.rows.size());
   counters_.value_bytes_out += bytes;
   peer.SendReadAnswer(std::move(answer));

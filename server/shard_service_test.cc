@@ -647,6 +647,40 @@ TEST_F(ShardServiceTest, SubscribersGetChangedRowsThenPushDone) {
   EXPECT_EQ(done->applied_clock, 2);
 }
 
+// In a job of one client process, a subscribing Read registers the client
+// for its PushDones but subscribes none of its rows (nobody else changes
+// them); an observer that subscribes is pushed the client's changes as in
+// any job.
+TEST_F(ShardServiceTest, TheOnlyClientGetsPushDonesWithoutRowSubscriptions) {
+  OpenService(1);
+  auto c0 = Connect(0);
+  uint32_t t = CreateTable(c0, "w");
+  Read(c0, 1, t, {1, 2, 3}, 0, /*subscribe=*/true);
+  ASSERT_EQ(MessagesOfType<net::ReadReply>(c0->Take()).size(), 1u);
+  EXPECT_EQ(service_->TEST_NumSubscriptions(), 0u);
+  Apply(c0, 0, {Delta(t, 1, 1, 0)});  // clock -> 1
+  auto m0 = c0->Take();
+  EXPECT_TRUE(MessagesOfType<net::Push>(m0).empty());
+  auto done = MessagesOfType<net::PushDone>(m0);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].version, 1);
+
+  auto obs = FakeSession::Observer();
+  service_->OnConnect(obs);
+  Read(obs, 2, t, {1}, 0, /*subscribe=*/true);
+  ASSERT_EQ(MessagesOfType<net::ReadReply>(obs->Take()).size(), 1u);
+  EXPECT_EQ(service_->TEST_NumSubscriptions(), 1u);
+  Apply(c0, 1, {Delta(t, 1, 1, 0)});  // clock -> 2
+  auto pushes = MessagesOfType<net::Push>(obs->Take());
+  ASSERT_EQ(pushes.size(), 1u);
+  ASSERT_EQ(pushes[0].rows.size(), 1u);
+  EXPECT_EQ(DecodeDense<int64_t>(pushes[0].rows[0].bytes), (V{2, 0}));
+  m0 = c0->Take();
+  EXPECT_TRUE(MessagesOfType<net::Push>(m0).empty());
+  EXPECT_EQ(MessagesOfType<net::PushDone>(m0).size(), 1u);
+  service_->OnDisconnect(obs);
+}
+
 TEST_F(ShardServiceTest, ParkedSubscribingReadSubscribesWhenAnswered) {
   OpenService(2);
   auto c0 = Connect(0), c1 = Connect(1);
