@@ -26,6 +26,10 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
     if (!e->has_open) {
       e->open.clock = c;
       e->open.sealed = false;
+      if (e->open.delta.capacity() < delta.size() && !spare_deltas.empty()) {
+        e->open.delta.swap(spare_deltas.back());  // another row's purged delta's
+        spare_deltas.pop_back();
+      }
       e->open.delta.assign(delta.data(), delta.size());  // reuses a recycled buffer
       e->has_open = true;
     } else {
@@ -160,8 +164,12 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_
     e->open.delta.swap(pd.back().delta);
     e->open.delta.clear();
   }
-  if (spare != nullptr) {
-    for (auto it = keep; it != pd.end(); ++it) spare->push_back(std::move(it->delta));
+  for (auto it = keep; it != pd.end(); ++it) {
+    if (recycle_delta_buffers && spare_deltas.size() < kSpareDeltaBuffers) {
+      spare_deltas.push_back(std::move(it->delta));
+    } else if (spare != nullptr) {
+      spare->push_back(std::move(it->delta));
+    }
   }
   pd.erase(keep, pd.end());
   // A vector never shrinks by itself, so a row would keep the largest

@@ -311,8 +311,9 @@ struct alignas(64) CacheStripe {
   // with their own part). Returns their bytes. The storage of `pending` is
   // released beyond kKeptPendingCapacity deltas (all of it without
   // recycle_delta_buffers) once no more than that is left. The buffers of
-  // the removed deltas not kept for the row's next open delta are moved to
-  // *spare when given (for the client's next batch), else freed.
+  // the removed deltas not kept for the row's next open delta go to
+  // spare_deltas (while recycling, up to its bound), then to *spare when
+  // given (for the client's next batch), else are freed.
   size_t PurgeAcked(const RowKey& key, ClockT c, uint32_t part = UINT32_MAX) REQUIRES(mu) {
     return PurgeAcked(key, RowKeyHash()(key), c, part);
   }
@@ -411,6 +412,12 @@ struct alignas(64) CacheStripe {
   // delta (no allocation per row per clock). Off under a memory budget: every
   // cached row would keep a row-sized buffer the cache budget does not count.
   bool recycle_delta_buffers GUARDED_BY(mu) = true;
+  // With recycle_delta_buffers: buffers of purged deltas that their rows
+  // could not keep (a worker had opened the row's next delta before the
+  // Ack), for other rows' next open deltas (AddDelta), at most
+  // kSpareDeltaBuffers.
+  std::vector<std::string> spare_deltas GUARDED_BY(mu);
+  static constexpr size_t kSpareDeltaBuffers = 256;
   // Bytes of the open (not yet sent) deltas of this stripe's rows. (Sealed
   // ones are counted client-wide, per batch: Client::Impl::unacked_bytes_.)
   size_t open_bytes GUARDED_BY(mu) = 0;

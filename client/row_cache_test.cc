@@ -115,6 +115,34 @@ TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
   EXPECT_EQ(Seen(*e), (std::vector<int64_t>{3, 3}));
 }
 
+// A row opened its next delta before the Ack of its sealed one came: the
+// purged delta's buffer goes to the stripe's spares, and another row's next
+// open delta takes it instead of allocating. Without recycling (a memory
+// budget) none is kept.
+TEST_F(RowCacheTest, APurgedBufferItsRowCannotKeepGoesToAnotherRowsNextDelta) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
+  CacheEntry* a = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
+  CacheEntry* b = st_.FindOrCreate(RowKey{1, 2}, 0, &table_);
+  st_.InstallValue(a, Dense({0, 0}), 0, 0);
+  st_.InstallValue(b, Dense({0, 0}), 0, 0);
+  st_.AddDelta(a, 0, Dense({1, 1}));
+  const char* buffer = a->open.delta.data();
+  st_.Seal(a, 0);
+  st_.AddDelta(a, 1, Dense({1, 1}));  // before the Ack of clock 0
+  EXPECT_EQ(st_.PurgeAcked(RowKey{1, 1}, 0), 16u);
+  ASSERT_EQ(st_.spare_deltas.size(), 1u);
+  st_.AddDelta(b, 1, Dense({5, 5}));
+  EXPECT_EQ(b->open.delta.data(), buffer);
+  EXPECT_TRUE(st_.spare_deltas.empty());
+  EXPECT_EQ(Seen(*b), (std::vector<int64_t>{5, 5}));
+  EXPECT_EQ(Seen(*a), (std::vector<int64_t>{2, 2}));
+  st_.Seal(a, 1);
+  st_.AddDelta(a, 2, Dense({1, 1}));
+  st_.recycle_delta_buffers = false;
+  st_.PurgeAcked(RowKey{1, 1}, 1);
+  EXPECT_TRUE(st_.spare_deltas.empty());
+}
+
 // An outage: a row is sealed in many clocks before any Ack, then the Acks
 // purge them. The row must not keep the backlog's storage for the rest of the
 // job (else memory grows with the job's length), nor more than room for one

@@ -11,6 +11,7 @@
 #include "common/hash.h"
 #include "server/engine_adapters.h"
 #include "server/shard_service.h"
+#include "server/sort_by_row.h"
 
 namespace pace {
 
@@ -139,20 +140,11 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
     return a.table != b.table ? a.table < b.table : a.row < b.row;
   };
   if (!std::is_sorted(deltas.begin(), deltas.end(), key_less)) {
-    // Sorting 16-byte keys (the batch index breaks ties, keeping batch order)
-    // and permuting once is faster than a stable sort of the deltas.
-    struct SortKey {
-      uint32_t table;
-      uint32_t index;
-      uint64_t row;
-    };
-    std::vector<SortKey> keys(deltas.size());
+    // Sorting 16-byte keys (stable: deltas of one row keep their batch
+    // order) and permuting once is faster than sorting the deltas.
+    std::vector<RowSortKey> keys(deltas.size());
     for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = {deltas[i].table, i, deltas[i].row};
-    std::sort(keys.begin(), keys.end(), [](const SortKey& a, const SortKey& b) {
-      if (a.table != b.table) return a.table < b.table;
-      if (a.row != b.row) return a.row < b.row;
-      return a.index < b.index;
-    });
+    SortByTableAndRow(&keys);
     std::vector<RowDelta> sorted(deltas.size());
     for (size_t i = 0; i < keys.size(); ++i) sorted[i] = deltas[keys[i].index];
     deltas.swap(sorted);

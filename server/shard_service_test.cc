@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "common/hash.h"
 #include "common/row.h"
 #include "common/scoped_temp_dir.h"
+#include "server/sort_by_row.h"
 #include "server/testing/fake_session.h"
 
 namespace pace {
@@ -381,6 +384,32 @@ TEST_F(ShardServiceTest, AppliedBatchesLeaveTheirBuffersInTheSparePool) {
     for (uint64_t r = 0; r < kRows; ++r) rows[r] = r;
     EXPECT_EQ(Values(t, rows), want);
   }
+}
+
+// The order of an Apply's rows for the store: by (table, row), rows of equal
+// key in their batch order, whatever bytes of the keys differ.
+TEST(SortByTableAndRowTest, SortsByTableThenRowAndKeepsTheOrderOfEqualKeys) {
+  std::mt19937_64 rng(7);
+  for (uint64_t row_mask : {uint64_t{0xff}, uint64_t{0xfffff}, ~uint64_t{0}}) {
+    for (uint32_t tables : {1u, 3u, 70000u}) {
+      std::vector<RowSortKey> keys(5000);
+      for (uint32_t i = 0; i < keys.size(); ++i) {
+        keys[i] = {static_cast<uint32_t>(rng() % tables) + 1, i, rng() & row_mask};
+      }
+      std::vector<RowSortKey> want = keys;
+      std::stable_sort(want.begin(), want.end(), [](const RowSortKey& a, const RowSortKey& b) {
+        return a.table != b.table ? a.table < b.table : a.row < b.row;
+      });
+      SortByTableAndRow(&keys);
+      ASSERT_EQ(keys.size(), want.size());
+      for (size_t i = 0; i < keys.size(); ++i) {
+        ASSERT_EQ(keys[i].index, want[i].index) << "mask " << row_mask << " tables " << tables;
+      }
+    }
+  }
+  std::vector<RowSortKey> none;
+  SortByTableAndRow(&none);
+  EXPECT_TRUE(none.empty());
 }
 
 // A new process of a client (another Hello incarnation) starts while the
