@@ -115,7 +115,7 @@ void World::ClientStep(ClientId c, size_t wi) {
     return;
   } else {
     WorkerClock(cl, w);
-    if (!cl.vap.WithinBound()) {
+    if (!cl.vap.WithinBound() && !Planted(PlantedBug::kIgnoreValueBound)) {
       w.gated = true;  // RetryBlocked lets it go once the Acks come
       return;
     }

@@ -30,12 +30,13 @@
 //   - the read rule: it holds every update of every clock < c - s (not
 //     async);
 //   - read-my-writes: it holds every update this process made before;
-// and at the end the stores hold exactly every update once (exact integer
-// totals), each clock's from the process that completed it at that shard
-// (parts of a killed process's unfinished clock taken back, a re-run of a
-// clock a shard had completed skipped), every applied clock is complete and
-// no undo record is left. A schedule that deadlocks or runs too long fails
-// too.
+// whenever a worker starts a clock, no row of a vap table has more than its
+// value bound (L1) in its process's unacknowledged batches; and at the end
+// the stores hold exactly every update once (exact integer totals), each
+// clock's from the process that completed it at that shard (parts of a
+// killed process's unfinished clock taken back, a re-run of a clock a shard
+// had completed skipped), every applied clock is complete and no undo record
+// is left. A schedule that deadlocks or runs too long fails too.
 //
 // Everything is a pure function of the seed: a failing seed replays exactly.
 #ifndef PACE_CONSISTENCY_SIM_SIMULATION_H_
@@ -65,9 +66,10 @@ struct SimResult {
   int64_t rows_absent = 0;  // rows that arrived without a record (the client computed them)
 };
 
-// A deliberate error in the client rules (consistency/client_engine.h) as
-// the simulated clients apply them, or in the shard's undo of an incomplete
-// clock: the test that the schedules would find a wrong rule plants each.
+// A deliberate error in the client rules (consistency/client_engine.h,
+// consistency/value_bound.h) as the simulated clients apply them, or in the
+// shard's undo of an incomplete clock: the test that the schedules would find
+// a wrong rule plants each.
 enum class PlantedBug {
   kNone,
   // Does not raise the duplicate bound when re-sending after a reconnect: a
@@ -90,6 +92,9 @@ enum class PlantedBug {
   // The shard serves a new process of a client before its writer has the
   // batches an earlier process sent (HelloWaitsForWriter without `served`).
   kServeBeforeTheWriter,
+  // A worker starts its next clock whatever its process has in flight: the
+  // value bound of vap tables (ValueBoundLedger) is not waited for.
+  kIgnoreValueBound,
 };
 
 struct SimOptions {

@@ -104,6 +104,7 @@ TEST(SimulationTest, FindsEachPlantedClientBug) {
       {PlantedBug::kNoUndo, "no undo of a killed process's parts"},
       {PlantedBug::kUndoTwice, "parts taken back twice"},
       {PlantedBug::kServeBeforeTheWriter, "a new process served before the writer"},
+      {PlantedBug::kIgnoreValueBound, "a clock started past the value bound"},
   };
   constexpr uint64_t kSeeds = 20000;
   for (const auto& [bug, name] : bugs) {
