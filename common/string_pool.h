@@ -35,22 +35,17 @@ class StringPool {
   // rest) and leaves *spare empty. Strings within the small-string buffer are
   // not kept: they own no heap memory.
   void Put(std::vector<std::string>* spare) {
-    std::vector<std::string> excess;
     {
       MutexLock l(&mu_);
       for (std::string& s : *spare) {
         const size_t cap = s.capacity();
-        if (cap <= kInlineCapacity) continue;
-        if (bytes_ + cap > max_bytes_) {
-          excess.push_back(std::move(s));  // freed below, outside the lock
-          continue;
-        }
+        if (cap <= kInlineCapacity || bytes_ + cap > max_bytes_) continue;
         bytes_ += cap;
         buffers_.push_back(std::move(s));
         buffers_.back().clear();
       }
     }
-    spare->clear();
+    spare->clear();  // frees those not kept, outside the lock
   }
 
   // Moves up to n buffers (empty, each with its capacity) to the end of
