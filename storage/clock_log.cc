@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/thread_name.h"
@@ -200,7 +202,8 @@ Status ClockLogWriter::WriteAt(const char* data, size_t n, uint64_t offset) {
 }
 
 Status ClockLogWriter::Append(uint64_t seq, size_t count,
-                              const std::function<ClockLogEntry(size_t)>& entry, bool sync) {
+                              const std::function<ClockLogEntry(size_t)>& entry, bool sync,
+                              Payload* payload_out) {
   if (fd_ < 0) return Status::FailedPrecondition("the clock log is not open");
   // The record (header slot, then the payload) is staged and written in
   // pieces of stage_bytes_ from the record's start; the header, known last,
@@ -294,6 +297,7 @@ Status ClockLogWriter::Append(uint64_t seq, size_t count,
     return ErrnoStatus("sync clock log " + ClockLogPath(dir_, number_), errno);
   }
   offset_ += record;
+  if (payload_out != nullptr) *payload_out = Payload{payload, crc};
   return Status::OK();
 }
 
@@ -310,28 +314,88 @@ Status ClockLogWriter::Restart(uint64_t number) {
 
 // --- Reader -------------------------------------------------------------------
 
-Status ReadClockLog(const std::string& dir, uint64_t number, uint64_t end, uint64_t first_seq,
-                    const std::function<Status(uint64_t, const std::vector<ClockLogEntry>&)>& fn) {
-  if (end == 0) return Status::OK();
-  const std::string path = ClockLogPath(dir, number);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return Status::NotFound("clock log " + path + " is missing");
-    return ErrnoStatus("open clock log " + path, errno);
+namespace {
+
+// An open log file for reading, closed on destruction.
+class LogFile {
+ public:
+  LogFile(const LogFile&) = delete;
+  LogFile& operator=(const LogFile&) = delete;
+  ~LogFile() {
+    if (fd_ >= 0) ::close(fd_);
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  auto read_at = [&](char* dst, size_t n, uint64_t offset) -> Status {
+  static Status Open(const std::string& dir, uint64_t number, std::unique_ptr<LogFile>* out) {
+    const std::string path = ClockLogPath(dir, number);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return Status::NotFound("clock log " + path + " is missing");
+      return ErrnoStatus("open clock log " + path, errno);
+    }
+    out->reset(new LogFile(fd, path));
+    return Status::OK();
+  }
+
+  // Reads the record at `offset`, which must lie within [offset, end) and
+  // have sequence number `seq`, checking every checksum: its entries into
+  // *entries (pointing into *payload) and its length with padding (where the
+  // next record starts) into *record.
+  Status ReadRecord(uint64_t offset, uint64_t end, uint64_t seq, std::string* payload,
+                    std::vector<ClockLogEntry>* entries, uint64_t* record) const {
+    if (end < offset || end - offset < kClockLogHeaderBytes) {
+      return Corrupt(offset, "truncated record header");
+    }
+    char h[kClockLogHeaderBytes];
+    RETURN_IF_ERROR(ReadAt(h, sizeof(h), offset, end));
+    if (GetU32(h) != kMagic) return Corrupt(offset, "bad record magic");
+    if (GetU32(h + 4) != Crc32c(0, h + 8, kClockLogHeaderBytes - 8)) {
+      return Corrupt(offset, "record header checksum mismatch");
+    }
+    const uint64_t rec_seq = GetU64(h + 8), bytes = GetU64(h + 16);
+    const uint32_t crc = GetU32(h + 24), count = GetU32(h + 28);
+    *record = GetU64(h + 32);
+    if (rec_seq != seq) {
+      return Corrupt(offset, "record " + std::to_string(rec_seq) + " where record " +
+                                 std::to_string(seq) + " was expected");
+    }
+    if (bytes > end - offset - kClockLogHeaderBytes || *record < kClockLogHeaderBytes + bytes ||
+        *record > end - offset) {
+      return Corrupt(offset, "record of " + std::to_string(bytes) + " bytes past the end");
+    }
+    payload->resize(bytes);
+    RETURN_IF_ERROR(ReadAt(payload->data(), bytes, offset + kClockLogHeaderBytes, end));
+    if (Crc32c(0, payload->data(), bytes) != crc) {
+      return Corrupt(offset, "record payload checksum mismatch");
+    }
+    entries->clear();
+    entries->reserve(count);
+    size_t p = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (payload->size() - p < kClockLogEntryHeaderBytes) {
+        return Corrupt(offset, "truncated entry");
+      }
+      const char* e = payload->data() + p;
+      const uint32_t n = GetU32(e + 4);
+      p += kClockLogEntryHeaderBytes;
+      if (payload->size() - p < n) return Corrupt(offset, "entry past the record's end");
+      entries->push_back(ClockLogEntry{GetU32(e), GetU64(e + 8), std::string_view(e + 16, n)});
+      p += n;
+    }
+    if (p != payload->size()) return Corrupt(offset, "bytes after the record's last entry");
+    return Status::OK();
+  }
+
+ private:
+  LogFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
+  Status ReadAt(char* dst, size_t n, uint64_t offset, uint64_t end) const {
     while (n > 0) {
-      ssize_t r = ::pread(fd, dst, n, static_cast<off_t>(offset));
+      ssize_t r = ::pread(fd_, dst, n, static_cast<off_t>(offset));
       if (r < 0) {
         if (errno == EINTR) continue;
-        return ErrnoStatus("read clock log " + path, errno);
+        return ErrnoStatus("read clock log " + path_, errno);
       }
       if (r == 0) {
-        return Status::Corruption("clock log " + path + " ends at " + std::to_string(offset) +
+        return Status::Corruption("clock log " + path_ + " ends at " + std::to_string(offset) +
                                   ", before its committed end " + std::to_string(end));
       }
       dst += r;
@@ -339,56 +403,42 @@ Status ReadClockLog(const std::string& dir, uint64_t number, uint64_t end, uint6
       offset += static_cast<uint64_t>(r);
     }
     return Status::OK();
-  };
-  auto corrupt = [&](uint64_t offset, const std::string& what) {
-    return Status::Corruption("clock log " + path + " at offset " + std::to_string(offset) + ": " +
+  }
+  Status Corrupt(uint64_t offset, const std::string& what) const {
+    return Status::Corruption("clock log " + path_ + " at offset " + std::to_string(offset) + ": " +
                               what);
-  };
+  }
+
+  const int fd_;
+  const std::string path_;
+};
+
+}  // namespace
+
+Status ReadClockLog(const std::string& dir, uint64_t number, uint64_t end, uint64_t first_seq,
+                    const std::function<Status(uint64_t, const std::vector<ClockLogEntry>&)>& fn) {
+  if (end == 0) return Status::OK();
+  std::unique_ptr<LogFile> file;
+  RETURN_IF_ERROR(LogFile::Open(dir, number, &file));
   std::string payload;
   std::vector<ClockLogEntry> entries;
   uint64_t offset = 0, seq = first_seq;
   while (offset < end) {
-    if (end - offset < kClockLogHeaderBytes) return corrupt(offset, "truncated record header");
-    char h[kClockLogHeaderBytes];
-    RETURN_IF_ERROR(read_at(h, sizeof(h), offset));
-    if (GetU32(h) != kMagic) return corrupt(offset, "bad record magic");
-    if (GetU32(h + 4) != Crc32c(0, h + 8, kClockLogHeaderBytes - 8)) {
-      return corrupt(offset, "record header checksum mismatch");
-    }
-    const uint64_t rec_seq = GetU64(h + 8), bytes = GetU64(h + 16);
-    const uint32_t crc = GetU32(h + 24), count = GetU32(h + 28);
-    const uint64_t record = GetU64(h + 32);
-    if (rec_seq != seq) {
-      return corrupt(offset, "record " + std::to_string(rec_seq) + " where record " +
-                                 std::to_string(seq) + " was expected");
-    }
-    if (bytes > end - offset - kClockLogHeaderBytes || record < kClockLogHeaderBytes + bytes ||
-        record > end - offset) {
-      return corrupt(offset, "record of " + std::to_string(bytes) + " bytes past the end");
-    }
-    payload.resize(bytes);
-    RETURN_IF_ERROR(read_at(payload.data(), bytes, offset + kClockLogHeaderBytes));
-    if (Crc32c(0, payload.data(), bytes) != crc) {
-      return corrupt(offset, "record payload checksum mismatch");
-    }
-    entries.clear();
-    entries.reserve(count);
-    size_t p = 0;
-    for (uint32_t i = 0; i < count; ++i) {
-      if (payload.size() - p < kClockLogEntryHeaderBytes) return corrupt(offset, "truncated entry");
-      const char* e = payload.data() + p;
-      const uint32_t n = GetU32(e + 4);
-      p += kClockLogEntryHeaderBytes;
-      if (payload.size() - p < n) return corrupt(offset, "entry past the record's end");
-      entries.push_back(ClockLogEntry{GetU32(e), GetU64(e + 8), std::string_view(e + 16, n)});
-      p += n;
-    }
-    if (p != payload.size()) return corrupt(offset, "bytes after the record's last entry");
-    RETURN_IF_ERROR(fn(rec_seq, entries));
+    uint64_t record = 0;
+    RETURN_IF_ERROR(file->ReadRecord(offset, end, seq, &payload, &entries, &record));
+    RETURN_IF_ERROR(fn(seq, entries));
     offset += record;
     ++seq;
   }
   return Status::OK();
+}
+
+Status ReadClockLogRecord(const std::string& dir, uint64_t number, uint64_t offset, uint64_t end,
+                          uint64_t seq, std::string* payload, std::vector<ClockLogEntry>* entries) {
+  std::unique_ptr<LogFile> file;
+  RETURN_IF_ERROR(LogFile::Open(dir, number, &file));
+  uint64_t record = 0;
+  return file->ReadRecord(offset, end, seq, payload, entries, &record);
 }
 
 }  // namespace pace

@@ -79,8 +79,14 @@ class ClockLogWriter {
   // `sync`, fdatasyncs before returning. On success the offset moves past the
   // record. On failure the offset stays (the next append overwrites the
   // partial record) and the Status carries the OS error text.
+  // With `payload` given, the record's payload bytes and their CRC-32C go
+  // there.
+  struct Payload {
+    uint64_t bytes = 0;
+    uint32_t crc = 0;
+  };
   Status Append(uint64_t seq, size_t count, const std::function<ClockLogEntry(size_t)>& entry,
-                bool sync);
+                bool sync, Payload* payload = nullptr);
   // Renames the open file to log file `number` and continues writing it at
   // offset 0 (the file is reused, not truncated). Syncs the directory.
   Status Restart(uint64_t number);
@@ -122,6 +128,12 @@ class ClockLogWriter {
 // offset; NotFound if the file is missing while end > 0.
 Status ReadClockLog(const std::string& dir, uint64_t number, uint64_t end, uint64_t first_seq,
                     const std::function<Status(uint64_t, const std::vector<ClockLogEntry>&)>& fn);
+// Reads the one record at `offset` of log file `number`, which must end by
+// `end` and have sequence number `seq`, checking every checksum: its entries
+// into *entries, pointing into *payload. Corruption names the file and
+// offset; NotFound if the file is missing.
+Status ReadClockLogRecord(const std::string& dir, uint64_t number, uint64_t offset, uint64_t end,
+                          uint64_t seq, std::string* payload, std::vector<ClockLogEntry>* entries);
 
 }  // namespace pace
 

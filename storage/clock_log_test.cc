@@ -333,6 +333,39 @@ void UndurableWriter(const std::string& dir) {
   ::_exit(0);
 }
 
+constexpr uint64_t kPartsProcess = 0xa11ce;
+
+// Applies clock 0 whole and clock 1 in two parts with more to come, each
+// group that part alone: their undo records are the log records (no file);
+// then exits without closing (killed mid-clock).
+void PartsWriter(const std::string& dir) {
+  ShardStoreOptions o;
+  o.num_clients = 1;
+  std::unique_ptr<ShardStore> s;
+  if (!ShardStore::Open(o, dir, &s).ok()) ::_exit(2);
+  TableSchema t;
+  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t).ok()) {
+    ::_exit(3);
+  }
+  const int64_t values[] = {1, 10, 100};
+  for (int k = 0; k < 3; ++k) {
+    const std::string bytes = I64Row(values[k], 2);
+    std::vector<RowDelta> deltas;
+    for (uint64_t r = 0; r < 4; ++r) deltas.push_back(RowDelta{t.id, r, bytes});
+    BatchRequest req{0, k == 0 ? 0 : 1, &deltas};
+    req.part = k == 0 ? 0 : static_cast<uint32_t>(k - 1);
+    req.more = k > 0;
+    req.incarnation = kPartsProcess;
+    std::vector<BatchResult> results;
+    if (!s->ApplyBatches({req}, &results).ok() || !results[0].status.ok()) ::_exit(4);
+  }
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.path().filename().string().rfind("UNDO-", 0) == 0) ::_exit(5);  // a second copy
+  }
+  if (!s->IncompleteClockOf(0).undoable || s->IncompleteClockOf(0).parts != 2) ::_exit(6);
+  ::_exit(0);
+}
+
 TEST(ClockLogChild, Writer) {
   const char* env = std::getenv("PACE_CLOCK_LOG_CHILD");
   if (env == nullptr) GTEST_SKIP() << "runs as the child of the tests below";
@@ -343,6 +376,7 @@ TEST(ClockLogChild, Writer) {
   if (mode == "readonly") ReadOnlyWriter(dir);
   if (mode == "undurable") UndurableWriter(dir);
   if (mode == "delta") DeltaWriter(dir);
+  if (mode == "parts") PartsWriter(dir);
   ::_exit(9);
 }
 
@@ -380,6 +414,40 @@ TEST(ClockLogStoreTest, AKilledWriterLosesNothingAndReplaysExactlyOnce) {
                    return true;
                  }).ok());
     EXPECT_EQ(rows, 3000u);
+  }
+}
+
+// A process killed mid-clock after two parts whose undo records were their
+// clock log records: the next open replays the parts once and keeps them
+// undoable (moving their records to files before the log restarts), and a
+// new process of the client takes them back exactly once.
+TEST(ClockLogStoreTest, PartsRecordedInTheLogAreTakenBackAfterAKill) {
+  ScopedTempDir tmp;
+  const std::string dir = tmp.Sub("s");
+  ASSERT_EQ(RunChild("parts", dir), 0);
+  ShardStoreOptions o;
+  o.num_clients = 1;
+  for (int open = 0; open < 2; ++open) {
+    std::unique_ptr<ShardStore> s;
+    ASSERT_TRUE(ShardStore::Open(o, dir, &s).ok());
+    const uint32_t t = s->FindTable("t")->id;
+    std::string v;
+    ASSERT_TRUE(s->Get(t, 3, &v).ok());
+    if (open == 0) {
+      EXPECT_EQ(v, I64Row(111, 2));
+      const IncompleteClock ic = s->IncompleteClockOf(0);
+      EXPECT_EQ(ic.clock, 1);
+      EXPECT_EQ(ic.parts, 2u);
+      ASSERT_TRUE(ic.undoable);
+      UndoResult r;
+      ASSERT_TRUE(s->UndoIncompleteClock(0, kPartsProcess + 1, &r).ok());
+      EXPECT_TRUE(r.undone);
+      EXPECT_EQ(r.parts, 2u);
+      ASSERT_TRUE(s->Get(t, 3, &v).ok());
+    }
+    EXPECT_EQ(v, I64Row(1, 2)) << "open " << open;
+    EXPECT_EQ(s->AppliedClock(0), 1);
+    EXPECT_EQ(s->AppliedParts(0), 0u);
   }
 }
 

@@ -140,6 +140,7 @@ bool DecodeUndoKey(std::string_view key, ClientId* client, uint32_t* part) {
 
 namespace {
 constexpr uint32_t kUndoRecordVersion = 1;
+constexpr uint32_t kUndoInLogVersion = 2;  // an undo pointer into the clock log
 constexpr size_t kUndoHeaderBytes = 4 + 8 + 8 + 4;
 constexpr size_t kUndoEntryHeaderBytes = 4 + 4 + 8;
 }  // namespace
@@ -194,27 +195,38 @@ Status DecodeUndoRecord(std::string_view in, UndoRecord* record) {
 
 std::string EncodeUndoPointer(const UndoPointer& p) {
   std::string out;
-  Append(&out, kUndoRecordVersion);
+  Append(&out, p.in_log ? kUndoInLogVersion : kUndoRecordVersion);
   Append(&out, static_cast<int64_t>(p.clock));
   Append(&out, p.incarnation);
   Append(&out, p.bytes);
   Append(&out, p.crc);
+  if (p.in_log) {
+    Append(&out, p.log_number);
+    Append(&out, p.log_offset);
+    Append(&out, p.log_seq);
+  }
   return out;
 }
 
 Status DecodeUndoPointer(std::string_view in, UndoPointer* p) {
-  if (in.size() != 32) {
+  if (in.size() != 32 && in.size() != 56) {
     return Status::Corruption("undo key value of " + std::to_string(in.size()) + " bytes");
   }
   Reader r(in.data());
   const uint32_t version = r.Get<uint32_t>();
-  if (version != kUndoRecordVersion) {
-    return Status::Corruption("undo key value of version " + std::to_string(version));
+  const bool in_log = version == kUndoInLogVersion;
+  if ((version != kUndoRecordVersion && !in_log) || in.size() != (in_log ? 56u : 32u)) {
+    return Status::Corruption("undo key value of version " + std::to_string(version) + " and " +
+                              std::to_string(in.size()) + " bytes");
   }
   p->clock = static_cast<ClockT>(r.Get<int64_t>());
   p->incarnation = r.Get<uint64_t>();
   p->bytes = r.Get<uint64_t>();
   p->crc = r.Get<uint32_t>();
+  p->in_log = in_log;
+  p->log_number = in_log ? r.Get<uint64_t>() : 0;
+  p->log_offset = in_log ? r.Get<uint64_t>() : 0;
+  p->log_seq = in_log ? r.Get<uint64_t>() : 0;
   if (p->clock < 0) return Status::Corruption("undo key value with a negative clock");
   return Status::OK();
 }

@@ -130,14 +130,23 @@ void EncodeUndoRecord(ClockT clock, uint64_t incarnation, size_t count,
 Status DecodeUndoRecord(std::string_view in, UndoRecord* record);
 
 // The value of an undo key: where the part's undo record is (docs/
-// storage-format.md section 4): u32 LE version (1), i64 LE clock, u64 LE
-// incarnation, u64 LE bytes of the record file, u32 LE CRC-32C of them
-// (32 bytes). The record itself is the file UndoFileName(client, part).
+// storage-format.md section 4). Version 1 (32 bytes): u32 LE version, i64 LE
+// clock, u64 LE incarnation, u64 LE bytes of the record file, u32 LE CRC-32C
+// of them; the record is the file UndoFileName(client, part). Version 2
+// (56 bytes): the same five fields (bytes and CRC of the clock log record's
+// payload), then u64 LE log number, u64 LE offset of the record in that
+// log, u64 LE its sequence number: the part's deltas are the payload of
+// that clock log record (a group that was the part alone), with no copy of
+// them anywhere else.
 struct UndoPointer {
   ClockT clock = 0;
   uint64_t incarnation = 0;
   uint64_t bytes = 0;
   uint32_t crc = 0;
+  bool in_log = false;  // version 2
+  uint64_t log_number = 0;
+  uint64_t log_offset = 0;
+  uint64_t log_seq = 0;
 };
 std::string EncodeUndoPointer(const UndoPointer& p);
 Status DecodeUndoPointer(std::string_view in, UndoPointer* p);

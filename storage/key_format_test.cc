@@ -129,6 +129,41 @@ TableSchema FullSchema() {
   return s;
 }
 
+TEST(KeyFormatTest, UndoPointersOfBothVersionsRoundTrip) {
+  UndoPointer file{7, 0xabc, 1234, 0xdeadbeef};
+  const std::string v1 = EncodeUndoPointer(file);
+  ASSERT_EQ(v1.size(), 32u);
+  UndoPointer got;
+  ASSERT_TRUE(DecodeUndoPointer(v1, &got).ok());
+  EXPECT_FALSE(got.in_log);
+  EXPECT_EQ(got.clock, 7);
+  EXPECT_EQ(got.incarnation, 0xabcu);
+  EXPECT_EQ(got.bytes, 1234u);
+  EXPECT_EQ(got.crc, 0xdeadbeefu);
+
+  UndoPointer log = file;
+  log.in_log = true;
+  log.log_number = 3;
+  log.log_offset = 8192;
+  log.log_seq = 41;
+  const std::string v2 = EncodeUndoPointer(log);
+  ASSERT_EQ(v2.size(), 56u);
+  ASSERT_TRUE(DecodeUndoPointer(v2, &got).ok());
+  EXPECT_TRUE(got.in_log);
+  EXPECT_EQ(got.clock, 7);
+  EXPECT_EQ(got.bytes, 1234u);
+  EXPECT_EQ(got.log_number, 3u);
+  EXPECT_EQ(got.log_offset, 8192u);
+  EXPECT_EQ(got.log_seq, 41u);
+
+  // A version that does not match the value's size, and other sizes, are
+  // Corruption.
+  EXPECT_TRUE(DecodeUndoPointer(v2.substr(0, 32), &got).code() == StatusCode::kCorruption);
+  std::string long_v1 = v1 + std::string(24, '\0');
+  EXPECT_TRUE(DecodeUndoPointer(long_v1, &got).code() == StatusCode::kCorruption);
+  EXPECT_TRUE(DecodeUndoPointer(v1.substr(0, 31), &got).code() == StatusCode::kCorruption);
+}
+
 TEST(KeyFormatTest, SchemaRoundTrip) {
   TableSchema s = FullSchema();
   TableSchema out;

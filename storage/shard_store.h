@@ -36,7 +36,7 @@ namespace pace {
 
 // Bumped when the on-disk format changes incompatibly. A store written with a
 // different major format is refused with StatusCode::kIncompatible.
-inline constexpr uint32_t kStorageFormatVersion = 3;
+inline constexpr uint32_t kStorageFormatVersion = 4;
 // The oldest format this build opens (and upgrades at a writable open).
 inline constexpr uint32_t kOldestStorageFormatVersion = 1;
 

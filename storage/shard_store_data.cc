@@ -95,6 +95,16 @@ Status ShardStore::Impl::WriteAdmittedLocked(AdmittedGroup* group_ptr) {
     if (x.row != y.row) return x.row < y.row;
     return x.seq < y.seq;
   };
+  // A kept part's undo record: the group's clock log record if the group is
+  // that part alone (its deltas are written once), else a file written
+  // before the commit that points to it, encoded before the sort.
+  if (!group.undo.puts.empty()) {
+    if (UndoInLogLocked(group)) {
+      group.undo.puts[0].log.in_log = true;
+    } else {
+      EncodeUndoRecords(&group);
+    }
+  }
   if (!std::is_sorted(group.deltas.begin(), group.deltas.end(), key_less)) {
     std::sort(group.deltas.begin(), group.deltas.end(), key_less);
   }
@@ -114,7 +124,7 @@ Status ShardStore::Impl::WriteAdmittedLocked(AdmittedGroup* group_ptr) {
       }
     }
     RETURN_IF_ERROR(
-        WriteGroupToLogLocked(deltas, owned, group.clocks, group.import_record, group.undo));
+        WriteGroupToLogLocked(deltas, owned, group.clocks, group.import_record, &group.undo));
   } else {
     std::vector<CacheOp> ops;
     std::string put_sums;

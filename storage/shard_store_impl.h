@@ -231,11 +231,19 @@ class ShardStore::Impl {
   // (shard_store_undo.cc): deletes first, then puts.
   struct UndoWrites {
     struct Put {
-      ClientId client;
-      uint32_t part;
-      ClockT clock;
-      uint64_t incarnation;
-      std::string record;  // the file's contents (key_format.h, EncodeUndoRecord)
+      ClientId client = 0;
+      uint32_t part = 0;
+      ClockT clock = 0;
+      uint64_t incarnation = 0;
+      // The part's deltas: group.deltas[first, first + count) as admitted
+      // (WriteAdmittedLocked sorts the group's deltas later).
+      size_t first = 0;
+      size_t count = 0;
+      // Either a file (the record encoded from those deltas before the sort:
+      // key_format.h, EncodeUndoRecord) or, where the group is the part
+      // alone, the group's clock log record (no copy of the deltas).
+      std::string record;
+      storage_format::UndoPointer log;  // in_log: where its record is
     };
     std::vector<Put> puts;
     std::vector<std::pair<ClientId, uint32_t>> clears;  // delete parts [0, n) of the client
@@ -243,14 +251,23 @@ class ShardStore::Impl {
   };
   // Adds `undo`'s keys to `batch`.
   static rocksdb::Status AddUndoWrites(const UndoWrites& undo, rocksdb::WriteBatch* batch);
+  // Before the clock log restarts (a row write-back): every undo key that
+  // points into the log gets a record file and points to it instead, so the
+  // parts stay undoable once the log's bytes are reused.
+  Status MoveUndoOutOfLogLocked() REQUIRES(write_mu_);
   // Writes the record files of undo.puts (before the commit that points to
   // them); removes those of undo.clears (after it).
   Status WriteUndoFilesLocked(const UndoWrites& undo) REQUIRES(write_mu_);
   void RemoveUndoFilesLocked(const UndoWrites& undo) REQUIRES(write_mu_);
-  // Reads the record of `client`'s part `part` (pointed to by `p`) into *out.
-  // Corruption if it is missing or does not match.
+  // Reads the record file of `client`'s part `part` (pointed to by `p`)
+  // into *out. Corruption if it is missing or does not match.
   Status ReadUndoFile(ClientId client, uint32_t part, const storage_format::UndoPointer& p,
                       std::string* out) const;
+  // Reads the record of a part whose undo key points into the clock log
+  // (p.in_log) into *rec, its bytes in *payload. Corruption if the log no
+  // longer holds it or it does not match.
+  Status ReadUndoInLogLocked(const storage_format::UndoPointer& p, std::string* payload,
+                             storage_format::UndoRecord* rec) const REQUIRES(write_mu_);
   // Copies the undo record files pointed to by the store into `to` (a checkpoint).
   Status CopyUndoFilesLocked(const std::string& to) REQUIRES(write_mu_);
   // Sets the applied clock, parts and undo state of c.client (under
@@ -335,7 +352,7 @@ class ShardStore::Impl {
   // was written from it and the commit succeeded).
   Status WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas, const OwnedDeltas& owned,
                                const std::vector<ClockUpdate>& clocks,
-                               const std::string* import_record, const UndoWrites& undo)
+                               const std::string* import_record, UndoWrites* undo)
       REQUIRES(write_mu_);
   // ApplyBatches after admission: sorts the group and writes it on the
   // active write path (clock log, or Build and Commit). Non-OK: nothing of
@@ -350,6 +367,12 @@ class ShardStore::Impl {
   // UndoIncompleteClock's admission: the negated parts as `group`.
   Status AdmitUndoLocked(ClientId client, const IncompleteClock& ic, AdmittedGroup* group)
       REQUIRES(write_mu_) EXCLUDES(catalog_mu_);
+  // Whether the group's one kept part is recorded by its clock log record
+  // (the group is that part alone and goes to the log) instead of a file.
+  bool UndoInLogLocked(const AdmittedGroup& group) const REQUIRES(write_mu_);
+  // Encodes the record of every put of group->undo from group->deltas (before
+  // they are sorted).
+  static void EncodeUndoRecords(AdmittedGroup* group);
   // Writes the dirty rows back (one SST file, ingested) and restarts the log.
   Status WriteBackLocked(const char* why) REQUIRES(write_mu_);
   // The keys of the dirty rows that hold a value to write back, in key order.

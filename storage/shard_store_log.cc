@@ -280,8 +280,7 @@ Status ShardStore::Impl::OpenClockLog() {
 Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas,
                                                const OwnedDeltas& owned,
                                                const std::vector<ClockUpdate>& clocks,
-                                               const std::string* import_record,
-                                               const UndoWrites& undo) {
+                                               const std::string* import_record, UndoWrites* undo) {
   const auto t_start = std::chrono::steady_clock::now();
   // 1. Every row the group changes is held in memory, pinned.
   std::vector<uint32_t>& handles = pinned_handles_;
@@ -292,10 +291,20 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
   // (Not written with durability off: ShardStoreOptions::durable.)
   const uint64_t before = log_.offset();
   if (options_.durable) {
+    ClockLogWriter::Payload payload;
     Status appended = log_.Append(
         log_state_.next_seq, deltas.size(), [&deltas](size_t i) { return deltas[i]; },
-        options_.sync);
+        options_.sync, &payload);
     if (!appended.ok()) return MarkFailedLocked(appended, "ApplyBatches (clock log)");
+    // A part kept for undo whose record is this one (UndoInLogLocked).
+    for (UndoWrites::Put& put : undo->puts) {
+      if (!put.log.in_log) continue;
+      put.log.bytes = payload.bytes;
+      put.log.crc = payload.crc;
+      put.log.log_number = log_.number();
+      put.log.log_offset = before;
+      put.log.log_seq = log_state_.next_seq;
+    }
   }
   const auto t_logged = std::chrono::steady_clock::now();
 
@@ -316,7 +325,7 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
     if (!s.ok()) return FromRocks(s, "build batch");
   }
   {
-    rocksdb::Status s = AddUndoWrites(undo, &batch);
+    rocksdb::Status s = AddUndoWrites(*undo, &batch);
     if (!s.ok()) return FromRocks(s, "build batch");
   }
   rocksdb::Status put = batch.Put(
@@ -399,6 +408,9 @@ Status ShardStore::Impl::WriteBackLocked(const char* why) {
     row_cache_->CleanAll();
     return Status::OK();
   }
+  // The log's bytes are reused after the restart below: parts whose undo
+  // record is a log record get a file first.
+  RETURN_IF_ERROR(MoveUndoOutOfLogLocked());
   LogState next{log_state_.number + 1, 0, log_state_.next_seq, log_state_.next_seq};
 
   // One SST file: the log's next state (kWriteBackLogKey, sorted before the

@@ -38,8 +38,13 @@ rocksdb::Status ShardStore::Impl::AddUndoWrites(const UndoWrites& undo,
     }
   }
   for (const UndoWrites::Put& p : undo.puts) {
-    const sf::UndoPointer ptr{p.clock, p.incarnation, p.record.size(),
-                              Crc32c(0, p.record.data(), p.record.size())};
+    sf::UndoPointer ptr = p.log;
+    if (!ptr.in_log) {
+      ptr.bytes = p.record.size();
+      ptr.crc = Crc32c(0, p.record.data(), p.record.size());
+    }
+    ptr.clock = p.clock;
+    ptr.incarnation = p.incarnation;
     rocksdb::Status s = batch->Put(sf::UndoKey(p.client, p.part), sf::EncodeUndoPointer(ptr));
     if (!s.ok()) return s;
   }
@@ -47,7 +52,10 @@ rocksdb::Status ShardStore::Impl::AddUndoWrites(const UndoWrites& undo,
 }
 
 Status ShardStore::Impl::WriteUndoFilesLocked(const UndoWrites& undo) {
+  bool wrote = false;
   for (const UndoWrites::Put& p : undo.puts) {
+    if (p.log.in_log) continue;  // its record is the group's clock log record
+    wrote = true;
     const std::string path = dir_ + "/" + sf::UndoFileName(p.client, p.part);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return Status::IOError("create " + path + ": " + std::strerror(errno));
@@ -68,7 +76,7 @@ Status ShardStore::Impl::WriteUndoFilesLocked(const UndoWrites& undo) {
     ::close(fd);
     if (err != 0) return Status::IOError("write " + path + ": " + std::strerror(err));
   }
-  if (options_.sync && !undo.puts.empty()) {
+  if (options_.sync && wrote) {
     // The new files' directory entries, before the commit that points to them.
     const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0 || ::fsync(dfd) != 0) {
@@ -112,6 +120,30 @@ Status ShardStore::Impl::ReadUndoFile(ClientId client, uint32_t part, const sf::
                               std::to_string(got) + " of " + std::to_string(p.bytes) +
                               " bytes, or another checksum)");
   }
+  return Status::OK();
+}
+
+Status ShardStore::Impl::ReadUndoInLogLocked(const sf::UndoPointer& p, std::string* payload,
+                                             sf::UndoRecord* rec) const {
+  if (p.log_number != log_state_.number || p.log_offset >= log_state_.end) {
+    return Status::Corruption("its undo record points to offset " + std::to_string(p.log_offset) +
+                              " of clock log " + std::to_string(p.log_number) +
+                              ", which the active log (" + std::to_string(log_state_.number) +
+                              ", " + std::to_string(log_state_.end) + " bytes) does not hold");
+  }
+  std::vector<ClockLogEntry> entries;
+  RETURN_IF_ERROR(ReadClockLogRecord(dir_, p.log_number, p.log_offset, log_state_.end, p.log_seq,
+                                     payload, &entries));
+  if (payload->size() != p.bytes || Crc32c(0, payload->data(), payload->size()) != p.crc) {
+    return Status::Corruption("the clock log record its undo key points to is another one (" +
+                              std::to_string(payload->size()) + " bytes, " +
+                              std::to_string(p.bytes) + " expected, or another checksum)");
+  }
+  rec->clock = p.clock;
+  rec->incarnation = p.incarnation;
+  rec->entries.clear();
+  rec->entries.reserve(entries.size());
+  for (const ClockLogEntry& e : entries) rec->entries.push_back({e.table, e.row, e.bytes});
   return Status::OK();
 }
 
@@ -204,21 +236,102 @@ void ShardStore::Impl::NoteUndoLocked(const BatchRequest& req, BatchAdmission ad
       group->undo.clears.emplace_back(client, applied.parts);
     }
   } else if (after.kept) {
-    // A part with more to come: kept until its clock completes.
-    const auto& d = group->deltas;
-    UndoWrites::Put put{client, req.part, req.clock, after.incarnation, {}};
+    // A part with more to come: kept until its clock completes. Its record
+    // is written by WriteAdmittedLocked (a file, or the group's log record).
+    UndoWrites::Put& put = group->undo.puts.emplace_back();
+    put.client = client;
+    put.part = req.part;
+    put.clock = req.clock;
+    put.incarnation = after.incarnation;
+    put.first = first;
+    put.count = group->deltas.size() - first;
+  }
+  group->undo_next[client] = after;
+  update->undo_kept = after.kept;
+  update->undo_incarnation = after.incarnation;
+}
+
+bool ShardStore::Impl::UndoInLogLocked(const AdmittedGroup& group) const {
+  // The log record holds the group's deltas: it is the part's record if the
+  // part is all of them.
+  return log_mode_ && options_.durable && group.undo.puts.size() == 1 &&
+         group.import_record == nullptr && group.undo.puts[0].first == 0 &&
+         group.undo.puts[0].count == group.deltas.size();
+}
+
+void ShardStore::Impl::EncodeUndoRecords(AdmittedGroup* group) {
+  const auto& d = group->deltas;
+  for (UndoWrites::Put& put : group->undo.puts) {
+    const size_t first = put.first;
     sf::EncodeUndoRecord(
-        req.clock, after.incarnation, d.size() - first,
+        put.clock, put.incarnation, put.count,
         [&d, first](size_t i) {
           const GroupDelta& g = d[first + i];
           return sf::UndoEntry{g.table, g.row, g.bytes};
         },
         &put.record);
-    group->undo.puts.push_back(std::move(put));
   }
-  group->undo_next[client] = after;
-  update->undo_kept = after.kept;
-  update->undo_incarnation = after.incarnation;
+}
+
+Status ShardStore::Impl::MoveUndoOutOfLogLocked() {
+  const std::string end = sf::KeySpaceEnd(sf::kUndoPrefix);
+  const rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::vector<std::pair<std::string, sf::UndoPointer>> in_log;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(WriterDb()->NewIterator(ro));
+    for (it->Seek(std::string(1, sf::kUndoPrefix)); it->Valid(); it->Next()) {
+      sf::UndoPointer ptr;
+      if (!sf::DecodeUndoPointer(std::string_view(it->value().data(), it->value().size()), &ptr)
+               .ok() ||
+          !ptr.in_log) {
+        continue;  // a file, or damaged (reported when it is read)
+      }
+      in_log.emplace_back(it->key().ToString(), ptr);
+    }
+    RETURN_IF_ERROR(FromRocks(it->status(), "read the undo records of " + dir_));
+  }
+  if (in_log.empty()) return Status::OK();
+  UndoWrites files;
+  rocksdb::WriteBatch batch;
+  std::string payload;
+  std::vector<ClockLogEntry> entries;
+  for (const auto& [key, ptr] : in_log) {
+    ClientId client;
+    uint32_t part;
+    if (!sf::DecodeUndoKey(key, &client, &part)) continue;
+    if (ptr.log_number != log_state_.number) {
+      LOG(WARNING) << dir_ << ": the undo record of part " << part << " of client " << client
+                   << " points into clock log " << ptr.log_number << ", not the active log "
+                   << log_state_.number << "; left as it is";
+      continue;
+    }
+    RETURN_IF_ERROR(ReadClockLogRecord(dir_, ptr.log_number, ptr.log_offset, log_state_.end,
+                                       ptr.log_seq, &payload, &entries)
+                        .WithPrefix("the undo record of part " + std::to_string(part) +
+                                    " of client " + std::to_string(client)));
+    UndoWrites::Put& put = files.puts.emplace_back();
+    put.client = client;
+    put.part = part;
+    put.clock = ptr.clock;
+    put.incarnation = ptr.incarnation;
+    sf::EncodeUndoRecord(
+        ptr.clock, ptr.incarnation, entries.size(),
+        [&entries](size_t i) {
+          return sf::UndoEntry{entries[i].table, entries[i].row, entries[i].bytes};
+        },
+        &put.record);
+  }
+  // The files first, then the keys that point to them (the log record stays
+  // valid until the restart after this).
+  RETURN_IF_ERROR(WriteUndoFilesLocked(files));
+  RETURN_IF_ERROR(FromRocks(AddUndoWrites(files, &batch), "build batch"));
+  RETURN_IF_ERROR(FromRocks(WriterDb()->Write(write_options_, &batch),
+                            "move the undo records out of the clock log of " + dir_));
+  LOG(INFO) << dir_ << ": " << files.puts.size()
+            << " undo record(s) of incomplete clocks moved from the clock log to files";
+  return Status::OK();
 }
 
 Status ShardStore::Impl::AdmitUndoLocked(ClientId client, const IncompleteClock& ic,
@@ -238,10 +351,15 @@ Status ShardStore::Impl::AdmitUndoLocked(ClientId client, const IncompleteClock&
     sf::UndoPointer ptr;
     RETURN_IF_ERROR(sf::DecodeUndoPointer(key_value, &ptr));
     std::string& value = group->stripped_rows.emplace_back();
-    RETURN_IF_ERROR(ReadUndoFile(client, part, ptr, &value));
     sf::UndoRecord rec;
-    RETURN_IF_ERROR(sf::DecodeUndoRecord(value, &rec)
-                        .WithPrefix("part " + std::to_string(part) + " of " + who));
+    if (ptr.in_log) {
+      RETURN_IF_ERROR(ReadUndoInLogLocked(ptr, &value, &rec)
+                          .WithPrefix("part " + std::to_string(part) + " of " + who));
+    } else {
+      RETURN_IF_ERROR(ReadUndoFile(client, part, ptr, &value));
+      RETURN_IF_ERROR(sf::DecodeUndoRecord(value, &rec)
+                          .WithPrefix("part " + std::to_string(part) + " of " + who));
+    }
     if (rec.clock != ic.clock) {
       return Status::Corruption("the undo record of part " + std::to_string(part) + " of " + who +
                                 " is of clock " + std::to_string(rec.clock));

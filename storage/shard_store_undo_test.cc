@@ -35,7 +35,7 @@ class UndoTest : public ::testing::TestWithParam<bool> {
     o.row_cache_mb = 4;
     o.clock_log = GetParam();
     // A write-back after every group: the records must outlive them.
-    o.writeback_every_groups = 1;
+    o.writeback_every_groups = writeback_every_groups_;
     return o;
   }
   std::unique_ptr<ShardStore> Open() {
@@ -100,6 +100,7 @@ class UndoTest : public ::testing::TestWithParam<bool> {
   }
 
   ScopedTempDir dir_;
+  uint32_t writeback_every_groups_ = 1;
 };
 
 TEST_P(UndoTest, PartsOfAnEndedProcessAreTakenBackExactlyOnce) {
@@ -245,6 +246,67 @@ TEST_P(UndoTest, ACheckpointCarriesTheRecordsOfAnIncompleteClock) {
   EXPECT_TRUE(u.undone);
   EXPECT_EQ(Row(r.get(), t, 1), (std::vector<int64_t>{0, 0}));
   EXPECT_EQ(UndoFiles(restored), 0u);  // no key points to them: removed
+}
+
+// With the clock log and no write-back between them, a kept part's record is
+// the clock log record of its group (no file, no second copy of its
+// deltas); a write-back moves it to a file before the log's bytes are
+// reused; either way the parts are taken back exactly once.
+TEST_P(UndoTest, APartAloneInItsGroupIsRecordedByItsClockLogRecord) {
+  writeback_every_groups_ = 0;  // write-backs at the budgets only (none here)
+  auto s = Open();
+  const uint32_t t = CreateCounts(s.get());
+  Apply(s.get(), t, 0, 0, 0, false, kProcessA, 10);
+  Apply(s.get(), t, 0, 1, 0, true, kProcessA, 100);
+  Apply(s.get(), t, 0, 1, 1, true, kProcessA, 1000, 2);
+  EXPECT_TRUE(s->IncompleteClockOf(0).undoable);
+  EXPECT_EQ(UndoFiles(dir_.path()), GetParam() ? 0u : 2u);
+  UndoResult r;
+  ASSERT_TRUE(s->UndoIncompleteClock(0, kProcessB, &r).ok());
+  ASSERT_TRUE(r.undone);
+  EXPECT_EQ(r.parts, 2u);
+  EXPECT_EQ(Row(s.get(), t, 0), (std::vector<int64_t>{10, -10}));
+  EXPECT_EQ(Row(s.get(), t, 2), (std::vector<int64_t>{10, -10}));
+
+  // Clock 1 again, one part, then a write-back (the log restarts), then the
+  // next part: the first part's record moved to a file, the second's is in
+  // the new log.
+  Apply(s.get(), t, 0, 1, 0, true, kProcessB, 3);
+  ASSERT_TRUE(s->WriteBack().ok());
+  if (GetParam()) EXPECT_EQ(UndoFiles(dir_.path()), 1u);
+  Apply(s.get(), t, 0, 1, 1, true, kProcessB, 30);
+  EXPECT_EQ(UndoFiles(dir_.path()), GetParam() ? 1u : 2u);
+  EXPECT_EQ(Row(s.get(), t, 0), (std::vector<int64_t>{43, -43}));
+  ASSERT_TRUE(s->UndoIncompleteClock(0, kProcessB + 1, &r).ok());
+  ASSERT_TRUE(r.undone);
+  EXPECT_EQ(Row(s.get(), t, 0), (std::vector<int64_t>{10, -10}));
+  // Completed by the next process; nothing left to take back, no file left.
+  Apply(s.get(), t, 0, 1, 0, false, kProcessB + 1, 5);
+  EXPECT_EQ(s->AppliedClock(0), 2);
+  s.reset();
+  EXPECT_EQ(UndoKeys(), 0u);
+  EXPECT_EQ(UndoFiles(dir_.path()), 0u);
+  s = Open();
+  EXPECT_EQ(Row(s.get(), t, 0), (std::vector<int64_t>{15, -15}));
+}
+
+// A part kept in the clock log survives the store's close (which writes the
+// rows back and restarts the log): the next open finds a file.
+TEST_P(UndoTest, APartInTheClockLogOutlivesAClose) {
+  writeback_every_groups_ = 0;
+  uint32_t t;
+  {
+    auto s = Open();
+    t = CreateCounts(s.get());
+    Apply(s.get(), t, 0, 0, 0, true, kProcessA, 100);
+  }
+  EXPECT_EQ(UndoFiles(dir_.path()), 1u);
+  auto s = Open();
+  EXPECT_EQ(Row(s.get(), t, 1), (std::vector<int64_t>{100, -100}));
+  UndoResult r;
+  ASSERT_TRUE(s->UndoIncompleteClock(0, kProcessB, &r).ok());
+  ASSERT_TRUE(r.undone);
+  EXPECT_EQ(Row(s.get(), t, 1), (std::vector<int64_t>{0, 0}));
 }
 
 INSTANTIATE_TEST_SUITE_P(WritePaths, UndoTest, ::testing::Values(true, false),
