@@ -25,6 +25,16 @@ size_t LookAheadRatings(uint64_t cache_budget_bytes, uint32_t width, int workers
   return static_cast<size_t>(std::clamp<uint64_t>(per_chunk, 256, 8192));
 }
 
+// The rows a worker keeps copies of within a clock, of user rows and of
+// item rows each (RowBuffer: the value as read and as updated): four
+// look-ahead chunks' worth. Item rows likewise: with budgets that fit, all
+// items fit in it (they recur in every chunk and are kept for the whole
+// clock); under a small budget they would not (20k items x rank 128 are
+// 20 MB of copies per worker plus 10 MB of deltas), so they are flushed like
+// user rows. Under a small cache (chunk below its cap of 8192) two chunks'
+// worth: the copies are then as large as the client cache itself otherwise.
+size_t CopyBound(size_t chunk) { return (chunk >= 8192 ? 4 : 2) * chunk; }
+
 constexpr bool kTrain = true;
 constexpr bool kTest = false;
 
@@ -44,8 +54,19 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
       st_(trainer->tables_[2]),
       width_(trainer->width_),
       reporter_(trainer->client_->client_id() == 0 && index == 0),
-      ubuf_(data_.users.size(), width_),
-      ibuf_(data_.items.size(), width_),
+      // Look-ahead: the rows of the next `chunk` ratings are prefetched (one
+      // Read per shard and table, skipping rows cached fresh, pushed or in
+      // flight) while the worker computes on the ratings before them, so
+      // that a Get finds its row cached instead of paying a round trip per
+      // row. The window is `2 * chunk` ratings ahead at most; its rows are a
+      // small part of the cache budget, so they are not evicted before they
+      // are read (and the cache prefers to evict rows outside it:
+      // Worker::Prefetch).
+      chunk_(LookAheadRatings(trainer->client_->Stats().cache_budget_bytes, trainer->width_,
+                              trainer->options_.run.workers)),
+      buffer_rows_(CopyBound(chunk_)),
+      ubuf_(data_.users.size(), width_, data_.users.size() <= buffer_rows_),
+      ibuf_(data_.items.size(), width_, data_.items.size() <= buffer_rows_),
       zero_(width_, 0.0f),
       pushes_(trainer->client_),
       // Every worker reads the completed stats rows (only worker 0 of client
@@ -68,24 +89,6 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
   p_.mean = static_cast<float>(data_.mean);
   SetFactorPenalties(data_, options_.lambda, &p_);
   p_.bias_lambda = static_cast<float>(options_.bias_lambda);
-
-  // Look-ahead: the rows of the next `chunk` ratings are prefetched (one
-  // Read per shard and table, skipping rows cached fresh, pushed or in
-  // flight) while the worker computes on the ratings before them, so that a
-  // Get finds its row cached instead of paying a round trip per row. The
-  // window is `2 * chunk` ratings ahead at most; its rows are a small part of
-  // the cache budget, so they are not evicted before they are read (and the
-  // cache prefers to evict rows outside it: Worker::Prefetch).
-  chunk_ = LookAheadRatings(client->Stats().cache_budget_bytes, width_, options_.run.workers);
-  // The user rows a worker keeps copies of within a clock (RowBuffer: the
-  // value as read and as updated): four look-ahead chunks' worth. Item rows
-  // likewise: with budgets that fit, all items fit in it (they recur in every
-  // chunk and are kept for the whole clock); under a small budget they would
-  // not (20k items x rank 128 are 20 MB of copies per worker plus 10 MB of
-  // deltas), so they are flushed like user rows.
-  // Under a small cache (chunk below its cap of 8192) two chunks' worth: the
-  // copies are then as large as the client cache itself otherwise.
-  buffer_rows_ = (chunk_ >= 8192 ? 4 : 2) * chunk_;
 }
 
 Status MfWorker::Run() {
@@ -404,15 +407,26 @@ void MfWorker::RunChunk(size_t begin, size_t end, RatingAt&& rating, Body&& body
     __builtin_prefetch(row, 1);
     __builtin_prefetch(reinterpret_cast<const char*>(row) + last_line, 1);
   };
+  // In the indexed layout every row of the chunk is loaded (LoadChunk) at
+  // an address computed from its index: no lookup, as in a plain array.
+  const bool users_indexed = ubuf_.indexed(), items_indexed = ibuf_.indexed();
+  auto user_row = [&](uint32_t u) { return users_indexed ? ubuf_.IndexedRow(u) : UserRow(u); };
+  auto item_row = [&](uint32_t i) { return items_indexed ? ibuf_.IndexedRow(i) : ItemRow(i); };
   for (size_t j = begin; j < end; ++j) {
     if (j + kAhead < end) {
       const Rating& a = rating(j + kAhead);
-      if (a.user != IdMap::kUnknown) prefetch(ubuf_.Find(a.user));
-      if (a.item != IdMap::kUnknown) prefetch(ibuf_.Find(a.item));
+      if (a.user != IdMap::kUnknown) {
+        prefetch(users_indexed ? ubuf_.IndexedRow(a.user) : ubuf_.Find(a.user));
+      }
+      if (a.item != IdMap::kUnknown) {
+        prefetch(items_indexed ? ibuf_.IndexedRow(a.item) : ibuf_.Find(a.item));
+      }
     }
     const Rating& r = rating(j);
-    body(r, r.user == IdMap::kUnknown ? zero_.data() : UserRow(r.user),
-         r.item == IdMap::kUnknown ? zero_.data() : ItemRow(r.item));
+    DCHECK(r.user == IdMap::kUnknown || !users_indexed || ubuf_.Has(r.user));
+    DCHECK(r.item == IdMap::kUnknown || !items_indexed || ibuf_.Has(r.item));
+    body(r, r.user == IdMap::kUnknown ? zero_.data() : user_row(r.user),
+         r.item == IdMap::kUnknown ? zero_.data() : item_row(r.item));
   }
 }
 

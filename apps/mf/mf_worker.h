@@ -111,14 +111,17 @@ class MfWorker {
   Range test_part_;
   SgdParams p_;
   const bool reporter_;
+  // Look-ahead (see mf_worker.cc, WithLookAhead): ratings per chunk, and the
+  // copies' bound, of user rows and of item rows each.
+  const size_t chunk_;
+  const size_t buffer_rows_;
 
+  // A table's copies are in the indexed layout (RowBuffer) if all its rows
+  // fit within the bound: then the ratings find their rows without a lookup.
   apps::RowBuffer<float> ubuf_;
   apps::RowBuffer<float> ibuf_;
-  std::vector<float> zero_;  // the row of an unknown test id (read only)
-  Status load_status_;       // the first failed Get of UserRow / ItemRow
-  // Look-ahead (see mf_worker.cc, WithLookAhead).
-  size_t chunk_ = 0;
-  size_t buffer_rows_ = 0;       // the copies' bound, of user rows and of item rows each
+  std::vector<float> zero_;      // the row of an unknown test id (read only)
+  Status load_status_;           // the first failed Get of UserRow / ItemRow
   std::vector<uint32_t> order_;  // user order: offsets in the part (MfTrainer::row_order_)
   uint32_t mark_ = 0;            // of the last CollectRange (RowBuffer::MarkMissing)
   std::vector<uint32_t> range_users_;

@@ -11,6 +11,15 @@
 // Rows are addressed by dense index in [0, num_rows). Row pointers stay valid
 // until Clear() (storage grows in blocks, never moves). Thread-compatible: one
 // RowBuffer per worker.
+//
+// Two layouts. Packed (the default): copies are placed one after another in
+// the order they are loaded, so a buffer holding a few of many rows is small
+// and its rows sit densely in cache; a row is found through its index's slot.
+// Indexed (`indexed` = true, for tables whose every row may be copied within
+// a clock anyway): row `index`'s copy is at index * width in one array, so a
+// loaded row's address is computed without a lookup (IndexedRow), as a plain
+// array of the factors would be. Pages of the array that no loaded row
+// touches are never written, so it costs memory for the rows loaded only.
 #ifndef PACE_APPS_SHARED_ROW_BUFFER_H_
 #define PACE_APPS_SHARED_ROW_BUFFER_H_
 
@@ -25,16 +34,30 @@ namespace apps {
 template <typename T>
 class RowBuffer {
  public:
-  RowBuffer(size_t num_rows, uint32_t width) : width_(width), meta_(num_rows) {}
+  RowBuffer(size_t num_rows, uint32_t width, bool indexed = false)
+      : width_(width), meta_(num_rows) {
+    if (indexed) {
+      // Not value-initialized: untouched pages stay unmapped.
+      indexed_cur_.reset(new T[num_rows * static_cast<size_t>(width)]);
+      indexed_orig_.reset(new T[num_rows * static_cast<size_t>(width)]);
+    }
+  }
 
   uint32_t width() const { return width_; }
+  bool indexed() const { return indexed_cur_ != nullptr; }
+  // The copy of row `index` in the indexed layout, without a lookup.
+  // REQUIRES: indexed() and Has(index) (else the memory is not the row's).
+  T* IndexedRow(uint32_t index) const {
+    return indexed_cur_.get() + static_cast<size_t>(index) * width_;
+  }
   size_t loaded() const { return rows_.size(); }
 
   bool Has(uint32_t index) const { return meta_[index].slot >= 0; }
   // The copy of row `index`, or nullptr if it was not loaded this clock.
   T* Find(uint32_t index) {
     int32_t s = meta_[index].slot;
-    return s < 0 ? nullptr : Cur(static_cast<size_t>(s));
+    if (s < 0) return nullptr;
+    return indexed() ? IndexedRow(index) : Cur(static_cast<size_t>(s));
   }
 
   // For collecting the distinct rows of a range of data points that are not
@@ -58,6 +81,11 @@ class RowBuffer {
   // REQUIRES: Find(index) == nullptr.
   T* Slot(uint32_t index) {
     size_t s = rows_.size();
+    if (indexed()) {
+      meta_[index].slot = static_cast<int32_t>(s);
+      rows_.push_back(index);
+      return IndexedRow(index);
+    }
     if (s / kBlockRows == cur_blocks_.size()) {
       cur_blocks_.emplace_back(new T[kBlockRows * static_cast<size_t>(width_)]);
       orig_blocks_.emplace_back(new T[kBlockRows * static_cast<size_t>(width_)]);
@@ -138,8 +166,15 @@ class RowBuffer {
   static constexpr size_t kBlockRows = 256;
   // Rows b*kBlockRows.. : their current values in cur_blocks_[b], their bases
   // in orig_blocks_[b]. Apart, so the hot loop's rows sit densely in cache.
-  T* Cur(size_t s) const { return cur_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
-  T* Orig(size_t s) const { return orig_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_; }
+  // The copies of the row in slot s (rows_[s]).
+  T* Cur(size_t s) const {
+    if (indexed()) return IndexedRow(rows_[s]);
+    return cur_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_;
+  }
+  T* Orig(size_t s) const {
+    if (indexed()) return indexed_orig_.get() + static_cast<size_t>(rows_[s]) * width_;
+    return orig_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_;
+  }
 
   struct Meta {
     int32_t slot = -1;  // in rows_, or -1: not loaded
@@ -150,6 +185,8 @@ class RowBuffer {
   std::vector<uint32_t> rows_;
   std::vector<std::unique_ptr<T[]>> cur_blocks_;
   std::vector<std::unique_ptr<T[]>> orig_blocks_;
+  std::unique_ptr<T[]> indexed_cur_;  // the indexed layout: num_rows * width each
+  std::unique_ptr<T[]> indexed_orig_;
   std::vector<T> delta_;
 };
 

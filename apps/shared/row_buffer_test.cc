@@ -85,6 +85,47 @@ TEST(RowBufferTest, LoadBlockLoadsRowsWithTheirValuesAsBase) {
   EXPECT_EQ(deltas, (std::vector<float>{1.5f, 0.0f}));
 }
 
+TEST(RowBufferTest, IndexedLayoutPlacesEachRowAtItsIndexWithTheSameDeltas) {
+  RowBuffer<float> packed(100, 2);
+  RowBuffer<float> indexed(100, 2, /*indexed=*/true);
+  EXPECT_FALSE(packed.indexed());
+  ASSERT_TRUE(indexed.indexed());
+  const std::vector<float> block = {1, 2, 3, 4, 5, 6};
+  const std::vector<uint32_t> rows = {90, 4, 37};
+  packed.LoadBlock(rows, block.data());
+  indexed.LoadBlock(rows, block.data());
+  // Row i's copy is at i * width of one array; Find agrees with IndexedRow.
+  EXPECT_EQ(indexed.IndexedRow(37) - indexed.IndexedRow(4), 33 * 2);
+  for (uint32_t r : rows) {
+    ASSERT_NE(indexed.Find(r), nullptr);
+    EXPECT_EQ(indexed.Find(r), indexed.IndexedRow(r));
+  }
+  EXPECT_EQ(indexed.Find(5), nullptr);
+  EXPECT_EQ(indexed.IndexedRow(90)[1], 2.0f);
+  EXPECT_EQ(indexed.IndexedRow(37)[0], 5.0f);
+  for (RowBuffer<float>* b : {&packed, &indexed}) {
+    b->Find(4)[1] -= 0.5f;
+    b->Find(90)[0] += 2.0f;
+  }
+  std::vector<uint32_t> pi, ii;
+  std::vector<float> pd, id;
+  packed.ChangedRows(&pi, &pd);
+  indexed.ChangedRows(&ii, &id);
+  EXPECT_EQ(ii, (std::vector<uint32_t>{90, 4}));  // load order, row 37 unchanged
+  EXPECT_EQ(id, (std::vector<float>{2.0f, 0.0f, 0.0f, -0.5f}));
+  EXPECT_EQ(ii, pi);
+  EXPECT_EQ(id, pd);
+  // Cleared and loaded again: the new base is the new value.
+  indexed.Clear();
+  EXPECT_EQ(indexed.loaded(), 0u);
+  EXPECT_EQ(indexed.Find(4), nullptr);
+  const std::vector<float> again = {7, 8};
+  indexed.LoadBlock({4}, again.data());
+  EXPECT_EQ(indexed.IndexedRow(4)[0], 7.0f);
+  indexed.ChangedRows(&ii, &id);
+  EXPECT_TRUE(ii.empty());
+}
+
 }  // namespace
 }  // namespace apps
 }  // namespace pace
