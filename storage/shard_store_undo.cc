@@ -296,7 +296,7 @@ Status ShardStore::Impl::MoveUndoOutOfLogLocked() {
   UndoWrites files;
   rocksdb::WriteBatch batch;
   std::string payload;
-  std::vector<ClockLogEntry> entries;
+  sf::UndoRecord rec;
   for (const auto& [key, ptr] : in_log) {
     ClientId client;
     uint32_t part;
@@ -307,8 +307,7 @@ Status ShardStore::Impl::MoveUndoOutOfLogLocked() {
                    << log_state_.number << "; left as it is";
       continue;
     }
-    RETURN_IF_ERROR(ReadClockLogRecord(dir_, ptr.log_number, ptr.log_offset, log_state_.end,
-                                       ptr.log_seq, &payload, &entries)
+    RETURN_IF_ERROR(ReadUndoInLogLocked(ptr, &payload, &rec)
                         .WithPrefix("the undo record of part " + std::to_string(part) +
                                     " of client " + std::to_string(client)));
     UndoWrites::Put& put = files.puts.emplace_back();
@@ -317,10 +316,7 @@ Status ShardStore::Impl::MoveUndoOutOfLogLocked() {
     put.clock = ptr.clock;
     put.incarnation = ptr.incarnation;
     sf::EncodeUndoRecord(
-        ptr.clock, ptr.incarnation, entries.size(),
-        [&entries](size_t i) {
-          return sf::UndoEntry{entries[i].table, entries[i].row, entries[i].bytes};
-        },
+        ptr.clock, ptr.incarnation, rec.entries.size(), [&rec](size_t i) { return rec.entries[i]; },
         &put.record);
   }
   // The files first, then the keys that point to them (the log record stays

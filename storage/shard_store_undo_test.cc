@@ -273,7 +273,9 @@ TEST_P(UndoTest, APartAloneInItsGroupIsRecordedByItsClockLogRecord) {
   // the new log.
   Apply(s.get(), t, 0, 1, 0, true, kProcessB, 3);
   ASSERT_TRUE(s->WriteBack().ok());
-  if (GetParam()) EXPECT_EQ(UndoFiles(dir_.path()), 1u);
+  if (GetParam()) {
+    EXPECT_EQ(UndoFiles(dir_.path()), 1u);
+  }
   Apply(s.get(), t, 0, 1, 1, true, kProcessB, 30);
   EXPECT_EQ(UndoFiles(dir_.path()), GetParam() ? 1u : 2u);
   EXPECT_EQ(Row(s.get(), t, 0), (std::vector<int64_t>{43, -43}));

@@ -81,12 +81,7 @@ class RowBuffer {
   // REQUIRES: Find(index) == nullptr.
   T* Slot(uint32_t index) {
     size_t s = rows_.size();
-    if (indexed()) {
-      meta_[index].slot = static_cast<int32_t>(s);
-      rows_.push_back(index);
-      return IndexedRow(index);
-    }
-    if (s / kBlockRows == cur_blocks_.size()) {
+    if (!indexed() && s / kBlockRows == cur_blocks_.size()) {
       cur_blocks_.emplace_back(new T[kBlockRows * static_cast<size_t>(width_)]);
       orig_blocks_.emplace_back(new T[kBlockRows * static_cast<size_t>(width_)]);
     }
