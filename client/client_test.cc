@@ -551,8 +551,7 @@ TEST(ClientTest, IncGetRowsEqualsIncThenGetRows) {
     ASSERT_TRUE(std::equal(x, x + kWidth, y)) << "row " << r;
   }
   float f[kWidth] = {}, fo[kWidth];
-  EXPECT_EQ(w->IncGetRows(a, std::vector<uint64_t>{1}, f, fo).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(w->IncGetRows(a, std::vector<uint64_t>{1}, f, fo).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(w->IncGetRows(a, std::vector<uint64_t>{}, x, y).ok());
 }
 

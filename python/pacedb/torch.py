@@ -421,6 +421,10 @@ class _RowOptimizer:
                 grad = weight.grad
                 if grad is None:
                     continue
+                # The gradient's Python object now holds the last reference:
+                # freed with it below, not by the weight's destruction (which
+                # would take the GIL again to free it).
+                weight.grad = None
                 if grad.requires_grad or not grad.is_cpu:  # backward(create_graph=True), a GPU
                     grad = grad.detach().cpu()
                 grad = grad.numpy()
