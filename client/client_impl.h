@@ -735,9 +735,14 @@ void Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableStat
   {
     client::SpinLock lock(&st.mu);
     client::CacheEntry* e = st.Find(key, hash);
+    client::PendingDelta* p = nullptr;
     if (e != nullptr && e->has_open && e->open.clock == c) {
       // Common case: this row already has a delta of this clock.
       client::AddInPlace(reinterpret_cast<T*>(e->open.delta.data()), delta,
+                         static_cast<size_t>(t->format.width));
+    } else if (e != nullptr && (p = e->FindPending(c)) != nullptr) {
+      // Its delta of this clock is not `open` (workers at several clocks).
+      client::AddInPlace(reinterpret_cast<T*>(p->delta.data()), delta,
                          static_cast<size_t>(t->format.width));
     } else {
       if (e == nullptr) e = st.FindOrCreate(key, ShardOfKey(key), t);
@@ -793,8 +798,13 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
       const RowKey key{table, rows[items[j].index]};
       const T* delta = deltas + static_cast<size_t>(items[j].index) * width;
       client::CacheEntry* en = found[j];
+      client::PendingDelta* p = nullptr;
       if (en != nullptr && en->has_open && en->open.clock == c) {
         client::AddInPlace(reinterpret_cast<T*>(en->open.delta.data()), delta, width);
+      } else if (en != nullptr && (p = en->FindPending(c)) != nullptr) {
+        // The row's open delta of another clock is `open` (another worker
+        // of the process is a clock behind or ahead): ours is in `pending`.
+        client::AddInPlace(reinterpret_cast<T*>(p->delta.data()), delta, width);
       } else {
         // A new row (or a duplicate in this batch whose first occurrence
         // created it), or a delta of another clock: the general path.

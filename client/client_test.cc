@@ -555,6 +555,49 @@ TEST(ClientTest, IncGetRowsEqualsIncThenGetRows) {
   EXPECT_TRUE(w->IncGetRows(a, std::vector<uint64_t>{}, x, y).ok());
 }
 
+// Workers of one process at different clocks add to the same rows with the
+// batched Inc (a row's deltas of two open clocks): reads see both, totals
+// are exact.
+TEST(ClientTest, BatchedIncOfWorkersAtDifferentClocks) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  Table t;
+  ASSERT_TRUE(client->CreateTable(CounterSchema(Consistency::kSsp, 2), &t).ok());
+  std::unique_ptr<Worker> behind, ahead;
+  ASSERT_TRUE(client->RegisterWorker(&behind).ok());
+  ASSERT_TRUE(client->RegisterWorker(&ahead).ok());
+  const std::vector<uint64_t> rows = {1, 2, 3, 2, 70, 1};
+  const std::vector<int64_t> ones(rows.size() * kWidth, 1);
+  ASSERT_TRUE(ahead->Inc(t, rows, ones.data()).ok());  // opens clock 0's deltas
+  ASSERT_TRUE(ahead->Clock().ok());                    // ahead at clock 1
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(behind->Inc(t, rows, ones.data()).ok());  // clock 0
+    ASSERT_TRUE(ahead->Inc(t, rows, ones.data()).ok());   // clock 1
+  }
+  int64_t got[kWidth];
+  ASSERT_TRUE(behind->Get(t, 2, got).ok());
+  EXPECT_EQ(got[0], 7 * 2);  // read-my-writes: every Inc of the process
+  ASSERT_TRUE(behind->Clock().ok());
+  ASSERT_TRUE(behind->Clock().ok());
+  ASSERT_TRUE(ahead->Clock().ok());
+  ASSERT_TRUE(behind->GlobalBarrier().ok());
+  behind.reset();
+  ahead.reset();
+  client.reset();
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  ASSERT_TRUE(client->OpenTable(t.schema().name, &t).ok());
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  for (const auto& [row, times] :
+       std::vector<std::pair<uint64_t, int64_t>>{{1, 14}, {2, 14}, {3, 7}, {70, 7}, {4, 0}}) {
+    ASSERT_TRUE(w->Get(t, row, got).ok());
+    EXPECT_EQ(got[0], times) << "row " << row;
+  }
+}
+
 TEST(ClientTest, SparseTables) {
   TempDir dir;
   ClientOptions o;
