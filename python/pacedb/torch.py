@@ -12,7 +12,10 @@
 
 A module's forward reads the distinct rows of the batch's ids with one batched
 call (de-duplicated in C++, with the inverse index) into a leaf tensor autograd
-tracks; the optimizer's step turns that tensor's gradient into an additive
+tracks (Embedding: the rows of every id, gathered in the same call, so no
+embedding op runs forward or backward; EmbeddingBag: the distinct rows, which
+embedding_bag indexes); the optimizer's step turns that tensor's gradient (summed
+per distinct id, in C++) into an additive
 update of the rows (and of the optimizer's state rows, kept in PaceDB tables
 beside the weights: "<name>.adagrad", "<name>.adam"). Ids are any
 non-negative integers (no id map): a row exists once it is read or updated.
