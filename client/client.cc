@@ -113,7 +113,15 @@ template <typename T>
 Status IncDenseRows(Worker::Impl* w, TableState* t, const std::vector<uint64_t>& rows,
                     const T* deltas) {
   RETURN_IF_ERROR(CheckDenseInc<T>(t));
-  w->client_->IncDenseRows(w->clock_, w->stats_.get(), t, rows, deltas);
+  RETURN_IF_ERROR(w->client_->IncDenseRows(w->clock_, w->stats_.get(), t, rows, deltas));
+  return w->AfterInc(rows.size());
+}
+
+template <typename T>
+Status IncGetDenseRows(Worker::Impl* w, TableState* t, const std::vector<uint64_t>& rows,
+                       const T* deltas, T* out) {
+  RETURN_IF_ERROR(CheckDenseInc<T>(t));
+  RETURN_IF_ERROR(w->client_->IncDenseRows(w->clock_, w->stats_.get(), t, rows, deltas, out));
   return w->AfterInc(rows.size());
 }
 
@@ -289,6 +297,27 @@ Status Worker::Inc(const Table& t, const std::vector<uint64_t>& rows, const int3
 Status Worker::Inc(const Table& t, const std::vector<uint64_t>& rows, const int64_t* deltas) {
   PACE_TABLE_OR_RETURN(t, ts);
   return IncDenseRows(impl_.get(), ts, rows, deltas);
+}
+
+Status Worker::IncGetRows(const Table& t, const std::vector<uint64_t>& rows, const float* deltas,
+                          float* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncGetDenseRows(impl_.get(), ts, rows, deltas, out);
+}
+Status Worker::IncGetRows(const Table& t, const std::vector<uint64_t>& rows, const double* deltas,
+                          double* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncGetDenseRows(impl_.get(), ts, rows, deltas, out);
+}
+Status Worker::IncGetRows(const Table& t, const std::vector<uint64_t>& rows, const int32_t* deltas,
+                          int32_t* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncGetDenseRows(impl_.get(), ts, rows, deltas, out);
+}
+Status Worker::IncGetRows(const Table& t, const std::vector<uint64_t>& rows, const int64_t* deltas,
+                          int64_t* out) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncGetDenseRows(impl_.get(), ts, rows, deltas, out);
 }
 
 Status Worker::Inc(const Table& t, uint64_t row, const float* delta) {

@@ -34,6 +34,7 @@ Client::Impl::Impl(const ClientOptions& options, bool embedded)
     client::SpinLock l(&st.mu);  // not shared yet; for the analysis
     st.budget = budget;
     st.recycle_delta_buffers = options.memory_mb == 0;
+    st.open_bytes_total = &open_bytes_total_;
   }
 }
 

@@ -509,6 +509,95 @@ TEST(ClientTest, BatchedDenseIncEqualsOneIncPerRow) {
   EXPECT_TRUE(w->Inc(a, std::vector<uint64_t>{}, want).ok());
 }
 
+// IncGetRows reads exactly what Inc and then GetRows read: every row with all
+// of the call's deltas (duplicates too), rows cached and rows never read
+// (fetched after the pass), across clocks; and the server ends up with the
+// same totals.
+TEST(ClientTest, IncGetRowsEqualsIncThenGetRows) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  Table a, b;
+  TableSchema sa = CounterSchema(Consistency::kSsp, 1), sb = sa;
+  sa.name = "a";
+  sb.name = "b";
+  ASSERT_TRUE(client->CreateTable(sa, &a).ok());
+  ASSERT_TRUE(client->CreateTable(sb, &b).ok());
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  std::mt19937_64 rng(9);
+  for (int clock = 0; clock < 4; ++clock) {
+    std::vector<uint64_t> rows;
+    std::vector<int64_t> deltas;
+    // Rows of earlier clocks (cached) and new ones each clock, duplicates.
+    for (int i = 0; i < 400; ++i) {
+      rows.push_back(rng() % (100 * static_cast<uint64_t>(clock + 1)));
+      for (uint32_t k = 0; k < kWidth; ++k) deltas.push_back(static_cast<int64_t>(rng() % 9) - 4);
+    }
+    std::vector<int64_t> got(rows.size() * kWidth, -1), want(rows.size() * kWidth, -2);
+    ASSERT_TRUE(w->IncGetRows(a, rows, deltas.data(), got.data()).ok());
+    ASSERT_TRUE(w->Inc(b, rows, deltas.data()).ok());
+    ASSERT_TRUE(w->GetRows(b, rows, want.data()).ok());
+    ASSERT_EQ(got, want) << "clock " << clock;
+    ASSERT_TRUE(w->Clock().ok());
+  }
+  ASSERT_TRUE(w->GlobalBarrier().ok());
+  int64_t x[kWidth], y[kWidth];
+  for (uint64_t r = 0; r < 400; ++r) {
+    ASSERT_TRUE(w->Get(a, r, x).ok());
+    ASSERT_TRUE(w->Get(b, r, y).ok());
+    ASSERT_TRUE(std::equal(x, x + kWidth, y)) << "row " << r;
+  }
+  float f[kWidth] = {}, fo[kWidth];
+  EXPECT_EQ(w->IncGetRows(a, std::vector<uint64_t>{1}, f, fo).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(w->IncGetRows(a, std::vector<uint64_t>{}, x, y).ok());
+}
+
+// Workers of one process at different clocks add to the same rows with the
+// batched Inc (a row's deltas of two open clocks): reads see both, totals
+// are exact.
+TEST(ClientTest, BatchedIncOfWorkersAtDifferentClocks) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  Table t;
+  ASSERT_TRUE(client->CreateTable(CounterSchema(Consistency::kSsp, 2), &t).ok());
+  std::unique_ptr<Worker> behind, ahead;
+  ASSERT_TRUE(client->RegisterWorker(&behind).ok());
+  ASSERT_TRUE(client->RegisterWorker(&ahead).ok());
+  const std::vector<uint64_t> rows = {1, 2, 3, 2, 70, 1};
+  const std::vector<int64_t> ones(rows.size() * kWidth, 1);
+  ASSERT_TRUE(ahead->Inc(t, rows, ones.data()).ok());  // opens clock 0's deltas
+  ASSERT_TRUE(ahead->Clock().ok());                    // ahead at clock 1
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(behind->Inc(t, rows, ones.data()).ok());  // clock 0
+    ASSERT_TRUE(ahead->Inc(t, rows, ones.data()).ok());   // clock 1
+  }
+  int64_t got[kWidth];
+  ASSERT_TRUE(behind->Get(t, 2, got).ok());
+  EXPECT_EQ(got[0], 7 * 2);  // read-my-writes: every Inc of the process
+  ASSERT_TRUE(behind->Clock().ok());
+  ASSERT_TRUE(behind->Clock().ok());
+  ASSERT_TRUE(ahead->Clock().ok());
+  ASSERT_TRUE(behind->GlobalBarrier().ok());
+  behind.reset();
+  ahead.reset();
+  client.reset();
+  ASSERT_TRUE(Client::Open(o, &client).ok());
+  ASSERT_TRUE(client->OpenTable(t.schema().name, &t).ok());
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  for (const auto& [row, times] :
+       std::vector<std::pair<uint64_t, int64_t>>{{1, 14}, {2, 14}, {3, 7}, {70, 7}, {4, 0}}) {
+    ASSERT_TRUE(w->Get(t, row, got).ok());
+    EXPECT_EQ(got[0], times) << "row " << row;
+  }
+}
+
 TEST(ClientTest, SparseTables) {
   TempDir dir;
   ClientOptions o;

@@ -414,6 +414,20 @@ class Worker {
   Status Inc(const Table& t, const std::vector<uint64_t>& rows, const double* deltas);
   Status Inc(const Table& t, const std::vector<uint64_t>& rows, const int32_t* deltas);
   Status Inc(const Table& t, const std::vector<uint64_t>& rows, const int64_t* deltas);
+  // Inc(t, rows, deltas) and then GetRows(t, rows, out), in one pass: each
+  // row's cache entry is looked up once and read right after its update (a
+  // read-modify-write of optimizer state, e.g. Adagrad's accumulators, whose
+  // new value the step needs). Every row is read after all of the call's
+  // deltas (duplicates read the row with all of theirs). `out` holds
+  // rows.size() * width elements.
+  Status IncGetRows(const Table& t, const std::vector<uint64_t>& rows, const float* deltas,
+                    float* out);
+  Status IncGetRows(const Table& t, const std::vector<uint64_t>& rows, const double* deltas,
+                    double* out);
+  Status IncGetRows(const Table& t, const std::vector<uint64_t>& rows, const int32_t* deltas,
+                    int32_t* out);
+  Status IncGetRows(const Table& t, const std::vector<uint64_t>& rows, const int64_t* deltas,
+                    int64_t* out);
   // One cell (dense or sparse tables). The value is converted to the table's type.
   Status IncCell(const Table& t, uint64_t row, uint32_t col, double value);
   // Sparse updates: (column, delta) pairs, any order, duplicates summed.

@@ -22,7 +22,7 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
   const RowFormat& f = e->table->format;
   PendingDelta* p = e->FindPending(c);
   if (p == nullptr) {
-    open_bytes += delta.size();
+    AddOpenBytes(delta.size(), 0);
     if (!e->has_open) {
       e->open.clock = c;
       e->open.sealed = false;
@@ -48,7 +48,7 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
   } else {
     const size_t before = p->delta.size();
     AddRowUnchecked(f, &p->delta, delta);  // a sparse delta may grow
-    open_bytes = open_bytes - before + p->delta.size();
+    AddOpenBytes(p->delta.size(), before);
     auto it =
         std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.clock == c; });
     if (it != dirty.rend()) it->bytes = it->bytes - before + p->delta.size();
@@ -70,7 +70,7 @@ const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c, uint32_t part) {
   if (p == nullptr) return nullptr;
   p->sealed = true;
   p->part = part;
-  open_bytes -= p->delta.size();
+  AddOpenBytes(0, p->delta.size());
   // A value's (applied, applied_parts) never exceeds what was sent, so a
   // newly sealed (clock, part) always comes after it: it belongs in the value.
   if (e->has_value) {

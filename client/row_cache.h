@@ -35,6 +35,7 @@
 #ifndef PACE_CLIENT_ROW_CACHE_H_
 #define PACE_CLIENT_ROW_CACHE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -421,6 +422,22 @@ struct alignas(64) CacheStripe {
   // Bytes of the open (not yet sent) deltas of this stripe's rows. (Sealed
   // ones are counted client-wide, per batch: Client::Impl::unacked_bytes_.)
   size_t open_bytes GUARDED_BY(mu) = 0;
+  // The client's total of every stripe's open_bytes, changed with them (under
+  // this stripe's lock; nullptr: none). The open-delta bound's checks read
+  // it instead of taking every stripe's lock when it is clearly under the
+  // bound: each such pass moved the 64 stripes' lock lines between the cores
+  // of workers updating the same rows.
+  std::atomic<uint64_t>* open_bytes_total = nullptr;
+  void AddOpenBytes(size_t added, size_t removed) REQUIRES(mu) {
+    open_bytes = open_bytes + added - removed;
+    if (open_bytes_total != nullptr && added != removed) {
+      if (added > removed) {
+        open_bytes_total->fetch_add(added - removed, std::memory_order_relaxed);
+      } else {
+        open_bytes_total->fetch_sub(removed - added, std::memory_order_relaxed);
+      }
+    }
+  }
   int waiters GUARDED_BY(mu) = 0;  // readers blocked in this stripe
   // Unsubscribes of rows evicted here, not sent yet (few (shard, table)s).
   // They leave together (Client::Impl::FlushUnsubscribesLocked): before any

@@ -112,6 +112,7 @@ Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
   // clock's open deltas stay below the open-delta bound, and two parts fit
   // the unacked bound, so one can be written while the next is filled.
   const uint64_t part = PartBytes();
+  if (open_bytes_total_.load(std::memory_order_relaxed) < part) return Status::OK();
   if (OpenDeltaSums(c).of_clock < part) return Status::OK();
   // The sealed parts are bounded like whole batches: a part is sealed once
   // the unacknowledged deltas leave room for it under unacked_mb (Acks need
@@ -154,6 +155,7 @@ Status Client::Impl::WaitOpenDeltas(ClockT c, client::WorkerStats* ws) {
   const uint64_t part = PartBytes();
   auto within = [&] {
     if (process_clock_seen_.load(std::memory_order_acquire) >= c) return true;
+    if (open_bytes_total_.load(std::memory_order_relaxed) <= std::min(bound, part)) return true;
     const OpenDeltaSum open = OpenDeltaSums(c);
     return open.all <= bound && open.of_clock <= part;
   };

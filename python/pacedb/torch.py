@@ -12,7 +12,10 @@
 
 A module's forward reads the distinct rows of the batch's ids with one batched
 call (de-duplicated in C++, with the inverse index) into a leaf tensor autograd
-tracks; the optimizer's step turns that tensor's gradient into an additive
+tracks (Embedding: the rows of every id, gathered in the same call, so no
+embedding op runs forward or backward; EmbeddingBag: the distinct rows, which
+embedding_bag indexes); the optimizer's step turns that tensor's gradient (summed
+per distinct id, in C++) into an additive
 update of the rows (and of the optimizer's state rows, kept in PaceDB tables
 beside the weights: "<name>.adagrad", "<name>.adam"). Ids are any
 non-negative integers (no id map): a row exists once it is read or updated.
@@ -217,8 +220,10 @@ class _RowModule(nn.Module):
             return self._worker
         return thread_worker(self.client)
 
-    def _fetch(self, ids):
-        """(inverse index as a LongTensor, rows as a leaf tensor) of ids."""
+    def _fetch(self, ids, gather=False):
+        """(inverse index as a LongTensor, rows as a leaf tensor) of ids; with
+        gather, (None, the rows of ids as a leaf tensor of shape ids.shape +
+        (dim,)), gathered in C++ in the same call."""
         if not isinstance(ids, torch.Tensor):
             ids = torch.as_tensor(ids)
         if ids.dtype not in _ID_DTYPES:
@@ -228,18 +233,31 @@ class _RowModule(nn.Module):
         # the memory: no torch op here (each would release and retake the
         # GIL, a hand-off to a sibling worker thread).
         cpu = ids.is_cpu
-        unique, inverse, rows = _wait(self._read_what, self.client, w.get_unique, self.table,
-                                      ids.numpy() if cpu else ids.cpu().numpy())
+        got = _wait(self._read_what, self.client, w.get_unique, self.table,
+                    ids.numpy() if cpu else ids.cpu().numpy(), None, gather)
+        unique, inverse, rows = got[:3]
         if not self._embedded:  # start fetching the optimizer's state rows
             for t in self._prefetch:
                 w.prefetch(t, unique)
+        if gather:
+            # The leaf autograd tracks is the gathered rows themselves: no
+            # embedding op forward, none backward (the step sums the
+            # gradients of a row's occurrences in C++, as nn.Embedding's
+            # backward does), two GIL releases and a tensor fewer per read.
+            weight = torch.from_numpy(got[3])
+            if not cpu:
+                weight = weight.to(ids.device)
+            if self.training and torch.is_grad_enabled():
+                weight.requires_grad = True
+                self._rows_read().append((w, unique, weight, rows, inverse))
+            return None, weight
         weight = torch.from_numpy(rows)
         inverse = torch.from_numpy(inverse)
         if not cpu:
             weight, inverse = weight.to(ids.device), inverse.to(ids.device)
         if self.training and torch.is_grad_enabled():
             weight.requires_grad = True
-            self._rows_read().append((w, unique, weight, rows))
+            self._rows_read().append((w, unique, weight, rows, None))
         return inverse, weight
 
     def rows(self, ids):
@@ -286,8 +304,7 @@ class Embedding(_RowModule):
                          consistency, staleness)
 
     def forward(self, ids):
-        inverse, weight = self._fetch(ids)
-        return F.embedding(inverse, weight)
+        return self._fetch(ids, gather=True)[1]
 
 
 class EmbeddingBag(_RowModule):
@@ -331,9 +348,18 @@ def _row_modules(modules):
     return found
 
 
+def _per_row(ids, rows, grad, inverse):
+    """(ids, rows, grad) of a read with one gradient row per distinct id (a
+    gathered read's gradient has one per occurrence: summed by inverse)."""
+    if inverse is None:
+        return ids, rows, grad
+    return ids, rows, pacedb._pacedb._sum_rows(grad, inverse, len(ids))
+
+
 def _merge(reads):
     """(ids, rows, grads) of several reads as one with distinct ids, the
     gradients of equal ids summed (their rows are the same read)."""
+    reads = [_per_row(*r) for r in reads]
     ids = np.concatenate([r[0] for r in reads])
     rows = np.concatenate([r[1] for r in reads])
     grads = np.concatenate([r[2] for r in reads])
@@ -394,19 +420,29 @@ class _RowOptimizer:
         a hand-off between worker threads."""
         for m in self.modules:
             by_worker = {}
-            for w, ids, weight, rows in m._take_rows_read():
+            for w, ids, weight, rows, inverse in m._take_rows_read():
                 grad = weight.grad
                 if grad is None:
                     continue
+                # The gradient's Python object now holds the last reference:
+                # freed with it below, not by the weight's destruction (which
+                # would take the GIL again to free it).
+                weight.grad = None
                 if grad.requires_grad or not grad.is_cpu:  # backward(create_graph=True), a GPU
                     grad = grad.detach().cpu()
-                by_worker.setdefault(id(w), (w, []))[1].append((ids, rows, grad.numpy()))
+                grad = grad.numpy()
+                if inverse is not None:  # gathered: a row per occurrence of an id
+                    grad = grad.reshape(-1, m.dim)
+                    inverse = inverse.reshape(-1)
+                by_worker.setdefault(id(w), (w, []))[1].append((ids, rows, grad, inverse))
             for w, reads in by_worker.values():
                 # Several forwards of a module in one step (a module used twice):
                 # one update of the summed gradients, as torch.optim's (the
                 # Adagrad and Adam updates are not additive in the gradient).
-                ids, rows, grad = reads[0] if len(reads) == 1 else _merge(reads)
-                self._update(m, w, ids, rows, grad)
+                if len(reads) == 1:
+                    self._update_read(m, w, *reads[0])
+                else:
+                    self._update(m, w, *_merge(reads))
         count = getattr(self._clocks, "steps", 0) + 1
         if count >= self.clock_every:
             # Every worker of the modules in this thread: those read through
@@ -447,6 +483,11 @@ class _RowOptimizer:
         """Steps of the calling thread since its last clock."""
         return getattr(self._clocks, "steps", 0)
 
+    def _update_read(self, module, worker, ids, rows, grad, inverse):
+        """The update of one read: grad has a row per id, or with inverse (a
+        gathered read) a row per occurrence, grad[k] of ids[inverse[k]]."""
+        self._update(module, worker, *_per_row(ids, rows, grad, inverse))
+
     def _update(self, module, worker, ids, rows, grad):
         raise NotImplementedError
 
@@ -481,6 +522,16 @@ class Adagrad(_RowOptimizer):
         self.eps = float(eps)
         self.initial_accumulator_value = float(initial_accumulator_value)
         self.weight_decay = float(weight_decay)
+
+    def _update_read(self, module, worker, ids, rows, grad, inverse):
+        if self.weight_decay or inverse is None:
+            super()._update_read(module, worker, ids, rows, grad, inverse)
+            return
+        # One call: sums the occurrences' gradients, reads and updates the
+        # accumulators, updates the rows (C++, without the GIL).
+        _wait(module._step_what, module.client, worker.adagrad_update, module.table,
+              self.state_tables[module.name], ids, grad, self.lr, self.eps,
+              self.initial_accumulator_value, module._embedded, inverse)
 
     def _update(self, module, worker, ids, rows, grad):
         if self.weight_decay:

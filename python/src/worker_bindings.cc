@@ -3,6 +3,7 @@
 // runs with the GIL released, so worker threads run in parallel.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <type_traits>
@@ -344,7 +345,7 @@ py::array ArrayOver(std::unique_ptr<Owner> owner, void* data, const py::dtype& d
 // GIL (each release is a hand-off to another worker thread waiting for it),
 // into buffers the returned arrays then own.
 py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_like,
-                    const py::object& /*prefetch: accepted, changes nothing*/) {
+                    const py::object& /*prefetch: accepted, changes nothing*/, bool gather) {
   const Table& t = self->Resolve(pt);
   const TableSchema& s = t.schema();
   CheckArg(Dense(t), "get_unique needs a dense table ('" + s.name + "' is sparse; use get)");
@@ -355,6 +356,7 @@ py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_lik
   const size_t row_bytes = s.width * static_cast<size_t>(dtype.itemsize());
   auto unique = std::make_unique<std::vector<uint64_t>>();
   auto rows = std::make_unique<std::vector<char>>();
+  auto gathered = std::make_unique<std::vector<char>>();
   size_t bad = 0;
   bool ok;
   Status st;
@@ -365,6 +367,13 @@ py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_lik
     if (ok) {
       rows->resize(std::max<size_t>(1, unique->size() * row_bytes));
       st = ReadRows(w.get(), t, *unique, rows->data());
+    }
+    if (ok && st.ok() && gather) {
+      gathered->resize(std::max<size_t>(1, ids.n * row_bytes));
+      for (size_t k = 0; k < ids.n; ++k) {
+        std::memcpy(gathered->data() + k * row_bytes,
+                    rows->data() + static_cast<size_t>(inv[k]) * row_bytes, row_bytes);
+      }
     }
   }
   CheckNoBadId(ok, ids, bad);
@@ -377,7 +386,62 @@ py::tuple GetUnique(PyWorker* self, const PyTable& pt, const py::handle& ids_lik
   py::array unique_ids =
       ArrayOver(std::move(unique), id_data,
                 ids.u64 != nullptr ? py::dtype::of<uint64_t>() : py::dtype::of<int64_t>(), {u});
-  return py::make_tuple(unique_ids, inverse, row_array);
+  if (!gather) return py::make_tuple(unique_ids, inverse, row_array);
+  std::vector<py::ssize_t> shape = ids.shape;
+  shape.push_back(static_cast<py::ssize_t>(s.width));
+  char* gathered_data = gathered->data();
+  py::array gathered_array = ArrayOver(std::move(gathered), gathered_data, dtype, shape);
+  return py::make_tuple(unique_ids, inverse, row_array, gathered_array);
+}
+
+// The rows of `grads` (len(inverse) rows of `width`) summed by inverse[k] into
+// `unique` rows: the gradient of each distinct row of a gathered read.
+// Checked: inverse[k] in [0, unique).
+template <typename T>
+bool CheckedSumByRow(const T* in, size_t n, size_t width, const int64_t* inverse, size_t unique,
+                     std::vector<T>* sum) {
+  sum->assign(unique * width, T{});
+  for (size_t k = 0; k < n; ++k) {
+    if (inverse[k] < 0 || static_cast<uint64_t>(inverse[k]) >= unique) return false;
+    T* row = sum->data() + static_cast<size_t>(inverse[k]) * width;
+    const T* src = in + k * width;
+    for (size_t c = 0; c < width; ++c) row[c] += src[c];
+  }
+  return true;
+}
+
+// The int64 inverse index of a gathered read, C-contiguous.
+py::array_t<int64_t> InverseOf(const py::handle& inverse) {
+  py::array a = py::array::ensure(inverse);
+  CheckArg(
+      static_cast<bool>(a) && (a.dtype().kind() == 'i' || a.dtype().kind() == 'u' || a.size() == 0),
+      "inverse must be an array of integers");
+  return py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+}
+
+// sum_rows(grads, inverse, n): grads (len(inverse) x width, float32/float64)
+// summed into n rows by inverse (as nn.Embedding's backward sums the
+// gradients of a row's occurrences). Short: runs with the GIL held.
+py::array SumRows(const py::handle& grads_like, const py::handle& inverse_like, size_t n) {
+  py::array_t<int64_t> inverse = InverseOf(inverse_like);
+  py::array g = py::array::ensure(grads_like);
+  CheckArg(static_cast<bool>(g), "grads must be an array");
+  const bool f64 = g.dtype().is(py::dtype::of<double>());
+  g = ContiguousAs(g, f64 ? py::dtype::of<double>() : py::dtype::of<float>(), "grads");
+  const size_t m = static_cast<size_t>(inverse.size());
+  CheckArg(m == 0 ? g.size() == 0 : static_cast<size_t>(g.size()) % m == 0,
+           "grads must hold len(inverse) rows");
+  const size_t width = m == 0 ? 0 : static_cast<size_t>(g.size()) / m;
+  auto sum = [&](auto z) -> py::array {
+    using T = decltype(z);
+    std::vector<T> out;
+    CheckArg(CheckedSumByRow(static_cast<const T*>(g.data()), m, width, inverse.data(), n, &out),
+             "inverse holds an index outside [0, " + std::to_string(n) + ")");
+    py::array_t<T> a({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(width)});
+    if (!out.empty()) std::memcpy(a.mutable_data(), out.data(), out.size() * sizeof(T));
+    return a;
+  };
+  return f64 ? sum(double{}) : sum(float{});
 }
 
 // Sums the rows of `in` (n x width) of equal ids into `sum` (unique x width).
@@ -402,7 +466,8 @@ void SumByRow(const T* in, size_t n, size_t width, const int64_t* inverse, size_
 // accumulators and updates both tables without the GIL.
 void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& state_pt,
                    const py::handle& ids_like, const py::handle& grads, double lr, double eps,
-                   double initial, const py::object& /*prefetch: accepted, changes nothing*/) {
+                   double initial, const py::object& /*prefetch: accepted, changes nothing*/,
+                   const py::object& inverse_like) {
   const Table& t = self->Resolve(weights_pt);
   const Table& st_table = self->Resolve(state_pt);
   const TableSchema& s = t.schema();
@@ -414,38 +479,59 @@ void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& sta
            "the state table '" + ss.name + "' must have the dtype and width of '" + s.name + "'");
   FlatIds ids = FlatIdsOf(ids_like);
   py::array g = ContiguousAs(grads, DtypeOf(s.type), "grads");
-  CheckArg(static_cast<size_t>(g.size()) == ids.n * s.width,
-           "grads must have shape (" + std::to_string(ids.n) + ", " + std::to_string(s.width) +
+  // Gathered: grads has a row per entry of inverse, ids are distinct.
+  const bool gathered = !inverse_like.is_none();
+  py::array_t<int64_t> given_inverse;
+  if (gathered) given_inverse = InverseOf(inverse_like);
+  const size_t grad_rows = gathered ? static_cast<size_t>(given_inverse.size()) : ids.n;
+  CheckArg(static_cast<size_t>(g.size()) == grad_rows * s.width,
+           "grads must have shape (" + std::to_string(grad_rows) + ", " + std::to_string(s.width) +
                "), not " + std::to_string(g.size()) + " elements");
   const void* p = g.data();
-  std::vector<int64_t> inverse(ids.n);
+  std::vector<int64_t> inverse(gathered ? 0 : ids.n);
   std::vector<uint64_t> unique;
   size_t bad = 0;
   bool ok;
+  bool inverse_ok = true;
   PyWorker::Use w(self);
   Status status;
   {
     py::gil_scoped_release release;
-    ok = Dedup(ids, &unique, inverse.data(), &bad);
+    if (gathered) {
+      ok = true;
+      unique.resize(ids.n);
+      for (size_t k = 0; k < ids.n && ok; ++k) {
+        ok = ids.At(k, &unique[k]);
+        if (!ok) bad = k;
+      }
+    } else {
+      ok = Dedup(ids, &unique, inverse.data(), &bad);
+    }
     if (ok && !unique.empty()) {
       status = DispatchType(s.type, [&](auto z) -> Status {
         using T = decltype(z);
         if constexpr (std::is_floating_point_v<T>) {
           const size_t width = s.width;
           std::vector<T> grad;
-          SumByRow(static_cast<const T*>(p), ids.n, width, inverse.data(), unique.size(), T{1},
-                   &grad);
+          if (gathered) {
+            inverse_ok = CheckedSumByRow(static_cast<const T*>(p), grad_rows, width,
+                                         given_inverse.data(), unique.size(), &grad);
+            if (!inverse_ok) return Status::OK();
+          } else {
+            SumByRow(static_cast<const T*>(p), ids.n, width, inverse.data(), unique.size(), T{1},
+                     &grad);
+          }
+          // The accumulators' update, then their new values: one pass over
+          // the state rows.
+          std::vector<T> sq(grad.size());
+          for (size_t k = 0; k < grad.size(); ++k) sq[k] = grad[k] * grad[k];
           std::vector<T> acc(grad.size());
-          RETURN_IF_ERROR(ReadRows(w.get(), st_table, unique, acc.data()));
-          std::vector<T> delta(grad.size());
+          RETURN_IF_ERROR(w->IncGetRows(st_table, unique, sq.data(), acc.data()));
+          std::vector<T>& delta = sq;  // reused for the rows' update
           for (size_t k = 0; k < grad.size(); ++k) {
-            const T sq = grad[k] * grad[k];
-            const T std_k = std::sqrt(acc[k] + sq + static_cast<T>(initial)) + static_cast<T>(eps);
-            acc[k] = sq;  // the accumulators' update
+            const T std_k = std::sqrt(acc[k] + static_cast<T>(initial)) + static_cast<T>(eps);
             delta[k] = static_cast<T>(-lr) * (grad[k] / std_k);
           }
-          Status is = w->Inc(st_table, unique, acc.data());
-          if (!is.ok()) return is;
           return w->Inc(t, unique, delta.data());
         } else {
           return Status::InvalidArgument("adagrad_update needs a float table");
@@ -454,6 +540,7 @@ void AdagradUpdate(PyWorker* self, const PyTable& weights_pt, const PyTable& sta
     }
   }
   CheckNoBadId(ok, ids, bad);
+  CheckArg(inverse_ok, "inverse holds an index outside [0, len(ids))");
   Check(status);
 }
 
@@ -519,6 +606,9 @@ void RowsCall(PyWorker* self, const PyTable& pt, const py::handle& rows) {
 }  // namespace
 
 void RegisterWorker(py::module_& m) {
+  m.def("_sum_rows", &SumRows, py::arg("grads"), py::arg("inverse"), py::arg("n"),
+        "grads (len(inverse) rows) summed by inverse into n rows (pacedb.torch's gathered "
+        "reads).");
   py::class_<PyWorker>(m, "Worker", R"doc(
 One application thread's identity: its clock, reads and updates (Client.worker()).
 Use a worker from one thread at a time; create one per thread.)doc")
@@ -551,21 +641,25 @@ Use a worker from one thread at a time; create one per thread.)doc")
           "Blocks until every shard has applied all clients' updates of the clocks before "
           "this worker's clock.")
       .def("get_unique", &GetUnique, py::arg("table"), py::arg("ids"),
-           py::arg("prefetch") = py::none(),
+           py::arg("prefetch") = py::none(), py::arg("gather") = false,
            "The distinct rows of a batch of ids (an integer array of any shape) in one batched "
            "read: (unique_ids, inverse, rows), unique_ids in first-occurrence order, "
            "inverse (int64, the shape of ids) with unique_ids[inverse] == ids, rows of shape "
            "(len(unique_ids), width). De-duplicates without the GIL. The rows neither cached "
            "fresh nor being fetched are requested with one Read per shard; `prefetch` is "
-           "accepted for compatibility and changes nothing.")
+           "accepted for compatibility and changes nothing. gather=True adds a fourth "
+           "array, rows[inverse] (shape ids.shape + (width,)), built in the same call.")
       .def("adagrad_update", &AdagradUpdate, py::arg("table"), py::arg("state"), py::arg("ids"),
            py::arg("grads"), py::arg("lr"), py::arg("eps") = 1e-10,
            py::arg("initial_accumulator_value") = 0.0, py::arg("prefetch") = py::none(),
+           py::arg("inverse") = py::none(),
            "One Adagrad step of rows `ids` of a float table, the gradients of equal ids summed "
            "first: with acc = state row + initial_accumulator_value + grad**2, adds grad**2 to "
            "the state row and -lr * grad / (sqrt(acc) + eps) to the row. `state` has the "
            "table's dtype and width. `prefetch` is accepted for compatibility and changes "
-           "nothing (the reads fetch what is neither cached fresh nor being fetched).")
+           "nothing (the reads fetch what is neither cached fresh nor being fetched). With "
+           "`inverse` (get_unique's), `ids` are the distinct ids and grads has a row per entry "
+           "of inverse, grads[k] the gradient of row ids[inverse[k]] (summed per row).")
       .def("inc_sum", &IncSum, py::arg("table"), py::arg("ids"), py::arg("deltas"),
            py::arg("scale") = 1.0,
            "Adds scale * deltas[k] to row ids[k] (dense; deltas of shape (len(ids), width)), "

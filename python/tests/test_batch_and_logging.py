@@ -34,6 +34,28 @@ def test_get_unique_dedups_and_inverts(client):
         w.get_unique(t, np.array([1.5]))
 
 
+def test_get_unique_gathers_the_rows_of_every_id(client):
+    t = client.create_table("eg", 3, init=("uniform", -1.0, 1.0, 6))
+    w = client.worker()
+    ids = np.array([[7, 2**40, 7], [3, 2**40, 7]])
+    unique, inverse, rows, gathered = w.get_unique(t, ids, gather=True)
+    assert gathered.shape == ids.shape + (3,) and gathered.dtype == np.float32
+    np.testing.assert_array_equal(gathered, rows[inverse])
+    np.testing.assert_array_equal(gathered.reshape(-1, 3), w.get_many(t, ids.reshape(-1)))
+    assert len(w.get_unique(t, ids)) == 3  # without gather: as before
+    _, _, r, g = w.get_unique(t, np.zeros((0,), np.int64), gather=True)
+    assert r.shape == (0, 3) and g.shape == (0, 3)
+
+
+def test_sum_rows_sums_occurrences(client):
+    grads = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    out = pacedb._pacedb._sum_rows(grads, np.array([1, 0, 1]), 3)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, [[3, 4], [6, 8], [0, 0]])
+    with pytest.raises(pacedb.InvalidArgumentError, match="outside"):
+        pacedb._pacedb._sum_rows(grads, np.array([1, 0, 3]), 3)
+
+
 def test_inc_sum_adds_up_duplicates(client):
     t = client.create_table("g", 2, dtype=np.float64)
     w = client.worker()
@@ -63,6 +85,28 @@ def test_adagrad_update_sums_duplicates_then_steps(client):
     with pytest.raises(pacedb.InvalidArgumentError, match="dtype and width"):
         w.adagrad_update(t, client.create_table("b", 3, dtype=np.float64), [1], np.ones((1, 2)),
                          lr=0.1)
+
+
+def test_adagrad_update_with_inverse_equals_the_repeated_ids(client):
+    # A gathered read's step: distinct ids, a gradient row per occurrence.
+    t = client.create_table("ai", 2, dtype=np.float64, init=("uniform", -1.0, 1.0, 3))
+    u = client.create_table("au", 2, dtype=np.float64, init=("uniform", -1.0, 1.0, 3))
+    ta, ua = (client.create_table(n, 2, dtype=np.float64) for n in ("ai.acc", "au.acc"))
+    w = client.worker()
+    grads = np.array([[1.0, -2.0], [0.5, 0.5], [3.0, 1.0], [-1.0, 0.25]])
+    t0, u0 = w.get_many(t, [3, 8, 5]), w.get_many(u, [3, 8, 5])  # initialized apart
+    for _ in range(3):  # the accumulators grow: the same both ways
+        w.adagrad_update(t, ta, [3, 8, 3, 5], grads, lr=0.1, eps=1e-3,
+                         initial_accumulator_value=0.25)
+        w.adagrad_update(u, ua, np.array([3, 8, 5]), grads, lr=0.1, eps=1e-3,
+                         initial_accumulator_value=0.25, inverse=np.array([0, 1, 0, 2]))
+    np.testing.assert_allclose(w.get_many(u, [3, 8, 5]) - u0, w.get_many(t, [3, 8, 5]) - t0)
+    assert not np.allclose(w.get_many(t, [3, 8, 5]), t0)
+    np.testing.assert_allclose(w.get_many(ua, [3, 8, 5]), w.get_many(ta, [3, 8, 5]))
+    with pytest.raises(pacedb.InvalidArgumentError, match="outside"):
+        w.adagrad_update(u, ua, [3], grads, lr=0.1, inverse=np.array([0, 1, 0, 0]))
+    with pytest.raises(pacedb.InvalidArgumentError, match="grads must have shape"):
+        w.adagrad_update(u, ua, [3], grads, lr=0.1, inverse=np.array([0, 0]))
 
 
 def test_worker_context_manager_closes(client):
