@@ -113,13 +113,19 @@ tsan: tsan-build
 	bash cmake/sanitizer_reports.sh build-tsan -j$(SAN_JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
 
 # clang's thread-safety analysis (-Wthread-safety -Werror) over the whole tree, in build-tsa
-# (needs clang; installs it as root, as `make fuzz` does). Compiles everything, runs nothing.
+# (needs clang; installs it as root, as `make fuzz` does). Configures build-tsa, makes the
+# generated headers, then runs clang's front end (-fsyntax-only, where the analysis runs) on
+# every translation unit of its compile_commands.json with that build's flags
+# (cmake/thread_safety_check.py): the diagnostics of a full build, without code generation or
+# linking; fails on any error (-Werror: every warning is one). `cmake --build build-tsa` still
+# builds that tree in full.
 thread-safety: deps
 	@command -v clang++ >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq clang >/dev/null; \
 	  else echo "run as root: apt-get install -y clang"; exit 1; fi; }
 	CXX=clang++ cmake -S . -B build-tsa -DCMAKE_BUILD_TYPE=Debug -DPACE_THREAD_SAFETY=ON
-	cmake --build build-tsa -j$(JOBS)
+	cmake --build build-tsa -j$(JOBS) --target pace_generated_headers
+	python3 cmake/thread_safety_check.py build-tsa -j$(JOBS)
 
 bench: build
 	@bash tools/bench/run.sh $(BUILD)
