@@ -78,10 +78,14 @@ test: deps-test build
 # whole default suite (multi-process tests start the sanitizer builds of the
 # binaries). Fails on a failed test or on any sanitizer report from any process
 # (cmake/sanitizer_reports.sh). SAN_JOBS: build and ctest parallelism.
+# The benchmark programs are not built there (-DPACE_BUILD_BENCHMARKS=OFF: no
+# test runs one; the Release build compiles them); SAN_CMAKE_ARGS comes last
+# and can turn them back on.
 SAN_JOBS ?= 2
 SAN_CMAKE_ARGS ?=
+SAN_CONFIG := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_BUILD_BENCHMARKS=OFF
 asan-build: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+	cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
 	cmake --build build-asan -j$(SAN_JOBS)
 
 asan: asan-build
@@ -89,7 +93,7 @@ asan: asan-build
 
 # ASan+UBSan on the common and storage suites only (faster than `make asan`).
 asan-storage: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+	cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
 	cmake --build build-asan -j$(SAN_JOBS) --target storage_suite
 	bash cmake/sanitizer_reports.sh build-asan -R '^(common|storage)_'
 
@@ -106,7 +110,7 @@ fuzz: deps
 	  -print_final_stats=1 build-fuzz/corpus
 
 tsan-build: deps
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=tsan $(SAN_CMAKE_ARGS)
+	cmake -S . -B build-tsan $(SAN_CONFIG) -DPACE_SANITIZE=tsan $(SAN_CMAKE_ARGS)
 	cmake --build build-tsan -j$(SAN_JOBS)
 
 tsan: tsan-build
