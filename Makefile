@@ -78,12 +78,14 @@ test: deps-test build
 # whole default suite (multi-process tests start the sanitizer builds of the
 # binaries). Fails on a failed test or on any sanitizer report from any process
 # (cmake/sanitizer_reports.sh). SAN_JOBS: build and ctest parallelism.
-# The benchmark programs are not built there (-DPACE_BUILD_BENCHMARKS=OFF: no
-# test runs one; the Release build compiles them); SAN_CMAKE_ARGS comes last
-# and can turn them back on.
+# Built there: what the suite runs. Not the benchmark programs
+# (-DPACE_BUILD_BENCHMARKS=OFF: no test runs one), nor, unless CTEST_LABELS
+# names slow, the tests labelled slow only (-DPACE_BUILD_SLOW_TESTS=OFF); the
+# Release build compiles both. SAN_CMAKE_ARGS comes last and can turn them on.
 SAN_JOBS ?= 2
 SAN_CMAKE_ARGS ?=
-SAN_CONFIG := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_BUILD_BENCHMARKS=OFF
+SAN_CONFIG = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_BUILD_BENCHMARKS=OFF \
+  -DPACE_BUILD_SLOW_TESTS=$(if $(findstring slow,$(CTEST_LABELS)),ON,OFF)
 asan-build: deps
 	cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
 	cmake --build build-asan -j$(SAN_JOBS)
