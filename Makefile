@@ -78,10 +78,16 @@ test: deps-test build
 # whole default suite (multi-process tests start the sanitizer builds of the
 # binaries). Fails on a failed test or on any sanitizer report from any process
 # (cmake/sanitizer_reports.sh). SAN_JOBS: build and ctest parallelism.
+# Built there: what the suite runs. Not the benchmark programs
+# (-DPACE_BUILD_BENCHMARKS=OFF: no test runs one), nor, unless CTEST_LABELS
+# names slow, the tests labelled slow only (-DPACE_BUILD_SLOW_TESTS=OFF); the
+# Release build compiles both. SAN_CMAKE_ARGS comes last and can turn them on.
 SAN_JOBS ?= 2
 SAN_CMAKE_ARGS ?=
+SAN_CONFIG = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_BUILD_BENCHMARKS=OFF \
+  -DPACE_BUILD_SLOW_TESTS=$(if $(findstring slow,$(CTEST_LABELS)),ON,OFF)
 asan-build: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+	cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
 	cmake --build build-asan -j$(SAN_JOBS)
 
 asan: asan-build
@@ -89,7 +95,7 @@ asan: asan-build
 
 # ASan+UBSan on the common and storage suites only (faster than `make asan`).
 asan-storage: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+	cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
 	cmake --build build-asan -j$(SAN_JOBS) --target storage_suite
 	bash cmake/sanitizer_reports.sh build-asan -R '^(common|storage)_'
 
@@ -106,20 +112,26 @@ fuzz: deps
 	  -print_final_stats=1 build-fuzz/corpus
 
 tsan-build: deps
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACE_SANITIZE=tsan $(SAN_CMAKE_ARGS)
+	cmake -S . -B build-tsan $(SAN_CONFIG) -DPACE_SANITIZE=tsan $(SAN_CMAKE_ARGS)
 	cmake --build build-tsan -j$(SAN_JOBS)
 
 tsan: tsan-build
 	bash cmake/sanitizer_reports.sh build-tsan -j$(SAN_JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
 
 # clang's thread-safety analysis (-Wthread-safety -Werror) over the whole tree, in build-tsa
-# (needs clang; installs it as root, as `make fuzz` does). Compiles everything, runs nothing.
+# (needs clang; installs it as root, as `make fuzz` does). Configures build-tsa, makes the
+# generated headers, then runs clang's front end (-fsyntax-only, where the analysis runs) on
+# every translation unit of its compile_commands.json with that build's flags
+# (cmake/thread_safety_check.py): the diagnostics of a full build, without code generation or
+# linking; fails on any error (-Werror: every warning is one). `cmake --build build-tsa` still
+# builds that tree in full.
 thread-safety: deps
 	@command -v clang++ >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq clang >/dev/null; \
 	  else echo "run as root: apt-get install -y clang"; exit 1; fi; }
 	CXX=clang++ cmake -S . -B build-tsa -DCMAKE_BUILD_TYPE=Debug -DPACE_THREAD_SAFETY=ON
-	cmake --build build-tsa -j$(JOBS)
+	cmake --build build-tsa -j$(JOBS) --target pace_generated_headers
+	python3 cmake/thread_safety_check.py build-tsa -j$(JOBS)
 
 bench: build
 	@bash tools/bench/run.sh $(BUILD)

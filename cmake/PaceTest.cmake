@@ -3,16 +3,25 @@
 # In sanitizer builds every TIMEOUT of the directory is multiplied by
 # PACE_TEST_TIMEOUT_SCALE (cmake/Sanitizers.cmake).
 #
+# -DPACE_BUILD_SLOW_TESTS=OFF: a test labelled slow only (and not unit or
+# integration) is declared and registered but left out of the default build;
+# `make asan-build` / `tsan-build` pass it unless CTEST_LABELS names slow,
+# since their suites run -L 'unit|integration' and never start it.
+#
 # Every test whose name starts with common_ or storage_ is also a dependency of
 # the `storage_suite` target, which `make asan-storage` builds: adding a storage
 # test can never leave the sanitizer run with a test that was not built.
+option(PACE_BUILD_SLOW_TESTS "Build the tests labelled slow only" ON)
+
 if(NOT TARGET storage_suite)
   add_custom_target(storage_suite)
 endif()
 
 function(pace_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
-  if(BUILD_TESTING)
+  if(BUILD_TESTING AND NOT PACE_BUILD_SLOW_TESTS AND T_LABELS STREQUAL "slow")
+    add_executable(${T_NAME} EXCLUDE_FROM_ALL ${T_SRCS})
+  elseif(BUILD_TESTING)
     add_executable(${T_NAME} ${T_SRCS})
   else()
     # Declared, not built (-DBUILD_TESTING=OFF): settings made on it elsewhere stay valid.
