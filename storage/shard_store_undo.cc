@@ -307,8 +307,17 @@ Status ShardStore::Impl::MoveUndoOutOfLogLocked() {
                    << log_state_.number << "; left as it is";
       continue;
     }
-    RETURN_IF_ERROR(ReadUndoInLogLocked(ptr, &payload, &rec)
-                        .WithPrefix("the undo record of part " + std::to_string(part) +
+    Status read = ReadUndoInLogLocked(ptr, &payload, &rec);
+    if (read.code() == StatusCode::kCorruption) {
+      // A damaged record cannot be taken back wherever it is kept: the key
+      // stays and reads as damaged (the parts stay applied, section 4 of
+      // docs/storage-format.md). Failing here would fail every write-back.
+      LOG(WARNING) << dir_ << ": the undo record of part " << part << " of client " << client
+                   << " cannot be moved out of the clock log: " << read.ToString()
+                   << "; left as it is";
+      continue;
+    }
+    RETURN_IF_ERROR(read.WithPrefix("the undo record of part " + std::to_string(part) +
                                     " of client " + std::to_string(client)));
     UndoWrites::Put& put = files.puts.emplace_back();
     put.client = client;
@@ -319,6 +328,7 @@ Status ShardStore::Impl::MoveUndoOutOfLogLocked() {
         ptr.clock, ptr.incarnation, rec.entries.size(), [&rec](size_t i) { return rec.entries[i]; },
         &put.record);
   }
+  if (files.puts.empty()) return Status::OK();
   // The files first, then the keys that point to them (the log record stays
   // valid until the restart after this).
   RETURN_IF_ERROR(WriteUndoFilesLocked(files));

@@ -6,12 +6,14 @@
 #include <rocksdb/options.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/row.h"
+#include "storage/clock_log.h"
 #include "storage/key_format.h"
 #include "storage/shard_store.h"
 #include "storage/testing/storage_test_util.h"
@@ -309,6 +311,55 @@ TEST_P(UndoTest, APartInTheClockLogOutlivesAClose) {
   ASSERT_TRUE(s->UndoIncompleteClock(0, kProcessB, &r).ok());
   ASSERT_TRUE(r.undone);
   EXPECT_EQ(Row(s.get(), t, 1), (std::vector<int64_t>{0, 0}));
+}
+
+// A kept part whose clock log record is damaged cannot be taken back, but
+// the store goes on: write-backs succeed (the record is left where it is),
+// and a later process's undo leaves the part applied instead of failing.
+TEST_P(UndoTest, ADamagedPartInTheClockLogLeavesWriteBacksWorking) {
+  if (!GetParam()) GTEST_SKIP() << "parts are kept in the clock log only with it";
+  writeback_every_groups_ = 0;
+  auto s = Open();
+  const uint32_t t = CreateCounts(s.get());
+  Apply(s.get(), t, 0, 0, 0, true, kProcessA, 100);
+  EXPECT_EQ(UndoFiles(dir_.path()), 0u);
+  // Damage a byte of the payload of the last record of the newest log file.
+  std::string log;
+  for (const auto& f : std::filesystem::directory_iterator(dir_.path())) {
+    uint64_t number;
+    if (ParseClockLogName(f.path().filename().string(), &number) && f.path().string() > log) {
+      log = f.path().string();
+    }
+  }
+  ASSERT_FALSE(log.empty());
+  std::string bytes;
+  {
+    std::ifstream in(log, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t record = bytes.rfind("PCLG");
+  ASSERT_NE(record, std::string::npos);
+  const size_t damaged = record + kClockLogHeaderBytes + kClockLogEntryHeaderBytes + 1;
+  ASSERT_LT(damaged, bytes.size());
+  {
+    std::fstream io(log, std::ios::binary | std::ios::in | std::ios::out);
+    io.seekp(static_cast<std::streamoff>(damaged));
+    io.put(static_cast<char>(bytes[damaged] ^ 0x5a));
+  }
+  Status wb = s->WriteBack();
+  EXPECT_TRUE(wb.ok()) << wb.ToString();
+  EXPECT_EQ(UndoFiles(dir_.path()), 0u);
+  UndoResult r;
+  Status undo = s->UndoIncompleteClock(0, kProcessB, &r);
+  EXPECT_TRUE(undo.ok()) << undo.ToString();
+  EXPECT_FALSE(r.undone);
+  EXPECT_EQ(Row(s.get(), t, 1), (std::vector<int64_t>{100, -100}));
+  // The store still takes batches and writes them back.
+  Apply(s.get(), t, 0, 0, 1, false, kProcessB, 1);
+  EXPECT_EQ(s->AppliedClock(0), 1);
+  wb = s->WriteBack();
+  EXPECT_TRUE(wb.ok()) << wb.ToString();
+  EXPECT_EQ(Row(s.get(), t, 1), (std::vector<int64_t>{101, -101}));
 }
 
 INSTANTIATE_TEST_SUITE_P(WritePaths, UndoTest, ::testing::Values(true, false),
