@@ -340,6 +340,13 @@ struct alignas(64) CacheStripe {
     }
     return 0;
   }
+  // Rows with an open delta of clock c.
+  size_t OpenRowsOf(ClockT c) const REQUIRES(mu) {
+    for (const DirtyClock& d : dirty) {
+      if (d.clock == c) return d.entries.size();
+    }
+    return 0;
+  }
 
   // Evicts values (CLOCK order) until bytes <= budget or nothing is
   // evictable. Calls on_evict(entry) before each value is dropped.

@@ -204,6 +204,12 @@ Status ShardStore::Impl::AdmitDeltasLocked(const std::vector<RowDelta>& deltas,
   const TableEntry* entry = nullptr;
   size_t batch_reserve = 0;
   Status st;
+  // A model-scale batch holds hundreds of thousands of deltas: grown one by
+  // one, the group's vector was copied a dozen times on the writer.
+  // (Doubling at least: a group of many batches must not grow it per batch.)
+  if (group->deltas.capacity() < group_begin + deltas.size()) {
+    group->deltas.reserve(std::max(group_begin + deltas.size(), 2 * group->deltas.capacity()));
+  }
   for (size_t i = 0; i < deltas.size(); ++i) {
     const RowDelta& d = deltas[i];
     if (entry == nullptr || entry->schema.id != d.table) {
