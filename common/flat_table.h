@@ -62,11 +62,6 @@ class FlatTable {
     if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
   }
 
-  // The home slot of `hash` (nullptr without storage), for a prefetch.
-  const Slot* HomeSlot(size_t hash) const {
-    return slots_.empty() ? nullptr : &slots_[hash & mask_];
-  }
-
   // Stores `slot` (occupied, with Policy::Hash(slot) == hash). REQUIRES: its
   // key is not present. Returns where it went.
   Slot* Insert(size_t hash, const Slot& slot) {
@@ -161,10 +156,6 @@ class FlatMap {
     const Slot* s = table_.Find(HashOf(key), [key](const Slot& x) { return x.key == key; });
     return s == nullptr ? kNone : s->value;
   }
-  // Where a look-up of `key` starts (nullptr while empty), for the caller
-  // to prefetch: a prefetch inside a function whose only effect it is can
-  // be dropped by the compiler (see CacheStripe::PrefetchSlot).
-  const void* HomeSlot(Key key) const { return table_.HomeSlot(HashOf(key)); }
   // Maps key -> value. REQUIRES: key not present, value != kNone.
   void Insert(Key key, Value value) { table_.Insert(HashOf(key), Slot{key, value}); }
   // Removes `key` if present; returns whether it was.
@@ -172,8 +163,6 @@ class FlatMap {
     return table_.Erase(HashOf(key), [key](const Slot& x) { return x.key == key; });
   }
   size_t size() const { return table_.size(); }
-  // Bytes of the slot array.
-  size_t MemoryBytes() const { return table_.capacity() * sizeof(Slot); }
   void Clear() { table_.Clear(); }
 
  private:

@@ -153,7 +153,7 @@ std::string IdNames::Text(Column c, uint64_t raw) const {
 
 bool ParseRatingLine(std::string_view line, RatingsFileFormat format, RawRating* out,
                      std::string* why, IdNames* names, bool* switched) {
-  thread_local std::vector<std::string_view> fields;  // no allocation per line
+  std::vector<std::string_view> fields;
   Split(line, format, &fields);
   if (fields.size() < 3 || fields.size() > 4) {
     *why = "expected " + std::string(Expected(format)) + ", got " + std::to_string(fields.size()) +
@@ -179,11 +179,6 @@ bool ParseRatingLine(std::string_view line, RatingsFileFormat format, RawRating*
   out->value = static_cast<float>(v);
   return true;
 }
-
-namespace {
-// ReadRatings sizes its output after this many lines.
-constexpr uint64_t kSizingLines = 1 << 16;
-}  // namespace
 
 Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
                    std::vector<RawRating>* out, RatingsReadInfo* info) {
@@ -220,14 +215,6 @@ Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
       if (!item_strings && names->strings(IdNames::kItem)) names->Renumber(IdNames::kItem, out);
       ParseRatingLine(t, format, &r, &why, names, &switched);
     }
-    if (reader->line_number() == kSizingLines && reader->file_bytes() > 0) {
-      // Room for the rest of the file at the bytes per line so far (the
-      // vector grown by doubling copied every rating ~4 times, into fresh
-      // pages, and held up to 3x their size at the end).
-      const uint64_t lines =
-          reader->file_bytes() / std::max<uint64_t>(reader->bytes_read() / kSizingLines, 1);
-      out->reserve(out->size() + lines + lines / 32 + 16);
-    }
     out->push_back(r);
   }
   RETURN_IF_ERROR(reader->status());
@@ -248,20 +235,13 @@ Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
 
 uint32_t IdMap::Intern(uint64_t raw) {
   if (!sorted_.empty()) {
-    for (const auto& [id, index] : sorted_) index_.Insert(id, index);
+    index_.reserve(sorted_.size());
+    for (const auto& [id, index] : sorted_) index_.emplace(id, index);
     std::vector<std::pair<uint64_t, uint32_t>>().swap(sorted_);
   }
-  // Files grouped by user (the common layout) repeat an id line after line.
-  if (last_ != kUnknown && last_raw_ == raw) return last_;
-  uint32_t index = index_.Find(raw);
-  if (index == kUnknown) {
-    index = static_cast<uint32_t>(raw_.size());
-    index_.Insert(raw, index);
-    raw_.push_back(raw);
-  }
-  last_ = index;
-  last_raw_ = raw;
-  return index;
+  auto [it, inserted] = index_.emplace(raw, static_cast<uint32_t>(raw_.size()));
+  if (inserted) raw_.push_back(raw);
+  return it->second;
 }
 
 uint32_t IdMap::Find(uint64_t raw) const {
@@ -271,23 +251,24 @@ uint32_t IdMap::Find(uint64_t raw) const {
         [](const std::pair<uint64_t, uint32_t>& e, uint64_t id) { return e.first < id; });
     return it != sorted_.end() && it->first == raw ? it->second : kUnknown;
   }
-  return index_.Find(raw);
+  auto it = index_.find(raw);
+  return it == index_.end() ? kUnknown : it->second;
 }
 
 void IdMap::Compact() {
-  if (index_.size() == 0) return;
-  std::vector<std::pair<uint64_t, uint32_t>> sorted;
-  sorted.reserve(raw_.size());
-  for (size_t i = 0; i < raw_.size(); ++i) sorted.emplace_back(raw_[i], static_cast<uint32_t>(i));
+  if (index_.empty()) return;
+  std::vector<std::pair<uint64_t, uint32_t>> sorted(index_.begin(), index_.end());
   std::sort(sorted.begin(), sorted.end());
   sorted_.swap(sorted);
-  index_.Clear();
+  std::unordered_map<uint64_t, uint32_t>().swap(index_);
   raw_.shrink_to_fit();
 }
 
 uint64_t IdMap::MemoryBytes() const {
-  return index_.MemoryBytes() + sorted_.capacity() * sizeof(sorted_[0]) +
-         raw_.capacity() * sizeof(uint64_t);
+  // An unordered_map node: next pointer + key/value pair + the allocator's
+  // header, plus one bucket pointer per element.
+  const uint64_t hashed = index_.size() * (sizeof(void*) + 16 + 16 + sizeof(void*));
+  return hashed + sorted_.capacity() * sizeof(sorted_[0]) + raw_.capacity() * sizeof(uint64_t);
 }
 
 Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<RawRating>& test_raw,
@@ -301,17 +282,8 @@ Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<R
   out->train.reserve(train_raw.size());
   double sum = 0;
   float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
-  // Ids of files not grouped by user hit the maps at random: their slots
-  // are requested some ratings ahead (a cache miss per rating otherwise).
-  constexpr size_t kAhead = 16;
   for (size_t i = 0; i < train_raw.size(); ++i) {
     const RawRating& r = train_raw[i];
-    if (i + kAhead < train_raw.size()) {
-      const void* u = out->users.HomeSlot(train_raw[i + kAhead].user);
-      const void* t = out->items.HomeSlot(train_raw[i + kAhead].item);
-      if (u != nullptr) __builtin_prefetch(u);
-      if (t != nullptr) __builtin_prefetch(t);
-    }
     if (split && apps::HashUniform(seed, 0x7E57, i) < test_fraction) {
       held_out.push_back(&r);
       continue;
@@ -328,10 +300,7 @@ Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<R
     const std::vector<uint32_t> order = apps::ShuffledOrder(out->train.size(), seed);
     std::vector<Rating> shuffled;
     shuffled.reserve(out->train.size());
-    for (size_t j = 0; j < order.size(); ++j) {
-      if (j + kAhead < order.size()) __builtin_prefetch(&out->train[order[j + kAhead]]);
-      shuffled.push_back(out->train[order[j]]);
-    }
+    for (uint32_t i : order) shuffled.push_back(out->train[i]);
     out->train.swap(shuffled);
   }
   out->mean = sum / static_cast<double>(out->train.size());

@@ -1,6 +1,5 @@
 #include "apps/shared/text_input.h"
 
-#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -42,7 +41,6 @@ Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* re
     if (err == ENOENT) return Status::NotFound(msg);
     return Status::IOError(msg);
   }
-  uint64_t file_bytes = 0;
   if (IsGzip(f)) {
     std::fclose(f);
     gzFile gz = gzopen(path.c_str(), "rb");
@@ -54,18 +52,12 @@ Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* re
       gzclose(gz);
       return Status::IOError("cannot read '" + path + "' as gzip");
     }
-  } else {
-    struct stat st;
-    if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
-      file_bytes = static_cast<uint64_t>(st.st_size);
-    }
   }
-  reader->reset(new LineReader(path, f, file_bytes));
+  reader->reset(new LineReader(path, f));
   return Status::OK();
 }
 
-LineReader::LineReader(std::string path, FILE* file, uint64_t file_bytes)
-    : path_(std::move(path)), file_(file), file_bytes_(file_bytes) {}
+LineReader::LineReader(std::string path, FILE* file) : path_(std::move(path)), file_(file) {}
 
 LineReader::~LineReader() {
   std::free(buf_);
@@ -83,7 +75,6 @@ bool LineReader::Next(std::string_view* line) {
     return false;
   }
   ++line_number_;
-  bytes_read_ += static_cast<uint64_t>(n);
   size_t len = static_cast<size_t>(n);
   if (len > 0 && buf_[len - 1] == '\n') --len;
   if (len > 0 && buf_[len - 1] == '\r') --len;

@@ -38,22 +38,15 @@ class LineReader {
   uint64_t line_number() const { return line_number_; }
   // "path:line", for error messages.
   std::string Where() const;
-  // Bytes of the lines returned so far (with their line ends).
-  uint64_t bytes_read() const { return bytes_read_; }
-  // The file's size when it is read as it is (a regular file, not gzip);
-  // 0 when not known. With bytes_read() a reader can size its output.
-  uint64_t file_bytes() const { return file_bytes_; }
 
  private:
-  LineReader(std::string path, FILE* file, uint64_t file_bytes);
+  LineReader(std::string path, FILE* file);
 
   const std::string path_;
   FILE* file_;
   char* buf_ = nullptr;
   size_t cap_ = 0;
   uint64_t line_number_ = 0;
-  uint64_t bytes_read_ = 0;
-  const uint64_t file_bytes_;
   Status status_;
 };
 
