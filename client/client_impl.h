@@ -434,6 +434,11 @@ class Client::Impl : public client::ChannelListener {
   // several parts (all but the last with more); a row that cannot fit a frame
   // alone fails the shard with ResourceExhausted naming the sizes.
   void SendBatch(ClockT c, bool more) REQUIRES(send_mu_);
+  // Reserves, in the first part of each shard's batch of clock c, room for
+  // its rows (SendBatch).
+  void ReserveBatch(ClockT c, const std::vector<uint64_t>& limit,
+                    std::vector<std::vector<net::Apply>>* applies,
+                    std::vector<std::vector<std::vector<RowKey>>>* keys);
   // Builds shard k's Apply for an unacked batch from the entries' pending
   // deltas.
   net::Apply RebuildBatch(const client::SentBatch& b) REQUIRES(send_mu_);

@@ -200,6 +200,30 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
   progress_cv_.notify_all();
 }
 
+void Client::Impl::ReserveBatch(ClockT c, const std::vector<uint64_t>& limit,
+                                std::vector<std::vector<net::Apply>>* applies,
+                                std::vector<std::vector<std::vector<RowKey>>>* keys) {
+  // Room for every row of the batch in the first part (a part of a large
+  // clock holds hundreds of thousands: growing the vectors row by row copied
+  // them, into fresh pages, a dozen times).
+  const uint32_t n = num_shards();
+  size_t rows = 0;
+  uint64_t bytes = 0;
+  for (CacheStripe& st : stripes_) {
+    client::SpinLock l(&st.mu);
+    rows += st.OpenRowsOf(c);
+    bytes += st.OpenBytesOf(c);
+  }
+  for (uint32_t k = 0; k < n; ++k) {
+    size_t share = n == 1 ? rows : std::min(rows, rows / n + rows / (4 * n) + 16);
+    if (limit[k] != 0 && rows != 0) {  // no more than a frame holds
+      share = std::min<uint64_t>(share, limit[k] / (net::kRowBytes + bytes / rows) + 1);
+    }
+    (*applies)[k].back().updates.reserve(share);
+    (*keys)[k].back().reserve(share);
+  }
+}
+
 void Client::Impl::SendBatch(ClockT c, bool more) {
   const uint32_t n = num_shards();
   // Per shard: the Apply messages of this batch (one, or several parts cut
@@ -222,24 +246,7 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
     applies[k].resize(1);
     keys[k].resize(1);
   }
-  // Room for every row of the batch in the first part (a part of a large
-  // clock holds hundreds of thousands: growing the vectors row by row copied
-  // them, into fresh pages, a dozen times).
-  size_t rows = 0;
-  uint64_t bytes = 0;
-  for (CacheStripe& st : stripes_) {
-    client::SpinLock l(&st.mu);
-    rows += st.OpenRowsOf(c);
-    bytes += st.OpenBytesOf(c);
-  }
-  for (uint32_t k = 0; k < n; ++k) {
-    size_t share = n == 1 ? rows : std::min(rows, rows / n + rows / (4 * n) + 16);
-    if (limit[k] != 0 && rows != 0) {  // no more than a frame holds
-      share = std::min<uint64_t>(share, limit[k] / (net::kRowBytes + bytes / rows) + 1);
-    }
-    applies[k].back().updates.reserve(share);
-    keys[k].back().reserve(share);
-  }
+  ReserveBatch(c, limit, &applies, &keys);
   for (CacheStripe& st : stripes_) {
     client::SpinLock l(&st.mu);
     const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
