@@ -245,6 +245,13 @@ class Client::Impl : public client::ChannelListener {
   template <typename T>
   Status ReadDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
                        const uint64_t* rows, size_t n, T* out);
+  // The cache-hit step of the batched dense reads: if entry `en` (of a stripe
+  // whose lock the caller holds) has a value fresh for clock c, copies it with
+  // its open deltas to `dst` and returns true; else false (the caller reads
+  // the row the slow way).
+  template <typename T>
+  bool ReadDenseIfFresh(ClockT c, client::TableState* t, client::TableCounters* tc,
+                        client::CacheEntry* en, size_t width, T* dst);
   // The tail of ReadDenseRows: rows[slow[k]] (not fresh in the cache) read
   // by ReadRow into out + slow[k] * width, after one Read per shard for them.
   template <typename T>
@@ -654,6 +661,17 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
 }
 
 template <typename T>
+bool Client::Impl::ReadDenseIfFresh(ClockT c, client::TableState* t, client::TableCounters* tc,
+                                    client::CacheEntry* en, size_t width, T* dst) {
+  Version v = 0;
+  if (!en->has_value || !t->policy.IsFresh(v = EffectiveVersion(*en), c)) return false;
+  client::MarkRead(en);
+  client::ReadDense(*en, width, dst);
+  if (tc != nullptr) tc->RecordStaleness(c - v);
+  return true;
+}
+
+template <typename T>
 Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
                                    const uint64_t* rows, size_t n, T* out) {
   const size_t width = t->format.width;
@@ -692,15 +710,12 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
         }
       }
       client::CacheEntry* en = found[j];
-      Version v = 0;
-      if (en == nullptr || !en->has_value || !t->policy.IsFresh(v = EffectiveVersion(*en), c)) {
+      if (en != nullptr && ReadDenseIfFresh(c, t, tc, en, width,
+                                            out + static_cast<size_t>(items[j].index) * width)) {
+        ++hits;
+      } else {
         slow.push_back(items[j].index);
-        continue;
       }
-      client::MarkRead(en);
-      client::ReadDense(*en, width, out + static_cast<size_t>(items[j].index) * width);
-      ++hits;
-      if (tc != nullptr) tc->RecordStaleness(c - v);
     }
   });
   if (tc != nullptr) {
@@ -823,16 +838,12 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
     // Every delta of the run's rows is in (a row's duplicates are in the
     // same run): read them back.
     for (size_t j = b; j < e; ++j) {
-      client::CacheEntry* en = found[j];
-      Version v = 0;
-      if (!en->has_value || !t->policy.IsFresh(v = EffectiveVersion(*en), c)) {
+      if (ReadDenseIfFresh(c, t, tc, found[j], width,
+                           out + static_cast<size_t>(items[j].index) * width)) {
+        ++hits;
+      } else {
         slow.push_back(items[j].index);
-        continue;
       }
-      client::MarkRead(en);
-      client::ReadDense(*en, width, out + static_cast<size_t>(items[j].index) * width);
-      ++hits;
-      if (tc != nullptr) tc->RecordStaleness(c - v);
     }
   });
   if (tc != nullptr) tc->incs.Add(rows.size());
