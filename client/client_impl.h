@@ -221,12 +221,13 @@ class Client::Impl : public client::ChannelListener {
     return c > process_clock_seen_.load(std::memory_order_acquire);
   }
   static constexpr uint32_t kOpenDeltaCheckEvery = 64;
-  // The stripes' open delta bytes: all of them, and clock c's (one pass,
-  // taking every stripe lock briefly; the bound's checks first compare
-  // open_bytes_total_, which needs no lock).
+  // The stripes' open delta bytes: all of them, and clock c's, and clock c's
+  // rows (one pass, taking every stripe lock briefly; the bound's checks
+  // first compare open_bytes_total_, which needs no lock).
   struct OpenDeltaSum {
     uint64_t all = 0;
     uint64_t of_clock = 0;
+    uint64_t rows_of_clock = 0;
   };
   OpenDeltaSum OpenDeltaSums(ClockT c) const;
   Status Flush();

@@ -97,6 +97,7 @@ Client::Impl::OpenDeltaSum Client::Impl::OpenDeltaSums(ClockT c) const {
     client::SpinLock l(&st.mu);
     sums.all += st.open_bytes;
     sums.of_clock += st.OpenBytesOf(c);
+    sums.rows_of_clock += st.OpenRowsOf(c);
   }
   return sums;
 }
@@ -207,13 +208,9 @@ void Client::Impl::ReserveBatch(ClockT c, const std::vector<uint64_t>& limit,
   // clock holds hundreds of thousands: growing the vectors row by row copied
   // them, into fresh pages, a dozen times).
   const uint32_t n = num_shards();
-  size_t rows = 0;
-  uint64_t bytes = 0;
-  for (CacheStripe& st : stripes_) {
-    client::SpinLock l(&st.mu);
-    rows += st.OpenRowsOf(c);
-    bytes += st.OpenBytesOf(c);
-  }
+  const OpenDeltaSum open = OpenDeltaSums(c);
+  const size_t rows = open.rows_of_clock;
+  const uint64_t bytes = open.of_clock;
   for (uint32_t k = 0; k < n; ++k) {
     size_t share = n == 1 ? rows : std::min(rows, rows / n + rows / (4 * n) + 16);
     if (limit[k] != 0 && rows != 0) {  // no more than a frame holds

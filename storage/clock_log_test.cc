@@ -202,6 +202,18 @@ int RunChild(const std::string& mode, const std::string& dir) {
   return WEXITSTATUS(status);
 }
 
+// For the child writers below: opens the store in `dir` and creates the dense
+// i64 table "t" of `width`; exits 2 (open) or 3 (create) on failure.
+std::unique_ptr<ShardStore> OpenWithTable(const ShardStoreOptions& o, const std::string& dir,
+                                          uint32_t width, TableSchema* t) {
+  std::unique_ptr<ShardStore> s;
+  if (!ShardStore::Open(o, dir, &s).ok()) ::_exit(2);
+  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, width), t).ok()) {
+    ::_exit(3);
+  }
+  return s;
+}
+
 constexpr int kKilledClocks = 13;  // a write-back every two clocks: one record left
 constexpr uint32_t kKilledWidth = 32;
 
@@ -215,12 +227,8 @@ ShardStoreOptions KilledWriterOptions() {
 
 // Exits the process with 0 after writing, without closing the store.
 void KilledWriter(const std::string& dir) {
-  std::unique_ptr<ShardStore> s;
-  if (!ShardStore::Open(KilledWriterOptions(), dir, &s).ok()) ::_exit(2);
   TableSchema t;
-  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, kKilledWidth), &t).ok()) {
-    ::_exit(3);
-  }
+  std::unique_ptr<ShardStore> s = OpenWithTable(KilledWriterOptions(), dir, kKilledWidth, &t);
   for (int c = 0; c < kKilledClocks; ++c) {
     std::vector<std::string> bytes(3000, I64Row(c + 1, kKilledWidth));
     std::vector<RowDelta> deltas;
@@ -259,12 +267,8 @@ int64_t DeltaRowSum(int clocks, uint64_t r) {
 // earlier write-backs), the even ones whole; then exits without closing
 // with records committed after the last write-back.
 void DeltaWriter(const std::string& dir) {
-  std::unique_ptr<ShardStore> s;
-  if (!ShardStore::Open(DeltaWriterOptions(), dir, &s).ok()) ::_exit(2);
   TableSchema t;
-  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 4), &t).ok()) {
-    ::_exit(3);
-  }
+  std::unique_ptr<ShardStore> s = OpenWithTable(DeltaWriterOptions(), dir, 4, &t);
   for (int c = 0; c < kDeltaClocks; ++c) {
     std::vector<std::string> bytes;
     bytes.reserve(kDeltaRows);
@@ -292,12 +296,8 @@ void DeltaWriter(const std::string& dir) {
 void ReadOnlyWriter(const std::string& dir) {
   ShardStoreOptions o;
   o.num_clients = 1;
-  std::unique_ptr<ShardStore> s;
-  if (!ShardStore::Open(o, dir, &s).ok()) ::_exit(2);
   TableSchema t;
-  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t).ok()) {
-    ::_exit(3);
-  }
+  std::unique_ptr<ShardStore> s = OpenWithTable(o, dir, 2, &t);
   std::string one = I64Row(1, 2), two = I64Row(2, 2);
   bool dup;
   if (!s->ApplyBatch(0, 0, {RowDelta{t.id, 5, one}}, &dup).ok()) ::_exit(4);
@@ -318,12 +318,8 @@ ShardStoreOptions UndurableOptions() {
 // An undurable store (ShardStoreOptions::durable = false) that applies two
 // clocks and exits without closing.
 void UndurableWriter(const std::string& dir) {
-  std::unique_ptr<ShardStore> s;
-  if (!ShardStore::Open(UndurableOptions(), dir, &s).ok()) ::_exit(2);
   TableSchema t;
-  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t).ok()) {
-    ::_exit(3);
-  }
+  std::unique_ptr<ShardStore> s = OpenWithTable(UndurableOptions(), dir, 2, &t);
   std::string one = I64Row(1, 2);
   bool dup;
   for (int c = 0; c < 2; ++c) {
@@ -341,12 +337,8 @@ constexpr uint64_t kPartsProcess = 0xa11ce;
 void PartsWriter(const std::string& dir) {
   ShardStoreOptions o;
   o.num_clients = 1;
-  std::unique_ptr<ShardStore> s;
-  if (!ShardStore::Open(o, dir, &s).ok()) ::_exit(2);
   TableSchema t;
-  if (!s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, 2), &t).ok()) {
-    ::_exit(3);
-  }
+  std::unique_ptr<ShardStore> s = OpenWithTable(o, dir, 2, &t);
   const int64_t values[] = {1, 10, 100};
   for (int k = 0; k < 3; ++k) {
     const std::string bytes = I64Row(values[k], 2);

@@ -301,17 +301,12 @@ Status ShardStore::Impl::MoveUndoOutOfLogLocked() {
     ClientId client;
     uint32_t part;
     if (!sf::DecodeUndoKey(key, &client, &part)) continue;
-    if (ptr.log_number != log_state_.number) {
-      LOG(WARNING) << dir_ << ": the undo record of part " << part << " of client " << client
-                   << " points into clock log " << ptr.log_number << ", not the active log "
-                   << log_state_.number << "; left as it is";
-      continue;
-    }
     Status read = ReadUndoInLogLocked(ptr, &payload, &rec);
     if (read.code() == StatusCode::kCorruption) {
-      // A damaged record cannot be taken back wherever it is kept: the key
-      // stays and reads as damaged (the parts stay applied, section 4 of
-      // docs/storage-format.md). Failing here would fail every write-back.
+      // A damaged record, or one in a log the store no longer holds, cannot
+      // be taken back wherever it is kept: the key stays and reads as damaged
+      // (the parts stay applied, section 4 of docs/storage-format.md).
+      // Failing here would fail every write-back.
       LOG(WARNING) << dir_ << ": the undo record of part " << part << " of client " << client
                    << " cannot be moved out of the clock log: " << read.ToString()
                    << "; left as it is";
