@@ -39,6 +39,19 @@ Client::Impl::Impl(const ClientOptions& options, bool embedded)
 }
 
 Client::Impl::~Impl() {
+  std::thread seal_thread;
+  {
+    MutexLock l(&seal_mu_);
+    seal_stop_ = true;  // no part is sealed from now on
+    seal_cv_.Signal();
+    seal_thread = std::move(seal_thread_);
+  }
+  sealer_stopping_.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> l(progress_mu_);  // a sealer waiting for room wakes
+    progress_cv_.notify_all();
+  }
+  if (seal_thread.joinable()) seal_thread.join();
   std::thread retry_thread;
   {
     MutexLock l(&retry_mu_);

@@ -34,7 +34,7 @@
 // ShardState::mu. Inbound handlers never hold a stripe lock and a
 // ShardState::mu at the same time except in that order, and never take
 // clock_mu_ or send_mu_ except OnDisconnect and OnReconnect (send_mu_
-// first). tables_mu_, stats_mu_, retry_mu_ and purge_mu_ are leaves, except that
+// first). tables_mu_, stats_mu_, retry_mu_, purge_mu_ and seal_mu_ are leaves, except that
 // RegisterTable takes VapGate's lock (a leaf too) under tables_mu_. Channel
 // Send is a leaf (it never calls back), so it may be called under any of
 // them.
@@ -209,11 +209,13 @@ class Client::Impl : public client::ChannelListener {
   // Never waits at the process clock.
   // Callers check it every kOpenDeltaCheckEvery Incs (ahead_of_process_clock).
   Status WaitOpenDeltas(ClockT c, client::WorkerStats* ws);
-  // The same bound for a worker AT the process clock c, which cannot wait:
-  // when clock c's open deltas reach PartBytes(), they are sealed and sent as
-  // the clock's next part (Apply{more}, docs/wire-protocol.md "Apply parts")
-  // once the unacknowledged deltas leave room for it under unacked_mb (it
-  // waits for Acks until then). Checked every kOpenDeltaCheckEvery Incs.
+  // The same bound for a worker AT the process clock c, which cannot wait
+  // for other workers: when clock c's open deltas reach PartBytes(), the
+  // sealer thread seals and sends them as the clock's next part (Apply{more},
+  // docs/wire-protocol.md "Apply parts") once the unacknowledged deltas leave
+  // room for it under unacked_mb; the worker goes on, and waits only while
+  // the clock's open deltas are at two parts (the sealer waiting for Acks).
+  // Checked every kOpenDeltaCheckEvery Incs.
   Status SealOpenDeltas(ClockT c, client::WorkerStats* ws);
   // Half of min(open_delta_mb, unacked_mb), at least 64 KiB.
   uint64_t PartBytes() const;
@@ -566,6 +568,26 @@ class Client::Impl : public client::ChannelListener {
   std::deque<PendingPurge> purges_ GUARDED_BY(purge_mu_);
   bool purge_stop_ GUARDED_BY(purge_mu_) = false;
   std::thread purge_thread_ GUARDED_BY(purge_mu_);  // joined by ~Impl after purge_stop_
+
+  // The sealer thread (pace-seal): seals and sends the part of the process
+  // clock that a worker found full (SealOpenDeltas asks for it), so that the
+  // worker goes on training while the part is sealed: at model scale a part
+  // is ~270k rows, ~0.3 s of copying that used to stop the worker. Started on
+  // the first request; joined by ~Impl.
+  void RequestSeal(ClockT c) EXCLUDES(seal_mu_);
+  void SealLoop() EXCLUDES(seal_mu_);
+  // Seals clock c's open deltas as the clock's next part if they still fill
+  // one and c is still the process clock, once the unacknowledged deltas
+  // leave room for the part under unacked_mb (gives up at a shard's failure
+  // or the client's end: the workers see those themselves).
+  void SealPart(ClockT c) EXCLUDES(seal_mu_, send_mu_);
+  Mutex seal_mu_;
+  CondVar seal_cv_;  // a part was asked for, or stop
+  bool seal_requested_ GUARDED_BY(seal_mu_) = false;
+  ClockT seal_clock_ GUARDED_BY(seal_mu_) = 0;
+  bool seal_stop_ GUARDED_BY(seal_mu_) = false;
+  std::thread seal_thread_ GUARDED_BY(seal_mu_);  // joined by ~Impl after seal_stop_
+  std::atomic<bool> sealer_stopping_{false};      // seal_stop_, for the wait for room
 
   // Client-wide counters (not on hot paths).
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0}, rows_sent_{0}, rows_received_{0},

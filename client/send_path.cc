@@ -9,10 +9,12 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <variant>
 
 #include "client/client_impl.h"
+#include "common/thread_name.h"
 #include "consistency/client_engine.h"
 
 namespace pace {
@@ -110,40 +112,88 @@ uint64_t Client::Impl::PartBytes() const {
 
 Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
   // A part is half of the smaller of the open-delta and unacked bounds: the
-  // clock's open deltas stay below the open-delta bound, and two parts fit
-  // the unacked bound, so one can be written while the next is filled.
+  // clock's open deltas stay below the open-delta bound (a part being filled
+  // while the one before is sealed), and two parts fit the unacked bound, so
+  // one can be written while the next is filled.
   const uint64_t part = PartBytes();
   if (open_bytes_total_.load(std::memory_order_relaxed) < part) return Status::OK();
   if (OpenDeltaSums(c).of_clock < part) return Status::OK();
-  // The sealed parts are bounded like whole batches: a part is sealed once
-  // the unacknowledged deltas leave room for it under unacked_mb (Acks need
-  // nothing from this process, so this cannot deadlock). Waiting after the
-  // seal instead let each worker add a part over the bound: 14 MiB of
-  // Applies queued at the shard under a 6 MiB bound.
-  const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;
-  auto room = [&] {
-    return unacked_bytes_.load(std::memory_order_acquire) + part <= unacked_budget;
+  // The sealer thread seals it; this worker goes on adding.
+  RequestSeal(c);
+  // It waits only when the sealer is a whole part behind: waiting for room
+  // under unacked_mb (the parts are bounded like whole batches: a part is
+  // sealed once the unacknowledged deltas leave room for it), or still
+  // sealing. Acks need nothing from this process, so this cannot deadlock.
+  auto within = [&] {
+    if (process_clock_seen_.load(std::memory_order_acquire) != c) return true;
+    if (open_bytes_total_.load(std::memory_order_relaxed) < 2 * part) return true;
+    return OpenDeltaSums(c).of_clock < 2 * part;
   };
-  if (!room()) {
-    RETURN_IF_ERROR(WaitProgress(
-        room, [&] { return AllShardsHealth(); }, ws, "Inc (unacked bound)"));
+  if (within()) return Status::OK();
+  return WaitProgress(
+      within, [&] { return AllShardsHealth(); }, ws, "Inc (unacked bound)");
+}
+
+void Client::Impl::RequestSeal(ClockT c) {
+  MutexLock l(&seal_mu_);
+  if (seal_stop_) return;  // the client is being destroyed
+  if (!seal_thread_.joinable()) {
+    seal_thread_ = std::thread([this] {
+      SetThreadName("pace-seal");
+      SealLoop();
+    });
+  }
+  if (seal_requested_ && seal_clock_ == c) return;
+  seal_requested_ = true;
+  seal_clock_ = c;
+  seal_cv_.Signal();
+}
+
+void Client::Impl::SealLoop() {
+  MutexLock l(&seal_mu_);
+  while (!seal_stop_) {
+    if (!seal_requested_) {
+      seal_cv_.Wait(&seal_mu_);
+      continue;
+    }
+    const ClockT c = seal_clock_;
+    seal_requested_ = false;
+    seal_mu_.Unlock();
+    SealPart(c);
+    seal_mu_.Lock();
+  }
+}
+
+void Client::Impl::SealPart(ClockT c) {
+  const uint64_t part = PartBytes();
+  if (OpenDeltaSums(c).of_clock < part) return;
+  // Sealed once the unacknowledged deltas leave room for it under
+  // unacked_mb. Sealing first instead let each worker add a part over the
+  // bound: 14 MiB of Applies queued at the shard under a 6 MiB bound.
+  const uint64_t unacked_budget = uint64_t{options_.unacked_mb} << 20;
+  {
+    std::unique_lock<std::mutex> l(progress_mu_);
+    while (unacked_bytes_.load(std::memory_order_acquire) + part > unacked_budget) {
+      if (sealer_stopping_.load(std::memory_order_acquire) || !AllShardsHealth().ok()) return;
+      // Woken by Acks (the purge thread), health changes and ~Impl.
+      client::WaitUntil(progress_cv_, l, AllShardsHealthDeadline());
+    }
   }
   {
     MutexLock l(&send_mu_);
     // The process clock may have moved past c meanwhile (its last part is
-    // sent then), or another worker at c sealed first.
+    // sent then).
     if (shards_[0]->sent_through.load(std::memory_order_acquire) != c ||
         process_clock_seen_.load(std::memory_order_acquire) != c ||
         OpenDeltaSums(c).of_clock < part) {
-      return Status::OK();
+      return;
     }
     SendBatch(c, /*more=*/true);
     parts_sent_.fetch_add(1, std::memory_order_relaxed);
   }
-  // Ahead workers waiting at the bound re-check it.
+  // Workers waiting for the sealer, and ahead ones at the bound, re-check.
   std::lock_guard<std::mutex> l(progress_mu_);
   progress_cv_.notify_all();
-  return Status::OK();
 }
 
 Status Client::Impl::WaitOpenDeltas(ClockT c, client::WorkerStats* ws) {
