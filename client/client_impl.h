@@ -67,6 +67,7 @@
 #include "client/table_state.h"
 #include "client/vap_gate.h"
 #include "client/worker_stats.h"
+#include "common/byte_arena.h"
 #include "common/hash.h"
 #include "common/mutex.h"
 #include "common/steady_time.h"
@@ -105,6 +106,9 @@ struct SentBatch {
   std::vector<RowKey> keys;
   uint32_t part = 0;
   bool more = false;  // a part with more parts of its clock to come
+  // The sealed deltas of its rows (client::PendingDelta::sealed_bytes point
+  // into it), shared with the Apply message until the shard has applied it.
+  std::shared_ptr<const ByteArena> deltas;
 };
 
 struct ShardState {
@@ -154,6 +158,9 @@ struct ShardState {
   std::deque<SentBatch> unacked GUARDED_BY(mu);          // clock order
   std::map<uint64_t, InFlight> requests GUARDED_BY(mu);  // by req_id
   Status fatal GUARDED_BY(mu);                           // set once
+  // The sealed deltas of a batch that could never be sent (fatal): kept, as
+  // the rows' sealed deltas point into them.
+  std::vector<std::shared_ptr<const ByteArena>> unsent GUARDED_BY(mu);
 };
 
 using Deadline = std::chrono::steady_clock::time_point;
@@ -445,10 +452,12 @@ class Client::Impl : public client::ChannelListener {
   // alone fails the shard with ResourceExhausted naming the sizes.
   void SendBatch(ClockT c, bool more) REQUIRES(send_mu_);
   // Reserves, in the first part of each shard's batch of clock c, room for
-  // its rows (SendBatch).
+  // its rows, and makes each shard's arena for the sealed deltas, its first
+  // chunk sized for the shard's share of the clock's bytes (SendBatch).
   void ReserveBatch(ClockT c, const std::vector<uint64_t>& limit,
                     std::vector<std::vector<net::Apply>>* applies,
-                    std::vector<std::vector<std::vector<RowKey>>>* keys);
+                    std::vector<std::vector<std::vector<RowKey>>>* keys,
+                    std::vector<std::shared_ptr<ByteArena>>* arenas);
   // Builds shard k's Apply for an unacked batch from the entries' pending
   // deltas.
   net::Apply RebuildBatch(const client::SentBatch& b) REQUIRES(send_mu_);
@@ -476,10 +485,9 @@ class Client::Impl : public client::ChannelListener {
   // Publishes the acknowledged position (readers and installs go by it from
   // here) and queues the batches' deltas for the purge thread.
   void HandleAck(uint32_t k, const net::Ack& a);
-  // Purges the acknowledged deltas of batch b from the cache entries (their
-  // bytes); the buffers not kept for the rows' next deltas are moved to
-  // *spare if given. REQUIRES: no stripe lock held.
-  uint64_t PurgeBatch(const client::SentBatch& b, std::vector<std::string>* spare = nullptr);
+  // Purges the acknowledged deltas of batch b from the cache entries.
+  // Returns their bytes. REQUIRES: no stripe lock held.
+  uint64_t PurgeBatch(const client::SentBatch& b);
   // The purge thread: purges acknowledged batches in the order their Acks
   // came, then lowers unacked_bytes_ and raises their shard's
   // purged_through (started on the first Ack).

@@ -36,20 +36,10 @@ class EmbeddedChannel::InProcSession : public net::Session {
   const uint64_t epoch_;
 };
 
-namespace {
-// The bound of the spare buffers: what the client may have in flight
-// (unacked_mb), the strings of the batches it sends.
-size_t SpareBufferBytes(const ClientOptions& options) {
-  ClientOptions resolved = options;
-  ResolveMemoryBudget(&resolved);
-  return resolved.unacked_mb << 20;
-}
-}  // namespace
+namespace {}  // namespace
 
 EmbeddedChannel::EmbeddedChannel(const ClientOptions& options, uint64_t incarnation)
-    : options_(options),
-      incarnation_(incarnation),
-      spare_buffers_(std::make_shared<StringPool>(SpareBufferBytes(options))) {}
+    : options_(options), incarnation_(incarnation) {}
 
 EmbeddedChannel::~EmbeddedChannel() { Shutdown(); }
 
@@ -77,7 +67,6 @@ Status EmbeddedChannel::OpenService() {
   so.store.num_shards = 1;
   so.store.num_clients = options_.num_clients;
   so.store.job = options_.job;  // a store of another job is refused at open
-  so.spent_apply_buffers = spare_buffers_;
   Status s = ShardService::Open(so, &service_);
   return s.WithPrefix("opening the embedded shard in '" + options_.data_dir + "'");
 }

@@ -46,7 +46,6 @@ class EmbeddedChannel : public ShardChannel {
   void Send(net::Message m) override;
   void Shutdown() override;
   std::string Describe() const override;
-  StringPool* spare_buffers() override { return spare_buffers_.get(); }
 
   // Test hooks. Queue a disconnect + reconnect (or restart) event that the
   // delivery thread performs in order with the messages before it; return
@@ -94,10 +93,6 @@ class EmbeddedChannel : public ShardChannel {
   Mutex service_mu_ ACQUIRED_BEFORE(mu_);
   std::shared_ptr<InProcSession> session_ GUARDED_BY(service_mu_);
   std::unique_ptr<ShardService> service_ GUARDED_BY(service_mu_);
-
-  // The applied batches' strings, from the service to the client's next
-  // batch; bounded by the client's unacknowledged-delta budget.
-  std::shared_ptr<StringPool> spare_buffers_;
 
   std::thread service_thread_;
   std::thread delivery_thread_;

@@ -77,7 +77,7 @@ void ExpectPartsOfClock(const std::vector<net::Apply>& parts, ClockT c, uint64_t
     EXPECT_EQ(a.more, i + 1 < parts.size()) << "part " << i;
     EXPECT_FALSE(a.updates.empty()) << "part " << i;
     EXPECT_LE(PayloadBytes(a), kFrame) << "part " << i;
-    for (const net::RowData& u : a.updates) {
+    for (const net::DeltaRow& u : a.updates) {
       ++seen[u.row];
       EXPECT_EQ(u.bytes, Row(kWidth, static_cast<int64_t>(u.row) + 1)) << "row " << u.row;
     }

@@ -340,14 +340,11 @@ void Client::Impl::PurgeLoop() {
     PendingPurge p = std::move(purges_.front());
     purges_.pop_front();
     purge_mu_.Unlock();
-    // The purged deltas' buffers go to the channel's spare buffers (an
-    // in-process shard's: the next batch's strings), if it keeps any.
-    StringPool* pool = shards_[p.shard]->channel->spare_buffers();
-    std::vector<std::string> spare;
     uint64_t purged = 0;
-    for (const SentBatch& b : p.batches)
-      purged += PurgeBatch(b, pool != nullptr ? &spare : nullptr);
-    if (pool != nullptr) pool->Put(&spare);
+    for (const SentBatch& b : p.batches) purged += PurgeBatch(b);
+    // The batches' arenas (their sealed deltas) are freed with them, unless
+    // an in-process shard still reads them.
+    p.batches.clear();
     unacked_bytes_.fetch_sub(purged, std::memory_order_acq_rel);
     // Through the last whole clock among them (an Ack that also covers a
     // later part still completes the clocks before it, for Flush). Only
@@ -364,7 +361,7 @@ void Client::Impl::PurgeLoop() {
   }
 }
 
-uint64_t Client::Impl::PurgeBatch(const SentBatch& b, std::vector<std::string>* spare) {
+uint64_t Client::Impl::PurgeBatch(const SentBatch& b) {
   // A batch's keys come stripe by stripe (SendBatch seals them so): one lock
   // per run of a stripe's keys, with the lookups of the next keys started a
   // few keys ahead, since the entries are scattered in memory.
@@ -383,7 +380,7 @@ uint64_t Client::Impl::PurgeBatch(const SentBatch& b, std::vector<std::string>* 
         const CacheEntry* a = st.Lookup(keys[j + kAhead], items[j + kAhead].hash);
         if (a != nullptr) client::PrefetchEntryLines(a);
       }
-      purged += st.PurgeAcked(keys[j], items[j].hash, b.clock, b.part, spare);
+      purged += st.PurgeAcked(keys[j], items[j].hash, b.clock, b.part);
     }
   });
   return purged;

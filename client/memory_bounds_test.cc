@@ -67,7 +67,7 @@ class MemoryBoundsTest : public ::testing::Test {
         0,
         [this, width](const net::Apply& a) {
           std::lock_guard<std::mutex> l(mu_);
-          for (const net::RowData& u : a.updates) {
+          for (const net::DeltaRow& u : a.updates) {
             std::vector<int64_t> d = DecodeDense<int64_t>(u.bytes);
             std::vector<int64_t>& v = stored_[u.row];
             v.resize(width);
@@ -121,7 +121,7 @@ TEST_F(MemoryBoundsTest, UnacknowledgedBatchesStayWithinTheirBound) {
     ASSERT_TRUE(ch_->Next(&a)) << "no Apply of clock " << clock;
     ASSERT_EQ(a.clock, clock);
     ASSERT_EQ(a.updates.size(), 4u);
-    for (const net::RowData& u : a.updates) applied[u.row] = DecodeDense<int64_t>(u.bytes);
+    for (const net::DeltaRow& u : a.updates) applied[u.row] = DecodeDense<int64_t>(u.bytes);
   };
   for (ClockT c = 0; c < 5; ++c) receive(c);
   // Batches 0..4 are out and unacknowledged: 1.25 MiB > 1 MiB. The fifth
@@ -303,7 +303,7 @@ TEST_F(MemoryBoundsTest, WorkersAheadWaitAtTheOpenDeltaBound) {
                  [&](const net::Apply& a) {
                    std::lock_guard<std::mutex> l(mu);
                    if (a.more) ++parts;
-                   for (const net::RowData& u : a.updates) {
+                   for (const net::DeltaRow& u : a.updates) {
                      stored[u.row] += DecodeDense<int64_t>(u.bytes)[0];
                    }
                  });

@@ -168,7 +168,7 @@ TEST_F(ReadErrorsTest, ResourceExhaustedReadsAreRetriedAndTheJobEndsExact) {
   };
   auto apply = [&](const net::Apply& a) {
     std::lock_guard<std::mutex> l(mu);
-    for (const net::RowData& u : a.updates) stored[u.row] += DecodeDense<int64_t>(u.bytes).at(0);
+    for (const net::DeltaRow& u : a.updates) stored[u.row] += DecodeDense<int64_t>(u.bytes).at(0);
   };
   chs_[1]->FailReads(kFailures, StatusCode::kResourceExhausted,
                      "too many parked reads (1) on this connection", /*retriable=*/true);

@@ -222,7 +222,7 @@ void RemoteChannel::Send(net::Message m) {
     // smaller limit) never will: reconnecting and re-sending it would loop.
     const uint64_t limit = SmallerLimit(options_.max_frame_bytes, conn_->welcome().max_frame_bytes);
     uint64_t bytes = 0;
-    for (const net::RowData& r : a->updates) bytes += r.bytes.size();
+    for (const net::DeltaRow& r : a->updates) bytes += r.bytes.size();
     const uint64_t size = net::RowsMessageBytes(a->updates.size(), bytes);
     if (size > limit) {
       unsendable_ = Status::ResourceExhausted(

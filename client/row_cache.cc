@@ -26,11 +26,7 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
     if (!e->has_open) {
       e->open.clock = c;
       e->open.sealed = false;
-      if (e->open.delta.capacity() < delta.size() && !spare_deltas.empty()) {
-        e->open.delta.swap(spare_deltas.back());  // another row's purged delta's
-        spare_deltas.pop_back();
-      }
-      e->open.delta.assign(delta.data(), delta.size());  // reuses a recycled buffer
+      e->open.delta.assign(delta.data(), delta.size());  // reuses the row's buffer
       e->has_open = true;
     } else {
       e->pending.push_back(PendingDelta{c, false, std::string(delta)});
@@ -65,11 +61,9 @@ void CacheStripe::AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double val
   ::pace::AddDenseCell(f.type, p->delta.data(), col, value);
 }
 
-const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c, uint32_t part) {
+const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c, uint32_t part, ByteArena* arena) {
   PendingDelta* p = e->FindPending(c);
   if (p == nullptr) return nullptr;
-  p->sealed = true;
-  p->part = part;
   AddOpenBytes(0, p->delta.size());
   // A value's (applied, applied_parts) never exceeds what was sent, so a
   // newly sealed (clock, part) always comes after it: it belongs in the value.
@@ -80,20 +74,30 @@ const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c, uint32_t part) {
     bytes = bytes - before + e->value.capacity();
     if (e->value.data() != data) map.SetValueHint(e->key, RowKeyHash()(e->key), e->value.data());
   }
-  if (p != &e->open) return p;
-  // Move the sealed delta out of the open slot; promote another open one.
-  e->pending.push_back(std::move(e->open));
-  e->open = PendingDelta();
+  const std::string_view sealed = arena->Add(p->delta);
+  if (p != &e->open) {  // an open delta of a clock before the open slot's (rare)
+    p->sealed = true;
+    p->part = part;
+    p->sealed_bytes = sealed;
+    std::string().swap(p->delta);
+    return p;
+  }
+  // The sealed delta joins the pending ones; the open slot keeps its buffer
+  // (or, under a budget, none) and takes another open delta if there is one.
+  e->pending.push_back(PendingDelta{c, true, std::string(), part, sealed});
   e->has_open = false;
+  e->open.delta.clear();
+  if (!recycle_delta_buffers) std::string().swap(e->open.delta);
   for (size_t i = 0; i + 1 < e->pending.size(); ++i) {
     if (!e->pending[i].sealed) {
-      e->open = std::move(e->pending[i]);
+      e->open.clock = e->pending[i].clock;
+      e->open.delta.swap(e->pending[i].delta);
       e->has_open = true;
       e->pending.erase(e->pending.begin() + static_cast<long>(i));
       break;
     }
   }
-  return e->FindSealed(c, part);
+  return &e->pending.back();
 }
 
 void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a,
@@ -102,7 +106,7 @@ void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version 
   size_t old_charge = e->has_value ? Charge(*e) : 0;
   e->value = std::move(server_value);
   client_engine::Rebase(e->pending, AppliedPosition{a, parts},
-                        [&](const PendingDelta& p) { AddRowUnchecked(f, &e->value, p.delta); });
+                        [&](const PendingDelta& p) { AddRowUnchecked(f, &e->value, p.bytes()); });
   e->version = v;
   e->applied = a;
   e->applied_parts = parts;
@@ -146,32 +150,16 @@ void CacheStripe::MaybeErase(CacheEntry* e) {
   map.Erase(key, RowKeyHash()(key));
 }
 
-size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part,
-                               std::vector<std::string>* spare) {
+size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part) {
   CacheEntry* e = map.Lookup(key, hash);  // the value is not read
   if (e == nullptr) return 0;
   auto& pd = e->pending;
   auto acked = [c, part](const PendingDelta& p) { return client_engine::AckedBy(p, c, part); };
   size_t purged = 0;
   for (const PendingDelta& p : pd) {
-    if (acked(p)) purged += p.delta.size();
+    if (acked(p)) purged += p.bytes().size();
   }
-  auto keep = std::remove_if(pd.begin(), pd.end(), acked);
-  // Recycle one buffer for the row's next open delta (no allocation per
-  // row per clock in steady state).
-  if (recycle_delta_buffers && keep != pd.end() && !e->has_open &&
-      e->open.delta.capacity() < pd.back().delta.capacity()) {
-    e->open.delta.swap(pd.back().delta);
-    e->open.delta.clear();
-  }
-  for (auto it = keep; it != pd.end(); ++it) {
-    if (recycle_delta_buffers && spare_deltas.size() < kSpareDeltaBuffers) {
-      spare_deltas.push_back(std::move(it->delta));
-    } else if (spare != nullptr) {
-      spare->push_back(std::move(it->delta));
-    }
-  }
-  pd.erase(keep, pd.end());
+  pd.erase(std::remove_if(pd.begin(), pd.end(), acked), pd.end());
   // A vector never shrinks by itself, so a row would keep the largest
   // backlog it ever had for the rest of the job: the capacity an outage gave
   // it (one pending delta per clock it was touched in), or two once it was

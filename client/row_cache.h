@@ -49,6 +49,7 @@
 
 #include "client/spin_mutex.h"
 #include "client/table_state.h"
+#include "common/byte_arena.h"
 #include "common/clock.h"
 #include "common/element.h"
 #include "common/flat_table.h"
@@ -58,11 +59,18 @@
 
 namespace pace::client {
 
+// A row's delta, encoded as a row delta of the table's format: open (workers
+// add to `delta`, the row's own buffer) or sealed (sent: its bytes are in
+// the batch's arena, SentBatch::deltas, which outlives the delta: the purge
+// of the batch's Ack removes it first).
 struct PendingDelta {
   ClockT clock = 0;
-  bool sealed = false;  // its batch has been sent (it is part of `value`)
-  std::string delta;    // encoded as a row delta of the table's format
-  uint32_t part = 0;    // when sealed: the part of `clock` it was sent in
+  bool sealed = false;            // its batch has been sent (it is part of `value`)
+  std::string delta;              // open: the delta; sealed: empty
+  uint32_t part = 0;              // when sealed: the part of `clock` it was sent in
+  std::string_view sealed_bytes;  // when sealed: the delta
+
+  std::string_view bytes() const { return sealed ? sealed_bytes : std::string_view(delta); }
 };
 
 // Pending deltas a row with some left keeps room for once its acknowledged
@@ -295,9 +303,11 @@ struct alignas(64) CacheStripe {
   void AddDelta(CacheEntry* e, ClockT c, std::string_view delta) REQUIRES(mu);
   // One cell of a dense row: element `col` += `value` (converted).
   void AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double value) REQUIRES(mu);
-  // Marks the row's open delta of clock `c` sent as part `part` of the clock
-  // and folds it into the value. Returns it (nullptr if none).
-  const PendingDelta* Seal(CacheEntry* e, ClockT c, uint32_t part = 0) REQUIRES(mu);
+  // Marks the row's open delta of clock `c` sent as part `part` of the clock:
+  // copies it into `arena` (the batch's) and folds it into the value; the
+  // row keeps its buffer for its next open delta (released under a memory
+  // budget). Returns the sealed delta (nullptr if none).
+  const PendingDelta* Seal(CacheEntry* e, ClockT c, uint32_t part, ByteArena* arena) REQUIRES(mu);
 
   // Installs a server value (validated) per the invariant above: it holds
   // this process's clocks < a and parts < parts of clock a.
@@ -311,15 +321,11 @@ struct alignas(64) CacheStripe {
   // shard; a whole clock is its part 0 — later parts of c, if any, are acked
   // with their own part). Returns their bytes. The storage of `pending` is
   // released beyond kKeptPendingCapacity deltas (all of it without
-  // recycle_delta_buffers) once no more than that is left. The buffers of
-  // the removed deltas not kept for the row's next open delta go to
-  // spare_deltas (while recycling, up to its bound), then to *spare when
-  // given (for the client's next batch), else are freed.
+  // recycle_delta_buffers) once no more than that is left.
   size_t PurgeAcked(const RowKey& key, ClockT c, uint32_t part = UINT32_MAX) REQUIRES(mu) {
     return PurgeAcked(key, RowKeyHash()(key), c, part);
   }
-  size_t PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part,
-                    std::vector<std::string>* spare = nullptr) REQUIRES(mu);
+  size_t PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_t part) REQUIRES(mu);
   // A two-stage prefetch for a pass over keys in random memory order:
   // PrefetchSlot(key) some keys ahead, then (its slot is in the CPU cache by
   // then) Find or Lookup it and PrefetchEntryLines a few keys ahead of where
@@ -416,16 +422,10 @@ struct alignas(64) CacheStripe {
   static constexpr size_t kEvictFirstSlack = 1024;
   size_t bytes GUARDED_BY(mu) = 0;   // sum of Charge() over `ring`
   size_t budget GUARDED_BY(mu) = 0;  // cache budget / number of stripes
-  // PurgeAcked keeps an acknowledged delta's buffer for the row's next open
-  // delta (no allocation per row per clock). Off under a memory budget: every
-  // cached row would keep a row-sized buffer the cache budget does not count.
+  // Seal keeps a row's open-delta buffer for its next open delta (no
+  // allocation per row per clock). Off under a memory budget: every cached
+  // row would keep a row-sized buffer the cache budget does not count.
   bool recycle_delta_buffers GUARDED_BY(mu) = true;
-  // With recycle_delta_buffers: buffers of purged deltas that their rows
-  // could not keep (a worker had opened the row's next delta before the
-  // Ack), for other rows' next open deltas (AddDelta), at most
-  // kSpareDeltaBuffers.
-  std::vector<std::string> spare_deltas GUARDED_BY(mu);
-  static constexpr size_t kSpareDeltaBuffers = 256;
   // Bytes of the open (not yet sent) deltas of this stripe's rows. (Sealed
   // ones are counted client-wide, per batch: Client::Impl::unacked_bytes_.)
   size_t open_bytes GUARDED_BY(mu) = 0;

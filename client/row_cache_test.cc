@@ -32,6 +32,7 @@ class RowCacheTest : public ::testing::Test {
  protected:
   TableState table_{I64Schema(2), 0, nullptr};
   CacheStripe st_;
+  ByteArena arena_;  // the sealed deltas' (a batch's, outliving them)
 };
 
 TEST_F(RowCacheTest, ReadersSeeValuePlusOpenDeltasAndRebasedServerValues) {
@@ -54,7 +55,7 @@ TEST_F(RowCacheTest, ReadersSeeValuePlusOpenDeltasAndRebasedServerValues) {
 
   // Sealing clock 0 (its batch is sent) folds it into the value; clock 1
   // becomes the open slot.
-  const PendingDelta* sealed = st_.Seal(e, 0);
+  const PendingDelta* sealed = st_.Seal(e, 0, 0, &arena_);
   ASSERT_NE(sealed, nullptr);
   EXPECT_TRUE(sealed->sealed);
   EXPECT_EQ(DecodeDense<int64_t>(e->value), (std::vector<int64_t>{1011, 1022}));
@@ -89,58 +90,47 @@ TEST_F(RowCacheTest, AckPurgesSealedDeltasAndErasesEmptyEntries) {
   st_.AddDelta(e, 0, Dense({1, 1}));
   st_.AddDelta(e, 1, Dense({1, 1}));
   EXPECT_EQ(st_.open_bytes, 32u);  // two open deltas of 2 x i64
-  st_.Seal(e, 0);
+  st_.Seal(e, 0, 0, &arena_);
   EXPECT_EQ(st_.open_bytes, 16u);
   EXPECT_EQ(st_.PurgeAcked(RowKey{1, 1}, 0), 16u);  // the sealed delta's bytes
   ASSERT_EQ(st_.Find(RowKey{1, 1}), e);
   EXPECT_TRUE(e->pending.empty());
   EXPECT_TRUE(e->has_open);  // clock 1 is still open: never purged
-  st_.Seal(e, 1);
+  st_.Seal(e, 1, 0, &arena_);
   EXPECT_FALSE(e->has_open);
   EXPECT_EQ(st_.open_bytes, 0u);
   EXPECT_EQ(st_.PurgeAcked(RowKey{1, 1}, 1), 16u);
   EXPECT_EQ(st_.Find(RowKey{1, 1}), nullptr);
 }
 
-TEST_F(RowCacheTest, AckedBufferIsRecycledForTheNextOpenDelta) {
+// Sealing copies the open delta into the batch's arena: the row keeps its
+// buffer for its next open delta, before the Ack of the sealed one as after
+// (no allocation per row per clock), and the sealed bytes stay intact while
+// the buffer takes the next clock's adds. Without recycling (a memory budget)
+// the buffer is released at the seal.
+TEST_F(RowCacheTest, TheOpenBufferStaysWithItsRowAndTheSealedDeltaInTheArena) {
   SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.InstallValue(e, Dense({0, 0}), 0, 0);  // keeps the entry alive
   st_.AddDelta(e, 0, Dense({1, 1}));
   const char* buffer = e->open.delta.data();
-  st_.Seal(e, 0);
-  st_.PurgeAcked(RowKey{1, 1}, 0);
-  st_.AddDelta(e, 1, Dense({2, 2}));
+  const PendingDelta* sealed = st_.Seal(e, 0, 0, &arena_);
+  ASSERT_NE(sealed, nullptr);
+  EXPECT_TRUE(sealed->delta.empty());
+  st_.AddDelta(e, 1, Dense({2, 2}));  // before the Ack of clock 0
   EXPECT_EQ(e->open.delta.data(), buffer);
+  ASSERT_EQ(e->pending.size(), 1u);
+  EXPECT_EQ(e->pending[0].bytes(), Dense({1, 1}));
+  EXPECT_EQ(arena_.used(), 16u);
   EXPECT_EQ(Seen(*e), (std::vector<int64_t>{3, 3}));
-}
-
-// A row opened its next delta before the Ack of its sealed one came: the
-// purged delta's buffer goes to the stripe's spares, and another row's next
-// open delta takes it instead of allocating. Without recycling (a memory
-// budget) none is kept.
-TEST_F(RowCacheTest, APurgedBufferItsRowCannotKeepGoesToAnotherRowsNextDelta) {
-  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
-  CacheEntry* a = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
-  CacheEntry* b = st_.FindOrCreate(RowKey{1, 2}, 0, &table_);
-  st_.InstallValue(a, Dense({0, 0}), 0, 0);
-  st_.InstallValue(b, Dense({0, 0}), 0, 0);
-  st_.AddDelta(a, 0, Dense({1, 1}));
-  const char* buffer = a->open.delta.data();
-  st_.Seal(a, 0);
-  st_.AddDelta(a, 1, Dense({1, 1}));  // before the Ack of clock 0
+  // A server value without clock 0 is rebased on the sealed bytes.
+  st_.InstallValue(e, Dense({10, 10}), 1, 0);
+  EXPECT_EQ(Seen(*e), (std::vector<int64_t>{13, 13}));
   EXPECT_EQ(st_.PurgeAcked(RowKey{1, 1}, 0), 16u);
-  ASSERT_EQ(st_.spare_deltas.size(), 1u);
-  st_.AddDelta(b, 1, Dense({5, 5}));
-  EXPECT_EQ(b->open.delta.data(), buffer);
-  EXPECT_TRUE(st_.spare_deltas.empty());
-  EXPECT_EQ(Seen(*b), (std::vector<int64_t>{5, 5}));
-  EXPECT_EQ(Seen(*a), (std::vector<int64_t>{2, 2}));
-  st_.Seal(a, 1);
-  st_.AddDelta(a, 2, Dense({1, 1}));
   st_.recycle_delta_buffers = false;
-  st_.PurgeAcked(RowKey{1, 1}, 1);
-  EXPECT_TRUE(st_.spare_deltas.empty());
+  st_.Seal(e, 1, 0, &arena_);
+  EXPECT_EQ(e->open.delta.capacity(), std::string().capacity());
+  EXPECT_EQ(e->pending[0].bytes(), Dense({2, 2}));
 }
 
 // An outage: a row is sealed in many clocks before any Ack, then the Acks
@@ -156,7 +146,7 @@ TEST_F(RowCacheTest, PendingStorageOfAnOutageIsReleasedAfterItsAcks) {
   constexpr ClockT kBacklog = 64;
   for (ClockT c = 0; c < kBacklog; ++c) {
     st_.AddDelta(e, c, Dense({1, 1}));
-    ASSERT_NE(st_.Seal(e, c), nullptr);
+    ASSERT_NE(st_.Seal(e, c, 0, &arena_), nullptr);
   }
   EXPECT_EQ(e->pending.size(), static_cast<size_t>(kBacklog));
   // The Acks come one clock at a time; the last two clocks stay unacked.
@@ -175,7 +165,7 @@ TEST_F(RowCacheTest, PendingStorageOfAnOutageIsReleasedAfterItsAcks) {
   const PendingDelta* storage = e->pending.data();
   for (ClockT c = kBacklog; c < kBacklog + 16; ++c) {
     st_.AddDelta(e, c, Dense({1, 1}));
-    st_.Seal(e, c);
+    st_.Seal(e, c, 0, &arena_);
     st_.PurgeAcked(RowKey{1, 1}, c - 1);
     ASSERT_EQ(e->pending.size(), 1u);
     EXPECT_EQ(e->pending.data(), storage) << "clock " << c;
@@ -190,7 +180,7 @@ TEST_F(RowCacheTest, PendingStorageOfAnOutageIsReleasedAfterItsAcks) {
   EXPECT_LE(e->pending.capacity(), kKeptPendingCapacity);
   storage = e->pending.data();
   st_.AddDelta(e, kBacklog + 16, Dense({1, 1}));
-  st_.Seal(e, kBacklog + 16);
+  st_.Seal(e, kBacklog + 16, 0, &arena_);
   EXPECT_EQ(e->pending.data(), storage);
   st_.recycle_delta_buffers = false;
   st_.PurgeAcked(RowKey{1, 1}, kBacklog + 16);
@@ -284,7 +274,7 @@ TEST_F(RowCacheTest, DenseCellAndSparseRows) {
   // 16 plus the coalesced sparse delta's current encoding.
   EXPECT_EQ(st_.open_bytes, 16u + s->open.delta.size());
   const size_t sparse_bytes = s->open.delta.size();
-  st_.Seal(s, 0);
+  st_.Seal(s, 0, 0, &arena_);
   EXPECT_EQ(st_.open_bytes, 16u);
   EXPECT_EQ(st_.PurgeAcked(RowKey{2, 1}, 0), sparse_bytes);
 }

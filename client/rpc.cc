@@ -24,7 +24,7 @@ namespace client {
 uint64_t ApproxBytes(const net::Message& m) {
   constexpr uint64_t kHeader = 16;
   constexpr uint64_t kRowKey = 12;
-  auto rows = [&](const std::vector<net::RowData>& v) {
+  auto rows = [&](const auto& v) {
     uint64_t n = 0;
     for (const auto& r : v) n += r.bytes.size() + kRowKey;
     return n;

@@ -35,37 +35,21 @@ ClockT Client::Impl::RegisterWorker(std::shared_ptr<client::WorkerStats>* stats)
 
 namespace {
 
+// The error of a row whose delta can never fit an Apply within the frame limit.
+Status UnsendableRow(const RowKey& key, ClockT c, size_t bytes, uint64_t limit) {
+  return Status::ResourceExhausted(
+      "the delta of row " + std::to_string(key.table) + "/" + std::to_string(key.row) +
+      " in clock " + std::to_string(c) + " is " + std::to_string(bytes) +
+      " bytes: an Apply holding it needs " + std::to_string(net::RowsMessageBytes(1, bytes)) +
+      " bytes, over the frame limit of " + std::to_string(limit) +
+      " bytes (the smaller of this client's and the shard's max_frame_bytes; paced "
+      "--max_frame_mb), so it can never be sent: use narrower rows or a larger frame limit");
+}
+
 void MoveWorker(std::map<ClockT, int>* clocks, ClockT from) {
   auto it = clocks->find(from);
   if (it != clocks->end() && --it->second == 0) clocks->erase(it);
 }
-
-// Buffers for an Apply's strings from a channel's spare buffers (an
-// in-process shard gives back those of the batches it applied), taken a
-// block at a time: a delta copied into one allocates nothing. Without spare
-// buffers (nullptr, or none left) a copy allocates as usual.
-class SpareStrings {
- public:
-  static constexpr size_t kPerTake = 1024;  // buffers per lock of the pool
-
-  explicit SpareStrings(StringPool* pool) : pool_(pool) {}
-  std::string Copy(const std::string& delta) {
-    if (spare_.empty() && pool_ != nullptr) pool_->Take(kPerTake, &spare_);
-    if (spare_.empty()) return delta;
-    std::string bytes = std::move(spare_.back());
-    spare_.pop_back();
-    bytes.assign(delta);
-    return bytes;
-  }
-  // The buffers not used go back to the pool.
-  void GiveBack() {
-    if (pool_ != nullptr) pool_->Put(&spare_);
-  }
-
- private:
-  StringPool* pool_;
-  std::vector<std::string> spare_;
-};
 
 }  // namespace
 
@@ -253,7 +237,8 @@ void Client::Impl::SendClocks(ClockT from, ClockT to) {
 
 void Client::Impl::ReserveBatch(ClockT c, const std::vector<uint64_t>& limit,
                                 std::vector<std::vector<net::Apply>>* applies,
-                                std::vector<std::vector<std::vector<RowKey>>>* keys) {
+                                std::vector<std::vector<std::vector<RowKey>>>* keys,
+                                std::vector<std::shared_ptr<ByteArena>>* arenas) {
   // Room for every row of the batch in the first part (a part of a large
   // clock holds hundreds of thousands: growing the vectors row by row copied
   // them, into fresh pages, a dozen times).
@@ -268,6 +253,9 @@ void Client::Impl::ReserveBatch(ClockT c, const std::vector<uint64_t>& limit,
     }
     (*applies)[k].back().updates.reserve(share);
     (*keys)[k].back().reserve(share);
+    // The arena's first chunk for the shard's share of the clock's bytes.
+    const uint64_t share_bytes = n == 1 ? bytes : bytes / n + bytes / (4 * n);
+    (*arenas)[k] = std::make_shared<ByteArena>(share_bytes);
   }
 }
 
@@ -284,16 +272,16 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
   std::vector<uint32_t> part_of(n);
   // The first row of each shard that cannot fit a frame alone.
   std::vector<Status> unsendable(n);
-  std::vector<SpareStrings> spare;
-  spare.reserve(n);
+  // Per shard: the arena the batch's deltas are sealed into, shared by the
+  // Apply messages and the SentBatches (the oplog's sealed deltas).
+  std::vector<std::shared_ptr<ByteArena>> arena(n);
   for (uint32_t k = 0; k < n; ++k) {
-    spare.emplace_back(shards_[k]->channel->spare_buffers());
     part_of[k] = next_part_[k] + (c == shards_[k]->resume_clock ? shards_[k]->resume_parts : 0);
     limit[k] = shards_[k]->frame_limit.load(std::memory_order_acquire);
     applies[k].resize(1);
     keys[k].resize(1);
   }
-  ReserveBatch(c, limit, &applies, &keys);
+  ReserveBatch(c, limit, &applies, &keys, &arena);
   for (CacheStripe& st : stripes_) {
     client::SpinLock l(&st.mu);
     const std::vector<CacheEntry*> dirty = st.TakeDirty(c);
@@ -316,15 +304,7 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
         if (filled[k] + row > limit[k]) {
           if (net::kRowsMessageBytes + row > limit[k]) {
             if (unsendable[k].ok()) {
-              unsendable[k] = Status::ResourceExhausted(
-                  "the delta of row " + std::to_string(e->key.table) + "/" +
-                  std::to_string(e->key.row) + " in clock " + std::to_string(c) + " is " +
-                  std::to_string(open->delta.size()) + " bytes: an Apply holding it needs " +
-                  std::to_string(net::RowsMessageBytes(1, open->delta.size())) +
-                  " bytes, over the frame limit of " + std::to_string(limit[k]) +
-                  " bytes (the smaller of this client's and the shard's max_frame_bytes; paced "
-                  "--max_frame_mb), so it can never be sent: use narrower rows or a larger frame "
-                  "limit");
+              unsendable[k] = UnsendableRow(e->key, c, open->delta.size(), limit[k]);
             }
           } else if (!applies[k].back().updates.empty()) {
             // Close the part being filled; the row starts the next one.
@@ -337,20 +317,18 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
         }
         filled[k] += row;
       }
-      const client::PendingDelta* p = st.Seal(e, c, part_of[k]);
+      const client::PendingDelta* p = st.Seal(e, c, part_of[k], arena[k].get());
       if (p == nullptr) continue;
-      applies[k].back().updates.push_back(
-          net::RowData{e->key.table, e->key.row, spare[k].Copy(p->delta)});
+      applies[k].back().updates.push_back(net::DeltaRow{e->key.table, e->key.row, p->sealed_bytes});
       keys[k].back().push_back(e->key);
     }
     if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
   }
   FlushAllUnsubscribes();
-  for (SpareStrings& s : spare) s.GiveBack();
   uint64_t sealed = 0;
   for (const std::vector<net::Apply>& parts : applies) {
     for (const net::Apply& a : parts) {
-      for (const net::RowData& u : a.updates) sealed += u.bytes.size();
+      for (const net::DeltaRow& u : a.updates) sealed += u.bytes.size();
     }
   }
   // Counted before any Ack of this batch can arrive.
@@ -360,6 +338,10 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
     ShardState& sh = *shards_[k];
     if (!unsendable[k].ok()) {
       // Nothing of this batch leaves for shard k: the job cannot go on.
+      {
+        MutexLock l(&sh.mu);
+        sh.unsent.push_back(arena[k]);  // its rows' sealed deltas point into it
+      }
       SetFatal(k, unsendable[k]);
       continue;
     }
@@ -375,10 +357,11 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
       net::Apply& a = parts[i];
       a.clock = c;
       a.part = part;
+      a.backing = arena[k];
       rows_sent_.fetch_add(a.updates.size(), std::memory_order_relaxed);
       {
         MutexLock l(&sh.mu);
-        sh.unacked.push_back(SentBatch{c, std::move(keys[k][i]), part, a.more});
+        sh.unacked.push_back(SentBatch{c, std::move(keys[k][i]), part, a.more, arena[k]});
       }
       if (!a.more) sh.sent_through.store(c + 1, std::memory_order_release);
       batches_sent_.fetch_add(1, std::memory_order_relaxed);
@@ -397,6 +380,7 @@ net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {
   a.part = b.part;
   a.more = b.more;
   a.updates.reserve(b.keys.size());
+  a.backing = b.deltas;  // where the sealed deltas are
   for (const RowKey& key : b.keys) {
     CacheStripe& st = StripeFor(key);
     client::SpinLock l(&st.mu);
@@ -407,7 +391,7 @@ net::Apply Client::Impl::RebuildBatch(const SentBatch& b) {
                   << " missing for row " << key.table << "/" << key.row;
       continue;
     }
-    a.updates.push_back(net::RowData{key.table, key.row, p->delta});
+    a.updates.push_back(net::DeltaRow{key.table, key.row, p->sealed_bytes});
   }
   return a;
 }

@@ -23,7 +23,6 @@
 #include <string>
 
 #include "common/status.h"
-#include "common/string_pool.h"
 #include "net/messages.h"
 
 namespace pace::client {
@@ -55,11 +54,6 @@ class ShardChannel {
   // limit; the shard's comes in Welcome::max_frame_bytes). 0: none (in
   // process).
   virtual uint32_t max_frame_bytes() const { return 0; }
-  // Spare buffers for the strings of Apply messages: an in-process shard
-  // gives back those of the batches it applied (common/string_pool.h).
-  // nullptr: none (over TCP the frame is encoded from them and they are
-  // freed).
-  virtual StringPool* spare_buffers() { return nullptr; }
 };
 
 }  // namespace pace::client

@@ -128,13 +128,6 @@ ClientStats Client::Impl::Stats() const {
   s.memory.push_back({"client.cache", s.cache_bytes, s.cache_budget_bytes});
   s.memory.push_back({"client.open_deltas", s.open_delta_bytes, s.open_delta_budget_bytes});
   s.memory.push_back({"client.unacked", s.unacked_bytes, s.unacked_budget_bytes});
-  for (const auto& sh : shards_) {
-    // Embedded: spare buffers for the next batch's strings (the applied
-    // batches' and purged deltas'), within the unacknowledged budget.
-    if (const StringPool* pool = sh->channel->spare_buffers(); pool != nullptr) {
-      s.memory.push_back({"client.spare_buffers", pool->bytes(), pool->max_bytes()});
-    }
-  }
   if (embedded_) AppendShardMemory(&s.memory);
   return s;
 }

@@ -18,7 +18,7 @@ void VapGate::Sealed(ClockT c, const std::vector<std::vector<net::Apply>>& parts
     // SendBatch numbers shard k's parts so that the last is last_part[k].
     uint32_t part = last_part[k] + 1 - static_cast<uint32_t>(parts[k].size());
     for (const net::Apply& a : parts[k]) {
-      for (const net::RowData& u : a.updates) {
+      for (const net::DeltaRow& u : a.updates) {
         auto it = tables_.find(u.table);
         if (it == tables_.end()) continue;
         ledger_.Add(k, c, part, RowKey{u.table, u.row}, AbsSum(it->second.format, u.bytes),

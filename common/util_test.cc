@@ -6,12 +6,15 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
+#include "common/byte_arena.h"
 #include "common/percentile.h"
 #include "common/scoped_temp_dir.h"
 #include "common/store_damage.h"
-#include "common/string_pool.h"
 #include "common/token_file.h"
 
 namespace pace {
@@ -144,32 +147,30 @@ TEST(StoreDamageTest, NamesTheClockLog) {
 namespace pace {
 namespace {
 
-// Buffers keep their capacity through the pool, the pool keeps no more bytes
-// of capacity than its bound (the rest are freed), small strings (no heap
-// buffer) are not kept, and Take gives at most what it holds.
-TEST(StringPoolTest, KeepsBuffersWithTheirCapacityUpToItsBound) {
-  StringPool pool(3 * 1000);
-  std::vector<std::string> spare;
-  for (int i = 0; i < 5; ++i) spare.push_back(std::string(1000, 'x'));
-  spare.push_back("short");
-  const size_t cap = spare[0].capacity();
-  ASSERT_GE(cap, 1000u);
-  pool.Put(&spare);
-  EXPECT_TRUE(spare.empty());
-  const size_t kept = 3 * 1000 / cap;
-  EXPECT_EQ(pool.bytes(), kept * cap);
-  std::vector<std::string> out;
-  EXPECT_EQ(pool.Take(1, &out), 1u);
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_TRUE(out[0].empty());
-  EXPECT_EQ(out[0].capacity(), cap);
-  const char* data = out[0].data();
-  const std::string delta(900, 'y');
-  out[0].assign(delta);            // as SendBatch copies a delta into it
-  EXPECT_EQ(out[0].data(), data);  // no allocation
-  EXPECT_EQ(pool.Take(100, &out), kept - 1);
-  EXPECT_EQ(pool.bytes(), 0u);
-  EXPECT_EQ(pool.Take(100, &out), 0u);
+// Every view an arena returns keeps its bytes while later adds fill new
+// chunks (which grow to at most kMaxChunk, or the size of one larger add),
+// and the arena allocates a few chunks, not one block per add.
+TEST(ByteArenaTest, ViewsStayValidAcrossChunksAndAddsShareChunks) {
+  ByteArena arena(1000);
+  std::vector<std::pair<std::string, std::string_view>> added;
+  for (int i = 0; i < 20000; ++i) {
+    std::string bytes(static_cast<size_t>(1 + i % 700), static_cast<char>('a' + i % 26));
+    std::string_view v = arena.Add(bytes);
+    added.emplace_back(std::move(bytes), v);
+  }
+  const std::string big(ByteArena::kMaxChunk + 5, 'z');  // larger than any chunk
+  std::string_view big_view = arena.Add(big);
+  EXPECT_TRUE(arena.Add("").empty());
+  size_t used = big.size();
+  for (const auto& [bytes, view] : added) {
+    ASSERT_EQ(view, bytes);
+    used += bytes.size();
+  }
+  EXPECT_EQ(big_view, big);
+  EXPECT_EQ(arena.used(), used);
+  EXPECT_GE(arena.allocated(), used);
+  // ~7 MB in chunks doubling from 1000 bytes to 4 MiB: far fewer than 20000.
+  EXPECT_LE(arena.allocated(), used + ByteArena::kMaxChunk + 64 * 1024);
 }
 
 }  // namespace

@@ -47,6 +47,9 @@ bool KnownRole(Hello::Role r) { return r == Hello::kClientProcess || r == Hello:
 
 // First pass over a message: rejects values that cannot be sent and
 // estimates the encoded size (to size the builder once).
+bool IsAbsent(const RowData& r) { return r.absent; }
+bool IsAbsent(const DeltaRow&) { return false; }  // a delta cannot be absent
+
 class SizeCheck {
  public:
   Status status;
@@ -59,12 +62,7 @@ class SizeCheck {
   void operator()(const Welcome& m) { bytes += 64 + m.job.size(); }
   void operator()(const Read& m) { bytes += 48 + 8 * m.rows.size(); }
   void operator()(const ReadReply& m) { Rows(m.rows); }
-  void operator()(const Apply& m) {
-    Rows(m.updates);
-    for (const RowData& r : m.updates) {
-      if (r.absent) Fail("Apply.updates (a delta cannot be absent)");
-    }
-  }
+  void operator()(const Apply& m) { Rows(m.updates); }
   void operator()(const Ack&) { bytes += 24; }
   void operator()(const Push& m) { Rows(m.rows); }
   void operator()(const PushDone&) { bytes += 24; }
@@ -93,11 +91,12 @@ class SizeCheck {
       status =
           Status::InvalidArgument(std::string("cannot encode ") + field + ": value out of range");
   }
-  void Rows(const std::vector<RowData>& rows) {
+  template <typename Row>  // RowData or DeltaRow
+  void Rows(const std::vector<Row>& rows) {
     bytes += 64 + (sizeof(fb::RowRef) + 1) * rows.size();
-    for (const RowData& r : rows) {
+    for (const Row& r : rows) {
       if (r.bytes.size() > UINT32_MAX) Fail("RowData.bytes (longer than 4 GiB)");
-      if (r.absent && !r.bytes.empty()) Fail("RowData.bytes (an absent row has none)");
+      if (IsAbsent(r) && !r.bytes.empty()) Fail("RowData.bytes (an absent row has none)");
       bytes += r.bytes.size();
     }
   }
@@ -114,27 +113,28 @@ Offset<flatbuffers::String> Str(FlatBufferBuilder& b, const std::string& s) {
   return b.CreateString(s.data(), s.size());
 }
 
-Offset<fb::Rows> EncodeRows(FlatBufferBuilder& b, const std::vector<RowData>& rows) {
+template <typename Row>  // RowData or DeltaRow
+Offset<fb::Rows> EncodeRows(FlatBufferBuilder& b, const std::vector<Row>& rows) {
   size_t total = 0;
-  for (const RowData& r : rows) total += r.bytes.size();
+  for (const Row& r : rows) total += r.bytes.size();
   uint8_t* data = nullptr;
   auto data_off = b.CreateUninitializedVector<uint8_t>(total, &data);
-  for (const RowData& r : rows) {
+  for (const Row& r : rows) {
     if (!r.bytes.empty()) std::memcpy(data, r.bytes.data(), r.bytes.size());
     data += r.bytes.size();
   }
   fb::RowRef* refs = nullptr;
   auto refs_off = b.CreateUninitializedVectorOfStructs<fb::RowRef>(rows.size(), &refs);
   bool any_absent = false;
-  for (const RowData& r : rows) {
+  for (const Row& r : rows) {
     *refs++ = fb::RowRef(r.row, r.table, static_cast<uint32_t>(r.bytes.size()));
-    any_absent = any_absent || r.absent;
+    any_absent = any_absent || IsAbsent(r);
   }
   Offset<flatbuffers::Vector<uint8_t>> absent_off;
   if (any_absent) {
     uint8_t* flags = nullptr;
     absent_off = b.CreateUninitializedVector<uint8_t>(rows.size(), &flags);
-    for (const RowData& r : rows) *flags++ = r.absent ? 1 : 0;
+    for (const Row& r : rows) *flags++ = IsAbsent(r) ? 1 : 0;
   }
   return fb::CreateRows(b, refs_off, data_off, absent_off);
 }
@@ -435,11 +435,47 @@ Status Decode(const fb::ReadReply& t, ReadReply* m) {
   return DecodeRows(t.rows(), "ReadReply.rows", &m->rows);
 }
 
+// An Apply's rows: the frame's block of bytes copied once into the message's
+// arena, each row a view into it.
+Status DecodeDeltaRows(const fb::Rows* rows, const char* field, Apply* m) {
+  m->updates.clear();
+  m->backing = nullptr;
+  if (rows == nullptr) return Status::OK();
+  RETURN_IF_ERROR(CheckAbsent(*rows, field, /*allow_absent=*/false));
+  const auto* refs = rows->refs();
+  const auto* data = rows->data();
+  size_t n = refs == nullptr ? 0 : refs->size();
+  size_t data_size = data == nullptr ? 0 : data->size();
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += LoadRowRef(*refs, i).size();
+  if (total != data_size) {
+    return Bad(std::string(field) + ": row sizes add up to " + std::to_string(total) +
+               " bytes but the block holds " + std::to_string(data_size));
+  }
+  std::string_view block;
+  if (data_size != 0) {
+    auto arena = std::make_shared<ByteArena>(data_size);
+    block = arena->Add(std::string_view(reinterpret_cast<const char*>(data->data()), data_size));
+    m->backing = std::move(arena);
+  }
+  m->updates.resize(n);
+  size_t at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    fb::RowRef ref = LoadRowRef(*refs, i);
+    DeltaRow& r = m->updates[i];
+    r.table = ref.table();
+    r.row = ref.row();
+    r.bytes = block.substr(at, ref.size());
+    at += ref.size();
+  }
+  return Status::OK();
+}
+
 Status Decode(const fb::Apply& t, Apply* m) {
   m->clock = t.clock();
   m->part = t.part();
   m->more = t.more();
-  return DecodeRows(t.updates(), "Apply.updates", &m->updates, /*allow_absent=*/false);
+  return DecodeDeltaRows(t.updates(), "Apply.updates", m);
 }
 
 Status Decode(const fb::Ack& t, Ack* m) {

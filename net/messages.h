@@ -10,11 +10,14 @@
 
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "common/byte_arena.h"
 #include "common/clock.h"
 #include "common/schema.h"
 #include "common/status.h"
@@ -104,11 +107,47 @@ struct ReadReply {
 // empty), or part `part` of them (docs/wire-protocol.md, "Apply parts"):
 // `more` says parts of this clock follow; the part with more = false
 // completes the clock at the shard.
+//
+// The rows' bytes are views into `backing`, shared: a client seals a part's
+// deltas once into an arena that its oplog (kept for rebases and re-sends
+// until the Ack) and the message both point into, an in-process shard reads
+// them from there, and a decoded frame's deltas are one copy of the frame's
+// bytes. No string per row.
+struct DeltaRow {
+  uint32_t table = 0;
+  uint64_t row = 0;
+  std::string_view bytes;  // into the Apply's backing
+};
 struct Apply {
+  Apply() = default;
+  // With the rows' bytes copied into an arena of the message's own.
+  Apply(ClockT clock_, const std::vector<RowData>& rows, uint32_t part_ = 0, bool more_ = false)
+      : clock(clock_), part(part_), more(more_) {
+    updates.reserve(rows.size());
+    for (const RowData& r : rows) Add(r.table, r.row, r.bytes);
+  }
+
   ClockT clock = 0;
-  std::vector<RowData> updates;
+  std::vector<DeltaRow> updates;
   uint32_t part = 0;
   bool more = false;
+  // Holds every update's bytes (may hold more). Copies of the message share it.
+  std::shared_ptr<const ByteArena> backing;
+
+  // Appends a row whose bytes are copied into an arena of this message's own
+  // (for tests and tools; a client's sealed batch points into its arena).
+  void Add(uint32_t table, uint64_t row, std::string_view bytes) {
+    if (own_ == nullptr) {
+      own_ = std::make_shared<ByteArena>();
+      extra_ = backing;  // what the views so far point into
+      backing = own_;
+    }
+    updates.push_back(DeltaRow{table, row, own_->Add(bytes)});
+  }
+
+ private:
+  std::shared_ptr<ByteArena> own_;          // Add's arena (== backing once set)
+  std::shared_ptr<const ByteArena> extra_;  // a backing Add replaced
 };
 
 // Shard → client: batch (clock, part) is durable (duplicate: it had been

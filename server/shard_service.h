@@ -66,7 +66,6 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/status.h"
-#include "common/string_pool.h"
 #include "common/thread_annotations.h"
 #include "consistency/shard_engine.h"
 #include "net/messages.h"
@@ -133,10 +132,6 @@ struct ShardServiceOptions {
   // With verify_checksums: serve a store whose checksums fail anyway (logged
   // as a warning). paced: --allow_damaged_store. Default: false.
   bool allow_damaged_store = false;
-  // Where the strings of applied batches go once their clock is applied: an
-  // embedded shard gives them to its client's next batch
-  // (common/string_pool.h). nullptr: they are freed. Default: nullptr.
-  std::shared_ptr<StringPool> spent_apply_buffers;
   // Refuse Read/Apply rows that ShardOf() places on another shard. Default: true.
   bool check_placement = true;
   // Threads answering Reads that are ready at once (from a consistent view,

@@ -114,7 +114,7 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
   std::vector<RowDelta>& deltas = p->deltas;
   deltas.reserve(p->apply.updates.size());
   int64_t bytes = 0;
-  for (net::RowData& u : p->apply.updates) {
+  for (const net::DeltaRow& u : p->apply.updates) {
     Status st = CheckPlacement(u.table, u.row);
     if (!st.ok()) {
       counters_.apply_errors.fetch_add(1, std::memory_order_relaxed);
@@ -122,10 +122,9 @@ void ShardService::HandleApply(const SessionPtr& s, net::Apply& m) {
                        st.WithPrefix("Apply of clock " + std::to_string(p->apply.clock) +
                                      " from client " + std::to_string(hello.client_id)));
     }
-    // Handed over: the store may compute a row's new sum in this buffer and
-    // move it into its row cache, or keep it as the value of a row that has
-    // none yet (RowDelta::owned); only table and row are read after the commit.
-    deltas.push_back(RowDelta{u.table, u.row, u.bytes, &u.bytes});
+    // The bytes stay in the Apply's backing (shared with the client's oplog
+    // when the client is in this process) until the group is published.
+    deltas.push_back(RowDelta{u.table, u.row, u.bytes});
     bytes += static_cast<int64_t>(u.bytes.size());
   }
   counters_.delta_bytes_in.fetch_add(bytes, std::memory_order_relaxed);
@@ -211,26 +210,13 @@ void ShardService::CommitGroup(std::vector<std::unique_ptr<PendingApply>>* group
             << " rows, " << dp.writeback_operands << " as merge operands), RocksDB WAL "
             << mb(dp.rocksdb_write_bytes);
   }
-  // Freeing a large batch (one string per row) is left to a reader thread,
-  // off the writer's critical path.
+  // Freeing a large batch (its row vectors, and its bytes unless a client in
+  // this process still holds them) is left to a reader thread, off the
+  // writer's critical path.
   auto done = std::make_shared<std::vector<std::unique_ptr<PendingApply>>>(std::move(*group));
   PostRead([this, done] {
     int64_t bytes = 0;
-    size_t rows = 0;
-    for (const auto& p : *done) {
-      bytes += p->bytes;
-      rows += p->apply.updates.size();
-    }
-    if (options_.spent_apply_buffers != nullptr) {
-      // The rows' buffers are kept for the client's next batch (those the
-      // store kept as row values were moved out and hold nothing).
-      std::vector<std::string> spare;
-      spare.reserve(rows);
-      for (const auto& p : *done) {
-        for (net::RowData& u : p->apply.updates) spare.push_back(std::move(u.bytes));
-      }
-      options_.spent_apply_buffers->Put(&spare);
-    }
+    for (const auto& p : *done) bytes += p->bytes;
     done->clear();
     counters_.apply_bytes.fetch_sub(bytes, std::memory_order_relaxed);
   });

@@ -344,48 +344,6 @@ TEST_F(ShardServiceTest, DuplicateBatchIsAckedAndNotAppliedTwice) {
   EXPECT_EQ(service_->AppliedClocks(), (std::vector<ClockT>{1}));
 }
 
-// With spent_apply_buffers (an embedded shard), the strings of an applied
-// batch go to the pool once the clock is applied, each with its capacity,
-// for the client's next batch; strings the store kept as the values of new
-// rows are not there. The pool keeps no more than its bound.
-TEST_F(ShardServiceTest, AppliedBatchesLeaveTheirBuffersInTheSparePool) {
-  for (size_t bound : {size_t{1} << 20, size_t{40}}) {
-    service_.reset();
-    std::filesystem::remove_all(root_ + "/shard");
-    auto pool = std::make_shared<StringPool>(bound);
-    ShardServiceOptions opt;
-    opt.data_dir = root_ + "/shard";
-    opt.store.num_clients = 1;
-    opt.store.block_cache_mb = 8;
-    opt.store.write_buffer_mb = 4;
-    opt.spent_apply_buffers = pool;
-    ASSERT_TRUE(ShardService::Open(opt, &service_).ok());
-    auto c0 = Connect(0);
-    uint32_t t = CreateTable(c0, "w");
-    constexpr uint64_t kRows = 10;
-    std::vector<net::RowData> first, second;
-    for (uint64_t r = 0; r < kRows; ++r) {
-      first.push_back(Delta(t, r, 1, 2));
-      second.push_back(Delta(t, r, 10, 20));
-    }
-    ApplyOk(c0, 0, std::move(first));  // new rows: the store keeps the strings
-    std::vector<std::string> taken;
-    EXPECT_EQ(pool->Take(100, &taken), 0u) << "bound " << bound;
-    ApplyOk(c0, 1, std::move(second));  // added to the rows: the strings are spent
-    const size_t expect = bound >= (size_t{1} << 20) ? kRows : bound / 16;
-    EXPECT_EQ(pool->Take(100, &taken), expect) << "bound " << bound;
-    for (const std::string& b : taken) {
-      EXPECT_TRUE(b.empty());
-      EXPECT_GE(b.capacity(), 16u);
-    }
-    EXPECT_EQ(pool->bytes(), 0u);
-    std::vector<V> want(kRows, V{11, 22});
-    std::vector<uint64_t> rows(kRows);
-    for (uint64_t r = 0; r < kRows; ++r) rows[r] = r;
-    EXPECT_EQ(Values(t, rows), want);
-  }
-}
-
 // The order of an Apply's rows for the store: by (table, row), rows of equal
 // key in their batch order, whatever bytes of the keys differ.
 TEST(SortByTableAndRowTest, SortsByTableThenRowAndKeepsTheOrderOfEqualKeys) {

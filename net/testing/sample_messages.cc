@@ -62,6 +62,16 @@ class Diff {
       Field((p + ".absent").c_str(), a[i].absent, b[i].absent);
     }
   }
+  void Rows(const char* name, const std::vector<DeltaRow>& a, const std::vector<DeltaRow>& b) {
+    std::string prefix(name);
+    Field((prefix + ".size()").c_str(), a.size(), b.size());
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      std::string p = prefix + "[" + std::to_string(i) + "]";
+      Field((p + ".table").c_str(), a[i].table, b[i].table);
+      Field((p + ".row").c_str(), a[i].row, b[i].row);
+      Field((p + ".bytes").c_str(), a[i].bytes, b[i].bytes);
+    }
+  }
   const std::string& first() const { return first_; }
 
  private:

@@ -156,6 +156,7 @@ void RunSchedule(rocksdb::DB* db, uint64_t seed) {
                " x " + std::to_string(f.width));
 
   CacheStripe st;
+  ByteArena arena;        // the sealed deltas' (outliving them, as a batch's does)
   SpinLock lock(&st.mu);  // single-threaded; for the thread-safety analysis
   st.budget = 1 << 20;
   const RowKey key{1, seed};
@@ -199,8 +200,8 @@ void RunSchedule(rocksdb::DB* db, uint64_t seed) {
         }
         break;
       case 3: {  // the clock ends: its batch is sealed and sent
-        const PendingDelta* p = st.Seal(e, clock);
-        in_flight.push_back(Batch{clock, p != nullptr ? p->delta : std::string()});
+        const PendingDelta* p = st.Seal(e, clock, 0, &arena);
+        in_flight.push_back(Batch{clock, p != nullptr ? std::string(p->bytes()) : std::string()});
         ++clock;
         break;
       }
@@ -234,8 +235,8 @@ void RunSchedule(rocksdb::DB* db, uint64_t seed) {
         break;
       case 9:  // a quiet point: everything sealed and applied
         if (!rnd.OneIn(3)) break;
-        if (const PendingDelta* p = st.Seal(e, clock)) {
-          in_flight.push_back(Batch{clock, p->delta});
+        if (const PendingDelta* p = st.Seal(e, clock, 0, &arena)) {
+          in_flight.push_back(Batch{clock, std::string(p->bytes())});
         }
         ++clock;
         while (!in_flight.empty()) {

@@ -155,7 +155,7 @@ void BM_ServiceApplyModelClock(benchmark::State& state) {
     state.PauseTiming();
     net::Apply apply{clock, {}};
     apply.updates.reserve(kModelRows);
-    for (int i = 0; i < kModelRows; ++i) apply.updates.push_back({table, rows[i], deltas[i]});
+    for (int i = 0; i < kModelRows; ++i) apply.Add(table, rows[i], deltas[i]);
     net::Message m(std::move(apply));
     state.ResumeTiming();
     service->OnMessage(session, std::move(m));
@@ -218,7 +218,7 @@ void ConcurrentWriters(benchmark::State& state, bool sync) {
         for (ClockT k = base; k < base + kClocksPerRun; ++k) {
           net::Apply apply{k, {}};
           for (int r = 0; r < kBatchRows; ++r) {
-            apply.updates.push_back({created.id, static_cast<uint64_t>(c * kBatchRows + r), delta});
+            apply.Add(created.id, static_cast<uint64_t>(c * kBatchRows + r), delta);
           }
           service->OnMessage(sessions[c], std::move(apply));
           if (!WaitAcked(sessions[c].get(), k)) failed = true;

@@ -108,7 +108,7 @@ void BM_EsspPushLoopback(benchmark::State& state) {
     // subscriber's own batches is not pushed back to it.)
     net::Apply apply{clock, {}};
     apply.updates.reserve(rows);
-    for (int r = 0; r < rows; ++r) apply.updates.push_back({table, ids[r], delta_bytes});
+    for (int r = 0; r < rows; ++r) apply.Add(table, ids[r], delta_bytes);
     (void)c1->Send(std::move(apply));
     other.WaitFor([&] { return other.acked >= clock; });
     auto start = std::chrono::steady_clock::now();

@@ -158,7 +158,7 @@ void ServiceApplyPushMf(benchmark::State& state, bool until_push_done) {
     state.PauseTiming();
     net::Apply apply{clock, {}};
     apply.updates.reserve(kRows);
-    for (const Update& u : updates) apply.updates.push_back({ids[u.table], u.row, u.bytes});
+    for (const Update& u : updates) apply.Add(ids[u.table], u.row, u.bytes);
     net::Message m(std::move(apply));
     state.ResumeTiming();
     service->OnMessage(session, std::move(m));
