@@ -88,19 +88,30 @@ def dense_ids(train, test):
     return users, items, remap(train), remap(test)
 
 
-def predict(mean, user_rows, item_rows):
+# The model's arithmetic is TorchScript: one call runs the whole forward in
+# C++ (and its intermediates never become Python objects), where eager code
+# would run a dozen small torch ops, each of which releases and retakes the
+# GIL: with worker threads, a hand-off to the other worker each time.
+@torch.jit.script
+def predict(mean: float, user_rows: torch.Tensor, item_rows: torch.Tensor) -> torch.Tensor:
     rank = user_rows.shape[1] - 1
     return (mean + (user_rows[:, :rank] * item_rows[:, :rank]).sum(1) + user_rows[:, rank]
             + item_rows[:, rank])
 
 
+@torch.jit.script
+def _loss(mean: float, user_rows: torch.Tensor, item_rows: torch.Tensor, ratings: torch.Tensor,
+          l2: float) -> torch.Tensor:
+    loss = ((predict(mean, user_rows, item_rows) - ratings) ** 2).mean()
+    if l2 != 0.0:
+        loss = loss + l2 * (user_rows.pow(2).sum() + item_rows.pow(2).sum()) / ratings.shape[0]
+    return loss
+
+
 def batch_loss(args, mean, user_rows, item_rows, ratings):
     """Mean squared error, plus --l2 times the rows' squared norms per rating
     (in the loss: torch's sparse Adagrad has no weight_decay)."""
-    loss = ((predict(mean, user_rows, item_rows) - ratings) ** 2).mean()
-    if args.l2:
-        loss = loss + args.l2 * (user_rows.pow(2).sum() + item_rows.pow(2).sum()) / len(ratings)
-    return loss
+    return _loss(mean, user_rows, item_rows, ratings, float(args.l2))
 
 
 def rmse(mean, user, item, test):
@@ -109,11 +120,15 @@ def rmse(mean, user, item, test):
         return torch.sqrt(((predict(mean, user(u), item(i)) - r) ** 2).mean()).item()
 
 
-def epoch_batches(n, args, epoch, workers=1, rank=0):
-    """This worker's batches of an epoch: the same shuffle in both variants,
-    the same number of batches for every worker (so the same clock count)."""
-    order = torch.from_numpy(np.random.default_rng(args.seed + epoch).permutation(n))
-    return [order[torch.from_numpy(idx)]
+def epoch_batches(data, args, epoch, workers=1, rank=0):
+    """This worker's batches of an epoch, each (users, items, ratings) as
+    tensors: the same shuffle in both variants, the same number of batches
+    for every worker (so the same clock count). Cut with NumPy: a torch
+    index op per tensor and batch would release and retake the GIL."""
+    n = len(data[2])
+    order = np.random.default_rng(args.seed + epoch).permutation(n)
+    arrays = [d.numpy() for d in data]
+    return [tuple(torch.from_numpy(a[order[idx]]) for a in arrays)
             for idx in pt.split_batches(n, workers, args.batch, part=rank)]
 
 
@@ -127,11 +142,11 @@ def train_plain(args, train, test, mean, init):
     params = list(user.parameters()) + list(item.parameters())
     opt = (torch.optim.SGD(params, lr=args.lr) if args.optimizer == "sgd"
            else torch.optim.Adagrad(params, lr=args.lr))
-    u, i, r = train
+    r = train[2]
     start = time.perf_counter()
     for epoch in range(args.epochs):
-        for b in epoch_batches(len(r), args, epoch):
-            loss = batch_loss(args, mean, user(u[b]), item(i[b]), r[b])
+        for bu, bi, br in epoch_batches(train, args, epoch):
+            loss = batch_loss(args, mean, user(bu), item(bi), br)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -190,11 +205,11 @@ def train_pacedb(args, train, test, mean, model):
     def work(rank, worker):
         step = 0
         for epoch in range(args.epochs):
-            for b in epoch_batches(len(r), args, epoch, args.workers, rank):
+            for bu, bi, br in epoch_batches(train, args, epoch, args.workers, rank):
                 step += 1
                 if step <= done:
                     continue
-                loss = batch_loss(args, mean, user(u[b]), item(i[b]), r[b])
+                loss = batch_loss(args, mean, user(bu), item(bi), br)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
