@@ -29,7 +29,7 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
       e->open.delta.assign(delta.data(), delta.size());  // reuses the row's buffer
       e->has_open = true;
     } else {
-      e->pending.push_back(PendingDelta{c, false, std::string(delta)});
+      e->pending.push_back(PendingDelta{c, false, std::string(delta), 0, {}});
     }
     auto it =
         std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.clock == c; });

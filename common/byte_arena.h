@@ -30,9 +30,11 @@ class ByteArena {
   static constexpr size_t kMinChunk = 256;
 
   // `expected`: the bytes the caller expects to add (sizes the first chunk,
-  // at most kMaxChunk); 0 when unknown.
-  explicit ByteArena(size_t expected = 0)
-      : next_chunk_(std::clamp(expected, kMinChunk, kMaxChunk)) {}
+  // at most max_chunk); 0 when unknown. Chunks double up to `max_chunk` (an
+  // add larger than that gets a chunk of its own size).
+  explicit ByteArena(size_t expected = 0, size_t max_chunk = kMaxChunk)
+      : next_chunk_(std::clamp(expected, kMinChunk, std::max(kMinChunk, max_chunk))),
+        max_chunk_(std::max(kMinChunk, max_chunk)) {}
   ByteArena(const ByteArena&) = delete;
   ByteArena& operator=(const ByteArena&) = delete;
 
@@ -59,7 +61,7 @@ class ByteArena {
     free_ = chunks_.back().get();
     left_ = size;
     allocated_ += size;
-    next_chunk_ = std::min(kMaxChunk, next_chunk_ * 2);
+    next_chunk_ = std::min(max_chunk_, next_chunk_ * 2);
   }
 
   std::vector<std::unique_ptr<char[]>> chunks_;
@@ -68,6 +70,7 @@ class ByteArena {
   size_t used_ = 0;
   size_t allocated_ = 0;
   size_t next_chunk_;
+  size_t max_chunk_;
 };
 
 }  // namespace pace

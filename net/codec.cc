@@ -435,8 +435,11 @@ Status Decode(const fb::ReadReply& t, ReadReply* m) {
   return DecodeRows(t.rows(), "ReadReply.rows", &m->rows);
 }
 
-// An Apply's rows: the frame's block of bytes copied once into the message's
-// arena, each row a view into it.
+// An Apply's rows, copied into the message's arena in chunks of one size
+// (kDecodeChunk), each row a view into it: a long-running shard's heap then
+// reuses the chunks of applied batches for the next ones, where a block the
+// frame's size, a different size each time, could leave holes between the
+// rows the shard allocated meanwhile.
 Status DecodeDeltaRows(const fb::Rows* rows, const char* field, Apply* m) {
   m->updates.clear();
   m->backing = nullptr;
@@ -452,22 +455,22 @@ Status DecodeDeltaRows(const fb::Rows* rows, const char* field, Apply* m) {
     return Bad(std::string(field) + ": row sizes add up to " + std::to_string(total) +
                " bytes but the block holds " + std::to_string(data_size));
   }
-  std::string_view block;
-  if (data_size != 0) {
-    auto arena = std::make_shared<ByteArena>(data_size);
-    block = arena->Add(std::string_view(reinterpret_cast<const char*>(data->data()), data_size));
-    m->backing = std::move(arena);
-  }
+  constexpr size_t kDecodeChunk = size_t{64} << 10;
+  std::shared_ptr<ByteArena> arena;
+  if (data_size != 0) arena = std::make_shared<ByteArena>(kDecodeChunk, kDecodeChunk);
+  const char* p = data_size == 0 ? nullptr : reinterpret_cast<const char*>(data->data());
   m->updates.resize(n);
-  size_t at = 0;
   for (size_t i = 0; i < n; ++i) {
     fb::RowRef ref = LoadRowRef(*refs, i);
     DeltaRow& r = m->updates[i];
     r.table = ref.table();
     r.row = ref.row();
-    r.bytes = block.substr(at, ref.size());
-    at += ref.size();
+    if (ref.size() > 0) {
+      r.bytes = arena->Add(std::string_view(p, ref.size()));
+      p += ref.size();
+    }
   }
+  m->backing = std::move(arena);
   return Status::OK();
 }
 
