@@ -339,6 +339,20 @@ Status CheckAbsent(const fb::Rows& rows, const char* field, bool allow_absent) {
   return Status::OK();
 }
 
+// The rows' sizes add up to the block of bytes that holds them.
+Status CheckRowSizes(const fb::Rows& rows, const char* field) {
+  const auto* refs = rows.refs();
+  const size_t n = refs == nullptr ? 0 : refs->size();
+  const size_t data_size = rows.data() == nullptr ? 0 : rows.data()->size();
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += LoadRowRef(*refs, i).size();
+  if (total != data_size) {
+    return Bad(std::string(field) + ": row sizes add up to " + std::to_string(total) +
+               " bytes but the block holds " + std::to_string(data_size));
+  }
+  return Status::OK();
+}
+
 Status DecodeRows(const fb::Rows* rows, const char* field, std::vector<RowData>* out,
                   bool allow_absent = true) {
   out->clear();
@@ -350,12 +364,7 @@ Status DecodeRows(const fb::Rows* rows, const char* field, std::vector<RowData>*
   const bool flags = absent != nullptr && absent->size() > 0;
   size_t n = refs == nullptr ? 0 : refs->size();
   size_t data_size = data == nullptr ? 0 : data->size();
-  uint64_t total = 0;
-  for (size_t i = 0; i < n; ++i) total += LoadRowRef(*refs, i).size();
-  if (total != data_size) {
-    return Bad(std::string(field) + ": row sizes add up to " + std::to_string(total) +
-               " bytes but the block holds " + std::to_string(data_size));
-  }
+  RETURN_IF_ERROR(CheckRowSizes(*rows, field));
   out->resize(n);
   const char* p = data_size == 0 ? nullptr : reinterpret_cast<const char*>(data->data());
   for (size_t i = 0; i < n; ++i) {
@@ -449,12 +458,7 @@ Status DecodeDeltaRows(const fb::Rows* rows, const char* field, Apply* m) {
   const auto* data = rows->data();
   size_t n = refs == nullptr ? 0 : refs->size();
   size_t data_size = data == nullptr ? 0 : data->size();
-  uint64_t total = 0;
-  for (size_t i = 0; i < n; ++i) total += LoadRowRef(*refs, i).size();
-  if (total != data_size) {
-    return Bad(std::string(field) + ": row sizes add up to " + std::to_string(total) +
-               " bytes but the block holds " + std::to_string(data_size));
-  }
+  RETURN_IF_ERROR(CheckRowSizes(*rows, field));
   constexpr size_t kDecodeChunk = size_t{64} << 10;
   std::shared_ptr<ByteArena> arena;
   if (data_size != 0) arena = std::make_shared<ByteArena>(kDecodeChunk, kDecodeChunk);

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <type_traits>
 
 #include "net/codec.h"
 
@@ -51,7 +53,8 @@ class Diff {
     Field((prefix + ".init.seed").c_str(), a.init.seed, b.init.seed);
     Float((prefix + ".value_bound").c_str(), a.value_bound, b.value_bound);
   }
-  void Rows(const char* name, const std::vector<RowData>& a, const std::vector<RowData>& b) {
+  template <typename Row>  // RowData or DeltaRow (which has no absent flag)
+  void Rows(const char* name, const std::vector<Row>& a, const std::vector<Row>& b) {
     std::string prefix(name);
     Field((prefix + ".size()").c_str(), a.size(), b.size());
     for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
@@ -59,17 +62,9 @@ class Diff {
       Field((p + ".table").c_str(), a[i].table, b[i].table);
       Field((p + ".row").c_str(), a[i].row, b[i].row);
       Field((p + ".bytes").c_str(), a[i].bytes, b[i].bytes);
-      Field((p + ".absent").c_str(), a[i].absent, b[i].absent);
-    }
-  }
-  void Rows(const char* name, const std::vector<DeltaRow>& a, const std::vector<DeltaRow>& b) {
-    std::string prefix(name);
-    Field((prefix + ".size()").c_str(), a.size(), b.size());
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-      std::string p = prefix + "[" + std::to_string(i) + "]";
-      Field((p + ".table").c_str(), a[i].table, b[i].table);
-      Field((p + ".row").c_str(), a[i].row, b[i].row);
-      Field((p + ".bytes").c_str(), a[i].bytes, b[i].bytes);
+      if constexpr (std::is_same_v<Row, RowData>) {
+        Field((p + ".absent").c_str(), a[i].absent, b[i].absent);
+      }
     }
   }
   const std::string& first() const { return first_; }
