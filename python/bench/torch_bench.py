@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""Benchmark 10: MF with pacedb.torch (Adagrad, embedded) against the same model
-in plain PyTorch (nn.Embedding(sparse=True) + torch.optim.Adagrad), same data
-(python/examples/torch_mf.py). Prints three RATIO lines and appends them to
-$PACE_BENCH_OUT if set:
+"""Benchmark 10: MF with pacedb.torch (Adagrad) against the same model in plain
+PyTorch (nn.Embedding(sparse=True) + torch.optim.Adagrad), same data
+(python/examples/torch_mf.py), the PaceDB job run as 1 or 2 worker processes
+(--processes: one worker each, against a paced the example starts). Prints
+three RATIO lines and appends them to $PACE_BENCH_OUT if set:
 
-  10 ratings/s, 2 workers vs plain PyTorch   (target >= 0.8)
-  10 test RMSE, 2 workers minus plain        (target <= 0.005)
-  10 ratings/s, 2 workers vs 1 worker        (target >= 1.5)
+  10 ratings/s, 2 worker processes vs plain PyTorch   (target >= 0.8)
+  10 test RMSE, 2 worker processes minus plain        (target <= 0.005)
+  10 ratings/s, 2 worker processes vs 1               (target >= 1.5)
 
-    PYTHONPATH=build/python python3 python/bench/torch_bench.py [--quick] [--pairs=N]
+    PYTHONPATH=build/python python3 python/bench/torch_bench.py [--quick] [--pairs=N] [--threads]
+
+--threads measures 1 and 2 worker threads of one process instead (an
+embedded store; RATIO lines 10t): they share one interpreter, whose GIL
+bounds the second thread.
 
 Method: --pairs (default 5; 1 with --quick) pairs of runs, a 1-worker and a
-2-worker process back to back (their order alternating from pair to pair), each
+2-worker run back to back (their order alternating from pair to pair), each
 training plain PyTorch and then PaceDB on the same data. A ratio is taken
-within a pair (2 vs 1 worker) or within a process (PaceDB vs plain), so both
+within a pair (2 vs 1 worker) or within a run (PaceDB vs plain), so both
 sides see nearly the same machine. The RATIO lines give the median over the
 pairs (RMSE: the largest gap), every pair's figure, the load average and how
 much of the machine's CPU other processes used meanwhile: a run shares the
@@ -37,16 +42,16 @@ EXAMPLE = os.path.join(HERE, "..", "examples", "torch_mf.py")
 LINE = re.compile(r"^(plain PyTorch|PaceDB .*): test RMSE ([0-9.]+), ([0-9,]+) ratings/s", re.M)
 
 
-def run(workers):
+def run(flag, workers):
     """(plain RMSE, plain ratings/s, PaceDB RMSE, PaceDB ratings/s) of one
-    torch_mf.py process."""
-    r = subprocess.run([sys.executable, EXAMPLE, f"--workers={workers}"], capture_output=True,
-                       text=True)
+    torch_mf.py run with `workers` worker threads or processes (flag)."""
+    arg = f"--{flag}={workers}"
+    r = subprocess.run([sys.executable, EXAMPLE, arg], capture_output=True, text=True)
     sys.stdout.write(r.stdout)
     found = LINE.findall(r.stdout)
     if r.returncode != 0 or len(found) != 2:
         sys.stderr.write(r.stderr)
-        raise SystemExit(f"torch_bench: torch_mf.py --workers={workers} failed")
+        raise SystemExit(f"torch_bench: torch_mf.py {arg} failed")
     (_, plain_rmse, plain_rate), (_, pace_rmse, pace_rate) = found
     return (float(plain_rmse), float(plain_rate.replace(",", "")), float(pace_rmse),
             float(pace_rate.replace(",", "")))
@@ -77,19 +82,24 @@ def main(argv):
         print("SKIPPED 10: PyTorch is not installed (python3-torch)")
         return 0
     pairs = 1 if "--quick" in argv else 5
+    threads = "--threads" in argv
     for a in argv:
         if a.startswith("--pairs="):
             pairs = max(1, int(a.split("=", 1)[1]))
+        elif a not in ("--quick", "--threads"):
+            raise SystemExit(f"torch_bench: unknown argument {a} (--quick, --pairs=N, --threads)")
+    flag, label, kind = (("workers", "10t", "worker threads") if threads
+                         else ("processes", "10", "worker processes"))
     load = os.getloadavg()[0]
     start, busy0, ours0 = time.monotonic(), busy_seconds(), children_seconds()
     ones, twos = [], []
     for p in range(pairs):
         if p % 2 == 0:
-            ones.append(run(1))
-            twos.append(run(2))
+            ones.append(run(flag, 1))
+            twos.append(run(flag, 2))
         else:
-            twos.append(run(2))
-            ones.append(run(1))
+            twos.append(run(flag, 2))
+            ones.append(run(flag, 1))
     wall = time.monotonic() - start
     others = max(0.0, busy_seconds() - busy0 - (children_seconds() - ours0)) / wall
     load = max(load, os.getloadavg()[0])
@@ -111,13 +121,13 @@ def main(argv):
         return "MET" if ok else "MISSED"
 
     lines = [
-        f"RATIO 10 pacedb.torch MF ratings/s, 2 workers vs plain PyTorch (Adagrad): "
+        f"RATIO {label} pacedb.torch MF ratings/s, 2 {kind} vs plain PyTorch (Adagrad): "
         f"{plain:.3f} ({figures(vs_plain, '{:.2f}')}; {rate2:.0f} vs {plain_rate:.0f}; "
         f"target >= 0.80; {machine}) {verdict(plain >= 0.8)}",
-        f"RATIO 10 pacedb.torch MF test RMSE, 2 workers minus plain PyTorch (the largest "
+        f"RATIO {label} pacedb.torch MF test RMSE, 2 {kind} minus plain PyTorch (the largest "
         f"gap): {gap:+.4f} ({figures(gaps, '{:+.4f}')}; medians {rmse2:.4f} vs {plain_rmse:.4f}; "
         f"target <= 0.005; {machine}) {verdict(gap <= 0.005)}",
-        f"RATIO 10 pacedb.torch MF ratings/s, 2 workers vs 1 worker: {scale:.3f} "
+        f"RATIO {label} pacedb.torch MF ratings/s, 2 {kind} vs 1: {scale:.3f} "
         f"({figures(scaling, '{:.2f}')}; {rate2:.0f} vs {rate1:.0f}; target >= 1.50; "
         f"{machine}) {verdict(scale >= 1.5)}",
     ]

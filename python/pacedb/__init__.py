@@ -10,7 +10,8 @@
 Errors are pacedb.Error subclasses named after the Status code
 (pacedb.NotFoundError, pacedb.InvalidArgumentError, ...). Offline reading:
 pacedb.open_store(data_dir).table(name).to_numpy(). Logging:
-pacedb.set_log_level("info" | "warning" | "error" | "fatal"). PyTorch modules
+pacedb.set_log_level("info" | "warning" | "error" | "fatal"). A paced on this
+machine for a job of several processes: pacedb.LocalServer. PyTorch modules
 and optimizers over PaceDB tables: pacedb.torch. See python/README.md.
 """
 import os as _os
@@ -44,3 +45,5 @@ ERRORS_BY_CODE = {
     for cls in (getattr(_pacedb, name) for name in dir(_pacedb))
     if isinstance(cls, type) and issubclass(cls, Error) and cls is not Error
 }
+
+from .server import LocalServer, find_paced  # noqa: E402,F401

@@ -1,4 +1,5 @@
 """Reading a store offline (open_store) and a client against a paced server."""
+import os
 import subprocess
 
 import numpy as np
@@ -69,3 +70,28 @@ def test_remote_client_against_paced(tmp_path, paced):
     bad.write_text("wrong")
     with pytest.raises(pacedb.PermissionDeniedError):
         pacedb.Client(servers=server.address, token_file=str(bad))
+
+
+def test_local_server_serves_a_job_of_two_clients_and_cleans_up(pace_binary):
+    with pacedb.LocalServer(num_clients=2, paced=pace_binary("paced")) as server:
+        assert server.address.startswith("127.0.0.1:") and server.num_clients == 2
+        assert os.stat(server.token_file).st_mode & 0o777 == 0o600
+        clients = [server.client(i) for i in range(2)]
+        assert [c.client_id for c in clients] == [0, 1] and clients[1].num_clients == 2
+        tables = [c.create_table("t", 3, dtype=np.int64, consistency="ssp", staleness=0)
+                  for c in clients]
+        workers = [c.worker() for c in clients]
+        for i, (t, w) in enumerate(zip(tables, workers)):
+            w.inc(t, 4, np.full(3, i + 1, np.int64))
+            w.clock()
+        workers[0].global_barrier()
+        np.testing.assert_array_equal(workers[0].get(tables[0], 4), [3, 3, 3])
+        del workers, tables, clients  # closed before paced stops
+        tmp, proc = server._tmp, server.proc
+    assert proc.returncode == 0  # SIGTERM: a clean stop
+    assert not os.path.exists(tmp)
+    assert "stopped" in repr(server)
+    with pytest.raises(FileNotFoundError, match="paced not found"):
+        pacedb.LocalServer(paced="/nonexistent/paced")
+    with pytest.raises(RuntimeError, match="before listening"):
+        pacedb.LocalServer(paced=pace_binary("paced"), args=["--num_shards=0"])

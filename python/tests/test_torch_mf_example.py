@@ -1,9 +1,12 @@
 """python/examples/torch_mf.py and torch_bow.py, small: PaceDB and the plain-PyTorch
-twin; the README example."""
+twin (worker threads, and worker processes against a paced the example starts);
+the README example."""
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -13,10 +16,12 @@ pytest.importorskip("torch")
 LINE = re.compile(r"^(plain PyTorch|PaceDB .*): test RMSE ([0-9.]+), ([0-9,]+) ratings/s", re.M)
 
 
-def run(examples_dir, *args):
-    r = subprocess.run([sys.executable, os.path.join(examples_dir, "torch_mf.py"), "--users=300",
-                        "--items=200", "--ratings=30000", "--epochs=4", "--batch=256", *args],
-                       capture_output=True, text=True, timeout=240)
+SMALL = ["--users=300", "--items=200", "--ratings=30000", "--epochs=4", "--batch=256"]
+
+
+def run(examples_dir, *args, env=None):
+    r = subprocess.run([sys.executable, os.path.join(examples_dir, "torch_mf.py"), *SMALL, *args],
+                       capture_output=True, text=True, timeout=240, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     found = LINE.findall(r.stdout)
     assert [f[0].split(" ")[0] for f in found] == ["plain", "PaceDB"], r.stdout
@@ -51,6 +56,76 @@ def test_ratings_files_with_large_ids(examples_dir, tmp_path):
 def test_two_workers_learn_as_well(examples_dir):
     plain, pace, r = run(examples_dir, "--workers=2", "--clock_every=5")
     assert pace < plain + 0.05, r.stdout
+
+
+def gone(pid):
+    """The process has exited and been reaped (or is a zombie no one waits for)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+PIDS = re.compile(r"^# paced on \S+ \(pid (\d+)\), worker processes \(pids ([\d, ]+)\)", re.M)
+
+
+def job_pids(stdout):
+    """paced's pid and the worker processes' of each run of the output."""
+    return [(int(m.group(1)), [int(p) for p in m.group(2).split(", ")])
+            for m in PIDS.finditer(stdout)]
+
+
+def test_worker_processes_learn_as_the_threads_do(examples_dir, tmp_path):
+    """--processes: a paced on a free port, one worker per process, each its
+    users' ratings; the job ends near the RMSE of worker threads, and paced,
+    the workers and the temporary files are gone afterwards."""
+    env = dict(os.environ, TMPDIR=str(tmp_path))  # the run's temporary files land here
+    plain, threads, r = run(examples_dir, "--workers=2", "--clock_every=5")
+    plain_p, procs, r = run(examples_dir, "--processes=2", "--clock_every=5", env=env)
+    assert plain_p == plain  # the same initial rows, from paced's tables
+    assert abs(procs - threads) <= 0.02, r.stdout
+    assert procs < plain + 0.02, r.stdout
+    assert "PaceDB (2 processes x 1 worker, essp s=1" in r.stdout
+    (paced, workers), = job_pids(r.stdout)
+    assert len(workers) == 2 and all(gone(p) for p in [paced] + workers), r.stdout
+    assert os.listdir(tmp_path) == [], "temporary files left"
+    assert "E2" not in r.stderr and "W2" not in r.stderr, r.stderr  # stopped in order
+
+
+def test_one_worker_process_matches_plain_pytorch(examples_dir):
+    # One process trains every batch in order: the same model as the twin.
+    plain, pace, r = run(examples_dir, "--processes=1")
+    assert abs(plain - pace) <= 1e-3, r.stdout
+
+
+def test_stopping_a_run_of_worker_processes_stops_them_and_paced(examples_dir, tmp_path):
+    """SIGTERM (as Ctrl-C) in the middle of training: the run stops its worker
+    processes and paced and removes its temporary files."""
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, os.path.join(examples_dir, "torch_mf.py"), *SMALL,
+                             "--processes=2", "--epochs=100000", "--no_plain", "--progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        out = []
+        for line in proc.stdout:
+            out.append(line)
+            if line.startswith("# clock 2"):
+                break
+        proc.send_signal(signal.SIGTERM)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    (paced, workers), = job_pids("".join(out))
+    deadline = time.monotonic() + 10
+    while not all(gone(p) for p in [paced] + workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(gone(p) for p in [paced] + workers)
+    assert os.listdir(tmp_path) == [], "temporary files left"
 
 
 def test_readme_example_runs(tmp_path):
