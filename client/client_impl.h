@@ -323,6 +323,9 @@ class Client::Impl : public client::ChannelListener {
 
  private:
   static constexpr size_t kNumStripes = 64;
+  // Rows a thread other than a worker (the seal, the purge, the delivery of
+  // reads and pushes) handles per hold of a stripe's lock: ~256 x 0.2-0.5 us.
+  static constexpr size_t kStripeSliceRows = 256;
   // A worker's Clock() blocks while it is this many clocks ahead of the
   // oldest unacknowledged batch (bounds the oplog when a shard is slow).
   static constexpr ClockT kMaxClocksInFlight = 64;
@@ -358,16 +361,52 @@ class Client::Impl : public client::ChannelListener {
     return items;
   }
   // Calls fn(stripe, b, e) for each run items[b, e) of one stripe's rows
-  // (items from ByStripe).
+  // (items from ByStripe), of at most max_run rows: a thread that is not a
+  // worker holds a stripe's lock for a slice of rows (kStripeSliceRows) at
+  // a time, so the workers that need the stripe wait for no more.
   template <typename Fn>
-  void ForEachStripeRun(const std::vector<StripeItem>& items, Fn&& fn) {
+  void ForEachStripeRun(const std::vector<StripeItem>& items, Fn&& fn, size_t max_run = SIZE_MAX) {
     for (size_t b = 0; b < items.size();) {
       client::CacheStripe& st = StripeForHash(items[b].hash);
       size_t e = b;
-      while (e < items.size() && &StripeForHash(items[e].hash) == &st) ++e;
+      while (e < items.size() && e - b < max_run && &StripeForHash(items[e].hash) == &st) ++e;
       fn(st, b, e);
       b = e;
     }
+  }
+  // ForEachStripeRun with the run's stripe lock held around fn (which calls
+  // st.mu.AssertHeld() for the analysis). A run whose stripe another thread
+  // holds is put off to the end of the pass instead of waited for: the
+  // holder (the seal, the purge or the delivery of a read, a slice of rows
+  // at a time) has usually moved on by then, where a futex sleep and its
+  // wake-up cost ~100-250 us on this project's 2-core machines. Passes whose
+  // runs do not depend on each other's order only.
+  template <typename Fn>
+  void ForEachStripeRunLocked(const std::vector<StripeItem>& items, Fn&& fn,
+                              size_t max_run = SIZE_MAX) {
+    std::vector<std::pair<size_t, size_t>> put_off;
+    ForEachStripeRun(
+        items,
+        [&](client::CacheStripe& st, size_t b, size_t e) {
+          if (!st.mu.try_lock()) {
+            put_off.emplace_back(b, e);
+            return;
+          }
+          fn(st, b, e);
+          st.mu.unlock();
+        },
+        max_run);
+    for (const auto& [b, e] : put_off) {
+      client::CacheStripe& st = StripeForHash(items[b].hash);
+      client::SpinLock l(&st.mu);
+      fn(st, b, e);
+    }
+  }
+  // ForEachStripeRunLocked in slices of kStripeSliceRows rows: for the
+  // passes of threads other than the workers.
+  template <typename Fn>
+  void ForEachStripeSliceLocked(const std::vector<StripeItem>& items, Fn&& fn) {
+    ForEachStripeRunLocked(items, std::forward<Fn>(fn), kStripeSliceRows);
   }
   uint32_t ShardOfKey(const RowKey& key) const {
     return shards_.size() == 1 ? 0 : ShardOf(key.table, key.row, num_shards());
@@ -451,6 +490,12 @@ class Client::Impl : public client::ChannelListener {
   // several parts (all but the last with more); a row that cannot fit a frame
   // alone fails the shard with ResourceExhausted naming the sizes.
   void SendBatch(ClockT c, bool more) REQUIRES(send_mu_);
+  // SendBatch's parts for shard k (the last numbered last_part; its `more`
+  // as given): each recorded unacknowledged and sent if the shard is
+  // connected.
+  void SendParts(ClockT c, bool more, uint32_t k, std::vector<net::Apply>* applies,
+                 std::vector<std::vector<RowKey>>* keys, uint32_t last_part, uint64_t limit,
+                 const std::shared_ptr<ByteArena>& arena) REQUIRES(send_mu_);
   // Reserves, in the first part of each shard's batch of clock c, room for
   // its rows, and makes each shard's arena for the sealed deltas, its first
   // chunk sized for the shard's share of the clock's bytes (SendBatch).
@@ -720,8 +765,8 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
   // of the pass's time.)
   constexpr size_t kAhead = 8;
   std::vector<client::CacheEntry*> found(items.size(), nullptr);
-  ForEachStripeRun(items, [&](client::CacheStripe& st, size_t b, size_t e) {
-    client::SpinLock lock(&st.mu);
+  ForEachStripeRunLocked(items, [&](client::CacheStripe& st, size_t b, size_t e) {
+    st.mu.AssertHeld();
     auto slot = [&](size_t j)
                     REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
     auto look_ahead = [&](size_t j) REQUIRES(st.mu) {
@@ -820,8 +865,8 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
   client::TableCounters* tc = Counters(ws, t);
   std::vector<uint32_t> slow;  // with out: not fresh in the cache
   uint64_t hits = 0;
-  ForEachStripeRun(items, [&](client::CacheStripe& st, size_t b, size_t e) {
-    client::SpinLock lock(&st.mu);
+  ForEachStripeRunLocked(items, [&](client::CacheStripe& st, size_t b, size_t e) {
+    st.mu.AssertHeld();
     // Three-stage software pipeline: the hash slot of row j + 2 * kAhead and
     // the entry of row j + kAhead load, and the delta (with `out`, also the
     // value) of row j + kAhead / 2, while row j is added (the slot loads

@@ -209,8 +209,8 @@ void Client::Impl::InstallRows(uint32_t k, const std::vector<net::RowData*>& row
   constexpr size_t kAhead = 4;
   Status bad;
   RowKey bad_key;
-  ForEachStripeRun(items, [&](CacheStripe& st, size_t b, size_t e) {
-    client::SpinLock l(&st.mu);
+  ForEachStripeSliceLocked(items, [&](CacheStripe& st, size_t b, size_t e) {
+    st.mu.AssertHeld();
     auto slot = [&](size_t j)
                     REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
     for (size_t j = b; j < std::min(e, b + kAhead); ++j) slot(j);
@@ -372,8 +372,8 @@ uint64_t Client::Impl::PurgeBatch(const SentBatch& b) {
     items[i] = StripeItem{RowKeyHash()(keys[i]), static_cast<uint32_t>(i)};
   }
   uint64_t purged = 0;
-  ForEachStripeRun(items, [&](CacheStripe& st, size_t begin, size_t end) {
-    client::SpinLock l(&st.mu);
+  ForEachStripeSliceLocked(items, [&](CacheStripe& st, size_t begin, size_t end) {
+    st.mu.AssertHeld();
     for (size_t j = begin; j < end; ++j) {
       if (j + 2 * kAhead < end) st.PrefetchSlot(keys[j + 2 * kAhead], items[j + 2 * kAhead].hash);
       if (j + kAhead < end) {

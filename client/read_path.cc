@@ -184,8 +184,8 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   // Two stages: the slot of row j + 2 * kAhead, then the entry (not its
   // value: only the entry's state is looked at) of row j + kAhead.
   constexpr size_t kAhead = 16;
-  ForEachStripeRun(items, [&](CacheStripe& st, size_t b, size_t e) {
-    client::SpinLock l(&st.mu);
+  ForEachStripeRunLocked(items, [&](CacheStripe& st, size_t b, size_t e) {
+    st.mu.AssertHeld();
     auto slot = [&](size_t j)
                     REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
     // The entry prefetch is written out (CacheStripe::PrefetchSlot says why).
@@ -282,8 +282,8 @@ void Client::Impl::EvictFirst(TableState* t, const std::vector<uint64_t>& rows) 
   const uint32_t table = t->schema.id;
   auto key_of = [&](size_t i) { return RowKey{table, rows[i]}; };
   const std::vector<StripeItem> items = ByStripe(rows.size(), key_of);
-  ForEachStripeRun(items, [&](CacheStripe& st, size_t b, size_t e) {
-    client::SpinLock lock(&st.mu);
+  ForEachStripeRunLocked(items, [&](CacheStripe& st, size_t b, size_t e) {
+    st.mu.AssertHeld();
     for (size_t j = b; j < e; ++j) {
       CacheEntry* en = st.Find(key_of(items[j].index), items[j].hash);
       if (en == nullptr) continue;

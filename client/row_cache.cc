@@ -188,15 +188,23 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_
   return purged;
 }
 
-std::vector<CacheEntry*> CacheStripe::TakeDirty(ClockT c) {
-  for (auto it = dirty.begin(); it != dirty.end(); ++it) {
-    if (it->clock == c) {
-      std::vector<CacheEntry*> out = std::move(it->entries);
-      dirty.erase(it);
-      return out;
-    }
+void CacheStripe::TakeDirty(ClockT c, size_t max, std::vector<CacheEntry*>* out) {
+  out->clear();
+  auto it = std::find_if(dirty.begin(), dirty.end(), [c](const auto& d) { return d.clock == c; });
+  if (it == dirty.end()) return;
+  std::vector<CacheEntry*>& entries = it->entries;
+  const size_t n = std::min(max, entries.size());
+  out->assign(entries.end() - static_cast<long>(n), entries.end());
+  entries.resize(entries.size() - n);
+  if (entries.empty()) {
+    dirty.erase(it);
+    return;
   }
-  return {};
+  for (size_t i = 0; i < out->size(); ++i) {
+    if (i + 8 < out->size()) PrefetchEntryLines((*out)[i + 8]);
+    const PendingDelta* p = (*out)[i]->FindPending(c);
+    if (p != nullptr) it->bytes -= std::min(it->bytes, p->delta.size());
+  }
 }
 
 }  // namespace pace::client

@@ -337,8 +337,11 @@ struct alignas(64) CacheStripe {
   // Find without loading the value.
   CacheEntry* Lookup(const RowKey& key, size_t hash) REQUIRES(mu) { return map.Lookup(key, hash); }
 
-  // Removes and returns the entries with an open delta of clock `c`.
-  std::vector<CacheEntry*> TakeDirty(ClockT c) REQUIRES(mu);
+  // Moves up to `max` of the entries with an open delta of clock `c` into
+  // *out (cleared first; the last registered first) and takes their bytes
+  // off the clock's count: a batch takes a stripe's rows a slice per hold of
+  // the lock, and those left stay counted for the next slice or part.
+  void TakeDirty(ClockT c, size_t max, std::vector<CacheEntry*>* out) REQUIRES(mu);
   // Bytes of the open deltas of clock `c` in this stripe.
   size_t OpenBytesOf(ClockT c) const REQUIRES(mu) {
     for (const DirtyClock& d : dirty) {

@@ -79,9 +79,37 @@ TEST_F(RowCacheTest, DirtyListsPerClock) {
   st_.AddDelta(b, 4, Dense({1, 1}));
   st_.AddDelta(a, 4, Dense({1, 1}));
   st_.AddDelta(a, 3, Dense({1, 1}));
-  EXPECT_EQ(st_.TakeDirty(3), (std::vector<CacheEntry*>{a}));
-  EXPECT_EQ(st_.TakeDirty(4), (std::vector<CacheEntry*>{b, a}));
-  EXPECT_TRUE(st_.TakeDirty(4).empty());
+  std::vector<CacheEntry*> taken;
+  st_.TakeDirty(3, SIZE_MAX, &taken);
+  EXPECT_EQ(taken, (std::vector<CacheEntry*>{a}));
+  st_.TakeDirty(4, SIZE_MAX, &taken);
+  EXPECT_EQ(taken, (std::vector<CacheEntry*>{b, a}));
+  st_.TakeDirty(4, SIZE_MAX, &taken);
+  EXPECT_TRUE(taken.empty());
+}
+
+TEST_F(RowCacheTest, ASliceOfTheDirtyListLeavesTheRestCounted) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
+  std::vector<CacheEntry*> rows;
+  for (uint64_t r = 0; r < 5; ++r) {
+    rows.push_back(st_.FindOrCreate(RowKey{1, r}, 0, &table_));
+    st_.AddDelta(rows.back(), 7, Dense({1, 1}));  // 16 bytes each
+  }
+  EXPECT_EQ(st_.OpenBytesOf(7), 80u);
+  std::vector<CacheEntry*> taken;
+  st_.TakeDirty(7, 2, &taken);  // the last registered first
+  EXPECT_EQ(taken, (std::vector<CacheEntry*>{rows[3], rows[4]}));
+  EXPECT_EQ(st_.OpenRowsOf(7), 3u);
+  EXPECT_EQ(st_.OpenBytesOf(7), 48u);
+  // A row added between slices joins the rows left.
+  CacheEntry* late = st_.FindOrCreate(RowKey{1, 9}, 0, &table_);
+  st_.AddDelta(late, 7, Dense({1, 1}));
+  EXPECT_EQ(st_.OpenRowsOf(7), 4u);
+  EXPECT_EQ(st_.OpenBytesOf(7), 64u);
+  st_.TakeDirty(7, 10, &taken);
+  EXPECT_EQ(taken, (std::vector<CacheEntry*>{rows[0], rows[1], rows[2], late}));
+  EXPECT_EQ(st_.OpenRowsOf(7), 0u);
+  EXPECT_EQ(st_.OpenBytesOf(7), 0u);
 }
 
 TEST_F(RowCacheTest, AckPurgesSealedDeltasAndErasesEmptyEntries) {
