@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark 10: MF with pacedb.torch (Adagrad) against the same model in plain
 PyTorch (nn.Embedding(sparse=True) + torch.optim.Adagrad), same data
-(python/examples/torch_mf.py), the PaceDB job run as 1 or 2 worker processes
+(python/examples/torch_mf.py, 15 epochs; --epochs=N), the PaceDB job run as 1 or 2 worker processes
 (--processes: one worker each, against a paced the example starts). Prints
 three RATIO lines and appends them to $PACE_BENCH_OUT if set:
 
@@ -9,7 +9,8 @@ three RATIO lines and appends them to $PACE_BENCH_OUT if set:
   10 test RMSE, 2 worker processes minus plain        (target <= 0.005)
   10 ratings/s, 2 worker processes vs 1               (target >= 1.5)
 
-    PYTHONPATH=build/python python3 python/bench/torch_bench.py [--quick] [--pairs=N] [--threads]
+    PYTHONPATH=build/python python3 python/bench/torch_bench.py [--quick] [--pairs=N] [--epochs=N]
+        [--threads]
 
 --threads measures 1 and 2 worker threads of one process instead (an
 embedded store; RATIO lines 10t): they share one interpreter, whose GIL
@@ -42,11 +43,19 @@ EXAMPLE = os.path.join(HERE, "..", "examples", "torch_mf.py")
 LINE = re.compile(r"^(plain PyTorch|PaceDB .*): test RMSE ([0-9.]+), ([0-9,]+) ratings/s", re.M)
 
 
-def run(flag, workers):
+# Epochs of each run: the workload the benchmark stands for (MF on a ~100k-rating set, 15
+# epochs). With the example's default of 5 a run trains for 0.4-0.6 s, and the costs of a run's
+# start (every row's first read over TCP, the processes' start within the timed window) weigh as
+# much as the training's throughput: 2 vs 1 process came to 1.42-1.60 per set of 5 pairs there.
+EPOCHS = 15
+
+
+def run(flag, workers, epochs=EPOCHS):
     """(plain RMSE, plain ratings/s, PaceDB RMSE, PaceDB ratings/s) of one
     torch_mf.py run with `workers` worker threads or processes (flag)."""
     arg = f"--{flag}={workers}"
-    r = subprocess.run([sys.executable, EXAMPLE, arg], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, EXAMPLE, arg, f"--epochs={epochs}"], capture_output=True,
+                       text=True)
     sys.stdout.write(r.stdout)
     found = LINE.findall(r.stdout)
     if r.returncode != 0 or len(found) != 2:
@@ -83,11 +92,15 @@ def main(argv):
         return 0
     pairs = 1 if "--quick" in argv else 5
     threads = "--threads" in argv
+    epochs = EPOCHS
     for a in argv:
         if a.startswith("--pairs="):
             pairs = max(1, int(a.split("=", 1)[1]))
+        elif a.startswith("--epochs="):
+            epochs = max(1, int(a.split("=", 1)[1]))
         elif a not in ("--quick", "--threads"):
-            raise SystemExit(f"torch_bench: unknown argument {a} (--quick, --pairs=N, --threads)")
+            raise SystemExit(f"torch_bench: unknown argument {a} "
+                             "(--quick, --pairs=N, --epochs=N, --threads)")
     flag, label, kind = (("workers", "10t", "worker threads") if threads
                          else ("processes", "10", "worker processes"))
     load = os.getloadavg()[0]
@@ -95,11 +108,11 @@ def main(argv):
     ones, twos = [], []
     for p in range(pairs):
         if p % 2 == 0:
-            ones.append(run(flag, 1))
-            twos.append(run(flag, 2))
+            ones.append(run(flag, 1, epochs))
+            twos.append(run(flag, 2, epochs))
         else:
-            twos.append(run(flag, 2))
-            ones.append(run(flag, 1))
+            twos.append(run(flag, 2, epochs))
+            ones.append(run(flag, 1, epochs))
     wall = time.monotonic() - start
     others = max(0.0, busy_seconds() - busy0 - (children_seconds() - ours0)) / wall
     load = max(load, os.getloadavg()[0])
