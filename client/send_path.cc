@@ -285,8 +285,8 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
   // A stripe's rows are sealed a slice per hold of its lock: a worker or the
   // delivery thread that needs the stripe waits for one slice, not for the
   // stripe's share of a part (thousands of rows, a millisecond or more, far
-  // longer when this thread is preempted holding the lock: in clock 0 of a
-  // model-scale job the workers slept 1.5 s on stripe locks held here and
+  // longer when this thread is preempted holding the lock: in three clocks
+  // of a model-scale job a worker slept 1.5 s on stripe locks held here and
   // by the purge). The count is taken first: rows a worker adds meanwhile
   // wait for the next part, so a worker filling a stripe cannot hold the
   // seal in it.
