@@ -10,8 +10,7 @@
 // reconnect and re-send every unacknowledged batch from their own copies, and
 // the shard applies each exactly once (a batch the failed write stored after
 // all is a duplicate of the re-send). The held batches themselves are not
-// committed: the failed ApplyBatches may have consumed their buffers
-// (RowDelta::owned). Reads keep being answered meanwhile.
+// committed: their clients re-send them. Reads keep being answered meanwhile.
 #include <glog/logging.h>
 
 #include <algorithm>

@@ -138,14 +138,6 @@ struct RowDelta {
   uint32_t table = 0;
   uint64_t row = 0;
   std::string_view bytes;
-  // Optional: the string that holds exactly `bytes`, handed over to the store.
-  // When set, ApplyBatches may overwrite it or swap its contents into the row
-  // cache (a cached dense row's new sum is computed in this buffer and moved
-  // into its cache entry; with the clock log, a row that has no bytes yet
-  // takes the delta's buffer as its value once the group is logged and
-  // committed: no copy and no allocation per row); the caller must not read
-  // it after the call (even one that failed), only destroy it.
-  std::string* owned = nullptr;
 };
 
 // One client batch for ApplyBatches. `deltas` (and the bytes they point to)

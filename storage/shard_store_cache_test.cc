@@ -176,19 +176,8 @@ class CacheModelTest : public ::testing::TestWithParam<std::tuple<int, bool>> {
       deltas.push_back(RowDelta{s.id, row, storage.back()});
       written_.insert({s.id, row});
     }
-    // Half the batches hand their delta buffers over (RowDelta::owned, as the
-    // shard service does): the cached store then computes Put sums in them
-    // and swaps them into its cache. The plain store gets the originals.
-    std::vector<std::string> handed(storage);
-    std::vector<RowDelta> cached_deltas = deltas;
-    if (rng_() % 2 == 0) {
-      for (size_t i = 0; i < handed.size(); ++i) {
-        cached_deltas[i].bytes = handed[i];
-        cached_deltas[i].owned = &handed[i];
-      }
-    }
     bool dup = false;
-    Status a = cached_->ApplyBatch(client, applied_[client], cached_deltas, &dup);
+    Status a = cached_->ApplyBatch(client, applied_[client], deltas, &dup);
     Status b = plain_->ApplyBatch(client, applied_[client], deltas, &dup);
     ASSERT_TRUE(a.ok()) << a.ToString();
     ASSERT_TRUE(b.ok()) << b.ToString();
@@ -626,7 +615,7 @@ TEST(RowCacheStoreTest, InPlaceWritesKeepTheWalBoundedAndSurviveRestart) {
 
 // memory_stats() reports each component: the memtable holds the written
 // rows, the row cache what was read, the retained WriteBatch about one
-// group's bytes; handed-over delta buffers end up in the row cache.
+// group's bytes.
 TEST(StoreMemoryStatsTest, ReportsEachComponent) {
   testing_util::ScopedTempDir tmp;
   ShardStoreOptions o = Opts(1, 16);
@@ -651,7 +640,7 @@ TEST(StoreMemoryStatsTest, ReportsEachComponent) {
   for (uint64_t r : rows) {
     float one = 1.0f;
     for (size_t c = 0; c < 256; ++c) std::memcpy(&buffers[r][c * 4], &one, 4);
-    deltas.push_back(RowDelta{created.id, r, buffers[r], &buffers[r]});
+    deltas.push_back(RowDelta{created.id, r, buffers[r]});
   }
   bool dup = false;
   ASSERT_TRUE(store->ApplyBatch(0, 0, deltas, &dup).ok());
@@ -664,7 +653,7 @@ TEST(StoreMemoryStatsTest, ReportsEachComponent) {
   EXPECT_LE(m.write_batch_bytes, 2 * payload + (1 << 20));
   EXPECT_EQ(m.total(), m.memtable_bytes + m.block_cache_bytes + m.table_reader_bytes +
                            m.row_cache_bytes + m.write_batch_bytes);
-  // The new sums were read from the handed-over buffers.
+  // The new sums are what a read returns.
   ASSERT_TRUE(store->MultiGet(created.id, {5}, &values).ok());
   float got = 0;
   std::memcpy(&got, values[0].data() + 4 * 17, 4);

@@ -114,17 +114,11 @@ Status ShardStore::Impl::WriteAdmittedLocked(AdmittedGroup* group_ptr) {
   }
   if (log_mode_) {
     std::vector<ClockLogEntry> deltas(group.deltas.size());
-    OwnedDeltas owned;
     for (size_t k = 0; k < group.deltas.size(); ++k) {
       const GroupDelta& d = group.deltas[k];
       deltas[k] = ClockLogEntry{d.table, d.row, d.bytes};
-      if (d.owned != nullptr) {
-        if (owned.empty()) owned.resize(group.deltas.size(), nullptr);
-        owned[k] = d.owned;
-      }
     }
-    RETURN_IF_ERROR(
-        WriteGroupToLogLocked(deltas, owned, group.clocks, group.import_record, &group.undo));
+    RETURN_IF_ERROR(WriteGroupToLogLocked(deltas, group.clocks, group.import_record, &group.undo));
   } else {
     std::vector<CacheOp> ops;
     std::string put_sums;
@@ -228,18 +222,13 @@ Status ShardStore::Impl::AdmitDeltasLocked(const std::vector<RowDelta>& deltas,
       break;
     }
     std::string_view bytes = d.bytes;
-    std::string* owned =
-        d.owned != nullptr && d.owned->data() == d.bytes.data() && d.owned->size() == d.bytes.size()
-            ? d.owned
-            : nullptr;
     if (entry->format.kind == RowKind::kSparse && SparseHasZero(entry->format, bytes)) {
       // Stored values never hold zero entries; strip them here (rare).
       StripSparseZeros(entry->format, bytes, &group->stripped_rows.emplace_back());
       bytes = group->stripped_rows.back();
-      owned = nullptr;
     }
     group->deltas.push_back(
-        GroupDelta{d.table, group->seq + static_cast<uint32_t>(i), d.row, entry, bytes, owned});
+        GroupDelta{d.table, group->seq + static_cast<uint32_t>(i), d.row, entry, bytes});
     batch_reserve += bytes.size() + kBatchOverheadPerDelta;
   }
   if (!st.ok()) {
@@ -279,9 +268,7 @@ Status ShardStore::Impl::BuildLocked(const AdmittedGroup& group, std::vector<Cac
   if (cache) {
     ops->reserve(group.deltas.size());
     size_t bytes = 0;
-    for (const GroupDelta& d : group.deltas) {
-      if (d.owned == nullptr) bytes += d.bytes.size();
-    }
+    for (const GroupDelta& d : group.deltas) bytes += d.bytes.size();
     put_sums->reserve(bytes);
   }
   char key[sf::kRowKeySize];
@@ -342,19 +329,10 @@ Status ShardStore::Impl::BuildLocked(const AdmittedGroup& group, std::vector<Cac
 const char* ShardStore::Impl::PutSum(const GroupDelta& d, const CachedRow& cached, CacheOp* op,
                                      std::string* put_sums) {
   // The merge operator's arithmetic (row_merge.cc): a lone operand is the
-  // sum; a later one is added to it. A delta the caller handed over
-  // (RowDelta::owned) takes its new sum in place (x + y == y + x bit for bit
-  // in IEEE and in wrapping integer arithmetic, so adding the cached sum into
-  // the delta gives the merge operator's result) and Publish swaps it into
-  // the cache entry: no copy, no allocation. Other sums go one after another
-  // into put_sums, which Publish copies into the cache without computing them
+  // sum; a later one is added to it. The sums go one after another into
+  // put_sums, which Publish copies into the cache without computing them
   // again.
   const RowFormat& f = d.entry->format;
-  if (d.owned != nullptr) {
-    if (cached.written) AddDenseUnaligned(f.type, d.owned->data(), cached.sum.data(), f.width);
-    op->take = d.owned;
-    return d.owned->data();
-  }
   const size_t offset = put_sums->size();
   if (cached.written) {
     put_sums->append(cached.sum);
@@ -432,13 +410,9 @@ void ShardStore::Impl::MaybeSwitchMemtableLocked(size_t group_bytes) {
   if (!s.ok()) VLOG(1) << dir_ << ": switching the memtable failed: " << s.ToString();
 }
 
-bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta, std::string* owned) {
+bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta) {
   if (!c->written) {
-    if (owned != nullptr) {
-      c->sum.swap(*owned);
-    } else {
-      c->sum.assign(delta.data(), delta.size());
-    }
+    c->sum.assign(delta.data(), delta.size());
     c->written = true;
     return true;
   }
@@ -467,14 +441,7 @@ void ShardStore::Impl::Publish(const std::vector<CacheOp>& ops, const std::strin
     CachedRow* c = row_cache_->Peek(op.table, op.row);
     if (c == nullptr) continue;
     const RowFormat& f = op.entry->format;
-    if (op.take != nullptr) {
-      // The new sum, computed in the caller's buffer: moved in, the old sum
-      // goes back to the caller to be freed with its batch.
-      const size_t old_capacity = c->sum.capacity();
-      c->sum.swap(*op.take);
-      if (!c->written || c->sum.capacity() != old_capacity) grown.push_back(i);
-      c->written = true;
-    } else if (op.put >= 0) {
+    if (op.put >= 0) {
       // Same size as the cached sum when it is written: no reallocation.
       if (!c->written) grown.push_back(i);
       c->sum.assign(put_sums.data() + op.put, op.bytes.size());

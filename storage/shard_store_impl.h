@@ -92,12 +92,8 @@ class SCOPED_CAPABILITY ViewReaderLock {
 // Adds one delta to a cached row's stored sum with the merge operator's
 // arithmetic (a row without a record takes it as its sum), in place. Returns
 // whether the row's strings grew (it must be re-charged). Both write paths'
-// publish use it (shard_store_data.cc). `owned` (optional): a string holding
-// exactly `delta`, handed over (RowDelta::owned); a row without a record
-// takes it as its sum instead of a copy, and its old buffer goes back in
-// *owned.
-bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta,
-                    std::string* owned = nullptr);
+// publish use it (shard_store_data.cc).
+bool AddToCachedRow(const RowFormat& f, CachedRow* c, std::string_view delta);
 
 // A catalog entry: the schema plus what the write path needs per delta.
 struct TableEntry {
@@ -215,9 +211,6 @@ class ShardStore::Impl {
     std::string_view bytes;
     // Written as a Put: offset of its new sum in Publish's `put_sums`; -1: a merge.
     int64_t put = -1;
-    // Written as a Put whose new sum is in this caller-owned string
-    // (RowDelta::owned): Publish swaps it into the cache entry.
-    std::string* take = nullptr;
   };
   struct ClockUpdate {
     ClientId client;
@@ -325,32 +318,23 @@ class ShardStore::Impl {
   // Adds `deltas` (table, row, bytes) to the rows in the row cache, reading
   // the rows missing from it from RocksDB first; every row is left dirty.
   Status ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) REQUIRES(write_mu_);
-  // The buffers of a group's deltas handed over by the caller
-  // (RowDelta::owned): owned[i] holds exactly deltas[i].bytes, or is null.
-  // Empty: none (a replayed log record).
-  using OwnedDeltas = std::vector<std::string*>;
   // Adds `deltas` to their rows, all pinned in the row cache (handles[i]:
   // the row of deltas[i], from PinRowsLocked), validating each against its
-  // table's format when `validate`. A row without bytes yet (absent, or a new
-  // delta-only row) takes a handed-over delta's buffer as its sum (a swap: its
-  // old buffer goes back to the caller) instead of a copy; owned[i] is then
-  // not the delta any more.
-  Status AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas, const OwnedDeltas& owned,
+  // table's format when `validate`.
+  Status AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas,
                                const std::vector<uint32_t>& handles, bool validate)
       REQUIRES(write_mu_);
   // Reads the rows the group changes that the row cache lacks and marks them
   // all dirty (pinned) before the group is logged; (*handles)[i] is the row
-  // cache handle of deltas[i]'s row. A new delta-only row is sized for its
-  // first delta unless that delta's buffer is handed over (`owned`), which
-  // becomes its sum. REQUIRES: deltas sorted by (table, row), as a group and
-  // its log record are.
-  Status PinRowsLocked(const std::vector<ClockLogEntry>& deltas, const OwnedDeltas& owned,
-                       std::vector<uint32_t>* handles) REQUIRES(write_mu_) EXCLUDES(view_mu_);
+  // cache handle of deltas[i]'s row. A row without bytes yet (absent, or a
+  // new delta-only row) is sized for its first delta here, not in the
+  // publish under the view lock. REQUIRES: deltas sorted by (table, row), as
+  // a group and its log record are.
+  Status PinRowsLocked(const std::vector<ClockLogEntry>& deltas, std::vector<uint32_t>* handles)
+      REQUIRES(write_mu_) EXCLUDES(view_mu_);
   // The group commit of the clock log: one log record, then the clocks and the
-  // log's end in RocksDB, then the deltas added to the pinned rows (a
-  // handed-over buffer may be moved into its row only then, after the record
-  // was written from it and the commit succeeded).
-  Status WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas, const OwnedDeltas& owned,
+  // log's end in RocksDB, then the deltas added to the pinned rows.
+  Status WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas,
                                const std::vector<ClockUpdate>& clocks,
                                const std::string* import_record, UndoWrites* undo)
       REQUIRES(write_mu_);
@@ -493,7 +477,6 @@ struct ShardStore::Impl::GroupDelta {
   uint64_t row;
   const TableEntry* entry;
   std::string_view bytes;  // the payload written (sparse zeros stripped)
-  std::string* owned;      // RowDelta::owned when `bytes` is it, else nullptr
 };
 
 // What the admit stage accepted of a group: its deltas, the clock records

@@ -93,7 +93,7 @@ Status ShardStore::Impl::ReadLogState(LogState* st) const {
 }
 
 Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
-                                       const OwnedDeltas& owned, std::vector<uint32_t>* handles) {
+                                       std::vector<uint32_t>* handles) {
   constexpr uint32_t kNone = RowCache::kNoHandle;
   handles->assign(deltas.size(), kNone);
   ViewReaderLock view_lock(&view_mu_);
@@ -128,18 +128,15 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
           // allocations in the publish held the view lock ~0.7 s while every
           // thread of the process took turns on malloc's lock.)
           CachedRow* c = row_cache_->DirtyRow((*handles)[k]);
-          if (!c->written && (owned.empty() || owned[k] == nullptr)) {
-            c->sum.reserve(deltas[k].bytes.size());
-          }
+          if (!c->written) c->sum.reserve(deltas[k].bytes.size());
           continue;
         }
         if (options_.delta_only_rows) {
           // Not read: the group's deltas are summed apart from the row.
           CachedRow pending;
           pending.delta_only = true;
-          // Sized here, not when the group is published under the view lock;
-          // a handed-over first delta becomes the sum as it is.
-          if (owned.empty() || owned[k] == nullptr) pending.sum.reserve(deltas[k].bytes.size());
+          // Sized here, not when the group is published under the view lock.
+          pending.sum.reserve(deltas[k].bytes.size());
           (*handles)[k] = row_cache_->InsertDirty(table, deltas[k].row, std::move(pending));
           ++delta_only;
         } else {
@@ -172,7 +169,6 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
 }
 
 Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>& deltas,
-                                               const OwnedDeltas& owned,
                                                const std::vector<uint32_t>& handles,
                                                bool validate) {
   std::shared_ptr<const TableEntry> e;
@@ -196,12 +192,7 @@ Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>&
                           .WithPrefix("clock log entry for row " + std::to_string(d.row) +
                                       " of table '" + e->schema.name + "'"));
     }
-    // A row with no bytes yet takes a handed-over delta's buffer; the
-    // entry's old buffer goes back to the caller, freed with its batch.
-    if (AddToCachedRow(e->format, row_cache_->DirtyRow(handles[i]), d.bytes,
-                       owned.empty() ? nullptr : owned[i])) {
-      grown.push_back(i);
-    }
+    if (AddToCachedRow(e->format, row_cache_->DirtyRow(handles[i]), d.bytes)) grown.push_back(i);
   }
   for (size_t i : grown) row_cache_->RechargeDirty(handles[i]);
   return Status::OK();
@@ -209,8 +200,8 @@ Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>&
 
 Status ShardStore::Impl::ApplyToDirtyRowsLocked(const std::vector<ClockLogEntry>& deltas) {
   std::vector<uint32_t> handles;
-  RETURN_IF_ERROR(PinRowsLocked(deltas, OwnedDeltas(), &handles));
-  return AddToPinnedRowsLocked(deltas, OwnedDeltas(), handles, /*validate=*/true);
+  RETURN_IF_ERROR(PinRowsLocked(deltas, &handles));
+  return AddToPinnedRowsLocked(deltas, handles, /*validate=*/true);
 }
 
 Status ShardStore::Impl::ReplayLogLocked(const LogState& st, uint64_t seq) {
@@ -290,13 +281,12 @@ Status ShardStore::Impl::OpenClockLog() {
 }
 
 Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>& deltas,
-                                               const OwnedDeltas& owned,
                                                const std::vector<ClockUpdate>& clocks,
                                                const std::string* import_record, UndoWrites* undo) {
   const auto t_start = std::chrono::steady_clock::now();
   // 1. Every row the group changes is held in memory, pinned.
   std::vector<uint32_t>& handles = pinned_handles_;
-  RETURN_IF_ERROR(PinRowsLocked(deltas, owned, &handles));
+  RETURN_IF_ERROR(PinRowsLocked(deltas, &handles));
   const auto t_pinned = std::chrono::steady_clock::now();
 
   // 2. The log record. A failed append leaves the committed end as it was.
@@ -355,9 +345,8 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
   {
     ViewWriterLock view_lock(&view_mu_);
     for (const ClockUpdate& c : clocks) SetClockState(c);
-    // Validated at admission and pinned above: cannot fail. From here on the
-    // handed-over buffers may be the rows' (the record was written above).
-    Status added = AddToPinnedRowsLocked(deltas, owned, handles, /*validate=*/false);
+    // Validated at admission and pinned above: cannot fail.
+    Status added = AddToPinnedRowsLocked(deltas, handles, /*validate=*/false);
     CHECK(added.ok()) << added.ToString();
   }
   {

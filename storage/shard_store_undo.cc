@@ -377,7 +377,7 @@ Status ShardStore::Impl::AdmitUndoLocked(ClientId client, const IncompleteClock&
       }
       std::string& negated = group->stripped_rows.emplace_back(e.bytes);
       NegateRow(entry->format, &negated);
-      group->deltas.push_back(GroupDelta{e.table, group->seq++, e.row, entry, negated, nullptr});
+      group->deltas.push_back(GroupDelta{e.table, group->seq++, e.row, entry, negated});
       group->reserve += negated.size() + 32;
     }
   }
