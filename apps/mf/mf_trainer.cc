@@ -77,6 +77,7 @@ Status MfTrainer::Setup() {
       (options_.order == RatingOrder::kAuto && table_bytes > client_->Stats().cache_budget_bytes);
   parts_ =
       PartitionByUser(client_->num_clients() * static_cast<uint32_t>(options_.run.workers), data_);
+  CountPartRows(*data_, parts_, &part_users_, &part_items_);
   return Status::OK();
 }
 

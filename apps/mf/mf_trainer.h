@@ -123,7 +123,12 @@ class MfTrainer {
   Client* const client_;
   MfDataset* const data_;
   std::vector<size_t> parts_;  // PartitionByUser offsets, set by Setup
-  bool row_order_ = false;     // each clock's ratings in user order (RatingOrder), set by Setup
+  // Distinct users and items of each part's training ratings, set by Setup:
+  // a worker whose copies hold that many rows of a table needs no look-up
+  // of that table's rows for the rest of its training pass.
+  std::vector<size_t> part_users_;
+  std::vector<size_t> part_items_;
+  bool row_order_ = false;  // each clock's ratings in user order (RatingOrder), set by Setup
   const MfTrainOptions options_;
   const uint32_t width_;
   RegWeights reg_;

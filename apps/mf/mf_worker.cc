@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "apps/shared/stop_signal.h"
 
@@ -82,6 +83,7 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
   const uint32_t workers = static_cast<uint32_t>(options_.run.workers);
   const uint32_t num_parts = client->num_clients() * workers;
   const uint32_t part_id = client->client_id() * workers + static_cast<uint32_t>(w_);
+  part_id_ = part_id;
   part_ = Range{t_.parts_[part_id], t_.parts_[part_id + 1]};
   test_part_ = PartOf(data_.test.size(), part_id, num_parts);
   p_.rank = options_.rank;
@@ -114,8 +116,8 @@ Status MfWorker::Run() {
     if ((c + 1) % options_.run.eval_every == 0 || c + 1 == sh_->end_clock) {
       RETURN_IF_ERROR(TestPass(&test_sq, &test_n));
     }
-    ubuf_.Clear();
-    ibuf_.Clear();
+    ClearUsers();
+    ClearItems();
     RETURN_IF_ERROR(EndClock(c, count, train_sq, test_sq, test_n));
   }
   return Finish();
@@ -270,38 +272,91 @@ const std::vector<uint64_t>& MfWorker::RawOf(const IdMap& ids,
 }
 
 template <typename RatingAt>
-void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating) {
+void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating, bool users, bool items) {
   if (++mark_ == 0) {  // wrapped: clear the marks once every 2^32 ranges
     ubuf_.ClearMarks();
     ibuf_.ClearMarks();
     mark_ = 1;
   }
+  // The copies hold every row the pass can need: nothing is missing.
+  if (users && ubuf_.loaded() >= pass_users_) {
+    range_users_.clear();
+    users = false;
+  }
+  if (items && ibuf_.loaded() >= pass_items_) {
+    range_items_.clear();
+    items = false;
+  }
+  if (!users && !items) return;
   // Without branches on the marks: whether a rating's row is new to the
   // range and not copied yet is random, and mispredicted branches were most
   // of this pass's time. Each rating writes its row at the end of the list
   // and keeps it only if the row is needed.
-  range_users_.resize(end - begin);
-  range_items_.resize(end - begin);
-  size_t users = 0, items = 0;
-  for (size_t j = begin; j < end; ++j) {
-    const Rating& r = rating(j);
-    if (r.user != IdMap::kUnknown) {
-      range_users_[users] = r.user;
-      users += ubuf_.MarkMissing(r.user, mark_);
+  auto scan = [&](auto with_users, auto with_items) {
+    if (with_users) range_users_.resize(end - begin);
+    if (with_items) range_items_.resize(end - begin);
+    size_t nu = 0, ni = 0;
+    for (size_t j = begin; j < end; ++j) {
+      const Rating& r = rating(j);
+      if (with_users && r.user != IdMap::kUnknown) {
+        range_users_[nu] = r.user;
+        nu += ubuf_.MarkMissing(r.user, mark_);
+      }
+      if (with_items && r.item != IdMap::kUnknown) {
+        range_items_[ni] = r.item;
+        ni += ibuf_.MarkMissing(r.item, mark_);
+      }
     }
-    if (r.item != IdMap::kUnknown) {
-      range_items_[items] = r.item;
-      items += ibuf_.MarkMissing(r.item, mark_);
-    }
+    if (with_users) range_users_.resize(nu);
+    if (with_items) range_items_.resize(ni);
+  };
+  if (users && items) {
+    scan(std::true_type(), std::true_type());
+  } else if (users) {
+    scan(std::true_type(), std::false_type());
+  } else {
+    scan(std::false_type(), std::true_type());
   }
-  range_users_.resize(users);
-  range_items_.resize(items);
+}
+
+MfWorker::Redo MfWorker::MissingFromAhead(size_t begin, size_t end) {
+  Redo redo{true, true};
+  AheadRange& a = ahead_[(begin / chunk_) % 2];
+  if (a.pass != pass_ || a.begin != begin || a.end != end) return redo;
+  // Copies were only added since the range was collected (the counts of
+  // give-ups are unchanged): its missing rows are those it found, less the
+  // ones loaded since, in the same order a new scan would list them.
+  auto still_missing = [](const apps::RowBuffer<float>& buf, const std::vector<uint32_t>& found,
+                          std::vector<uint32_t>* out) {
+    out->clear();
+    for (uint32_t index : found) {
+      if (!buf.Has(index)) out->push_back(index);
+    }
+  };
+  if (a.user_clears == user_clears_) {
+    still_missing(ubuf_, a.users, &range_users_);
+    redo.users = false;
+  }
+  if (a.item_clears == item_clears_) {
+    still_missing(ibuf_, a.items, &range_items_);
+    redo.items = false;
+  }
+  a.pass = 0;  // used
+  return redo;
 }
 
 // Prefetches the rows of ratings [begin, end) that the copies lack.
 template <typename RatingAt>
 Status MfWorker::PrefetchRange(size_t begin, size_t end, RatingAt&& rating) {
   CollectRange(begin, end, rating);
+  AheadRange& a = ahead_[(begin / chunk_) % 2];
+  a.pass = pass_;
+  a.begin = begin;
+  a.end = end;
+  a.user_clears = user_clears_;
+  a.item_clears = item_clears_;
+  a.users = range_users_;
+  a.items = range_items_;
   if (!range_users_.empty()) {
     RETURN_IF_ERROR(worker_->Prefetch(ut_, RawOf(data_.users, range_users_)));
   }
@@ -328,16 +383,17 @@ Status MfWorker::LoadRows(const Table& t, const IdMap& ids, const std::vector<ui
 
 template <typename RatingAt>
 Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& rating) {
-  CollectRange(begin, end, rating);
+  const Redo redo = MissingFromAhead(begin, end);
+  if (redo.users || redo.items) CollectRange(begin, end, rating, redo.users, redo.items);
   bool cleared = false;
   if (ubuf_.loaded() + range_users_.size() > buffer_rows_) {
     if (training) RETURN_IF_ERROR(FlushChanges(ubuf_, data_.users, ut_));
-    ubuf_.Clear();
+    ClearUsers();
     cleared = true;
   }
   if (ibuf_.loaded() + range_items_.size() > buffer_rows_) {
     if (training) RETURN_IF_ERROR(FlushChanges(ibuf_, data_.items, it_));
-    ibuf_.Clear();
+    ClearItems();
     cleared = true;
   }
   if (cleared) CollectRange(begin, end, rating);
@@ -368,7 +424,7 @@ void MfWorker::RefreshItems(bool training, size_t j) {
     Status s = FlushChanges(ibuf_, data_.items, it_);
     if (!s.ok() && load_status_.ok()) load_status_ = s;
   }
-  ibuf_.Clear();
+  ClearItems();
 }
 
 // Runs body(rating(j), user row, item row) for j in [0, count) chunk by
@@ -378,6 +434,9 @@ void MfWorker::RefreshItems(bool training, size_t j) {
 // every row there).
 template <typename RatingAt, typename Body>
 Status MfWorker::WithLookAhead(bool training, size_t count, RatingAt&& rating, Body&& body) {
+  ++pass_;
+  pass_users_ = training ? t_.part_users_[part_id_] : ubuf_.num_rows();
+  pass_items_ = training ? t_.part_items_[part_id_] : ibuf_.num_rows();
   size_t ahead = 0;  // ratings [0, ahead) have been prefetched
   for (size_t begin = 0; begin < count; begin += chunk_) {
     const size_t end = std::min(count, begin + chunk_);

@@ -72,9 +72,29 @@ class MfWorker {
   template <typename RatingAt, typename Body>
   void RunChunk(size_t begin, size_t end, RatingAt&& rating, Body&& body);
   // The distinct rows of ratings [begin, end) that the copies lack, into
-  // range_users_ / range_items_.
+  // range_users_ / range_items_ (of the tables asked for; the other list is
+  // left as it is). A table whose copies hold every row the pass can need
+  // is not scanned.
   template <typename RatingAt>
-  void CollectRange(size_t begin, size_t end, RatingAt&& rating);
+  void CollectRange(size_t begin, size_t end, RatingAt&& rating, bool users = true,
+                    bool items = true);
+  // LoadChunk's rows from what PrefetchRange collected for the same ratings
+  // (kept in ahead_), when no copies of that table were given up since:
+  // the rows still missing of those, without a pass over the ratings.
+  // Returns which lists it could not set that way.
+  struct Redo {
+    bool users = false;
+    bool items = false;
+  };
+  Redo MissingFromAhead(size_t begin, size_t end);
+  void ClearUsers() {
+    ubuf_.Clear();
+    ++user_clears_;
+  }
+  void ClearItems() {
+    ibuf_.Clear();
+    ++item_clears_;
+  }
   template <typename RatingAt>
   Status PrefetchRange(size_t begin, size_t end, RatingAt&& rating);
   template <typename RatingAt>
@@ -107,6 +127,7 @@ class MfWorker {
   const Table& it_;
   const Table& st_;
   const uint32_t width_;
+  uint32_t part_id_ = 0;  // of the job's parts (MfTrainer::parts_)
   Range part_;
   Range test_part_;
   SgdParams p_;
@@ -124,6 +145,27 @@ class MfWorker {
   Status load_status_;           // the first failed Get of UserRow / ItemRow
   std::vector<uint32_t> order_;  // user order: offsets in the part (MfTrainer::row_order_)
   uint32_t mark_ = 0;            // of the last CollectRange (RowBuffer::MarkMissing)
+  // Rows the current pass can need of each table (CollectRange): for
+  // training the part's distinct users and items, for a test pass all.
+  size_t pass_users_ = 0;
+  size_t pass_items_ = 0;
+  // Ranges prefetched and not loaded yet (at most two chunks: the look-ahead
+  // window) with the rows CollectRange found missing then, and the count of
+  // ClearUsers / ClearItems calls at that time: a copy given up since may
+  // be missing again (then the ratings are scanned again).
+  struct AheadRange {
+    uint64_t pass = 0;
+    size_t begin = 0;
+    size_t end = 0;
+    uint64_t user_clears = 0;
+    uint64_t item_clears = 0;
+    std::vector<uint32_t> users;
+    std::vector<uint32_t> items;
+  };
+  AheadRange ahead_[2];
+  uint64_t pass_ = 0;  // WithLookAhead calls, from 1
+  uint64_t user_clears_ = 0;
+  uint64_t item_clears_ = 0;
   std::vector<uint32_t> range_users_;
   std::vector<uint32_t> range_items_;
   std::vector<uint64_t> raw_rows_;

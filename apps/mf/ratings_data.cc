@@ -356,5 +356,28 @@ std::vector<size_t> PartitionByUser(uint32_t num_parts, MfDataset* data) {
   return offsets;
 }
 
+void CountPartRows(const MfDataset& data, const std::vector<size_t>& offsets,
+                   std::vector<size_t>* users, std::vector<size_t>* items) {
+  const size_t parts = offsets.empty() ? 0 : offsets.size() - 1;
+  users->assign(parts, 0);
+  items->assign(parts, 0);
+  // The part that last counted each id: one pass, no clearing between parts.
+  std::vector<uint32_t> user_seen(data.users.size(), UINT32_MAX);
+  std::vector<uint32_t> item_seen(data.items.size(), UINT32_MAX);
+  for (uint32_t p = 0; p < parts; ++p) {
+    for (size_t k = offsets[p]; k < offsets[p + 1]; ++k) {
+      const Rating& r = data.train[k];
+      if (r.user != IdMap::kUnknown && user_seen[r.user] != p) {
+        user_seen[r.user] = p;
+        ++(*users)[p];
+      }
+      if (r.item != IdMap::kUnknown && item_seen[r.item] != p) {
+        item_seen[r.item] = p;
+        ++(*items)[p];
+      }
+    }
+  }
+}
+
 }  // namespace mf
 }  // namespace pace

@@ -179,6 +179,12 @@ Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<R
 // one part the order is unchanged. REQUIRES: num_parts >= 1.
 std::vector<size_t> PartitionByUser(uint32_t num_parts, MfDataset* data);
 
+// The distinct users and items of the training ratings of each part
+// [offsets[p], offsets[p + 1]) (as PartitionByUser returns), into
+// (*users)[p] and (*items)[p]. Unknown ids (IdMap::kUnknown) are not counted.
+void CountPartRows(const MfDataset& data, const std::vector<size_t>& offsets,
+                   std::vector<size_t>* users, std::vector<size_t>* items);
+
 }  // namespace mf
 }  // namespace pace
 

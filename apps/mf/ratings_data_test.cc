@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace pace {
@@ -260,6 +261,41 @@ TEST(PartitionByUserTest, UsersStayTogetherPartsBalanceOrderIsKept) {
   }
   EXPECT_EQ(part_of_user.size(), 40u);
   EXPECT_LE(largest - smallest, 40u);  // the largest user has 40 ratings
+}
+
+// Distinct users and items per part, against sets built from the ratings:
+// users split across parts, items shared by them, and parts without ratings.
+TEST(PartitionByUserTest, CountPartRowsCountsDistinctIdsOfEachPart) {
+  std::vector<RawRating> raw;
+  for (uint64_t u = 0; u < 40; ++u) {
+    for (uint64_t k = 0; k <= u % 7; ++k) raw.push_back(RawRating{u, 1000 + (u + k) % 9, 2.0f});
+  }
+  MfDataset data;
+  ASSERT_TRUE(BuildDataset(raw, {}, 0, 7, &data).ok());
+  const std::vector<size_t> off = PartitionByUser(3, &data);
+  std::vector<size_t> users, items;
+  CountPartRows(data, off, &users, &items);
+  ASSERT_EQ(users.size(), 3u);
+  ASSERT_EQ(items.size(), 3u);
+  size_t all_users = 0;
+  for (uint32_t p = 0; p < 3; ++p) {
+    std::set<uint32_t> u, i;
+    for (size_t k = off[p]; k < off[p + 1]; ++k) {
+      u.insert(data.train[k].user);
+      i.insert(data.train[k].item);
+    }
+    EXPECT_EQ(users[p], u.size()) << "part " << p;
+    EXPECT_EQ(items[p], i.size()) << "part " << p;
+    all_users += users[p];
+  }
+  EXPECT_EQ(all_users, 40u);  // each user in one part
+
+  // More parts than users: the empty parts count nothing.
+  MfDataset few;
+  ASSERT_TRUE(BuildDataset({RawRating{1, 5, 1.0f}, RawRating{1, 6, 1.0f}}, {}, 0, 7, &few).ok());
+  CountPartRows(few, PartitionByUser(3, &few), &users, &items);
+  EXPECT_EQ(users, (std::vector<size_t>{1, 0, 0}));
+  EXPECT_EQ(items, (std::vector<size_t>{2, 0, 0}));
 }
 
 }  // namespace

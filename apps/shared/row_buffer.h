@@ -51,6 +51,8 @@ class RowBuffer {
     return indexed_cur_.get() + static_cast<size_t>(index) * width_;
   }
   size_t loaded() const { return rows_.size(); }
+  // Rows of the table (row indices are 0 .. num_rows() - 1).
+  size_t num_rows() const { return meta_.size(); }
 
   bool Has(uint32_t index) const { return meta_[index].slot >= 0; }
   // The copy of row `index`, or nullptr if it was not loaded this clock.
