@@ -224,8 +224,10 @@ class Client::Impl : public client::ChannelListener {
   // the clock's open deltas are at two parts (the sealer waiting for Acks).
   // Checked every kOpenDeltaCheckEvery Incs.
   Status SealOpenDeltas(ClockT c, client::WorkerStats* ws);
-  // Half of min(open_delta_mb, unacked_mb), at least 64 KiB.
+  // Half of min(open_delta_mb, unacked_mb), at most kMaxPartBytes, at least
+  // 64 KiB.
   uint64_t PartBytes() const;
+  static constexpr uint64_t kMaxPartBytes = uint64_t{32} << 20;
   bool ahead_of_process_clock(ClockT c) const {
     return c > process_clock_seen_.load(std::memory_order_acquire);
   }

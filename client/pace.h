@@ -124,9 +124,10 @@ struct ClientOptions {
   // catches up (its deltas are then sealed and sent).
   // The slowest worker (at the process clock) must be able to finish its
   // clock, so it never waits for others: once its clock's open deltas reach
-  // half of min(open_delta_mb, unacked_mb) they are sent early as a part of
-  // the clock's batch (docs/wire-protocol.md "Apply parts"; docs/operations.md
-  // "What happens at each bound"). No semantics change.
+  // half of min(open_delta_mb, unacked_mb), at most 32 MiB, they are sent
+  // early as a part of the clock's batch (docs/wire-protocol.md "Apply
+  // parts"; docs/operations.md "What happens at each bound"). No semantics
+  // change.
   // 0: the share of memory_mb, or 256 without a budget. Default: 0.
   size_t open_delta_mb = 0;
   // Bound on the deltas of sent, not yet acknowledged batches (kept so that

@@ -38,6 +38,9 @@ class PartialApplyTest : public ::testing::Test {
     ClientOptions o;
     o.open_delta_mb = 1;
     o.unacked_mb = 64;  // parts need not wait for Acks here
+    Open(o, welcome);
+  }
+  void Open(const ClientOptions& o, net::Welcome welcome = {}) {
     ASSERT_TRUE(client::OpenOnScriptedShard(o, welcome, &client_, &ch_).ok());
     TableSchema schema;
     schema.name = "p";
@@ -75,6 +78,40 @@ class PartialApplyTest : public ::testing::Test {
   Table t_;
   std::unique_ptr<Worker> w_;
 };
+
+// With the default bounds (256 MiB each, no memory budget) a part is capped
+// at 32 MiB: a clock of 40 MiB leaves its first 32 MiB as a part while the
+// worker is still in the clock (the sealer sends it), not all of it in
+// Clock(); every row is in exactly one part.
+TEST_F(PartialApplyTest, WithTheDefaultBoundsAPartIsAtMost32MiB) {
+  Open(ClientOptions{});
+  constexpr uint64_t kPartRows = (uint64_t{32} << 20) / (kWidth * sizeof(int64_t));  // 512
+  IncRows(kPartRows, 1);  // 32 MiB: the bound's check at the 512th Inc seals them
+  net::Apply p0;
+  ASSERT_TRUE(ch_->Next(&p0));
+  EXPECT_EQ(p0.clock, 0);
+  EXPECT_EQ(p0.part, 0u);
+  EXPECT_TRUE(p0.more);
+  EXPECT_EQ(p0.updates.size(), kPartRows);
+  // 8 MiB more, then Clock(): the last part holds them.
+  std::vector<int64_t> d(kWidth, 2);
+  for (uint64_t r = kPartRows; r < kPartRows + 128; ++r) ASSERT_TRUE(w_->Inc(t_, r, d.data()).ok());
+  ASSERT_TRUE(w_->Clock().ok());
+  net::Apply last;
+  ASSERT_TRUE(ch_->Next(&last));
+  EXPECT_EQ(last.clock, 0);
+  EXPECT_EQ(last.part, 1u);
+  EXPECT_FALSE(last.more);
+  ASSERT_EQ(last.updates.size(), 128u);
+  for (const net::DeltaRow& u : last.updates) {
+    EXPECT_GE(u.row, kPartRows);
+    EXPECT_EQ(DecodeDense<int64_t>(u.bytes)[0], 2);
+  }
+  ch_->Deliver(net::Ack{0, false, 0});
+  ch_->Deliver(net::Ack{0, false, 1});
+  ASSERT_TRUE(client_->Flush().ok());
+  EXPECT_EQ(client_->Stats().unacked_bytes, 0u);
+}
 
 TEST_F(PartialApplyTest, ValuesHoldingPartsOfTheOpenClockAreRebasedOnTheOthersOnly) {
   Open();
