@@ -41,7 +41,9 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -56,6 +58,15 @@
 #include "common/row.h"
 #include "common/thread_annotations.h"
 #include "consistency/batch_rule.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define PACE_ASAN_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define PACE_ASAN_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define PACE_ASAN_POISON(p, n) ((void)(p), (void)(n))
+#define PACE_ASAN_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 namespace pace::client {
 
@@ -80,6 +91,39 @@ struct PendingDelta {
 // the row's vector grow to), also when nothing is left (then all of it when
 // delta buffers are not recycled).
 inline constexpr size_t kKeptPendingCapacity = 2;
+
+// The min_versions of a row's Reads in flight: almost always none or one, so
+// the first is held inline (a row's first Read allocates nothing).
+class ReadsInFlight {
+ public:
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  Version operator[](size_t i) const { return i == 0 ? first_ : more_[i - 1]; }
+  void push_back(Version v) {
+    if (n_ == 0) {
+      first_ = v;
+    } else {
+      more_.push_back(v);
+    }
+    ++n_;
+  }
+  void erase_at(size_t i) {
+    if (i == 0) {
+      if (!more_.empty()) {
+        first_ = more_.front();
+        more_.erase(more_.begin());
+      }
+    } else {
+      more_.erase(more_.begin() + static_cast<long>(i - 1));
+    }
+    --n_;
+  }
+
+ private:
+  Version first_ = 0;
+  uint32_t n_ = 0;
+  std::vector<Version> more_;
+};
 
 // (clock, part) a before (clock, part) b: the batch rule's order.
 using ::pace::PartBefore;
@@ -114,7 +158,7 @@ struct CacheEntry {
   int32_t ring_index = -1;     // position in CacheStripe::ring, -1 if no value
   std::vector<PendingDelta> pending;
   // min_version of each Read of this row sent and not yet answered (few).
-  std::vector<Version> reads_in_flight;
+  ReadsInFlight reads_in_flight;
 
   // The open (not yet sealed) delta of clock c, or nullptr.
   PendingDelta* FindPending(ClockT c) {
@@ -147,15 +191,15 @@ struct CacheEntry {
   // reaches `need`. (One with a larger min_version may be parked waiting for
   // this very process to advance: never rely on it.)
   bool ReadInFlightAtMost(Version need) const {
-    for (Version m : reads_in_flight) {
-      if (m <= need) return true;
+    for (size_t i = 0; i < reads_in_flight.size(); ++i) {
+      if (reads_in_flight[i] <= need) return true;
     }
     return false;
   }
   void ReadAnswered(Version min_version) {
     for (size_t i = 0; i < reads_in_flight.size(); ++i) {
       if (reads_in_flight[i] == min_version) {
-        reads_in_flight.erase(reads_in_flight.begin() + static_cast<long>(i));
+        reads_in_flight.erase_at(i);
         return;
       }
     }
@@ -223,7 +267,7 @@ class EntryTable {
  public:
   EntryTable() : slots_(16) {}
   ~EntryTable() {
-    slots_.ForEach([](Slot& s) { delete s.entry; });
+    slots_.ForEach([](Slot& s) { s.entry->~CacheEntry(); });
   }
   EntryTable(const EntryTable&) = delete;
   EntryTable& operator=(const EntryTable&) = delete;
@@ -255,7 +299,7 @@ class EntryTable {
   }
   // REQUIRES: no entry for the key.
   CacheEntry* Insert(const RowKey& key, size_t hash) {
-    CacheEntry* e = new CacheEntry;
+    CacheEntry* e = NewEntry();
     e->key = key;
     slots_.Insert(Home(hash), Slot{key.row, key.table, e, nullptr});
     return e;
@@ -263,7 +307,7 @@ class EntryTable {
   // Deletes the entry.
   void Erase(const RowKey& key, size_t hash) {
     Slot removed;
-    if (slots_.Erase(Home(hash), Match{key}, &removed)) delete removed.entry;
+    if (slots_.Erase(Home(hash), Match{key}, &removed)) FreeEntry(removed.entry);
   }
   size_t size() const { return slots_.size(); }
   template <typename F>
@@ -272,6 +316,43 @@ class EntryTable {
   }
 
  private:
+  // Entries live in blocks of kBlockEntries, and an erased entry's place is
+  // the next new entry's: a row's first touch allocated its entry alone, one
+  // of ~4 allocations per new row that made a job's first clock slow
+  // (docs/data-path.md, benchmark 5). A stripe keeps the blocks of its
+  // largest number of entries (each was counted in the cache's bytes while
+  // it held a row). Under AddressSanitizer a free place is poisoned, so a
+  // use of an erased entry is still reported.
+  static constexpr size_t kBlockEntries = 64;
+  union FreeSlot {
+    FreeSlot* next;
+    alignas(CacheEntry) unsigned char bytes[sizeof(CacheEntry)];
+  };
+  CacheEntry* NewEntry() {
+    FreeSlot* f = free_;
+    if (f != nullptr) {
+      free_ = f->next;
+    } else {
+      if (block_used_ == kBlockEntries || blocks_.empty()) {
+        blocks_.emplace_back(new FreeSlot[kBlockEntries]);
+        block_used_ = 0;
+      }
+      f = &blocks_.back()[block_used_++];
+    }
+    PACE_ASAN_UNPOISON(f->bytes, sizeof(f->bytes));
+    return new (f->bytes) CacheEntry;
+  }
+  void FreeEntry(CacheEntry* e) {
+    e->~CacheEntry();
+    FreeSlot* f = reinterpret_cast<FreeSlot*>(e);
+    f->next = free_;
+    free_ = f;
+    PACE_ASAN_POISON(f->bytes + sizeof(FreeSlot*), sizeof(f->bytes) - sizeof(FreeSlot*));
+  }
+  std::vector<std::unique_ptr<FreeSlot[]>> blocks_;
+  size_t block_used_ = 0;
+  FreeSlot* free_ = nullptr;
+
   struct Slot {
     uint64_t row = 0;
     uint32_t table = 0;

@@ -216,6 +216,67 @@ TEST_F(RowCacheTest, PendingStorageOfAnOutageIsReleasedAfterItsAcks) {
   EXPECT_EQ(e->pending.capacity(), 0u);
 }
 
+// Entries are placed in blocks: an erased entry's place is the next new
+// entry's, which starts fresh (no value, no deltas, nothing in flight), and
+// the entries left keep their contents.
+TEST_F(RowCacheTest, AnErasedEntrysPlaceIsReusedByTheNextOneWhichStartsEmpty) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
+  std::vector<CacheEntry*> es;
+  for (uint64_t r = 0; r < 200; ++r) {  // more than one block
+    CacheEntry* e = st_.FindOrCreate(RowKey{1, r}, 0, &table_);
+    st_.InstallValue(e, Dense({static_cast<int64_t>(r), 0}), 0, 0);
+    es.push_back(e);
+  }
+  CacheEntry* gone = es[77];
+  gone->reads_in_flight.push_back(3);
+  gone->reads_in_flight.push_back(4);
+  gone->ReadAnswered(3);
+  gone->ReadAnswered(4);
+  st_.DropValue(gone);
+  st_.MaybeErase(gone);
+  ASSERT_EQ(st_.Find(RowKey{1, 77}), nullptr);
+  CacheEntry* fresh = st_.FindOrCreate(RowKey{1, 1000}, 0, &table_);
+  EXPECT_EQ(fresh, gone);  // the erased entry's place
+  EXPECT_FALSE(fresh->has_value);
+  EXPECT_TRUE(fresh->value.empty());
+  EXPECT_TRUE(fresh->pending.empty());
+  EXPECT_TRUE(fresh->reads_in_flight.empty());
+  EXPECT_EQ(fresh->key.row, 1000u);
+  for (uint64_t r = 0; r < 200; ++r) {
+    if (r == 77) continue;
+    ASSERT_EQ(st_.Find(RowKey{1, r}), es[r]);
+    EXPECT_EQ(Seen(*es[r]), (std::vector<int64_t>{static_cast<int64_t>(r), 0})) << r;
+  }
+}
+
+// A row's Reads in flight: the first is held inline, more go beside it, and
+// answering any of them keeps the others in order.
+TEST(ReadsInFlightTest, HoldsReadsInOrderWhicheverIsAnswered) {
+  CacheEntry e;
+  EXPECT_FALSE(e.pinned());
+  for (Version v : {5, 2, 9, 7}) e.reads_in_flight.push_back(v);
+  EXPECT_TRUE(e.pinned());
+  EXPECT_TRUE(e.ReadInFlightAtMost(2));
+  EXPECT_FALSE(e.ReadInFlightAtMost(1));
+  e.ReadAnswered(5);  // the inline one
+  ASSERT_EQ(e.reads_in_flight.size(), 3u);
+  EXPECT_EQ(e.reads_in_flight[0], 2);
+  EXPECT_EQ(e.reads_in_flight[1], 9);
+  EXPECT_EQ(e.reads_in_flight[2], 7);
+  e.ReadAnswered(9);  // one beside it
+  ASSERT_EQ(e.reads_in_flight.size(), 2u);
+  EXPECT_EQ(e.reads_in_flight[1], 7);
+  e.ReadAnswered(1);  // not in flight: nothing changes
+  EXPECT_EQ(e.reads_in_flight.size(), 2u);
+  e.ReadAnswered(2);
+  e.ReadAnswered(7);
+  EXPECT_TRUE(e.reads_in_flight.empty());
+  EXPECT_FALSE(e.pinned());
+  EXPECT_FALSE(e.ReadInFlightAtMost(100));
+  e.reads_in_flight.push_back(11);  // inline again
+  EXPECT_EQ(e.reads_in_flight[0], 11);
+}
+
 TEST_F(RowCacheTest, EvictionPrefersRowsOutsideTheLookAheadWindow) {
   SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
   const size_t one = kEntryOverheadBytes + 16;
