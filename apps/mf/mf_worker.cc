@@ -321,7 +321,7 @@ void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating, bool us
 
 MfWorker::Redo MfWorker::MissingFromAhead(size_t begin, size_t end) {
   Redo redo{true, true};
-  AheadRange& a = ahead_[(begin / chunk_) % 2];
+  AheadRange& a = AheadAt(begin);
   if (a.pass != pass_ || a.begin != begin || a.end != end) return redo;
   // Copies were only added since the range was collected (the counts of
   // give-ups are unchanged): its missing rows are those it found, less the
@@ -349,20 +349,18 @@ MfWorker::Redo MfWorker::MissingFromAhead(size_t begin, size_t end) {
 template <typename RatingAt>
 Status MfWorker::PrefetchRange(size_t begin, size_t end, RatingAt&& rating) {
   CollectRange(begin, end, rating);
-  AheadRange& a = ahead_[(begin / chunk_) % 2];
+  // The lists move to the range's slot (LoadChunk starts from them); every
+  // CollectRange sets range_users_ / range_items_ before they are read.
+  AheadRange& a = AheadAt(begin);
   a.pass = pass_;
   a.begin = begin;
   a.end = end;
   a.user_clears = user_clears_;
   a.item_clears = item_clears_;
-  a.users = range_users_;
-  a.items = range_items_;
-  if (!range_users_.empty()) {
-    RETURN_IF_ERROR(worker_->Prefetch(ut_, RawOf(data_.users, range_users_)));
-  }
-  if (!range_items_.empty()) {
-    RETURN_IF_ERROR(worker_->Prefetch(it_, RawOf(data_.items, range_items_)));
-  }
+  a.users.swap(range_users_);
+  a.items.swap(range_items_);
+  if (!a.users.empty()) RETURN_IF_ERROR(worker_->Prefetch(ut_, RawOf(data_.users, a.users)));
+  if (!a.items.empty()) RETURN_IF_ERROR(worker_->Prefetch(it_, RawOf(data_.items, a.items)));
   return Status::OK();
 }
 

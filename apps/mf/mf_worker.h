@@ -87,6 +87,10 @@ class MfWorker {
     bool items = false;
   };
   Redo MissingFromAhead(size_t begin, size_t end);
+  // The slot of the look-ahead range starting at rating `begin` (a chunk
+  // boundary).
+  struct AheadRange;
+  AheadRange& AheadAt(size_t begin) { return ahead_[(begin / chunk_) % 2]; }
   void ClearUsers() {
     ubuf_.Clear();
     ++user_clears_;
