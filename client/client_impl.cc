@@ -34,6 +34,8 @@ Client::Impl::Impl(const ClientOptions& options, bool embedded)
     client::SpinLock l(&st.mu);  // not shared yet; for the analysis
     st.budget = budget;
     st.recycle_delta_buffers = options.memory_mb == 0;
+    // Two parts' open deltas (a part sealed while the next fills).
+    st.spare_budget = st.recycle_delta_buffers ? 2 * PartBytes() / kNumStripes : 0;
     st.open_bytes_total = &open_bytes_total_;
   }
 }

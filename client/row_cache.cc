@@ -26,7 +26,8 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
     if (!e->has_open) {
       e->open.clock = c;
       e->open.sealed = false;
-      e->open.delta.assign(delta.data(), delta.size());  // reuses the row's buffer
+      TakeSpareDelta(&e->open.delta, delta.size());
+      e->open.delta.assign(delta.data(), delta.size());
       e->has_open = true;
     } else {
       e->pending.push_back(PendingDelta{c, false, std::string(delta), 0, {}});
@@ -79,15 +80,15 @@ const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c, uint32_t part, By
     p->sealed = true;
     p->part = part;
     p->sealed_bytes = sealed;
-    std::string().swap(p->delta);
+    GiveSpareDelta(&p->delta);
     return p;
   }
-  // The sealed delta joins the pending ones; the open slot keeps its buffer
-  // (or, under a budget, none) and takes another open delta if there is one.
+  // The sealed delta joins the pending ones; the open slot's buffer is kept
+  // for the stripe's next open delta (or, under a budget, freed), and the
+  // slot takes another open delta of this row if there is one.
   e->pending.push_back(PendingDelta{c, true, std::string(), part, sealed});
   e->has_open = false;
-  e->open.delta.clear();
-  if (!recycle_delta_buffers) std::string().swap(e->open.delta);
+  GiveSpareDelta(&e->open.delta);
   for (size_t i = 0; i + 1 < e->pending.size(); ++i) {
     if (!e->pending[i].sealed) {
       e->open.clock = e->pending[i].clock;

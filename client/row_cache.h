@@ -385,9 +385,9 @@ struct alignas(64) CacheStripe {
   // One cell of a dense row: element `col` += `value` (converted).
   void AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double value) REQUIRES(mu);
   // Marks the row's open delta of clock `c` sent as part `part` of the clock:
-  // copies it into `arena` (the batch's) and folds it into the value; the
-  // row keeps its buffer for its next open delta (released under a memory
-  // budget). Returns the sealed delta (nullptr if none).
+  // copies it into `arena` (the batch's) and folds it into the value; its
+  // buffer is kept for the stripe's next open delta (GiveSpareDelta; freed
+  // under a memory budget). Returns the sealed delta (nullptr if none).
   const PendingDelta* Seal(CacheEntry* e, ClockT c, uint32_t part, ByteArena* arena) REQUIRES(mu);
 
   // Installs a server value (validated) per the invariant above: it holds
@@ -506,10 +506,38 @@ struct alignas(64) CacheStripe {
   static constexpr size_t kEvictFirstSlack = 1024;
   size_t bytes GUARDED_BY(mu) = 0;   // sum of Charge() over `ring`
   size_t budget GUARDED_BY(mu) = 0;  // cache budget / number of stripes
-  // Seal keeps a row's open-delta buffer for its next open delta (no
-  // allocation per row per clock). Off under a memory budget: every cached
-  // row would keep a row-sized buffer the cache budget does not count.
+  // Seal keeps a row's open-delta buffer for an open delta to come (no
+  // allocation per row per clock). Off under a memory budget: the buffers
+  // are memory no bound counts.
   bool recycle_delta_buffers GUARDED_BY(mu) = true;
+  // The buffers Seal kept, for the next rows' open deltas (any row of the
+  // stripe): at most spare_budget bytes of them (0: none kept). A row kept
+  // its own buffer before, so every row a job ever updated held one for the
+  // rest of the job (~220 MB of 8a's peak, whose user rows are updated in
+  // one clock or two, docs/data-path.md); the open deltas in flight at once
+  // are bounded (two parts), and so are the buffers kept here.
+  std::vector<std::string> spare_deltas GUARDED_BY(mu);
+  size_t spare_bytes GUARDED_BY(mu) = 0;
+  size_t spare_budget GUARDED_BY(mu) = 0;
+  // Gives *buf a kept buffer when it has none of `size` bytes.
+  void TakeSpareDelta(std::string* buf, size_t size) REQUIRES(mu) {
+    if (buf->capacity() >= size || spare_deltas.empty()) return;
+    buf->swap(spare_deltas.back());
+    spare_deltas.pop_back();
+    spare_bytes -= buf->capacity();
+  }
+  // Keeps *buf's storage for another row's open delta, or frees it; *buf is
+  // left empty without storage of its own.
+  void GiveSpareDelta(std::string* buf) REQUIRES(mu) {
+    buf->clear();
+    if (buf->capacity() > std::string().capacity() &&
+        spare_bytes + buf->capacity() <= spare_budget) {
+      spare_bytes += buf->capacity();
+      spare_deltas.emplace_back().swap(*buf);
+    } else {
+      std::string().swap(*buf);
+    }
+  }
   // Bytes of the open (not yet sent) deltas of this stripe's rows. (Sealed
   // ones are counted client-wide, per batch: Client::Impl::unacked_bytes_.)
   size_t open_bytes GUARDED_BY(mu) = 0;

@@ -131,13 +131,14 @@ TEST_F(RowCacheTest, AckPurgesSealedDeltasAndErasesEmptyEntries) {
   EXPECT_EQ(st_.Find(RowKey{1, 1}), nullptr);
 }
 
-// Sealing copies the open delta into the batch's arena: the row keeps its
-// buffer for its next open delta, before the Ack of the sealed one as after
-// (no allocation per row per clock), and the sealed bytes stay intact while
-// the buffer takes the next clock's adds. Without recycling (a memory budget)
-// the buffer is released at the seal.
-TEST_F(RowCacheTest, TheOpenBufferStaysWithItsRowAndTheSealedDeltaInTheArena) {
+// Sealing copies the open delta into the batch's arena and keeps the open
+// buffer for the stripe's next open delta: this row's next clock, before the
+// Ack of the sealed one as after, or another row's (no allocation per row per
+// clock), while the sealed bytes stay intact. Without recycling (a memory
+// budget) the buffer is released at the seal.
+TEST_F(RowCacheTest, TheOpenBufferIsKeptForTheNextOpenDeltaAndTheSealedDeltaInTheArena) {
   SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
+  st_.spare_budget = 1 << 20;
   CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
   st_.InstallValue(e, Dense({0, 0}), 0, 0);  // keeps the entry alive
   st_.AddDelta(e, 0, Dense({1, 1}));
@@ -145,8 +146,10 @@ TEST_F(RowCacheTest, TheOpenBufferStaysWithItsRowAndTheSealedDeltaInTheArena) {
   const PendingDelta* sealed = st_.Seal(e, 0, 0, &arena_);
   ASSERT_NE(sealed, nullptr);
   EXPECT_TRUE(sealed->delta.empty());
+  EXPECT_EQ(st_.spare_deltas.size(), 1u);
   st_.AddDelta(e, 1, Dense({2, 2}));  // before the Ack of clock 0
   EXPECT_EQ(e->open.delta.data(), buffer);
+  EXPECT_TRUE(st_.spare_deltas.empty());
   ASSERT_EQ(e->pending.size(), 1u);
   EXPECT_EQ(e->pending[0].bytes(), Dense({1, 1}));
   EXPECT_EQ(arena_.used(), 16u);
@@ -155,10 +158,49 @@ TEST_F(RowCacheTest, TheOpenBufferStaysWithItsRowAndTheSealedDeltaInTheArena) {
   st_.InstallValue(e, Dense({10, 10}), 1, 0);
   EXPECT_EQ(Seen(*e), (std::vector<int64_t>{13, 13}));
   EXPECT_EQ(st_.PurgeAcked(RowKey{1, 1}, 0), 16u);
-  st_.recycle_delta_buffers = false;
+  // Another row's first open delta takes the buffer this row's seal left.
   st_.Seal(e, 1, 0, &arena_);
   EXPECT_EQ(e->open.delta.capacity(), std::string().capacity());
+  CacheEntry* other = st_.FindOrCreate(RowKey{1, 2}, 0, &table_);
+  st_.AddDelta(other, 1, Dense({5, 6}));
+  EXPECT_EQ(other->open.delta.data(), buffer);
+  EXPECT_EQ(DecodeDense<int64_t>(other->open.delta), (std::vector<int64_t>{5, 6}));
   EXPECT_EQ(e->pending[0].bytes(), Dense({2, 2}));
+  // Without recycling the seal frees the buffer.
+  st_.recycle_delta_buffers = false;
+  st_.spare_budget = 0;
+  st_.Seal(other, 1, 0, &arena_);
+  EXPECT_EQ(other->open.delta.capacity(), std::string().capacity());
+  EXPECT_TRUE(st_.spare_deltas.empty());
+  EXPECT_EQ(st_.spare_bytes, 0u);
+}
+
+// The buffers kept for open deltas to come are bounded by spare_budget: a
+// clock of many rows sealed at once keeps what fits and frees the rest, and
+// every later open delta still gets its bytes.
+TEST_F(RowCacheTest, KeptOpenBuffersStayWithinTheirBudget) {
+  SpinLock lock(&st_.mu);                      // single-threaded; for the thread-safety analysis
+  TableState wide{I64Schema(64), 0, nullptr};  // 512-byte deltas
+  const std::string delta = EncodeDense(std::vector<int64_t>(64, 1));
+  st_.spare_budget = 10 * 512;
+  std::vector<CacheEntry*> rows;
+  for (uint64_t r = 0; r < 100; ++r) {
+    rows.push_back(st_.FindOrCreate(RowKey{1, r}, 0, &wide));
+    st_.AddDelta(rows.back(), 0, delta);
+  }
+  for (CacheEntry* e : rows) ASSERT_NE(st_.Seal(e, 0, 0, &arena_), nullptr);
+  EXPECT_LE(st_.spare_bytes, st_.spare_budget);
+  EXPECT_GE(st_.spare_deltas.size(), 5u);  // kept some (malloc may round up)
+  EXPECT_LE(st_.spare_deltas.size(), 10u);
+  size_t kept_bytes = 0;
+  for (const std::string& s : st_.spare_deltas) kept_bytes += s.capacity();
+  EXPECT_EQ(kept_bytes, st_.spare_bytes);
+  for (CacheEntry* e : rows) {
+    st_.AddDelta(e, 1, delta);
+    ASSERT_EQ(e->open.delta, delta);
+  }
+  EXPECT_TRUE(st_.spare_deltas.empty());
+  EXPECT_EQ(st_.spare_bytes, 0u);
 }
 
 // An outage: a row is sealed in many clocks before any Ack, then the Acks
