@@ -147,6 +147,60 @@ TEST_F(MemoryBoundsTest, UnacknowledgedBatchesStayWithinTheirBound) {
   EXPECT_EQ(client_->Stats().unacked_budget_bytes, kBound);
 }
 
+// Without a memory budget, the buffers of a clock's sealed open deltas are
+// kept for the next clock's (any row's), reported as client.spare_deltas
+// within their bound, and taken again by the next clock's rows; the totals
+// stay exact. Under a budget none are kept and the component is not listed.
+TEST_F(MemoryBoundsTest, WithoutABudgetSealedDeltaBuffersAreKeptWithinTheirBoundAndReused) {
+  Open(ClientOptions{});
+  constexpr uint32_t kWidth = 64;  // 512-byte rows
+  constexpr uint64_t kRows = 2000;
+  Table t = Create(kWidth, Consistency::kSsp, 1);
+  StartSummingShard(kWidth);
+  std::unique_ptr<Worker> w;
+  ASSERT_TRUE(client_->RegisterWorker(&w).ok());
+  auto spare = [&](uint64_t* bound) -> uint64_t {
+    for (const ClientStats::MemoryComponent& c : client_->Stats().memory) {
+      if (c.name == "client.spare_deltas") {
+        *bound = c.bound_bytes;
+        return c.bytes;
+      }
+    }
+    ADD_FAILURE() << "no client.spare_deltas component";
+    return 0;
+  };
+  std::vector<int64_t> delta(kWidth, 1);
+  uint64_t bound = 0;
+  for (int c = 0; c < 3; ++c) {
+    // Clock 1 updates other rows than clock 0: they take clock 0's buffers.
+    const uint64_t first = c == 1 ? kRows : 0;
+    for (uint64_t r = first; r < first + kRows; ++r) ASSERT_TRUE(w->Inc(t, r, delta.data()).ok());
+    if (c > 0) {
+      EXPECT_LT(spare(&bound), kRows * kWidth * sizeof(int64_t) / 10)
+          << "clock " << c << "'s rows did not take the kept buffers";
+    }
+    ASSERT_TRUE(w->Clock().ok());
+    const uint64_t kept = spare(&bound);
+    EXPECT_GE(kept, kRows * kWidth * sizeof(int64_t)) << "after clock " << c;
+    EXPECT_LE(kept, bound);
+    EXPECT_EQ(bound, uint64_t{64} << 20);  // two parts of 32 MiB
+  }
+  ASSERT_TRUE(client_->Flush().ok());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (uint64_t r = 0; r < 2 * kRows; ++r) {
+      ASSERT_EQ(stored_[r], std::vector<int64_t>(kWidth, r < kRows ? 2 : 1)) << "row " << r;
+    }
+  }
+  client_.reset();
+  ClientOptions budget;
+  budget.memory_mb = 64;
+  Open(budget);
+  for (const ClientStats::MemoryComponent& c : client_->Stats().memory) {
+    EXPECT_NE(c.name, "client.spare_deltas");
+  }
+}
+
 // Two workers under a tight bound against an auto shard: every read of a
 // worker's own rows includes all its updates, the shard ends with the exact
 // totals, and the unacknowledged bytes never exceed the bound by more than

@@ -238,7 +238,9 @@ struct ClientStats {
   uint64_t open_delta_waits = 0;
   // Every component, the client's and (embedded) the in-process shard's, with
   // its bound (0: unbounded or not configured). Names: "client.cache",
-  // "client.open_deltas", "client.unacked", "shard.block_cache",
+  // "client.open_deltas", "client.unacked", "client.spare_deltas" (without a
+  // memory budget: buffers of sealed open deltas kept for the next ones),
+  // "shard.block_cache",
   // "shard.block_cache_pinned", "shard.memtables", "shard.table_readers",
   // "shard.row_cache", "shard.write_batch", "shard.apply_batches" (docs/operations.md
   // "Metrics").

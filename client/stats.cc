@@ -111,11 +111,13 @@ ClientStats Client::Impl::Stats() const {
   s.batches_sent = r.batches_sent - base.batches_sent;
   s.batches_resent = r.batches_resent - base.batches_resent;
   s.requests_retried = r.requests_retried - base.requests_retried;
-  uint64_t cache = 0, open = 0;
+  uint64_t cache = 0, open = 0, spare = 0, spare_bound = 0;
   for (CacheStripe& st : stripes_) {
     client::SpinLock l(&st.mu);
     cache += st.bytes;
     open += st.open_bytes;
+    spare += st.spare_bytes;
+    spare_bound += st.spare_budget;
   }
   s.cache_bytes = cache;
   s.cache_budget_bytes = uint64_t{options_.cache_mb} << 20;
@@ -128,6 +130,8 @@ ClientStats Client::Impl::Stats() const {
   s.memory.push_back({"client.cache", s.cache_bytes, s.cache_budget_bytes});
   s.memory.push_back({"client.open_deltas", s.open_delta_bytes, s.open_delta_budget_bytes});
   s.memory.push_back({"client.unacked", s.unacked_bytes, s.unacked_budget_bytes});
+  // Kept only without a memory budget (row_cache.h, spare_deltas).
+  if (spare_bound > 0) s.memory.push_back({"client.spare_deltas", spare, spare_bound});
   if (embedded_) AppendShardMemory(&s.memory);
   return s;
 }
