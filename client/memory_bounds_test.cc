@@ -192,6 +192,7 @@ TEST_F(MemoryBoundsTest, WithoutABudgetSealedDeltaBuffersAreKeptWithinTheirBound
       ASSERT_EQ(stored_[r], std::vector<int64_t>(kWidth, r < kRows ? 2 : 1)) << "row " << r;
     }
   }
+  w.reset();  // a worker never outlives its client
   client_.reset();
   ClientOptions budget;
   budget.memory_mb = 64;
