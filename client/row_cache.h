@@ -506,9 +506,9 @@ struct alignas(64) CacheStripe {
   static constexpr size_t kEvictFirstSlack = 1024;
   size_t bytes GUARDED_BY(mu) = 0;   // sum of Charge() over `ring`
   size_t budget GUARDED_BY(mu) = 0;  // cache budget / number of stripes
-  // Seal keeps a row's open-delta buffer for an open delta to come (no
-  // allocation per row per clock). Off under a memory budget: the buffers
-  // are memory no bound counts.
+  // PurgeAcked leaves a cached row room for its next sealed delta (no
+  // allocation per row per clock). Off under a memory budget, with
+  // spare_budget 0: kept storage is memory no bound counts.
   bool recycle_delta_buffers GUARDED_BY(mu) = true;
   // The buffers Seal kept, for the next rows' open deltas (any row of the
   // stripe): at most spare_budget bytes of them (0: none kept). A row kept

@@ -251,6 +251,11 @@ class ShardStore::Impl {
   // Writes the record files of undo.puts (before the commit that points to
   // them); removes those of undo.clears (after it).
   Status WriteUndoFilesLocked(const UndoWrites& undo) REQUIRES(write_mu_);
+  // WriteUndoFilesLocked's two steps: one put's record file (fdatasynced
+  // with options_.sync), and the directory's sync that makes the new files'
+  // entries durable (options_.sync only).
+  Status WriteUndoFileLocked(const UndoWrites::Put& p) REQUIRES(write_mu_);
+  Status SyncUndoDirLocked() REQUIRES(write_mu_);
   void RemoveUndoFilesLocked(const UndoWrites& undo) REQUIRES(write_mu_);
   // Reads the record file of `client`'s part `part` (pointed to by `p`)
   // into *out. Corruption if it is missing or does not match.

@@ -56,36 +56,44 @@ Status ShardStore::Impl::WriteUndoFilesLocked(const UndoWrites& undo) {
   for (const UndoWrites::Put& p : undo.puts) {
     if (p.log.in_log) continue;  // its record is the group's clock log record
     wrote = true;
-    const std::string path = dir_ + "/" + sf::UndoFileName(p.client, p.part);
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return Status::IOError("create " + path + ": " + std::strerror(errno));
-    const char* data = p.record.data();
-    size_t left = p.record.size();
-    int err = 0;
-    while (left > 0 && err == 0) {
-      const ssize_t n = ::write(fd, data, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        err = n < 0 ? errno : EIO;
-        break;
-      }
-      data += n;
-      left -= static_cast<size_t>(n);
-    }
-    if (err == 0 && options_.sync && ::fdatasync(fd) != 0) err = errno;
-    ::close(fd);
-    if (err != 0) return Status::IOError("write " + path + ": " + std::strerror(err));
+    RETURN_IF_ERROR(WriteUndoFileLocked(p));
   }
-  if (options_.sync && wrote) {
-    // The new files' directory entries, before the commit that points to them.
-    const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || ::fsync(dfd) != 0) {
-      const int err = errno;
-      if (dfd >= 0) ::close(dfd);
-      return Status::IOError("sync " + dir_ + ": " + std::strerror(err));
+  return wrote ? SyncUndoDirLocked() : Status::OK();
+}
+
+Status ShardStore::Impl::WriteUndoFileLocked(const UndoWrites::Put& p) {
+  const std::string path = dir_ + "/" + sf::UndoFileName(p.client, p.part);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError("create " + path + ": " + std::strerror(errno));
+  const char* data = p.record.data();
+  size_t left = p.record.size();
+  int err = 0;
+  while (left > 0 && err == 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      break;
     }
-    ::close(dfd);
+    data += n;
+    left -= static_cast<size_t>(n);
   }
+  if (err == 0 && options_.sync && ::fdatasync(fd) != 0) err = errno;
+  ::close(fd);
+  if (err != 0) return Status::IOError("write " + path + ": " + std::strerror(err));
+  return Status::OK();
+}
+
+Status ShardStore::Impl::SyncUndoDirLocked() {
+  if (!options_.sync) return Status::OK();
+  // The new files' directory entries, before the commit that points to them.
+  const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 || ::fsync(dfd) != 0) {
+    const int err = errno;
+    if (dfd >= 0) ::close(dfd);
+    return Status::IOError("sync " + dir_ + ": " + std::strerror(err));
+  }
+  ::close(dfd);
   return Status::OK();
 }
 
@@ -293,11 +301,11 @@ Status ShardStore::Impl::MoveUndoOutOfLogLocked() {
     RETURN_IF_ERROR(FromRocks(it->status(), "read the undo records of " + dir_));
   }
   if (in_log.empty()) return Status::OK();
-  // One record at a time: read from the log, encoded, written to its file
-  // (the files first, then the keys that point to them: the log record stays
-  // valid until the restart after this). Holding every moved record at once
-  // held a clock's kept parts twice over (8e: ~20 MB at each write-back, and
-  // the heap grew by that much every few).
+  // One record at a time: read from the log, encoded, written to its file;
+  // then the directory's sync and the keys that point to the files (the log
+  // record stays valid until the restart after this). Holding every moved
+  // record at once held a clock's kept parts twice over (8e: ~20 MB at each
+  // write-back, and the heap grew by that much every few).
   UndoWrites one;
   one.puts.emplace_back();
   UndoWrites::Put& put = one.puts[0];
@@ -326,15 +334,15 @@ Status ShardStore::Impl::MoveUndoOutOfLogLocked() {
     put.part = part;
     put.clock = ptr.clock;
     put.incarnation = ptr.incarnation;
-    put.record.clear();
     sf::EncodeUndoRecord(
         ptr.clock, ptr.incarnation, rec.entries.size(), [&rec](size_t i) { return rec.entries[i]; },
         &put.record);
-    RETURN_IF_ERROR(WriteUndoFilesLocked(one));
+    RETURN_IF_ERROR(WriteUndoFileLocked(put));
     RETURN_IF_ERROR(FromRocks(AddUndoWrites(one, &batch), "build batch"));
     ++moved;
   }
   if (moved == 0) return Status::OK();
+  RETURN_IF_ERROR(SyncUndoDirLocked());
   RETURN_IF_ERROR(FromRocks(WriterDb()->Write(write_options_, &batch),
                             "move the undo records out of the clock log of " + dir_));
   LOG(INFO) << dir_ << ": " << moved
