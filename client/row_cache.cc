@@ -30,7 +30,12 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
       e->open.delta.assign(delta.data(), delta.size());
       e->has_open = true;
     } else {
-      e->pending.push_back(PendingDelta{c, false, std::string(delta), 0, {}});
+      // A later clock's delta while the open slot holds an earlier one (a
+      // worker a clock ahead): it takes a kept buffer too, or the buffers
+      // its seal keeps would pile up to the spares' bound.
+      PendingDelta& added = e->pending.emplace_back(PendingDelta{c, false, std::string(), 0, {}});
+      TakeSpareDelta(&added.delta, delta.size());
+      added.delta.assign(delta.data(), delta.size());
     }
     auto it =
         std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.clock == c; });

@@ -203,6 +203,33 @@ TEST_F(RowCacheTest, KeptOpenBuffersStayWithinTheirBudget) {
   EXPECT_EQ(st_.spare_bytes, 0u);
 }
 
+// Two workers a clock apart: a row's delta of clock c + 1 arrives while its
+// open slot still holds clock c's. That delta takes a kept buffer as the open
+// slot's does; else each clock's seals would keep one buffer more than the
+// clock took, and the spares would grow to their bound over a long job.
+TEST_F(RowCacheTest, ADeltaOfAClockAheadTakesAKeptBufferToo) {
+  SpinLock lock(&st_.mu);                      // single-threaded; for the thread-safety analysis
+  TableState wide{I64Schema(64), 0, nullptr};  // 512-byte deltas
+  const std::string delta = EncodeDense(std::vector<int64_t>(64, 1));
+  st_.spare_budget = 1000 * 512;
+  std::vector<CacheEntry*> rows;
+  for (uint64_t r = 0; r < 10; ++r) rows.push_back(st_.FindOrCreate(RowKey{1, r}, 0, &wide));
+  for (CacheEntry* e : rows) st_.AddDelta(e, 0, delta);
+  size_t most_kept = 0;
+  for (ClockT c = 0; c < 50; ++c) {
+    for (CacheEntry* e : rows) {
+      st_.AddDelta(e, c + 1, delta);  // the worker a clock ahead
+      ASSERT_NE(st_.Seal(e, c, 0, &arena_), nullptr);
+      ASSERT_EQ(e->open.delta, delta);  // clock c + 1's delta moved to the open slot
+    }
+    most_kept = std::max(most_kept, st_.spare_deltas.size());
+  }
+  // One buffer per row and clock is taken and one given back: never more
+  // kept than the rows' one clock.
+  EXPECT_LE(most_kept, rows.size());
+  EXPECT_LE(st_.spare_bytes, rows.size() * 1024);
+}
+
 // An outage: a row is sealed in many clocks before any Ack, then the Acks
 // purge them. The row must not keep the backlog's storage for the rest of the
 // job (else memory grows with the job's length), nor more than room for one
