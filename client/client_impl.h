@@ -905,8 +905,10 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
         client::AddInPlace(reinterpret_cast<T*>(p->delta.data()), delta, width);
       } else {
         // A new row (or a duplicate in this batch whose first occurrence
-        // created it), or a delta of another clock: the general path.
-        en = st.FindOrCreate(key, ShardOfKey(key), t);
+        // created it), or the row's first delta of this clock: the general
+        // path. A row the look-ahead found is not looked up again (Find
+        // would also start loading its value, which nothing here reads).
+        if (en == nullptr) en = st.FindOrCreate(key, ShardOfKey(key), t);
         st.AddDelta(en, c,
                     std::string_view(reinterpret_cast<const char*>(delta), sizeof(T) * width));
         found[j] = en;
