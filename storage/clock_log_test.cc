@@ -523,6 +523,45 @@ TEST(ClockLogStoreTest, ReadOnlyOpenReplaysWithoutWriting) {
   }
 }
 
+// A small model trained for many clocks under the default budgets: its
+// log is written back once it passes four times the rows it changed (at
+// least 64 MiB), not only at four times the row cache's 512 MiB budget (2 GiB
+// of log on disk and to replay for 0.5 MB of rows), and what a restart
+// replays stays within that.
+TEST(ClockLogStoreTest, TheLogOfASmallModelIsWrittenBackAtAFewTimesItsRows) {
+  ScopedTempDir tmp;
+  const std::string dir = tmp.Sub("s");
+  ShardStoreOptions o;
+  o.num_clients = 1;
+  o.row_cache_mb = 512;  // the default: the old log bound was 2 GiB
+  constexpr uint32_t kWidth = 64;
+  constexpr uint64_t kRows = 1000;  // 0.5 MB of rows, ~0.5 MB of log a clock
+  constexpr int kClocks = 200;      // ~100 MB of log in all
+  {
+    std::unique_ptr<ShardStore> s;
+    ASSERT_TRUE(ShardStore::Open(o, dir, &s).ok());
+    TableSchema t;
+    ASSERT_TRUE(
+        s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, kWidth), &t).ok());
+    const std::string delta = I64Row(1, kWidth);
+    std::vector<RowDelta> deltas;
+    for (uint64_t r = 0; r < kRows; ++r) deltas.push_back(RowDelta{t.id, r, delta});
+    bool dup = false;
+    for (int c = 0; c < kClocks; ++c) ASSERT_TRUE(s->ApplyBatch(0, c, deltas, &dup).ok());
+    const DataPathStats st = s->data_path_stats();
+    EXPECT_GT(st.log_bytes, uint64_t{90} << 20);
+    EXPECT_GE(st.writebacks, 1u);
+    EXPECT_LE(st.log_offset, (uint64_t{64} << 20) + (uint64_t{1} << 20));
+    EXPECT_GT(st.log_offset, 0u);  // records after the last write-back
+  }  // the close writes the rows back: every clock is in the reopened store
+  std::unique_ptr<ShardStore> s;
+  ASSERT_TRUE(ShardStore::Open(o, dir, &s).ok());
+  TableSchema t = *s->FindTable("t");
+  std::string v;
+  ASSERT_TRUE(s->Get(t.id, kRows - 1, &v).ok());
+  EXPECT_EQ(v, I64Row(kClocks, kWidth));
+}
+
 // With durability off nothing is logged: a store closed cleanly keeps every
 // update (its rows are written back at close) and reopens; one whose process
 // died is refused at its next open, by a durable or an undurable open and

@@ -86,7 +86,8 @@ struct ShardStoreOptions {
   // loss is never trained on. Default: true.
   bool durable = true;
   // Log bytes after which the dirty rows are written back. 0: four times
-  // row_cache_mb, at least 64 MiB. Default: 0.
+  // the dirty rows' bytes, at least 64 MiB and at most four times
+  // row_cache_mb. Default: 0.
   size_t clock_log_mb = 0;
   // Also write back after this many group commits (bounds a restart's
   // replay by count; the crash tests use it to kill inside write-backs).

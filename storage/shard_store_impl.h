@@ -375,8 +375,9 @@ class ShardStore::Impl {
   Status ResyncLogLocked() REQUIRES(write_mu_);
   // Stored bytes of the dirty rows of `table` (or of all tables).
   uint64_t DirtyRowBytes(uint32_t table, bool all_tables) const;
-  // Log bytes after which the dirty rows are written back, and dirty bytes.
-  uint64_t LogLimitBytes() const;
+  // Log bytes after which the dirty rows (`dirty` bytes) are written back,
+  // and the dirty bytes after which they are (DirtyLimitBytes).
+  uint64_t LogLimitBytes(uint64_t dirty) const;
   uint64_t DirtyLimitBytes() const;
 
   // Empties batch_ for the next group, freeing its buffer when it is larger

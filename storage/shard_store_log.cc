@@ -54,9 +54,17 @@ double MsSince(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-uint64_t ShardStore::Impl::LogLimitBytes() const {
+uint64_t ShardStore::Impl::LogLimitBytes(uint64_t dirty) const {
   if (options_.clock_log_mb > 0) return uint64_t{options_.clock_log_mb} << 20;
-  return std::max<uint64_t>(uint64_t{64} << 20, uint64_t{options_.row_cache_mb} << 22);
+  // Four times the rows the log changed, at least 64 MiB and at most four
+  // times the row cache's budget. A write-back costs about the dirty rows'
+  // bytes and saves a restart from replaying the whole log: a small model
+  // trained for many clocks (1.7 MB of rows, 2 MB of log a clock) would
+  // otherwise grow its log to the cap (2 GiB by default), on disk and to
+  // replay.
+  const uint64_t floor = uint64_t{64} << 20;
+  const uint64_t cap = std::max(floor, uint64_t{options_.row_cache_mb} << 22);
+  return std::clamp<uint64_t>(4 * dirty, floor, cap);
 }
 
 uint64_t ShardStore::Impl::DirtyLimitBytes() const {
@@ -375,10 +383,11 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
   }
   const bool every = options_.writeback_every_groups > 0 &&
                      log_state_.next_seq - log_state_.first_seq >= options_.writeback_every_groups;
-  if (dirty > DirtyLimitBytes() || log_state_.end > LogLimitBytes() || every) {
-    Status wb = WriteBackLocked(dirty > DirtyLimitBytes()          ? "row budget"
-                                : log_state_.end > LogLimitBytes() ? "log budget"
-                                                                   : "group count");
+  const uint64_t log_limit = LogLimitBytes(dirty);
+  if (dirty > DirtyLimitBytes() || log_state_.end > log_limit || every) {
+    Status wb = WriteBackLocked(dirty > DirtyLimitBytes()    ? "row budget"
+                                : log_state_.end > log_limit ? "log budget"
+                                                             : "group count");
     if (!wb.ok()) LOG(WARNING) << dir_ << ": row write-back failed: " << wb.ToString();
   }
   return Status::OK();
