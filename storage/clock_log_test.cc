@@ -524,7 +524,7 @@ TEST(ClockLogStoreTest, ReadOnlyOpenReplaysWithoutWriting) {
 }
 
 // A small model trained for many clocks under the default budgets: its
-// log is written back once it passes four times the rows it changed (at
+// log is written back once it passes eight times the rows it changed (at
 // least 64 MiB), not only at four times the row cache's 512 MiB budget (2 GiB
 // of log on disk and to replay for 0.5 MB of rows), and what a restart
 // replays stays within that.

@@ -85,7 +85,7 @@ struct ShardStoreOptions {
   // not closed cleanly is refused at its next open (Corruption), so such a
   // loss is never trained on. Default: true.
   bool durable = true;
-  // Log bytes after which the dirty rows are written back. 0: four times
+  // Log bytes after which the dirty rows are written back. 0: eight times
   // the dirty rows' bytes, at least 64 MiB and at most four times
   // row_cache_mb. Default: 0.
   size_t clock_log_mb = 0;
