@@ -562,6 +562,63 @@ TEST(ClockLogStoreTest, TheLogOfASmallModelIsWrittenBackAtAFewTimesItsRows) {
   EXPECT_EQ(v, I64Row(kClocks, kWidth));
 }
 
+// A log past its bound while a clock's parts are kept for undo is written
+// back when the clock completes (no undo record to copy out of the log
+// first), or, if the clock goes on, once the log is at twice its bound; the
+// rows are exact either way.
+TEST(ClockLogStoreTest, ALogPastItsBoundWaitsForTheClocksPartsUpToTwiceTheBound) {
+  ScopedTempDir tmp;
+  ShardStoreOptions o;
+  o.num_clients = 1;
+  o.row_cache_mb = 64;
+  o.clock_log_mb = 1;
+  constexpr uint32_t kWidth = 64;  // 512-byte rows: a part of 400 rows is ~0.2 MiB of log
+  constexpr uint64_t kRows = 400;
+  std::unique_ptr<ShardStore> s;
+  ASSERT_TRUE(ShardStore::Open(o, tmp.Sub("s"), &s).ok());
+  TableSchema t;
+  ASSERT_TRUE(s->CreateTable(MakeSchema("t", RowKind::kDense, ElementType::kI64, kWidth), &t).ok());
+  const std::string delta = I64Row(1, kWidth);
+  std::vector<RowDelta> deltas;
+  for (uint64_t r = 0; r < kRows; ++r) deltas.push_back(RowDelta{t.id, r, delta});
+  int64_t applied = 0;  // parts applied: every row's value
+  auto part = [&](ClockT clock, uint32_t p, bool more) {
+    ++applied;
+    BatchRequest req{0, clock, &deltas};
+    req.part = p;
+    req.more = more;
+    req.incarnation = 7;
+    std::vector<BatchResult> results;
+    ASSERT_TRUE(s->ApplyBatches({req}, &results).ok());
+    ASSERT_TRUE(results[0].status.ok()) << results[0].status.ToString();
+  };
+  const uint64_t bound = uint64_t{1} << 20;
+  // Clock 0 in parts until the log is past its bound: kept, not written back.
+  uint32_t p = 0;
+  while (s->data_path_stats().log_offset <= bound && s->data_path_stats().writebacks == 0) {
+    part(0, p++, true);
+  }
+  EXPECT_GT(s->data_path_stats().log_offset, bound);
+  EXPECT_EQ(s->data_path_stats().writebacks, 0u);
+  EXPECT_TRUE(s->IncompleteClockOf(0).undoable);
+  // Its last part completes it: written back now.
+  part(0, p++, false);
+  EXPECT_EQ(s->data_path_stats().writebacks, 1u);
+  EXPECT_EQ(s->data_path_stats().log_offset, 0u);
+  // Clock 1 goes on in parts: written back once the log is at twice its bound.
+  p = 0;
+  while (s->data_path_stats().writebacks == 1) {
+    ASSERT_LE(s->data_path_stats().log_offset, 2 * bound);
+    ASSERT_LT(p, 100u);
+    part(1, p++, true);
+  }
+  EXPECT_GT(p, 8u);  // more than the bound's worth of parts went by
+  part(1, p++, false);
+  std::string v;
+  ASSERT_TRUE(s->Get(t.id, kRows - 1, &v).ok());
+  EXPECT_EQ(v, I64Row(applied, kWidth));
+}
+
 // With durability off nothing is logged: a store closed cleanly keeps every
 // update (its rows are written back at close) and reopens; one whose process
 // died is refused at its next open, by a durable or an undurable open and

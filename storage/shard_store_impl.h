@@ -359,6 +359,9 @@ class ShardStore::Impl {
   // Whether the group's one kept part is recorded by its clock log record
   // (the group is that part alone and goes to the log) instead of a file.
   bool UndoInLogLocked(const AdmittedGroup& group) const REQUIRES(write_mu_);
+  // Whether some client has parts of an incomplete clock kept for undo
+  // (whose records a write-back first moves out of the log).
+  bool AnyPartsKeptLocked() const REQUIRES(write_mu_);
   // Encodes the record of every put of group->undo from group->deltas (before
   // they are sorted).
   static void EncodeUndoRecords(AdmittedGroup* group);

@@ -385,11 +385,19 @@ Status ShardStore::Impl::WriteGroupToLogLocked(const std::vector<ClockLogEntry>&
   }
   const bool every = options_.writeback_every_groups > 0 &&
                      log_state_.next_seq - log_state_.first_seq >= options_.writeback_every_groups;
+  // A log past its bound is written back at the end of a clock, when no
+  // client has parts kept for undo: a kept part's undo record is its log
+  // record, and the write-back would first copy those out of the log into
+  // files (the clock so far: most of a 2.8 s write-back of the dense shape,
+  // whose clocks are 12 parts). At twice its bound it is written back
+  // whatever the parts (clients whose clocks overlap may always have some).
   const uint64_t log_limit = LogLimitBytes(dirty);
-  if (dirty > DirtyLimitBytes() || log_state_.end > log_limit || every) {
-    Status wb = WriteBackLocked(dirty > DirtyLimitBytes()    ? "row budget"
-                                : log_state_.end > log_limit ? "log budget"
-                                                             : "group count");
+  const bool log_due =
+      log_state_.end > log_limit && (log_state_.end > 2 * log_limit || !AnyPartsKeptLocked());
+  if (dirty > DirtyLimitBytes() || log_due || every) {
+    Status wb = WriteBackLocked(dirty > DirtyLimitBytes() ? "row budget"
+                                : log_due                 ? "log budget"
+                                                          : "group count");
     if (!wb.ok()) LOG(WARNING) << dir_ << ": row write-back failed: " << wb.ToString();
   }
   return Status::OK();

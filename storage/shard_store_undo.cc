@@ -267,6 +267,16 @@ bool ShardStore::Impl::UndoInLogLocked(const AdmittedGroup& group) const {
          group.undo.puts[0].count == group.deltas.size();
 }
 
+bool ShardStore::Impl::AnyPartsKeptLocked() const {
+  for (ClientId c = 0; c < identity_.num_clients; ++c) {
+    if (undo_kept_[c].load(std::memory_order_relaxed) &&
+        applied_parts_[c].load(std::memory_order_relaxed) > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void ShardStore::Impl::EncodeUndoRecords(AdmittedGroup* group) {
   const auto& d = group->deltas;
   for (UndoWrites::Put& put : group->undo.puts) {
