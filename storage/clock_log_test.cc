@@ -525,15 +525,15 @@ TEST(ClockLogStoreTest, ReadOnlyOpenReplaysWithoutWriting) {
 
 // A small model trained for many clocks under the default budgets: its
 // log is written back once it passes eight times the rows it changed (at
-// least 64 MiB), not only at four times the row cache's 512 MiB budget (2 GiB
-// of log on disk and to replay for 0.5 MB of rows), and what a restart
-// replays stays within that.
+// least 64 MiB), long before the cap of four times the row cache's 512 MiB
+// (2 GiB of log on disk and to replay for 0.5 MB of rows), and what a
+// restart replays stays within that.
 TEST(ClockLogStoreTest, TheLogOfASmallModelIsWrittenBackAtAFewTimesItsRows) {
   ScopedTempDir tmp;
   const std::string dir = tmp.Sub("s");
   ShardStoreOptions o;
   o.num_clients = 1;
-  o.row_cache_mb = 512;  // the default: the old log bound was 2 GiB
+  o.row_cache_mb = 512;  // the default: the log's cap is 2 GiB
   constexpr uint32_t kWidth = 64;
   constexpr uint64_t kRows = 1000;  // 0.5 MB of rows, ~0.5 MB of log a clock
   constexpr int kClocks = 200;      // ~100 MB of log in all
