@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/replace_file.h"
 #include "common/thread_name.h"
 
 namespace pace {
@@ -101,16 +102,6 @@ uint64_t GetU64(const char* in) {
 
 Status ErrnoStatus(const std::string& what, int err) {
   return Status::IOError(what + ": " + std::strerror(err));
-}
-
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("open directory " + dir, errno);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoStatus("sync directory " + dir, err);
-  return Status::OK();
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/replace_file.h"
 #include "storage/clock_log.h"
 #include "storage/key_format.h"
 #include "storage/rocks_status.h"
@@ -85,16 +86,8 @@ Status ShardStore::Impl::WriteUndoFileLocked(const UndoWrites::Put& p) {
 }
 
 Status ShardStore::Impl::SyncUndoDirLocked() {
-  if (!options_.sync) return Status::OK();
   // The new files' directory entries, before the commit that points to them.
-  const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0 || ::fsync(dfd) != 0) {
-    const int err = errno;
-    if (dfd >= 0) ::close(dfd);
-    return Status::IOError("sync " + dir_ + ": " + std::strerror(err));
-  }
-  ::close(dfd);
-  return Status::OK();
+  return options_.sync ? SyncDir(dir_) : Status::OK();
 }
 
 void ShardStore::Impl::RemoveUndoFilesLocked(const UndoWrites& undo) {
