@@ -26,16 +26,14 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
     if (!e->has_open) {
       e->open.clock = c;
       e->open.sealed = false;
-      TakeSpareDelta(&e->open.delta, delta.size());
-      e->open.delta.assign(delta.data(), delta.size());
+      AssignInSpareDelta(&e->open.delta, delta);
       e->has_open = true;
     } else {
       // A later clock's delta while the open slot holds an earlier one (a
       // worker a clock ahead): it takes a kept buffer too, or the buffers
       // its seal keeps would pile up to the spares' bound.
       PendingDelta& added = e->pending.emplace_back(PendingDelta{c, false, std::string(), 0, {}});
-      TakeSpareDelta(&added.delta, delta.size());
-      added.delta.assign(delta.data(), delta.size());
+      AssignInSpareDelta(&added.delta, delta);
     }
     auto it =
         std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.clock == c; });

@@ -519,12 +519,14 @@ struct alignas(64) CacheStripe {
   std::vector<std::string> spare_deltas GUARDED_BY(mu);
   size_t spare_bytes GUARDED_BY(mu) = 0;
   size_t spare_budget GUARDED_BY(mu) = 0;
-  // Gives *buf a kept buffer when it has none of `size` bytes.
-  void TakeSpareDelta(std::string* buf, size_t size) REQUIRES(mu) {
-    if (buf->capacity() >= size || spare_deltas.empty()) return;
-    buf->swap(spare_deltas.back());
-    spare_deltas.pop_back();
-    spare_bytes -= buf->capacity();
+  // Sets *buf to `delta`, in a kept buffer when it has none large enough.
+  void AssignInSpareDelta(std::string* buf, std::string_view delta) REQUIRES(mu) {
+    if (buf->capacity() < delta.size() && !spare_deltas.empty()) {
+      buf->swap(spare_deltas.back());
+      spare_deltas.pop_back();
+      spare_bytes -= buf->capacity();
+    }
+    buf->assign(delta.data(), delta.size());
   }
   // Keeps *buf's storage for another row's open delta, or frees it; *buf is
   // left empty without storage of its own.
