@@ -233,15 +233,40 @@ Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
   return Status::OK();
 }
 
+size_t IdMap::SlotOf(uint64_t raw) const {
+  // A 64-bit mix (MurmurHash3's finalizer): ids are often small and dense,
+  // which the identity would put in consecutive slots.
+  uint64_t h = raw;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  const size_t mask = slots_.size() - 1;
+  size_t at = static_cast<size_t>(h) & mask;
+  while (slots_[at].index != kUnknown && slots_[at].raw != raw) at = (at + 1) & mask;
+  return at;
+}
+
+void IdMap::Rehash(size_t capacity) {
+  std::vector<Slot> old;
+  old.swap(slots_);
+  slots_.assign(capacity, Slot());
+  for (uint32_t i = 0; i < raw_.size(); ++i) slots_[SlotOf(raw_[i])] = Slot{raw_[i], i};
+}
+
 uint32_t IdMap::Intern(uint64_t raw) {
-  if (!sorted_.empty()) {
-    index_.reserve(sorted_.size());
-    for (const auto& [id, index] : sorted_) index_.emplace(id, index);
+  if (!sorted_.empty() || slots_.empty()) {
     std::vector<std::pair<uint64_t, uint32_t>>().swap(sorted_);
+    size_t capacity = 64;
+    while (capacity < 2 * raw_.size() + 2) capacity *= 2;
+    Rehash(capacity);
   }
-  auto [it, inserted] = index_.emplace(raw, static_cast<uint32_t>(raw_.size()));
-  if (inserted) raw_.push_back(raw);
-  return it->second;
+  Slot& s = slots_[SlotOf(raw)];
+  if (s.index != kUnknown) return s.index;
+  const uint32_t index = static_cast<uint32_t>(raw_.size());
+  s = Slot{raw, index};
+  raw_.push_back(raw);
+  if (2 * raw_.size() > slots_.size()) Rehash(2 * slots_.size());
+  return index;
 }
 
 uint32_t IdMap::Find(uint64_t raw) const {
@@ -251,24 +276,24 @@ uint32_t IdMap::Find(uint64_t raw) const {
         [](const std::pair<uint64_t, uint32_t>& e, uint64_t id) { return e.first < id; });
     return it != sorted_.end() && it->first == raw ? it->second : kUnknown;
   }
-  auto it = index_.find(raw);
-  return it == index_.end() ? kUnknown : it->second;
+  if (slots_.empty()) return kUnknown;
+  return slots_[SlotOf(raw)].index;
 }
 
 void IdMap::Compact() {
-  if (index_.empty()) return;
-  std::vector<std::pair<uint64_t, uint32_t>> sorted(index_.begin(), index_.end());
+  if (slots_.empty()) return;
+  std::vector<std::pair<uint64_t, uint32_t>> sorted;
+  sorted.reserve(raw_.size());
+  for (uint32_t i = 0; i < raw_.size(); ++i) sorted.emplace_back(raw_[i], i);
   std::sort(sorted.begin(), sorted.end());
   sorted_.swap(sorted);
-  std::unordered_map<uint64_t, uint32_t>().swap(index_);
+  std::vector<Slot>().swap(slots_);
   raw_.shrink_to_fit();
 }
 
 uint64_t IdMap::MemoryBytes() const {
-  // An unordered_map node: next pointer + key/value pair + the allocator's
-  // header, plus one bucket pointer per element.
-  const uint64_t hashed = index_.size() * (sizeof(void*) + 16 + 16 + sizeof(void*));
-  return hashed + sorted_.capacity() * sizeof(sorted_[0]) + raw_.capacity() * sizeof(uint64_t);
+  return slots_.capacity() * sizeof(Slot) + sorted_.capacity() * sizeof(sorted_[0]) +
+         raw_.capacity() * sizeof(uint64_t);
 }
 
 Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<RawRating>& test_raw,
