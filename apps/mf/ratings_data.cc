@@ -242,58 +242,35 @@ size_t IdMap::SlotOf(uint64_t raw) const {
   h ^= h >> 33;
   const size_t mask = slots_.size() - 1;
   size_t at = static_cast<size_t>(h) & mask;
-  while (slots_[at].index != kUnknown && slots_[at].raw != raw) at = (at + 1) & mask;
+  while (slots_[at] != kUnknown && raw_[slots_[at]] != raw) at = (at + 1) & mask;
   return at;
 }
 
 void IdMap::Rehash(size_t capacity) {
-  std::vector<Slot> old;
-  old.swap(slots_);
-  slots_.assign(capacity, Slot());
-  for (uint32_t i = 0; i < raw_.size(); ++i) slots_[SlotOf(raw_[i])] = Slot{raw_[i], i};
+  std::vector<uint32_t>().swap(slots_);
+  slots_.assign(capacity, kUnknown);
+  for (uint32_t i = 0; i < raw_.size(); ++i) slots_[SlotOf(raw_[i])] = i;
 }
 
 uint32_t IdMap::Intern(uint64_t raw) {
-  if (!sorted_.empty() || slots_.empty()) {
-    std::vector<std::pair<uint64_t, uint32_t>>().swap(sorted_);
-    size_t capacity = 64;
-    while (capacity < 2 * raw_.size() + 2) capacity *= 2;
-    Rehash(capacity);
-  }
-  Slot& s = slots_[SlotOf(raw)];
-  if (s.index != kUnknown) return s.index;
+  if (slots_.empty()) Rehash(64);
+  uint32_t& slot = slots_[SlotOf(raw)];
+  if (slot != kUnknown) return slot;
   const uint32_t index = static_cast<uint32_t>(raw_.size());
-  s = Slot{raw, index};
+  slot = index;
   raw_.push_back(raw);
   if (2 * raw_.size() > slots_.size()) Rehash(2 * slots_.size());
   return index;
 }
 
 uint32_t IdMap::Find(uint64_t raw) const {
-  if (!sorted_.empty()) {
-    auto it = std::lower_bound(
-        sorted_.begin(), sorted_.end(), raw,
-        [](const std::pair<uint64_t, uint32_t>& e, uint64_t id) { return e.first < id; });
-    return it != sorted_.end() && it->first == raw ? it->second : kUnknown;
-  }
-  if (slots_.empty()) return kUnknown;
-  return slots_[SlotOf(raw)].index;
+  return slots_.empty() ? kUnknown : slots_[SlotOf(raw)];
 }
 
-void IdMap::Compact() {
-  if (slots_.empty()) return;
-  std::vector<std::pair<uint64_t, uint32_t>> sorted;
-  sorted.reserve(raw_.size());
-  for (uint32_t i = 0; i < raw_.size(); ++i) sorted.emplace_back(raw_[i], i);
-  std::sort(sorted.begin(), sorted.end());
-  sorted_.swap(sorted);
-  std::vector<Slot>().swap(slots_);
-  raw_.shrink_to_fit();
-}
+void IdMap::Compact() { raw_.shrink_to_fit(); }
 
 uint64_t IdMap::MemoryBytes() const {
-  return slots_.capacity() * sizeof(Slot) + sorted_.capacity() * sizeof(sorted_[0]) +
-         raw_.capacity() * sizeof(uint64_t);
+  return slots_.capacity() * sizeof(uint32_t) + raw_.capacity() * sizeof(uint64_t);
 }
 
 Status BuildDataset(const std::vector<RawRating>& train_raw, const std::vector<RawRating>& test_raw,
