@@ -263,9 +263,7 @@ uint32_t IdMap::Intern(uint64_t raw) {
   return index;
 }
 
-uint32_t IdMap::Find(uint64_t raw) const {
-  return slots_.empty() ? kUnknown : slots_[SlotOf(raw)];
-}
+uint32_t IdMap::Find(uint64_t raw) const { return slots_.empty() ? kUnknown : slots_[SlotOf(raw)]; }
 
 void IdMap::Compact() { raw_.shrink_to_fit(); }
 
