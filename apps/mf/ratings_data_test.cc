@@ -53,6 +53,33 @@ TEST_F(RatingsDataTest, ReadsMovieLensCsvWithHeader) {
   EXPECT_EQ(out[2].user, 7u);
 }
 
+// ReadRatings reserves room for the rest of a file from its first lines'
+// length: a file whose first lines are short (an estimate too low) and one
+// whose first lines are long (too high) are both read whole and in order.
+TEST_F(RatingsDataTest, ReadsEveryRatingWhateverTheFirstLinesLength) {
+  for (const bool short_first : {true, false}) {
+    std::string text;
+    for (uint64_t i = 0; i < 20000; ++i) {
+      const bool is_short = (i < 5000) == short_first;
+      text += std::to_string(i) + (is_short ? " 1 " : "   1234567   ") + std::to_string(i % 5) +
+              (is_short ? "\n" : ".25    \n");
+    }
+    std::vector<RawRating> out = {{7, 7, 7.0f}};  // appended to
+    RatingsReadInfo info;
+    ASSERT_TRUE(
+        ReadRatings(Write(short_first ? "short.txt" : "long.txt", text), {}, &out, &info).ok());
+    ASSERT_EQ(out.size(), 20001u) << short_first;
+    EXPECT_EQ(out[0].user, 7u);
+    for (uint64_t i = 0; i < 20000; ++i) {
+      const RawRating& r = out[i + 1];
+      const bool is_short = (i < 5000) == short_first;
+      ASSERT_EQ(r.user, i);
+      ASSERT_EQ(r.item, is_short ? 1u : 1234567u);
+      ASSERT_FLOAT_EQ(r.value, static_cast<float>(i % 5) + (is_short ? 0.0f : 0.25f));
+    }
+  }
+}
+
 TEST_F(RatingsDataTest, ReadsUDataDatAndPlain) {
   std::vector<RawRating> out;
   RatingsReadInfo info;

@@ -1,5 +1,6 @@
 #include "apps/shared/text_input.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -41,7 +42,11 @@ Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* re
     if (err == ENOENT) return Status::NotFound(msg);
     return Status::IOError(msg);
   }
+  uint64_t file_bytes = 0;
+  struct stat st;
+  if (::fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) file_bytes = st.st_size;
   if (IsGzip(f)) {
+    file_bytes = 0;
     std::fclose(f);
     gzFile gz = gzopen(path.c_str(), "rb");
     if (gz == nullptr) return Status::IOError("cannot open '" + path + "' as gzip");
@@ -53,11 +58,12 @@ Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* re
       return Status::IOError("cannot read '" + path + "' as gzip");
     }
   }
-  reader->reset(new LineReader(path, f));
+  reader->reset(new LineReader(path, f, file_bytes));
   return Status::OK();
 }
 
-LineReader::LineReader(std::string path, FILE* file) : path_(std::move(path)), file_(file) {}
+LineReader::LineReader(std::string path, FILE* file, uint64_t file_bytes)
+    : path_(std::move(path)), file_(file), file_bytes_(file_bytes) {}
 
 LineReader::~LineReader() {
   std::free(buf_);
@@ -75,6 +81,7 @@ bool LineReader::Next(std::string_view* line) {
     return false;
   }
   ++line_number_;
+  bytes_read_ += static_cast<uint64_t>(n);
   size_t len = static_cast<size_t>(n);
   if (len > 0 && buf_[len - 1] == '\n') --len;
   if (len > 0 && buf_[len - 1] == '\r') --len;

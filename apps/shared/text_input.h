@@ -38,12 +38,19 @@ class LineReader {
   uint64_t line_number() const { return line_number_; }
   // "path:line", for error messages.
   std::string Where() const;
+  // The file's size in bytes; 0 for a gzip file (its text's size is not
+  // known before the end) or a file whose size cannot be read.
+  uint64_t file_bytes() const { return file_bytes_; }
+  // Bytes of the lines returned so far, line ends included.
+  uint64_t bytes_read() const { return bytes_read_; }
 
  private:
-  LineReader(std::string path, FILE* file);
+  LineReader(std::string path, FILE* file, uint64_t file_bytes);
 
   const std::string path_;
   FILE* file_;
+  const uint64_t file_bytes_;
+  uint64_t bytes_read_ = 0;
   char* buf_ = nullptr;
   size_t cap_ = 0;
   uint64_t line_number_ = 0;

@@ -29,6 +29,9 @@ TEST(LineReaderTest, LinesNumbersAndCrlf) {
   EXPECT_EQ(got, (std::vector<std::string>{"one", "two", "", "last"}));
   EXPECT_EQ(r->line_number(), 4u);
   EXPECT_EQ(r->Where(), path + ":4");
+  // Every byte, line ends included, and the file's size.
+  EXPECT_EQ(r->bytes_read(), 14u);
+  EXPECT_EQ(r->file_bytes(), 14u);
   std::remove(path.c_str());
 }
 
@@ -50,6 +53,9 @@ TEST(LineReaderTest, ReadsGzipByItsMagicBytes) {
   EXPECT_TRUE(r->status().ok()) << r->status().ToString();
   EXPECT_EQ(r->line_number(), 50000u);
   EXPECT_TRUE(got == text);
+  // The text's bytes, but no size for a compressed file.
+  EXPECT_EQ(r->bytes_read(), text.size());
+  EXPECT_EQ(r->file_bytes(), 0u);
   std::remove(path.c_str());
 }
 
