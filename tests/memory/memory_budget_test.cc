@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -43,12 +44,20 @@ void RunWorkload(const TempDir& dir, const std::vector<std::string>& flags,
                                    "--data_dir=" + dir.path() + "/d"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   Subprocess proc;
-  ASSERT_TRUE(proc.Start(argv, dir.path() + "/stderr.log").ok());
+  const std::string err_path = dir.path() + "/stderr.log";
+  ASSERT_TRUE(proc.Start(argv, err_path).ok());
   CollectKeyValues(&proc, "workload", 240000, kv);
+  // The log goes with `dir`: a failure shows its end (a process that
+  // stalled, e.g. on a full disk, says why there).
+  auto err_tail = [&err_path] {
+    const std::string err = ReadFile(err_path);
+    return "the workload's stderr ends:\n" +
+           err.substr(err.size() - std::min<size_t>(err.size(), 4000));
+  };
   int status = 0;
-  ASSERT_TRUE(proc.Wait(30000, &status).ok());
-  ASSERT_TRUE(WIFEXITED(status)) << "the workload did not exit";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "see " << dir.path() << "/stderr.log";
+  ASSERT_TRUE(proc.Wait(30000, &status).ok()) << err_tail();
+  ASSERT_TRUE(WIFEXITED(status)) << "the workload did not exit; " << err_tail();
+  EXPECT_EQ(WEXITSTATUS(status), 0) << err_tail();
   EXPECT_EQ((*kv)["control_exact"], "true");
 }
 
