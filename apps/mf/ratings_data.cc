@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <queue>
@@ -184,19 +185,27 @@ bool ParseRatingLine(std::string_view line, RatingsFileFormat format, RawRating*
 
 namespace {
 
-constexpr uint64_t kLinesBeforeReserve = 4096;
+constexpr size_t kRatingsBeforeReserve = 4096;
+// The shortest line a rating can have ("1 1 1\n").
+constexpr uint64_t kMinRatingLineBytes = 6;
 
-// Room for the rest of the file's ratings, from the bytes per line so far
-// (plus an eighth): growing by doubling copied each rating ~twice more and
-// faulted every new buffer in (the dense shape's 9.9M ratings: ~1 s of a
-// 4.5 s start). Room past what is used is address space, never touched.
-void ReserveForFile(const apps::LineReader& reader, std::vector<RawRating>* out) {
-  if (reader.file_bytes() == 0 || reader.bytes_read() == 0) return;
-  const double per_line =
-      static_cast<double>(reader.bytes_read()) / static_cast<double>(reader.line_number());
-  const double left =
-      static_cast<double>(reader.file_bytes() - std::min(reader.file_bytes(), reader.bytes_read()));
-  out->reserve(out->size() + static_cast<size_t>(left / per_line * 1.125) + 1024);
+// Room for the rest of the file's ratings, from the bytes per rating so far
+// (plus an eighth; at most one per kMinRatingLineBytes): growing by doubling
+// copied each rating ~twice more and faulted every new buffer in (the dense
+// shape's 9.9M ratings: ~1 s of a 6 s start). Room past what is used is
+// address space, never touched; where even that cannot be had, the vector
+// grows as before.
+void ReserveForFile(const apps::LineReader& reader, size_t ratings, std::vector<RawRating>* out) {
+  if (reader.file_bytes() == 0 || ratings == 0) return;
+  const uint64_t left = reader.file_bytes() - std::min(reader.file_bytes(), reader.bytes_read());
+  const double per_rating = static_cast<double>(reader.bytes_read()) / static_cast<double>(ratings);
+  const uint64_t more = std::min<uint64_t>(static_cast<uint64_t>(left / per_rating * 1.125) + 1024,
+                                           left / kMinRatingLineBytes + 1);
+  try {
+    out->reserve(out->size() + more);
+  } catch (const std::exception&) {
+    // No room reserved: push_back grows the vector as it needs.
+  }
 }
 
 }  // namespace
@@ -238,8 +247,8 @@ Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
       ParseRatingLine(t, format, &r, &why, names, &switched);
     }
     out->push_back(r);
-    if (!reserved && reader->line_number() >= kLinesBeforeReserve) {
-      ReserveForFile(*reader, out);
+    if (!reserved && out->size() - before >= kRatingsBeforeReserve) {
+      ReserveForFile(*reader, out->size() - before, out);
       reserved = true;
     }
   }

@@ -53,12 +53,14 @@ TEST_F(RatingsDataTest, ReadsMovieLensCsvWithHeader) {
   EXPECT_EQ(out[2].user, 7u);
 }
 
-// ReadRatings reserves room for the rest of a file from its first lines'
+// ReadRatings reserves room for the rest of a file from its first ratings'
 // length: a file whose first lines are short (an estimate too low) and one
-// whose first lines are long (too high) are both read whole and in order.
+// whose first lines are long (too high), after 5000 comment lines, are both
+// read whole and in order.
 TEST_F(RatingsDataTest, ReadsEveryRatingWhateverTheFirstLinesLength) {
   for (const bool short_first : {true, false}) {
     std::string text;
+    for (int i = 0; i < 5000; ++i) text += "#\n";
     for (uint64_t i = 0; i < 20000; ++i) {
       const bool is_short = (i < 5000) == short_first;
       text += std::to_string(i) + (is_short ? " 1 " : "   1234567   ") + std::to_string(i % 5) +
