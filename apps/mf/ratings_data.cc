@@ -218,7 +218,6 @@ Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
   RatingsFileFormat format = options.format;
   IdNames* const names = options.names;
   bool first = true;
-  bool reserved = false;
   const size_t before = out->size();
   std::string why;
   std::string_view line;
@@ -247,9 +246,9 @@ Status ReadRatings(const std::string& path, const RatingsReadOptions& options,
       ParseRatingLine(t, format, &r, &why, names, &switched);
     }
     out->push_back(r);
-    if (!reserved && out->size() - before >= kRatingsBeforeReserve) {
-      ReserveForFile(*reader, out->size() - before, out);
-      reserved = true;
+    // Once, when the count reaches it (ratings are added one at a time).
+    if (out->size() - before == kRatingsBeforeReserve) {
+      ReserveForFile(*reader, kRatingsBeforeReserve, out);
     }
   }
   RETURN_IF_ERROR(reader->status());

@@ -123,7 +123,7 @@ class IdMap {
   // Frees the room kept for more ids (BuildDataset calls it at its end);
   // Find and Intern work as before.
   void Compact();
-  // Bytes held by the map (both indices and the raw ids).
+  // Bytes held by the map (the hash index and the raw ids).
   uint64_t MemoryBytes() const;
 
  private:

@@ -42,11 +42,8 @@ Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* re
     if (err == ENOENT) return Status::NotFound(msg);
     return Status::IOError(msg);
   }
-  uint64_t file_bytes = 0;
-  struct stat st;
-  if (::fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) file_bytes = st.st_size;
+  uint64_t file_bytes = 0;  // stays 0 for gzip: its text's size is unknown
   if (IsGzip(f)) {
-    file_bytes = 0;
     std::fclose(f);
     gzFile gz = gzopen(path.c_str(), "rb");
     if (gz == nullptr) return Status::IOError("cannot open '" + path + "' as gzip");
@@ -57,6 +54,8 @@ Status LineReader::Open(const std::string& path, std::unique_ptr<LineReader>* re
       gzclose(gz);
       return Status::IOError("cannot read '" + path + "' as gzip");
     }
+  } else if (struct stat st; ::fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+    file_bytes = static_cast<uint64_t>(st.st_size);
   }
   reader->reset(new LineReader(path, f, file_bytes));
   return Status::OK();
