@@ -24,7 +24,7 @@ TEST_PACKAGES := openmpi-bin python3-torch
 OPTIONAL_PACKAGES := $(TEST_PACKAGES) gnuplot-nox
 
 .PHONY: all deps deps-optional deps-test build python demo test asan asan-build asan-storage tsan tsan-build fuzz bench format \
-  format-check clean thread-safety
+  format-check clean thread-safety san-deps
 
 all: build
 
@@ -84,22 +84,34 @@ test: deps-test build
 # Release build compiles both. SAN_CMAKE_ARGS comes last and can turn them on.
 SAN_JOBS ?= 2
 SAN_CMAKE_ARGS ?=
+# The sanitizer trees are compiled with clang (SAN_CXX): with -fsanitize it
+# compiles this tree's translation units 2-3x faster than GCC (9-13 s against
+# 23-31 s each for the largest, ASan at -O2), which is most of CI's time.
+# It needs clang's sanitizer runtimes (libclang-rt-14-dev), installed here as
+# root. SAN_CXX=g++ builds them with GCC instead.
+SAN_CXX ?= clang++
+san-deps: deps
+	@if [ "$(SAN_CXX)" = clang++ ]; then \
+	  command -v clang++ >/dev/null && dpkg-query -W -f='$${Status}' libclang-rt-14-dev 2>/dev/null | grep -q 'ok installed' || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; \
+	  else echo "run as root: apt-get install -y clang libclang-rt-14-dev"; exit 1; fi; }; \
+	fi
 # -g1 (line tables): a report's stack has every function, file and line, and
 # each translation unit compiles ~16% faster than with full debug info
 # (objects 2.4-2.6x smaller, so links are faster too).
 SAN_CONFIG = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
   -DPACE_BUILD_BENCHMARKS=OFF \
   -DPACE_BUILD_SLOW_TESTS=$(if $(findstring slow,$(CTEST_LABELS)),ON,OFF)
-asan-build: deps
-	cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+asan-build: san-deps
+	CXX=$(SAN_CXX) cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
 	cmake --build build-asan -j$(SAN_JOBS)
 
 asan: asan-build
 	bash cmake/sanitizer_reports.sh build-asan -j$(SAN_JOBS) -L '$(CTEST_LABELS)' $(CTEST_ARGS)
 
 # ASan+UBSan on the common and storage suites only (faster than `make asan`).
-asan-storage: deps
-	cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+asan-storage: san-deps
+	CXX=$(SAN_CXX) cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
 	cmake --build build-asan -j$(SAN_JOBS) --target storage_suite
 	bash cmake/sanitizer_reports.sh build-asan -R '^(common|storage)_'
 
@@ -115,8 +127,8 @@ fuzz: deps
 	build-fuzz/bin/net_frame_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	  -print_final_stats=1 build-fuzz/corpus
 
-tsan-build: deps
-	cmake -S . -B build-tsan $(SAN_CONFIG) -DPACE_SANITIZE=tsan $(SAN_CMAKE_ARGS)
+tsan-build: san-deps
+	CXX=$(SAN_CXX) cmake -S . -B build-tsan $(SAN_CONFIG) -DPACE_SANITIZE=tsan $(SAN_CMAKE_ARGS)
 	cmake --build build-tsan -j$(SAN_JOBS)
 
 tsan: tsan-build

@@ -56,10 +56,11 @@
 #include "common/element.h"
 #include "common/flat_table.h"
 #include "common/row.h"
+#include "common/sanitizers.h"
 #include "common/thread_annotations.h"
 #include "consistency/batch_rule.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PACE_ASAN)
 #include <sanitizer/asan_interface.h>
 #define PACE_ASAN_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
 #define PACE_ASAN_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
@@ -282,8 +283,11 @@ class EntryTable {
     if (s == nullptr) return nullptr;
     // Start loading the value while the caller loads the entry: the two
     // cache misses of a hit then overlap instead of following each other.
+    // (The second line's address is computed as an integer: the hint of a
+    // row without a value is null, and null + 64 is undefined behaviour.)
     __builtin_prefetch(s->value_hint);
-    __builtin_prefetch(s->value_hint + 64);
+    __builtin_prefetch(
+        reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(s->value_hint) + 64));
     return s->entry;
   }
   // Starts loading the key's hash slot (Find of it some work later hits).

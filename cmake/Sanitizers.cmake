@@ -14,10 +14,14 @@
 # stderr, so a report in a child process (whose stderr a test may discard,
 # and whose exit code it may not check) is never lost:
 # cmake/sanitizer_reports.sh, run by `make asan|tsan` after ctest, fails when
-# any report exists and prints them. UBSan is the exception: GCC's separate
-# UBSan runtime ignores log_path when ASan is linked too, so a UBSan report
-# goes to the process's stderr, and -fno-sanitize-recover makes that process
-# exit 1 at once (a failed test, or a child that dies under its test).
+# any report exists and prints them. A UBSan report also makes its process
+# exit 1 at once (-fno-sanitize-recover: a failed test, or a child that dies
+# under its test); with clang (the Makefile's SAN_CXX) it is logged there
+# too, while GCC's separate UBSan runtime ignores log_path when ASan is
+# linked and writes it to the process's stderr only.
+#
+# Code that must know which sanitizer is on tests PACE_ASAN / PACE_TSAN
+# (common/sanitizers.h): clang 14 does not define GCC's __SANITIZE_ADDRESS__.
 #
 # Suppressions (only for code we do not build, each with its reason):
 # cmake/tsan.supp, cmake/lsan.supp.

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/sanitizers.h"
 #include "tests/testing/run_binary.h"
 #include "tests/testing/subprocess.h"
 
@@ -700,7 +701,7 @@ TEST_F(AppsCliTest, MfStepSizeSearchStaysInsideMemoryMb) {
   const double peak = PeakRssMib(s.out);
   std::printf("pace_mf --memory_mb=64 without --lr: peak RSS %.1f MiB\n", peak);
   EXPECT_GT(peak, 0) << s.out;
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(PACE_ASAN) && !defined(PACE_TSAN)
   EXPECT_LT(peak, 160) << s.out;
 #endif
 }

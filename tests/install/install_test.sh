@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# install_test.sh BUILD_DIR SRC_DIR [SANITIZER_FLAGS] — installs the build into a temporary
+# install_test.sh BUILD_DIR SRC_DIR [SANITIZER_FLAGS [CXX]] — installs the build into a temporary
 # prefix (cmake --install) and builds docs/client-example.md's program out of
 # tree against it, once with CMake (find_package(PaceDB), PaceDB::client) and
 # once with pkg-config (pacedb.pc), then runs both. Exit 77 (skipped) only if
 # pkg-config is missing. SANITIZER_FLAGS (a sanitizer build's -fsanitize=...)
-# are added to the user program's compile and link.
+# are added to the user program's compile and link; CXX (default $CXX, else
+# c++) compiles it: a sanitizer build's own compiler, whose sanitizer runtime
+# its libraries were built against.
 set -euo pipefail
 build=$(cd "${1:?usage: install_test.sh BUILD_DIR SRC_DIR}" && pwd)
 src=$(cd "${2:?usage: install_test.sh BUILD_DIR SRC_DIR}" && pwd)
 san=${3:-}
+cxx=${4:-${CXX:-c++}}
 command -v pkg-config >/dev/null || { echo "pkg-config not installed: skipped"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -40,7 +43,7 @@ find_package(PaceDB 0.1 REQUIRED)
 add_executable(example main.cc)
 target_link_libraries(example PRIVATE PaceDB::client)
 CM
-cmake -S "$tmp/app" -B "$tmp/app-build" -DCMAKE_PREFIX_PATH="$prefix" \
+cmake -S "$tmp/app" -B "$tmp/app-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" \
   >"$tmp/cmake.log" || { cat "$tmp/cmake.log"; exit 1; }
 cmake --build "$tmp/app-build" -j2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; exit 1; }
@@ -53,7 +56,7 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 pkg-config --exists pacedb
 # shellcheck disable=SC2046
 # shellcheck disable=SC2086
-${CXX:-c++} -std=c++17 -O1 $san "$tmp/app/main.cc" -o "$tmp/example-pc" \
+"$cxx" -std=c++17 -O1 $san "$tmp/app/main.cc" -o "$tmp/example-pc" \
   $(pkg-config --cflags --libs pacedb) 2>"$tmp/pc.log" || { cat "$tmp/pc.log"; exit 1; }
 "$tmp/example-pc" "$tmp/data-pc" >"$tmp/out-pc" 2>"$tmp/err-pc" || { cat "$tmp/err-pc"; exit 1; }
 grep -q '^row 3: 20 20 20$' "$tmp/out-pc" || { cat "$tmp/out-pc"; exit 1; }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sanitizers.h"
 #include "tests/memory/memory_test_util.h"
 #include "tests/testing/run_binary.h"
 #include "tests/testing/subprocess.h"
@@ -26,7 +27,7 @@ namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if !defined(PACE_TSAN) && !defined(PACE_ASAN)
 constexpr bool kSanitized = false;
 #else
 // Sanitizer builds (make asan / make tsan) check the counts, not the peaks
@@ -74,7 +75,7 @@ TEST(MemoryBudgetTest, EmbeddedProcessStaysWithinItsBudgetOverALargerTable) {
       << "the table is smaller than the test needs";
   const uint64_t peak = U64(kv, "peak_rss_bytes");
   EXPECT_GT(peak, 0u);
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if !defined(PACE_TSAN) && !defined(PACE_ASAN)
   // Not in sanitizer builds (make tsan / make asan): their shadow memory is
   // RSS too (TSan: 656 MiB here), so the bound says nothing about the budget.
   EXPECT_LT(peak, 160 * kMiB) << "peak RSS " << peak / kMiB << " MiB with --memory_mb=96";
@@ -114,7 +115,7 @@ TEST(MemoryBudgetTest, TheProcessClocksHolderSendsAClockLargerThanTheBudgetInPar
   EXPECT_GE(U64(kv, "fill_batches_sent"), 32u);
   const uint64_t peak = U64(kv, "fill_peak_rss_bytes");
   EXPECT_GT(peak, 0u);
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if !defined(PACE_TSAN) && !defined(PACE_ASAN)
   // Without parts the open deltas alone would be 128 MiB (and each sealed
   // byte is held ~3 times on its way to the memtable).
   EXPECT_LT(peak, 112 * kMiB) << "peak RSS " << peak / kMiB << " MiB while filling";
@@ -144,7 +145,7 @@ TEST(MemoryBudgetTest, PaceLdaStaysWithinItsBudgetOverAWordTopicTableLargerThanI
        "--vocab=" + std::to_string(vocab), "--topics=500", "--seed=3", "--out_docword=" + docword},
       dir.path() + "/gen.stderr");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if !defined(PACE_TSAN) && !defined(PACE_ASAN)
   const std::string memory_mb = "128";
 #else
   // A sanitizer build's own RSS (shadow memory, larger binaries) would take
@@ -160,7 +161,7 @@ TEST(MemoryBudgetTest, PaceLdaStaysWithinItsBudgetOverAWordTopicTableLargerThanI
   ASSERT_NE(r.out.find("# done: "), std::string::npos) << r.out;
   const double peak_mib = NumberAfter(r.out, "; peak RSS ");
   EXPECT_GT(peak_mib, 0);
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if !defined(PACE_TSAN) && !defined(PACE_ASAN)
   EXPECT_LT(peak_mib, 1.5 * 128) << "peak RSS with --memory_mb=128";
 #endif
 

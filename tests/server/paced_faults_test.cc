@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/read_file.h"
+#include "common/sanitizers.h"
 #include "tests/testing/paced_cluster.h"
 #include "tests/testing/subprocess.h"
 
@@ -49,7 +50,7 @@ using testing::TempDir;
 // (table, row) -> value.
 using testing::Totals;
 
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if !defined(PACE_TSAN) && !defined(PACE_ASAN)
 // Clocks of a training client: enough that it still trains when the fault
 // comes and after the shard recovers.
 constexpr int kClocks = 800;
@@ -340,7 +341,7 @@ int ConnectIdle(uint16_t port) {
 // stops writing (the cause named once), the batches are held, and once the
 // connections are gone the shard recovers by itself; totals exact.
 TEST_F(PacedFaultsTest, FdExhaustionHoldsBatchesAndRecovers) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PACE_ASAN)
   // UBSan's vptr check tests that a vtable is readable by writing it to a
   // pipe; with the descriptors exhausted pipe(2) fails (EMFILE) and the check
   // reports "invalid vptr" on a valid object (seen: a shared_ptr control

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/read_file.h"
+#include "common/sanitizers.h"
 #include "net/codec.h"
 #include "net/remote_shard.h"
 #include "tests/testing/paced_cluster.h"
@@ -137,7 +138,7 @@ TEST(PacedHostileTest, BigReadAndParkedFloodAreBounded) {
   std::printf("paced VmHWM %llu KiB (bound %llu KiB)\n", static_cast<unsigned long long>(hwm),
               static_cast<unsigned long long>(kHwmBoundKb));
   EXPECT_GT(hwm, 0u);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(PACE_ASAN) && !defined(PACE_TSAN)
   // Not in sanitizer builds: their shadow memory and quarantine are not the
   // shard's (338 MiB under ASan).
   EXPECT_LT(hwm, kHwmBoundKb);
@@ -239,7 +240,7 @@ TEST(PacedHostileTest, ReadFloodFromManySessionsIsCappedAndMemoryIsReturned) {
       "KiB after\n",
       static_cast<unsigned long long>(base_kb), static_cast<unsigned long long>(hwm),
       static_cast<unsigned long long>(kFloodHwmBoundKb), static_cast<unsigned long long>(after_kb));
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(PACE_ASAN) && !defined(PACE_TSAN)
   EXPECT_LT(hwm, kFloodHwmBoundKb);
   // Returned: what stays is the frame pool's idle blocks (32 MiB) and change.
   EXPECT_LT(after_kb, base_kb + (48 << 10));

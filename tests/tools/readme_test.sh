@@ -5,8 +5,8 @@
 # With DOC (a markdown file under SRC_DIR, e.g. docs/operations.md), only its
 # ```sh blocks right after a line "<!-- docs_test: runs -->" run (the other
 # blocks there show commands for many hosts).
-# A block fails if it exits non-zero or leaves a process running (every
-# block must stop what it starts).
+# A block fails if it exits non-zero or leaves a process running 5 s after
+# it ends (every block must stop what it starts).
 set -uo pipefail
 src=$(cd "${1:?usage: readme_test.sh SRC_DIR BUILD_DIR}" && pwd)
 build=$(cd "${2:?usage: readme_test.sh SRC_DIR BUILD_DIR}" && pwd)
@@ -37,12 +37,19 @@ for block in "$tmp"/blocks/*.sh; do
   wait $!
   rc=$?
   sid=$(tr -d ' ' <"$block.sid")
-  left=$(ps -eo pid=,sid= | awk -v s="$sid" '$2 == s {print $1}')
+  # A process of the block that is still exiting gets 5 s (a sanitizer
+  # build's symbolizer, a child that exits once its parent's pipe closes).
+  for _ in $(seq 50); do
+    left=$(ps -eo pid=,sid= | awk -v s="$sid" '$2 == s {print $1}')
+    [ -z "$left" ] && break
+    sleep 0.1
+  done
   if [ $rc -ne 0 ]; then
     echo "FAIL: block exited $rc:"; cat "$block"; echo "output:"; tail -n 30 "$block.out"; fail=1
   fi
   if [ -n "$left" ]; then
-    echo "FAIL: block left processes running: $left"; cat "$block"; fail=1
+    echo "FAIL: block left processes running:"; ps -o pid=,args= -p "$(echo $left | tr ' ' ,)"
+    cat "$block"; fail=1
     for p in $left; do kill "$p" 2>/dev/null; done
   fi
   ran=$((ran + 1))
