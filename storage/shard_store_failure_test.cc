@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/row.h"
+#include "common/sanitizers.h"
 #include "storage/shard_store.h"
 #include "storage/testing/storage_test_util.h"
 
@@ -55,6 +56,14 @@ std::string Delta(int64_t v, uint32_t width) {
 class ShardStoreFailureTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(ShardStoreFailureTest, FailedWriteStopsWritesUntilRecoverThenNothingIsLost) {
+#if defined(PACE_TSAN)
+  // clang's TSan runtime matches a race in RocksDB against its suppressions
+  // by symbolizing it in a child process (a pipe) and may write to its log
+  // file: with no descriptor left it cannot, and ends the process ("Can't
+  // open file ... reason: 24"). The runtime, not the store, needs the
+  // descriptors here. The Release and ASan builds run this test.
+  GTEST_SKIP() << "not under TSan: its runtime needs free descriptors";
+#endif
   ScopedTempDir tmp;
   ShardStoreOptions o;
   o.clock_log = GetParam();
