@@ -324,6 +324,7 @@ int main(int argc, char** argv) {
   pace::apps::QuietLibraryLogs();
   pace::apps::SetFlagDefault("clocks", "30");
   pace::cli::ParseCommandLine(info, &argc, &argv);
+  pace::apps::ShowVerboseLogs();
   FLAGS_logtostderr = true;
   pace::TuneMallocForClocks();
   google::InitGoogleLogging(argv[0]);

@@ -1,5 +1,6 @@
 #include "apps/shared/app_flags.h"
 
+#include <glog/logging.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +127,10 @@ void SetFlagDefault(const char* name, const char* value) {
 void QuietLibraryLogs() {
   // glog registers its flags with gflags; if it does not, this is a no-op.
   SetFlagDefault("minloglevel", "1");
+}
+
+void ShowVerboseLogs() {
+  if (FLAGS_v > 0 && !FlagWasSet("minloglevel")) FLAGS_minloglevel = 0;
 }
 
 bool FlagWasSet(const char* name) {

@@ -69,6 +69,10 @@ void SetFlagDefault(const char* name, const char* value);
 // Makes the embedded shard's INFO logging opt-in (--minloglevel=0) so the
 // per-clock lines stay readable; call before parsing.
 void QuietLibraryLogs();
+// After parsing: --v=N (N > 0) without --minloglevel shows the lines it asks
+// for (VLOG writes at INFO, which QuietLibraryLogs' default hides); an
+// explicit --minloglevel wins.
+void ShowVerboseLogs();
 
 // True if the flag was given on the command line.
 bool FlagWasSet(const char* name);

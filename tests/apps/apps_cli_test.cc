@@ -362,6 +362,24 @@ TEST_F(AppsCliTest, MfAsyncPrintsClockLinesAsItGoes) {
   EXPECT_GT(done - first_line, std::chrono::milliseconds(1000));
 }
 
+// --v=1 alone shows each worker's clock lines (VLOG is INFO, which the
+// apps' default --minloglevel=1 hides); an explicit --minloglevel=1 still
+// hides them.
+TEST_F(AppsCliTest, MfVerboseShowsTheWorkersClockLines) {
+  GenerateRatings();
+  const std::string line = "worker 0: clock 1 wall ";
+  std::vector<std::string> args = MfArgs(Path("verbose"));
+  args.insert(args.end(), {"--clocks=2", "--lr=0.1", "--v=1"});
+  RunResult r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(line), std::string::npos) << r.err;
+  args = MfArgs(Path("quiet"));
+  args.insert(args.end(), {"--clocks=2", "--lr=0.1", "--v=1", "--minloglevel=1"});
+  r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find(line), std::string::npos) << r.err;
+}
+
 // Amazon-style string ids (--string_ids): mapped to dense ids (not taken for
 // a header), the mapping stored beside the model (PREFIX.user_ids), --export
 // writes the strings, --resume continues the same job and refuses changed ids.
