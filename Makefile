@@ -85,7 +85,7 @@ test: deps-test build
 SAN_JOBS ?= 2
 SAN_CMAKE_ARGS ?=
 # The sanitizer trees are compiled with clang (SAN_CXX): with -fsanitize it
-# compiles this tree's translation units 2-3x faster than GCC (9-13 s against
+# compiles this tree's translation units 1.8-3x faster than GCC (9-13 s against
 # 23-31 s each for the largest, ASan at -O2), which is most of CI's time.
 # It needs clang's sanitizer runtimes (libclang-rt-14-dev), installed here as
 # root. SAN_CXX=g++ builds them with GCC instead.
