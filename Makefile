@@ -24,7 +24,7 @@ TEST_PACKAGES := openmpi-bin python3-torch
 OPTIONAL_PACKAGES := $(TEST_PACKAGES) gnuplot-nox
 
 .PHONY: all deps deps-optional deps-test build python demo test asan asan-build asan-storage tsan tsan-build fuzz bench format \
-  format-check clean thread-safety san-deps
+  format-check clean thread-safety san-deps clang-deps
 
 all: build
 
@@ -90,12 +90,12 @@ SAN_CMAKE_ARGS ?=
 # It needs clang's sanitizer runtimes (libclang-rt-14-dev), installed here as
 # root. SAN_CXX=g++ builds them with GCC instead.
 SAN_CXX ?= clang++
-san-deps: deps
-	@if [ "$(SAN_CXX)" = clang++ ]; then \
-	  command -v clang++ >/dev/null && dpkg-query -W -f='$${Status}' libclang-rt-14-dev 2>/dev/null | grep -q 'ok installed' || { \
+san-deps: $(if $(filter clang++,$(SAN_CXX)),clang-deps,deps)
+# clang and its sanitizer and libFuzzer runtimes (as root; otherwise the command).
+clang-deps: deps
+	@command -v clang++ >/dev/null && dpkg-query -W -f='$${Status}' libclang-rt-14-dev 2>/dev/null | grep -q 'ok installed' || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; \
-	  else echo "run as root: apt-get install -y clang libclang-rt-14-dev"; exit 1; fi; }; \
-	fi
+	  else echo "run as root: apt-get install -y clang libclang-rt-14-dev"; exit 1; fi; }
 # -g1 (line tables): a report's stack has every function, file and line, and
 # each translation unit compiles ~16% faster than with full debug info
 # (objects 2.4-2.6x smaller, so links are faster too).
@@ -117,10 +117,7 @@ asan-storage: san-deps
 
 # libFuzzer run of the frame decoder + message verifier (needs clang; installs it as root).
 FUZZ_SECONDS ?= 60
-fuzz: deps
-	@command -v clang++ >/dev/null && dpkg-query -W -f='$${Status}' libclang-rt-14-dev 2>/dev/null | grep -q 'ok installed' || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; \
-	  else echo "run as root: apt-get install -y clang libclang-rt-14-dev"; exit 1; fi; }
+fuzz: clang-deps
 	CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build build-fuzz -j$(JOBS) --target net_frame_fuzzer net_fuzz_seeds
 	mkdir -p build-fuzz/corpus && build-fuzz/bin/net_fuzz_seeds build-fuzz/corpus
