@@ -102,8 +102,14 @@ clang-deps: deps
 SAN_CONFIG = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
   -DPACE_BUILD_BENCHMARKS=OFF \
   -DPACE_BUILD_SLOW_TESTS=$(if $(findstring slow,$(CTEST_LABELS)),ON,OFF)
+# $(call san_configure,asan|tsan): configures build-asan or build-tsan. The
+# compiler is passed as CMAKE_CXX_COMPILER, not as $CXX (which CMake reads only
+# into a new tree): a tree configured with another compiler is then
+# configured afresh with SAN_CXX (CMake says it deletes the cache).
+san_configure = cmake -S . -B build-$(1) -DCMAKE_CXX_COMPILER=$(SAN_CXX) $(SAN_CONFIG) \
+  -DPACE_SANITIZE=$(1) $(SAN_CMAKE_ARGS)
 asan-build: san-deps
-	CXX=$(SAN_CXX) cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+	$(call san_configure,asan)
 	cmake --build build-asan -j$(SAN_JOBS)
 
 asan: asan-build
@@ -111,7 +117,7 @@ asan: asan-build
 
 # ASan+UBSan on the common and storage suites only (faster than `make asan`).
 asan-storage: san-deps
-	CXX=$(SAN_CXX) cmake -S . -B build-asan $(SAN_CONFIG) -DPACE_SANITIZE=asan $(SAN_CMAKE_ARGS)
+	$(call san_configure,asan)
 	cmake --build build-asan -j$(SAN_JOBS) --target storage_suite
 	bash cmake/sanitizer_reports.sh build-asan -R '^(common|storage)_'
 
@@ -125,7 +131,7 @@ fuzz: clang-deps
 	  -print_final_stats=1 build-fuzz/corpus
 
 tsan-build: san-deps
-	CXX=$(SAN_CXX) cmake -S . -B build-tsan $(SAN_CONFIG) -DPACE_SANITIZE=tsan $(SAN_CMAKE_ARGS)
+	$(call san_configure,tsan)
 	cmake --build build-tsan -j$(SAN_JOBS)
 
 tsan: tsan-build
