@@ -195,25 +195,30 @@ TableState* Client::Impl::FindTableById(uint32_t id) {
 
 namespace {
 
-Status OneTable(const net::Message& reply, const char* what, TableSchema* out) {
+// *created (if given): the request made the table (TablesReply::created).
+Status OneTable(const net::Message& reply, const char* what, TableSchema* out,
+                bool* created = nullptr) {
   const auto* r = std::get_if<net::TablesReply>(&reply);
   if (r == nullptr || r->tables.size() != 1) {
     return Status::Internal(std::string("unexpected reply to ") + what + ": " +
                             net::MessageName(reply));
   }
   *out = r->tables[0];
+  if (created != nullptr) *created = r->created;
   return Status::OK();
 }
 
 }  // namespace
 
-Status Client::Impl::CreateOnOtherShards(const TableSchema& created) {
+Status Client::Impl::CreateOnOtherShards(const TableSchema& created, bool* all_made) {
   net::Message reply;
   for (uint32_t k = 1; k < num_shards(); ++k) {
     TableSchema with_id = created;
     RETURN_IF_ERROR(Call(k, net::CreateTable{NextReqId(), with_id}, &reply));
     TableSchema other;
-    RETURN_IF_ERROR(OneTable(reply, "CreateTable", &other));
+    bool made = false;
+    RETURN_IF_ERROR(OneTable(reply, "CreateTable", &other, &made));
+    if (all_made != nullptr && !made) *all_made = false;
     if (other.id != created.id || !SameSchema(other, created)) {
       return Status::FailedPrecondition(
           "shard " + std::to_string(k) + " disagrees with shard 0 about table '" + created.name +
@@ -231,13 +236,19 @@ Status Client::Impl::CreateTable(const TableSchema& schema, TableState** state) 
   net::Message reply;
   RETURN_IF_ERROR(Call(0, net::CreateTable{NextReqId(), req}, &reply));
   TableSchema created;
-  RETURN_IF_ERROR(OneTable(reply, "CreateTable", &created));
+  bool made = false;
+  RETURN_IF_ERROR(OneTable(reply, "CreateTable", &created, &made));
   if (created.id == 0 || !SameSchema(created, req)) {
     return Status::AlreadyExists("table '" + req.name +
                                  "' exists with another schema: " + DescribeSchema(created));
   }
-  RETURN_IF_ERROR(CreateOnOtherShards(created));
+  RETURN_IF_ERROR(CreateOnOtherShards(created, &made));
   *state = RegisterTable(created);
+  // Made here, on every shard, in a job whose only writer is this process:
+  // no row has a record until this process sends one (TableState::rows_local).
+  if (made && num_clients() == 1 && options_.init_new_rows) {
+    (*state)->rows_local.store(true, std::memory_order_relaxed);
+  }
   return Status::OK();
 }
 

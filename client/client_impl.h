@@ -118,6 +118,11 @@ struct ShardState {
   // Highest PushDone version: every subscribed row of this shard is current
   // as of it.
   std::atomic<Version> pushed_version{0};
+  // A subscribing Read has been sent to this shard, so it sends this process
+  // its PushDones (a job's only client is registered for them by such a
+  // Read, consistency/shard_engine.cc): rows initialized by the client
+  // (TableState::rows_local) may then be marked subscribed.
+  std::atomic<bool> subscribed_any{false};
   // Highest shard clock this process has seen (replies, pushes, stats).
   std::atomic<Version> known_clock{0};
   // Every batch of clock < acked_through is acknowledged; its deltas are
@@ -199,8 +204,9 @@ class Client::Impl : public client::ChannelListener {
   // --- Tables -------------------------------------------------------------
   Status CreateTable(const TableSchema& schema, client::TableState** state);
   // Creates `created` (as shard 0 answered it, with its id) on shards 1..n-1,
-  // or checks that they hold the same schema.
-  Status CreateOnOtherShards(const TableSchema& created);
+  // or checks that they hold the same schema. *all_made (if given) is set to
+  // false unless each of them made the table now (TablesReply::created).
+  Status CreateOnOtherShards(const TableSchema& created, bool* all_made = nullptr);
   Status OpenTable(std::string_view name, client::TableState** state);
   Status ListTables(std::vector<TableSchema>* tables);
 
@@ -443,6 +449,11 @@ class Client::Impl : public client::ChannelListener {
   // wakes the rows' waiters (they send their own Read or see the failure).
   void ReleaseReadMarks(const net::Read& r);
   class ReadGatherer;
+  // If t->rows_local and `e` (of t) has no value, was never sent and is not
+  // being read: installs its initializer as the value a shard's Read would
+  // answer (at version `need`, subscribed under push) and returns true.
+  bool InitLocally(client::CacheStripe& st, client::CacheEntry* e, client::TableState* t,
+                   Version need) REQUIRES(st.mu);
   // Evicts over-budget values of `st` (stripe lock held), queueing
   // Unsubscribe for subscribed ones (CacheStripe::unsubscribe).
   void EvictLocked(client::CacheStripe& st) REQUIRES(st.mu);
@@ -665,7 +676,7 @@ class Client::Impl : public client::ChannelListener {
   struct RawTable {
     std::vector<uint64_t> hist;
     uint64_t staleness_sum = 0, reads = 0, hits = 0, blocked = 0, fetched = 0, incs = 0, pushes = 0,
-             evictions = 0;
+             evictions = 0, initialized = 0;
   };
   struct RawStats {
     std::vector<RawTable> tables;  // by table index

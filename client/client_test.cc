@@ -288,9 +288,15 @@ TEST(CacheBudgetTest, EvictFirstKeepsTheHotRowsOfAStream) {
       }
       const std::vector<uint64_t> some(hot.begin() + (b % 8) * kEighth,
                                        hot.begin() + (b % 8 + 1) * kEighth);
-      const uint64_t before = client->Stats().tables[0].rows_fetched;
+      // A miss is a Read, or the initializer made again by the client (the
+      // table is this process's and none of its rows was written).
+      auto misses = [&] {
+        const TableStats ts = client->Stats().tables[0];
+        return ts.rows_fetched + ts.rows_initialized;
+      };
+      const uint64_t before = misses();
       EXPECT_TRUE(w->GetRows(t, some, buf.data()).ok());
-      fetches += client->Stats().tables[0].rows_fetched - before;
+      fetches += misses() - before;
     }
     EXPECT_GT(client->Stats().tables[0].evictions, 0u);
     return fetches;
@@ -632,9 +638,10 @@ TEST(ClientTest, SparseTables) {
   EXPECT_EQ(m, (std::map<uint32_t, double>{{7, 3.0}}));
 }
 
-// A fresh table's rows come from the shard without bytes (no record: the
-// client computes the initializer) and read as the initializer bit for bit;
-// after Incs they read as initializer + deltas, also after the shard restarts.
+// A fresh table's rows read as the initializer bit for bit (made by the
+// client: the table is this process's, or, after the restart, sent by the
+// shard without bytes, as rows without a record); after Incs they read as
+// initializer + deltas, also after the shard restarts.
 TEST(ClientTest, NeverWrittenRowsReadAsTheInitializerAndStayExact) {
   constexpr uint32_t kW = 64;
   constexpr uint64_t kRows = 200;
@@ -689,6 +696,161 @@ TEST(ClientTest, NeverWrittenRowsReadAsTheInitializerAndStayExact) {
       ASSERT_TRUE(w->Get(t, r, got.data()).ok());
       ASSERT_EQ(got, expected(created, r, r < kRows / 2 ? round + 1 : 0)) << "row " << r;
     }
+  }
+}
+
+// The table of the tests of ClientOptions::init_new_rows: rows of 2 KiB,
+// normal initializer; rows below kLocalRows / 3 get 0.25 * (j + 1) per clock
+// they are updated in.
+constexpr uint32_t kLocalW = 512;
+constexpr uint64_t kLocalRows = 300;
+
+TableSchema LocalInitSchema() {
+  TableSchema schema;
+  schema.name = "factors";
+  schema.type = ElementType::kF32;
+  schema.width = kLocalW;
+  schema.consistency = Consistency::kEssp;
+  schema.staleness = 1;
+  schema.init = Initializer{InitKind::kNormal, 0.0, 0.1, 5};
+  return schema;
+}
+
+std::vector<uint64_t> RowRange(uint64_t first, uint64_t n) {
+  std::vector<uint64_t> rows(n);
+  for (uint64_t i = 0; i < n; ++i) rows[i] = first + i;
+  return rows;
+}
+
+// Adds one clock's deltas to the updated rows and clocks.
+void UpdateAndClock(Worker* w, const Table& t) {
+  const std::vector<uint64_t> updated = RowRange(0, kLocalRows / 3);
+  std::vector<float> deltas(updated.size() * kLocalW);
+  for (size_t i = 0; i < updated.size(); ++i) {
+    for (uint32_t j = 0; j < kLocalW; ++j) deltas[i * kLocalW + j] = 0.25f * (j + 1.0f);
+  }
+  ASSERT_TRUE(w->Inc(t, updated, deltas.data()).ok());
+  ASSERT_TRUE(w->Clock().ok());
+}
+
+// Reads every row and compares it with the initializer plus `clocks` updates,
+// within float rounding: a shard adds the initializer to the sum of a row's
+// deltas, the client each delta to the value in turn.
+void CheckLocalRows(Worker* w, const Table& t, int clocks) {
+  TableSchema schema = LocalInitSchema();
+  schema.id = t.id();
+  std::vector<float> got(kLocalRows * kLocalW);
+  ASSERT_TRUE(w->GetRows(t, RowRange(0, kLocalRows), got.data()).ok());
+  for (uint64_t r = 0; r < kLocalRows; ++r) {
+    std::string v;
+    InitRow(schema, r, &v);
+    std::vector<float> want = DecodeDense<float>(v);
+    for (int c = 0; r < kLocalRows / 3 && c < clocks; ++c) {
+      for (uint32_t j = 0; j < kLocalW; ++j) want[j] += 0.25f * (j + 1.0f);
+    }
+    for (uint32_t j = 0; j < kLocalW; ++j) {
+      ASSERT_NEAR(got[r * kLocalW + j], want[j], 1e-4) << "row " << r << " column " << j;
+    }
+  }
+}
+
+// In a one-client job the rows of a table this process created have no
+// record at the shard until the process sends them: their first reads are
+// answered by the client with the initializer (rows_initialized), not by
+// Reads (rows_fetched: the first essp Read only, which registers the process
+// for its PushDones). Once a row the process sent leaves the cache, every
+// read goes to the shard again, and a table the process did not create
+// (reopened) is always read from the shard.
+TEST(ClientTest, RowsOfATableTheProcessCreatedAreInitializedWithoutReads) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  {
+    SCOPED_TRACE("created by this process");
+    std::unique_ptr<Client> client;
+    ASSERT_TRUE(OpenEmbedded(o, &client).ok());
+    Table t;
+    ASSERT_TRUE(client->CreateTable(LocalInitSchema(), &t).ok());
+    std::unique_ptr<Worker> w;
+    ASSERT_TRUE(client->RegisterWorker(&w).ok());
+    std::vector<float> one(kLocalW);
+    ASSERT_TRUE(w->Get(t, kLocalRows - 1, one.data()).ok());  // a Read: registers for PushDones
+    CheckLocalRows(w.get(), t, 0);
+    TableStats ts = client->Stats().tables[0];
+    EXPECT_EQ(ts.rows_fetched, 1u);
+    EXPECT_EQ(ts.rows_initialized, kLocalRows - 1);
+    for (int c = 0; c < 3; ++c) {
+      UpdateAndClock(w.get(), t);
+      CheckLocalRows(w.get(), t, c + 1);
+    }
+    ASSERT_TRUE(client->Flush().ok());
+    ts = client->Stats().tables[0];
+    EXPECT_EQ(ts.rows_fetched, 1u);  // kept current by PushDones, never pulled
+    EXPECT_EQ(ts.rows_initialized, kLocalRows - 1);
+  }
+  {
+    SCOPED_TRACE("reopened: the table has rows");
+    std::unique_ptr<Client> client;
+    ASSERT_TRUE(OpenEmbedded(o, &client).ok());
+    Table t;
+    ASSERT_TRUE(client->CreateTable(LocalInitSchema(), &t).ok());  // exists: not made here
+    std::unique_ptr<Worker> w;
+    ASSERT_TRUE(client->RegisterWorker(&w).ok());
+    CheckLocalRows(w.get(), t, 3);
+    const TableStats ts = client->Stats().tables[0];
+    EXPECT_EQ(ts.rows_initialized, 0u);
+    EXPECT_EQ(ts.rows_fetched, kLocalRows);
+  }
+  {
+    SCOPED_TRACE("a cache smaller than the rows: a sent row leaves it");
+    TempDir small_dir;
+    ClientOptions so = o;
+    so.data_dir = small_dir.path();
+    so.cache_mb = 1;  // ~400 rows of 2 KiB across the stripes
+    std::unique_ptr<Client> client;
+    ASSERT_TRUE(OpenEmbedded(so, &client).ok());
+    Table t;
+    ASSERT_TRUE(client->CreateTable(LocalInitSchema(), &t).ok());
+    std::unique_ptr<Worker> w;
+    ASSERT_TRUE(client->RegisterWorker(&w).ok());
+    UpdateAndClock(w.get(), t);
+    ASSERT_TRUE(client->Flush().ok());
+    // Rows never written stream through the cache until it has dropped the
+    // updated ones; each must then come back from the shard with its delta.
+    std::vector<float> sink(100 * kLocalW);
+    for (uint64_t first = kLocalRows; first < kLocalRows + 2000; first += 100) {
+      ASSERT_TRUE(w->GetRows(t, RowRange(first, 100), sink.data()).ok());
+    }
+    ASSERT_GT(client->Stats().tables[0].evictions, 0u);
+    const uint64_t fetched_before = client->Stats().tables[0].rows_fetched;
+    CheckLocalRows(w.get(), t, 1);
+    EXPECT_GT(client->Stats().tables[0].rows_fetched, fetched_before);
+  }
+}
+
+// Rows are read from the shard when the client may not make them: the
+// option is off, or another client process could have written them.
+TEST(ClientTest, RowsAreReadFromTheShardWithoutInitNewRowsOrWithTwoClients) {
+  for (const char* how : {"init_new_rows off", "two client processes"}) {
+    SCOPED_TRACE(how);
+    TempDir dir;
+    ClientOptions o;
+    o.data_dir = dir.path();
+    if (std::string(how) == "init_new_rows off") {
+      o.init_new_rows = false;
+    } else {
+      o.num_clients = 2;  // client 1 never comes: only reads of clock 0
+    }
+    std::unique_ptr<Client> client;
+    ASSERT_TRUE(OpenEmbedded(o, &client).ok());
+    Table t;
+    ASSERT_TRUE(client->CreateTable(LocalInitSchema(), &t).ok());
+    std::unique_ptr<Worker> w;
+    ASSERT_TRUE(client->RegisterWorker(&w).ok());
+    CheckLocalRows(w.get(), t, 0);
+    const TableStats ts = client->Stats().tables[0];
+    EXPECT_EQ(ts.rows_initialized, 0u);
+    EXPECT_EQ(ts.rows_fetched, kLocalRows);
   }
 }
 

@@ -155,6 +155,14 @@ struct ClientOptions {
   // fail at once with the shard's message. Defaults: 1, 200.
   int64_t retry_backoff_min_ms = 1;
   int64_t retry_backoff_max_ms = 200;
+  // In a one-client job, a table this process's CreateTable made has no row
+  // with a record at any shard until this process sends a delta of it: the
+  // first read of such a row is answered by the client with the table's
+  // initializer (the value a shard's Read would return) instead of a Read.
+  // This ends for the table once a row the process sent leaves its cache
+  // (docs/design.md, "Rows of a table the process created"). No semantics
+  // change; false reads every such row from its shard. Default: true.
+  bool init_new_rows = true;
   // The library logs through glog (stderr unless the program configured
   // glog otherwise). At Open, a value >= 0 sets glog's minimum level for the
   // process: 0 INFO, 1 WARNING (the library's reconnects, retries and holdback
@@ -203,11 +211,12 @@ struct TableStats {
   std::vector<uint64_t> staleness_hist;
   double staleness_mean = 0;
   int64_t staleness_p99 = 0;
-  uint64_t reads = 0;            // Get/Read calls
-  uint64_t reads_cache_hit = 0;  // served from cache without waiting
-  uint64_t reads_blocked = 0;    // had to wait for a fresh enough value
-  uint64_t rows_fetched = 0;     // rows requested from shards
-  uint64_t pushes_applied = 0;   // rows refreshed by ESSP pushes
+  uint64_t reads = 0;             // Get/Read calls
+  uint64_t reads_cache_hit = 0;   // served from cache without waiting
+  uint64_t reads_blocked = 0;     // had to wait for a fresh enough value
+  uint64_t rows_fetched = 0;      // rows requested from shards
+  uint64_t rows_initialized = 0;  // made by the client, no Read (init_new_rows)
+  uint64_t pushes_applied = 0;    // rows refreshed by ESSP pushes
   uint64_t evictions = 0;
   uint64_t incs = 0;
 };

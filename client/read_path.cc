@@ -37,6 +37,12 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
     if (!result.ok()) break;
     // Subscribed rows are refreshed by pushes; everything else is pulled.
     const Version need = t->policy.MinVersion(c);
+    if (InitLocally(st, e, t, need)) {
+      ++e->waiters;  // not evicted before it is read below
+      EvictLocked(st);
+      --e->waiters;
+      continue;
+    }
     if (client_engine::AsksForRow(*e, t->push, need)) {
       SendRead(st, e, need, t->push);
       if (tc != nullptr) tc->fetched.Add(1);
@@ -180,6 +186,7 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   // memory and a lookup is otherwise one cache miss after another.
   const std::vector<StripeItem> items = ByStripe(rows.size(), key_of);
   uint64_t fetched = 0;
+  uint64_t initialized = 0;
   ReadGatherer gather(this, t, need);
   // Two stages: the slot of row j + 2 * kAhead, then the entry (not its
   // value: only the entry's state is looked at) of row j + kAhead.
@@ -211,12 +218,17 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
       } else {
         en = st.FindOrCreate(key, shard, t);
       }
+      if (InitLocally(st, en, t, need)) {
+        ++initialized;
+        continue;
+      }
       // Marked before the Read leaves (under the stripe lock, as SendRead
       // does), so the reply finds the row pinned and a Get does not ask again.
       gather.Add(st, en);
       ++fetched;
       gather.SendFull(shard);  // a leaf under the stripe lock (lock order)
     }
+    if (initialized != 0) EvictLocked(st);  // after the run: no entry above is used again
   });
   gather.SendAll();
   client::TableCounters* tc = Counters(ws, t);
@@ -255,10 +267,40 @@ void Client::Impl::SendRead(CacheStripe& st, CacheEntry* e, Version min_version,
   SendCacheRead(e->shard, std::move(r));
 }
 
+bool Client::Impl::InitLocally(CacheStripe& st, CacheEntry* e, TableState* t, Version need) {
+  if (!t->rows_local.load(std::memory_order_relaxed) || e->has_value || e->sent ||
+      !e->reads_in_flight.empty()) {
+    return false;
+  }
+  // Version `need` holds every update of the clocks before it: the process's
+  // workers have all passed them (the process clock), and each such update
+  // of this row is either sealed (then the row was sent) or an open delta a
+  // reader adds. A worker ahead of the process clock by more than the bound
+  // waits as for any other row (a shard parks its Read).
+  if (process_clock_seen_.load(std::memory_order_acquire) < need) return false;
+  const ShardState& sh = *shards_[e->shard];
+  // Marked subscribed below, the row must be kept current by PushDones: the
+  // shard registers this process for them at its first subscribing Read.
+  if (t->push && !sh.subscribed_any.load(std::memory_order_acquire)) return false;
+  std::string bytes;
+  InitRow(t->schema, e->key.row, &bytes);  // what the shard's Read would answer
+  // No delta of the row was ever sealed, so any applied position is right:
+  // the acknowledged one, as a Read's answer would have it.
+  st.InstallValue(e, std::move(bytes), need, sh.acked_through.load(std::memory_order_acquire),
+                  sh.acked_parts.load(std::memory_order_acquire));
+  // Nobody else changes the row: no push would ever carry it, and each
+  // PushDone finds it current.
+  if (t->push) e->subscribed = true;
+  t->rows_initialized.fetch_add(1, std::memory_order_relaxed);
+  if (e->waiters > 0) st.cv.notify_all();
+  return true;
+}
+
 void Client::Impl::SendCacheRead(uint32_t k, net::Read r, int retries, int64_t first_error_ms) {
   r.req_id = NextReqId();
   {
     ShardState& sh = *shards_[k];
+    if (r.subscribe) sh.subscribed_any.store(true, std::memory_order_release);
     MutexLock l(&sh.mu);
     sh.requests.emplace(r.req_id, InFlight{r, nullptr, retries, first_error_ms});
   }

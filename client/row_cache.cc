@@ -68,6 +68,7 @@ void CacheStripe::AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double val
 const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c, uint32_t part, ByteArena* arena) {
   PendingDelta* p = e->FindPending(c);
   if (p == nullptr) return nullptr;
+  e->sent = true;
   AddOpenBytes(0, p->delta.size());
   // A value's (applied, applied_parts) never exceeds what was sent, so a
   // newly sealed (clock, part) always comes after it: it belongs in the value.
@@ -150,6 +151,9 @@ void CacheStripe::DropValue(CacheEntry* e) {
 
 void CacheStripe::MaybeErase(CacheEntry* e) {
   if (e->has_value || e->HoldsDeltas() || e->pinned()) return;
+  // Without the entry the client could no longer tell this row from one the
+  // shard has no record of.
+  if (e->sent && e->table != nullptr) e->table->rows_local.store(false, std::memory_order_relaxed);
   RowKey key = e->key;
   map.Erase(key, RowKeyHash()(key));
 }

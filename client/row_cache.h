@@ -137,6 +137,9 @@ struct CacheEntry {
   Version version = 0;  // server version of `value`
   uint32_t shard = 0;
   bool has_value = false;
+  // A delta of this row has been sealed (sent): the shard may have a record
+  // of it (TableState::rows_local ends when such an entry is erased).
+  bool sent = false;
   // The shard pushes this row to us (ESSP/async): its effective version is
   // max(version, the shard's last PushDone version).
   bool subscribed = false;

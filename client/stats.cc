@@ -27,6 +27,7 @@ Client::Impl::RawStats Client::Impl::RawTotals() const {
     r.tables[i].hist.assign(static_cast<size_t>(tables[i]->hist_bound) + 2, 0);
     r.tables[i].pushes = tables[i]->pushes_applied.load();
     r.tables[i].evictions = tables[i]->evictions.load();
+    r.tables[i].initialized = tables[i]->rows_initialized.load();
   }
   MutexLock l(&clock_mu_);
   for (const auto& ws : worker_stats_) {
@@ -83,6 +84,7 @@ ClientStats Client::Impl::Stats() const {
       cur.incs -= b.incs;
       cur.pushes -= b.pushes;
       cur.evictions -= b.evictions;
+      cur.initialized -= b.initialized;
     }
     TableStats ts;
     ts.name = tables[i]->schema.name;
@@ -97,6 +99,7 @@ ClientStats Client::Impl::Stats() const {
     ts.reads_cache_hit = cur.hits;
     ts.reads_blocked = cur.blocked;
     ts.rows_fetched = cur.fetched;
+    ts.rows_initialized = cur.initialized;
     ts.pushes_applied = cur.pushes;
     ts.evictions = cur.evictions;
     ts.incs = cur.incs;

@@ -40,8 +40,18 @@ struct TableState {
   // The Client::Impl that owns this table (to reject foreign handles).
   const void* const owner;
 
+  // Every row of the table without a cache entry has no record at any
+  // shard, so its value is its initializer at every version: the table was
+  // made by this process's CreateTable in a one-client job (nobody else
+  // writes it), and no entry of a row this process sent has been erased
+  // since. Such a row's first read is answered here, without a Read
+  // (docs/design.md, "Rows of a table the process created"). Cleared, for
+  // good, by CacheStripe::MaybeErase under the row's stripe lock.
+  std::atomic<bool> rows_local{false};
+
   std::atomic<uint64_t> pushes_applied{0};
   std::atomic<uint64_t> evictions{0};
+  std::atomic<uint64_t> rows_initialized{0};  // answered here (rows_local)
 };
 
 }  // namespace pace::client

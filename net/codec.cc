@@ -202,7 +202,7 @@ struct BodyEncoder {
     tables.reserve(m.tables.size());
     for (const TableSchema& s : m.tables) tables.push_back(EncodeSchema(b, s));
     auto vec = b.CreateVector(tables);
-    return MakeBody(fb::CreateTablesReply(b, m.req_id, vec));
+    return MakeBody(fb::CreateTablesReply(b, m.req_id, vec, m.created));
   }
   Body operator()(const StatsRequest& m) { return MakeBody(fb::CreateStatsRequest(b, m.req_id)); }
   Body operator()(const StatsReply& m) {
@@ -530,6 +530,7 @@ Status Decode(const fb::DescribeTable& t, DescribeTable* m) {
 
 Status Decode(const fb::TablesReply& t, TablesReply* m) {
   m->req_id = t.req_id();
+  m->created = t.created();
   m->tables.clear();
   if (const auto* tables = t.tables()) {
     m->tables.resize(tables->size());

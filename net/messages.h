@@ -202,6 +202,9 @@ struct DescribeTable {
 struct TablesReply {
   uint64_t req_id = 0;
   std::vector<TableSchema> tables;
+  // Only in a CreateTable reply: this request made the table (no row of it
+  // has a record yet).
+  bool created = false;
 };
 
 struct StatsRequest {

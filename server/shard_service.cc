@@ -538,7 +538,7 @@ void ShardService::HandleCreateTable(const SessionPtr& s, const net::CreateTable
       LOG(INFO) << "table " << DescribeSchema(created) << " created by client "
                 << s->hello().client_id;
     }
-    s->Send(net::TablesReply{m.req_id, {created}});
+    s->Send(net::TablesReply{m.req_id, {created}, /*created=*/!existed});
   };
   PostToWriter(std::move(item));
 }

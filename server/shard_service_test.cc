@@ -67,8 +67,9 @@ class ShardServiceTest : public ::testing::Test {
   }
 
   // Creates a dense i64 table of width 2 and returns its id.
+  // *created (if given): the reply's TablesReply::created.
   uint32_t CreateTable(const std::shared_ptr<FakeSession>& s, const std::string& name,
-                       Consistency consistency = Consistency::kEssp) {
+                       Consistency consistency = Consistency::kEssp, bool* created = nullptr) {
     TableSchema schema;
     schema.name = name;
     schema.kind = RowKind::kDense;
@@ -82,6 +83,7 @@ class ShardServiceTest : public ::testing::Test {
     if (replies.size() != 1 || replies[0].tables.size() != 1) return 0;
     EXPECT_EQ(replies[0].req_id, 77u);
     EXPECT_NE(replies[0].tables[0].id, 0u);
+    if (created != nullptr) *created = replies[0].created;
     return replies[0].tables[0].id;
   }
 
@@ -235,8 +237,11 @@ TEST_F(ShardServiceTest, WelcomeReportsAppliedClockAfterRestart) {
 TEST_F(ShardServiceTest, CatalogRequests) {
   OpenService(1);
   auto c0 = Connect(0);
-  uint32_t t = CreateTable(c0, "w");
-  EXPECT_EQ(CreateTable(c0, "w"), t);  // idempotent
+  bool created = false;
+  uint32_t t = CreateTable(c0, "w", Consistency::kEssp, &created);
+  EXPECT_TRUE(created);  // made by this request: no row has a record
+  EXPECT_EQ(CreateTable(c0, "w", Consistency::kEssp, &created), t);  // idempotent
+  EXPECT_FALSE(created);
 
   Deliver(c0, net::ListTables{5});
   auto list = MessagesOfType<net::TablesReply>(c0->Take());

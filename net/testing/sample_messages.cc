@@ -140,6 +140,7 @@ void Compare(Diff& d, const DescribeTable& a, const DescribeTable& b) {
 }
 void Compare(Diff& d, const TablesReply& a, const TablesReply& b) {
   d.Field("req_id", a.req_id, b.req_id);
+  d.Field("created", a.created, b.created);
   d.Field("tables.size()", a.tables.size(), b.tables.size());
   for (size_t i = 0; i < a.tables.size() && i < b.tables.size(); ++i) {
     d.Schema(("tables[" + std::to_string(i) + "]").c_str(), a.tables[i], b.tables[i]);
@@ -216,6 +217,7 @@ std::vector<Message> SampleMessages() {
   out.push_back(ListTables{123456789});
   out.push_back(DescribeTable{2, std::string("na\0me", 5)});
   out.push_back(TablesReply{3, {SampleSchema(1, "a"), SampleSchema(UINT32_MAX, "b-c_d")}});
+  out.push_back(TablesReply{4, {SampleSchema(7, "made")}, /*created=*/true});
   out.push_back(StatsRequest{99});
   out.push_back(StatsReply{
       4, 2, 10, {10, 11, kMax64}, {{"batches_applied", 5}, {"", kMin64}}, {0, 2, UINT32_MAX}});

@@ -118,6 +118,7 @@ py::dict StatsDict(const PyClient& c) {
     d["reads_cache_hit"] = t.reads_cache_hit;
     d["reads_blocked"] = t.reads_blocked;
     d["rows_fetched"] = t.rows_fetched;
+    d["rows_initialized"] = t.rows_initialized;
     d["pushes_applied"] = t.pushes_applied;
     d["evictions"] = t.evictions;
     d["incs"] = t.incs;
