@@ -638,6 +638,19 @@ TEST(ClientTest, SparseTables) {
   EXPECT_EQ(m, (std::map<uint32_t, double>{{7, 3.0}}));
 }
 
+// An essp f32 table "factors" of `width` columns, normal initializer
+// (mean 0, sd 0.1) of `seed`.
+TableSchema FactorSchema(uint32_t width, uint32_t staleness, uint64_t seed) {
+  TableSchema schema;
+  schema.name = "factors";
+  schema.type = ElementType::kF32;
+  schema.width = width;
+  schema.consistency = Consistency::kEssp;
+  schema.staleness = staleness;
+  schema.init = Initializer{InitKind::kNormal, 0.0, 0.1, seed};
+  return schema;
+}
+
 // A fresh table's rows read as the initializer bit for bit (made by the
 // client: the table is this process's, or, after the restart, sent by the
 // shard without bytes, as rows without a record); after Incs they read as
@@ -646,13 +659,7 @@ TEST(ClientTest, NeverWrittenRowsReadAsTheInitializerAndStayExact) {
   constexpr uint32_t kW = 64;
   constexpr uint64_t kRows = 200;
   TempDir dir;
-  TableSchema schema;
-  schema.name = "factors";
-  schema.type = ElementType::kF32;
-  schema.width = kW;
-  schema.consistency = Consistency::kEssp;
-  schema.staleness = 0;
-  schema.init = Initializer{InitKind::kNormal, 0.0, 0.1, 17};
+  const TableSchema schema = FactorSchema(kW, /*staleness=*/0, /*seed=*/17);
   auto expected = [&](const TableSchema& t, uint64_t r, int incs) {
     std::string v;
     InitRow(t, r, &v);
@@ -705,16 +712,7 @@ TEST(ClientTest, NeverWrittenRowsReadAsTheInitializerAndStayExact) {
 constexpr uint32_t kLocalW = 512;
 constexpr uint64_t kLocalRows = 300;
 
-TableSchema LocalInitSchema() {
-  TableSchema schema;
-  schema.name = "factors";
-  schema.type = ElementType::kF32;
-  schema.width = kLocalW;
-  schema.consistency = Consistency::kEssp;
-  schema.staleness = 1;
-  schema.init = Initializer{InitKind::kNormal, 0.0, 0.1, 5};
-  return schema;
-}
+TableSchema LocalInitSchema() { return FactorSchema(kLocalW, /*staleness=*/1, /*seed=*/5); }
 
 std::vector<uint64_t> RowRange(uint64_t first, uint64_t n) {
   std::vector<uint64_t> rows(n);
