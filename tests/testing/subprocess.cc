@@ -118,7 +118,7 @@ std::string BinaryDir() {
 
 Status StartPaced(Subprocess* proc, const std::string& data_dir, uint32_t shard,
                   uint32_t num_shards, uint32_t num_clients, const std::vector<std::string>& extra,
-                  uint16_t* port, uint16_t fixed_port) {
+                  uint16_t* port, uint16_t fixed_port, uint16_t* metrics_port) {
   std::vector<std::string> argv = {BinaryDir() + "/paced",
                                    "--listen=127.0.0.1:" + std::to_string(fixed_port),
                                    "--data_dir=" + data_dir,
@@ -133,13 +133,19 @@ Status StartPaced(Subprocess* proc, const std::string& data_dir, uint32_t shard,
   RETURN_IF_ERROR(proc->Start(argv, data_dir + ".stderr.log"));
   std::string line;
   const std::string prefix = "paced listening on ";
+  auto port_of = [](const std::string& l) {
+    return static_cast<uint16_t>(std::atoi(l.c_str() + l.rfind(':') + 1));
+  };
+  if (metrics_port != nullptr) *metrics_port = 0;
   while (true) {
     Status s = proc->ReadLine(&line, 20000);
     if (!s.ok()) return s.WithPrefix("paced did not start (see " + data_dir + ".stderr.log)");
     if (line.rfind(prefix, 0) == 0) break;
+    if (metrics_port != nullptr && line.rfind("paced metrics on ", 0) == 0) {
+      *metrics_port = port_of(line);
+    }
   }
-  size_t colon = line.rfind(':');
-  *port = static_cast<uint16_t>(std::atoi(line.c_str() + colon + 1));
+  *port = port_of(line);
   return Status::OK();
 }
 

@@ -66,10 +66,12 @@ using TempDir = ::pace::ScopedTempDir;
 // from its "paced listening on HOST:PORT" line. `extra` flags are appended.
 // Tests not about authentication: unless `extra` has --token_file=F,
 // --insecure or --noinsecure (paced's default: a token created in
-// DATA_DIR/token), --insecure is added.
+// DATA_DIR/token), --insecure is added. With `metrics_port`, its metrics
+// port is parsed from the "paced metrics on HOST:PORT" line (0 if there was
+// none: `extra` has no --metrics_listen).
 Status StartPaced(Subprocess* proc, const std::string& data_dir, uint32_t shard,
                   uint32_t num_shards, uint32_t num_clients, const std::vector<std::string>& extra,
-                  uint16_t* port, uint16_t fixed_port = 0);
+                  uint16_t* port, uint16_t fixed_port = 0, uint16_t* metrics_port = nullptr);
 
 }  // namespace pace::testing
 
