@@ -8,8 +8,17 @@
 // the kernel zeroes each one (clear_page was 15% of an 8a run's CPU). The
 // process's peak (VmHWM), which the memory budgets bound, is not raised by
 // keeping freed memory for reuse; only the resident size after a peak is.
+//
+// The heap a model-scale job grows (a gigabyte of cached rows, the shard's
+// copy, the clocks' parts) is faulted in a page at a time, and on a virtual
+// machine a fault is costly: 4 KiB pages cost an 8a run ~260k faults, a third
+// of its CPU (docs/data-path.md, "The heap in huge pages"). glibc grows the
+// heap in transparent huge pages when GLIBC_TUNABLES has
+// glibc.malloc.hugetlb=1, which glibc reads only as a process starts.
 #ifndef PACE_COMMON_MALLOC_TUNING_H_
 #define PACE_COMMON_MALLOC_TUNING_H_
+
+#include <string>
 
 namespace pace {
 
@@ -19,8 +28,31 @@ namespace pace {
 // flood of replies, still returns it; a larger top pad would make that trim
 // keep the pad), and all threads allocate from one arena. Call once at
 // the start of main, before threads start. A no-op where glibc's mallopt is
-// missing. An explicit GLIBC_TUNABLES setting of the same knobs wins.
+// missing. A GLIBC_TUNABLES setting of one of these knobs (mmap_threshold,
+// trim_threshold, arena_max) wins over it.
 void TuneMallocForClocks();
+
+// Restarts the process (execv of /proc/self/exe with the same `argv`) with
+// glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES, so that its heap grows in
+// transparent huge pages. Returns without it (and changes nothing) where that
+// would not help or is not wanted: GLIBC_TUNABLES already sets
+// glibc.malloc.hugetlb (=0 is the way to turn this off), the kernel's
+// transparent huge pages are off ("[never]") or absent, glibc is older than
+// 2.35, a sanitizer replaces malloc, or the exec fails. Call first in main,
+// before any thread starts, output is written or `argv` is changed.
+void RestartWithHugePageHeap(char** argv);
+
+// What RestartWithHugePageHeap would set GLIBC_TUNABLES to in this process
+// ("" where it would run on): this build, glibc, kernel and environment.
+std::string HugePageRestartTunables();
+
+// The decision of RestartWithHugePageHeap, for tests: the GLIBC_TUNABLES
+// value to restart with, or "" to run on. `tunables` is the current value
+// (nullptr: unset), `thp_enabled` the contents of
+// /sys/kernel/mm/transparent_hugepage/enabled ("" if absent), `glibc_version`
+// gnu_get_libc_version()'s.
+std::string HugePageTunables(const char* tunables, const std::string& thp_enabled,
+                             const std::string& glibc_version);
 
 }  // namespace pace
 

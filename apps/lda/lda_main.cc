@@ -310,6 +310,7 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
+  pace::RestartWithHugePageHeap(argv);  // first: it may exec this binary again
   pace::cli::ProgramInfo info;
   info.name = "pace_lda";
   info.summary = "collapsed Gibbs sampling LDA on PaceDB";

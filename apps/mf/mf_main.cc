@@ -576,6 +576,7 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
+  pace::RestartWithHugePageHeap(argv);  // first: it may exec this binary again
   pace::cli::ProgramInfo info;
   info.name = "pace_mf";
   info.summary = "SGD matrix factorization on PaceDB";

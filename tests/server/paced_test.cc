@@ -22,6 +22,7 @@
 #include <random>
 #include <thread>
 
+#include "common/malloc_tuning.h"
 #include "common/read_file.h"
 #include "common/row.h"
 #include "common/token_file.h"
@@ -339,6 +340,66 @@ TEST_F(PacedTest, ATokenAnotherUserCouldPlantIsRefused) {
                      "planted it: remove it (paced creates a new one on its next start)"),
             std::string::npos)
       << err;
+}
+
+// A process's GLIBC_TUNABLES as it was started ("(unset)" if it was not).
+std::string TunablesOf(pid_t pid) {
+  const std::string env = ReadFile("/proc/" + std::to_string(pid) + "/environ");
+  const std::string key = "GLIBC_TUNABLES=";
+  for (size_t at = 0; at < env.size();) {
+    const size_t end = env.find('\0', at);
+    const std::string item = env.substr(at, end == std::string::npos ? end : end - at);
+    if (item.rfind(key, 0) == 0) return item.substr(key.size());
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return "(unset)";
+}
+
+// Whether a [heap] mapping of the process is advised for transparent huge
+// pages (VmFlags "hg": glibc madvises the heap as it grows under
+// glibc.malloc.hugetlb=1).
+bool HeapAdvisedHuge(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps");
+  std::string line;
+  bool heap = false;
+  while (std::getline(in, line)) {
+    if (line.find("[heap]") != std::string::npos) heap = true;
+    if (heap && line.rfind("VmFlags:", 0) == 0) {
+      if ((line + " ").find(" hg ") != std::string::npos) return true;
+      heap = false;
+    }
+  }
+  return false;
+}
+
+// paced executes itself again as it starts, with glibc.malloc.hugetlb=1 in
+// GLIBC_TUNABLES, so its heap grows in transparent huge pages
+// (docs/operations.md, "Huge pages for the heap"); the user's own
+// glibc.malloc.hugetlb=0 keeps it off.
+TEST_F(PacedTest, HeapGrowsInHugePagesUnlessTurnedOff) {
+  const std::string expected = HugePageRestartTunables();
+  if (expected.empty()) GTEST_SKIP() << "transparent huge pages off, an old glibc or a sanitizer";
+  StartServer(1);
+  EXPECT_EQ(TunablesOf(paced_.pid()), expected);
+  EXPECT_TRUE(HeapAdvisedHuge(paced_.pid()));
+  Client c;
+  ASSERT_TRUE(Connect(port_, 0, &c).ok());  // and it serves
+
+  const char* before = std::getenv("GLIBC_TUNABLES");
+  const std::string saved = before != nullptr ? before : "";
+  setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", 1);
+  Subprocess off;
+  uint16_t off_port = 0;
+  Status started = StartPaced(&off, dir_.path() + "/shard-off", 0, 1, 1, {}, &off_port);
+  if (before != nullptr) {
+    setenv("GLIBC_TUNABLES", saved.c_str(), 1);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  EXPECT_EQ(TunablesOf(off.pid()), "glibc.malloc.hugetlb=0");
+  EXPECT_FALSE(HeapAdvisedHuge(off.pid()));
 }
 
 TEST_F(PacedTest, BadFlagsGiveClearErrors) {
