@@ -1,5 +1,6 @@
 #include "common/malloc_tuning.h"
 
+#include <limits.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -92,9 +93,16 @@ void RestartWithHugePageHeap(char** argv) {
   if (after.empty()) return;
   const char* before = std::getenv("GLIBC_TUNABLES");
   const std::string saved = before != nullptr ? before : "";
+  // The binary's own path, not /proc/self/exe: the kernel names the process
+  // (its comm, what ps, top and pgrep show) after the file executed.
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return;
+  self[n] = '\0';
   if (setenv("GLIBC_TUNABLES", after.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  // The exec failed (no /proc, say): run on as started.
+  execv(self, argv);
+  // The exec failed (no /proc, a binary replaced or deleted since): run on
+  // as started.
   if (before != nullptr) {
     setenv("GLIBC_TUNABLES", saved.c_str(), 1);
   } else {

@@ -32,7 +32,8 @@ namespace pace {
 // trim_threshold, arena_max) wins over it.
 void TuneMallocForClocks();
 
-// Restarts the process (execv of /proc/self/exe with the same `argv`) with
+// Restarts the process (execv of its binary, /proc/self/exe's target, with
+// the same `argv` and process id) with
 // glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES, so that its heap grows in
 // transparent huge pages. Returns without it (and changes nothing) where that
 // would not help or is not wanted: GLIBC_TUNABLES already sets

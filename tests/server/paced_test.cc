@@ -383,6 +383,8 @@ TEST_F(PacedTest, HeapGrowsInHugePagesUnlessTurnedOff) {
   StartServer(1);
   EXPECT_EQ(TunablesOf(paced_.pid()), expected);
   EXPECT_TRUE(HeapAdvisedHuge(paced_.pid()));
+  // Still named after its binary (what ps, top and pgrep show).
+  EXPECT_EQ(ReadFile("/proc/" + std::to_string(paced_.pid()) + "/comm"), "paced\n");
   Client c;
   ASSERT_TRUE(Connect(port_, 0, &c).ok());  // and it serves
 
