@@ -15,10 +15,11 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config librocksdb-dev libboost-dev libflat
   flatbuffers-compiler libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev googletest \
   libbenchmark-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-dev
 # What the test suite needs beyond the build: mpirun for the MPI launch test
-# (tests/cluster), PyTorch for the pacedb.torch tests and examples (python/).
+# (tests/cluster), PyTorch for the pacedb.torch tests and examples (python/),
+# setcap for paced_test's file-capability case (tests/server).
 # `make test` installs them (as root; otherwise it says how, and those tests
 # are reported as skipped).
-TEST_PACKAGES := openmpi-bin python3-torch
+TEST_PACKAGES := openmpi-bin python3-torch libcap2-bin
 # Optional: gnuplot for the experiment figures. `make deps-optional` (also
 # installs TEST_PACKAGES).
 OPTIONAL_PACKAGES := $(TEST_PACKAGES) gnuplot-nox

@@ -1,6 +1,7 @@
 #include "common/malloc_tuning.h"
 
 #include <limits.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -80,6 +81,11 @@ std::string HugePageTunables(const char* tunables, const std::string& thp_enable
 
 std::string HugePageRestartTunables() {
 #if defined(__GLIBC__) && !defined(PACE_MALLOC_REPLACED)
+  // A secure-execution process (setuid, or file capabilities such as
+  // cap_net_bind_service for a port below 1024): glibc drops GLIBC_TUNABLES
+  // from its view of the environment, so a restart could not see its own
+  // setting and would restart again without end.
+  if (getauxval(AT_SECURE) != 0) return "";
   std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
   const std::string thp((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return HugePageTunables(std::getenv("GLIBC_TUNABLES"), thp, gnu_get_libc_version());

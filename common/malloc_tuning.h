@@ -39,7 +39,9 @@ void TuneMallocForClocks();
 // would not help or is not wanted: GLIBC_TUNABLES already sets
 // glibc.malloc.hugetlb (=0 is the way to turn this off), the kernel's
 // transparent huge pages are off ("[never]") or absent, glibc is older than
-// 2.35, a sanitizer replaces malloc, or the exec fails. Call first in main,
+// 2.35, a sanitizer replaces malloc, the process runs in secure-execution
+// mode (setuid or file capabilities: glibc ignores GLIBC_TUNABLES there), or
+// the exec fails. Call first in main,
 // before any thread starts, output is written or `argv` is changed.
 void RestartWithHugePageHeap(char** argv);
 

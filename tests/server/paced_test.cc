@@ -404,6 +404,40 @@ TEST_F(PacedTest, HeapGrowsInHugePagesUnlessTurnedOff) {
   EXPECT_FALSE(HeapAdvisedHuge(off.pid()));
 }
 
+// A paced with a file capability (cap_net_bind_service, to listen below port
+// 1024) runs in secure-execution mode, where glibc ignores GLIBC_TUNABLES: it
+// must start without the huge-page restart (which would otherwise repeat
+// without end, never listening). Needs root, setcap and setpriv (to run it as
+// nobody, for whom the capability is a gain).
+TEST_F(PacedTest, WithAFileCapabilityItStartsWithoutRestarting) {
+  if (HugePageRestartTunables().empty()) GTEST_SKIP() << "no huge-page restart here";
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (setcap, setpriv)";
+  const std::string setpriv = "/usr/bin/setpriv";  // util-linux
+  if (access(setpriv.c_str(), X_OK) != 0 || std::system("command -v setcap >/dev/null") != 0) {
+    GTEST_SKIP() << "setcap or " << setpriv << " missing";
+  }
+  const std::string dir = dir_.path() + "/cap";
+  ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);  // whatever the umask
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  const std::string bin = dir + "/paced";
+  std::filesystem::copy_file(testing::BinaryDir() + "/paced", bin);
+  ASSERT_EQ(std::system(("setcap cap_net_bind_service+ep " + bin).c_str()), 0);
+  Subprocess p;
+  ASSERT_TRUE(p.Start({setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
+                       "--listen=127.0.0.1:0", "--data_dir=" + dir + "/db", "--shard=0",
+                       "--num_shards=1", "--num_clients=1", "--insecure"},
+                      dir_.path() + "/cap.stderr.log")
+                  .ok());
+  std::string line;
+  bool listening = false;
+  while (!listening && p.ReadLine(&line, 20000).ok()) {
+    listening = line.rfind("paced listening on ", 0) == 0;
+  }
+  EXPECT_TRUE(listening) << ReadFile(dir_.path() + "/cap.stderr.log");
+  EXPECT_EQ(TunablesOf(p.pid()), TunablesOf(getpid()));  // not restarted
+}
+
 TEST_F(PacedTest, BadFlagsGiveClearErrors) {
   struct Case {
     std::vector<std::string> args;
