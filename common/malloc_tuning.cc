@@ -16,15 +16,7 @@
 #endif
 
 #include "common/memory_budget.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PACE_MALLOC_REPLACED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define PACE_MALLOC_REPLACED 1
-#endif
-#endif
+#include "common/sanitizers.h"
 
 namespace pace {
 namespace {
@@ -80,7 +72,7 @@ std::string HugePageTunables(const char* tunables, const std::string& thp_enable
 }
 
 std::string HugePageRestartTunables() {
-#if defined(__GLIBC__) && !defined(PACE_MALLOC_REPLACED)
+#if defined(__GLIBC__) && !defined(PACE_ASAN) && !defined(PACE_TSAN)  // they replace malloc
   // A secure-execution process (setuid, or file capabilities such as
   // cap_net_bind_service for a port below 1024): glibc drops GLIBC_TUNABLES
   // from its view of the environment, so a restart could not see its own
