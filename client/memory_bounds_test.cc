@@ -377,9 +377,19 @@ TEST_F(MemoryBoundsTest, WorkersAheadWaitAtTheOpenDeltaBound) {
   EXPECT_LE(max_open, (uint64_t{1} << 20) + slack);
   EXPECT_LT(client_->Stats().open_delta_bytes, kRows * kWidth * sizeof(int64_t));
   EXPECT_EQ(client_->Stats().open_delta_waits, 0u);  // at the process clock: never waits
-  int sent_parts = 0;  // sent early, as parts of clock 0 (recorded as sent)
-  for (const net::Apply& a : ch_->All<net::Apply>()) sent_parts += a.clock == 0 && a.more;
-  EXPECT_GE(sent_parts, 1);
+  // Sent early, as parts of clock 0. The sealer thread sends them: the worker
+  // goes on once the open deltas are taken, which can be before the channel
+  // has the part, so wait for it (nothing else sends clock 0 before slow's
+  // Clock).
+  auto sent_parts = [&] {
+    int n = 0;
+    for (const net::Apply& a : ch_->All<net::Apply>()) n += a.clock == 0 && a.more;
+    return n;
+  };
+  for (int i = 0; i < 1000 && sent_parts() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(sent_parts(), 1);
   ASSERT_TRUE(fast->Clock().ok());  // fast is at 1, the process clock at 0
   auto ahead = std::async(std::launch::async, [&]() -> Status {
     std::vector<int64_t> d(kWidth, 10);
