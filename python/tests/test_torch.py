@@ -193,11 +193,14 @@ UNEVEN = textwrap.dedent("""
     batches = [30, 3]      # thread 0: 30 batches, thread 1: 3
 
     def train(rank, worker):
+        # A worker starts at the process clock: the other thread may have
+        # clocked alone before this one registered.
+        start = worker.current_clock
         for b in range(batches[rank]):
             emb(torch.tensor([b % 4])).sum().backward()
             opt.step()
         opt.finish()
-        return worker.current_clock
+        return worker.current_clock - start
 
     print(pt.run_threads(client, train, 2))
     even = pt.split_batches(65, 2, 4)
