@@ -42,8 +42,8 @@ size_t CopyBound(size_t chunk) { return (chunk >= 8192 ? 4 : 2) * chunk; }
 // it never does and in data order at model scale rarely (8a: 1.7 ratings a
 // user in all); four chunks of them only held memory (8a's peak RSS 1,045
 // -> 935 MB, ratings/s unchanged; docs/data-path.md).
-size_t UserCopyBound(const apps::RowBuffer<float>& users, size_t chunk, size_t bound) {
-  return users.indexed() ? bound : std::min(bound, chunk);
+size_t UserCopyBound(size_t users, size_t chunk, size_t bound) {
+  return users <= bound ? bound : std::min(bound, chunk);
 }
 
 constexpr bool kTrain = true;
@@ -76,6 +76,7 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
       chunk_(LookAheadRatings(trainer->client_->Stats().cache_budget_bytes, trainer->width_,
                               trainer->options_.run.workers)),
       buffer_rows_(CopyBound(chunk_)),
+      user_buffer_rows_(UserCopyBound(data_.users.size(), chunk_, buffer_rows_)),
       ubuf_(data_.users.size(), width_, data_.users.size() <= buffer_rows_),
       ibuf_(data_.items.size(), width_, data_.items.size() <= buffer_rows_),
       zero_(width_, 0.0f),
@@ -394,7 +395,7 @@ Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& r
   const Redo redo = MissingFromAhead(begin, end);
   if (redo.users || redo.items) CollectRange(begin, end, rating, redo.users, redo.items);
   bool cleared = false;
-  if (ubuf_.loaded() + range_users_.size() > UserCopyBound(ubuf_, chunk_, buffer_rows_)) {
+  if (ubuf_.loaded() + range_users_.size() > user_buffer_rows_) {
     if (training) RETURN_IF_ERROR(FlushChanges(ubuf_, data_.users, ut_));
     ClearUsers();
     cleared = true;

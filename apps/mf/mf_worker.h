@@ -137,9 +137,11 @@ class MfWorker {
   SgdParams p_;
   const bool reporter_;
   // Look-ahead (see mf_worker.cc, WithLookAhead): ratings per chunk, and the
-  // copies' bound, of user rows and of item rows each.
+  // copies' bound, of user rows and of item rows each; user rows not all
+  // kept are flushed at a lower bound (UserCopyBound).
   const size_t chunk_;
   const size_t buffer_rows_;
+  const size_t user_buffer_rows_;
 
   // A table's copies are in the indexed layout (RowBuffer) if all its rows
   // fit within the bound: then the ratings find their rows without a lookup.
