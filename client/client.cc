@@ -118,6 +118,15 @@ Status IncDenseRows(Worker::Impl* w, TableState* t, const std::vector<uint64_t>&
 }
 
 template <typename T>
+Status IncDiffDenseRows(Worker::Impl* w, TableState* t, const std::vector<uint64_t>& rows,
+                        const T* current, const T* base) {
+  RETURN_IF_ERROR(CheckDenseInc<T>(t));
+  RETURN_IF_ERROR(
+      w->client_->IncDenseRows<T>(w->clock_, w->stats_.get(), t, rows, current, nullptr, base));
+  return w->AfterInc(rows.size());
+}
+
+template <typename T>
 Status IncGetDenseRows(Worker::Impl* w, TableState* t, const std::vector<uint64_t>& rows,
                        const T* deltas, T* out) {
   RETURN_IF_ERROR(CheckDenseInc<T>(t));
@@ -297,6 +306,26 @@ Status Worker::Inc(const Table& t, const std::vector<uint64_t>& rows, const int3
 Status Worker::Inc(const Table& t, const std::vector<uint64_t>& rows, const int64_t* deltas) {
   PACE_TABLE_OR_RETURN(t, ts);
   return IncDenseRows(impl_.get(), ts, rows, deltas);
+}
+Status Worker::IncDiff(const Table& t, const std::vector<uint64_t>& rows, const float* current,
+                       const float* base) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDiffDenseRows(impl_.get(), ts, rows, current, base);
+}
+Status Worker::IncDiff(const Table& t, const std::vector<uint64_t>& rows, const double* current,
+                       const double* base) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDiffDenseRows(impl_.get(), ts, rows, current, base);
+}
+Status Worker::IncDiff(const Table& t, const std::vector<uint64_t>& rows, const int32_t* current,
+                       const int32_t* base) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDiffDenseRows(impl_.get(), ts, rows, current, base);
+}
+Status Worker::IncDiff(const Table& t, const std::vector<uint64_t>& rows, const int64_t* current,
+                       const int64_t* base) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return IncDiffDenseRows(impl_.get(), ts, rows, current, base);
 }
 
 Status Worker::IncGetRows(const Table& t, const std::vector<uint64_t>& rows, const float* deltas,

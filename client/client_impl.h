@@ -293,9 +293,12 @@ class Client::Impl : public client::ChannelListener {
   // after: a stripe's rows are all added to, then read, under one hold of
   // its lock (their lines still in this core's cache); rows not fresh
   // enough are read after the pass (ReadRow).
+  // With `base`: row i's delta is deltas[i] - base[i] (element by element,
+  // computed as it is added: a worker's copies as updated and as read).
   template <typename T>
   Status IncDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
-                      const std::vector<uint64_t>& rows, const T* deltas, T* out = nullptr);
+                      const std::vector<uint64_t>& rows, const T* deltas, T* out = nullptr,
+                      const T* base = nullptr);
   // Adds a delta (already validated for t's format) at clock c.
   void IncRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
               std::string_view delta);
@@ -866,7 +869,8 @@ void Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableStat
 
 template <typename T>
 Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
-                                  const std::vector<uint64_t>& rows, const T* deltas, T* out) {
+                                  const std::vector<uint64_t>& rows, const T* deltas, T* out,
+                                  const T* base) {
   const size_t width = t->format.width;
   const uint32_t table = t->schema.id;
   // One stripe lock per stripe; within a stripe, rows in their given order.
@@ -876,14 +880,16 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
   constexpr size_t kAhead = 8;
   std::vector<client::CacheEntry*> found(items.size(), nullptr);
   client::TableCounters* tc = Counters(ws, t);
-  std::vector<uint32_t> slow;  // with out: not fresh in the cache
+  std::vector<uint32_t> slow;                        // with out: not fresh in the cache
+  std::vector<T> diff(base != nullptr ? width : 0);  // with base: a new open delta
   uint64_t hits = 0;
   ForEachStripeRunLocked(items, [&](client::CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
     // Three-stage software pipeline: the hash slot of row j + 2 * kAhead and
     // the entry of row j + kAhead load, and the delta (with `out`, also the
-    // value) of row j + kAhead / 2, while row j is added (the slot loads
-    // stalled the pass when they were not started ahead).
+    // value; with `base`, the caller's two rows) of row j + kAhead / 2, while
+    // row j is added (the slot loads stalled the pass when they were not
+    // started ahead).
     auto key_at = [&](size_t j) { return RowKey{table, rows[items[j].index]}; };
     auto slot = [&](size_t j) REQUIRES(st.mu) { st.PrefetchSlot(key_at(j), items[j].hash); };
     auto look_ahead = [&](size_t j) REQUIRES(st.mu) {
@@ -904,22 +910,41 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
           __builtin_prefetch(a->value.data() + a->value.size() - 1);
         }
       }
+      if (base != nullptr && j + kAhead / 2 < e) {
+        const size_t at = static_cast<size_t>(items[j + kAhead / 2].index) * width;
+        __builtin_prefetch(deltas + at);
+        __builtin_prefetch(deltas + at + width - 1);
+        __builtin_prefetch(base + at);
+        __builtin_prefetch(base + at + width - 1);
+      }
       const RowKey key{table, rows[items[j].index]};
-      const T* delta = deltas + static_cast<size_t>(items[j].index) * width;
+      const size_t at = static_cast<size_t>(items[j].index) * width;
+      const T* delta = deltas + at;
+      auto add_to = [&](T* dst) {
+        if (base == nullptr) {
+          client::AddInPlace(dst, delta, width);
+        } else {
+          AddDiffInPlace(dst, delta, base + at, width);
+        }
+      };
       client::CacheEntry* en = found[j];
       client::PendingDelta* p = nullptr;
       if (en != nullptr && en->has_open && en->open.clock == c) {
-        client::AddInPlace(reinterpret_cast<T*>(en->open.delta.data()), delta, width);
+        add_to(reinterpret_cast<T*>(en->open.delta.data()));
       } else if (en != nullptr && (p = en->FindPending(c)) != nullptr) {
         // The row's open delta of another clock is `open` (another worker
         // of the process is a clock behind or ahead): ours is in `pending`.
-        client::AddInPlace(reinterpret_cast<T*>(p->delta.data()), delta, width);
+        add_to(reinterpret_cast<T*>(p->delta.data()));
       } else {
         // A new row (or a duplicate in this batch whose first occurrence
         // created it), or the row's first delta of this clock: the general
         // path. A row the look-ahead found is not looked up again (Find
         // would also start loading its value, which nothing here reads).
         if (en == nullptr) en = st.FindOrCreate(key, ShardOfKey(key), t);
+        if (base != nullptr) {
+          for (size_t k = 0; k < width; ++k) diff[k] = SubElement(delta[k], base[at + k]);
+          delta = diff.data();
+        }
         st.AddDelta(en, c,
                     std::string_view(reinterpret_cast<const char*>(delta), sizeof(T) * width));
         found[j] = en;

@@ -7,20 +7,24 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "client/client_impl.h"
 #include "client/embedded_channel.h"
 #include "client/pace.h"
+#include "common/element.h"
 #include "common/row.h"
 #include "common/scoped_temp_dir.h"
 
@@ -459,6 +463,31 @@ TEST(ClientTest, TablesAndArgumentErrors) {
   EXPECT_EQ(m, (std::map<uint32_t, int64_t>{{0, 4}, {1, 1}, {2, 6}, {3, 1}}));
 }
 
+// Two tables "a" and "b" of schema `s` in an embedded process on o.data_dir
+// and a worker: a call under test on a, its equivalent on b, both compared.
+void OpenTwinTables(const ClientOptions& o, TableSchema s, std::unique_ptr<Client>* client,
+                    Table* a, Table* b, std::unique_ptr<Worker>* w) {
+  ASSERT_TRUE(Client::Open(o, client).ok());
+  s.name = "a";
+  ASSERT_TRUE((*client)->CreateTable(s, a).ok());
+  s.name = "b";
+  ASSERT_TRUE((*client)->CreateTable(s, b).ok());
+  ASSERT_TRUE((*client)->RegisterWorker(w).ok());
+}
+
+// After a global barrier, a fresh process on the same store (reads what the
+// shard stored).
+void ReopenTwinTables(const ClientOptions& o, std::unique_ptr<Client>* client, Table* a, Table* b,
+                      std::unique_ptr<Worker>* w) {
+  ASSERT_TRUE((*w)->GlobalBarrier().ok());
+  w->reset();
+  client->reset();
+  ASSERT_TRUE(Client::Open(o, client).ok());
+  ASSERT_TRUE((*client)->OpenTable("a", a).ok());
+  ASSERT_TRUE((*client)->OpenTable("b", b).ok());
+  ASSERT_TRUE((*client)->RegisterWorker(w).ok());
+}
+
 // The batched dense Inc adds exactly what one Inc per row adds (rows in any
 // order, across stripes, with duplicates, rows new and cached), and the
 // server ends up with the same totals.
@@ -467,15 +496,10 @@ TEST(ClientTest, BatchedDenseIncEqualsOneIncPerRow) {
   ClientOptions o;
   o.data_dir = dir.path();
   std::unique_ptr<Client> client;
-  ASSERT_TRUE(Client::Open(o, &client).ok());
   Table a, b;
-  TableSchema sa = CounterSchema(Consistency::kSsp, 1), sb = sa;
-  sa.name = "a";
-  sb.name = "b";
-  ASSERT_TRUE(client->CreateTable(sa, &a).ok());
-  ASSERT_TRUE(client->CreateTable(sb, &b).ok());
   std::unique_ptr<Worker> w;
-  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  ASSERT_NO_FATAL_FAILURE(
+      OpenTwinTables(o, CounterSchema(Consistency::kSsp, 1), &client, &a, &b, &w));
   std::mt19937_64 rng(5);
   int64_t got[kWidth], want[kWidth];
   for (int clock = 0; clock < 3; ++clock) {
@@ -496,14 +520,7 @@ TEST(ClientTest, BatchedDenseIncEqualsOneIncPerRow) {
     }
     ASSERT_TRUE(w->Clock().ok());
   }
-  ASSERT_TRUE(w->GlobalBarrier().ok());
-  // A fresh process reads what the shard stored.
-  w.reset();
-  client.reset();
-  ASSERT_TRUE(Client::Open(o, &client).ok());
-  ASSERT_TRUE(client->OpenTable("a", &a).ok());
-  ASSERT_TRUE(client->OpenTable("b", &b).ok());
-  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  ASSERT_NO_FATAL_FAILURE(ReopenTwinTables(o, &client, &a, &b, &w));
   for (uint64_t r = 0; r < 300; ++r) {
     ASSERT_TRUE(w->Get(a, r, got).ok());
     ASSERT_TRUE(w->Get(b, r, want).ok());
@@ -524,15 +541,10 @@ TEST(ClientTest, IncGetRowsEqualsIncThenGetRows) {
   ClientOptions o;
   o.data_dir = dir.path();
   std::unique_ptr<Client> client;
-  ASSERT_TRUE(Client::Open(o, &client).ok());
   Table a, b;
-  TableSchema sa = CounterSchema(Consistency::kSsp, 1), sb = sa;
-  sa.name = "a";
-  sb.name = "b";
-  ASSERT_TRUE(client->CreateTable(sa, &a).ok());
-  ASSERT_TRUE(client->CreateTable(sb, &b).ok());
   std::unique_ptr<Worker> w;
-  ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  ASSERT_NO_FATAL_FAILURE(
+      OpenTwinTables(o, CounterSchema(Consistency::kSsp, 1), &client, &a, &b, &w));
   std::mt19937_64 rng(9);
   for (int clock = 0; clock < 4; ++clock) {
     std::vector<uint64_t> rows;
@@ -559,6 +571,75 @@ TEST(ClientTest, IncGetRowsEqualsIncThenGetRows) {
   float f[kWidth] = {}, fo[kWidth];
   EXPECT_EQ(w->IncGetRows(a, std::vector<uint64_t>{1}, f, fo).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(w->IncGetRows(a, std::vector<uint64_t>{}, x, y).ok());
+}
+
+// IncDiff adds exactly what Inc of the deltas current - base adds, bit for
+// bit: integers that wrap, floats whose difference rounds, duplicates, rows
+// new and cached, across clocks; and the server ends up with the same totals.
+template <typename T>
+void ExpectIncDiffEqualsIncOfTheDeltas(ElementType type) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  std::unique_ptr<Client> client;
+  Table a, b;
+  std::unique_ptr<Worker> w;
+  TableSchema schema = CounterSchema(Consistency::kSsp, 1);
+  schema.type = type;
+  ASSERT_NO_FATAL_FAILURE(OpenTwinTables(o, schema, &client, &a, &b, &w));
+  std::mt19937_64 rng(11);
+  auto element = [&]() -> T {
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(rng());  // differences wrap
+    } else {
+      return static_cast<T>(std::ldexp(static_cast<double>(rng() % 2001) - 1000.0,
+                                       static_cast<int>(rng() % 40) - 20));
+    }
+  };
+  for (int clock = 0; clock < 3; ++clock) {
+    std::vector<uint64_t> rows;
+    std::vector<T> current, base, deltas;
+    for (int i = 0; i < 300; ++i) {
+      rows.push_back(rng() % (80 * static_cast<uint64_t>(clock + 1)));
+      for (uint32_t k = 0; k < kWidth; ++k) {
+        current.push_back(element());
+        base.push_back(element());
+        deltas.push_back(SubElement(current.back(), base.back()));
+      }
+    }
+    ASSERT_TRUE(w->IncDiff(a, rows, current.data(), base.data()).ok());
+    ASSERT_TRUE(w->Inc(b, rows, deltas.data()).ok());
+    std::vector<T> got(rows.size() * kWidth), want(rows.size() * kWidth);
+    ASSERT_TRUE(w->GetRows(a, rows, got.data()).ok());
+    ASSERT_TRUE(w->GetRows(b, rows, want.data()).ok());
+    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(T))) << "clock " << clock;
+    ASSERT_TRUE(w->Clock().ok());
+  }
+  ASSERT_NO_FATAL_FAILURE(ReopenTwinTables(o, &client, &a, &b, &w));
+  std::vector<uint64_t> all(240);
+  for (uint64_t r = 0; r < all.size(); ++r) all[r] = r;
+  std::vector<T> got(all.size() * kWidth), want(all.size() * kWidth);
+  ASSERT_TRUE(w->GetRows(a, all, got.data()).ok());
+  ASSERT_TRUE(w->GetRows(b, all, want.data()).ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(T)));
+  // Type errors as for Inc.
+  const std::vector<uint64_t> one = {1};
+  if constexpr (std::is_same_v<T, float>) {
+    const double d[kWidth] = {};
+    EXPECT_EQ(w->IncDiff(a, one, d, d).code(), StatusCode::kInvalidArgument);
+  } else {
+    const float f[kWidth] = {};
+    EXPECT_EQ(w->IncDiff(a, one, f, f).code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_TRUE(w->IncDiff(a, std::vector<uint64_t>{}, got.data(), want.data()).ok());
+}
+
+TEST(ClientTest, IncDiffEqualsIncOfTheDeltasI64) {
+  ExpectIncDiffEqualsIncOfTheDeltas<int64_t>(ElementType::kI64);
+}
+
+TEST(ClientTest, IncDiffEqualsIncOfTheDeltasF32) {
+  ExpectIncDiffEqualsIncOfTheDeltas<float>(ElementType::kF32);
 }
 
 // Workers of one process at different clocks add to the same rows with the

@@ -426,6 +426,20 @@ class Worker {
   Status Inc(const Table& t, const std::vector<uint64_t>& rows, const double* deltas);
   Status Inc(const Table& t, const std::vector<uint64_t>& rows, const int32_t* deltas);
   Status Inc(const Table& t, const std::vector<uint64_t>& rows, const int64_t* deltas);
+  // Dense updates of many rows given as their changed copies: adds
+  // current[i] - base[i] (element by element; width each) to rows[i], e.g. a
+  // worker's copies of rows read with GetRows into `base` and updated in
+  // `current`. The same as computing the deltas into an array and calling
+  // Inc(t, rows, deltas), in one pass over the rows. Rows that did not change
+  // are updated by zero.
+  Status IncDiff(const Table& t, const std::vector<uint64_t>& rows, const float* current,
+                 const float* base);
+  Status IncDiff(const Table& t, const std::vector<uint64_t>& rows, const double* current,
+                 const double* base);
+  Status IncDiff(const Table& t, const std::vector<uint64_t>& rows, const int32_t* current,
+                 const int32_t* base);
+  Status IncDiff(const Table& t, const std::vector<uint64_t>& rows, const int64_t* current,
+                 const int64_t* base);
   // Inc(t, rows, deltas) and then GetRows(t, rows, out), in one pass: each
   // row's cache entry is looked up once and read right after its update (a
   // read-modify-write of optimizer state, e.g. Adagrad's accumulators, whose

@@ -41,6 +41,27 @@ inline void AddInPlace(T* __restrict dst, const T* __restrict src, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = AddElement(dst[i], src[i]);
 }
 
+// a - b for one element of type T (integers wrap): the delta that AddElement
+// adds to b to give a.
+template <typename T>
+inline T SubElement(T a, T b) {
+  static_assert(std::is_arithmetic_v<T>, "row elements are numbers");
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+  } else {
+    return a - b;
+  }
+}
+
+// dst[i] += a[i] - b[i] for n elements: the same as computing the delta
+// a - b into an array and AddInPlace-ing it, in one pass. REQUIRES: aligned;
+// dst does not overlap a or b.
+template <typename T>
+inline void AddDiffInPlace(T* __restrict dst, const T* a, const T* b, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = AddElement(dst[i], SubElement(a[i], b[i]));
+}
+
 // out[i] = a[i] + b[i] for n elements (one fused pass). REQUIRES: aligned; out
 // does not overlap a or b.
 template <typename T>

@@ -77,8 +77,9 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
                               trainer->options_.run.workers)),
       buffer_rows_(CopyBound(chunk_)),
       user_buffer_rows_(UserCopyBound(data_.users.size(), chunk_, buffer_rows_)),
-      ubuf_(data_.users.size(), width_, data_.users.size() <= buffer_rows_),
-      ibuf_(data_.items.size(), width_, data_.items.size() <= buffer_rows_),
+      // A chunk's rows of a table (LoadChunk) load in one run.
+      ubuf_(data_.users.size(), width_, data_.users.size() <= buffer_rows_, chunk_),
+      ibuf_(data_.items.size(), width_, data_.items.size() <= buffer_rows_, chunk_),
       zero_(width_, 0.0f),
       pushes_(trainer->client_),
       // Every worker reads the completed stats rows (only worker 0 of client
@@ -269,6 +270,14 @@ float* MfWorker::GetCopy(apps::RowBuffer<float>* buf, const Table& t, const IdMa
 }
 
 Status MfWorker::FlushChanges(const apps::RowBuffer<float>& buf, const IdMap& ids, const Table& t) {
+  if (!buf.indexed()) {
+    // Each run of copies goes as it lies (every loaded row of a training pass
+    // was updated): the client adds copy - base, no array of deltas between.
+    return buf.ForEachRun(
+        [&](const std::vector<uint32_t>& run, const float* cur, const float* base) {
+          return worker_->IncDiff(t, RawOf(ids, run), cur, base);
+        });
+  }
   buf.ChangedRows(&changed_, &deltas_);
   changed_rows_.resize(changed_.size());
   for (size_t k = 0; k < changed_.size(); ++k) changed_rows_[k] = ids.raw(changed_[k]);
@@ -384,10 +393,8 @@ Status MfWorker::PrefetchRange(size_t begin, size_t end, RatingAt&& rating) {
 Status MfWorker::LoadRows(const Table& t, const IdMap& ids, const std::vector<uint32_t>& indices,
                           apps::RowBuffer<float>* buf) {
   if (indices.empty()) return Status::OK();
-  load_block_.resize(indices.size() * width_);
-  RETURN_IF_ERROR(worker_->GetRows(t, RawOf(ids, indices), load_block_.data()));
-  buf->LoadBlock(indices, load_block_.data());
-  return Status::OK();
+  const std::vector<uint64_t>& raw = RawOf(ids, indices);
+  return buf->LoadRows(indices, [&](float* out) { return worker_->GetRows(t, raw, out); });
 }
 
 template <typename RatingAt>

@@ -175,7 +175,6 @@ class MfWorker {
   std::vector<uint32_t> range_users_;
   std::vector<uint32_t> range_items_;
   std::vector<uint64_t> raw_rows_;
-  std::vector<float> load_block_;
   std::vector<uint32_t> changed_;
   std::vector<uint64_t> changed_rows_;
   std::vector<float> deltas_;

@@ -15,6 +15,8 @@
 // Two layouts. Packed (the default): copies are placed one after another in
 // the order they are loaded, so a buffer holding a few of many rows is small
 // and its rows sit densely in cache; a row is found through its index's slot.
+// A block of rows loads in place (LoadRows: the client writes them where
+// they stay, no copy of a block).
 // Indexed (`indexed` = true, for tables whose every row may be copied within
 // a clock anyway): row `index`'s copy is at index * width in one array, so a
 // loaded row's address is computed without a lookup (IndexedRow), as a plain
@@ -23,6 +25,8 @@
 #ifndef PACE_APPS_SHARED_ROW_BUFFER_H_
 #define PACE_APPS_SHARED_ROW_BUFFER_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -34,8 +38,11 @@ namespace apps {
 template <typename T>
 class RowBuffer {
  public:
-  RowBuffer(size_t num_rows, uint32_t width, bool indexed = false)
-      : width_(width), meta_(num_rows) {
+  // `run_rows`: the most rows one LoadRows call is expected to load (the
+  // packed layout's chunks are at least that large, so that runs reuse them
+  // after Clear() instead of growing new ones).
+  RowBuffer(size_t num_rows, uint32_t width, bool indexed = false, size_t run_rows = 0)
+      : width_(width), chunk_rows_(std::max(run_rows, kMinChunkRows)), meta_(num_rows) {
     if (indexed) {
       // Not value-initialized: untouched pages stay unmapped.
       indexed_cur_.reset(new T[num_rows * static_cast<size_t>(width)]);
@@ -82,14 +89,15 @@ class RowBuffer {
   // caller fills it (e.g. with Worker::Get) and then calls Loaded().
   // REQUIRES: Find(index) == nullptr.
   T* Slot(uint32_t index) {
-    size_t s = rows_.size();
-    if (!indexed() && s / kBlockRows == cur_blocks_.size()) {
-      cur_blocks_.emplace_back(new T[kBlockRows * static_cast<size_t>(width_)]);
-      orig_blocks_.emplace_back(new T[kBlockRows * static_cast<size_t>(width_)]);
+    const size_t s = rows_.size();
+    if (indexed()) {
+      meta_[index].slot = static_cast<int32_t>(s);
+      rows_.push_back(index);
+      return IndexedRow(index);
     }
-    meta_[index].slot = static_cast<int32_t>(s);
-    rows_.push_back(index);
-    return Cur(s);
+    const Place p = Reserve(1);
+    AddSlot(index, p);
+    return p.cur;
   }
   // Records the just-loaded value of the last Slot() as the row's base.
   void Loaded() {
@@ -106,6 +114,37 @@ class RowBuffer {
       std::memcpy(cur, block + i * width_, width_ * sizeof(T));
       Loaded();
     }
+  }
+
+  // Loads rows indices[i] (distinct, none loaded yet) with their values
+  // written by fill(T* out), which writes them one after another (width
+  // each, e.g. Worker::GetRows) and returns a Status. In the packed layout
+  // `out` is the rows' place in the buffer (no copy of the block); in the
+  // indexed layout a scratch block copied to each row's place. If fill fails
+  // no row is loaded and its Status is returned.
+  template <typename Fill>
+  auto LoadRows(const std::vector<uint32_t>& indices, Fill&& fill) -> decltype(fill(nullptr)) {
+    const size_t n = indices.size();
+    if (n == 0) return decltype(fill(nullptr))();
+    if (indexed()) {
+      scratch_.resize(n * width_);
+      auto r = fill(scratch_.data());
+      if (r.ok()) LoadBlock(indices, scratch_.data());
+      return r;
+    }
+    const Mark before{chunk_at_, row_at_};
+    const Place p = Reserve(n);
+    auto r = fill(p.cur);
+    if (!r.ok()) {
+      chunk_at_ = before.chunk;
+      row_at_ = before.row;
+      return r;
+    }
+    std::memcpy(p.orig, p.cur, n * width_ * sizeof(T));
+    for (size_t i = 0; i < n; ++i) {
+      AddSlot(indices[i], Place{p.cur + i * width_, p.orig + i * width_});
+    }
+    return r;
   }
 
   // Calls fn(index, delta) for every loaded row that changed, with
@@ -153,24 +192,88 @@ class RowBuffer {
     }
   }
 
+  // The packed layout's loaded rows as runs whose copies lie one after
+  // another: calls fn(indices, current, base) per run, row indices[k]'s copy
+  // at current + k * width and its base at base + k * width (e.g. for
+  // Worker::IncDiff: no array of deltas). Every loaded row is in a run,
+  // changed or not. Stops at and returns the first non-OK Status fn returns.
+  // REQUIRES: !indexed() (there ChangedRows lists the deltas).
+  template <typename Fn>
+  auto ForEachRun(Fn&& fn) const
+      -> decltype(fn(std::vector<uint32_t>(), static_cast<const T*>(nullptr),
+                     static_cast<const T*>(nullptr))) {
+    using R = decltype(fn(std::vector<uint32_t>(), static_cast<const T*>(nullptr),
+                          static_cast<const T*>(nullptr)));
+    std::vector<uint32_t> run;
+    size_t s = 0;
+    while (s < rows_.size()) {
+      size_t e = s + 1;
+      while (e < rows_.size() && places_[e].cur == places_[e - 1].cur + width_) ++e;
+      run.assign(rows_.begin() + static_cast<std::ptrdiff_t>(s),
+                 rows_.begin() + static_cast<std::ptrdiff_t>(e));
+      R r = fn(run, places_[s].cur, places_[s].orig);
+      if (!r.ok()) return r;
+      s = e;
+    }
+    return R();
+  }
+
   // Forgets every loaded row (keeps the memory).
   void Clear() {
     for (uint32_t index : rows_) meta_[index].slot = -1;
     rows_.clear();
+    places_.clear();
+    chunk_at_ = 0;
+    row_at_ = 0;
   }
 
  private:
-  static constexpr size_t kBlockRows = 256;
-  // Rows b*kBlockRows.. : their current values in cur_blocks_[b], their bases
-  // in orig_blocks_[b]. Apart, so the hot loop's rows sit densely in cache.
-  // The copies of the row in slot s (rows_[s]).
-  T* Cur(size_t s) const {
-    if (indexed()) return IndexedRow(rows_[s]);
-    return cur_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_;
+  // The packed layout's copies live in chunks of at least chunk_rows_
+  // rows, each a current and a base array of the same size, filled in load
+  // order (a LoadRows run contiguous in one chunk) and reused after Clear().
+  static constexpr size_t kMinChunkRows = 256;
+  struct Chunk {
+    size_t rows = 0;
+    std::unique_ptr<T[]> cur;
+    std::unique_ptr<T[]> orig;
+  };
+  struct Place {
+    T* cur;
+    T* orig;
+  };
+  struct Mark {
+    size_t chunk;
+    size_t row;
+  };
+  // The place of n consecutive rows, in the current chunk or the first later
+  // one with room (a new one if none).
+  Place Reserve(size_t n) {
+    size_t c = chunk_at_, r = row_at_;
+    while (c < chunks_.size() && chunks_[c].rows - r < n) {
+      ++c;
+      r = 0;
+    }
+    if (c == chunks_.size()) {
+      Chunk k;
+      k.rows = std::max(n, chunk_rows_);
+      k.cur.reset(new T[k.rows * width_]);
+      k.orig.reset(new T[k.rows * width_]);
+      chunks_.push_back(std::move(k));
+    }
+    chunk_at_ = c;
+    row_at_ = r + n;
+    return Place{chunks_[c].cur.get() + r * width_, chunks_[c].orig.get() + r * width_};
   }
+  void AddSlot(uint32_t index, Place p) {
+    meta_[index].slot = static_cast<int32_t>(rows_.size());
+    rows_.push_back(index);
+    places_.push_back(p);
+  }
+  // The copies of the row in slot s (rows_[s]).
+  T* Cur(size_t s) const { return indexed() ? IndexedRow(rows_[s]) : places_[s].cur; }
   T* Orig(size_t s) const {
     if (indexed()) return indexed_orig_.get() + static_cast<size_t>(rows_[s]) * width_;
-    return orig_blocks_[s / kBlockRows].get() + (s % kBlockRows) * width_;
+    return places_[s].orig;
   }
 
   struct Meta {
@@ -178,12 +281,16 @@ class RowBuffer {
     uint32_t mark = 0;  // MarkMissing
   };
   const uint32_t width_;
+  const size_t chunk_rows_;
   std::vector<Meta> meta_;  // by row index
   std::vector<uint32_t> rows_;
-  std::vector<std::unique_ptr<T[]>> cur_blocks_;
-  std::vector<std::unique_ptr<T[]>> orig_blocks_;
+  std::vector<Place> places_;  // by slot (the packed layout)
+  std::vector<Chunk> chunks_;
+  size_t chunk_at_ = 0;  // the next free row: chunks_[chunk_at_], row row_at_
+  size_t row_at_ = 0;
   std::unique_ptr<T[]> indexed_cur_;  // the indexed layout: num_rows * width each
   std::unique_ptr<T[]> indexed_orig_;
+  std::vector<T> scratch_;  // LoadRows in the indexed layout
   std::vector<T> delta_;
 };
 

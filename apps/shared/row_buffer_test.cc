@@ -126,6 +126,59 @@ TEST(RowBufferTest, IndexedLayoutPlacesEachRowAtItsIndexWithTheSameDeltas) {
   EXPECT_TRUE(ii.empty());
 }
 
+TEST(RowBufferTest, LoadRowsFillsRowsInPlaceInBothLayoutsAndNoneOnFailure) {
+  for (bool indexed : {false, true}) {
+    SCOPED_TRACE(indexed ? "indexed" : "packed");
+    RowBuffer<float> buf(1000, 2, indexed);
+    // A failed fill loads nothing.
+    Status s = buf.LoadRows({5, 6}, [](float* out) {
+      out[0] = 9;
+      return Status::Unavailable("down");
+    });
+    EXPECT_TRUE(s.IsUnavailable());
+    EXPECT_EQ(buf.loaded(), 0u);
+    EXPECT_EQ(buf.Find(5), nullptr);
+    // Runs larger than a chunk, a single row between them, and runs that
+    // leave a chunk's tail unused: every row keeps its own value and base.
+    std::vector<uint32_t> first(300), second(200);
+    for (uint32_t i = 0; i < 300; ++i) first[i] = 999 - i;
+    for (uint32_t i = 0; i < 200; ++i) second[i] = i;
+    auto fill_with = [](const std::vector<uint32_t>& rows, float scale = 1.0f) {
+      return [&rows, scale](float* out) {
+        for (size_t k = 0; k < rows.size(); ++k) {
+          out[2 * k] = scale * static_cast<float>(rows[k]);
+          out[2 * k + 1] = -static_cast<float>(rows[k]);
+        }
+        return Status::OK();
+      };
+    };
+    ASSERT_TRUE(buf.LoadRows(first, fill_with(first)).ok());
+    float* single = buf.Slot(500);
+    single[0] = 500;
+    single[1] = -500;
+    buf.Loaded();
+    ASSERT_TRUE(buf.LoadRows(second, fill_with(second)).ok());
+    EXPECT_EQ(buf.loaded(), 501u);
+    for (uint32_t r : first) ASSERT_EQ(buf.Find(r)[1], -static_cast<float>(r));
+    for (uint32_t r : second) ASSERT_EQ(buf.Find(r)[0], static_cast<float>(r));
+    EXPECT_EQ(buf.Find(500)[0], 500.0f);
+    buf.Find(700)[0] += 1.0f;  // of the first run
+    buf.Find(3)[1] += 2.0f;    // of the second
+    std::vector<uint32_t> idx;
+    std::vector<float> deltas;
+    buf.ChangedRows(&idx, &deltas);
+    EXPECT_EQ(idx, (std::vector<uint32_t>{700, 3}));
+    EXPECT_EQ(deltas, (std::vector<float>{1.0f, 0.0f, 0.0f, 2.0f}));
+    // Cleared, the memory is reused and the new values are the new bases.
+    buf.Clear();
+    ASSERT_TRUE(buf.LoadRows(second, fill_with(second, 3.0f)).ok());
+    EXPECT_EQ(buf.Find(7)[0], 21.0f);
+    EXPECT_EQ(buf.Find(700), nullptr);
+    buf.ChangedRows(&idx, &deltas);
+    EXPECT_TRUE(idx.empty());
+  }
+}
+
 }  // namespace
 }  // namespace apps
 }  // namespace pace

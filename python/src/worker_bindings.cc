@@ -245,6 +245,35 @@ void IncMany(PyWorker* self, const PyTable& pt, const py::handle& rows_like,
   Check(st);
 }
 
+void IncDiff(PyWorker* self, const PyTable& pt, const py::handle& rows_like,
+             const py::handle& current, const py::handle& base) {
+  const Table& t = self->Resolve(pt);
+  const TableSchema& s = t.schema();
+  CheckArg(Dense(t), "inc_diff needs a dense table ('" + s.name + "' is sparse; use inc)");
+  std::vector<uint64_t> rows = RowIds(rows_like);
+  py::array cur = ContiguousAs(current, DtypeOf(s.type), "current");
+  py::array bas = ContiguousAs(base, DtypeOf(s.type), "base");
+  for (const py::array* a : {&cur, &bas}) {
+    CheckArg(a->ndim() == 2 && a->shape(0) == static_cast<py::ssize_t>(rows.size()) &&
+                 a->shape(1) == static_cast<py::ssize_t>(s.width),
+             std::string(a == &cur ? "current" : "base") + " must have shape (" +
+                 std::to_string(rows.size()) + ", " + std::to_string(s.width) + ") for " +
+                 std::to_string(rows.size()) + " rows of table '" + s.name + "'");
+  }
+  const void* c = cur.data();
+  const void* b = bas.data();
+  PyWorker::Use w(self);
+  Status st;
+  {
+    py::gil_scoped_release release;
+    st = DispatchType(s.type, [&](auto z) {
+      using T = decltype(z);
+      return w->IncDiff(t, rows, static_cast<const T*>(c), static_cast<const T*>(b));
+    });
+  }
+  Check(st);
+}
+
 // Integer ids of any shape, flattened: a C-contiguous int64 or uint64 array
 // (other integer dtypes are converted), read with the GIL released.
 struct FlatIds {
@@ -626,6 +655,10 @@ Use a worker from one thread at a time; create one per thread.)doc")
       .def("inc_many", &IncMany, py::arg("table"), py::arg("rows"), py::arg("deltas"),
            "Adds deltas[i] to rows[i] (dense; deltas of shape (len(rows), width); duplicates "
            "add up).")
+      .def("inc_diff", &IncDiff, py::arg("table"), py::arg("rows"), py::arg("current"),
+           py::arg("base"),
+           "Adds current[i] - base[i] to rows[i] (dense; both of shape (len(rows), width)): "
+           "copies read into `base` and updated in `current`, without an array of deltas.")
       .def("prefetch", &RowsCall<&Worker::Prefetch>, py::arg("table"), py::arg("rows"),
            "Starts fetching rows this worker is about to read, without blocking.")
       .def("evict_first", &RowsCall<&Worker::EvictFirst>, py::arg("table"), py::arg("rows"),

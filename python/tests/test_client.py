@@ -35,6 +35,21 @@ def test_dense_round_trip(client, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_inc_diff_adds_current_minus_base(client, dtype):
+    t = client.create_table(f"diff_{np.dtype(dtype).name}", 4, dtype=dtype)
+    w = client.worker()
+    rows = np.array([2, 7, 2])
+    base = np.arange(12).reshape(3, 4).astype(dtype)
+    current = (base * 3 + 1).astype(dtype)
+    w.inc_diff(t, rows, current, base)
+    got = w.get_many(t, [2, 7])
+    np.testing.assert_array_equal(got[0], (current[0] - base[0]) + (current[2] - base[2]))
+    np.testing.assert_array_equal(got[1], current[1] - base[1])
+    with pytest.raises(pacedb.InvalidArgumentError, match="base must have shape"):
+        w.inc_diff(t, rows, current, base[:2])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_sparse_round_trip(client, dtype):
     t = client.create_table(f"s_{np.dtype(dtype).name}", 0, dtype=dtype, kind="sparse")
     w = client.worker()
