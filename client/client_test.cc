@@ -463,43 +463,46 @@ TEST(ClientTest, TablesAndArgumentErrors) {
   EXPECT_EQ(m, (std::map<uint32_t, int64_t>{{0, 4}, {1, 1}, {2, 6}, {3, 1}}));
 }
 
-// Two tables "a" and "b" of schema `s` in an embedded process on o.data_dir
-// and a worker: a call under test on a, its equivalent on b, both compared.
-void OpenTwinTables(const ClientOptions& o, TableSchema s, std::unique_ptr<Client>* client,
-                    Table* a, Table* b, std::unique_ptr<Worker>* w) {
-  ASSERT_TRUE(Client::Open(o, client).ok());
-  s.name = "a";
-  ASSERT_TRUE((*client)->CreateTable(s, a).ok());
-  s.name = "b";
-  ASSERT_TRUE((*client)->CreateTable(s, b).ok());
-  ASSERT_TRUE((*client)->RegisterWorker(w).ok());
-}
+// Two tables "a" and "b" of one schema in an embedded process and a worker:
+// a call under test on a, its equivalent on b, both compared.
+struct TwinTables {
+  // Opens the process and creates both tables with schema `s`.
+  void Open(TableSchema s) {
+    o.data_dir = dir.path();
+    ASSERT_TRUE(Client::Open(o, &client).ok());
+    s.name = "a";
+    ASSERT_TRUE(client->CreateTable(s, &a).ok());
+    s.name = "b";
+    ASSERT_TRUE(client->CreateTable(s, &b).ok());
+    ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  }
+  // After a global barrier, a fresh process on the same store (reads what
+  // the shard stored).
+  void Reopen() {
+    ASSERT_TRUE(w->GlobalBarrier().ok());
+    w.reset();
+    client.reset();
+    ASSERT_TRUE(Client::Open(o, &client).ok());
+    ASSERT_TRUE(client->OpenTable("a", &a).ok());
+    ASSERT_TRUE(client->OpenTable("b", &b).ok());
+    ASSERT_TRUE(client->RegisterWorker(&w).ok());
+  }
 
-// After a global barrier, a fresh process on the same store (reads what the
-// shard stored).
-void ReopenTwinTables(const ClientOptions& o, std::unique_ptr<Client>* client, Table* a, Table* b,
-                      std::unique_ptr<Worker>* w) {
-  ASSERT_TRUE((*w)->GlobalBarrier().ok());
-  w->reset();
-  client->reset();
-  ASSERT_TRUE(Client::Open(o, client).ok());
-  ASSERT_TRUE((*client)->OpenTable("a", a).ok());
-  ASSERT_TRUE((*client)->OpenTable("b", b).ok());
-  ASSERT_TRUE((*client)->RegisterWorker(w).ok());
-}
+  TempDir dir;
+  ClientOptions o;
+  std::unique_ptr<Client> client;
+  Table a, b;
+  std::unique_ptr<Worker> w;
+};
 
 // The batched dense Inc adds exactly what one Inc per row adds (rows in any
 // order, across stripes, with duplicates, rows new and cached), and the
 // server ends up with the same totals.
 TEST(ClientTest, BatchedDenseIncEqualsOneIncPerRow) {
-  TempDir dir;
-  ClientOptions o;
-  o.data_dir = dir.path();
-  std::unique_ptr<Client> client;
-  Table a, b;
-  std::unique_ptr<Worker> w;
-  ASSERT_NO_FATAL_FAILURE(
-      OpenTwinTables(o, CounterSchema(Consistency::kSsp, 1), &client, &a, &b, &w));
+  TwinTables twins;
+  ASSERT_NO_FATAL_FAILURE(twins.Open(CounterSchema(Consistency::kSsp, 1)));
+  const Table &a = twins.a, &b = twins.b;
+  std::unique_ptr<Worker>& w = twins.w;
   std::mt19937_64 rng(5);
   int64_t got[kWidth], want[kWidth];
   for (int clock = 0; clock < 3; ++clock) {
@@ -520,7 +523,7 @@ TEST(ClientTest, BatchedDenseIncEqualsOneIncPerRow) {
     }
     ASSERT_TRUE(w->Clock().ok());
   }
-  ASSERT_NO_FATAL_FAILURE(ReopenTwinTables(o, &client, &a, &b, &w));
+  ASSERT_NO_FATAL_FAILURE(twins.Reopen());
   for (uint64_t r = 0; r < 300; ++r) {
     ASSERT_TRUE(w->Get(a, r, got).ok());
     ASSERT_TRUE(w->Get(b, r, want).ok());
@@ -537,14 +540,10 @@ TEST(ClientTest, BatchedDenseIncEqualsOneIncPerRow) {
 // (fetched after the pass), across clocks; and the server ends up with the
 // same totals.
 TEST(ClientTest, IncGetRowsEqualsIncThenGetRows) {
-  TempDir dir;
-  ClientOptions o;
-  o.data_dir = dir.path();
-  std::unique_ptr<Client> client;
-  Table a, b;
-  std::unique_ptr<Worker> w;
-  ASSERT_NO_FATAL_FAILURE(
-      OpenTwinTables(o, CounterSchema(Consistency::kSsp, 1), &client, &a, &b, &w));
+  TwinTables twins;
+  ASSERT_NO_FATAL_FAILURE(twins.Open(CounterSchema(Consistency::kSsp, 1)));
+  const Table &a = twins.a, &b = twins.b;
+  std::unique_ptr<Worker>& w = twins.w;
   std::mt19937_64 rng(9);
   for (int clock = 0; clock < 4; ++clock) {
     std::vector<uint64_t> rows;
@@ -578,15 +577,12 @@ TEST(ClientTest, IncGetRowsEqualsIncThenGetRows) {
 // new and cached, across clocks; and the server ends up with the same totals.
 template <typename T>
 void ExpectIncDiffEqualsIncOfTheDeltas(ElementType type) {
-  TempDir dir;
-  ClientOptions o;
-  o.data_dir = dir.path();
-  std::unique_ptr<Client> client;
-  Table a, b;
-  std::unique_ptr<Worker> w;
   TableSchema schema = CounterSchema(Consistency::kSsp, 1);
   schema.type = type;
-  ASSERT_NO_FATAL_FAILURE(OpenTwinTables(o, schema, &client, &a, &b, &w));
+  TwinTables twins;
+  ASSERT_NO_FATAL_FAILURE(twins.Open(schema));
+  const Table &a = twins.a, &b = twins.b;
+  std::unique_ptr<Worker>& w = twins.w;
   std::mt19937_64 rng(11);
   auto element = [&]() -> T {
     if constexpr (std::is_integral_v<T>) {
@@ -615,7 +611,7 @@ void ExpectIncDiffEqualsIncOfTheDeltas(ElementType type) {
     ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(T))) << "clock " << clock;
     ASSERT_TRUE(w->Clock().ok());
   }
-  ASSERT_NO_FATAL_FAILURE(ReopenTwinTables(o, &client, &a, &b, &w));
+  ASSERT_NO_FATAL_FAILURE(twins.Reopen());
   std::vector<uint64_t> all(240);
   for (uint64_t r = 0; r < all.size(); ++r) all[r] = r;
   std::vector<T> got(all.size() * kWidth), want(all.size() * kWidth);

@@ -132,12 +132,12 @@ class RowBuffer {
       if (r.ok()) LoadBlock(indices, scratch_.data());
       return r;
     }
-    const Mark before{chunk_at_, row_at_};
+    const size_t chunk_before = chunk_at_, row_before = row_at_;
     const Place p = Reserve(n);
     auto r = fill(p.cur);
     if (!r.ok()) {
-      chunk_at_ = before.chunk;
-      row_at_ = before.row;
+      chunk_at_ = chunk_before;
+      row_at_ = row_before;
       return r;
     }
     std::memcpy(p.orig, p.cur, n * width_ * sizeof(T));
@@ -240,10 +240,6 @@ class RowBuffer {
   struct Place {
     T* cur;
     T* orig;
-  };
-  struct Mark {
-    size_t chunk;
-    size_t row;
   };
   // The place of n consecutive rows, in the current chunk or the first later
   // one with room (a new one if none).

@@ -222,18 +222,25 @@ void Inc(PyWorker* self, const PyTable& pt, uint64_t row, const py::handle& delt
   Check(st);
 }
 
+// `h` as a C-contiguous array of s's dtype with one row of s.width elements
+// for each of `rows` rows (named `name` in the error).
+py::array RowsArray(const py::handle& h, const TableSchema& s, size_t rows, const char* name) {
+  py::array a = ContiguousAs(h, DtypeOf(s.type), name);
+  CheckArg(a.ndim() == 2 && a.shape(0) == static_cast<py::ssize_t>(rows) &&
+               a.shape(1) == static_cast<py::ssize_t>(s.width),
+           std::string(name) + " must have shape (" + std::to_string(rows) + ", " +
+               std::to_string(s.width) + ") for " + std::to_string(rows) + " rows of table '" +
+               s.name + "'");
+  return a;
+}
+
 void IncMany(PyWorker* self, const PyTable& pt, const py::handle& rows_like,
              const py::handle& deltas) {
   const Table& t = self->Resolve(pt);
   const TableSchema& s = t.schema();
   CheckArg(Dense(t), "inc_many needs a dense table ('" + s.name + "' is sparse; use inc)");
   std::vector<uint64_t> rows = RowIds(rows_like);
-  py::array d = ContiguousAs(deltas, DtypeOf(s.type), "deltas");
-  CheckArg(d.ndim() == 2 && d.shape(0) == static_cast<py::ssize_t>(rows.size()) &&
-               d.shape(1) == static_cast<py::ssize_t>(s.width),
-           "deltas must have shape (" + std::to_string(rows.size()) + ", " +
-               std::to_string(s.width) + ") for " + std::to_string(rows.size()) +
-               " rows of table '" + s.name + "'");
+  py::array d = RowsArray(deltas, s, rows.size(), "deltas");
   const void* p = d.data();
   PyWorker::Use w(self);
   Status st;
@@ -251,15 +258,8 @@ void IncDiff(PyWorker* self, const PyTable& pt, const py::handle& rows_like,
   const TableSchema& s = t.schema();
   CheckArg(Dense(t), "inc_diff needs a dense table ('" + s.name + "' is sparse; use inc)");
   std::vector<uint64_t> rows = RowIds(rows_like);
-  py::array cur = ContiguousAs(current, DtypeOf(s.type), "current");
-  py::array bas = ContiguousAs(base, DtypeOf(s.type), "base");
-  for (const py::array* a : {&cur, &bas}) {
-    CheckArg(a->ndim() == 2 && a->shape(0) == static_cast<py::ssize_t>(rows.size()) &&
-                 a->shape(1) == static_cast<py::ssize_t>(s.width),
-             std::string(a == &cur ? "current" : "base") + " must have shape (" +
-                 std::to_string(rows.size()) + ", " + std::to_string(s.width) + ") for " +
-                 std::to_string(rows.size()) + " rows of table '" + s.name + "'");
-  }
+  py::array cur = RowsArray(current, s, rows.size(), "current");
+  py::array bas = RowsArray(base, s, rows.size(), "base");
   const void* c = cur.data();
   const void* b = bas.data();
   PyWorker::Use w(self);
