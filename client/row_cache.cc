@@ -32,7 +32,7 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
       // A later clock's delta while the open slot holds an earlier one (a
       // worker a clock ahead): it takes a kept buffer too, or the buffers
       // its seal keeps would pile up to the spares' bound.
-      PendingDelta& added = e->pending.emplace_back(PendingDelta{c, false, std::string(), 0, {}});
+      PendingDelta& added = e->pending.emplace_back(PendingDelta{c, std::string(), {}, 0, false});
       AssignInSpareDelta(&added.delta, delta);
     }
     auto it =
@@ -90,7 +90,7 @@ const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c, uint32_t part, By
   // The sealed delta joins the pending ones; the open slot's buffer is kept
   // for the stripe's next open delta (or, under a budget, freed), and the
   // slot takes another open delta of this row if there is one.
-  e->pending.push_back(PendingDelta{c, true, std::string(), part, sealed});
+  e->pending.push_back(PendingDelta{c, std::string(), sealed, part, true});
   e->has_open = false;
   GiveSpareDelta(&e->open.delta);
   for (size_t i = 0; i + 1 < e->pending.size(); ++i) {

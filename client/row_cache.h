@@ -77,10 +77,10 @@ namespace pace::client {
 // of the batch's Ack removes it first).
 struct PendingDelta {
   ClockT clock = 0;
-  bool sealed = false;            // its batch has been sent (it is part of `value`)
   std::string delta;              // open: the delta; sealed: empty
-  uint32_t part = 0;              // when sealed: the part of `clock` it was sent in
   std::string_view sealed_bytes;  // when sealed: the delta
+  uint32_t part = 0;              // when sealed: the part of `clock` it was sent in
+  bool sealed = false;            // its batch has been sent (it is part of `value`)
 
   std::string_view bytes() const { return sealed ? sealed_bytes : std::string_view(delta); }
 };
@@ -99,23 +99,24 @@ class ReadsInFlight {
  public:
   bool empty() const { return n_ == 0; }
   size_t size() const { return n_; }
-  Version operator[](size_t i) const { return i == 0 ? first_ : more_[i - 1]; }
+  Version operator[](size_t i) const { return i == 0 ? first_ : (*more_)[i - 1]; }
   void push_back(Version v) {
     if (n_ == 0) {
       first_ = v;
     } else {
-      more_.push_back(v);
+      if (more_ == nullptr) more_ = std::make_unique<std::vector<Version>>();
+      more_->push_back(v);
     }
     ++n_;
   }
   void erase_at(size_t i) {
     if (i == 0) {
-      if (!more_.empty()) {
-        first_ = more_.front();
-        more_.erase(more_.begin());
+      if (n_ > 1) {
+        first_ = more_->front();
+        more_->erase(more_->begin());
       }
     } else {
-      more_.erase(more_.begin() + static_cast<long>(i - 1));
+      more_->erase(more_->begin() + static_cast<long>(i - 1));
     }
     --n_;
   }
@@ -123,19 +124,16 @@ class ReadsInFlight {
  private:
   Version first_ = 0;
   uint32_t n_ = 0;
-  std::vector<Version> more_;
+  std::unique_ptr<std::vector<Version>> more_;  // the others (rare): 8 bytes of the entry
 };
 
 // (clock, part) a before (clock, part) b: the batch rule's order.
 using ::pace::PartBefore;
 
-// Fields are ordered so that a cache-hit Get touches only the first cache
-// line (then the value) and an Inc only the second (then its delta).
+// Fields are ordered so that the passes over many rows (a read, an Inc, a
+// look-ahead, a seal) find what they use in the entry's first kHotEntryBytes
+// (three cache lines: PrefetchEntryLines), then the value or the delta.
 struct CacheEntry {
-  RowKey key;
-  std::string value;
-  Version version = 0;  // server version of `value`
-  uint32_t shard = 0;
   bool has_value = false;
   // A delta of this row has been sealed (sent): the shard may have a record
   // of it (TableState::rows_local ends when such an entry is erased).
@@ -154,15 +152,19 @@ struct CacheEntry {
   // (sealed ones, and open ones of other clocks when workers are at several
   // clocks) are in `pending`.
   bool has_open = false;
-  PendingDelta open;
   uint16_t waiters = 0;  // readers blocked on this row
-  TableState* table = nullptr;
+  uint32_t shard = 0;
+  uint32_t applied_parts = 0;  // the parts of clock `applied` in `value`
+  Version version = 0;         // server version of `value`
   ClockT applied = 0;          // this process's applied clock with that value
-  uint32_t applied_parts = 0;  // and the parts of clock `applied` in it
-  int32_t ring_index = -1;     // position in CacheStripe::ring, -1 if no value
+  TableState* table = nullptr;
   std::vector<PendingDelta> pending;
+  std::string value;
+  PendingDelta open;
+  int32_t ring_index = -1;  // position in CacheStripe::ring, -1 if no value
   // min_version of each Read of this row sent and not yet answered (few).
   ReadsInFlight reads_in_flight;
+  RowKey key;
 
   // The open (not yet sealed) delta of clock c, or nullptr.
   PendingDelta* FindPending(ClockT c) {
@@ -245,10 +247,26 @@ inline void MarkRead(CacheEntry* e) {
 }
 
 // Starts loading every cache line of an entry (its fields span four).
+// The bytes of an entry the passes over many rows read: every field up to
+// the open delta's buffer (the rest is for rarer paths: a read in flight,
+// eviction, erasure).
+// (offsetof of a type that is not standard-layout: GCC and Clang compute it,
+// and warn.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+inline constexpr size_t kHotEntryBytes =
+    offsetof(CacheEntry, open) + offsetof(PendingDelta, delta) + sizeof(std::string);
+static_assert(offsetof(CacheEntry, value) + sizeof(std::string) <= kHotEntryBytes &&
+                  offsetof(CacheEntry, pending) < kHotEntryBytes &&
+                  offsetof(CacheEntry, table) < kHotEntryBytes &&
+                  offsetof(PendingDelta, clock) < offsetof(PendingDelta, delta),
+              "the fields the passes over many rows read lie in the entry's hot bytes");
+static_assert(kHotEntryBytes <= 3 * 64 - 48, "three cache lines at any 16-byte alignment");
+#pragma GCC diagnostic pop
 inline void PrefetchEntryLines(const CacheEntry* e) {
   const char* p = reinterpret_cast<const char*>(e);
-  for (size_t at = 0; at < sizeof(CacheEntry); at += 64) __builtin_prefetch(p + at);
-  __builtin_prefetch(p + sizeof(CacheEntry) - 1);
+  for (size_t at = 0; at < kHotEntryBytes; at += 64) __builtin_prefetch(p + at);
+  __builtin_prefetch(p + kHotEntryBytes - 1);
 }
 
 // Unsubscribes of evicted rows of one (shard, table), not sent yet.
