@@ -246,12 +246,12 @@ inline void MarkRead(CacheEntry* e) {
   if (e->look_ahead != 0) e->look_ahead = 0;
 }
 
-// Starts loading every cache line of an entry (its fields span four).
 // The bytes of an entry the passes over many rows read: every field up to
 // the open delta's buffer (the rest is for rarer paths: a read in flight,
-// eviction, erasure).
-// (offsetof of a type that is not standard-layout: GCC and Clang compute it,
-// and warn.)
+// eviction, erasure). Entries lie 16-byte aligned (EntryTable's blocks come
+// from new[], and an entry's size is a multiple of 16), so these bytes span
+// three cache lines wherever an entry starts. (offsetof of a type that is not
+// standard-layout: GCC and Clang compute it, and warn.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
 inline constexpr size_t kHotEntryBytes =
@@ -261,8 +261,10 @@ static_assert(offsetof(CacheEntry, value) + sizeof(std::string) <= kHotEntryByte
                   offsetof(CacheEntry, table) < kHotEntryBytes &&
                   offsetof(PendingDelta, clock) < offsetof(PendingDelta, delta),
               "the fields the passes over many rows read lie in the entry's hot bytes");
-static_assert(kHotEntryBytes <= 3 * 64 - 48, "three cache lines at any 16-byte alignment");
+static_assert(kHotEntryBytes <= 3 * 64 - 48 && sizeof(CacheEntry) % 16 == 0,
+              "three cache lines at any 16-byte alignment");
 #pragma GCC diagnostic pop
+// Starts loading an entry's hot cache lines (kHotEntryBytes).
 inline void PrefetchEntryLines(const CacheEntry* e) {
   const char* p = reinterpret_cast<const char*>(e);
   for (size_t at = 0; at < kHotEntryBytes; at += 64) __builtin_prefetch(p + at);
