@@ -101,6 +101,10 @@ class RowCache {
   // rows ahead of using them (a pass over rows in random order is otherwise
   // one cache miss after another).
   void PrefetchKey(uint32_t table, uint64_t row) const { slots_.Prefetch(HashOf(table, row)); }
+  // The handle of a cached row (kNoHandle if not cached) without touching
+  // its node: for PrefetchDirty a few rows before PinDirty, once the slot
+  // (PrefetchKey) has loaded. Valid until the cache next changes.
+  uint32_t HandleOf(uint32_t table, uint64_t row) const { return FindNode(table, row); }
   void PrefetchDirty(uint32_t handle) const {
     __builtin_prefetch(&nodes_[handle]);
     __builtin_prefetch(reinterpret_cast<const char*>(&nodes_[handle]) + 64);

@@ -128,6 +128,12 @@ Status ShardStore::Impl::PinRowsLocked(const std::vector<ClockLogEntry>& deltas,
       }
       for (; k < stop; ++k) {
         if (k + kAhead < stop) row_cache_->PrefetchKey(table, deltas[k + kAhead].row);
+        // Second stage: the node of a row whose slot has loaded (PinDirty's
+        // first touch of it was most of its time).
+        if (k + kAhead / 2 < stop) {
+          const uint32_t ahead = row_cache_->HandleOf(table, deltas[k + kAhead / 2].row);
+          if (ahead != RowCache::kNoHandle) row_cache_->PrefetchDirty(ahead);
+        }
         if (k > i && deltas[k].row == deltas[k - 1].row) continue;
         (*handles)[k] = row_cache_->PinDirty(table, deltas[k].row);
         if ((*handles)[k] != kNone) {
