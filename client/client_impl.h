@@ -232,7 +232,8 @@ class Client::Impl : public client::ChannelListener {
   Status SealOpenDeltas(ClockT c, client::WorkerStats* ws);
   // Half of min(open_delta_mb, unacked_mb), at most kMaxPartBytes, at least
   // 64 KiB.
-  uint64_t PartBytes() const;
+  uint64_t PartBytes() const { return PartBytesOf(options_.open_delta_mb, options_.unacked_mb); }
+  static uint64_t PartBytesOf(uint32_t open_delta_mb, uint32_t unacked_mb);
   static constexpr uint64_t kMaxPartBytes = uint64_t{32} << 20;
   bool ahead_of_process_clock(ClockT c) const {
     return c > process_clock_seen_.load(std::memory_order_acquire);

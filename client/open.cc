@@ -90,6 +90,16 @@ Status Client::Open(const ClientOptions& given, std::unique_ptr<Client>* client)
       ro.hello.role = net::Hello::kClientProcess;
       ro.hello.incarnation = ProcessIncarnation();
       ro.hello.features = net::Hello::kAbsentRows;  // InstallRows computes them
+      // Two parts' Apply frames in flight to the socket at once, each a part
+      // plus its rows' wire overhead (a few percent for rows of hundreds of
+      // bytes) and the pool's rounding up (an eighth): a model-scale clock's
+      // frames then reuse two blocks instead of faulting in 32 MiB of fresh
+      // pages each (docs/data-path.md, "Frames over TCP").
+      const uint64_t part = Impl::PartBytesOf(options.open_delta_mb, options.unacked_mb);
+      ro.frame_pool.max_block_bytes =
+          std::max<size_t>(ro.frame_pool.max_block_bytes, part + part / 4 + (size_t{1} << 20));
+      ro.frame_pool.max_pooled_bytes =
+          std::max<size_t>(ro.frame_pool.max_pooled_bytes, 2 * ro.frame_pool.max_block_bytes);
       ro.connect_timeout_ms = static_cast<int>(options.connect_timeout_ms);
       // A silent shard (link down, host gone) counts as disconnected after
       // half the shard timeout, so calls fail within ~1.5 x shard_timeout_ms.

@@ -88,9 +88,9 @@ Client::Impl::OpenDeltaSum Client::Impl::OpenDeltaSums(ClockT c) const {
   return sums;
 }
 
-uint64_t Client::Impl::PartBytes() const {
-  const uint64_t open = uint64_t{options_.open_delta_mb} << 20;
-  const uint64_t unacked = uint64_t{options_.unacked_mb} << 20;
+uint64_t Client::Impl::PartBytesOf(uint32_t open_delta_mb, uint32_t unacked_mb) {
+  const uint64_t open = uint64_t{open_delta_mb} << 20;
+  const uint64_t unacked = uint64_t{unacked_mb} << 20;
   // At most kMaxPartBytes: a clock larger than that is sealed, sent and
   // applied part by part while its workers still train, and only its last
   // part is left for Clock(). With the default bounds a part was 128 MiB, and

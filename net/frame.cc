@@ -9,12 +9,14 @@ namespace {
 
 constexpr size_t kMinReadSize = 64 << 10;
 // An idle reader keeps a buffer of up to kShrinkAbove bytes. A larger one
-// (grown for large frames) is kept while such frames keep coming, so that
-// each does not regrow it through fresh, page-faulting memory; it is given
-// back once kSmallFramesBeforeShrink frames in a row used less than a quarter
-// of it, and at once when idle if it exceeds kMaxKeptCapacity.
+// (grown for large frames, at most one frame at the limit) is kept while such
+// frames keep coming, so that each does not regrow it through fresh,
+// page-faulting memory: a client's Apply parts of 32 MiB each regrew it from
+// 64 KiB, doubling, and the shard's receiving thread spent 85% of its time
+// zeroing fresh pages (docs/data-path.md, "Frames over TCP"). It is given back
+// once kSmallFramesBeforeShrink frames in a row used less than a quarter of
+// it.
 constexpr size_t kShrinkAbove = 1 << 20;
-constexpr size_t kMaxKeptCapacity = 16 << 20;
 constexpr uint32_t kSmallFramesBeforeShrink = 64;
 
 uint32_t ReadLe32(const char* p) {
@@ -46,7 +48,17 @@ void FrameReader::Reserve(size_t n) {
   if (needed <= capacity_) {
     std::memmove(buf_.get() + new_start, buf_.get() + start_, live);
   } else {
-    size_t new_capacity = std::max({needed, 2 * capacity_, kMinReadSize});
+    // Doubling, but never past the end of the frame being received (once its
+    // length is known): a buffer kept for the next frames is then the frame's
+    // size, not up to twice it.
+    size_t grown = std::max(2 * capacity_, kMinReadSize);
+    if (live >= kFrameHeaderBytes) {
+      const uint32_t len = ReadLe32(buf_.get() + start_);
+      if (len != 0 && len <= max_frame_bytes_) {
+        grown = std::min(grown, new_start + kFrameHeaderBytes + static_cast<size_t>(len));
+      }
+    }
+    size_t new_capacity = std::max(needed, grown);
     std::unique_ptr<char[]> bigger(new char[new_capacity]);
     if (live > 0) std::memcpy(bigger.get() + new_start, buf_.get() + start_, live);
     buf_ = std::move(bigger);
@@ -70,8 +82,7 @@ char* FrameReader::Prepare(size_t n) {
 void FrameReader::Commit(size_t n) { end_ += n; }
 
 bool FrameReader::KeepsLargeBuffer() const {
-  return capacity_ > kShrinkAbove && capacity_ <= kMaxKeptCapacity &&
-         small_frames_ < kSmallFramesBeforeShrink;
+  return capacity_ > kShrinkAbove && small_frames_ < kSmallFramesBeforeShrink;
 }
 
 size_t FrameReader::SuggestedReadSize() const {

@@ -240,7 +240,7 @@ Status RemoteShard::Impl::Handshake(tcp::socket socket, Clock::time_point deadli
   copts.first_message_timeout_ms = std::max(1, MsUntil(deadline));
   copts.linger_ms = options_.close_linger_ms;
   copts.decode = options_.decode;
-  copts.frame_pool = std::make_shared<FrameBufferPool>();
+  copts.frame_pool = std::make_shared<FrameBufferPool>(options_.frame_pool);
   conn_ = Connection::Create(std::move(socket), copts, &counters_);
   std::future<Status> result = handshake_.get_future();
   conn_->Start([this](Message m) { OnMessage(std::move(m)); },

@@ -31,6 +31,7 @@
 #include "common/schema.h"
 #include "common/status.h"
 #include "net/codec.h"
+#include "net/frame_pool.h"
 #include "net/messages.h"
 
 namespace pace::net {
@@ -61,6 +62,12 @@ struct RemoteShardOptions {
   // Send fails with ResourceExhausted while this many bytes wait to be sent.
   // Default: 256 MiB.
   size_t max_write_queue_bytes = 256u << 20;
+  // The buffers outbound frames are encoded in are recycled (FrameBufferPool):
+  // blocks of up to this many bytes, this many of them idle at most. A client
+  // sizes them to the Apply frames of its parts, so that each part's frame is
+  // encoded into memory a part before used instead of fresh pages. Defaults:
+  // FrameBufferPoolOptions's.
+  FrameBufferPoolOptions frame_pool;
   // How long Close() waits for queued frames to drain and the server to
   // close its side. Default: 1000 ms.
   int close_linger_ms = 1000;
