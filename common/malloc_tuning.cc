@@ -1,14 +1,22 @@
 #include "common/malloc_tuning.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #if defined(__GLIBC__)
 #include <gnu/libc-version.h>
@@ -35,7 +43,79 @@ bool SetsTunable(const char* tunables, const char* name) {
   return false;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
+std::atomic<bool> prefault_started{false};
+std::atomic<uint64_t> prefaulted_bytes{0};
+
+// The prefault thread: whenever the heap's end (sbrk(0)) has moved up, the
+// last `ahead` bytes before it (the pad glibc left past the allocation that
+// grew it) are populated. Polls every millisecond while the heap grows, up to
+// every 64 ms while it does not.
+void PrefaultLoop(uintptr_t ahead, uintptr_t done) {
+  pthread_setname_np(pthread_self(), "pace-prefault");
+  // Signals are for the process's other threads (a stop signal's handler
+  // thread waits for them with the signals blocked elsewhere).
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto idle = std::chrono::milliseconds(1);
+  for (;;) {
+    const uintptr_t end = reinterpret_cast<uintptr_t>(sbrk(0));
+    if (end > done) {
+      const uintptr_t from = std::max(done, end - std::min(end, ahead)) & ~(page - 1);
+      // A failure (the range trimmed meanwhile) leaves those pages to be
+      // faulted in by their first user, as without this thread.
+      if (madvise(reinterpret_cast<void*>(from), end - from, MADV_POPULATE_WRITE) == 0) {
+        prefaulted_bytes.fetch_add(end - from, std::memory_order_relaxed);
+      }
+      idle = std::chrono::milliseconds(1);
+    } else {
+      idle = std::min(idle * 2, std::chrono::milliseconds(64));
+    }
+    done = end;  // below `done` after a trim: from there on
+    std::this_thread::sleep_for(idle);
+  }
+}
+
 }  // namespace
+
+bool StartHeapPrefault(size_t ahead_bytes) {
+#if defined(__GLIBC__) && !defined(PACE_ASAN) && !defined(PACE_TSAN)
+  if (ahead_bytes == 0 || SetsTunable(std::getenv("GLIBC_TUNABLES"), "glibc.malloc.top_pad")) {
+    return false;
+  }
+  if (prefault_started.exchange(true)) return false;
+  // The kernel must know MADV_POPULATE_WRITE: try it on a page of our own.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* probe = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (probe == MAP_FAILED) return false;
+  const bool supported = madvise(probe, page, MADV_POPULATE_WRITE) == 0;
+  munmap(probe, page);
+  if (!supported) return false;
+  constexpr size_t kMaxPad = size_t{1} << 30;  // mallopt takes an int
+  if (mallopt(M_TOP_PAD, static_cast<int>(std::min(ahead_bytes, kMaxPad))) != 1) return false;
+  // The heap's end now: growth from here on is populated (taken here, not by
+  // the thread, which may first run after the next growth).
+  const uintptr_t end = reinterpret_cast<uintptr_t>(sbrk(0));
+  std::thread(PrefaultLoop, static_cast<uintptr_t>(ahead_bytes), end).detach();
+  return true;
+#else
+  (void)ahead_bytes;
+  return false;
+#endif
+}
+
+size_t HeapPrefaultBytes(uint64_t memory_budget_bytes) {
+  constexpr uint64_t kPad = uint64_t{32} << 20;
+  return static_cast<size_t>(memory_budget_bytes == 0 ? kPad
+                                                      : std::min(kPad, memory_budget_bytes / 16));
+}
+
+uint64_t HeapPrefaultedBytes() { return prefaulted_bytes.load(std::memory_order_relaxed); }
 
 void TuneMallocForClocks() {
 #if defined(__GLIBC__)

@@ -18,6 +18,8 @@
 #ifndef PACE_COMMON_MALLOC_TUNING_H_
 #define PACE_COMMON_MALLOC_TUNING_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace pace {
@@ -31,6 +33,32 @@ namespace pace {
 // missing. A GLIBC_TUNABLES setting of one of these knobs (mmap_threshold,
 // trim_threshold, arena_max) wins over it.
 void TuneMallocForClocks();
+
+// Faults the heap's free top in ahead of the allocations, on a thread of its
+// own (`pace-prefault`), so that allocating threads do not. glibc grows the
+// heap from under its arena lock, and the first touch of each new page (a
+// 2 MiB huge page zeroed by the kernel, slow on a virtual machine whose host
+// backs the page only then) happened there: every thread that allocated
+// meanwhile slept on that lock. In a model-scale MF run (8a) the workers slept
+// 1.8 s of ~7 on it, and zeroing fresh pages was 42% of all CPU samples
+// (docs/data-path.md, "Fresh pages under malloc's lock"). With this, each
+// growth of the heap keeps `ahead_bytes` past the allocation (M_TOP_PAD), and
+// the thread populates that pad (madvise MADV_POPULATE_WRITE, which writes
+// nothing) as soon as the heap grows: the next allocations find their pages
+// mapped. The resident size is at most `ahead_bytes` above the heap in use.
+// Call once, at the start of main after the flags are read; later calls do
+// nothing. Does nothing for ahead_bytes 0, under a sanitizer (they replace
+// malloc), where glibc or the kernel (before 5.14) lacks what it needs, or
+// where GLIBC_TUNABLES sets glibc.malloc.top_pad. Returns whether it started.
+bool StartHeapPrefault(size_t ahead_bytes);
+
+// The pad StartHeapPrefault is given for a process budget of
+// `memory_budget_bytes` (0: none): 32 MiB, and under a budget at most a
+// sixteenth of it, so that the pad stays within what the budget leaves over.
+size_t HeapPrefaultBytes(uint64_t memory_budget_bytes);
+
+// For tests: the bytes the prefault thread has populated so far.
+uint64_t HeapPrefaultedBytes();
 
 // Restarts the process (execv of its binary, /proc/self/exe's target, with
 // the same `argv` and process id) with

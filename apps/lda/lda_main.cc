@@ -7,6 +7,8 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -328,6 +330,8 @@ int main(int argc, char** argv) {
   pace::apps::ShowVerboseLogs();
   FLAGS_logtostderr = true;
   pace::TuneMallocForClocks();
+  pace::StartHeapPrefault(
+      pace::HeapPrefaultBytes(static_cast<uint64_t>(std::max<int64_t>(0, FLAGS_memory_mb)) << 20));
   google::InitGoogleLogging(argv[0]);
   pace::apps::InstallStopSignal({"pace_lda", "; rerun the same command with --resume", 10});
   if (argc > 1) {
