@@ -62,6 +62,7 @@
 #include <vector>
 
 #include "client/pace.h"
+#include "client/pass_vector.h"
 #include "client/row_cache.h"
 #include "client/shard_channel.h"
 #include "client/table_state.h"
@@ -358,18 +359,19 @@ class Client::Impl : public client::ChannelListener {
   };
   // The items of rows [0, n) (key_of(i): row i's key), in stripe order; rows
   // of one stripe keep their given order.
+  // (In vectors the thread reuses: client/pass_vector.h.)
   template <typename KeyOf>
-  static std::vector<StripeItem> ByStripe(size_t n, KeyOf&& key_of) {
+  static client::PassVector<StripeItem> ByStripe(size_t n, KeyOf&& key_of) {
     // A counting sort on the stripe number: stable, two passes, no compare.
-    std::vector<StripeItem> hashed(n);
+    client::PassVector<StripeItem> hashed(n);
     std::array<uint32_t, kNumStripes + 1> start{};
     for (size_t i = 0; i < n; ++i) {
       hashed[i] = StripeItem{RowKeyHash()(key_of(i)), static_cast<uint32_t>(i)};
       ++start[(hashed[i].hash & (kNumStripes - 1)) + 1];
     }
     for (size_t s = 1; s <= kNumStripes; ++s) start[s] += start[s - 1];
-    std::vector<StripeItem> items(n);
-    for (const StripeItem& it : hashed) items[start[it.hash & (kNumStripes - 1)]++] = it;
+    client::PassVector<StripeItem> items(n);
+    for (const StripeItem& it : *hashed) items[start[it.hash & (kNumStripes - 1)]++] = it;
     return items;
   }
   // Calls fn(stripe, b, e) for each run items[b, e) of one stripe's rows
@@ -770,9 +772,9 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
   const size_t width = t->format.width;
   const uint32_t table = t->schema.id;
   auto key_of = [&](size_t i) { return RowKey{table, rows[i]}; };
-  const std::vector<StripeItem> items = ByStripe(n, key_of);
+  const client::PassVector<StripeItem> items = ByStripe(n, key_of);
   client::TableCounters* tc = Counters(ws, t);
-  std::vector<uint32_t> slow;  // not fresh in the cache: ReadRow after the pass
+  client::PassVector<uint32_t> slow;  // not fresh in the cache: ReadRow after the pass
   uint64_t hits = 0;
   // Three-stage software pipeline within a stripe: the hash slot of row
   // j + 2 * kAhead loads, row j + kAhead is looked up (its entry and value
@@ -781,8 +783,8 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
   // last stage, the copy's add of the delta waited for its load: a third
   // of the pass's time.)
   constexpr size_t kAhead = 8;
-  std::vector<client::CacheEntry*> found(items.size(), nullptr);
-  ForEachStripeRunLocked(items, [&](client::CacheStripe& st, size_t b, size_t e) {
+  client::PassVector<client::CacheEntry*> found(items.size());
+  ForEachStripeRunLocked(*items, [&](client::CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
     auto slot = [&](size_t j)
                     REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
@@ -807,7 +809,7 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
                                             out + static_cast<size_t>(items[j].index) * width)) {
         ++hits;
       } else {
-        slow.push_back(items[j].index);
+        slow->push_back(items[j].index);
       }
     }
   });
@@ -815,7 +817,7 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
     tc->reads.Add(hits);
     tc->hits.Add(hits);
   }
-  return ReadSlowDenseRows(c, ws, t, rows, slow, out);
+  return ReadSlowDenseRows(c, ws, t, rows, *slow, out);
 }
 
 template <typename T>
@@ -875,16 +877,16 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
   const size_t width = t->format.width;
   const uint32_t table = t->schema.id;
   // One stripe lock per stripe; within a stripe, rows in their given order.
-  const std::vector<StripeItem> items = ByStripe(rows.size(), [&](size_t i) {
+  const client::PassVector<StripeItem> items = ByStripe(rows.size(), [&](size_t i) {
     return RowKey{table, rows[i]};
   });
   constexpr size_t kAhead = 8;
-  std::vector<client::CacheEntry*> found(items.size(), nullptr);
+  client::PassVector<client::CacheEntry*> found(items.size());
   client::TableCounters* tc = Counters(ws, t);
-  std::vector<uint32_t> slow;                        // with out: not fresh in the cache
+  client::PassVector<uint32_t> slow;                 // with out: not fresh in the cache
   std::vector<T> diff(base != nullptr ? width : 0);  // with base: a new open delta
   uint64_t hits = 0;
-  ForEachStripeRunLocked(items, [&](client::CacheStripe& st, size_t b, size_t e) {
+  ForEachStripeRunLocked(*items, [&](client::CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
     // Three-stage software pipeline: the hash slot of row j + 2 * kAhead and
     // the entry of row j + kAhead load, and the delta (with `out`, also the
@@ -959,7 +961,7 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
                            out + static_cast<size_t>(items[j].index) * width)) {
         ++hits;
       } else {
-        slow.push_back(items[j].index);
+        slow->push_back(items[j].index);
       }
     }
   });
@@ -969,7 +971,7 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
     tc->reads.Add(hits);
     tc->hits.Add(hits);
   }
-  return ReadSlowDenseRows(c, ws, t, rows.data(), slow, out);
+  return ReadSlowDenseRows(c, ws, t, rows.data(), *slow, out);
 }
 
 }  // namespace pace

@@ -205,11 +205,11 @@ void Client::Impl::InstallRows(uint32_t k, const std::vector<net::RowData*>& row
   // lookups of the next rows started a few rows ahead: the entries are
   // scattered in memory.
   auto key_of = [&rows](size_t i) { return RowKey{rows[i]->table, rows[i]->row}; };
-  const std::vector<StripeItem> items = ByStripe(rows.size(), key_of);
+  const client::PassVector<StripeItem> items = ByStripe(rows.size(), key_of);
   constexpr size_t kAhead = 4;
   Status bad;
   RowKey bad_key;
-  ForEachStripeSliceLocked(items, [&](CacheStripe& st, size_t b, size_t e) {
+  ForEachStripeSliceLocked(*items, [&](CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
     auto slot = [&](size_t j)
                     REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
@@ -367,12 +367,12 @@ uint64_t Client::Impl::PurgeBatch(const SentBatch& b) {
   // few keys ahead, since the entries are scattered in memory.
   constexpr size_t kAhead = 16;  // entries loading; slots twice as far ahead
   const std::vector<RowKey>& keys = b.keys;
-  std::vector<StripeItem> items(keys.size());  // in stripe runs already: no sort
+  client::PassVector<StripeItem> items(keys.size());  // in stripe runs already: no sort
   for (size_t i = 0; i < keys.size(); ++i) {
     items[i] = StripeItem{RowKeyHash()(keys[i]), static_cast<uint32_t>(i)};
   }
   uint64_t purged = 0;
-  ForEachStripeSliceLocked(items, [&](CacheStripe& st, size_t begin, size_t end) {
+  ForEachStripeSliceLocked(*items, [&](CacheStripe& st, size_t begin, size_t end) {
     st.mu.AssertHeld();
     for (size_t j = begin; j < end; ++j) {
       if (j + 2 * kAhead < end) st.PrefetchSlot(keys[j + 2 * kAhead], items[j + 2 * kAhead].hash);

@@ -184,14 +184,14 @@ Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
   // The rows stripe run by stripe run (one lock per run), the hash slots of
   // the next rows loading a few rows ahead: the entries are scattered in
   // memory and a lookup is otherwise one cache miss after another.
-  const std::vector<StripeItem> items = ByStripe(rows.size(), key_of);
+  const client::PassVector<StripeItem> items = ByStripe(rows.size(), key_of);
   uint64_t fetched = 0;
   uint64_t initialized = 0;
   ReadGatherer gather(this, t, need);
   // Two stages: the slot of row j + 2 * kAhead, then the entry (not its
   // value: only the entry's state is looked at) of row j + kAhead.
   constexpr size_t kAhead = 16;
-  ForEachStripeRunLocked(items, [&](CacheStripe& st, size_t b, size_t e) {
+  ForEachStripeRunLocked(*items, [&](CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
     auto slot = [&](size_t j)
                     REQUIRES(st.mu) { st.PrefetchSlot(key_of(items[j].index), items[j].hash); };
@@ -323,8 +323,8 @@ void Client::Impl::ReleaseReadMarks(const net::Read& r) {
 void Client::Impl::EvictFirst(TableState* t, const std::vector<uint64_t>& rows) {
   const uint32_t table = t->schema.id;
   auto key_of = [&](size_t i) { return RowKey{table, rows[i]}; };
-  const std::vector<StripeItem> items = ByStripe(rows.size(), key_of);
-  ForEachStripeRunLocked(items, [&](CacheStripe& st, size_t b, size_t e) {
+  const client::PassVector<StripeItem> items = ByStripe(rows.size(), key_of);
+  ForEachStripeRunLocked(*items, [&](CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
     for (size_t j = b; j < e; ++j) {
       CacheEntry* en = st.Find(key_of(items[j].index), items[j].hash);
