@@ -597,13 +597,7 @@ int main(int argc, char** argv) {
   pace::cli::ParseCommandLine(info, &argc, &argv);
   pace::apps::ShowVerboseLogs();
   FLAGS_logtostderr = true;
-  pace::TuneMallocForClocks();
-  // Embedded (the process holds the shard too): over TCP the client ran no
-  // faster with it (8f) and peaked 60-100 MB higher.
-  if (FLAGS_servers.empty()) {
-    pace::StartHeapPrefault(pace::HeapPrefaultBytes(
-        static_cast<uint64_t>(std::max<int64_t>(0, FLAGS_memory_mb)) << 20));
-  }
+  pace::apps::TuneHeap();
   google::InitGoogleLogging(argv[0]);
   pace::apps::InstallStopSignal({"pace_mf", "; rerun the same command with --resume", 10});
   if (argc > 1) {

@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
+#include "common/malloc_tuning.h"
 #include "common/memory_budget.h"
 #include "common/token_file.h"
 
@@ -131,6 +134,14 @@ void QuietLibraryLogs() {
 
 void ShowVerboseLogs() {
   if (FLAGS_v > 0 && !FlagWasSet("minloglevel")) FLAGS_minloglevel = 0;
+}
+
+void TuneHeap() {
+  TuneMallocForClocks();
+  if (FLAGS_servers.empty()) {
+    StartHeapPrefault(
+        HeapPrefaultBytes(static_cast<uint64_t>(std::max<int64_t>(0, FLAGS_memory_mb)) << 20));
+  }
 }
 
 bool FlagWasSet(const char* name) {
