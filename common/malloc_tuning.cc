@@ -1,9 +1,7 @@
 #include "common/malloc_tuning.h"
 
-#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,12 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <thread>
 
 #if defined(__GLIBC__)
-#include <gnu/libc-version.h>
 #include <malloc.h>
 #endif
 
@@ -131,60 +126,11 @@ void TuneMallocForClocks() {
   // mprotect per page range it first uses, and the workers' arenas grew all
   // the time (8a: sysmalloc and mprotect 5-10% of a worker's CPU, system time
   // 1.2 s against 0.9 with one arena, peak RSS 1.36 GB against 1.21). With
-  // huge pages it matters more: glibc madvises the main arena's heap as it
-  // grows, and an 8a run took ~280k faults with thread arenas, 6k without.
+  // glibc.malloc.hugetlb=1 it matters more: glibc advises only the main
+  // arena's heap, and an 8a run took ~280k faults with thread arenas, 6k
+  // without.
   if (!SetsTunable(tunables, "glibc.malloc.arena_max")) mallopt(M_ARENA_MAX, kMallocArenas);
 #endif
-}
-
-std::string HugePageTunables(const char* tunables, const std::string& thp_enabled,
-                             const std::string& glibc_version) {
-  if (SetsTunable(tunables, "glibc.malloc.hugetlb")) return "";
-  // "always [madvise] never": the bracketed word is the mode.
-  if (thp_enabled.empty() || thp_enabled.find("[never]") != std::string::npos) return "";
-  int major = 0, minor = 0;
-  if (std::sscanf(glibc_version.c_str(), "%d.%d", &major, &minor) != 2) return "";
-  if (major < 2 || (major == 2 && minor < 35)) return "";  // no glibc.malloc.hugetlb
-  const std::string item = "glibc.malloc.hugetlb=1";
-  if (tunables == nullptr || *tunables == '\0') return item;
-  return std::string(tunables) + ":" + item;
-}
-
-std::string HugePageRestartTunables() {
-#if defined(__GLIBC__) && !defined(PACE_ASAN) && !defined(PACE_TSAN)  // they replace malloc
-  // A secure-execution process (setuid, or file capabilities such as
-  // cap_net_bind_service for a port below 1024): glibc drops GLIBC_TUNABLES
-  // from its view of the environment, so a restart could not see its own
-  // setting and would restart again without end.
-  if (getauxval(AT_SECURE) != 0) return "";
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-  const std::string thp((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return HugePageTunables(std::getenv("GLIBC_TUNABLES"), thp, gnu_get_libc_version());
-#else
-  return "";
-#endif
-}
-
-void RestartWithHugePageHeap(char** argv) {
-  const std::string after = HugePageRestartTunables();
-  if (after.empty()) return;
-  const char* before = std::getenv("GLIBC_TUNABLES");
-  const std::string saved = before != nullptr ? before : "";
-  // The binary's own path, not /proc/self/exe: the kernel names the process
-  // (its comm, what ps, top and pgrep show) after the file executed.
-  char self[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return;
-  self[n] = '\0';
-  if (setenv("GLIBC_TUNABLES", after.c_str(), 1) != 0) return;
-  execv(self, argv);
-  // The exec failed (no /proc, a binary replaced or deleted since): run on
-  // as started.
-  if (before != nullptr) {
-    setenv("GLIBC_TUNABLES", saved.c_str(), 1);
-  } else {
-    unsetenv("GLIBC_TUNABLES");
-  }
 }
 
 }  // namespace pace

@@ -11,16 +11,18 @@
 //
 // The heap a model-scale job grows (a gigabyte of cached rows, the shard's
 // copy, the clocks' parts) is faulted in a page at a time, and on a virtual
-// machine a fault is costly: 4 KiB pages cost an 8a run ~260k faults, a third
-// of its CPU (docs/data-path.md, "The heap in huge pages"). glibc grows the
-// heap in transparent huge pages when GLIBC_TUNABLES has
-// glibc.malloc.hugetlb=1, which glibc reads only as a process starts.
+// machine the first touch of a page can cost as much as its zeroing many
+// times over. The heap stays in 4 KiB pages: on a virtual machine whose host
+// takes freed memory back (a balloon's free page reporting), 2 MiB pages are
+// the ones it took and has to back again, at ~450 MB/s here against ~2.5
+// GB/s for 4 KiB pages freed recently (docs/data-path.md, "The heap in 4 KiB
+// pages again"). GLIBC_TUNABLES=glibc.malloc.hugetlb=1 still asks glibc for
+// huge pages, where they pay.
 #ifndef PACE_COMMON_MALLOC_TUNING_H_
 #define PACE_COMMON_MALLOC_TUNING_H_
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 namespace pace {
 
@@ -36,9 +38,9 @@ void TuneMallocForClocks();
 
 // Faults the heap's free top in ahead of the allocations, on a thread of its
 // own (`pace-prefault`), so that allocating threads do not. glibc grows the
-// heap from under its arena lock, and the first touch of each new page (a
-// 2 MiB huge page zeroed by the kernel, slow on a virtual machine whose host
-// backs the page only then) happened there: every thread that allocated
+// heap from under its arena lock, and the first touch of each new page
+// (zeroed by the kernel, slow on a virtual machine whose host backs the page
+// only then) happened there: every thread that allocated
 // meanwhile slept on that lock. In a model-scale MF run (8a) the workers slept
 // 1.8 s of ~7 on it, and zeroing fresh pages was 42% of all CPU samples
 // (docs/data-path.md, "Fresh pages under malloc's lock"). With this, each
@@ -59,31 +61,6 @@ size_t HeapPrefaultBytes(uint64_t memory_budget_bytes);
 
 // For tests: the bytes the prefault thread has populated so far.
 uint64_t HeapPrefaultedBytes();
-
-// Restarts the process (execv of its binary, /proc/self/exe's target, with
-// the same `argv` and process id) with
-// glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES, so that its heap grows in
-// transparent huge pages. Returns without it (and changes nothing) where that
-// would not help or is not wanted: GLIBC_TUNABLES already sets
-// glibc.malloc.hugetlb (=0 is the way to turn this off), the kernel's
-// transparent huge pages are off ("[never]") or absent, glibc is older than
-// 2.35, a sanitizer replaces malloc, the process runs in secure-execution
-// mode (setuid or file capabilities: glibc ignores GLIBC_TUNABLES there), or
-// the exec fails. Call first in main,
-// before any thread starts, output is written or `argv` is changed.
-void RestartWithHugePageHeap(char** argv);
-
-// What RestartWithHugePageHeap would set GLIBC_TUNABLES to in this process
-// ("" where it would run on): this build, glibc, kernel and environment.
-std::string HugePageRestartTunables();
-
-// The decision of RestartWithHugePageHeap, for tests: the GLIBC_TUNABLES
-// value to restart with, or "" to run on. `tunables` is the current value
-// (nullptr: unset), `thp_enabled` the contents of
-// /sys/kernel/mm/transparent_hugepage/enabled ("" if absent), `glibc_version`
-// gnu_get_libc_version()'s.
-std::string HugePageTunables(const char* tunables, const std::string& thp_enabled,
-                             const std::string& glibc_version);
 
 }  // namespace pace
 

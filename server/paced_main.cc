@@ -473,7 +473,6 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  pace::RestartWithHugePageHeap(argv);  // first: it may exec this binary again
   pace::cli::ProgramInfo info;
   info.name = "paced";
   info.summary = "a PaceDB shard server";

@@ -23,7 +23,6 @@
 #include "apps/shared/stop_signal.h"
 #include "client/metrics.h"
 #include "client/pace.h"
-#include "common/malloc_tuning.h"
 #include "tools/cli/cli.h"
 
 DEFINE_string(docword, "", "UCI bag-of-words docword.txt");
@@ -310,7 +309,6 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  pace::RestartWithHugePageHeap(argv);  // first: it may exec this binary again
   pace::cli::ProgramInfo info;
   info.name = "pace_lda";
   info.summary = "collapsed Gibbs sampling LDA on PaceDB";

@@ -28,7 +28,6 @@
 #include "apps/shared/stop_signal.h"
 #include "client/metrics.h"
 #include "client/pace.h"
-#include "common/malloc_tuning.h"
 #include "tools/cli/cli.h"
 
 DEFINE_string(train, "", "training ratings file (csv, tsv, dat or plain; see --format)");
@@ -576,7 +575,6 @@ int Run() {
 }  // namespace pace
 
 int main(int argc, char** argv) {
-  pace::RestartWithHugePageHeap(argv);  // first: it may exec this binary again
   pace::cli::ProgramInfo info;
   info.name = "pace_mf";
   info.summary = "SGD matrix factorization on PaceDB";
