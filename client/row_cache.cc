@@ -32,7 +32,7 @@ void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
       // A later clock's delta while the open slot holds an earlier one (a
       // worker a clock ahead): it takes a kept buffer too, or the buffers
       // its seal keeps would pile up to the spares' bound.
-      PendingDelta& added = e->pending.emplace_back(PendingDelta{c, std::string(), {}, 0, false});
+      PendingDelta& added = e->pending.push_back(PendingDelta{c, std::string(), {}, 0, false});
       AssignInSpareDelta(&added.delta, delta);
     }
     auto it =
@@ -98,7 +98,7 @@ const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c, uint32_t part, By
       e->open.clock = e->pending[i].clock;
       e->open.delta.swap(e->pending[i].delta);
       e->has_open = true;
-      e->pending.erase(e->pending.begin() + static_cast<long>(i));
+      e->pending.erase(e->pending.begin() + i);
       break;
     }
   }
@@ -168,29 +168,18 @@ size_t CacheStripe::PurgeAcked(const RowKey& key, size_t hash, ClockT c, uint32_
     if (acked(p)) purged += p.bytes().size();
   }
   pd.erase(std::remove_if(pd.begin(), pd.end(), acked), pd.end());
-  // A vector never shrinks by itself, so a row would keep the largest
-  // backlog it ever had for the rest of the job: the capacity an outage gave
-  // it (one pending delta per clock it was touched in), or two once it was
-  // touched in two clocks before the first one's Ack. More rows reach a new
+  // Storage never shrinks by itself, so a row would keep the largest
+  // backlog it ever had for the rest of the job: the room an outage gave it
+  // (one pending delta per clock it was touched in). More rows reach a new
   // high-water mark as the job goes on (the soak's client heap crept with
-  // the job's length). So a row with nothing pending keeps room for one
-  // delta (only while buffers are recycled, and only a cached row: the next
-  // clock's sealed delta goes there without an allocation per row per
-  // clock) or none, and one with a few left keeps room for
-  // kKeptPendingCapacity. (A row whose Acks come after its next clock was
-  // sealed goes from two pending deltas to one to none and back: trimming an
-  // empty vector to one slot made that a free and an allocation per row per
-  // clock.)
-  if (pd.empty()) {
-    if (!recycle_delta_buffers || pd.capacity() > kKeptPendingCapacity) {
-      std::vector<PendingDelta>().swap(pd);
-    }
-    if (recycle_delta_buffers && e->has_value && pd.capacity() == 0) pd.reserve(1);
-  } else if (pd.capacity() > kKeptPendingCapacity && pd.size() <= kKeptPendingCapacity) {
-    std::vector<PendingDelta> fit;
-    fit.reserve(kKeptPendingCapacity);
-    std::move(pd.begin(), pd.end(), std::back_inserter(fit));
-    pd.swap(fit);
+  // the job's length). So a row with no more than kKeptPendingCapacity left
+  // keeps room for that many (a row whose Acks come after its next clock was
+  // sealed goes from two pending deltas to one to none and back: giving the
+  // room back each time made that a free and an allocation per row per
+  // clock), and under a memory budget one with nothing left keeps only its
+  // inline room.
+  if (pd.size() <= kKeptPendingCapacity) {
+    pd.ShrinkTo(pd.empty() && !recycle_delta_buffers ? 1 : kKeptPendingCapacity);
   }
   MaybeErase(e);
   return purged;

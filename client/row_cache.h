@@ -35,6 +35,7 @@
 #ifndef PACE_CLIENT_ROW_CACHE_H_
 #define PACE_CLIENT_ROW_CACHE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -89,9 +90,84 @@ struct PendingDelta {
 // ones are purged: a sealed delta whose Ack is on its way and one more (the
 // next clock's, or an open delta of a worker a clock ahead). PurgeAcked
 // releases the rest (what an outage's backlog of unacknowledged clocks made
-// the row's vector grow to), also when nothing is left (then all of it when
-// delta buffers are not recycled).
+// the row's storage grow to), also when nothing is left (then all but the
+// entry's inline room when delta buffers are not recycled).
 inline constexpr size_t kKeptPendingCapacity = 2;
+
+// A row's pending deltas other than its open slot: almost always none or one
+// (the sealed delta whose Ack is on its way), so room for the first lies in
+// the entry itself (`room`, given at construction and outliving the list) and
+// a row's first seal allocates nothing: a vector's storage was a malloc per
+// new row and a dependent cache miss in every seal and purge. Contiguous, in
+// the row's order, like the vector it replaces; more than one spills to the
+// heap. Not copyable: entries never move.
+class PendingList {
+ public:
+  explicit PendingList(void* room) : data_(static_cast<PendingDelta*>(room)), room_(data_) {}
+  ~PendingList() {
+    clear();
+    if (!inline_storage()) ::operator delete(data_);
+  }
+  PendingList(const PendingList&) = delete;
+  PendingList& operator=(const PendingList&) = delete;
+
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  // Room without another allocation: at least the inline one.
+  size_t capacity() const { return capacity_; }
+  // The storage is the entry's own (nothing on the heap).
+  bool inline_storage() const { return data_ == room_; }
+
+  PendingDelta* data() { return data_; }
+  const PendingDelta* data() const { return data_; }
+  PendingDelta* begin() { return data_; }
+  PendingDelta* end() { return data_ + size_; }
+  const PendingDelta* begin() const { return data_; }
+  const PendingDelta* end() const { return data_ + size_; }
+  PendingDelta& operator[](size_t i) { return data_[i]; }
+  const PendingDelta& operator[](size_t i) const { return data_[i]; }
+  PendingDelta& back() { return data_[size_ - 1]; }
+
+  PendingDelta& push_back(PendingDelta&& p) {
+    if (size_ == capacity_) Relocate(capacity_ * 2);
+    PendingDelta* at = new (data_ + size_) PendingDelta(std::move(p));
+    ++size_;
+    return *at;
+  }
+  // Removes [first, end()) (the tail std::remove_if leaves).
+  void erase(PendingDelta* first, PendingDelta* last) {
+    PendingDelta* out = first;
+    for (PendingDelta* in = last; in != end(); ++in, ++out) *out = std::move(*in);
+    for (PendingDelta* p = out; p != end(); ++p) p->~PendingDelta();
+    size_ = static_cast<uint32_t>(out - data_);
+  }
+  void erase(PendingDelta* at) { erase(at, at + 1); }
+  void clear() { erase(begin(), end()); }
+  // Storage for exactly max(n, size(), 1) deltas: the heap's is given back
+  // when they fit inline.
+  void ShrinkTo(size_t n) {
+    const size_t want = std::max<size_t>({n, size_, 1});
+    if (want < capacity_) Relocate(want);
+  }
+
+ private:
+  void Relocate(size_t cap) {
+    PendingDelta* to =
+        cap == 1 ? room_ : static_cast<PendingDelta*>(::operator new(cap * sizeof(PendingDelta)));
+    for (uint32_t i = 0; i < size_; ++i) {
+      new (to + i) PendingDelta(std::move(data_[i]));
+      data_[i].~PendingDelta();
+    }
+    if (!inline_storage()) ::operator delete(data_);
+    data_ = to;
+    capacity_ = static_cast<uint32_t>(cap);
+  }
+
+  PendingDelta* data_;
+  uint32_t size_ = 0;
+  uint32_t capacity_ = 1;
+  PendingDelta* room_;
+};
 
 // The min_versions of a row's Reads in flight: almost always none or one, so
 // the first is held inline (a row's first Read allocates nothing).
@@ -158,13 +234,16 @@ struct CacheEntry {
   Version version = 0;         // server version of `value`
   ClockT applied = 0;          // this process's applied clock with that value
   TableState* table = nullptr;
-  std::vector<PendingDelta> pending;
+  PendingList pending{pending_room};
   std::string value;
   PendingDelta open;
   int32_t ring_index = -1;  // position in CacheStripe::ring, -1 if no value
   // min_version of each Read of this row sent and not yet answered (few).
   ReadsInFlight reads_in_flight;
   RowKey key;
+  // PendingList's room for one delta, last: the passes over many rows look
+  // at pending.size() alone; a seal, a purge and an install use the room.
+  alignas(PendingDelta) unsigned char pending_room[sizeof(PendingDelta)];
 
   // The open (not yet sealed) delta of clock c, or nullptr.
   PendingDelta* FindPending(ClockT c) {
@@ -269,6 +348,22 @@ inline void PrefetchEntryLines(const CacheEntry* e) {
   const char* p = reinterpret_cast<const char*>(e);
   for (size_t at = 0; at < kHotEntryBytes; at += 64) __builtin_prefetch(p + at);
   __builtin_prefetch(p + kHotEntryBytes - 1);
+}
+
+// The seal's look-ahead over a slice of rows (scattered in memory) at row
+// i: starts loading the entry 8 rows ahead, and the value, the open delta
+// and the pending room of the entry 4 rows ahead (loaded by then), so that
+// the cache misses of consecutive rows overlap. Always inlined: GCC 12 takes
+// a function that only prefetches for a pure one and drops its calls (their
+// result is unused) unless it was inlined first.
+[[gnu::always_inline]] inline void PrefetchForSeal(const std::vector<CacheEntry*>& rows, size_t i) {
+  if (i + 8 < rows.size()) __builtin_prefetch(rows[i + 8]);
+  if (i + 4 < rows.size()) {
+    const CacheEntry* ahead = rows[i + 4];
+    __builtin_prefetch(ahead->value.data());
+    __builtin_prefetch(ahead->open.delta.data());
+    __builtin_prefetch(ahead->pending_room);  // where the seal puts it
+  }
 }
 
 // Unsubscribes of evicted rows of one (shard, table), not sent yet.
@@ -428,8 +523,9 @@ struct alignas(64) CacheStripe {
   // Removes sealed deltas of (clock, part) <= (c, part) (acknowledged by the
   // shard; a whole clock is its part 0 — later parts of c, if any, are acked
   // with their own part). Returns their bytes. The storage of `pending` is
-  // released beyond kKeptPendingCapacity deltas (all of it without
-  // recycle_delta_buffers) once no more than that is left.
+  // released beyond kKeptPendingCapacity deltas (all but the inline room
+  // without recycle_delta_buffers, once none is left) once no more than
+  // that is left.
   size_t PurgeAcked(const RowKey& key, ClockT c, uint32_t part = UINT32_MAX) REQUIRES(mu) {
     return PurgeAcked(key, RowKeyHash()(key), c, part);
   }

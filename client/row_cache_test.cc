@@ -230,6 +230,50 @@ TEST_F(RowCacheTest, ADeltaOfAClockAheadTakesAKeptBufferToo) {
   EXPECT_LE(st_.spare_bytes, rows.size() * 1024);
 }
 
+// A row's first pending delta lies in its entry's own room; more spill to
+// the heap in order, and shrinking brings the survivors back into the room.
+TEST(PendingListTest, FirstDeltaInlineMoreOnTheHeapShrinkBackKeepsOrder) {
+  alignas(PendingDelta) unsigned char room[sizeof(PendingDelta)];
+  PendingList pl(room);
+  auto delta = [](ClockT c) {
+    return PendingDelta{c, std::string(64, static_cast<char>('a' + c)), {}, 0, false};
+  };
+  EXPECT_TRUE(pl.empty());
+  EXPECT_EQ(pl.capacity(), 1u);
+  pl.push_back(delta(0));
+  EXPECT_TRUE(pl.inline_storage());
+  EXPECT_EQ(static_cast<void*>(pl.data()), static_cast<void*>(room));
+  for (ClockT c = 1; c < 5; ++c) pl.push_back(delta(c));
+  EXPECT_FALSE(pl.inline_storage());
+  ASSERT_EQ(pl.size(), 5u);
+  EXPECT_GE(pl.capacity(), 5u);
+  for (ClockT c = 0; c < 5; ++c) {
+    EXPECT_EQ(pl[c].clock, c);
+    EXPECT_EQ(pl[c].delta, std::string(64, static_cast<char>('a' + c))) << c;
+  }
+  // Remove the even clocks (the remove_if idiom of PurgeAcked).
+  pl.erase(
+      std::remove_if(pl.begin(), pl.end(), [](const PendingDelta& p) { return p.clock % 2 == 0; }),
+      pl.end());
+  ASSERT_EQ(pl.size(), 2u);
+  pl.ShrinkTo(2);
+  EXPECT_EQ(pl.capacity(), 2u);
+  EXPECT_FALSE(pl.inline_storage());
+  pl.erase(pl.begin());
+  pl.ShrinkTo(1);
+  EXPECT_TRUE(pl.inline_storage());
+  ASSERT_EQ(pl.size(), 1u);
+  EXPECT_EQ(pl.back().clock, 3u);
+  EXPECT_EQ(pl.back().delta, std::string(64, 'd'));
+  // Shrinking never drops a delta: room for the two left.
+  pl.push_back(delta(7));
+  pl.ShrinkTo(1);
+  ASSERT_EQ(pl.size(), 2u);
+  EXPECT_EQ(pl[1].delta, std::string(64, 'h'));
+  pl.clear();
+  EXPECT_TRUE(pl.empty());
+}
+
 // An outage: a row is sealed in many clocks before any Ack, then the Acks
 // purge them. The row must not keep the backlog's storage for the rest of the
 // job (else memory grows with the job's length), nor more than room for one
@@ -282,7 +326,8 @@ TEST_F(RowCacheTest, PendingStorageOfAnOutageIsReleasedAfterItsAcks) {
   st_.recycle_delta_buffers = false;
   st_.PurgeAcked(RowKey{1, 1}, kBacklog + 16);
   EXPECT_TRUE(e->pending.empty());
-  EXPECT_EQ(e->pending.capacity(), 0u);
+  EXPECT_EQ(e->pending.capacity(), 1u);
+  EXPECT_TRUE(e->pending.inline_storage());
 }
 
 // Entries are placed in blocks: an erased entry's place is the next new

@@ -307,15 +307,7 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
       if (dirty.empty()) break;
       left -= dirty.size();
       for (size_t i = 0; i < dirty.size(); ++i) {
-        // Rows are scattered in memory: start loading the entries a few rows
-        // ahead, and their value and delta bytes one step later, so that the
-        // cache misses of consecutive rows overlap.
-        if (i + 8 < dirty.size()) __builtin_prefetch(dirty[i + 8]);
-        if (i + 4 < dirty.size()) {
-          const CacheEntry* ahead = dirty[i + 4];
-          __builtin_prefetch(ahead->value.data());
-          __builtin_prefetch(ahead->open.delta.data());
-        }
+        client::PrefetchForSeal(dirty, i);
         CacheEntry* e = dirty[i];
         const uint32_t k = e->shard;
         if (limit[k] != 0) {

@@ -27,6 +27,8 @@ echo "# machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576
 
 echo "=== 1, 2: client cache-hit Get and Inc (client_bench) ==="
 note_failure "1, 2 (client_bench)" "$bin/client_bench" $min_time 2>/dev/null
+# report only: the client's seal and purge of a 450k-row clock, per row
+note_failure "row_cache_bench" "$bin/row_cache_bench" $min_time 2>/dev/null
 echo "=== 3: shard apply (storage_bench) ==="
 note_failure "3 (storage_bench)" "$bin/storage_bench" 2>/dev/null
 # 3d, report only: the shard service's cost of one MF clock
