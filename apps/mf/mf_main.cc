@@ -562,6 +562,7 @@ int Run() {
     const uint64_t app_bytes = (data.train.capacity() + data.test.capacity()) * sizeof(Rating) +
                                data.users.MemoryBytes() + data.items.MemoryBytes();
     apps::PrintMemorySummary(client->Stats(), app_bytes);
+    apps::PrintCpuSummary(summary.cpu, summary.seconds);
     if (client->client_id() == 0) PrintHints(summary, bias_rmse, best_rmse, options);
   }
   if (!options.export_dir.empty() && client->client_id() == 0) PrintExported(options, summary);

@@ -95,12 +95,14 @@ Status MfTrainer::Train(const std::function<void(const MfReport&)>& on_report,
   sh.measure = std::make_unique<apps::ProcessMeasure>(
       client_, std::vector<std::string>{user_table().name(), item_table().name()},
       options_.run.workers);
+  const CpuReading cpu_before = ReadThreadCpu();
   sh.start_ns = apps::NowNs();
   Status s = apps::RunWorkers(client_, options_.run.workers,
                               [&](int i, Worker* w, const std::atomic<bool>& failed) {
                                 return MfWorker(this, i, w, failed, &sh).Run();
                               });
   summary->seconds = apps::SecondsSince(sh.start_ns);
+  summary->cpu = CpuBetween(cpu_before, ReadThreadCpu());
   RETURN_IF_ERROR(s);
   RETURN_IF_ERROR(client_->Flush());
   summary->ratings = sh.ratings.load();

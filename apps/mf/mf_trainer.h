@@ -30,6 +30,7 @@
 #include "apps/shared/ps_runtime.h"
 #include "client/pace.h"
 #include "common/status.h"
+#include "common/thread_cpu.h"
 
 namespace pace {
 namespace mf {
@@ -77,6 +78,8 @@ struct MfTrainSummary {
   uint64_t ratings = 0;  // processed by this process
   double seconds = 0;    // wall time of the training loop
   double ratings_per_second = 0;
+  // CPU of the training loop, by kind of thread (common/thread_cpu.h).
+  CpuReading cpu;
   std::optional<double> final_test_rmse;
   // Rows the export read from cache at a version older than end_clock.
   uint64_t export_stale_rows = 0;

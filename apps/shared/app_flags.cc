@@ -369,6 +369,29 @@ void PrintMemorySummary(const ClientStats& stats, uint64_t app_data_bytes) {
   std::printf("%s\n", line.c_str());
 }
 
+void PrintCpuSummary(const CpuReading& cpu, double wall_seconds) {
+  std::vector<std::pair<double, std::string>> kinds;
+  double listed = 0;
+  for (const auto& [kind, seconds] : cpu.by_kind) {
+    listed += seconds;
+    if (seconds >= 0.005) kinds.emplace_back(seconds, kind);
+  }
+  std::sort(kinds.rbegin(), kinds.rend());
+  char buf[160];
+  std::snprintf(buf, sizeof(buf),
+                "# cpu (s) in the training loop: %.2f of %.2f s wall (%.2f cores):", cpu.process,
+                wall_seconds, wall_seconds > 0 ? cpu.process / wall_seconds : 0.0);
+  std::string line = buf;
+  for (const auto& [seconds, kind] : kinds) {
+    std::snprintf(buf, sizeof(buf), " %s %.2f,", kind.c_str(), seconds);
+    line += buf;
+  }
+  std::snprintf(buf, sizeof(buf), " workers and threads that ended %.2f",
+                std::max(0.0, cpu.process - listed));
+  line += buf;
+  std::printf("%s\n", line.c_str());
+}
+
 int UsageError(const char* program, const Status& s) {
   std::fprintf(stderr, "%s: %s\n", program, s.ToString().c_str());
   return 1;

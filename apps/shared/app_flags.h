@@ -17,6 +17,7 @@
 #include "apps/shared/ps_runtime.h"
 #include "client/pace.h"
 #include "common/status.h"
+#include "common/thread_cpu.h"
 #include "tools/cli/cli.h"
 
 DECLARE_string(consistency);
@@ -106,6 +107,12 @@ Status CheckOutputFile(const char* flag, const std::string& path);
 // This process's peak resident set (VmHWM of /proc/self/status), bytes; 0 if
 // unknown.
 uint64_t PeakRssBytes();
+
+// Prints the CPU a training loop took (CpuBetween of readings around it):
+// "# cpu (s) in the training loop: <all> of <wall> s wall (<cores> cores):
+// <kind> <s>, ...; workers and threads that ended <s>", the kinds of the
+// threads alive at its end, largest first.
+void PrintCpuSummary(const CpuReading& cpu, double wall_seconds);
 
 // The end-of-run memory line: every component's bytes against its bound
 // (ClientStats::memory), the process budget, the peak RSS and the part of it

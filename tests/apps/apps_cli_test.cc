@@ -692,6 +692,42 @@ TEST_F(AppsCliTest, MfStepSizeSearchServesSparseData) {
   EXPECT_LT(FinalRmse(s.out), 0.9 * FinalRmse(f.out)) << s.out << f.out;
 }
 
+// A trained run ends with the CPU its training loop took, in all and by kind
+// of thread; the kinds and the rest add up to the process's total.
+TEST_F(AppsCliTest, MfPrintsTheTrainingLoopsCpuByKindOfThread) {
+  GenerateRatings();
+  RunResult r = Run(MfArgs(Path("data")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string prefix = "# cpu (s) in the training loop: ";
+  const size_t at = r.out.find(prefix);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  double total = -1, wall = -1, cores = -1;
+  ASSERT_EQ(std::sscanf(line.c_str() + prefix.size(), "%lf of %lf s wall (%lf cores)", &total,
+                        &wall, &cores),
+            3)
+      << line;
+  EXPECT_GT(total, 0) << line;
+  EXPECT_GT(wall, 0) << line;
+  // The workers have ended by the loop's end: their CPU is in the rest, not
+  // under their kind. (Which other kinds show depends on the run: a thread
+  // kind's CPU is counted in 10 ms ticks; common_test checks the kinds.)
+  EXPECT_EQ(line.find("pace-worker"), std::string::npos) << line;
+  EXPECT_NE(line.find(" workers and threads that ended "), std::string::npos) << line;
+  double listed = 0;
+  for (size_t p = line.find("cores): ") + 8; p < line.size();) {
+    const size_t comma = line.find(',', p);
+    const std::string item = line.substr(p, (comma == std::string::npos ? line.size() : comma) - p);
+    const size_t space = item.rfind(' ');
+    ASSERT_NE(space, std::string::npos) << item;
+    listed += std::atof(item.c_str() + space + 1);
+    if (comma == std::string::npos) break;
+    p = comma + 2;
+  }
+  // Each figure is rounded to 0.01 and kinds under 0.005 s are left out.
+  EXPECT_NEAR(listed, total, 0.1) << line;
+}
+
 // The peak RSS from pace_mf's "# memory ...; peak RSS X" line (MiB), or -1.
 double PeakRssMib(const std::string& out) {
   size_t at = out.find("; peak RSS ");
