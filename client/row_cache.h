@@ -134,8 +134,10 @@ class PendingList {
     ++size_;
     return *at;
   }
-  // Removes [first, end()) (the tail std::remove_if leaves).
+  // Removes [first, last), moving the rest down (an empty range moves
+  // nothing: a self-move would empty a delta's string).
   void erase(PendingDelta* first, PendingDelta* last) {
+    if (first == last) return;
     PendingDelta* out = first;
     for (PendingDelta* in = last; in != end(); ++in, ++out) *out = std::move(*in);
     for (PendingDelta* p = out; p != end(); ++p) p->~PendingDelta();

@@ -256,6 +256,9 @@ TEST(PendingListTest, FirstDeltaInlineMoreOnTheHeapShrinkBackKeepsOrder) {
       std::remove_if(pl.begin(), pl.end(), [](const PendingDelta& p) { return p.clock % 2 == 0; }),
       pl.end());
   ASSERT_EQ(pl.size(), 2u);
+  pl.erase(pl.begin(), pl.begin());  // nothing, and the deltas intact
+  ASSERT_EQ(pl.size(), 2u);
+  EXPECT_EQ(pl[0].delta, std::string(64, 'b'));
   pl.ShrinkTo(2);
   EXPECT_EQ(pl.capacity(), 2u);
   EXPECT_FALSE(pl.inline_storage());
