@@ -1,7 +1,6 @@
 #include "client/row_cache.h"
 
 #include <algorithm>
-#include <iterator>
 
 #include "consistency/client_engine.h"
 

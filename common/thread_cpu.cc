@@ -12,8 +12,6 @@
 namespace pace {
 namespace {
 
-double Seconds(const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; }
-
 // utime + stime (clock ticks, fields 14 and 15) of /proc/self/task/<tid>/stat,
 // and the thread's name (field 2, in parentheses, which may hold spaces or
 // parentheses itself: it ends at the last ')').
@@ -54,10 +52,16 @@ std::string ThreadKind(const std::string& name) {
   return end == 0 ? name : name.substr(0, end);
 }
 
+double ProcessCpuSeconds() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 CpuReading ReadThreadCpu() {
   CpuReading r;
-  rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) == 0) r.process = Seconds(u.ru_utime) + Seconds(u.ru_stime);
+  r.process = ProcessCpuSeconds();
   DIR* d = opendir("/proc/self/task");
   if (d == nullptr) return r;
   while (dirent* e = readdir(d)) {

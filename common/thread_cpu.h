@@ -24,6 +24,9 @@ struct CpuReading {
 };
 CpuReading ReadThreadCpu();
 
+// CPU seconds (user + system) of the whole process so far (getrusage).
+double ProcessCpuSeconds();
+
 // What the process spent between two readings: `after` - `before` per kind
 // (a kind whose threads ended between them is left out: their CPU is in
 // `process` only), and the process's total.

@@ -21,7 +21,7 @@ TEST(ThreadCpuTest, KindDropsTheIndexOfOneOfSeveralAlike) {
   EXPECT_EQ(ThreadKind(""), "");
 }
 
-// Spins on CPU for about `ms` of its own CPU time.
+// Spins on a CPU for about `ms` of wall time.
 void Burn(int ms) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   std::atomic<uint64_t> x{0};

@@ -1,7 +1,5 @@
 #include "apps/shared/ps_runtime.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -16,6 +14,7 @@
 #include "apps/shared/random.h"
 #include "apps/shared/report.h"
 #include "apps/shared/stop_signal.h"
+#include "common/thread_cpu.h"
 #include "common/thread_name.h"
 
 namespace pace {
@@ -196,13 +195,6 @@ namespace {
 
 std::mutex trace_mu;
 FILE* trace_file = nullptr;  // protected by trace_mu; open until the process exits
-
-double ProcessCpuSeconds() {
-  rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
 
 void TraceClock(ClockT clock, int workers, const ClientStats& st,
                 const std::vector<std::string>& tables) {
