@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "common/hash.h"
 
@@ -144,12 +146,68 @@ double ElementInitValue(const TableSchema& s, uint64_t row_hash, uint32_t col) {
 }
 
 template <typename T>
-void InitDense(const TableSchema& s, uint64_t row, char* out) {
+void InitDense(const TableSchema& s, uint64_t row, char* out, uint32_t from = 0) {
   const uint64_t row_hash = RowInitHash(s, row);
-  for (uint32_t c = 0; c < s.width; ++c) {
+  for (uint32_t c = from; c < s.width; ++c) {
     const T x = static_cast<T>(ElementInitValue(s, row_hash, c));
     std::memcpy(out + sizeof(T) * static_cast<size_t>(c), &x, sizeof(T));
   }
+}
+
+#if defined(__x86_64__)
+// The uniform initializer eight elements at a time with AVX-512: the same
+// integer hash, the same double arithmetic as ElementInitValue (one
+// correctly rounded operation each: this file is compiled without
+// floating-point contraction, so neither path fuses the multiply and the
+// add), hence the same bits. A row's initializer took ~0.2 us a row of 129
+// elements one at a time; the client computes one for every row it creates.
+// Written with the compiler's vector types (GCC 12 warns inside its AVX-512
+// intrinsics' headers). Returns the columns done (a multiple of 8);
+// InitDense does the rest.
+typedef uint64_t U64x8 __attribute__((vector_size(64)));
+typedef double F64x8 __attribute__((vector_size(64)));
+typedef float F32x8 __attribute__((vector_size(32)));
+
+template <typename T>
+__attribute__((target("avx512f,avx512dq"))) uint32_t InitUniformAvx512(const TableSchema& s,
+                                                                       uint64_t row, char* out) {
+  const uint64_t row_hash = RowInitHash(s, row);
+  const double a = s.init.a, scale = s.init.b - s.init.a;
+  U64x8 col = {0, 1, 2, 3, 4, 5, 6, 7};
+  uint32_t c = 0;
+  for (; c + 8 <= s.width; c += 8) {
+    U64x8 x = (col ^ row_hash) + 0x9E3779B97F4A7C15ull;  // Mix64, as common/hash.h
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x = x ^ (x >> 31);
+    const F64x8 u = __builtin_convertvector(x >> 11, F64x8) * 0x1.0p-53;  // UnitFromHash
+    const F64x8 v = a + scale * u;
+    if constexpr (std::is_same_v<T, float>) {
+      const F32x8 f = __builtin_convertvector(v, F32x8);
+      std::memcpy(out + sizeof(float) * c, &f, sizeof(f));
+    } else {
+      std::memcpy(out + sizeof(double) * c, &v, sizeof(v));
+    }
+    col += 8;
+  }
+  return c;
+}
+
+bool HaveAvx512Init() {
+  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  return have;
+}
+#endif
+
+template <typename T>
+void InitDenseRow(const TableSchema& s, uint64_t row, char* out) {
+  uint32_t from = 0;
+#if defined(__x86_64__)
+  if (s.init.kind == InitKind::kUniform && HaveAvx512Init()) {
+    from = InitUniformAvx512<T>(s, row, out);
+  }
+#endif
+  InitDense<T>(s, row, out, from);
 }
 
 }  // namespace
@@ -168,9 +226,9 @@ void InitRow(const TableSchema& s, uint64_t row, std::string* out) {
   out->assign(f.dense_bytes(), '\0');
   if (s.init.kind == InitKind::kZeros) return;
   if (s.type == ElementType::kF32) {
-    InitDense<float>(s, row, out->data());
+    InitDenseRow<float>(s, row, out->data());
   } else {
-    InitDense<double>(s, row, out->data());
+    InitDenseRow<double>(s, row, out->data());
   }
 }
 

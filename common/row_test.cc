@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "common/hash.h"
@@ -106,12 +107,18 @@ TEST(RowTest, SparseBadInputs) {
   EXPECT_FALSE(ValidateRow(f, as64).ok());
 }
 
-TEST(RowTest, InitializersAreDeterministicAndInRange) {
+// A dense f32 table "w" with the uniform initializer on [a, b).
+TableSchema UniformSchema(uint32_t id, uint32_t width, double a, double b, uint64_t seed) {
   TableSchema s;
-  s.id = 3;
+  s.id = id;
   s.name = "w";
-  s.width = 64;
-  s.init = {InitKind::kUniform, -0.5, 0.5, 42};
+  s.width = width;
+  s.init = {InitKind::kUniform, a, b, seed};
+  return s;
+}
+
+TEST(RowTest, InitializersAreDeterministicAndInRange) {
+  TableSchema s = UniformSchema(3, 64, -0.5, 0.5, 42);
   std::string a, b;
   InitRow(s, 17, &a);
   InitRow(s, 17, &b);
@@ -129,6 +136,67 @@ TEST(RowTest, InitializersAreDeterministicAndInRange) {
   s.init.seed = 43;
   InitRow(s, 17, &other);
   EXPECT_NE(a, other);
+}
+
+// Element c of a dense row, as the bits of an unsigned integer of its size.
+template <typename U>
+U BitsAt(const std::string& row, int c) {
+  U u;
+  std::memcpy(&u, row.data() + sizeof(U) * c, sizeof(U));
+  return u;
+}
+
+// A row's initial values are part of what a store holds (a row never written
+// reads as its initializer), so they never change: these bits were computed
+// by the element-at-a-time code, and every path of InitRow (the vector one
+// where the CPU has it) must give them, element by element.
+TEST(RowTest, UniformInitializerKeepsItsBits) {
+  TableSchema s = UniformSchema(3, 129, -0.5, 0.5, 42);
+  std::string v;
+  InitRow(s, 17, &v);
+  auto bits32 = [&](int c) { return BitsAt<uint32_t>(v, c); };
+  EXPECT_EQ(bits32(0), 0x3eabbd7du);
+  EXPECT_EQ(bits32(1), 0xbe86fd9bu);
+  EXPECT_EQ(bits32(7), 0xbe4d2c3cu);
+  EXPECT_EQ(bits32(8), 0x3ecf8106u);
+  EXPECT_EQ(bits32(63), 0xbe928d60u);
+  EXPECT_EQ(bits32(127), 0x3e48b5c4u);
+  EXPECT_EQ(bits32(128), 0xbefe3d77u);  // past the last group of eight
+  s.id = 9;
+  s.type = ElementType::kF64;
+  s.init = {InitKind::kUniform, 0.0, 0.01, 7};
+  InitRow(s, 123456789, &v);
+  auto bits64 = [&](int c) { return BitsAt<uint64_t>(v, c); };
+  EXPECT_EQ(bits64(0), 0x3f665336fc4197a1ull);
+  EXPECT_EQ(bits64(9), 0x3f82d859f0f2ece8ull);
+  EXPECT_EQ(bits64(128), 0x3f7dfc5e2462cf1cull);
+}
+
+TEST(RowTest, InitRowMatchesEachElementsInitialValue) {
+  for (ElementType type : {ElementType::kF32, ElementType::kF64}) {
+    for (uint32_t width : {1u, 7u, 8u, 9u, 16u, 31u, 128u, 129u, 300u}) {
+      TableSchema s = UniformSchema(width, width, -3.25, 1e-3, 1234567 + width);
+      s.type = type;
+      for (uint64_t row : {uint64_t{0}, uint64_t{1}, uint64_t{99991}, ~uint64_t{0}}) {
+        std::string v;
+        InitRow(s, row, &v);
+        ASSERT_EQ(v.size(), RowFormat::Of(s).dense_bytes());
+        for (uint32_t c = 0; c < width; ++c) {
+          const double want = InitialValue(s, row, c);
+          const float want32 = static_cast<float>(want);
+          if (type == ElementType::kF32) {
+            ASSERT_EQ(BitsAt<uint32_t>(v, c),
+                      BitsAt<uint32_t>(std::string(reinterpret_cast<const char*>(&want32), 4), 0))
+                << "width " << width << " row " << row << " col " << c;
+          } else {
+            ASSERT_EQ(BitsAt<uint64_t>(v, c),
+                      BitsAt<uint64_t>(std::string(reinterpret_cast<const char*>(&want), 8), 0))
+                << "width " << width << " row " << row << " col " << c;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(RowTest, NormalInitializerMoments) {
