@@ -174,6 +174,11 @@ class RowBuffer {
   void ChangedRows(std::vector<uint32_t>* indices, std::vector<T>* deltas) const {
     indices->clear();
     deltas->clear();
+    // Room for every loaded row at once: grown a row at a time, the array
+    // (a whole table's rows at model scale: 20k x 129 floats) was copied at
+    // each doubling and reached up to twice its size.
+    indices->reserve(rows_.size());
+    deltas->reserve(rows_.size() * width_);
     for (size_t s = 0; s < rows_.size(); ++s) {
       const T* cur = Cur(s);
       const T* orig = Orig(s);
