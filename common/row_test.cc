@@ -170,6 +170,20 @@ TEST(RowTest, UniformInitializerKeepsItsBits) {
   EXPECT_EQ(bits64(0), 0x3f665336fc4197a1ull);
   EXPECT_EQ(bits64(9), 0x3f82d859f0f2ece8ull);
   EXPECT_EQ(bits64(128), 0x3f7dfc5e2462cf1cull);
+  // A lower bound that is not zero and a scale that is not a power of two:
+  // a multiply-add fused into one rounding would change the last bits here
+  // (it did in a build of the vector path without the guard).
+  s = UniformSchema(5, 20, -3.25, 1e-3, 99);
+  s.type = ElementType::kF64;
+  InitRow(s, 4242, &v);
+  EXPECT_EQ(bits64(0), 0xbfe61da74b8082f4ull);
+  EXPECT_EQ(bits64(9), 0xbff016cd05bb0c18ull);
+  EXPECT_EQ(bits64(19), 0xbfdfdc6f2b430ad0ull);
+  s.type = ElementType::kF32;
+  InitRow(s, 4242, &v);
+  EXPECT_EQ(bits32(0), 0xbf30ed3au);
+  EXPECT_EQ(bits32(9), 0xbf80b668u);
+  EXPECT_EQ(bits32(19), 0xbefee379u);
 }
 
 TEST(RowTest, InitRowMatchesEachElementsInitialValue) {
