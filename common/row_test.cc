@@ -146,6 +146,15 @@ U BitsAt(const std::string& row, int c) {
   return u;
 }
 
+// The bits of x, as an unsigned integer of its size.
+template <typename U, typename T>
+U BitsOf(T x) {
+  static_assert(sizeof(U) == sizeof(T));
+  U u;
+  std::memcpy(&u, &x, sizeof(U));
+  return u;
+}
+
 // A row's initial values are part of what a store holds (a row never written
 // reads as its initializer), so they never change: these bits were computed
 // by the element-at-a-time code, and every path of InitRow (the vector one
@@ -197,14 +206,11 @@ TEST(RowTest, InitRowMatchesEachElementsInitialValue) {
         ASSERT_EQ(v.size(), RowFormat::Of(s).dense_bytes());
         for (uint32_t c = 0; c < width; ++c) {
           const double want = InitialValue(s, row, c);
-          const float want32 = static_cast<float>(want);
           if (type == ElementType::kF32) {
-            ASSERT_EQ(BitsAt<uint32_t>(v, c),
-                      BitsAt<uint32_t>(std::string(reinterpret_cast<const char*>(&want32), 4), 0))
+            ASSERT_EQ(BitsAt<uint32_t>(v, c), BitsOf<uint32_t>(static_cast<float>(want)))
                 << "width " << width << " row " << row << " col " << c;
           } else {
-            ASSERT_EQ(BitsAt<uint64_t>(v, c),
-                      BitsAt<uint64_t>(std::string(reinterpret_cast<const char*>(&want), 8), 0))
+            ASSERT_EQ(BitsAt<uint64_t>(v, c), BitsOf<uint64_t>(want))
                 << "width " << width << " row " << row << " col " << c;
           }
         }
