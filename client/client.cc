@@ -105,8 +105,27 @@ Status CheckDenseInc(const TableState* t) {
 template <typename T>
 Status IncDense(Worker::Impl* w, TableState* t, uint64_t row, const T* delta) {
   RETURN_IF_ERROR(CheckDenseInc<T>(t));
-  w->client_->IncDense(w->clock_, w->stats_.get(), t, row, delta);
+  RETURN_IF_ERROR(w->client_->IncDense(w->clock_, w->stats_.get(), t, row, delta));
   return w->AfterInc();
+}
+
+template <typename T>
+Status LeaseDenseRows(Worker::Impl* w, TableState* t, const std::vector<uint64_t>& rows,
+                      const T** values, T** deltas) {
+  RETURN_IF_ERROR(CheckType<T>(t, "LeaseRows"));
+  if (t->format.kind != RowKind::kDense) {
+    return Status::InvalidArgument("table '" + t->schema.name + "' is sparse: LeaseRows leases " +
+                                   "rows of dense tables");
+  }
+  if (t->schema.consistency == Consistency::kVap) {
+    // Every delta of a vap table counts against its bound as it is added.
+    return Status::InvalidArgument("table '" + t->schema.name +
+                                   "' has a value bound (vap): its rows cannot be leased");
+  }
+  w->ReleaseLeases();
+  RETURN_IF_ERROR(
+      w->client_->LeaseDenseRows(w->clock_, w->stats_.get(), t, rows, values, deltas, &w->leased_));
+  return w->AfterInc(rows.size());
 }
 
 template <typename T>
@@ -162,7 +181,7 @@ Status IncSparse(Worker::Impl* w, TableState* t, uint64_t row,
     }
   }
   std::string enc = EncodeSparse(merged);
-  w->client_->IncRow(w->clock_, w->stats_.get(), t, row, enc);
+  RETURN_IF_ERROR(w->client_->IncRow(w->clock_, w->stats_.get(), t, row, enc));
   return w->AfterInc();
 }
 
@@ -259,6 +278,28 @@ Status Worker::GetRows(const Table& t, const std::vector<uint64_t>& rows, int64_
   PACE_TABLE_OR_RETURN(t, ts);
   return GetDenseRows(impl_.get(), ts, rows, out);
 }
+Status Worker::LeaseRows(const Table& t, const std::vector<uint64_t>& rows, const float** values,
+                         float** deltas) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return LeaseDenseRows(impl_.get(), ts, rows, values, deltas);
+}
+Status Worker::LeaseRows(const Table& t, const std::vector<uint64_t>& rows, const double** values,
+                         double** deltas) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return LeaseDenseRows(impl_.get(), ts, rows, values, deltas);
+}
+Status Worker::LeaseRows(const Table& t, const std::vector<uint64_t>& rows, const int32_t** values,
+                         int32_t** deltas) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return LeaseDenseRows(impl_.get(), ts, rows, values, deltas);
+}
+Status Worker::LeaseRows(const Table& t, const std::vector<uint64_t>& rows, const int64_t** values,
+                         int64_t** deltas) {
+  PACE_TABLE_OR_RETURN(t, ts);
+  return LeaseDenseRows(impl_.get(), ts, rows, values, deltas);
+}
+void Worker::ReleaseRows() { impl_->ReleaseLeases(); }
+
 Status Worker::Get(const Table& t, uint64_t row, std::map<uint32_t, float>* out) {
   PACE_TABLE_OR_RETURN(t, ts);
   return GetMap(impl_.get(), ts, row, out);
@@ -374,12 +415,13 @@ Status Worker::IncCell(const Table& t, uint64_t row, uint32_t col, double value)
                                    ts->schema.name + "' (width " + std::to_string(f.width) + ")");
   }
   if (f.kind == RowKind::kDense) {
-    impl_->client_->IncDenseCell(impl_->clock_, impl_->stats_.get(), ts, row, col, value);
+    RETURN_IF_ERROR(
+        impl_->client_->IncDenseCell(impl_->clock_, impl_->stats_.get(), ts, row, col, value));
     return impl_->AfterInc();
   }
   std::string enc = VisitElementType(
       f.type, [&](auto zero) { return OneCellSparse<decltype(zero)>(col, value); });
-  impl_->client_->IncRow(impl_->clock_, impl_->stats_.get(), ts, row, enc);
+  RETURN_IF_ERROR(impl_->client_->IncRow(impl_->clock_, impl_->stats_.get(), ts, row, enc));
   return impl_->AfterInc();
 }
 
@@ -415,9 +457,13 @@ Status Worker::BatchInc(const Table& t, const std::vector<uint64_t>& rows,
     Status s = ValidateRow(ts->format, encoded_deltas[i]);
     if (!s.ok()) return s.WithPrefix("BatchInc delta " + std::to_string(i));
   }
+  Status refused;  // the first row another worker leased (the others are updated)
   for (size_t i = 0; i < rows.size(); ++i) {
-    impl_->client_->IncRow(impl_->clock_, impl_->stats_.get(), ts, rows[i], encoded_deltas[i]);
+    Status s =
+        impl_->client_->IncRow(impl_->clock_, impl_->stats_.get(), ts, rows[i], encoded_deltas[i]);
+    if (!s.ok() && refused.ok()) refused = s;
   }
+  if (!refused.ok()) return refused.WithPrefix("BatchInc (its other rows were updated)");
   return impl_->AfterInc(rows.size());
 }
 
@@ -432,7 +478,10 @@ Status Worker::EvictFirst(const Table& t, const std::vector<uint64_t>& rows) {
   return Status::OK();
 }
 
-Status Worker::Clock() { return impl_->client_->ClockWorker(&impl_->clock_, impl_->stats_.get()); }
+Status Worker::Clock() {
+  impl_->ReleaseLeases();
+  return impl_->client_->ClockWorker(&impl_->clock_, impl_->stats_.get());
+}
 
 Status Worker::GlobalBarrier() {
   return impl_->client_->GlobalBarrier(impl_->clock_, impl_->stats_.get());

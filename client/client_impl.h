@@ -213,7 +213,7 @@ class Client::Impl : public client::ChannelListener {
 
   // --- Workers and clocks --------------------------------------------------
   ClockT RegisterWorker(std::shared_ptr<client::WorkerStats>* stats);
-  void DeregisterWorker(ClockT clock);
+  void DeregisterWorker(ClockT clock, uint16_t lease_id);
   // Ends clock *clock of a worker and increments it.
   Status ClockWorker(ClockT* clock, client::WorkerStats* ws);
   Status GlobalBarrier(ClockT clock, client::WorkerStats* ws);
@@ -247,6 +247,10 @@ class Client::Impl : public client::ChannelListener {
     uint64_t all = 0;
     uint64_t of_clock = 0;
     uint64_t rows_of_clock = 0;
+    // Of of_clock, the bytes a part can take now: not the leased rows'
+    // (a part leaves them for later), so a worker never waits for a part
+    // that cannot take what it waits for.
+    uint64_t sealable_of_clock = 0;
   };
   OpenDeltaSum OpenDeltaSums(ClockT c) const;
   Status Flush();
@@ -270,8 +274,9 @@ class Client::Impl : public client::ChannelListener {
   // its open deltas to `dst` and returns true; else false (the caller reads
   // the row the slow way).
   template <typename T>
-  bool ReadDenseIfFresh(ClockT c, client::TableState* t, client::TableCounters* tc,
-                        client::CacheEntry* en, size_t width, T* dst);
+  bool ReadDenseIfFresh(ClockT c, const client::CacheStripe& st, uint16_t me, client::TableState* t,
+                        client::TableCounters* tc, client::CacheEntry* en, size_t width, T* dst)
+      REQUIRES(st.mu);
   // The tail of ReadDenseRows: rows[slow[k]] (not fresh in the cache) read
   // by ReadRow into out + slow[k] * width, after one Read per shard for them.
   template <typename T>
@@ -287,8 +292,8 @@ class Client::Impl : public client::ChannelListener {
   void EvictFirst(client::TableState* t, const std::vector<uint64_t>& rows);
   // Dense Inc of t->format.width elements of type T (checked by the caller).
   template <typename T>
-  void IncDense(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
-                const T* delta);
+  Status IncDense(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
+                  const T* delta);
   // IncDense of rows[i] with deltas + i * width for every i, stripe by stripe
   // with the lookups of the next rows prefetched.
   // With `out`: then reads each row, as ReadDenseRows into out would right
@@ -302,10 +307,32 @@ class Client::Impl : public client::ChannelListener {
                       const std::vector<uint64_t>& rows, const T* deltas, T* out = nullptr,
                       const T* base = nullptr);
   // Adds a delta (already validated for t's format) at clock c.
-  void IncRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
-              std::string_view delta);
-  void IncDenseCell(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
-                    uint32_t col, double value);
+  Status IncRow(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
+                std::string_view delta);
+  Status IncDenseCell(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
+                      uint32_t col, double value);
+
+  // --- Leases (Worker::LeaseRows) --------------------------------------------
+  // A leased row: its stripe and entry (entries never move, and a leased one
+  // is pinned: never erased).
+  struct Leased {
+    client::CacheStripe* stripe;
+    client::CacheEntry* entry;
+  };
+  // Leases rows[i] for worker `ws` at clock c: values[i] and deltas[i] point
+  // to its value and its open delta of clock c, or are nullptr where the row
+  // cannot be leased (Worker::LeaseRows); each leased row is appended to
+  // *leased (a row once). Reads rows not cached fresh first (ReadRow).
+  template <typename T>
+  Status LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
+                        const std::vector<uint64_t>& rows, const T** values, T** deltas,
+                        std::vector<Leased>* leased);
+  // Ends the leases in *leased (cleared) of worker `ws`.
+  void ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* leased);
+  // The error of an update of a row another worker leased (with
+  // `others_updated`: the call's other rows were updated).
+  static Status LeasedRowUpdated(const client::TableState& t, uint64_t row,
+                                 bool others_updated = false);
 
   // --- Introspection -------------------------------------------------------
   ClockT start_clock() const { return start_clock_; }
@@ -602,6 +629,9 @@ class Client::Impl : public client::ChannelListener {
   // at its clock, having finished the ones below), so their batches are due.
   ClockT max_worker_clock_ GUARDED_BY(clock_mu_) = 0;
   std::vector<std::shared_ptr<client::WorkerStats>> worker_stats_ GUARDED_BY(clock_mu_);
+  // WorkerStats::lease_id: the last one given, and those given back.
+  uint16_t next_lease_id_ GUARDED_BY(clock_mu_) = 0;
+  std::vector<uint16_t> free_lease_ids_ GUARDED_BY(clock_mu_);
 
   Mutex send_mu_;  // orders Apply batches per shard
   // Per shard: parts of the process clock's batch this process sent so far
@@ -698,13 +728,20 @@ class Worker::Impl {
  public:
   Impl(Client::Impl* client, ClockT clock, std::shared_ptr<client::WorkerStats> stats)
       : client_(client), clock_(clock), stats_(std::move(stats)) {}
-  ~Impl() { client_->DeregisterWorker(clock_); }
+  ~Impl() {
+    ReleaseLeases();
+    client_->DeregisterWorker(clock_, stats_->lease_id);
+  }
+  void ReleaseLeases() {
+    if (stats_->holds_leases) client_->ReleaseLeases(stats_.get(), &leased_);
+  }
 
   Client::Impl* client_;
   ClockT clock_;
   std::shared_ptr<client::WorkerStats> stats_;
-  std::string scratch_;                  // a row with open deltas, as Read/map Gets see it
-  uint32_t incs_since_bound_check_ = 0;  // see Client::Impl::WaitOpenDeltas
+  std::string scratch_;                       // a row with open deltas, as Read/map Gets see it
+  std::vector<Client::Impl::Leased> leased_;  // rows this worker leases (LeaseRows)
+  uint32_t incs_since_bound_check_ = 0;       // see Client::Impl::WaitOpenDeltas
 
   // After an Inc: the open-delta bound, checked every kOpenDeltaCheckEvery
   // Incs: a worker ahead of the process clock waits, one at it seals a part.
@@ -733,7 +770,8 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
   client::SpinUniqueLock lock(&st.mu);
   client::CacheEntry* e = st.Find(key, hash);
   Version v = 0;
-  if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c)) {
+  if (e != nullptr && e->has_value && t->policy.IsFresh(v = EffectiveVersion(*e), c) &&
+      !st.LeasedByOther(e, ws != nullptr ? ws->lease_id : 0)) {
     client::MarkRead(e);
     fn(*e, v);
     lock.unlock();
@@ -756,10 +794,12 @@ Status Client::Impl::ReadRow(ClockT c, client::WorkerStats* ws, client::TableSta
 }
 
 template <typename T>
-bool Client::Impl::ReadDenseIfFresh(ClockT c, client::TableState* t, client::TableCounters* tc,
+bool Client::Impl::ReadDenseIfFresh(ClockT c, const client::CacheStripe& st, uint16_t me,
+                                    client::TableState* t, client::TableCounters* tc,
                                     client::CacheEntry* en, size_t width, T* dst) {
   Version v = 0;
   if (!en->has_value || !t->policy.IsFresh(v = EffectiveVersion(*en), c)) return false;
+  if (st.LeasedByOther(en, me)) return false;  // ReadRow waits for the release
   client::MarkRead(en);
   client::ReadDense(*en, width, dst);
   if (tc != nullptr) tc->RecordStaleness(c - v);
@@ -774,6 +814,7 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
   auto key_of = [&](size_t i) { return RowKey{table, rows[i]}; };
   const client::PassVector<StripeItem> items = ByStripe(n, key_of);
   client::TableCounters* tc = Counters(ws, t);
+  const uint16_t me = ws != nullptr ? ws->lease_id : 0;
   client::PassVector<uint32_t> slow;  // not fresh in the cache: ReadRow after the pass
   uint64_t hits = 0;
   // Three-stage software pipeline within a stripe: the hash slot of row
@@ -805,7 +846,7 @@ Status Client::Impl::ReadDenseRows(ClockT c, client::WorkerStats* ws, client::Ta
         }
       }
       client::CacheEntry* en = found[j];
-      if (en != nullptr && ReadDenseIfFresh(c, t, tc, en, width,
+      if (en != nullptr && ReadDenseIfFresh(c, st, me, t, tc, en, width,
                                             out + static_cast<size_t>(items[j].index) * width)) {
         ++hits;
       } else {
@@ -842,8 +883,8 @@ Status Client::Impl::ReadSlowDenseRows(ClockT c, client::WorkerStats* ws, client
 }
 
 template <typename T>
-void Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableState* t, uint64_t row,
-                            const T* delta) {
+Status Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableState* t,
+                              uint64_t row, const T* delta) {
   RowKey key{t->schema.id, row};
   const size_t hash = RowKeyHash()(key);
   client::CacheStripe& st = StripeForHash(hash);
@@ -851,6 +892,9 @@ void Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableStat
     client::SpinLock lock(&st.mu);
     client::CacheEntry* e = st.Find(key, hash);
     client::PendingDelta* p = nullptr;
+    if (e != nullptr && st.LeasedByOther(e, ws != nullptr ? ws->lease_id : 0)) {
+      return LeasedRowUpdated(*t, row);  // nothing updated
+    }
     if (e != nullptr && e->has_open && e->open.clock == c) {
       // Common case: this row already has a delta of this clock.
       client::AddInPlace(reinterpret_cast<T*>(e->open.delta.data()), delta,
@@ -868,6 +912,7 @@ void Client::Impl::IncDense(ClockT c, client::WorkerStats* ws, client::TableStat
   }
   client::TableCounters* tc = Counters(ws, t);
   if (tc != nullptr) tc->incs.Add(1);
+  return Status::OK();
 }
 
 template <typename T>
@@ -886,6 +931,9 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
   client::PassVector<uint32_t> slow;                 // with out: not fresh in the cache
   std::vector<T> diff(base != nullptr ? width : 0);  // with base: a new open delta
   uint64_t hits = 0;
+  const uint16_t me = ws != nullptr ? ws->lease_id : 0;
+  uint64_t refused_row = 0;  // of a row another worker leased (not updated)
+  bool refused = false;
   ForEachStripeRunLocked(*items, [&](client::CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
     // Three-stage software pipeline: the hash slot of row j + 2 * kAhead and
@@ -932,6 +980,12 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
       };
       client::CacheEntry* en = found[j];
       client::PendingDelta* p = nullptr;
+      if (en != nullptr && st.LeasedByOther(en, me)) {
+        refused_row = rows[items[j].index];
+        refused = true;
+        found[j] = nullptr;
+        continue;
+      }
       if (en != nullptr && en->has_open && en->open.clock == c) {
         add_to(reinterpret_cast<T*>(en->open.delta.data()));
       } else if (en != nullptr && (p = en->FindPending(c)) != nullptr) {
@@ -957,7 +1011,8 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
     // Every delta of the run's rows is in (a row's duplicates are in the
     // same run): read them back.
     for (size_t j = b; j < e; ++j) {
-      if (ReadDenseIfFresh(c, t, tc, found[j], width,
+      if (found[j] != nullptr &&
+          ReadDenseIfFresh(c, st, me, t, tc, found[j], width,
                            out + static_cast<size_t>(items[j].index) * width)) {
         ++hits;
       } else {
@@ -966,12 +1021,111 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
     }
   });
   if (tc != nullptr) tc->incs.Add(rows.size());
+  if (refused) return LeasedRowUpdated(*t, refused_row, /*others_updated=*/true);
   if (out == nullptr) return Status::OK();
   if (tc != nullptr) {
     tc->reads.Add(hits);
     tc->hits.Add(hits);
   }
   return ReadSlowDenseRows(c, ws, t, rows.data(), *slow, out);
+}
+
+template <typename T>
+Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
+                                    const std::vector<uint64_t>& rows, const T** values, T** deltas,
+                                    std::vector<Leased>* leased) {
+  const size_t width = t->format.width;
+  const uint32_t table = t->schema.id;
+  const uint16_t me = ws->lease_id;
+  client::TableCounters* tc = Counters(ws, t);
+  std::fill(values, values + rows.size(), nullptr);
+  std::fill(deltas, deltas + rows.size(), nullptr);
+  // A worker ahead of the process clock leases nothing: it may have to wait
+  // for the other workers (the open-delta bound), and while it waits holding
+  // leases, a reader among them waiting for one of its rows never clocks.
+  // At the process clock it cannot fall behind it while it holds leases (its
+  // Clock() ends them).
+  if (ahead_of_process_clock(c) || me == 0) return Status::OK();
+  const std::string zero(sizeof(T) * width, '\0');
+  auto key_of = [&](size_t i) { return RowKey{table, rows[i]}; };
+  uint64_t hits = 0;
+  // One pass (the look-ups of the next rows started ahead, as ReadDenseRows)
+  // over rows[index_of(k)] for the items' indices k; rows not fresh in the
+  // cache go to *slow.
+  auto pass = [&](const client::PassVector<StripeItem>& items, auto&& index_of,
+                  client::PassVector<uint32_t>* slow) {
+    constexpr size_t kAhead = 8;
+    client::PassVector<client::CacheEntry*> found(items.size());
+    ForEachStripeRunLocked(*items, [&](client::CacheStripe& st, size_t b, size_t e) {
+      st.mu.AssertHeld();
+      auto slot = [&](size_t j) REQUIRES(st.mu) {
+        st.PrefetchSlot(key_of(index_of(items[j].index)), items[j].hash);
+      };
+      auto look_ahead = [&](size_t j) REQUIRES(st.mu) {
+        found[j] = st.Lookup(key_of(index_of(items[j].index)), items[j].hash);
+        if (found[j] != nullptr) client::PrefetchEntryLines(found[j]);
+      };
+      for (size_t j = b; j < std::min(e, b + 2 * kAhead); ++j) slot(j);
+      for (size_t j = b; j < std::min(e, b + kAhead); ++j) look_ahead(j);
+      for (size_t j = b; j < e; ++j) {
+        if (j + 2 * kAhead < e) slot(j + 2 * kAhead);
+        if (j + kAhead < e) look_ahead(j + kAhead);
+        client::CacheEntry* en = found[j];
+        const uint32_t i = index_of(items[j].index);
+        Version v = 0;
+        if (en == nullptr || !en->has_value || !t->policy.IsFresh(v = EffectiveVersion(*en), c)) {
+          if (slow != nullptr) (*slow)->push_back(i);
+          continue;
+        }
+        if (st.LeasedByOther(en, me)) continue;
+        // An update of another clock not sent yet (the sealer has not taken
+        // the clock before the process clock yet): the row reads as value +
+        // both, which one pointer cannot give.
+        client::PendingDelta* p = en->FindPending(c);
+        if (p == nullptr) {
+          if (en->has_open || en->HasMoreOpenDeltas()) continue;
+          st.AddDelta(en, c, zero);
+          p = en->FindPending(c);
+        } else if (p != &en->open || en->HasMoreOpenDeltas()) {
+          continue;
+        }
+        client::MarkRead(en);
+        if (en->lease_owner == 0) {
+          st.Lease(en, me);
+          leased->push_back(Leased{&st, en});
+        }
+        values[i] = reinterpret_cast<const T*>(en->value.data());
+        deltas[i] = reinterpret_cast<T*>(p->delta.data());
+        ++hits;
+        if (tc != nullptr) tc->RecordStaleness(c - v);
+      }
+    });
+  };
+  auto same = [](uint32_t i) { return i; };
+  client::PassVector<uint32_t> slow;
+  pass(ByStripe(rows.size(), key_of), same, &slow);
+  ws->holds_leases = !leased->empty();
+  if (!slow->empty()) {
+    // Read like GetRows (one Read per shard, then each row by the read
+    // rule) and lease what is then cached. While this worker holds leases,
+    // a read that would wait for another worker's lease is refused
+    // (WaitForRow): such rows are left nullptr, not waited for.
+    std::vector<uint64_t> missing(slow->size());
+    for (size_t k = 0; k < slow->size(); ++k) missing[k] = rows[(*slow)[k]];
+    if (missing.size() > 1) RETURN_IF_ERROR(Prefetch(c, ws, t, missing));
+    for (uint64_t row : missing) {
+      ws->lease_refused = false;
+      Status s = ReadRow(c, ws, t, row, [](const client::CacheEntry&, Version) {});
+      if (!s.ok() && !ws->lease_refused) return s;
+    }
+    const std::vector<uint32_t>& again = *slow;
+    pass(
+        ByStripe(again.size(), [&](size_t k) { return key_of(again[k]); }),
+        [&](uint32_t k) { return again[k]; }, nullptr);
+    ws->holds_leases = !leased->empty();
+  }
+  if (tc != nullptr) tc->reads.Add(hits);
+  return Status::OK();
 }
 
 }  // namespace pace

@@ -56,25 +56,8 @@ class MemoryBoundsTest : public ::testing::Test {
   }
 
   // Auto mode as a shard that adds every Apply to stored_ and answers Reads
-  // with it (rows of `width` i64; a row never written reads as zeros).
-  void StartSummingShard(uint32_t width) {
-    ch_->StartAuto(
-        [this, width](uint32_t, uint64_t row) {
-          std::lock_guard<std::mutex> l(mu_);
-          auto it = stored_.find(row);
-          return EncodeDense(it == stored_.end() ? std::vector<int64_t>(width) : it->second);
-        },
-        0,
-        [this, width](const net::Apply& a) {
-          std::lock_guard<std::mutex> l(mu_);
-          for (const net::DeltaRow& u : a.updates) {
-            std::vector<int64_t> d = DecodeDense<int64_t>(u.bytes);
-            std::vector<int64_t>& v = stored_[u.row];
-            v.resize(width);
-            for (uint32_t i = 0; i < width; ++i) v[i] += d[i];
-          }
-        });
-  }
+  // with it (StartSummingShard).
+  void StartSummingShard(uint32_t width) { client::StartSummingShard(ch_, width, &mu_, &stored_); }
 
   // Declared before client_, so that they outlive its channel's auto thread.
   std::mutex mu_;

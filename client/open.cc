@@ -80,6 +80,11 @@ Status Client::Open(const ClientOptions& given, std::unique_ptr<Client>* client)
     if (options.connect_timeout_ms <= 0 || options.shard_timeout_ms <= 0) {
       return Status::InvalidArgument("connect_timeout_ms and shard_timeout_ms must be > 0");
     }
+    if (options.servers.size() > client::kMaxShards) {
+      return Status::InvalidArgument(std::to_string(options.servers.size()) +
+                                     " servers: a client reaches at most " +
+                                     std::to_string(client::kMaxShards) + " shards");
+    }
     auto job = std::make_shared<client::JobPin>(options.job, options.servers.size());
     for (size_t k = 0; k < options.servers.size(); ++k) {
       net::RemoteShardOptions ro;

@@ -384,6 +384,43 @@ class Worker {
   // the client.
   Status Read(const Table& t, uint64_t row, const std::function<void(const RowView&)>& fn);
 
+  // Rows this worker alone updates, updated where they are cached: no copy
+  // in and no delta out (the fastest way for a hot loop over rows it owns,
+  // as pace_mf's workers own their user rows). For each rows[i] of a dense
+  // table: values[i] points to the row's cached value (width elements, read
+  // only) and deltas[i] to this worker's delta of its current clock; the row
+  // reads as values[i][k] + deltas[i][k], and the worker updates it by adding
+  // to deltas[i][k], as Inc would. Blocks as GetRows does until every row is
+  // fresh enough for the read rule. A row it cannot lease gets nullptr in
+  // both: read and update it with GetRows / Inc as usual (another worker
+  // leased it, or it holds an update of an earlier clock of this process not
+  // sent yet). A worker ahead of the process clock leases nothing (it may
+  // have to wait for the other workers, and must not hold rows they may be
+  // waiting for meanwhile). Duplicates in `rows` get the same pointers.
+  //
+  // The leases last until ReleaseRows(), the next LeaseRows() (which releases
+  // the earlier ones first), Clock() or the Worker's destruction; the
+  // pointers are invalid after. While a row is leased its value does not
+  // change (a fresher value arriving is installed at the release) and is not
+  // evicted, and its delta is not sent (a part of the clock sealed meanwhile
+  // leaves it for a later part). Other workers' reads of a leased row wait
+  // for the release; their updates of it fail with FailedPrecondition (a
+  // leased row is its worker's alone), and so does a read that would wait
+  // while its worker holds leases itself (two workers waiting for each
+  // other's leases would never wake).
+  // Errors: InvalidArgument for a sparse or vap table, or T not the table's
+  // element type; as GetRows for the reads.
+  Status LeaseRows(const Table& t, const std::vector<uint64_t>& rows, const float** values,
+                   float** deltas);
+  Status LeaseRows(const Table& t, const std::vector<uint64_t>& rows, const double** values,
+                   double** deltas);
+  Status LeaseRows(const Table& t, const std::vector<uint64_t>& rows, const int32_t** values,
+                   int32_t** deltas);
+  Status LeaseRows(const Table& t, const std::vector<uint64_t>& rows, const int64_t** values,
+                   int64_t** deltas);
+  // Ends this worker's leases (LeaseRows); a no-op without any.
+  void ReleaseRows();
+
   // Starts fetching rows this worker is about to read, without blocking. Rows
   // that are cached fresh enough for the worker's current clock, kept fresh by
   // pushes (essp, subscribed) or already being fetched are skipped; the rest

@@ -25,9 +25,23 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
   std::chrono::steady_clock::time_point start;
   Status result;
   Version v = 0;
+  const uint16_t me = ws != nullptr ? ws->lease_id : 0;
   for (;;) {
     if (e == nullptr) e = st.FindOrCreate(key, ShardOfKey(key), t);
-    if (e->has_value) {
+    if (st.LeasedByOther(e, me)) {
+      // Another worker updates the row in place: wait for its release
+      // (CacheStripe::Release wakes the stripe's waiters), unless this
+      // worker holds leases itself (the other may be waiting for one of
+      // them: a worker holding leases never waits for a lease).
+      if (ws != nullptr && ws->holds_leases) {
+        ws->lease_refused = true;
+        result = Status::FailedPrecondition(
+            "row " + std::to_string(key.row) + " of table '" + t->schema.name +
+            "' is leased by another worker (Worker::LeaseRows), and this worker holds leases: "
+            "release them (ReleaseRows) before reading it");
+        break;
+      }
+    } else if (e->has_value) {
       v = EffectiveVersion(*e);
       if (t->policy.IsFresh(v, c)) break;
     }
@@ -37,13 +51,13 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
     if (!result.ok()) break;
     // Subscribed rows are refreshed by pushes; everything else is pulled.
     const Version need = t->policy.MinVersion(c);
-    if (InitLocally(st, e, t, need)) {
+    if (e->lease_owner == 0 && InitLocally(st, e, t, need)) {
       ++e->waiters;  // not evicted before it is read below
       EvictLocked(st);
       --e->waiters;
       continue;
     }
-    if (client_engine::AsksForRow(*e, t->push, need)) {
+    if (e->lease_owner == 0 && client_engine::AsksForRow(*e, t->push, need)) {
       SendRead(st, e, need, t->push);
       if (tc != nullptr) tc->fetched.Add(1);
     }
@@ -410,30 +424,74 @@ void Client::Impl::FlushAllUnsubscribes() {
   for (int i : locked) stripes_[i].mu.unlock();
 }
 
-void Client::Impl::IncRow(ClockT c, client::WorkerStats* ws, TableState* t, uint64_t row,
-                          std::string_view delta) {
+Status Client::Impl::IncRow(ClockT c, client::WorkerStats* ws, TableState* t, uint64_t row,
+                            std::string_view delta) {
   RowKey key{t->schema.id, row};
   CacheStripe& st = StripeFor(key);
   {
     client::SpinLock l(&st.mu);
     CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
+    if (st.LeasedByOther(e, ws != nullptr ? ws->lease_id : 0)) return LeasedRowUpdated(*t, row);
     st.AddDelta(e, c, delta);
   }
   client::TableCounters* tc = Counters(ws, t);
   if (tc != nullptr) tc->incs.Add(1);
+  return Status::OK();
 }
 
-void Client::Impl::IncDenseCell(ClockT c, client::WorkerStats* ws, TableState* t, uint64_t row,
-                                uint32_t col, double value) {
+Status Client::Impl::IncDenseCell(ClockT c, client::WorkerStats* ws, TableState* t, uint64_t row,
+                                  uint32_t col, double value) {
   RowKey key{t->schema.id, row};
   CacheStripe& st = StripeFor(key);
   {
     client::SpinLock l(&st.mu);
     CacheEntry* e = st.FindOrCreate(key, ShardOfKey(key), t);
+    if (st.LeasedByOther(e, ws != nullptr ? ws->lease_id : 0)) return LeasedRowUpdated(*t, row);
     st.AddDenseCell(e, c, col, value);
   }
   client::TableCounters* tc = Counters(ws, t);
   if (tc != nullptr) tc->incs.Add(1);
+  return Status::OK();
+}
+
+Status Client::Impl::LeasedRowUpdated(const TableState& t, uint64_t row, bool others_updated) {
+  return Status::FailedPrecondition(
+      "row " + std::to_string(row) + " of table '" + t.schema.name +
+      "' is leased by another worker of this process (Worker::LeaseRows), which alone updates "
+      "it until it releases it: not updated" +
+      (others_updated ? std::string(" (the call's other rows were)") : std::string()));
+}
+
+void Client::Impl::ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* leased) {
+  // Runs of one stripe (LeaseDenseRows leases stripe by stripe): one hold
+  // of the lock each; a run whose stripe another thread holds is put off to
+  // the end, as in ForEachStripeRunLocked.
+  auto release = [&](CacheStripe& st, size_t b, size_t e) {
+    st.mu.AssertHeld();
+    for (size_t i = b; i < e; ++i) st.Release((*leased)[i].entry);
+    if (st.bytes > st.budget) EvictLocked(st);
+    if (st.waiters > 0) st.cv.notify_all();
+  };
+  std::vector<std::pair<size_t, size_t>> put_off;
+  for (size_t b = 0; b < leased->size();) {
+    CacheStripe& st = *(*leased)[b].stripe;
+    size_t e = b;
+    while (e < leased->size() && (*leased)[e].stripe == &st) ++e;
+    if (st.mu.try_lock()) {
+      release(st, b, e);
+      st.mu.unlock();
+    } else {
+      put_off.emplace_back(b, e);
+    }
+    b = e;
+  }
+  for (const auto& [b, e] : put_off) {
+    CacheStripe& st = *(*leased)[b].stripe;
+    client::SpinLock l(&st.mu);
+    release(st, b, e);
+  }
+  leased->clear();
+  ws->holds_leases = false;
 }
 
 }  // namespace pace

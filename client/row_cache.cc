@@ -11,7 +11,7 @@ CacheEntry* CacheStripe::FindOrCreate(const RowKey& key, uint32_t shard, TableSt
   CacheEntry* e = map.Find(key, hash);
   if (e == nullptr) {
     e = map.Insert(key, hash);
-    e->shard = shard;
+    e->shard = static_cast<uint16_t>(shard);
     e->table = table;
   }
   return e;
@@ -107,10 +107,62 @@ const PendingDelta* CacheStripe::Seal(CacheEntry* e, ClockT c, uint32_t part, By
 void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a,
                                uint32_t parts) {
   const RowFormat& f = e->table->format;
+  client_engine::Rebase(e->pending, AppliedPosition{a, parts}, [&](const PendingDelta& p) {
+    AddRowUnchecked(f, &server_value, p.bytes());
+  });
+  if (e->lease_owner == 0) {
+    CommitValue(e, std::move(server_value), v, a, parts);
+    return;
+  }
+  // Leased: its worker reads the value without the lock. Arrivals come in
+  // version order; the latest wins.
+  auto it = std::find_if(deferred.begin(), deferred.end(),
+                         [e](const DeferredInstall& d) { return d.entry == e; });
+  if (it == deferred.end()) {
+    deferred.emplace_back();
+    it = deferred.end() - 1;
+    it->entry = e;
+  }
+  it->value = std::move(server_value);
+  it->version = v;
+  it->applied = a;
+  it->parts = parts;
+}
+
+void CacheStripe::Release(CacheEntry* e) {
+  if (e->lease_owner == 0) return;
+  e->lease_owner = 0;
+  --leases;
+  leased_bytes -= e->table->format.dense_bytes();
+  if (!deferred.empty()) {
+    auto it = std::find_if(deferred.begin(), deferred.end(),
+                           [e](const DeferredInstall& d) { return d.entry == e; });
+    if (it != deferred.end()) {
+      DeferredInstall d = std::move(*it);
+      *it = std::move(deferred.back());
+      deferred.pop_back();
+      CommitValue(e, std::move(d.value), d.version, d.applied, d.parts);
+    }
+  }
+}
+
+void CacheStripe::ReturnDirty(ClockT c, const std::vector<CacheEntry*>& entries) {
+  if (entries.empty()) return;
+  auto it = std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.clock == c; });
+  if (it == dirty.rend()) {
+    dirty.push_back(DirtyClock{c, {}, 0});
+    it = dirty.rbegin();
+  }
+  for (CacheEntry* e : entries) {
+    it->entries.push_back(e);
+    if (const PendingDelta* p = e->FindPending(c)) it->bytes += p->delta.size();
+  }
+}
+
+void CacheStripe::CommitValue(CacheEntry* e, std::string value, Version v, ClockT a,
+                              uint32_t parts) {
   size_t old_charge = e->has_value ? Charge(*e) : 0;
-  e->value = std::move(server_value);
-  client_engine::Rebase(e->pending, AppliedPosition{a, parts},
-                        [&](const PendingDelta& p) { AddRowUnchecked(f, &e->value, p.bytes()); });
+  e->value = std::move(value);
   e->version = v;
   e->applied = a;
   e->applied_parts = parts;
@@ -135,7 +187,7 @@ std::string_view ReaderView(const CacheEntry& e, const RowFormat& f, std::string
 }
 
 void CacheStripe::DropValue(CacheEntry* e) {
-  if (!e->has_value) return;
+  if (!e->has_value || e->lease_owner != 0) return;
   bytes -= Charge(*e);
   size_t idx = static_cast<size_t>(e->ring_index);
   CacheEntry* last = ring.back();

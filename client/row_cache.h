@@ -208,6 +208,9 @@ class ReadsInFlight {
 // (clock, part) a before (clock, part) b: the batch rule's order.
 using ::pace::PartBefore;
 
+// The most shards a client reaches (CacheEntry::shard).
+inline constexpr size_t kMaxShards = UINT16_MAX + size_t{1};
+
 // Fields are ordered so that the passes over many rows (a read, an Inc, a
 // look-ahead, a seal) find what they use in the entry's first kHotEntryBytes
 // (three cache lines: PrefetchEntryLines), then the value or the delta.
@@ -231,7 +234,12 @@ struct CacheEntry {
   // clocks) are in `pending`.
   bool has_open = false;
   uint16_t waiters = 0;  // readers blocked on this row
-  uint32_t shard = 0;
+  uint16_t shard = 0;    // < kMaxShards (client/open.cc)
+  // The worker whose lease (Worker::LeaseRows) holds the row, 0 if none:
+  // its value does not change, its delta is not sealed, other workers do not
+  // read or update it. (CacheStripe::leases says whether any row of the
+  // stripe is leased.)
+  uint16_t lease_owner = 0;
   uint32_t applied_parts = 0;  // the parts of clock `applied` in `value`
   Version version = 0;         // server version of `value`
   ClockT applied = 0;          // this process's applied clock with that value
@@ -273,7 +281,7 @@ struct CacheEntry {
     return false;
   }
   bool HoldsDeltas() const { return has_open || !pending.empty(); }
-  bool pinned() const { return waiters != 0 || !reads_in_flight.empty(); }
+  bool pinned() const { return waiters != 0 || !reads_in_flight.empty() || lease_owner != 0; }
   // True if a Read in flight will be answered as soon as the shard clock
   // reaches `need`. (One with a larger min_version may be parked waiting for
   // this very process to advance: never rely on it.)
@@ -515,11 +523,29 @@ struct alignas(64) CacheStripe {
   const PendingDelta* Seal(CacheEntry* e, ClockT c, uint32_t part, ByteArena* arena) REQUIRES(mu);
 
   // Installs a server value (validated) per the invariant above: it holds
-  // this process's clocks < a and parts < parts of clock a.
+  // this process's clocks < a and parts < parts of clock a. A leased row's
+  // value is computed now and installed at the release (DeferredInstall).
   void InstallValue(CacheEntry* e, std::string server_value, Version v, ClockT a,
                     uint32_t parts = 0) REQUIRES(mu);
-  // Forgets the value (keeps the oplog). Does not touch `subscribed`.
+  // Forgets the value (keeps the oplog). Does not touch `subscribed`. A
+  // leased row keeps it.
   void DropValue(CacheEntry* e) REQUIRES(mu);
+
+  // Leases (Worker::LeaseRows). Whether `e` is leased by a worker other
+  // than `me` (0: no worker).
+  bool LeasedByOther(const CacheEntry* e, uint16_t me) const REQUIRES(mu) {
+    return leases != 0 && e->lease_owner != 0 && e->lease_owner != me;
+  }
+  void Lease(CacheEntry* e, uint16_t owner) REQUIRES(mu) {
+    if (e->lease_owner == 0) {
+      ++leases;
+      leased_bytes += e->table->format.dense_bytes();  // its open delta's
+    }
+    e->lease_owner = owner;
+  }
+  // Ends the lease: installs the value that arrived meanwhile, if any, and
+  // wakes the readers waiting for the row.
+  void Release(CacheEntry* e) REQUIRES(mu);
   // Erases the entry if it holds nothing: no value, no pending, not pinned.
   void MaybeErase(CacheEntry* e) REQUIRES(mu);
   // Removes sealed deltas of (clock, part) <= (c, part) (acknowledged by the
@@ -701,6 +727,30 @@ struct alignas(64) CacheStripe {
     size_t bytes = 0;
   };
   std::vector<DirtyClock> dirty GUARDED_BY(mu);
+  // Puts entries TakeDirty took back into clock c's dirty list (a part
+  // leaves the leased ones for a later part).
+  void ReturnDirty(ClockT c, const std::vector<CacheEntry*>& entries) REQUIRES(mu);
+
+  // Rows of this stripe leased (CacheEntry::lease_owner != 0), and the
+  // bytes of their open deltas (dense rows: of their open delta each).
+  uint32_t leases GUARDED_BY(mu) = 0;
+  size_t leased_bytes GUARDED_BY(mu) = 0;
+  // Values that arrived for leased rows, installed at the release: already
+  // rebased on the row's sealed deltas (a leased row seals none, so they
+  // stay right), the latest arrival of a row only.
+  struct DeferredInstall {
+    CacheEntry* entry = nullptr;
+    std::string value;
+    Version version = 0;
+    ClockT applied = 0;
+    uint32_t parts = 0;
+  };
+  std::vector<DeferredInstall> deferred GUARDED_BY(mu);
+
+ private:
+  // InstallValue's second half: `value` already holds the sealed deltas.
+  void CommitValue(CacheEntry* e, std::string value, Version v, ClockT a, uint32_t parts)
+      REQUIRES(mu);
 };
 
 }  // namespace pace::client

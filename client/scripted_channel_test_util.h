@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +25,7 @@
 #include "client/client_impl.h"
 #include "client/pace.h"
 #include "client/shard_channel.h"
+#include "common/row.h"
 
 namespace pace::client {
 
@@ -221,6 +223,29 @@ inline Status CreateTableOnScriptedShard(Client* client, ScriptedChannel* channe
   created.id = id;
   channel->Deliver(net::TablesReply{req.req_id, {created}});
   return f.get();
+}
+
+// Auto mode as a shard that adds every Apply to *stored (under *mu) and
+// answers Reads with it: rows of `width` i64 elements, a row never written
+// reads as zeros. `mu` and `stored` outlive the channel's auto thread.
+inline void StartSummingShard(ScriptedChannel* channel, uint32_t width, std::mutex* mu,
+                              std::map<uint64_t, std::vector<int64_t>>* stored) {
+  channel->StartAuto(
+      [mu, stored, width](uint32_t, uint64_t row) {
+        std::lock_guard<std::mutex> l(*mu);
+        auto it = stored->find(row);
+        return EncodeDense(it == stored->end() ? std::vector<int64_t>(width) : it->second);
+      },
+      0,
+      [mu, stored, width](const net::Apply& a) {
+        std::lock_guard<std::mutex> l(*mu);
+        for (const net::DeltaRow& u : a.updates) {
+          std::vector<int64_t> d = DecodeDense<int64_t>(u.bytes);
+          std::vector<int64_t>& v = (*stored)[u.row];
+          v.resize(width);
+          for (uint32_t i = 0; i < width; ++i) v[i] += d[i];
+        }
+      });
 }
 
 }  // namespace pace::client

@@ -29,6 +29,13 @@ ClockT Client::Impl::RegisterWorker(std::shared_ptr<client::WorkerStats>* stats)
   ++worker_clocks_[process_clock_];
   max_worker_clock_ = std::max(max_worker_clock_, process_clock_);
   *stats = std::make_shared<client::WorkerStats>();
+  // 0 (no id: the worker leases nothing) once 65535 workers are alive.
+  if (!free_lease_ids_.empty()) {
+    (*stats)->lease_id = free_lease_ids_.back();
+    free_lease_ids_.pop_back();
+  } else if (next_lease_id_ < UINT16_MAX) {
+    (*stats)->lease_id = ++next_lease_id_;
+  }
   worker_stats_.push_back(*stats);
   return process_clock_;
 }
@@ -53,8 +60,9 @@ void MoveWorker(std::map<ClockT, int>* clocks, ClockT from) {
 
 }  // namespace
 
-void Client::Impl::DeregisterWorker(ClockT clock) {
+void Client::Impl::DeregisterWorker(ClockT clock, uint16_t lease_id) {
   clock_mu_.Lock();
+  if (lease_id != 0) free_lease_ids_.push_back(lease_id);
   MoveWorker(&worker_clocks_, clock);
   AdvanceProcessClockAndUnlock();
 }
@@ -82,8 +90,11 @@ Client::Impl::OpenDeltaSum Client::Impl::OpenDeltaSums(ClockT c) const {
   for (CacheStripe& st : stripes_) {
     client::SpinLock l(&st.mu);
     sums.all += st.open_bytes;
-    sums.of_clock += st.OpenBytesOf(c);
+    const size_t of_clock = st.OpenBytesOf(c);
+    sums.of_clock += of_clock;
     sums.rows_of_clock += st.OpenRowsOf(c);
+    // Leases are taken at the process clock: of clock c if anything is.
+    sums.sealable_of_clock += of_clock - std::min(of_clock, st.leased_bytes);
   }
   return sums;
 }
@@ -108,7 +119,7 @@ Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
   // one can be written while the next is filled.
   const uint64_t part = PartBytes();
   if (open_bytes_total_.load(std::memory_order_relaxed) < part) return Status::OK();
-  if (OpenDeltaSums(c).of_clock < part) return Status::OK();
+  if (OpenDeltaSums(c).sealable_of_clock < part) return Status::OK();
   // The sealer thread seals it; this worker goes on adding.
   RequestSeal(c);
   // It waits only when the sealer is a whole part behind: waiting for room
@@ -118,7 +129,7 @@ Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
   auto within = [&] {
     if (process_clock_seen_.load(std::memory_order_acquire) != c) return true;
     if (open_bytes_total_.load(std::memory_order_relaxed) < 2 * part) return true;
-    return OpenDeltaSums(c).of_clock < 2 * part;
+    return OpenDeltaSums(c).sealable_of_clock < 2 * part;
   };
   if (within()) return Status::OK();
   return WaitProgress(
@@ -157,7 +168,7 @@ void Client::Impl::SealLoop() {
 
 void Client::Impl::SealPart(ClockT c) {
   const uint64_t part = PartBytes();
-  if (OpenDeltaSums(c).of_clock < part) return;
+  if (OpenDeltaSums(c).sealable_of_clock < part) return;
   // Sealed once the unacknowledged deltas leave room for it under
   // unacked_mb. Sealing first instead let each worker add a part over the
   // bound: 14 MiB of Applies queued at the shard under a 6 MiB bound.
@@ -176,7 +187,7 @@ void Client::Impl::SealPart(ClockT c) {
     // sent then).
     if (shards_[0]->sent_through.load(std::memory_order_acquire) != c ||
         process_clock_seen_.load(std::memory_order_acquire) != c ||
-        OpenDeltaSums(c).of_clock < part) {
+        OpenDeltaSums(c).sealable_of_clock < part) {
       return;
     }
     SendBatch(c, /*more=*/true);
@@ -298,6 +309,7 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
   // wait for the next part, so a worker filling a stripe cannot hold the
   // seal in it.
   std::vector<CacheEntry*> dirty;
+  std::vector<CacheEntry*> leased;  // a part leaves a leased row for a later part
   for (CacheStripe& st : stripes_) {
     size_t left = SIZE_MAX;
     while (left > 0) {
@@ -309,6 +321,15 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
       for (size_t i = 0; i < dirty.size(); ++i) {
         client::PrefetchForSeal(dirty, i);
         CacheEntry* e = dirty[i];
+        if (st.leases != 0 && e->lease_owner != 0) {
+          // Its worker has not reached Clock() (which ends its leases), so
+          // this is not the clock's last part.
+          DCHECK(more) << "the last part of clock " << c << " meets a leased row";
+          if (more) {
+            leased.push_back(e);
+            continue;
+          }
+        }
         const uint32_t k = e->shard;
         if (limit[k] != 0) {
           const client::PendingDelta* open = e->FindPending(c);
@@ -337,6 +358,11 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
         keys[k].back().push_back(e->key);
       }
       if (st.bytes > st.budget) EvictLocked(st);  // sparse values may grow
+    }
+    if (!leased.empty()) {
+      client::SpinLock l(&st.mu);
+      st.ReturnDirty(c, leased);
+      leased.clear();
     }
   }
   FlushAllUnsubscribes();

@@ -87,6 +87,12 @@ class WorkerStats {
 
   SoloCounter get_blocked_ns;
   SoloCounter clock_blocked_ns;
+  // The worker's id in its leased rows (CacheEntry::lease_owner; set at
+  // registration, never 0), and whether it holds leases now (owner thread
+  // only).
+  uint16_t lease_id = 0;
+  bool holds_leases = false;
+  bool lease_refused = false;  // the last refusal of a read came from a lease
 
  private:
   std::atomic<TableCounters*> tables_[kMaxTables];

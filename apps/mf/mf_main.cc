@@ -57,6 +57,9 @@ DEFINE_string(order, "auto",
               "rows are read in key order, nearly sequentially), auto (rows when the factor "
               "tables are larger than the client's cache budget, e.g. under a small --memory_mb; "
               "else data); --baseline follows rows only when given");
+DEFINE_bool(in_place, true,
+            "train each worker's own user rows where the client caches them (Worker::LeaseRows), "
+            "not in copies read and written back; not in user order (--order)");
 DEFINE_string(table_prefix, "mf", "names of the tables: PREFIX.user, PREFIX.item, PREFIX.stats");
 DEFINE_bool(baseline_mmap, false,
             "run the --baseline SGD with the factor tables in a file-backed mmap (MADV_RANDOM) "
@@ -149,6 +152,7 @@ Status OptionsFromFlags(MfTrainOptions* o) {
   o->minibatch = FLAGS_minibatch;
   o->init_scale = FLAGS_init_scale;
   RETURN_IF_ERROR(ParseRatingOrder(FLAGS_order, &o->order));
+  o->in_place = FLAGS_in_place;
   o->table_prefix = FLAGS_table_prefix;
   o->export_dir = FLAGS_export;
   return ValidateMfOptions(*o);

@@ -83,6 +83,29 @@ inline float SgdUpdate(float* u, float* v, float rating, float wu, float wv, con
   return e;
 }
 
+// SgdUpdate for a user row read as `value` + `delta` (a row leased from the
+// client, Worker::LeaseRows): the step's change of the user row is added to
+// `delta` alone; the item row `v` is updated in place.
+inline float SgdUpdateLeased(const float* value, float* delta, float* v, float rating, float wu,
+                             float wv, const SgdParams& p) {
+  float dot = 0;
+  for (int f = 0; f < p.rank; ++f) dot += (value[f] + delta[f]) * v[f];
+  if (p.biases) dot += p.mean + (value[p.rank] + delta[p.rank]) + v[p.rank];
+  const float e = rating - dot;
+  const float lr = p.lr, lu = p.lambda_user, lv = p.lambda_item;
+  for (int f = 0; f < p.rank; ++f) {
+    const float uf = value[f] + delta[f], vf = v[f];
+    delta[f] += lr * (e * vf - lu * uf);
+    v[f] = vf + lr * (e * uf - lv * vf);
+  }
+  if (p.biases) {
+    const float ub = value[p.rank] + delta[p.rank];
+    delta[p.rank] += lr * (e - p.bias_lambda * wu * ub);
+    v[p.rank] += lr * (e - p.bias_lambda * wv * v[p.rank]);
+  }
+  return e;
+}
+
 // Per-row bias penalty shares: 1 / (number of training ratings of the row).
 struct RegWeights {
   std::vector<float> user;

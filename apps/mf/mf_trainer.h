@@ -51,6 +51,11 @@ struct MfTrainOptions {
   // The order of a clock's ratings (mf_model.h). kAuto: user order when the
   // factor tables are larger than the client's cache budget.
   RatingOrder order = RatingOrder::kAuto;
+  // Training updates each worker's own user rows where the client caches
+  // them (Worker::LeaseRows) instead of in copies; off: copies, as the
+  // item rows. Not in user order (RatingOrder::kRows), which streams the
+  // user rows through the cache, nor under vap.
+  bool in_place = true;
   std::string table_prefix = "mf";
   // If set, client 0 writes the learned factors here after the last clock
   // (see Export). Default: empty.

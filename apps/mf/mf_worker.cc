@@ -150,6 +150,15 @@ Status MfWorker::TrainPass(ClockT c, size_t* count, double* train_sq) {
     const float e = SgdUpdate(u, v, r.value, t_.reg_.user[r.user], t_.reg_.item[r.item], p_);
     sq += static_cast<double>(e) * e;
   };
+  // Not in user order (each user row streams through the cache once), nor
+  // under vap (every delta counts against the bound as it is added).
+  lease_users_ =
+      options_.in_place && !t_.row_order_ && options_.run.consistency != Consistency::kVap;
+  leased_sq_ = 0;
+  if (lease_users_ && user_value_.size() != data_.users.size()) {
+    user_value_.assign(data_.users.size(), nullptr);
+    user_delta_.assign(data_.users.size(), nullptr);
+  }
   if (t_.row_order_) {
     RowOrderOf(part, size, win, data_.users, &order_);
     const uint32_t* order = order_.data();
@@ -162,7 +171,9 @@ Status MfWorker::TrainPass(ClockT c, size_t* count, double* train_sq) {
     };
     RETURN_IF_ERROR(WithLookAhead(kTrain, win.count, train_rating, update));
   }
-  *train_sq = sq;
+  ReleaseUsers();
+  lease_users_ = false;
+  *train_sq = sq + leased_sq_;
   RETURN_IF_ERROR(load_status_);
   RETURN_IF_ERROR(FlushChanges(ubuf_, data_.users, ut_));
   return FlushChanges(ibuf_, data_.items, it_);
@@ -397,6 +408,34 @@ Status MfWorker::LoadRows(const Table& t, const IdMap& ids, const std::vector<ui
   return buf->LoadRows(indices, [&](float* out) { return worker_->GetRows(t, raw, out); });
 }
 
+Status MfWorker::LeaseUsers() {
+  ReleaseUsers();
+  if (range_users_.empty()) return Status::OK();
+  const std::vector<uint64_t>& raw = RawOf(data_.users, range_users_);
+  lease_values_.resize(raw.size());
+  lease_deltas_.resize(raw.size());
+  RETURN_IF_ERROR(worker_->LeaseRows(ut_, raw, lease_values_.data(), lease_deltas_.data()));
+  copied_users_.clear();
+  for (size_t k = 0; k < range_users_.size(); ++k) {
+    const uint32_t u = range_users_[k];
+    if (lease_values_[k] == nullptr) {
+      copied_users_.push_back(u);  // e.g. this worker is ahead of the process clock
+      continue;
+    }
+    user_value_[u] = lease_values_[k];
+    user_delta_[u] = lease_deltas_[k];
+    leased_users_.push_back(u);
+  }
+  return LoadRows(ut_, data_.users, copied_users_, &ubuf_);
+}
+
+void MfWorker::ReleaseUsers() {
+  if (leased_users_.empty()) return;
+  for (uint32_t u : leased_users_) user_value_[u] = nullptr;
+  leased_users_.clear();
+  worker_->ReleaseRows();
+}
+
 template <typename RatingAt>
 Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& rating) {
   const Redo redo = MissingFromAhead(begin, end);
@@ -413,6 +452,10 @@ Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& r
     cleared = true;
   }
   if (cleared) CollectRange(begin, end, rating);
+  if (training && lease_users_) {
+    RETURN_IF_ERROR(LeaseUsers());
+    return LoadRows(it_, data_.items, range_items_, &ibuf_);
+  }
   RETURN_IF_ERROR(LoadRows(ut_, data_.users, range_users_, &ubuf_));
   // In user order each user row is read once per clock: its cached copy
   // goes first when the cache needs room, and the item rows (read in every
@@ -487,6 +530,41 @@ void MfWorker::RunChunk(size_t begin, size_t end, RatingAt&& rating, Body&& body
   const bool users_indexed = ubuf_.indexed(), items_indexed = ibuf_.indexed();
   auto user_row = [&](uint32_t u) { return users_indexed ? ubuf_.IndexedRow(u) : UserRow(u); };
   auto item_row = [&](uint32_t i) { return items_indexed ? ibuf_.IndexedRow(i) : ItemRow(i); };
+  if (lease_users_) {
+    // Training with leased user rows (LeaseUsers): each rating's user row is
+    // read as value + delta and its change added to the delta, where the
+    // client keeps them; users not leased have copies, as the items.
+    double sq = 0;
+    for (size_t j = begin; j < end; ++j) {
+      if (j + kAhead < end) {
+        const Rating& a = rating(j + kAhead);
+        if (const float* value = user_value_[a.user]) {
+          // Every line: the value and the delta lie apart, each in its own
+          // allocation (a copy's lines lay together, in the buffer).
+          const char* vb = reinterpret_cast<const char*>(value);
+          const char* db = reinterpret_cast<const char*>(user_delta_[a.user]);
+          for (size_t off = 0; off <= last_line; off += 64) {
+            __builtin_prefetch(vb + off);
+            __builtin_prefetch(db + off, 1);
+          }
+        } else {
+          prefetch(users_indexed ? ubuf_.IndexedRow(a.user) : ubuf_.Find(a.user));
+        }
+        prefetch(items_indexed ? ibuf_.IndexedRow(a.item) : ibuf_.Find(a.item));
+      }
+      const Rating& r = rating(j);
+      float* v = item_row(r.item);
+      if (const float* value = user_value_[r.user]) {
+        const float e = SgdUpdateLeased(value, user_delta_[r.user], v, r.value,
+                                        t_.reg_.user[r.user], t_.reg_.item[r.item], p_);
+        sq += static_cast<double>(e) * e;
+      } else {
+        body(r, user_row(r.user), v);
+      }
+    }
+    leased_sq_ += sq;
+    return;
+  }
   for (size_t j = begin; j < end; ++j) {
     if (j + kAhead < end) {
       const Rating& a = rating(j + kAhead);

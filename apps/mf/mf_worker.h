@@ -105,6 +105,10 @@ class MfWorker {
   Status LoadChunk(bool training, size_t begin, size_t end, RatingAt&& rating);
   Status LoadRows(const Table& t, const IdMap& ids, const std::vector<uint32_t>& indices,
                   apps::RowBuffer<float>* buf);
+  // Leases range_users_ (in place); the users it could not lease get copies.
+  Status LeaseUsers();
+  // Ends the worker's leases and forgets their pointers.
+  void ReleaseUsers();
   // The clock's changes of one table's copies, with one batched Inc.
   Status FlushChanges(const apps::RowBuffer<float>& buf, const IdMap& ids, const Table& t);
   void RefreshItems(bool training, size_t j);
@@ -147,10 +151,21 @@ class MfWorker {
   // fit within the bound: then the ratings find their rows without a lookup.
   apps::RowBuffer<float> ubuf_;
   apps::RowBuffer<float> ibuf_;
-  std::vector<float> zero_;      // the row of an unknown test id (read only)
-  Status load_status_;           // the first failed Get of UserRow / ItemRow
-  std::vector<uint32_t> order_;  // user order: offsets in the part (MfTrainer::row_order_)
-  uint32_t mark_ = 0;            // of the last CollectRange (RowBuffer::MarkMissing)
+  std::vector<float> zero_;  // the row of an unknown test id (read only)
+  // Training in place (MfTrainOptions::in_place): the leased user rows'
+  // values and deltas by user index (nullptr: not leased, a copy), the
+  // users leased now, and the squared errors of their ratings.
+  bool lease_users_ = false;
+  std::vector<const float*> user_value_;
+  std::vector<float*> user_delta_;
+  std::vector<uint32_t> leased_users_;
+  double leased_sq_ = 0;
+  std::vector<const float*> lease_values_;  // LeaseRows' answers, by range_users_ index
+  std::vector<float*> lease_deltas_;
+  std::vector<uint32_t> copied_users_;  // of range_users_, those not leased
+  Status load_status_;                  // the first failed Get of UserRow / ItemRow
+  std::vector<uint32_t> order_;         // user order: offsets in the part (MfTrainer::row_order_)
+  uint32_t mark_ = 0;                   // of the last CollectRange (RowBuffer::MarkMissing)
   // Rows the current pass can need of each table (CollectRange): for
   // training the part's distinct users and items, for a test pass all.
   size_t pass_users_ = 0;
