@@ -122,7 +122,6 @@ Status LeaseDenseRows(Worker::Impl* w, TableState* t, const std::vector<uint64_t
     return Status::InvalidArgument("table '" + t->schema.name +
                                    "' has a value bound (vap): its rows cannot be leased");
   }
-  w->ReleaseLeases();
   RETURN_IF_ERROR(
       w->client_->LeaseDenseRows(w->clock_, w->stats_.get(), t, rows, values, deltas, &w->leased_));
   return w->AfterInc(rows.size());

@@ -511,9 +511,10 @@ TEST_F(LeaseTest, ClockEndsTheLeases) {
   EXPECT_EQ(Get<int64_t>(w_[0].get(), 4), std::vector<int64_t>(kWidth, 4));
 }
 
-// The next LeaseRows ends the earlier leases, and so does the worker's
-// destruction; the deltas added through them are kept.
-TEST_F(LeaseTest, TheNextLeaseRowsAndTheWorkersDestructionEndTheLeases) {
+// Leases add up over LeaseRows calls (a row leased again gets the same
+// pointers) and end with the worker's destruction; the deltas added through
+// them are kept.
+TEST_F(LeaseTest, LeasesAddUpAndTheWorkersDestructionEndsThem) {
   ASSERT_NO_FATAL_FAILURE(OpenEmbedded(DenseSchema(ElementType::kI64), 2));
   Worker* a = w_[0].get();
   Worker* b = w_[1].get();
@@ -522,12 +523,16 @@ TEST_F(LeaseTest, TheNextLeaseRowsAndTheWorkersDestructionEndTheLeases) {
   ASSERT_TRUE(Lease(a, t_, {1}, &l).ok());
   ASSERT_NE(l.deltas[0], nullptr);
   for (uint32_t k = 0; k < kWidth; ++k) l.deltas[0][k] += 2;
-  ASSERT_TRUE(Lease(a, t_, {2}, &l).ok());
+  int64_t* first = l.deltas[0];
+  ASSERT_TRUE(Lease(a, t_, {2, 1}, &l).ok());
   ASSERT_NE(l.deltas[0], nullptr);
+  EXPECT_EQ(l.deltas[1], first) << "row 1, leased again, gets the same delta";
   for (uint32_t k = 0; k < kWidth; ++k) l.deltas[0][k] += 3;
-  EXPECT_TRUE(b->Inc(t_, 1, ones.data()).ok()) << "row 1 still leased after the next LeaseRows";
+  EXPECT_EQ(b->Inc(t_, 1, ones.data()).code(), StatusCode::kFailedPrecondition)
+      << "row 1 is still leased: leases add up";
   EXPECT_EQ(b->Inc(t_, 2, ones.data()).code(), StatusCode::kFailedPrecondition);
   w_[0].reset();  // a's clock 0 is b's too: b finishing it sends a's deltas
+  EXPECT_TRUE(b->Inc(t_, 1, ones.data()).ok()) << "row 1 still leased after its worker left";
   EXPECT_TRUE(b->Inc(t_, 2, ones.data()).ok()) << "row 2 still leased after its worker left";
   EXPECT_EQ(Get<int64_t>(b, 1), std::vector<int64_t>(kWidth, 3));
   EXPECT_EQ(Get<int64_t>(b, 2), std::vector<int64_t>(kWidth, 4));

@@ -398,9 +398,9 @@ class Worker {
   // have to wait for the other workers, and must not hold rows they may be
   // waiting for meanwhile). Duplicates in `rows` get the same pointers.
   //
-  // The leases last until ReleaseRows(), the next LeaseRows() (which releases
-  // the earlier ones first), Clock() or the Worker's destruction; the
-  // pointers are invalid after. While a row is leased its value does not
+  // The leases add up over calls (a row this worker leased already gets the
+  // same pointers again) and last until ReleaseRows(), Clock() or the
+  // Worker's destruction; the pointers are invalid after. While a row is leased its value does not
   // change (a fresher value arriving is installed at the release) and is not
   // evicted, and its delta is not sent (a part of the clock sealed meanwhile
   // leaves it for a later part). Other workers' reads of a leased row wait

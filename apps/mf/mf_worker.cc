@@ -309,8 +309,9 @@ void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating, bool us
     ibuf_.ClearMarks();
     mark_ = 1;
   }
-  // The copies hold every row the pass can need: nothing is missing.
-  if (users && ubuf_.loaded() >= pass_users_) {
+  // The copies (and leases) hold every row the pass can need: nothing is
+  // missing.
+  if (users && ubuf_.loaded() + leased_users_.size() >= pass_users_) {
     range_users_.clear();
     users = false;
   }
@@ -331,7 +332,10 @@ void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating, bool us
       const Rating& r = rating(j);
       if (with_users && r.user != IdMap::kUnknown) {
         range_users_[nu] = r.user;
-        nu += ubuf_.MarkMissing(r.user, mark_);
+        // A leased user is not missing either (lease_users_: user_value_ is
+        // sized then).
+        const bool leased = lease_users_ && user_value_[r.user] != nullptr;
+        nu += ubuf_.MarkMissing(r.user, mark_) & !leased;
       }
       if (with_items && r.item != IdMap::kUnknown) {
         range_items_[ni] = r.item;
@@ -358,18 +362,20 @@ MfWorker::Redo MfWorker::MissingFromAhead(size_t begin, size_t end) {
   // give-ups are unchanged): its missing rows are those it found, less the
   // ones loaded since, in the same order a new scan would list them.
   auto still_missing = [](const apps::RowBuffer<float>& buf, const std::vector<uint32_t>& found,
-                          std::vector<uint32_t>* out) {
+                          const std::vector<const float*>* leased, std::vector<uint32_t>* out) {
     out->clear();
     for (uint32_t index : found) {
-      if (!buf.Has(index)) out->push_back(index);
+      if (!buf.Has(index) && (leased == nullptr || (*leased)[index] == nullptr)) {
+        out->push_back(index);
+      }
     }
   };
   if (a.user_clears == user_clears_) {
-    still_missing(ubuf_, a.users, &range_users_);
+    still_missing(ubuf_, a.users, lease_users_ ? &user_value_ : nullptr, &range_users_);
     redo.users = false;
   }
   if (a.item_clears == item_clears_) {
-    still_missing(ibuf_, a.items, &range_items_);
+    still_missing(ibuf_, a.items, nullptr, &range_items_);
     redo.items = false;
   }
   a.pass = 0;  // used
@@ -409,7 +415,6 @@ Status MfWorker::LoadRows(const Table& t, const IdMap& ids, const std::vector<ui
 }
 
 Status MfWorker::LeaseUsers() {
-  ReleaseUsers();
   if (range_users_.empty()) return Status::OK();
   const std::vector<uint64_t>& raw = RawOf(data_.users, range_users_);
   lease_values_.resize(raw.size());
@@ -441,8 +446,9 @@ Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& r
   const Redo redo = MissingFromAhead(begin, end);
   if (redo.users || redo.items) CollectRange(begin, end, rating, redo.users, redo.items);
   bool cleared = false;
-  if (ubuf_.loaded() + range_users_.size() > user_buffer_rows_) {
+  if (ubuf_.loaded() + leased_users_.size() + range_users_.size() > user_buffer_rows_) {
     if (training) RETURN_IF_ERROR(FlushChanges(ubuf_, data_.users, ut_));
+    ReleaseUsers();  // the leases count against the same bound as the copies
     ClearUsers();
     cleared = true;
   }
