@@ -1052,6 +1052,8 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
   // One pass (the look-ups of the next rows started ahead, as ReadDenseRows)
   // over rows[index_of(k)] for the items' indices k; rows not fresh in the
   // cache go to *slow.
+  // The first pass (with `slow`) counts its rows as cache hits; the rows the
+  // second leases were counted by their ReadRow.
   auto pass = [&](const client::PassVector<StripeItem>& items, auto&& index_of,
                   client::PassVector<uint32_t>* slow) {
     constexpr size_t kAhead = 8;
@@ -1096,8 +1098,10 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
         }
         values[i] = reinterpret_cast<const T*>(en->value.data());
         deltas[i] = reinterpret_cast<T*>(p->delta.data());
-        ++hits;
-        if (tc != nullptr) tc->RecordStaleness(c - v);
+        if (slow != nullptr) {
+          ++hits;
+          if (tc != nullptr) tc->RecordStaleness(c - v);
+        }
       }
     });
   };
@@ -1124,7 +1128,10 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
         [&](uint32_t k) { return again[k]; }, nullptr);
     ws->holds_leases = !leased->empty();
   }
-  if (tc != nullptr) tc->reads.Add(hits);
+  if (tc != nullptr) {
+    tc->reads.Add(hits);
+    tc->hits.Add(hits);
+  }
   return Status::OK();
 }
 

@@ -51,8 +51,8 @@ Status Client::Impl::WaitForRow(ClockT c, client::WorkerStats* ws, TableState* t
     if (!result.ok()) break;
     // Subscribed rows are refreshed by pushes; everything else is pulled.
     const Version need = t->policy.MinVersion(c);
-    if (e->lease_owner == 0 && InitLocally(st, e, t, need)) {
-      ++e->waiters;  // not evicted before it is read below
+    if (InitLocally(st, e, t, need)) {  // never a leased row: it has a value
+      ++e->waiters;                     // not evicted before it is read below
       EvictLocked(st);
       --e->waiters;
       continue;

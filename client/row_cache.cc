@@ -114,19 +114,12 @@ void CacheStripe::InstallValue(CacheEntry* e, std::string server_value, Version 
     CommitValue(e, std::move(server_value), v, a, parts);
     return;
   }
-  // Leased: its worker reads the value without the lock. Arrivals come in
-  // version order; the latest wins.
-  auto it = std::find_if(deferred.begin(), deferred.end(),
-                         [e](const DeferredInstall& d) { return d.entry == e; });
-  if (it == deferred.end()) {
-    deferred.emplace_back();
-    it = deferred.end() - 1;
-    it->entry = e;
-  }
-  it->value = std::move(server_value);
-  it->version = v;
-  it->applied = a;
-  it->parts = parts;
+  // Leased: its worker reads the value without the lock. The highest
+  // version waits for the release (e->version, which would refuse an older
+  // arrival, does not change until then).
+  auto [it, added] = deferred.try_emplace(e);
+  if (!added && it->second.version > v) return;
+  it->second = DeferredInstall{std::move(server_value), v, a, parts};
 }
 
 void CacheStripe::Release(CacheEntry* e) {
@@ -134,16 +127,12 @@ void CacheStripe::Release(CacheEntry* e) {
   e->lease_owner = 0;
   --leases;
   leased_bytes -= e->table->format.dense_bytes();
-  if (!deferred.empty()) {
-    auto it = std::find_if(deferred.begin(), deferred.end(),
-                           [e](const DeferredInstall& d) { return d.entry == e; });
-    if (it != deferred.end()) {
-      DeferredInstall d = std::move(*it);
-      *it = std::move(deferred.back());
-      deferred.pop_back();
-      CommitValue(e, std::move(d.value), d.version, d.applied, d.parts);
-    }
-  }
+  if (deferred.empty()) return;
+  auto it = deferred.find(e);
+  if (it == deferred.end()) return;
+  DeferredInstall d = std::move(it->second);
+  deferred.erase(it);
+  CommitValue(e, std::move(d.value), d.version, d.applied, d.parts);
 }
 
 void CacheStripe::ReturnDirty(ClockT c, const std::vector<CacheEntry*>& entries) {

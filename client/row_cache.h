@@ -47,6 +47,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -735,17 +736,18 @@ struct alignas(64) CacheStripe {
   // bytes of their open deltas (dense rows: of their open delta each).
   uint32_t leases GUARDED_BY(mu) = 0;
   size_t leased_bytes GUARDED_BY(mu) = 0;
-  // Values that arrived for leased rows, installed at the release: already
-  // rebased on the row's sealed deltas (a leased row seals none, so they
-  // stay right), the latest arrival of a row only.
+  // Values that arrived for leased rows, by entry, installed at the release:
+  // already rebased on the row's sealed deltas (a leased row seals none, so
+  // they stay right), the highest version of a row only. (A map: a worker
+  // may lease a stripe's share of its whole partition, and a clock's pushes
+  // reach most of those rows.)
   struct DeferredInstall {
-    CacheEntry* entry = nullptr;
     std::string value;
     Version version = 0;
     ClockT applied = 0;
     uint32_t parts = 0;
   };
-  std::vector<DeferredInstall> deferred GUARDED_BY(mu);
+  std::unordered_map<CacheEntry*, DeferredInstall> deferred GUARDED_BY(mu);
 
  private:
   // InstallValue's second half: `value` already holds the sealed deltas.
