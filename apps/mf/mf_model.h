@@ -57,53 +57,55 @@ inline uint32_t RowWidth(int rank, bool biases) {
   return static_cast<uint32_t>(rank) + (biases ? 1u : 0u);
 }
 
-// The prediction for a user row `u` and an item row `v` (before clipping).
-inline float Predict(const float* u, const float* v, const SgdParams& p) {
+// The prediction for a user row read as user(f) and an item row `v`
+// (before clipping).
+template <typename UserAt>
+inline float PredictWith(const UserAt& user, const float* v, const SgdParams& p) {
   float dot = 0;
-  for (int f = 0; f < p.rank; ++f) dot += u[f] * v[f];
-  if (p.biases) dot += p.mean + u[p.rank] + v[p.rank];
+  for (int f = 0; f < p.rank; ++f) dot += user(f) * v[f];
+  if (p.biases) dot += p.mean + user(p.rank) + v[p.rank];
   return dot;
 }
 
-// One SGD step on one rating; updates both rows in place and returns the
+// The prediction for a user row `u` and an item row `v` (before clipping).
+inline float Predict(const float* u, const float* v, const SgdParams& p) {
+  return PredictWith([u](int f) { return u[f]; }, v, p);
+}
+
+// One SGD step on one rating, the user row read as user(f) and changed by
+// add_to_user(f, change); the item row `v` is updated in place. Returns the
 // error (rating - prediction) before the step. `wu` and `wv` are the rows'
 // bias penalty shares 1/n_u and 1/n_i (see RegWeights).
-inline float SgdUpdate(float* u, float* v, float rating, float wu, float wv, const SgdParams& p) {
-  const float e = rating - Predict(u, v, p);
+template <typename UserAt, typename AddToUser>
+inline float SgdStep(const UserAt& user, const AddToUser& add_to_user, float* v, float rating,
+                     float wu, float wv, const SgdParams& p) {
+  const float e = rating - PredictWith(user, v, p);
   const float lr = p.lr, lu = p.lambda_user, lv = p.lambda_item;
   for (int f = 0; f < p.rank; ++f) {
-    const float uf = u[f], vf = v[f];
-    u[f] = uf + lr * (e * vf - lu * uf);
+    const float uf = user(f), vf = v[f];
+    add_to_user(f, lr * (e * vf - lu * uf));
     v[f] = vf + lr * (e * uf - lv * vf);
   }
   if (p.biases) {
-    u[p.rank] += lr * (e - p.bias_lambda * wu * u[p.rank]);
+    add_to_user(p.rank, lr * (e - p.bias_lambda * wu * user(p.rank)));
     v[p.rank] += lr * (e - p.bias_lambda * wv * v[p.rank]);
   }
   return e;
 }
 
-// SgdUpdate for a user row read as `value` + `delta` (a row leased from the
+// SgdStep on a user row `u`, both rows updated in place.
+inline float SgdUpdate(float* u, float* v, float rating, float wu, float wv, const SgdParams& p) {
+  return SgdStep([u](int f) { return u[f]; }, [u](int f, float x) { u[f] += x; }, v, rating, wu, wv,
+                 p);
+}
+
+// SgdStep on a user row read as `value` + `delta` (a row leased from the
 // client, Worker::LeaseRows): the step's change of the user row is added to
-// `delta` alone; the item row `v` is updated in place.
+// `delta` alone.
 inline float SgdUpdateLeased(const float* value, float* delta, float* v, float rating, float wu,
                              float wv, const SgdParams& p) {
-  float dot = 0;
-  for (int f = 0; f < p.rank; ++f) dot += (value[f] + delta[f]) * v[f];
-  if (p.biases) dot += p.mean + (value[p.rank] + delta[p.rank]) + v[p.rank];
-  const float e = rating - dot;
-  const float lr = p.lr, lu = p.lambda_user, lv = p.lambda_item;
-  for (int f = 0; f < p.rank; ++f) {
-    const float uf = value[f] + delta[f], vf = v[f];
-    delta[f] += lr * (e * vf - lu * uf);
-    v[f] = vf + lr * (e * uf - lv * vf);
-  }
-  if (p.biases) {
-    const float ub = value[p.rank] + delta[p.rank];
-    delta[p.rank] += lr * (e - p.bias_lambda * wu * ub);
-    v[p.rank] += lr * (e - p.bias_lambda * wv * v[p.rank]);
-  }
-  return e;
+  return SgdStep([value, delta](int f) { return value[f] + delta[f]; },
+                 [delta](int f, float x) { delta[f] += x; }, v, rating, wu, wv, p);
 }
 
 // Per-row bias penalty shares: 1 / (number of training ratings of the row).
