@@ -298,6 +298,8 @@ Status Worker::LeaseRows(const Table& t, const std::vector<uint64_t>& rows, cons
   return LeaseDenseRows(impl_.get(), ts, rows, values, deltas);
 }
 void Worker::ReleaseRows() { impl_->ReleaseLeases(); }
+void Worker::ReleaseRows(size_t count) { impl_->ReleaseLeases(count); }
+size_t Worker::leased_rows() const { return impl_->leased_.size(); }
 
 Status Worker::Get(const Table& t, uint64_t row, std::map<uint32_t, float>* out) {
   PACE_TABLE_OR_RETURN(t, ts);

@@ -542,6 +542,84 @@ TEST_F(LeaseTest, LeasesAddUpAndTheWorkersDestructionEndsThem) {
   EXPECT_EQ(Get<int64_t>(w_[0].get(), 2), std::vector<int64_t>(kWidth, 4));
 }
 
+// ReleaseRows(count) ends the oldest leases first, call by call (a row leased
+// again in a later call keeps its place); the rest stay leased, and every
+// delta added through the pointers reaches the shard once.
+TEST_F(LeaseTest, ReleasingACountEndsTheLeasesOfTheEarliestCallsFirst) {
+  ASSERT_NO_FATAL_FAILURE(OpenEmbedded(DenseSchema(ElementType::kI64), 2));
+  Worker* a = w_[0].get();
+  Worker* b = w_[1].get();
+  const std::vector<int64_t> ones(kWidth, 1);
+  Leased<int64_t> first, second, third;
+  ASSERT_TRUE(Lease(a, t_, {1, 2}, &first).ok());
+  ASSERT_TRUE(Lease(a, t_, {3}, &second).ok());
+  ASSERT_TRUE(Lease(a, t_, {2, 4}, &third).ok());  // row 2 again: not a new lease
+  EXPECT_EQ(a->leased_rows(), 4u);
+  for (const Leased<int64_t>* l : {&first, &second, &third}) {
+    for (int64_t* d : l->deltas) {
+      ASSERT_NE(d, nullptr);
+      for (uint32_t k = 0; k < kWidth; ++k) d[k] += 10;
+    }
+  }
+  a->ReleaseRows(0);
+  EXPECT_EQ(a->leased_rows(), 4u) << "a count of 0 releases nothing";
+  a->ReleaseRows(2);  // the first call's rows: 1 and 2
+  EXPECT_EQ(a->leased_rows(), 2u);
+  EXPECT_TRUE(b->Inc(t_, 1, ones.data()).ok()) << "row 1 released";
+  EXPECT_TRUE(b->Inc(t_, 2, ones.data()).ok()) << "row 2 released (first leased in the first call)";
+  EXPECT_EQ(b->Inc(t_, 3, ones.data()).code(), StatusCode::kFailedPrecondition) << "row 3 leased";
+  EXPECT_EQ(b->Inc(t_, 4, ones.data()).code(), StatusCode::kFailedPrecondition) << "row 4 leased";
+  // The later calls' pointers stay valid.
+  for (uint32_t k = 0; k < kWidth; ++k) second.deltas[0][k] += 100;
+  for (uint32_t k = 0; k < kWidth; ++k) third.deltas[1][k] += 100;
+  a->ReleaseRows(10);  // more than it holds: all
+  EXPECT_EQ(a->leased_rows(), 0u);
+  EXPECT_TRUE(b->Inc(t_, 3, ones.data()).ok());
+  EXPECT_TRUE(b->Inc(t_, 4, ones.data()).ok());
+  ASSERT_TRUE(a->Clock().ok());
+  ASSERT_TRUE(b->Clock().ok());
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  EXPECT_EQ(Get<int64_t>(w_[0].get(), 1), std::vector<int64_t>(kWidth, 11));
+  EXPECT_EQ(Get<int64_t>(w_[0].get(), 2), std::vector<int64_t>(kWidth, 21));  // two calls' adds
+  EXPECT_EQ(Get<int64_t>(w_[0].get(), 3), std::vector<int64_t>(kWidth, 111));
+  EXPECT_EQ(Get<int64_t>(w_[0].get(), 4), std::vector<int64_t>(kWidth, 111));
+}
+
+// Rows of a table this process created, never read, are leased without a
+// Read: the lease initializes them as a Get would (rows_initialized).
+TEST_F(LeaseTest, NewRowsOfATableTheProcessCreatedAreLeasedWithoutReads) {
+  TableSchema schema = DenseSchema(ElementType::kF32);
+  schema.init.kind = InitKind::kUniform;
+  schema.init.a = -1;
+  schema.init.b = 1;
+  ASSERT_NO_FATAL_FAILURE(OpenEmbedded(schema, 1));
+  Worker* a = w_[0].get();
+  const std::vector<uint64_t> rows = RowRange(100, 50);
+  Leased<float> l;
+  ASSERT_TRUE(Lease(a, t_, rows, &l).ok());
+  std::vector<std::vector<float>> initial(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_NE(l.values[i], nullptr) << rows[i];
+    std::string bytes;
+    InitRow(t_.schema(), rows[i], &bytes);
+    ASSERT_EQ(bytes.size(), kWidth * sizeof(float));
+    initial[i].assign(reinterpret_cast<const float*>(bytes.data()),
+                      reinterpret_cast<const float*>(bytes.data()) + kWidth);
+    EXPECT_EQ(std::vector<float>(l.values[i], l.values[i] + kWidth), initial[i]) << rows[i];
+    for (uint32_t k = 0; k < kWidth; ++k) l.deltas[i][k] += 0.5f;
+  }
+  const TableStats ts = client_->Stats().tables.at(0);
+  EXPECT_EQ(ts.rows_fetched, 0u);
+  EXPECT_EQ(ts.rows_initialized, rows.size());
+  ASSERT_TRUE(a->Clock().ok());
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<float> want(kWidth);
+    for (uint32_t k = 0; k < kWidth; ++k) want[k] = initial[i][k] + 0.5f;
+    EXPECT_EQ(Get<float>(w_[0].get(), rows[i]), want) << rows[i];
+  }
+}
+
 // A row another worker leased comes back as nullptr (without waiting for the
 // release); the call leases the other rows, and the row stays the other
 // worker's.

@@ -420,6 +420,16 @@ class Worker {
                    int64_t** deltas);
   // Ends this worker's leases (LeaseRows); a no-op without any.
   void ReleaseRows();
+  // Ends this worker's `count` oldest leases (all if it holds fewer): the
+  // rows are released in the order they were first leased, call by call (the
+  // order within one call is the client's). With leased_rows() before and
+  // after each LeaseRows call, a hot loop can keep a window of its latest
+  // calls' rows leased and release the oldest call's as the window moves: a
+  // row used again within the window is not leased again, and the rows
+  // released become sendable a call's worth at a time.
+  void ReleaseRows(size_t count);
+  // The number of distinct rows this worker leases.
+  size_t leased_rows() const;
 
   // Starts fetching rows this worker is about to read, without blocking. Rows
   // that are cached fresh enough for the worker's current clock, kept fresh by

@@ -462,21 +462,26 @@ Status Client::Impl::LeasedRowUpdated(const TableState& t, uint64_t row, bool ot
       (others_updated ? std::string(" (the call's other rows were)") : std::string()));
 }
 
-void Client::Impl::ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* leased) {
+void Client::Impl::ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* leased,
+                                 size_t count) {
+  const size_t n = std::min(count, leased->size());
   // Runs of one stripe (LeaseDenseRows leases stripe by stripe): one hold
   // of the lock each; a run whose stripe another thread holds is put off to
   // the end, as in ForEachStripeRunLocked.
+  size_t released_bytes = 0;
   auto release = [&](CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
+    const size_t before = st.leased_bytes;
     for (size_t i = b; i < e; ++i) st.Release((*leased)[i].entry);
+    released_bytes += before - st.leased_bytes;
     if (st.bytes > st.budget) EvictLocked(st);
     if (st.waiters > 0) st.cv.notify_all();
   };
   std::vector<std::pair<size_t, size_t>> put_off;
-  for (size_t b = 0; b < leased->size();) {
+  for (size_t b = 0; b < n;) {
     CacheStripe& st = *(*leased)[b].stripe;
     size_t e = b;
-    while (e < leased->size() && (*leased)[e].stripe == &st) ++e;
+    while (e < n && (*leased)[e].stripe == &st) ++e;
     if (st.mu.try_lock()) {
       release(st, b, e);
       st.mu.unlock();
@@ -490,8 +495,9 @@ void Client::Impl::ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* l
     client::SpinLock l(&st.mu);
     release(st, b, e);
   }
-  leased->clear();
-  ws->holds_leases = false;
+  leased_bytes_total_.fetch_sub(released_bytes, std::memory_order_relaxed);
+  leased->erase(leased->begin(), leased->begin() + static_cast<std::ptrdiff_t>(n));
+  ws->holds_leases = !leased->empty();
 }
 
 }  // namespace pace

@@ -118,7 +118,10 @@ Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
   // while the one before is sealed), and two parts fit the unacked bound, so
   // one can be written while the next is filled.
   const uint64_t part = PartBytes();
-  if (open_bytes_total_.load(std::memory_order_relaxed) < part) return Status::OK();
+  // What a part could take is at most the open deltas less the leased ones
+  // (OpenDeltaSum::sealable_of_clock): with many rows leased, the look at
+  // every stripe under its lock would otherwise be taken at every check.
+  if (SealableBound() < part) return Status::OK();
   if (OpenDeltaSums(c).sealable_of_clock < part) return Status::OK();
   // The sealer thread seals it; this worker goes on adding.
   RequestSeal(c);
@@ -128,7 +131,7 @@ Status Client::Impl::SealOpenDeltas(ClockT c, client::WorkerStats* ws) {
   // sealing. Acks need nothing from this process, so this cannot deadlock.
   auto within = [&] {
     if (process_clock_seen_.load(std::memory_order_acquire) != c) return true;
-    if (open_bytes_total_.load(std::memory_order_relaxed) < 2 * part) return true;
+    if (SealableBound() < 2 * part) return true;
     return OpenDeltaSums(c).sealable_of_clock < 2 * part;
   };
   if (within()) return Status::OK();

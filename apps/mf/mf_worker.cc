@@ -46,6 +46,20 @@ size_t UserCopyBound(size_t users, size_t chunk, size_t bound) {
   return users <= bound ? bound : std::min(bound, chunk);
 }
 
+// User rows a worker keeps leased (in place, MfTrainOptions::in_place): the
+// leases of its latest look-ahead chunks, so that a user rated again within
+// the window is neither leased again nor sent twice in a clock. A leased
+// row's delta stays open until its release (a part leaves it for later) and
+// the row stays cached: the workers' windows together take at most half the
+// open-delta bound and a quarter of the cache budget. At least one chunk's
+// users (the copies' bound).
+size_t LeaseWindowRows(const ClientStats& stats, uint32_t width, int workers, size_t at_least) {
+  const uint64_t row_bytes = uint64_t{width} * sizeof(float) + 160;  // + entry overhead
+  const uint64_t bytes = std::min(stats.open_delta_budget_bytes / 2, stats.cache_budget_bytes / 4);
+  const uint64_t rows = bytes / (row_bytes * static_cast<uint64_t>(std::max(1, workers)));
+  return std::max<size_t>(at_least, static_cast<size_t>(rows));
+}
+
 constexpr bool kTrain = true;
 constexpr bool kTest = false;
 
@@ -77,6 +91,8 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
                               trainer->options_.run.workers)),
       buffer_rows_(CopyBound(chunk_)),
       user_buffer_rows_(UserCopyBound(data_.users.size(), chunk_, buffer_rows_)),
+      lease_window_(LeaseWindowRows(trainer->client_->Stats(), trainer->width_,
+                                    trainer->options_.run.workers, user_buffer_rows_)),
       // A chunk's rows of a table (LoadChunk) load in one run.
       ubuf_(data_.users.size(), width_, data_.users.size() <= buffer_rows_, chunk_),
       ibuf_(data_.items.size(), width_, data_.items.size() <= buffer_rows_, chunk_),
@@ -311,7 +327,7 @@ void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating, bool us
   }
   // The copies (and leases) hold every row the pass can need: nothing is
   // missing.
-  if (users && ubuf_.loaded() + leased_users_.size() >= pass_users_) {
+  if (users && ubuf_.loaded() + LeasedUsers() >= pass_users_) {
     range_users_.clear();
     users = false;
   }
@@ -419,8 +435,10 @@ Status MfWorker::LeaseUsers() {
   const std::vector<uint64_t>& raw = RawOf(data_.users, range_users_);
   lease_values_.resize(raw.size());
   lease_deltas_.resize(raw.size());
+  const size_t rows_before = worker_->leased_rows();
   RETURN_IF_ERROR(worker_->LeaseRows(ut_, raw, lease_values_.data(), lease_deltas_.data()));
   copied_users_.clear();
+  const size_t users_before = leased_users_.size();
   for (size_t k = 0; k < range_users_.size(); ++k) {
     const uint32_t u = range_users_[k];
     if (lease_values_[k] == nullptr) {
@@ -431,14 +449,41 @@ Status MfWorker::LeaseUsers() {
     user_delta_[u] = lease_deltas_[k];
     leased_users_.push_back(u);
   }
+  lease_calls_.push_back(
+      LeaseCall{leased_users_.size() - users_before, worker_->leased_rows() - rows_before});
   return LoadRows(ut_, data_.users, copied_users_, &ubuf_);
 }
 
 void MfWorker::ReleaseUsers() {
-  if (leased_users_.empty()) return;
-  for (uint32_t u : leased_users_) user_value_[u] = nullptr;
+  if (LeasedUsers() == 0 && lease_calls_.empty()) return;
+  for (size_t k = leased_head_; k < leased_users_.size(); ++k)
+    user_value_[leased_users_[k]] = nullptr;
   leased_users_.clear();
+  leased_head_ = 0;
+  lease_calls_.clear();
   worker_->ReleaseRows();
+}
+
+void MfWorker::ReleaseOldestUsers(size_t incoming) {
+  size_t rows = 0;
+  while (!lease_calls_.empty() && LeasedUsers() + incoming > lease_window_) {
+    const LeaseCall call = lease_calls_.front();
+    lease_calls_.pop_front();
+    for (size_t k = leased_head_; k < leased_head_ + call.users; ++k) {
+      user_value_[leased_users_[k]] = nullptr;
+    }
+    leased_head_ += call.users;
+    rows += call.rows;
+  }
+  if (rows > 0) worker_->ReleaseRows(rows);
+  if (leased_head_ > leased_users_.size() / 2) {
+    leased_users_.erase(leased_users_.begin(),
+                        leased_users_.begin() + static_cast<std::ptrdiff_t>(leased_head_));
+    leased_head_ = 0;
+  }
+  // The look-ahead's lists left the leased users out: they are collected
+  // again (MissingFromAhead).
+  ++user_clears_;
 }
 
 template <typename RatingAt>
@@ -446,9 +491,20 @@ Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& r
   const Redo redo = MissingFromAhead(begin, end);
   if (redo.users || redo.items) CollectRange(begin, end, rating, redo.users, redo.items);
   bool cleared = false;
-  if (ubuf_.loaded() + leased_users_.size() + range_users_.size() > user_buffer_rows_) {
+  if (lease_users_ && training) {
+    // Leased users: their copies (users it could not lease) and the window
+    // of leases are bounded apart; a lease costs no memory of its own.
+    if (ubuf_.loaded() > 0 && ubuf_.loaded() + range_users_.size() > user_buffer_rows_) {
+      RETURN_IF_ERROR(FlushChanges(ubuf_, data_.users, ut_));
+      ClearUsers();
+      cleared = true;
+    }
+    if (LeasedUsers() + range_users_.size() > lease_window_) {
+      ReleaseOldestUsers(range_users_.size());
+      cleared = true;
+    }
+  } else if (ubuf_.loaded() + range_users_.size() > user_buffer_rows_) {
     if (training) RETURN_IF_ERROR(FlushChanges(ubuf_, data_.users, ut_));
-    ReleaseUsers();  // the leases count against the same bound as the copies
     ClearUsers();
     cleared = true;
   }

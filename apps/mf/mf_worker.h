@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -109,6 +110,10 @@ class MfWorker {
   Status LeaseUsers();
   // Ends the worker's leases and forgets their pointers.
   void ReleaseUsers();
+  // Ends the leases of the oldest LeaseUsers calls until `incoming` more
+  // fit in lease_window_.
+  void ReleaseOldestUsers(size_t incoming);
+  size_t LeasedUsers() const { return leased_users_.size() - leased_head_; }
   // The clock's changes of one table's copies, with one batched Inc.
   Status FlushChanges(const apps::RowBuffer<float>& buf, const IdMap& ids, const Table& t);
   void RefreshItems(bool training, size_t j);
@@ -146,6 +151,9 @@ class MfWorker {
   const size_t chunk_;
   const size_t buffer_rows_;
   const size_t user_buffer_rows_;
+  // The user rows a worker keeps leased (LeaseWindowRows): the leases of the
+  // latest LeaseUsers calls, released a call at a time as the window moves.
+  const size_t lease_window_;
 
   // A table's copies are in the indexed layout (RowBuffer) if all its rows
   // fit within the bound: then the ratings find their rows without a lookup.
@@ -154,11 +162,19 @@ class MfWorker {
   std::vector<float> zero_;  // the row of an unknown test id (read only)
   // Training in place (MfTrainOptions::in_place): the leased user rows'
   // values and deltas by user index (nullptr: not leased, a copy), the
-  // users leased now, and the squared errors of their ratings.
+  // users leased now (leased_users_ from leased_head_, in lease order; per
+  // LeaseUsers call, its users and the client's new leases), and the squared
+  // errors of their ratings.
   bool lease_users_ = false;
   std::vector<const float*> user_value_;
   std::vector<float*> user_delta_;
   std::vector<uint32_t> leased_users_;
+  size_t leased_head_ = 0;
+  struct LeaseCall {
+    size_t users;
+    size_t rows;
+  };
+  std::deque<LeaseCall> lease_calls_;
   double leased_sq_ = 0;
   std::vector<const float*> lease_values_;  // LeaseRows' answers, by range_users_ index
   std::vector<float*> lease_deltas_;

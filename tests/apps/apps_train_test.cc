@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -26,16 +27,18 @@ std::vector<mf::RawRating> ToRaw(const std::vector<gen::GenRating>& g) {
   return out;
 }
 
-// 500 users x 300 items, true rank 4, ~100 ratings per user, noise 0.5.
-mf::MfDataset SyntheticRatings(double noise) {
+// 500 users x 300 items, true rank 4, ~100 ratings per user (by default),
+// with `noise`.
+mf::MfDataset SyntheticRatings(double noise, uint64_t users = 500, uint64_t items = 300,
+                               uint64_t ratings = 50000, uint64_t seed = 3) {
   gen::RatingsGenOptions o;
-  o.users = 500;
-  o.items = 300;
+  o.users = users;
+  o.items = items;
   o.rank = 4;
-  o.ratings = 50000;
+  o.ratings = ratings;
   o.noise = noise;
   o.test_fraction = 0.1;
-  o.seed = 3;
+  o.seed = seed;
   gen::RatingsData data;
   EXPECT_TRUE(gen::GenerateRatings(o, &data).ok());
   mf::MfDataset d;
@@ -134,6 +137,48 @@ TEST(MfTrainTest, FreshRunRefusesStoredJobAndResumeContinues) {
     EXPECT_EQ(clocks, (std::vector<ClockT>{3, 4}));
     EXPECT_EQ(summary.start_clock, 3);
   }
+}
+
+// Training in place under a cache too small for every user's lease at once:
+// each worker keeps the users of its latest look-ahead chunks leased and
+// releases the oldest chunk's as the window moves (users rated again after
+// their release are leased again: more leases than users a clock). The
+// model is the one copies train, within float rounding (a leased row reads
+// as value + delta, a copy as their sum).
+TEST(MfTrainTest, InPlaceWithAMovingWindowOfLeasesTrainsAsCopiesDo) {
+  const double sigma = 0.5;
+  mf::MfDataset data = SyntheticRatings(sigma, 3000, 200, 60000, 5);
+  auto train = [&](bool in_place, uint64_t* user_leases) {
+    testing::TempDir dir;
+    ClientOptions co = Embedded(dir.path() + "/data");
+    // Look-ahead chunks of 256 ratings; a window of ~1,100 leased users of
+    // the 3,000.
+    co.cache_mb = 1;
+    mf::MfTrainOptions o = SmallMf();
+    o.run.clocks = 12;
+    o.run.workers = 1;  // one order of updates: the runs differ only in rounding
+    o.run.consistency = Consistency::kBsp;
+    o.run.staleness = 0;
+    o.order = mf::RatingOrder::kData;
+    o.in_place = in_place;
+    std::unique_ptr<Client> client;
+    EXPECT_TRUE(Client::Open(co, &client).ok());
+    mf::MfTrainer trainer(client.get(), &data, o);
+    EXPECT_TRUE(trainer.Setup().ok());
+    mf::MfTrainSummary summary;
+    const Status s = trainer.Train(nullptr, &summary);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    for (const TableStats& ts : client->Stats().tables) {
+      if (ts.name == "mf.user") *user_leases = ts.reads;
+    }
+    return summary.final_test_rmse.value_or(0);
+  };
+  uint64_t leases = 0, unused = 0;
+  const double in_place = train(true, &leases);
+  const double copies = train(false, &unused);
+  EXPECT_GT(leases, 12u * data.users.size()) << "no user was leased again: the window never moved";
+  EXPECT_NEAR(in_place, copies, 1e-3 * copies);
+  EXPECT_LT(in_place, 1.5 * sigma) << "the model did not learn";
 }
 
 // The model the PaceDB trainer stores is the one it evaluated: a new process
