@@ -258,11 +258,18 @@ void ShardService::WriterLoop() {
     }
     RetryHeld();
     // Every Apply waiting now goes into one group; another write (a table
-    // creation) ends the group before it, so writes keep their order.
+    // creation) ends the group before it, so writes keep their order. A part
+    // that does not complete its clock is a group of its own: its group's
+    // clock log record is then its undo record (docs/storage-format.md, §4),
+    // where in a group of several it is written again to a file of its own
+    // (a model-scale clock whose parts queued up wrote 111 MB so).
     std::vector<std::unique_ptr<PendingApply>> group;
     for (WriterItem& item : items) {
       if (item.apply != nullptr) {
+        const bool kept_part = item.apply->apply.more;
+        if (kept_part) CommitGroup(&group);
         group.push_back(std::move(item.apply));
+        if (kept_part) CommitGroup(&group);
         continue;
       }
       CommitGroup(&group);

@@ -1010,6 +1010,58 @@ TEST_F(ShardServiceTest, ARefusedBatchDoesNotTakeItsGroupDown) {
   EXPECT_EQ(service_->ShardClock(), 1);
 }
 
+// Parts that do not complete their clock, handed over together, are each
+// committed as a group of their own: the group's clock log record is the
+// part's undo record, and no UNDO- file holds a second copy of its deltas.
+// A new process of the client takes every one of them back.
+TEST_F(ShardServiceTest, KeptPartsAreGroupsOfTheirOwnAndWriteNoUndoFiles) {
+  OpenService(2);
+  net::Hello h0;
+  h0.client_id = 0;
+  h0.incarnation = 5;
+  auto a = std::make_shared<FakeSession>(h0);
+  net::Welcome w;
+  ASSERT_TRUE(service_->OnHello(h0, &w).ok());
+  service_->OnConnect(a);
+  auto c1 = Connect(1);
+  const uint32_t t = CreateTable(a, "w");
+  auto groups = [&] {
+    for (const auto& [n, v] : service_->Stats().counters) {
+      if (n == "commit_groups") return v;
+    }
+    return int64_t{-1};
+  };
+  const int64_t groups_before = groups();
+  constexpr uint32_t kParts = 16;
+  for (uint32_t i = 0; i < kParts; ++i) {
+    // Handed over without waiting: the writer finds several queued.
+    net::Apply part{0, {Delta(t, i % 4, 1, 0)}};
+    part.part = i;
+    part.more = true;
+    service_->OnMessage(a, std::move(part));
+    service_->OnMessage(c1, net::Apply{static_cast<ClockT>(i), {Delta(t, 9, 0, 1)}});
+  }
+  service_->TEST_WaitIdle();
+  EXPECT_EQ(MessagesOfType<net::Ack>(a->Take()).size(), kParts);
+  EXPECT_GE(groups() - groups_before, int64_t{kParts});
+  for (const auto& f : std::filesystem::directory_iterator(root_ + "/shard")) {
+    EXPECT_NE(f.path().filename().string().rfind("UNDO-", 0), 0u) << f.path();
+  }
+  EXPECT_EQ(Values(t, {0, 9}), (std::vector<V>{{kParts / 4, 0}, {0, kParts}}));
+  service_->OnDisconnect(a);
+  service_->TEST_WaitIdle();
+  net::Hello hb = h0;
+  hb.incarnation = 6;
+  // Refused while the parts are taken back (as one group commit), then
+  // welcome.
+  EXPECT_EQ(service_->OnHello(hb, &w).code(), StatusCode::kUnavailable);
+  service_->TEST_WaitIdle();
+  ASSERT_TRUE(service_->OnHello(hb, &w).ok());
+  EXPECT_EQ(w.applied_parts, 0u);
+  EXPECT_EQ(Values(t, {0, 1, 2, 3, 9}),
+            (std::vector<V>{{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, kParts}}));
+}
+
 TEST_F(ShardServiceTest, PeriodicCheckpointsAreWrittenAndPruned) {
   OpenService(1, 1, 0, /*checkpoint_every=*/2);
   auto c0 = Connect(0);
