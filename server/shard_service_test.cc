@@ -66,6 +66,20 @@ class ShardServiceTest : public ::testing::Test {
     return s;
   }
 
+  // Connects a process of client `id` with `incarnation` (nonzero: its
+  // parts of a clock are kept for undo).
+  std::shared_ptr<FakeSession> ConnectProcess(ClientId id, uint64_t incarnation) {
+    net::Hello h;
+    h.client_id = id;
+    h.incarnation = incarnation;
+    auto s = std::make_shared<FakeSession>(h);
+    net::Welcome w;
+    Status st = service_->OnHello(h, &w);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    service_->OnConnect(s);
+    return s;
+  }
+
   // Creates a dense i64 table of width 2 and returns its id.
   // *created (if given): the reply's TablesReply::created.
   uint32_t CreateTable(const std::shared_ptr<FakeSession>& s, const std::string& name,
@@ -447,13 +461,8 @@ TEST_F(ShardServiceTest, ANewProcessOfAClientHasItsPredecessorsPartsTakenBack) {
 // (ReadReply, Push, Welcome after a reconnect).
 TEST_F(ShardServiceTest, ApplyPartsAreAckedSkippedOnceAndCompleteTheClockAtTheLast) {
   OpenService(2);
-  net::Hello h0;
-  h0.client_id = 0;
-  h0.incarnation = 5;
-  auto c0 = std::make_shared<FakeSession>(h0);
+  auto c0 = ConnectProcess(0, 5);
   net::Welcome w;
-  ASSERT_TRUE(service_->OnHello(c0->hello(), &w).ok());
-  service_->OnConnect(c0);
   auto c1 = Connect(1);
   uint32_t t = CreateTable(c0, "w");
   Read(c0, 1, t, {3}, 0, /*subscribe=*/true);
@@ -1016,13 +1025,7 @@ TEST_F(ShardServiceTest, ARefusedBatchDoesNotTakeItsGroupDown) {
 // A new process of the client takes every one of them back.
 TEST_F(ShardServiceTest, KeptPartsAreGroupsOfTheirOwnAndWriteNoUndoFiles) {
   OpenService(2);
-  net::Hello h0;
-  h0.client_id = 0;
-  h0.incarnation = 5;
-  auto a = std::make_shared<FakeSession>(h0);
-  net::Welcome w;
-  ASSERT_TRUE(service_->OnHello(h0, &w).ok());
-  service_->OnConnect(a);
+  auto a = ConnectProcess(0, 5);
   auto c1 = Connect(1);
   const uint32_t t = CreateTable(a, "w");
   auto groups = [&] {
@@ -1050,8 +1053,9 @@ TEST_F(ShardServiceTest, KeptPartsAreGroupsOfTheirOwnAndWriteNoUndoFiles) {
   EXPECT_EQ(Values(t, {0, 9}), (std::vector<V>{{kParts / 4, 0}, {0, kParts}}));
   service_->OnDisconnect(a);
   service_->TEST_WaitIdle();
-  net::Hello hb = h0;
+  net::Hello hb = a->hello();
   hb.incarnation = 6;
+  net::Welcome w;
   // Refused while the parts are taken back (as one group commit), then
   // welcome.
   EXPECT_EQ(service_->OnHello(hb, &w).code(), StatusCode::kUnavailable);
