@@ -395,6 +395,7 @@ TEST_F(MemoryBoundsTest, WorkersAheadWaitAtTheOpenDeltaBound) {
   EXPECT_GE(parts, 1);  // and applied as parts by the shard
   for (const auto& [row, v] : stored) EXPECT_EQ(v, 11) << "row " << row;
   EXPECT_EQ(client_->Stats().open_delta_budget_bytes, uint64_t{1} << 20);
+  EXPECT_EQ(client_->Stats().part_bytes, uint64_t{1} << 19);  // half the smaller bound
 }
 
 }  // namespace

@@ -243,6 +243,11 @@ struct ClientStats {
   uint64_t unacked_bytes = 0;            // deltas of sent batches waiting for their Ack
   uint64_t unacked_budget_bytes = 0;     // unacked_mb
   uint64_t memory_budget_bytes = 0;      // memory_mb (0: none)
+  // A clock's open deltas leave early, as a part of its batch, once they
+  // reach this (half of min(open_delta_mb, unacked_mb), at most 32 MiB): the
+  // worker at the process clock keeps at most two parts' worth of them
+  // besides the rows it leases (Worker::LeaseRows).
+  uint64_t part_bytes = 0;
   // Times an Inc waited for the open-delta bound (ClientOptions::open_delta_mb).
   uint64_t open_delta_waits = 0;
   // Every component, the client's and (embedded) the in-process shard's, with
