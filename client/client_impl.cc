@@ -37,6 +37,7 @@ Client::Impl::Impl(const ClientOptions& options, bool embedded)
     // Two parts' open deltas (a part sealed while the next fills).
     st.spare_budget = st.recycle_delta_buffers ? 2 * PartBytes() / kNumStripes : 0;
     st.open_bytes_total = &open_bytes_total_;
+    st.leased_bytes_total = &leased_bytes_total_;
   }
 }
 

@@ -327,8 +327,8 @@ class Client::Impl : public client::ChannelListener {
   Status LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
                         const std::vector<uint64_t>& rows, const T** values, T** deltas,
                         std::vector<Leased>* leased);
-  // Ends the leases in *leased (cleared) of worker `ws`.
-  // Ends the first `count` of *leased (all if fewer) and erases them.
+  // Ends the first `count` of *leased (all if fewer) of worker `ws`, and
+  // erases them.
   void ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* leased, size_t count);
   // The error of an update of a row another worker leased (with
   // `others_updated`: the call's other rows were updated).
@@ -614,9 +614,9 @@ class Client::Impl : public client::ChannelListener {
   // Sum of the stripes' open_bytes (CacheStripe::open_bytes_total): of_clock
   // and all of OpenDeltaSums are at most this.
   std::atomic<uint64_t> open_bytes_total_{0};
-  // The open deltas' bytes of leased rows (CacheStripe::leased_bytes, all
-  // stripes), updated after each lease and release pass: open_bytes_total_
-  // less it bounds what a part could take without a look at the stripes.
+  // Sum of the stripes' leased_bytes (CacheStripe::leased_bytes_total):
+  // open_bytes_total_ less it bounds what a part could take without a look
+  // at the stripes.
   std::atomic<uint64_t> leased_bytes_total_{0};
   uint64_t SealableBound() const {
     const uint64_t open = open_bytes_total_.load(std::memory_order_relaxed);
@@ -1061,7 +1061,6 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
   uint64_t hits = 0;
   const bool local = t->rows_local.load(std::memory_order_relaxed);
   const Version need = t->policy.MinVersion(c);
-  size_t leased_bytes = 0;  // by a pass, added to leased_bytes_total_ after it
   // One pass (the look-ups of the next rows started ahead, as ReadDenseRows)
   // over rows[index_of(k)] for the items' indices k; rows not fresh in the
   // cache go to *slow.
@@ -1070,12 +1069,10 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
   auto pass = [&](const client::PassVector<StripeItem>& items, auto&& index_of,
                   client::PassVector<uint32_t>* slow) {
     constexpr size_t kAhead = 8;
-    leased_bytes = 0;
     client::PassVector<client::CacheEntry*> found(items.size());
     ForEachStripeRunLocked(*items, [&](client::CacheStripe& st, size_t b, size_t e) {
       st.mu.AssertHeld();
       uint64_t initialized = 0;
-      const size_t leased_before = st.leased_bytes;
       auto slot = [&](size_t j) REQUIRES(st.mu) {
         st.PrefetchSlot(key_of(index_of(items[j].index)), items[j].hash);
       };
@@ -1125,13 +1122,11 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
         }
       }
       if (initialized != 0) EvictLocked(st);  // after the run: no entry above is used again
-      leased_bytes += st.leased_bytes - leased_before;
     });
   };
   auto same = [](uint32_t i) { return i; };
   client::PassVector<uint32_t> slow;
   pass(ByStripe(rows.size(), key_of), same, &slow);
-  leased_bytes_total_.fetch_add(leased_bytes, std::memory_order_relaxed);
   ws->holds_leases = !leased->empty();
   if (!slow->empty()) {
     // Read like GetRows (one Read per shard, then each row by the read
@@ -1150,7 +1145,6 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
     pass(
         ByStripe(again.size(), [&](size_t k) { return key_of(again[k]); }),
         [&](uint32_t k) { return again[k]; }, nullptr);
-    leased_bytes_total_.fetch_add(leased_bytes, std::memory_order_relaxed);
     ws->holds_leases = !leased->empty();
   }
   if (tc != nullptr) {

@@ -468,12 +468,9 @@ void Client::Impl::ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* l
   // Runs of one stripe (LeaseDenseRows leases stripe by stripe): one hold
   // of the lock each; a run whose stripe another thread holds is put off to
   // the end, as in ForEachStripeRunLocked.
-  size_t released_bytes = 0;
   auto release = [&](CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
-    const size_t before = st.leased_bytes;
     for (size_t i = b; i < e; ++i) st.Release((*leased)[i].entry);
-    released_bytes += before - st.leased_bytes;
     if (st.bytes > st.budget) EvictLocked(st);
     if (st.waiters > 0) st.cv.notify_all();
   };
@@ -495,7 +492,6 @@ void Client::Impl::ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* l
     client::SpinLock l(&st.mu);
     release(st, b, e);
   }
-  leased_bytes_total_.fetch_sub(released_bytes, std::memory_order_relaxed);
   leased->erase(leased->begin(), leased->begin() + static_cast<std::ptrdiff_t>(n));
   ws->holds_leases = !leased->empty();
 }

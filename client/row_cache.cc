@@ -126,7 +126,7 @@ void CacheStripe::Release(CacheEntry* e) {
   if (e->lease_owner == 0) return;
   e->lease_owner = 0;
   --leases;
-  leased_bytes -= e->table->format.dense_bytes();
+  AddLeasedBytes(0, e->table->format.dense_bytes());
   if (deferred.empty()) return;
   auto it = deferred.find(e);
   if (it == deferred.end()) return;

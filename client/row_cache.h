@@ -540,7 +540,7 @@ struct alignas(64) CacheStripe {
   void Lease(CacheEntry* e, uint16_t owner) REQUIRES(mu) {
     if (e->lease_owner == 0) {
       ++leases;
-      leased_bytes += e->table->format.dense_bytes();  // its open delta's
+      AddLeasedBytes(e->table->format.dense_bytes(), 0);  // its open delta's
     }
     e->lease_owner = owner;
   }
@@ -703,12 +703,15 @@ struct alignas(64) CacheStripe {
   std::atomic<uint64_t>* open_bytes_total = nullptr;
   void AddOpenBytes(size_t added, size_t removed) REQUIRES(mu) {
     open_bytes = open_bytes + added - removed;
-    if (open_bytes_total != nullptr && added != removed) {
-      if (added > removed) {
-        open_bytes_total->fetch_add(added - removed, std::memory_order_relaxed);
-      } else {
-        open_bytes_total->fetch_sub(removed - added, std::memory_order_relaxed);
-      }
+    AddToTotal(open_bytes_total, added, removed);
+  }
+  // Moves a client-wide total (nullptr: none) with a stripe's count.
+  static void AddToTotal(std::atomic<uint64_t>* total, size_t added, size_t removed) {
+    if (total == nullptr || added == removed) return;
+    if (added > removed) {
+      total->fetch_add(added - removed, std::memory_order_relaxed);
+    } else {
+      total->fetch_sub(removed - added, std::memory_order_relaxed);
     }
   }
   int waiters GUARDED_BY(mu) = 0;  // readers blocked in this stripe
@@ -736,6 +739,14 @@ struct alignas(64) CacheStripe {
   // bytes of their open deltas (dense rows: of their open delta each).
   uint32_t leases GUARDED_BY(mu) = 0;
   size_t leased_bytes GUARDED_BY(mu) = 0;
+  // The client's total of every stripe's leased_bytes, changed with them as
+  // open_bytes_total is (nullptr: none): the seal trigger's check subtracts
+  // it from open_bytes_total before it looks at every stripe.
+  std::atomic<uint64_t>* leased_bytes_total = nullptr;
+  void AddLeasedBytes(size_t added, size_t removed) REQUIRES(mu) {
+    leased_bytes = leased_bytes + added - removed;
+    AddToTotal(leased_bytes_total, added, removed);
+  }
   // Values that arrived for leased rows, by entry, installed at the release:
   // already rebased on the row's sealed deltas (a leased row seals none, so
   // they stay right), the highest version of a row only. (A map: a worker
