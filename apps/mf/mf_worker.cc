@@ -458,7 +458,7 @@ Status MfWorker::LeaseUsers() {
 }
 
 void MfWorker::ReleaseUsers() {
-  if (LeasedUsers() == 0 && lease_calls_.empty()) return;
+  if (lease_calls_.empty()) return;  // every leased user is of a call
   for (size_t k = leased_head_; k < leased_users_.size(); ++k)
     user_value_[leased_users_[k]] = nullptr;
   leased_users_.clear();
@@ -468,6 +468,7 @@ void MfWorker::ReleaseUsers() {
 }
 
 void MfWorker::ReleaseOldestUsers(size_t incoming) {
+  if (lease_calls_.empty()) return;
   size_t rows = 0;
   while (!lease_calls_.empty() && LeasedUsers() + incoming > lease_window_) {
     const LeaseCall call = lease_calls_.front();
