@@ -80,6 +80,15 @@ double InitialValue(const TableSchema& s, uint64_t row, uint32_t col);
 // initialized elements; sparse rows start empty (count 0).
 void InitRow(const TableSchema& s, uint64_t row, std::string* out);
 
+// The ways InitRow computes a uniform initializer, all to the same bits:
+// the widest the CPU has (what InitRow uses), one element at a time, or a
+// given vector width. For tests, which check each path on any machine.
+enum class InitPath { kWidest, kScalar, kAvx2, kAvx512 };
+// True if the CPU can run `path` (kWidest and kScalar always).
+bool HaveInitPath(InitPath path);
+// InitRow through `path`. REQUIRES: HaveInitPath(path).
+void InitRowVia(InitPath path, const TableSchema& s, uint64_t row, std::string* out);
+
 // An empty (all-zero) row of format `f`: zeros for dense, count 0 for sparse.
 std::string ZeroRow(const RowFormat& f);
 

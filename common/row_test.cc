@@ -159,10 +159,40 @@ U BitsOf(T x) {
 // reads as its initializer), so they never change: these bits were computed
 // by the element-at-a-time code, and every path of InitRow (the vector one
 // where the CPU has it) must give them, element by element.
-TEST(RowTest, UniformInitializerKeepsItsBits) {
+class InitPathTest : public ::testing::TestWithParam<InitPath> {
+ protected:
+  void SetUp() override {
+    if (!HaveInitPath(GetParam())) GTEST_SKIP() << "this CPU does not have the path";
+  }
+};
+
+std::string InitPathName(const ::testing::TestParamInfo<InitPath>& info) {
+  switch (info.param) {
+    case InitPath::kWidest:
+      return "Widest";
+    case InitPath::kScalar:
+      return "Scalar";
+    case InitPath::kAvx2:
+      return "Avx2";
+    case InitPath::kAvx512:
+      return "Avx512";
+  }
+  return "Unknown";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPath, InitPathTest,
+                         ::testing::Values(InitPath::kWidest, InitPath::kScalar, InitPath::kAvx2,
+                                           InitPath::kAvx512),
+                         InitPathName);
+
+TEST_P(InitPathTest, UniformInitializerKeepsItsBits) {
+  const InitPath path = GetParam();
+  auto init = [path](const TableSchema& s, uint64_t row, std::string* out) {
+    InitRowVia(path, s, row, out);
+  };
   TableSchema s = UniformSchema(3, 129, -0.5, 0.5, 42);
   std::string v;
-  InitRow(s, 17, &v);
+  init(s, 17, &v);
   auto bits32 = [&](int c) { return BitsAt<uint32_t>(v, c); };
   EXPECT_EQ(bits32(0), 0x3eabbd7du);
   EXPECT_EQ(bits32(1), 0xbe86fd9bu);
@@ -170,11 +200,11 @@ TEST(RowTest, UniformInitializerKeepsItsBits) {
   EXPECT_EQ(bits32(8), 0x3ecf8106u);
   EXPECT_EQ(bits32(63), 0xbe928d60u);
   EXPECT_EQ(bits32(127), 0x3e48b5c4u);
-  EXPECT_EQ(bits32(128), 0xbefe3d77u);  // past the last group of eight
+  EXPECT_EQ(bits32(128), 0xbefe3d77u);  // past the last group of eight (and of four)
   s.id = 9;
   s.type = ElementType::kF64;
   s.init = {InitKind::kUniform, 0.0, 0.01, 7};
-  InitRow(s, 123456789, &v);
+  init(s, 123456789, &v);
   auto bits64 = [&](int c) { return BitsAt<uint64_t>(v, c); };
   EXPECT_EQ(bits64(0), 0x3f665336fc4197a1ull);
   EXPECT_EQ(bits64(9), 0x3f82d859f0f2ece8ull);
@@ -184,25 +214,25 @@ TEST(RowTest, UniformInitializerKeepsItsBits) {
   // (it did in a build of the vector path without the guard).
   s = UniformSchema(5, 20, -3.25, 1e-3, 99);
   s.type = ElementType::kF64;
-  InitRow(s, 4242, &v);
+  init(s, 4242, &v);
   EXPECT_EQ(bits64(0), 0xbfe61da74b8082f4ull);
   EXPECT_EQ(bits64(9), 0xbff016cd05bb0c18ull);
   EXPECT_EQ(bits64(19), 0xbfdfdc6f2b430ad0ull);
   s.type = ElementType::kF32;
-  InitRow(s, 4242, &v);
+  init(s, 4242, &v);
   EXPECT_EQ(bits32(0), 0xbf30ed3au);
   EXPECT_EQ(bits32(9), 0xbf80b668u);
   EXPECT_EQ(bits32(19), 0xbefee379u);
 }
 
-TEST(RowTest, InitRowMatchesEachElementsInitialValue) {
+TEST_P(InitPathTest, InitRowMatchesEachElementsInitialValue) {
   for (ElementType type : {ElementType::kF32, ElementType::kF64}) {
-    for (uint32_t width : {1u, 7u, 8u, 9u, 16u, 31u, 128u, 129u, 300u}) {
+    for (uint32_t width : {1u, 3u, 4u, 5u, 7u, 8u, 9u, 12u, 16u, 31u, 128u, 129u, 300u}) {
       TableSchema s = UniformSchema(width, width, -3.25, 1e-3, 1234567 + width);
       s.type = type;
       for (uint64_t row : {uint64_t{0}, uint64_t{1}, uint64_t{99991}, ~uint64_t{0}}) {
         std::string v;
-        InitRow(s, row, &v);
+        InitRowVia(GetParam(), s, row, &v);
         ASSERT_EQ(v.size(), RowFormat::Of(s).dense_bytes());
         for (uint32_t c = 0; c < width; ++c) {
           const double want = InitialValue(s, row, c);
