@@ -113,15 +113,53 @@ Offset<flatbuffers::String> Str(FlatBufferBuilder& b, const std::string& s) {
   return b.CreateString(s.data(), s.size());
 }
 
+// Rows' bytes left out of the builder's buffer, to be written from where
+// they are (EncodedFrame): the stretch of the buffer their data vector
+// reserves, as a distance from the buffer's end (which does not move while
+// the builder grows downwards), and the runs of contiguous bytes that fill it.
+struct GatheredRows {
+  size_t from_end = 0;
+  size_t bytes = 0;
+  std::vector<std::string_view> runs;
+};
+
+// The rows' bytes as runs of contiguous memory (a sealed part's deltas lie one
+// after another in its arena's chunks: a run per chunk).
+template <typename Row>
+void RunsOf(const std::vector<Row>& rows, std::vector<std::string_view>* runs) {
+  const char* start = nullptr;
+  size_t n = 0;
+  for (const Row& r : rows) {
+    if (r.bytes.empty()) continue;
+    if (start != nullptr && start + n == r.bytes.data()) {
+      n += r.bytes.size();
+      continue;
+    }
+    if (n != 0) runs->emplace_back(start, n);
+    start = r.bytes.data();
+    n = r.bytes.size();
+  }
+  if (n != 0) runs->emplace_back(start, n);
+}
+
+// With `gather` (the rows' bytes stay alive as long as the frame), rows of
+// kGatherRowBytes or more are not copied: *gather says where they go.
 template <typename Row>  // RowData or DeltaRow
-Offset<fb::Rows> EncodeRows(FlatBufferBuilder& b, const std::vector<Row>& rows) {
+Offset<fb::Rows> EncodeRows(FlatBufferBuilder& b, const std::vector<Row>& rows,
+                            GatheredRows* gather = nullptr) {
   size_t total = 0;
   for (const Row& r : rows) total += r.bytes.size();
   uint8_t* data = nullptr;
   auto data_off = b.CreateUninitializedVector<uint8_t>(total, &data);
-  for (const Row& r : rows) {
-    if (!r.bytes.empty()) std::memcpy(data, r.bytes.data(), r.bytes.size());
-    data += r.bytes.size();
+  if (gather != nullptr && total >= kGatherRowBytes) {
+    gather->from_end = static_cast<size_t>(b.GetBufferPointer() + b.GetSize() - data);
+    gather->bytes = total;
+    RunsOf(rows, &gather->runs);
+  } else {
+    for (const Row& r : rows) {
+      if (!r.bytes.empty()) std::memcpy(data, r.bytes.data(), r.bytes.size());
+      data += r.bytes.size();
+    }
   }
   fb::RowRef* refs = nullptr;
   auto refs_off = b.CreateUninitializedVectorOfStructs<fb::RowRef>(rows.size(), &refs);
@@ -150,6 +188,7 @@ Offset<fb::TableSchema> EncodeSchema(FlatBufferBuilder& b, const TableSchema& s)
 // Second pass: builds the body table. Each overload returns its offset.
 struct BodyEncoder {
   FlatBufferBuilder& b;
+  GatheredRows* gather = nullptr;  // an Apply with a backing gathers its rows here
 
   Body operator()(const Hello& m) {
     auto token = Str(b, m.token);
@@ -173,7 +212,7 @@ struct BodyEncoder {
         fb::CreateReadReply(b, m.req_id, m.version, m.applied_clock, rows, m.applied_parts));
   }
   Body operator()(const Apply& m) {
-    auto rows = EncodeRows(b, m.updates);
+    auto rows = EncodeRows(b, m.updates, m.backing != nullptr ? gather : nullptr);
     return MakeBody(fb::CreateApply(b, m.clock, rows, m.part, m.more));
   }
   Body operator()(const Ack& m) { return MakeBody(fb::CreateAck(b, m.clock, m.duplicate, m.part)); }
@@ -600,12 +639,14 @@ EncodedFrame& EncodedFrame::operator=(EncodedFrame&& other) noexcept {
     Reset();
     pool_ = std::move(other.pool_);
     block_ = other.block_;
-    head_ = other.head_;
-    head_size_ = other.head_size_;
-    padding_ = other.padding_;
+    pieces_ = std::move(other.pieces_);
+    size_ = other.size_;
+    gathered_ = other.gathered_;
+    holders_ = std::move(other.holders_);
     other.block_ = FrameBufferPool::Block();
-    other.head_ = nullptr;
-    other.head_size_ = other.padding_ = 0;
+    other.pieces_.clear();
+    other.size_ = other.gathered_ = 0;
+    other.holders_.clear();
   }
   return *this;
 }
@@ -618,19 +659,14 @@ void EncodedFrame::Reset() {
   }
   pool_ = nullptr;
   block_ = FrameBufferPool::Block();
-  head_ = nullptr;
-  head_size_ = padding_ = 0;
-}
-
-std::string_view EncodedFrame::padding() const {
-  static constexpr char kZeros[kPayloadAlignment] = {};
-  return std::string_view(kZeros, padding_);
+  pieces_.clear();
+  size_ = gathered_ = 0;
+  holders_.clear();
 }
 
 void EncodedFrame::AppendTo(std::string* out) const {
   out->reserve(out->size() + size());
-  out->append(head());
-  out->append(padding());
+  for (std::string_view p : pieces_) out->append(p);
 }
 
 Status EncodeFrame(const Message& m, EncodedFrame* out, std::shared_ptr<FrameBufferPool> pool) {
@@ -649,7 +685,8 @@ Status EncodeFrame(const Message& m, EncodedFrame* out, std::shared_ptr<FrameBuf
   // Aligns the buffer to 8 bytes, so that its scalars are aligned whenever
   // the payload starts at an 8-byte boundary.
   b.Align(kPayloadAlignment);
-  BodyEncoder encoder{b};
+  GatheredRows gather;
+  BodyEncoder encoder{b, &gather};
   Body body = std::visit(encoder, m);
   b.Finish(fb::CreateMessage(b, body.type, body.offset), fb::MessageIdentifier());
 
@@ -669,9 +706,24 @@ Status EncodeFrame(const Message& m, EncodedFrame* out, std::shared_ptr<FrameBuf
   uint8_t* raw = b.ReleaseRaw(reserved, offset);
   out->pool_ = std::move(pool);
   out->block_ = allocator.Take(raw);
-  out->head_ = reinterpret_cast<const char*>(raw + offset);
-  out->head_size_ = kFrameHeaderBytes + size;
-  out->padding_ = padded - size;
+  const char* head = reinterpret_cast<const char*>(raw + offset);
+  const char* end = reinterpret_cast<const char*>(raw + reserved);  // == head + prefix + size
+  if (gather.bytes == 0) {
+    out->pieces_.emplace_back(head, static_cast<size_t>(end - head));
+  } else {
+    // The buffer up to the rows' data vector, the rows from where they are,
+    // then the rest of the buffer.
+    const char* data = end - gather.from_end;
+    out->pieces_.emplace_back(head, static_cast<size_t>(data - head));
+    out->pieces_.insert(out->pieces_.end(), gather.runs.begin(), gather.runs.end());
+    const size_t after = static_cast<size_t>(end - data) - gather.bytes;
+    if (after != 0) out->pieces_.emplace_back(data + gather.bytes, after);
+    out->gathered_ = gather.bytes;
+    std::get<Apply>(m).HoldersOfBytes(&out->holders_);
+  }
+  static constexpr char kZeros[kPayloadAlignment] = {};
+  if (padded > size) out->pieces_.emplace_back(kZeros, padded - size);
+  out->size_ = frame_size;
   return Status::OK();
 }
 

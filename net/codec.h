@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "net/frame_pool.h"
@@ -44,8 +45,11 @@ struct DecodeOptions {
 
 // One encoded frame, ready to send without another copy: the length prefix
 // and the FlatBuffer stay in the buffer they were built in (recycled through
-// a FrameBufferPool if one was given), followed by the zero padding.
-// Move-only; thread-compatible.
+// a FrameBufferPool if one was given), followed by the zero padding. The
+// rows' bytes of a large Apply are not copied into that buffer at all: they
+// are gathered from the arena the message holds them in (Apply::backing, which
+// the frame keeps alive) when the frame is written, and that stretch of the
+// buffer is never touched. Move-only; thread-compatible.
 class EncodedFrame {
  public:
   EncodedFrame() = default;
@@ -56,10 +60,14 @@ class EncodedFrame {
   EncodedFrame& operator=(const EncodedFrame&) = delete;
 
   // Bytes on the wire: length prefix, payload (FlatBuffer and padding).
-  size_t size() const { return head_size_ + padding_; }
-  // The wire bytes are head() followed by padding() (which may be empty).
-  std::string_view head() const { return std::string_view(head_, head_size_); }
-  std::string_view padding() const;
+  size_t size() const { return size_; }
+  // The wire bytes in order (a scatter-gather list, for one writev): pieces
+  // of the frame's buffer, gathered rows' bytes, the zero padding last (none
+  // when the frame needs no padding). Their sizes add up to size().
+  const std::vector<std::string_view>& pieces() const { return pieces_; }
+  // Bytes of pieces() that are gathered from the message's rows, not in the
+  // frame's buffer.
+  size_t gathered_bytes() const { return gathered_; }
   // Appends the wire bytes to `*out`.
   void AppendTo(std::string* out) const;
 
@@ -69,11 +77,16 @@ class EncodedFrame {
   void Reset();
 
   std::shared_ptr<FrameBufferPool> pool_;  // null: block_ is freed directly
-  FrameBufferPool::Block block_;           // owns head_
-  const char* head_ = nullptr;             // length prefix + FlatBuffer
-  size_t head_size_ = 0;
-  size_t padding_ = 0;  // zero bytes after head_, < kPayloadAlignment
+  FrameBufferPool::Block block_;           // holds the length prefix and the FlatBuffer
+  std::vector<std::string_view> pieces_;
+  size_t size_ = 0;
+  size_t gathered_ = 0;
+  std::vector<std::shared_ptr<const void>> holders_;  // what gathered pieces point into
 };
+
+// Rows' bytes of an Apply of at least this many bytes are gathered, not copied
+// (EncodedFrame); below it a copy costs less than the pieces.
+inline constexpr size_t kGatherRowBytes = size_t{256} << 10;
 
 // Encodes `m` as one frame into `*out` (replacing what it held), building the
 // FlatBuffer in a block taken from `pool` if given (a block the frame gives

@@ -381,8 +381,7 @@ void Connection::DoWrite() {
   }
   write_buffers_.clear();
   for (const EncodedFrame& f : writing_) {
-    write_buffers_.push_back(asio::buffer(f.head()));
-    if (!f.padding().empty()) write_buffers_.push_back(asio::buffer(f.padding()));
+    for (std::string_view p : f.pieces()) write_buffers_.push_back(asio::buffer(p));
   }
   // The default completion condition (transfer_all) caps every send at 64 KiB;
   // this one lets each sendmsg take as much as the kernel accepts.

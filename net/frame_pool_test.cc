@@ -107,8 +107,10 @@ TEST(EncodedFrameTest, SameBytesAsTheStringEncoding) {
       EXPECT_EQ(frame.size(), want.size()) << MessageName(m);
       EXPECT_EQ(frame.size() % kPayloadAlignment, 0u);
       EXPECT_EQ(Wire(frame), want) << MessageName(m);
-      EXPECT_LT(frame.padding().size(), kPayloadAlignment);
-      EXPECT_EQ(frame.padding(), std::string(frame.padding().size(), '\0'));
+      size_t sum = 0;
+      for (std::string_view piece : frame.pieces()) sum += piece.size();
+      EXPECT_EQ(sum, frame.size());
+      EXPECT_EQ(frame.gathered_bytes(), 0u) << "only an Apply's rows are gathered";
     }
   }
 }
@@ -118,8 +120,7 @@ TEST(EncodedFrameTest, EncodedPushDecodesBack) {
   EncodedFrame frame;
   ASSERT_TRUE(EncodeFrame(push, &frame, std::make_shared<FrameBufferPool>()).ok());
   FrameReader reader;
-  reader.Append(frame.head());
-  reader.Append(frame.padding());
+  reader.Append(Wire(frame));
   std::string_view payload;
   ASSERT_TRUE(reader.Next(&payload).ok());
   ASSERT_FALSE(payload.empty());
@@ -149,8 +150,100 @@ TEST(EncodedFrameTest, LargeFramesRecycleTheirBlocks) {
   EncodedFrame a, b;
   ASSERT_TRUE(EncodeFrame(push, &a, pool).ok());
   ASSERT_TRUE(EncodeFrame(push, &b, pool).ok());
-  EXPECT_NE(a.head().data(), b.head().data());
+  EXPECT_NE(a.pieces().front().data(), b.pieces().front().data());
   EXPECT_EQ(pool->allocated(), 2u);
+}
+
+// An Apply of `rows` rows of `row_bytes` bytes each (row r filled with
+// r % 251), its bytes in an arena of its own (as a client's sealed part).
+Apply BigApply(int rows, size_t row_bytes) {
+  Apply a;
+  a.clock = 11;
+  a.part = 2;
+  a.more = true;
+  for (int r = 0; r < rows; ++r) {
+    a.Add(4, static_cast<uint64_t>(r) * 3, std::string(row_bytes, static_cast<char>(r % 251)));
+  }
+  return a;
+}
+
+// The same message with its rows' bytes copied into one string and no
+// backing: a frame copies rows it cannot keep alive.
+Apply WithoutBacking(const Apply& a, std::string* storage) {
+  Apply copy;
+  copy.clock = a.clock;
+  copy.part = a.part;
+  copy.more = a.more;
+  size_t total = 0;
+  for (const DeltaRow& u : a.updates) total += u.bytes.size();
+  storage->clear();
+  storage->reserve(total);
+  for (const DeltaRow& u : a.updates) storage->append(u.bytes);
+  size_t at = 0;
+  for (const DeltaRow& u : a.updates) {
+    copy.updates.push_back(
+        DeltaRow{u.table, u.row, std::string_view(storage->data() + at, u.bytes.size())});
+    at += u.bytes.size();
+  }
+  return copy;
+}
+
+TEST(EncodedFrameTest, LargeApplyGathersItsRowsFromItsArenaWithTheSameBytes) {
+  Apply apply = BigApply(3000, 400);  // 1.2 MB of rows, over kGatherRowBytes
+  std::string storage;
+  std::string want;
+  ASSERT_TRUE(EncodeFrame(WithoutBacking(apply, &storage), &want).ok());
+  for (const auto& pool :
+       {std::shared_ptr<FrameBufferPool>(), std::make_shared<FrameBufferPool>()}) {
+    EncodedFrame frame;
+    ASSERT_TRUE(EncodeFrame(apply, &frame, pool).ok());
+    EXPECT_EQ(frame.gathered_bytes(), 3000u * 400);
+    EXPECT_EQ(frame.size(), want.size());
+    EXPECT_EQ(Wire(frame), want) << "a gathered frame must be byte for byte the copied one";
+    // The rows' bytes go from the arena itself: a piece starts at the first
+    // row's bytes.
+    bool from_arena = false;
+    for (std::string_view piece : frame.pieces()) {
+      from_arena = from_arena || piece.data() == apply.updates.front().bytes.data();
+    }
+    EXPECT_TRUE(from_arena) << "the rows were copied, not gathered";
+  }
+  EncodedFrame copied;
+  ASSERT_TRUE(EncodeFrame(WithoutBacking(apply, &storage), &copied).ok());
+  EXPECT_EQ(copied.gathered_bytes(), 0u) << "rows without a backing must be copied";
+  EncodedFrame small;
+  ASSERT_TRUE(EncodeFrame(BigApply(10, 400), &small).ok());
+  EXPECT_EQ(small.gathered_bytes(), 0u) << "a small Apply is copied";
+}
+
+TEST(EncodedFrameTest, AGatheringFrameKeepsTheRowsAliveAfterTheMessage) {
+  std::string storage, want;
+  EncodedFrame frame;
+  {
+    Apply apply = BigApply(2000, 300);
+    ASSERT_TRUE(EncodeFrame(WithoutBacking(apply, &storage), &want).ok());
+    ASSERT_TRUE(EncodeFrame(apply, &frame, std::make_shared<FrameBufferPool>()).ok());
+    ASSERT_GT(frame.gathered_bytes(), 0u);
+  }  // the message and its reference to the arena are gone
+  EncodedFrame moved(std::move(frame));
+  const std::string wire = Wire(moved);
+  EXPECT_EQ(wire, want);
+  FrameReader reader;
+  reader.Append(wire);
+  std::string_view payload;
+  ASSERT_TRUE(reader.Next(&payload).ok());
+  Message m;
+  ASSERT_TRUE(DecodePayload(payload, &m).ok());
+  const Apply* got = std::get_if<Apply>(&m);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->clock, 11);
+  EXPECT_EQ(got->part, 2u);
+  EXPECT_TRUE(got->more);
+  ASSERT_EQ(got->updates.size(), 2000u);
+  for (size_t r = 0; r < got->updates.size(); r += 97) {
+    EXPECT_EQ(got->updates[r].row, r * 3);
+    EXPECT_EQ(got->updates[r].bytes, std::string(300, static_cast<char>(r % 251)));
+  }
 }
 
 TEST(EncodedFrameTest, MoveTransfersTheBlockOnce) {

@@ -144,6 +144,13 @@ struct Apply {
     }
     updates.push_back(DeltaRow{table, row, own_->Add(bytes)});
   }
+  // Appends to *out what the updates' bytes point into (backing, and an
+  // arena Add replaced), for a holder that outlives the message (a frame
+  // that gathers them). Nothing when the message has no backing.
+  void HoldersOfBytes(std::vector<std::shared_ptr<const void>>* out) const {
+    if (backing != nullptr) out->push_back(backing);
+    if (extra_ != nullptr) out->push_back(extra_);
+  }
 
  private:
   std::shared_ptr<ByteArena> own_;          // Add's arena (== backing once set)
