@@ -116,11 +116,13 @@ Offset<flatbuffers::String> Str(FlatBufferBuilder& b, const std::string& s) {
 // Rows' bytes left out of the builder's buffer, to be written from where
 // they are (EncodedFrame): the stretch of the buffer their data vector
 // reserves, as a distance from the buffer's end (which does not move while
-// the builder grows downwards), and the runs of contiguous bytes that fill it.
+// the builder grows downwards), the runs of contiguous bytes that fill it,
+// and what keeps those bytes alive.
 struct GatheredRows {
   size_t from_end = 0;
   size_t bytes = 0;
   std::vector<std::string_view> runs;
+  std::vector<std::shared_ptr<const void>> holders;
 };
 
 // The rows' bytes as runs of contiguous memory (a sealed part's deltas lie one
@@ -213,6 +215,7 @@ struct BodyEncoder {
   }
   Body operator()(const Apply& m) {
     auto rows = EncodeRows(b, m.updates, m.backing != nullptr ? gather : nullptr);
+    if (gather != nullptr && gather->bytes != 0) m.HoldersOfBytes(&gather->holders);
     return MakeBody(fb::CreateApply(b, m.clock, rows, m.part, m.more));
   }
   Body operator()(const Ack& m) { return MakeBody(fb::CreateAck(b, m.clock, m.duplicate, m.part)); }
@@ -719,7 +722,7 @@ Status EncodeFrame(const Message& m, EncodedFrame* out, std::shared_ptr<FrameBuf
     const size_t after = static_cast<size_t>(end - data) - gather.bytes;
     if (after != 0) out->pieces_.emplace_back(data + gather.bytes, after);
     out->gathered_ = gather.bytes;
-    std::get<Apply>(m).HoldersOfBytes(&out->holders_);
+    out->holders_ = std::move(gather.holders);
   }
   static constexpr char kZeros[kPayloadAlignment] = {};
   if (padded > size) out->pieces_.emplace_back(kZeros, padded - size);
