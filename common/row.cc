@@ -193,6 +193,18 @@ __attribute__((always_inline)) inline void MixLanes(V* x) {
   *x ^= *x >> 31;
 }
 
+// Stores the lanes of `v` as T at column `c` of `out`; inlined into each
+// vector path, as MixLanes is.
+template <typename T, typename F32V, typename F64V>
+__attribute__((always_inline)) inline void StoreLanes(const F64V& v, char* out, uint32_t c) {
+  if constexpr (std::is_same_v<T, float>) {
+    const F32V f = __builtin_convertvector(v, F32V);
+    std::memcpy(out + sizeof(float) * c, &f, sizeof(f));
+  } else {
+    std::memcpy(out + sizeof(double) * c, &v, sizeof(v));
+  }
+}
+
 // Eight columns with AVX-512 (F for the 64-bit multiplies, DQ for the
 // conversion of 64-bit integers).
 template <typename T>
@@ -208,13 +220,7 @@ __attribute__((target("avx512f,avx512dq"))) uint32_t InitUniformAvx512(const Tab
     const F64x8 u = __builtin_convertvector(x >> 11, F64x8) * 0x1.0p-53;  // UnitFromHash
     F64x8 product = scale * u;
     asm("" : "+v"(product));  // as Unfused, in a register
-    const F64x8 v = a + product;
-    if constexpr (std::is_same_v<T, float>) {
-      const F32x8 f = __builtin_convertvector(v, F32x8);
-      std::memcpy(out + sizeof(float) * c, &f, sizeof(f));
-    } else {
-      std::memcpy(out + sizeof(double) * c, &v, sizeof(v));
-    }
+    StoreLanes<T, F32x8>(F64x8(a + product), out, c);
     col += 8;
   }
   return c;
@@ -249,13 +255,7 @@ __attribute__((target("avx2"))) uint32_t InitUniformAvx2(const TableSchema& s, u
     const F64x4 integer = (high - 0x1.0p84) + (low - 0x1.0p52);
     F64x4 product = scale * (integer * 0x1.0p-53);
     asm("" : "+x"(product));  // as Unfused, in a register
-    const F64x4 v = a + product;
-    if constexpr (std::is_same_v<T, float>) {
-      const F32x4 f = __builtin_convertvector(v, F32x4);
-      std::memcpy(out + sizeof(float) * c, &f, sizeof(f));
-    } else {
-      std::memcpy(out + sizeof(double) * c, &v, sizeof(v));
-    }
+    StoreLanes<T, F32x4>(F64x4(a + product), out, c);
     col += 4;
   }
   return c;
@@ -274,8 +274,7 @@ bool HaveAvx2Init() {
 
 // The widest path the CPU has, or the one a test asks for.
 template <typename T>
-void InitDenseRow(const TableSchema& s, uint64_t row, char* out,
-                  InitPath path = InitPath::kWidest) {
+void InitDenseRow(const TableSchema& s, uint64_t row, char* out, InitPath path) {
   uint32_t from = 0;
 #if defined(__x86_64__)
   if (s.init.kind == InitKind::kUniform) {
