@@ -62,6 +62,8 @@ class RowBuffer {
   size_t num_rows() const { return meta_.size(); }
 
   bool Has(uint32_t index) const { return meta_[index].slot >= 0; }
+  // Requests the cache line Find(index) and Has(index) start from.
+  void PrefetchLookup(uint32_t index) const { __builtin_prefetch(&meta_[index]); }
   // The copy of row `index`, or nullptr if it was not loaded this clock.
   T* Find(uint32_t index) {
     int32_t s = meta_[index].slot;
