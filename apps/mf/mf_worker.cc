@@ -347,7 +347,17 @@ void MfWorker::CollectRange(size_t begin, size_t end, RatingAt&& rating, bool us
     if (with_users) range_users_.resize(end - begin);
     if (with_items) range_items_.resize(end - begin);
     size_t nu = 0, ni = 0;
+    // The marks (and leases) of the users lie at random in arrays of every
+    // user: each is requested kMarksAhead ratings before it is tested.
+    constexpr size_t kMarksAhead = 16;
     for (size_t j = begin; j < end; ++j) {
+      if (with_users && j + kMarksAhead < end) {
+        const uint32_t u = rating(j + kMarksAhead).user;
+        if (u != IdMap::kUnknown) {
+          ubuf_.PrefetchLookup(u);
+          if (lease_users_) __builtin_prefetch(&user_value_[u]);
+        }
+      }
       const Rating& r = rating(j);
       if (with_users && r.user != IdMap::kUnknown) {
         range_users_[nu] = r.user;
