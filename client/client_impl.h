@@ -319,6 +319,32 @@ class Client::Impl : public client::ChannelListener {
     client::CacheStripe* stripe;
     client::CacheEntry* entry;
   };
+  // A worker's leases, oldest first, released from the front as its window
+  // moves. The released ones are dropped from the storage once they are half
+  // of it: erasing them at each release moved every later lease down (a
+  // window of ~100k leases, released a look-ahead chunk at a time).
+  class LeasedRows {
+   public:
+    size_t size() const { return rows_.size() - head_; }
+    bool empty() const { return size() == 0; }
+    const Leased& operator[](size_t i) const { return rows_[head_ + i]; }
+    void push_back(const Leased& l) { rows_.push_back(l); }
+    // Forgets the first n (n <= size()).
+    void DropFront(size_t n) {
+      head_ += n;
+      if (head_ == rows_.size()) {
+        rows_.clear();
+        head_ = 0;
+      } else if (head_ > rows_.size() / 2) {
+        rows_.erase(rows_.begin(), rows_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+
+   private:
+    std::vector<Leased> rows_;
+    size_t head_ = 0;  // rows_[0, head_) are released
+  };
   // Leases rows[i] for worker `ws` at clock c: values[i] and deltas[i] point
   // to its value and its open delta of clock c, or are nullptr where the row
   // cannot be leased (Worker::LeaseRows); each leased row is appended to
@@ -326,10 +352,10 @@ class Client::Impl : public client::ChannelListener {
   template <typename T>
   Status LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
                         const std::vector<uint64_t>& rows, const T** values, T** deltas,
-                        std::vector<Leased>* leased);
+                        LeasedRows* leased);
   // Ends the first `count` of *leased (all if fewer) of worker `ws`, and
   // erases them.
-  void ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* leased, size_t count);
+  void ReleaseLeases(client::WorkerStats* ws, LeasedRows* leased, size_t count);
   // The error of an update of a row another worker leased (with
   // `others_updated`: the call's other rows were updated).
   static Status LeasedRowUpdated(const client::TableState& t, uint64_t row,
@@ -749,9 +775,9 @@ class Worker::Impl {
   Client::Impl* client_;
   ClockT clock_;
   std::shared_ptr<client::WorkerStats> stats_;
-  std::string scratch_;                       // a row with open deltas, as Read/map Gets see it
-  std::vector<Client::Impl::Leased> leased_;  // rows this worker leases (LeaseRows)
-  uint32_t incs_since_bound_check_ = 0;       // see Client::Impl::WaitOpenDeltas
+  std::string scratch_;                  // a row with open deltas, as Read/map Gets see it
+  Client::Impl::LeasedRows leased_;      // rows this worker leases (LeaseRows)
+  uint32_t incs_since_bound_check_ = 0;  // see Client::Impl::WaitOpenDeltas
 
   // After an Inc: the open-delta bound, checked every kOpenDeltaCheckEvery
   // Incs: a worker ahead of the process clock waits, one at it seals a part.
@@ -1043,7 +1069,7 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
 template <typename T>
 Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::TableState* t,
                                     const std::vector<uint64_t>& rows, const T** values, T** deltas,
-                                    std::vector<Leased>* leased) {
+                                    LeasedRows* leased) {
   const size_t width = t->format.width;
   const uint32_t table = t->schema.id;
   const uint16_t me = ws->lease_id;

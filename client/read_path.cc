@@ -462,8 +462,7 @@ Status Client::Impl::LeasedRowUpdated(const TableState& t, uint64_t row, bool ot
       (others_updated ? std::string(" (the call's other rows were)") : std::string()));
 }
 
-void Client::Impl::ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* leased,
-                                 size_t count) {
+void Client::Impl::ReleaseLeases(client::WorkerStats* ws, LeasedRows* leased, size_t count) {
   const size_t n = std::min(count, leased->size());
   // Runs of one stripe (LeaseDenseRows leases stripe by stripe): one hold
   // of the lock each; a run whose stripe another thread holds is put off to
@@ -492,7 +491,7 @@ void Client::Impl::ReleaseLeases(client::WorkerStats* ws, std::vector<Leased>* l
     client::SpinLock l(&st.mu);
     release(st, b, e);
   }
-  leased->erase(leased->begin(), leased->begin() + static_cast<std::ptrdiff_t>(n));
+  leased->DropFront(n);
   ws->holds_leases = !leased->empty();
 }
 
