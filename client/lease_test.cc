@@ -585,6 +585,63 @@ TEST_F(LeaseTest, ReleasingACountEndsTheLeasesOfTheEarliestCallsFirst) {
   EXPECT_EQ(Get<int64_t>(w_[0].get(), 4), std::vector<int64_t>(kWidth, 111));
 }
 
+// A moving window of leases (pace_mf's): calls released oldest first while
+// later calls lease more, past the point where the released ones are dropped
+// from the worker's list. Each release ends exactly its call's rows, and
+// every delta reaches the shard once.
+TEST_F(LeaseTest, AMovingWindowReleasesEachCallsRowsInTurn) {
+  ASSERT_NO_FATAL_FAILURE(OpenEmbedded(DenseSchema(ElementType::kI64), 2));
+  Worker* a = w_[0].get();
+  Worker* b = w_[1].get();
+  const std::vector<int64_t> ones(kWidth, 1);
+  auto add = [](const Leased<int64_t>& l, int64_t x) {
+    for (int64_t* d : l.deltas) {
+      ASSERT_NE(d, nullptr);
+      for (uint32_t k = 0; k < kWidth; ++k) d[k] += x;
+    }
+  };
+  auto leased = [&](uint64_t row) {
+    return b->Inc(t_, row, ones.data()).code() == StatusCode::kFailedPrecondition;
+  };
+  Leased<int64_t> c1, c2, c3, c4;
+  ASSERT_TRUE(Lease(a, t_, {1, 2}, &c1).ok());
+  ASSERT_TRUE(Lease(a, t_, {3}, &c2).ok());
+  ASSERT_TRUE(Lease(a, t_, {4, 5}, &c3).ok());
+  ASSERT_NO_FATAL_FAILURE(add(c1, 10));
+  ASSERT_NO_FATAL_FAILURE(add(c2, 10));
+  ASSERT_NO_FATAL_FAILURE(add(c3, 10));
+  a->ReleaseRows(2);  // c1
+  EXPECT_EQ(a->leased_rows(), 3u);
+  a->ReleaseRows(1);  // c2: the released ones are now most of the list
+  EXPECT_EQ(a->leased_rows(), 2u);
+  ASSERT_TRUE(Lease(a, t_, {6, 4}, &c4).ok());  // row 4 again: not a new lease
+  EXPECT_EQ(a->leased_rows(), 3u);
+  EXPECT_EQ(c4.deltas[1], c3.deltas[0]) << "a row leased again gets the same pointers";
+  for (uint32_t k = 0; k < kWidth; ++k) c4.deltas[0][k] += 10;
+  EXPECT_FALSE(leased(1));
+  EXPECT_FALSE(leased(2));
+  EXPECT_FALSE(leased(3));
+  EXPECT_TRUE(leased(4));
+  EXPECT_TRUE(leased(5));
+  EXPECT_TRUE(leased(6));
+  a->ReleaseRows(2);  // c3's rows, 4 and 5 (row 4 is c3's, not c4's)
+  EXPECT_EQ(a->leased_rows(), 1u);
+  EXPECT_FALSE(leased(4));
+  EXPECT_FALSE(leased(5));
+  EXPECT_TRUE(leased(6));
+  a->ReleaseRows(1);
+  EXPECT_EQ(a->leased_rows(), 0u);
+  EXPECT_FALSE(leased(6));
+  ASSERT_TRUE(a->Clock().ok());
+  ASSERT_TRUE(b->Clock().ok());
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  // Each row: 10 through its lease and 1 from b's one Inc that was not
+  // refused (the refused ones added nothing).
+  for (uint64_t row = 1; row <= 6; ++row) {
+    EXPECT_EQ(Get<int64_t>(w_[0].get(), row), std::vector<int64_t>(kWidth, 11)) << "row " << row;
+  }
+}
+
 // Rows of a table this process created, never read, are leased without a
 // Read: the lease initializes them as a Get would (rows_initialized).
 TEST_F(LeaseTest, NewRowsOfATableTheProcessCreatedAreLeasedWithoutReads) {
