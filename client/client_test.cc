@@ -833,9 +833,9 @@ void CheckLocalRows(Worker* w, const Table& t, int clocks) {
 // record at the shard until the process sends them: their first reads are
 // answered by the client with the initializer (rows_initialized), not by
 // Reads (rows_fetched: the first essp Read only, which registers the process
-// for its PushDones). Once a row the process sent leaves the cache, every
-// read goes to the shard again, and a table the process did not create
-// (reopened) is always read from the shard.
+// for its PushDones), and a Prefetch of them does nothing. Once a row the process sent leaves the
+// cache, every read goes to the shard again, and a table the process did not create (reopened) is
+// always read from the shard.
 TEST(ClientTest, RowsOfATableTheProcessCreatedAreInitializedWithoutReads) {
   TempDir dir;
   ClientOptions o;
@@ -850,8 +850,14 @@ TEST(ClientTest, RowsOfATableTheProcessCreatedAreInitializedWithoutReads) {
     ASSERT_TRUE(client->RegisterWorker(&w).ok());
     std::vector<float> one(kLocalW);
     ASSERT_TRUE(w->Get(t, kLocalRows - 1, one.data()).ok());  // a Read: registers for PushDones
-    CheckLocalRows(w.get(), t, 0);
+    // A Prefetch has nothing to do: no Read, and no row is made before
+    // its first read.
+    ASSERT_TRUE(w->Prefetch(t, RowRange(0, kLocalRows)).ok());
     TableStats ts = client->Stats().tables[0];
+    EXPECT_EQ(ts.rows_fetched, 1u);
+    EXPECT_EQ(ts.rows_initialized, 0u);
+    CheckLocalRows(w.get(), t, 0);
+    ts = client->Stats().tables[0];
     EXPECT_EQ(ts.rows_fetched, 1u);
     EXPECT_EQ(ts.rows_initialized, kLocalRows - 1);
     for (int c = 0; c < 3; ++c) {
@@ -871,6 +877,9 @@ TEST(ClientTest, RowsOfATableTheProcessCreatedAreInitializedWithoutReads) {
     ASSERT_TRUE(client->CreateTable(LocalInitSchema(), &t).ok());  // exists: not made here
     std::unique_ptr<Worker> w;
     ASSERT_TRUE(client->RegisterWorker(&w).ok());
+    // Here a Prefetch reads every row.
+    ASSERT_TRUE(w->Prefetch(t, RowRange(0, kLocalRows)).ok());
+    EXPECT_EQ(client->Stats().tables[0].rows_fetched, kLocalRows);
     CheckLocalRows(w.get(), t, 3);
     const TableStats ts = client->Stats().tables[0];
     EXPECT_EQ(ts.rows_initialized, 0u);

@@ -449,7 +449,10 @@ class Worker {
   // rows not read yet are evicted after other rows (three more passes of the
   // CLOCK hand), so keep the window well within the cache budget
   // (ClientStats::cache_budget_bytes); rows beyond it may still be evicted
-  // before they are read. Duplicates in `rows` are fine.
+  // before they are read. Duplicates in `rows` are fine. A pushed table this
+  // process created in a one-client job, while its rows are local to it
+  // (docs/design.md, "Rows of a table the process created"), has nothing to
+  // fetch: the call returns at once.
   // Errors: NotFound/InvalidArgument for a bad table handle; a shard's health
   // error (Unavailable if it has been unreachable for shard_timeout_ms, or
   // the error that failed it): its rows are skipped, the other shards' rows
