@@ -195,10 +195,16 @@ Status ShardStore::Impl::AddToPinnedRowsLocked(const std::vector<ClockLogEntry>&
   constexpr size_t kAhead = 4;
   const size_t n = deltas.size();
   for (size_t i = 0; i < std::min(n, 2 * kAhead); ++i) row_cache_->PrefetchDirty(handles[i]);
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) row_cache_->PrefetchDirtySum(handles[i]);
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
+    row_cache_->PrefetchDirtySum(handles[i]);
+    PrefetchBytes(deltas[i].bytes);
+  }
   for (size_t i = 0; i < n; ++i) {
     if (i + 2 * kAhead < n) row_cache_->PrefetchDirty(handles[i + 2 * kAhead]);
-    if (i + kAhead < n) row_cache_->PrefetchDirtySum(handles[i + kAhead]);
+    if (i + kAhead < n) {
+      row_cache_->PrefetchDirtySum(handles[i + kAhead]);
+      PrefetchBytes(deltas[i + kAhead].bytes);  // scattered too: a group's deltas in row order
+    }
     const ClockLogEntry& d = deltas[i];
     if (e == nullptr || e->schema.id != d.table) {
       ASSIGN_OR_RETURN(e, Lookup(d.table));
