@@ -69,6 +69,7 @@
 #include "client/vap_gate.h"
 #include "client/worker_stats.h"
 #include "common/byte_arena.h"
+#include "common/front_dropping_vector.h"
 #include "common/hash.h"
 #include "common/mutex.h"
 #include "common/steady_time.h"
@@ -320,31 +321,8 @@ class Client::Impl : public client::ChannelListener {
     client::CacheEntry* entry;
   };
   // A worker's leases, oldest first, released from the front as its window
-  // moves. The released ones are dropped from the storage once they are half
-  // of it: erasing them at each release moved every later lease down (a
-  // window of ~100k leases, released a look-ahead chunk at a time).
-  class LeasedRows {
-   public:
-    size_t size() const { return rows_.size() - head_; }
-    bool empty() const { return size() == 0; }
-    const Leased& operator[](size_t i) const { return rows_[head_ + i]; }
-    void push_back(const Leased& l) { rows_.push_back(l); }
-    // Forgets the first n (n <= size()).
-    void DropFront(size_t n) {
-      head_ += n;
-      if (head_ == rows_.size()) {
-        rows_.clear();
-        head_ = 0;
-      } else if (head_ > rows_.size() / 2) {
-        rows_.erase(rows_.begin(), rows_.begin() + static_cast<std::ptrdiff_t>(head_));
-        head_ = 0;
-      }
-    }
-
-   private:
-    std::vector<Leased> rows_;
-    size_t head_ = 0;  // rows_[0, head_) are released
-  };
+  // moves (a window of ~100k leases, released a look-ahead chunk at a time).
+  using LeasedRows = FrontDroppingVector<Leased>;
   // Leases rows[i] for worker `ws` at clock c: values[i] and deltas[i] point
   // to its value and its open delta of clock c, or are nullptr where the row
   // cannot be leased (Worker::LeaseRows); each leased row is appended to

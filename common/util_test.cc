@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/byte_arena.h"
+#include "common/front_dropping_vector.h"
 #include "common/percentile.h"
 #include "common/scoped_temp_dir.h"
 #include "common/store_damage.h"
@@ -19,6 +21,38 @@
 
 namespace pace {
 namespace {
+
+// A window moved through many elements: each drop forgets exactly the
+// oldest ones, what is left keeps its order, and the storage of the dropped
+// front is reclaimed (stored() stays within twice the window) without
+// losing a live element.
+TEST(FrontDroppingVectorTest, AMovingWindowKeepsItsOrderAndReclaimsTheFront) {
+  FrontDroppingVector<int> v;
+  int next = 0;    // the next value pushed
+  int oldest = 0;  // the value the front must hold
+  size_t most_stored = 0;
+  for (int round = 0; round < 200; ++round) {
+    const int add = 7 + round % 13;
+    for (int k = 0; k < add; ++k) v.push_back(next++);
+    const size_t drop = std::min(v.size(), static_cast<size_t>(5 + round % 17));
+    v.DropFront(drop);
+    oldest += static_cast<int>(drop);
+    ASSERT_EQ(v.size(), static_cast<size_t>(next - oldest));
+    for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], oldest + static_cast<int>(i));
+    most_stored = std::max(most_stored, v.stored());
+    ASSERT_LE(v.stored(), 2 * v.size() + 1) << "round " << round;
+  }
+  EXPECT_GT(next, 2000);
+  EXPECT_LT(most_stored, 200u);  // the window, never the whole history
+  v[0] = -1;
+  EXPECT_EQ(v[0], -1);
+  v.DropFront(v.size());
+  EXPECT_TRUE(v.empty());
+  EXPECT_EQ(v.stored(), 0u);
+  v.push_back(3);
+  v.clear();
+  EXPECT_TRUE(v.empty());
+}
 
 TEST(HistogramPercentileTest, NearestRank) {
   const std::vector<uint64_t> h = {90, 9, 0, 1};                 // 100 observations

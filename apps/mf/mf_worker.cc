@@ -469,10 +469,8 @@ Status MfWorker::LeaseUsers() {
 
 void MfWorker::ReleaseUsers() {
   if (lease_calls_.empty()) return;  // every leased user is of a call
-  for (size_t k = leased_head_; k < leased_users_.size(); ++k)
-    user_value_[leased_users_[k]] = nullptr;
+  for (size_t k = 0; k < leased_users_.size(); ++k) user_value_[leased_users_[k]] = nullptr;
   leased_users_.clear();
-  leased_head_ = 0;
   lease_calls_.clear();
   worker_->ReleaseRows();
 }
@@ -483,18 +481,11 @@ void MfWorker::ReleaseOldestUsers(size_t incoming) {
   while (!lease_calls_.empty() && LeasedUsers() + incoming > lease_window_) {
     const LeaseCall call = lease_calls_.front();
     lease_calls_.pop_front();
-    for (size_t k = leased_head_; k < leased_head_ + call.users; ++k) {
-      user_value_[leased_users_[k]] = nullptr;
-    }
-    leased_head_ += call.users;
+    for (size_t k = 0; k < call.users; ++k) user_value_[leased_users_[k]] = nullptr;
+    leased_users_.DropFront(call.users);
     rows += call.rows;
   }
   if (rows > 0) worker_->ReleaseRows(rows);
-  if (leased_head_ > leased_users_.size() / 2) {
-    leased_users_.erase(leased_users_.begin(),
-                        leased_users_.begin() + static_cast<std::ptrdiff_t>(leased_head_));
-    leased_head_ = 0;
-  }
   // The look-ahead's lists left the leased users out: they are collected
   // again (MissingFromAhead).
   ++user_clears_;

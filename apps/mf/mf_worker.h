@@ -31,6 +31,7 @@
 #include "apps/shared/report.h"
 #include "apps/shared/row_buffer.h"
 #include "client/pace.h"
+#include "common/front_dropping_vector.h"
 #include "common/status.h"
 
 namespace pace {
@@ -113,7 +114,7 @@ class MfWorker {
   // Ends the leases of the oldest LeaseUsers calls until `incoming` more
   // fit in lease_window_.
   void ReleaseOldestUsers(size_t incoming);
-  size_t LeasedUsers() const { return leased_users_.size() - leased_head_; }
+  size_t LeasedUsers() const { return leased_users_.size(); }
   // The clock's changes of one table's copies, with one batched Inc.
   Status FlushChanges(const apps::RowBuffer<float>& buf, const IdMap& ids, const Table& t);
   void RefreshItems(bool training, size_t j);
@@ -162,14 +163,13 @@ class MfWorker {
   std::vector<float> zero_;  // the row of an unknown test id (read only)
   // Training in place (MfTrainOptions::in_place): the leased user rows'
   // values and deltas by user index (nullptr: not leased, a copy), the
-  // users leased now (leased_users_ from leased_head_, in lease order; per
+  // users leased now (leased_users_, in lease order; per
   // LeaseUsers call, its users and the client's new leases), and the squared
   // errors of their ratings.
   bool lease_users_ = false;
   std::vector<const float*> user_value_;
   std::vector<float*> user_delta_;
-  std::vector<uint32_t> leased_users_;
-  size_t leased_head_ = 0;
+  FrontDroppingVector<uint32_t> leased_users_;
   struct LeaseCall {
     size_t users;
     size_t rows;
