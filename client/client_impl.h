@@ -487,6 +487,10 @@ class Client::Impl : public client::ChannelListener {
   // wakes the rows' waiters (they send their own Read or see the failure).
   void ReleaseReadMarks(const net::Read& r);
   class ReadGatherer;
+  // Whether InitLocally can answer a pushed table's reads at version `need`:
+  // the process clock has reached it and every shard has registered this
+  // process for its PushDones.
+  bool LocalReadsAnswerable(Version need) const;
   // If t->rows_local and `e` (of t) has no value, was never sent and is not
   // being read: installs its initializer as the value a shard's Read would
   // answer (at version `need`, subscribed under push) and returns true.

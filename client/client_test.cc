@@ -912,6 +912,39 @@ TEST(ClientTest, RowsOfATableTheProcessCreatedAreInitializedWithoutReads) {
   }
 }
 
+// A worker ahead of the process clock by more than the staleness bound
+// needs a version whose clocks the other worker has not finished, which the
+// client cannot answer with the initializer: its Prefetch of a local table
+// sends the rows in one Read (parked at the shard), and once the other
+// worker clocks they read as the initializer.
+TEST(ClientTest, APrefetchAheadOfTheProcessClockReadsLocalRowsFromTheShard) {
+  TempDir dir;
+  ClientOptions o;
+  o.data_dir = dir.path();
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(OpenEmbedded(o, &client).ok());
+  Table t;
+  ASSERT_TRUE(client->CreateTable(LocalInitSchema(), &t).ok());
+  std::unique_ptr<Worker> ahead;
+  std::unique_ptr<Worker> behind;
+  ASSERT_TRUE(client->RegisterWorker(&ahead).ok());
+  ASSERT_TRUE(client->RegisterWorker(&behind).ok());
+  std::vector<float> one(kLocalW);
+  ASSERT_TRUE(ahead->Get(t, kLocalRows - 1, one.data()).ok());  // a Read: registers for PushDones
+  ASSERT_TRUE(ahead->Clock().ok());
+  // At clock 1 version 0 is enough (staleness 1): nothing to fetch.
+  ASSERT_TRUE(ahead->Prefetch(t, RowRange(0, 10)).ok());
+  EXPECT_EQ(client->Stats().tables[0].rows_fetched, 1u);
+  EXPECT_EQ(client->Stats().tables[0].rows_initialized, 0u);
+  // At clock 2 it needs version 1; the other worker is still at clock 0.
+  ASSERT_TRUE(ahead->Clock().ok());
+  ASSERT_TRUE(ahead->Prefetch(t, RowRange(10, 10)).ok());
+  EXPECT_EQ(client->Stats().tables[0].rows_fetched, 11u);
+  ASSERT_TRUE(behind->Clock().ok());
+  CheckLocalRows(ahead.get(), t, 0);
+  EXPECT_EQ(client->Stats().tables[0].rows_fetched, 11u);  // the rest answered here
+}
+
 // Rows are read from the shard when the client may not make them: the
 // option is off, or another client process could have written them.
 TEST(ClientTest, RowsAreReadFromTheShardWithoutInitNewRowsOrWithTwoClients) {

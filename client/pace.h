@@ -452,7 +452,8 @@ class Worker {
   // before they are read. Duplicates in `rows` are fine. A pushed table this
   // process created in a one-client job, while its rows are local to it
   // (docs/design.md, "Rows of a table the process created"), has nothing to
-  // fetch: the call returns at once.
+  // fetch unless this worker is ahead of the process clock by more than the
+  // bound: the call then returns at once.
   // Errors: NotFound/InvalidArgument for a bad table handle; a shard's health
   // error (Unavailable if it has been unreachable for shard_timeout_ms, or
   // the error that failed it): its rows are skipped, the other shards' rows

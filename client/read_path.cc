@@ -179,13 +179,18 @@ class Client::Impl::ReadGatherer {
 
 Status Client::Impl::Prefetch(ClockT c, client::WorkerStats* ws, TableState* t,
                               const std::vector<uint64_t>& rows) {
-  // A pushed table whose rows are all local (TableState::rows_local) has
-  // nothing to fetch: a row without a cache entry is initialized at its
-  // first read (InitLocally), and a cached row is subscribed, kept current
-  // by the PushDones. A look-up per row here only to find that was most of
-  // this call's cost.
-  if (t->push && t->rows_local.load(std::memory_order_relaxed)) return Status::OK();
   const Version need = t->policy.MinVersion(c);
+  // A pushed table whose rows are all local (TableState::rows_local) has
+  // nothing to fetch while its first reads can be answered here: a row
+  // without a cache entry is initialized at its first read (InitLocally),
+  // and a cached row is subscribed, kept current by the PushDones. A look-up
+  // per row only to find that was most of this call's cost. A worker ahead
+  // of the process clock, or before a shard has registered this process for
+  // its PushDones, has its rows fetched as any other's (one Read per shard
+  // now, not one per row at its reads).
+  if (t->push && t->rows_local.load(std::memory_order_relaxed) && LocalReadsAnswerable(need)) {
+    return Status::OK();
+  }
   // Each shard's health is checked once, before any of its rows is marked:
   // the rows of an unhealthy shard are skipped (a later Get reports it), the
   // others are fetched, and the first unhealthy shard's status is returned.
@@ -285,6 +290,14 @@ void Client::Impl::SendRead(CacheStripe& st, CacheEntry* e, Version min_version,
   r.subscribe = subscribe;
   e->reads_in_flight.push_back(min_version);
   SendCacheRead(e->shard, std::move(r));
+}
+
+bool Client::Impl::LocalReadsAnswerable(Version need) const {
+  if (process_clock_seen_.load(std::memory_order_acquire) < need) return false;
+  for (const auto& sh : shards_) {
+    if (!sh->subscribed_any.load(std::memory_order_acquire)) return false;
+  }
+  return true;
 }
 
 bool Client::Impl::InitLocally(CacheStripe& st, CacheEntry* e, TableState* t, Version need) {
