@@ -487,9 +487,12 @@ class Client::Impl : public client::ChannelListener {
   // wakes the rows' waiters (they send their own Read or see the failure).
   void ReleaseReadMarks(const net::Read& r);
   class ReadGatherer;
-  // Whether InitLocally can answer a pushed table's reads at version `need`:
-  // the process clock has reached it and every shard has registered this
-  // process for its PushDones.
+  // Whether InitLocally can answer a read at version `need` of a row of
+  // shard k (of a pushed table if `push`): the process clock has reached it
+  // and, under push, the shard has registered this process for its
+  // PushDones. LocalReadsAnswerable: the same for a pushed table's rows of
+  // every shard.
+  bool LocalReadAnswerable(uint32_t k, bool push, Version need) const;
   bool LocalReadsAnswerable(Version need) const;
   // If t->rows_local and `e` (of t) has no value, was never sent and is not
   // being read: installs its initializer as the value a shard's Read would

@@ -292,10 +292,21 @@ void Client::Impl::SendRead(CacheStripe& st, CacheEntry* e, Version min_version,
   SendCacheRead(e->shard, std::move(r));
 }
 
-bool Client::Impl::LocalReadsAnswerable(Version need) const {
+bool Client::Impl::LocalReadAnswerable(uint32_t k, bool push, Version need) const {
+  // Version `need` holds every update of the clocks before it: the process's
+  // workers have all passed them (the process clock), and each such update
+  // of a row is either sealed (then the row was sent) or an open delta a
+  // reader adds. A worker ahead of the process clock by more than the bound
+  // waits as for any other row (a shard parks its Read).
   if (process_clock_seen_.load(std::memory_order_acquire) < need) return false;
-  for (const auto& sh : shards_) {
-    if (!sh->subscribed_any.load(std::memory_order_acquire)) return false;
+  // Marked subscribed, the row must be kept current by PushDones: the shard
+  // registers this process for them at its first subscribing Read.
+  return !push || shards_[k]->subscribed_any.load(std::memory_order_acquire);
+}
+
+bool Client::Impl::LocalReadsAnswerable(Version need) const {
+  for (uint32_t k = 0; k < num_shards(); ++k) {
+    if (!LocalReadAnswerable(k, /*push=*/true, need)) return false;
   }
   return true;
 }
@@ -305,16 +316,8 @@ bool Client::Impl::InitLocally(CacheStripe& st, CacheEntry* e, TableState* t, Ve
       !e->reads_in_flight.empty()) {
     return false;
   }
-  // Version `need` holds every update of the clocks before it: the process's
-  // workers have all passed them (the process clock), and each such update
-  // of this row is either sealed (then the row was sent) or an open delta a
-  // reader adds. A worker ahead of the process clock by more than the bound
-  // waits as for any other row (a shard parks its Read).
-  if (process_clock_seen_.load(std::memory_order_acquire) < need) return false;
+  if (!LocalReadAnswerable(e->shard, t->push, need)) return false;
   const ShardState& sh = *shards_[e->shard];
-  // Marked subscribed below, the row must be kept current by PushDones: the
-  // shard registers this process for them at its first subscribing Read.
-  if (t->push && !sh.subscribed_any.load(std::memory_order_acquire)) return false;
   std::string bytes;
   InitRow(t->schema, e->key.row, &bytes);  // what the shard's Read would answer
   // No delta of the row was ever sealed, so any applied position is right:
