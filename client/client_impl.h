@@ -957,6 +957,7 @@ Status Client::Impl::IncDenseRows(ClockT c, client::WorkerStats* ws, client::Tab
   bool refused = false;
   ForEachStripeRunLocked(*items, [&](client::CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
+    client::TotalsBatch batch(&st);
     // Three-stage software pipeline: the hash slot of row j + 2 * kAhead and
     // the entry of row j + kAhead load, and the delta (with `out`, also the
     // value; with `base`, the caller's two rows) of row j + kAhead / 2, while
@@ -1083,6 +1084,7 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
     client::PassVector<client::CacheEntry*> found(items.size());
     ForEachStripeRunLocked(*items, [&](client::CacheStripe& st, size_t b, size_t e) {
       st.mu.AssertHeld();
+      client::TotalsBatch batch(&st);
       uint64_t initialized = 0;
       auto slot = [&](size_t j) REQUIRES(st.mu) {
         st.PrefetchSlot(key_of(index_of(items[j].index)), items[j].hash);
@@ -1123,7 +1125,12 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
         client::MarkRead(en);
         if (en->lease_owner == 0) {
           st.Lease(en, me);
-          leased->push_back(Leased{&st, en});
+          // Filled in place: a Leased built on the stack and copied was a
+          // 16-byte load of two 8-byte stores, which no store forwards, so
+          // it waited for every store before it (the zeroed delta's).
+          Leased& l = leased->emplace_back();
+          l.stripe = &st;
+          l.entry = en;
         }
         values[i] = reinterpret_cast<const T*>(en->value.data());
         deltas[i] = reinterpret_cast<T*>(p->delta.data());

@@ -491,7 +491,10 @@ void Client::Impl::ReleaseLeases(client::WorkerStats* ws, LeasedRows* leased, si
   // the end, as in ForEachStripeRunLocked.
   auto release = [&](CacheStripe& st, size_t b, size_t e) {
     st.mu.AssertHeld();
-    for (size_t i = b; i < e; ++i) st.Release((*leased)[i].entry);
+    {
+      client::TotalsBatch batch(&st);
+      for (size_t i = b; i < e; ++i) st.Release((*leased)[i].entry);
+    }
     if (st.bytes > st.budget) EvictLocked(st);
     if (st.waiters > 0) st.cv.notify_all();
   };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -129,6 +130,42 @@ TEST_F(RowCacheTest, AckPurgesSealedDeltasAndErasesEmptyEntries) {
   EXPECT_EQ(st_.open_bytes, 0u);
   EXPECT_EQ(st_.PurgeAcked(RowKey{1, 1}, 1), 16u);
   EXPECT_EQ(st_.Find(RowKey{1, 1}), nullptr);
+}
+
+// Within a TotalsBatch the client-wide totals stay put and move once, by the
+// sum of the batch's changes, at its end; outside one they move with each.
+TEST_F(RowCacheTest, TotalsMoveOnceAtTheEndOfABatch) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
+  std::atomic<uint64_t> open_total{1000}, leased_total{2000};
+  st_.open_bytes_total = &open_total;
+  st_.leased_bytes_total = &leased_total;
+  std::vector<CacheEntry*> rows;
+  for (uint64_t r = 0; r < 3; ++r) rows.push_back(st_.FindOrCreate(RowKey{1, r}, 0, &table_));
+  {
+    TotalsBatch batch(&st_);
+    for (CacheEntry* e : rows) {
+      st_.AddDelta(e, 0, Dense({1, 2}));
+      st_.Lease(e, 1);
+    }
+    st_.Seal(rows[0], 0, 0, &arena_);  // a removal inside the batch
+    EXPECT_EQ(open_total.load(), 1000u);
+    EXPECT_EQ(leased_total.load(), 2000u);
+    EXPECT_EQ(st_.open_bytes, 32u);  // the stripe's own counts move at once
+    EXPECT_EQ(st_.leased_bytes, 48u);
+  }
+  EXPECT_EQ(open_total.load(), 1032u);
+  EXPECT_EQ(leased_total.load(), 2048u);
+  {
+    TotalsBatch batch(&st_);
+    for (CacheEntry* e : rows) st_.Release(e);
+    st_.Seal(rows[1], 0, 0, &arena_);
+  }
+  EXPECT_EQ(open_total.load(), 1016u);  // a net decrease
+  EXPECT_EQ(leased_total.load(), 2000u);
+  st_.Seal(rows[2], 0, 0, &arena_);  // outside a batch: at once
+  EXPECT_EQ(open_total.load(), 1000u);
+  st_.open_bytes_total = nullptr;
+  st_.leased_bytes_total = nullptr;
 }
 
 // Sealing copies the open delta into the batch's arena and keeps the open

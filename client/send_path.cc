@@ -321,6 +321,7 @@ void Client::Impl::SendBatch(ClockT c, bool more) {
       st.TakeDirty(c, std::min(left, kStripeSliceRows), &dirty);
       if (dirty.empty()) break;
       left -= dirty.size();
+      client::TotalsBatch batch(&st);
       for (size_t i = 0; i < dirty.size(); ++i) {
         client::PrefetchForSeal(dirty, i);
         CacheEntry* e = dirty[i];

@@ -29,6 +29,8 @@ class FrontDroppingVector {
     return items_[head_ + i];
   }
   void push_back(const T& v) { items_.push_back(v); }
+  // A value-initialized element appended, for the caller to fill in place.
+  T& emplace_back() { return items_.emplace_back(); }
   void clear() {
     items_.clear();
     head_ = 0;
