@@ -111,6 +111,9 @@ std::string RenderClientMetrics(const ClientStats& stats, ClientId client_id,
   p.Family("pace_client_open_delta_waits_total", "counter",
            "Incs that waited at the open-delta bound (a worker ahead of the process clock)");
   p.Sample("pace_client_open_delta_waits_total", static_cast<double>(stats.open_delta_waits));
+  p.Family("pace_client_parts_sent_early_total", "counter",
+           "parts of a clock's batch sent before the clock completed (ClientStats::part_bytes)");
+  p.Sample("pace_client_parts_sent_early_total", static_cast<double>(stats.parts_sent_early));
   return p.Take();
 }
 

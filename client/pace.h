@@ -248,6 +248,9 @@ struct ClientStats {
   // worker at the process clock keeps at most two parts' worth of them
   // besides the rows it leases (Worker::LeaseRows).
   uint64_t part_bytes = 0;
+  // Parts sent before their clock completed (the rest of a clock leaves
+  // with its last part, at the process clock's step).
+  uint64_t parts_sent_early = 0;
   // Times an Inc waited for the open-delta bound (ClientOptions::open_delta_mb).
   uint64_t open_delta_waits = 0;
   // Every component, the client's and (embedded) the in-process shard's, with

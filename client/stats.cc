@@ -130,6 +130,7 @@ ClientStats Client::Impl::Stats() const {
   s.open_delta_budget_bytes = uint64_t{options_.open_delta_mb} << 20;
   s.memory_budget_bytes = uint64_t{options_.memory_mb} << 20;
   s.part_bytes = PartBytes();
+  s.parts_sent_early = parts_sent_.load(std::memory_order_relaxed);
   s.open_delta_waits = open_delta_waits_.load(std::memory_order_relaxed);
   s.memory.push_back({"client.cache", s.cache_bytes, s.cache_budget_bytes});
   s.memory.push_back({"client.open_deltas", s.open_delta_bytes, s.open_delta_budget_bytes});

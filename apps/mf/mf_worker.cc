@@ -52,13 +52,19 @@ size_t UserCopyBound(size_t users, size_t chunk, size_t bound) {
 // row's delta stays open until its release (a part leaves it for later) and
 // the row stays cached: the workers' windows together take at most half the
 // open-delta bound, what it leaves beside the two parts' worth of open
-// deltas the process clock may hold (ClientStats::part_bytes), and a quarter
-// of the cache budget. At least one chunk's users (the copies' bound).
+// deltas the process clock may hold (ClientStats::part_bytes), a quarter
+// of the cache budget, and two parts: the rest of a clock's deltas is
+// sealable, so its parts leave while the workers train. (Windows of half
+// the open-delta bound held most of a model-scale clock's user rows, ~107 of
+// 8a's ~118 MB: nothing was sealable before Clock(), and each clock left as
+// one part applied after it.) At least one chunk's users (the copies'
+// bound).
 size_t LeaseWindowRows(const ClientStats& stats, uint32_t width, int workers, size_t at_least) {
   const uint64_t row_bytes = uint64_t{width} * sizeof(float) + 160;  // + entry overhead
   const uint64_t open = stats.open_delta_budget_bytes;
   const uint64_t beside_parts = open > 2 * stats.part_bytes ? open - 2 * stats.part_bytes : 0;
-  const uint64_t bytes = std::min({open / 2, beside_parts, stats.cache_budget_bytes / 4});
+  const uint64_t bytes =
+      std::min({open / 2, beside_parts, stats.cache_budget_bytes / 4, 2 * stats.part_bytes});
   const uint64_t rows = bytes / (row_bytes * static_cast<uint64_t>(std::max(1, workers)));
   return std::max<size_t>(at_least, static_cast<size_t>(rows));
 }

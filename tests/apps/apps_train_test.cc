@@ -181,6 +181,38 @@ TEST(MfTrainTest, InPlaceWithAMovingWindowOfLeasesTrainsAsCopiesDo) {
   EXPECT_LT(in_place, 1.5 * sigma) << "the model did not learn";
 }
 
+// A clock whose user rows outgrow the leases' window leaves in parts while its
+// worker trains: the window keeps at most two parts' worth of rows leased, so
+// the rest of the clock's deltas is sealable before Clock(). (A window of
+// half the open-delta bound held the whole clock leased here, as it held
+// most of a model-scale clock: each clock left as one part after it.)
+TEST(MfTrainTest, AClockLargerThanTheLeaseWindowLeavesInPartsWhileItsWorkerTrains) {
+  // ~40k users rated in each clock, rank 64: ~10 MiB of user deltas a clock.
+  mf::MfDataset data = SyntheticRatings(0.5, 60000, 200, 60000, 7);
+  testing::TempDir dir;
+  ClientOptions co = Embedded(dir.path() + "/data");
+  co.open_delta_mb = 64;  // half of it would lease 16 MiB (a quarter of the cache)
+  co.unacked_mb = 2;      // parts of 1 MiB
+  mf::MfTrainOptions o = SmallMf();
+  o.rank = 64;
+  o.run.clocks = 2;
+  o.run.workers = 1;
+  o.run.consistency = Consistency::kBsp;
+  o.run.staleness = 0;
+  o.order = mf::RatingOrder::kData;
+  ASSERT_TRUE(o.in_place);
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(Client::Open(co, &client).ok());
+  ASSERT_EQ(client->Stats().part_bytes, uint64_t{1} << 20);
+  mf::MfTrainer trainer(client.get(), &data, o);
+  ASSERT_TRUE(trainer.Setup().ok());
+  mf::MfTrainSummary summary;
+  const Status s = trainer.Train(nullptr, &summary);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GE(client->Stats().parts_sent_early, 2u * o.run.clocks)
+      << "the clocks were sealed whole in Clock(): their rows stayed leased";
+}
+
 // The model the PaceDB trainer stores is the one it evaluated: a new process
 // (fresh cache) reading the factors reproduces the final test RMSE.
 TEST(MfTrainTest, StoredFactorsReproduceTheReportedRmse) {
