@@ -52,21 +52,25 @@ size_t UserCopyBound(size_t users, size_t chunk, size_t bound) {
 // row's delta stays open until its release (a part leaves it for later) and
 // the row stays cached: the workers' windows together take at most half the
 // open-delta bound, what it leaves beside the two parts' worth of open
-// deltas the process clock may hold (ClientStats::part_bytes), a quarter
-// of the cache budget, and two parts: the rest of a clock's deltas is
-// sealable, so its parts leave while the workers train. (Windows of half
-// the open-delta bound held most of a model-scale clock's user rows, ~107 of
-// 8a's ~118 MB: nothing was sealable before Clock(), and each clock left as
-// one part applied after it.) At least one chunk's users (the copies'
-// bound).
+// deltas the process clock may hold (ClientStats::part_bytes), and a quarter
+// of the cache budget. At least one chunk's users (the copies' bound).
+// MfWorker::LeaseWindow narrows it for a pass whose users are rarely rated
+// twice (PartsWindowRows).
 size_t LeaseWindowRows(const ClientStats& stats, uint32_t width, int workers, size_t at_least) {
   const uint64_t row_bytes = uint64_t{width} * sizeof(float) + 160;  // + entry overhead
   const uint64_t open = stats.open_delta_budget_bytes;
   const uint64_t beside_parts = open > 2 * stats.part_bytes ? open - 2 * stats.part_bytes : 0;
-  const uint64_t bytes =
-      std::min({open / 2, beside_parts, stats.cache_budget_bytes / 4, 2 * stats.part_bytes});
+  const uint64_t bytes = std::min({open / 2, beside_parts, stats.cache_budget_bytes / 4});
   const uint64_t rows = bytes / (row_bytes * static_cast<uint64_t>(std::max(1, workers)));
   return std::max<size_t>(at_least, static_cast<size_t>(rows));
+}
+
+// The window's rows that leave two parts of a clock sealable beside it,
+// between the workers.
+size_t PartsWindowRows(const ClientStats& stats, uint32_t width, int workers) {
+  const uint64_t row_bytes = uint64_t{width} * sizeof(float) + 160;
+  return static_cast<size_t>(2 * stats.part_bytes /
+                             (row_bytes * static_cast<uint64_t>(std::max(1, workers))));
 }
 
 constexpr bool kTrain = true;
@@ -102,6 +106,8 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
       user_buffer_rows_(UserCopyBound(data_.users.size(), chunk_, buffer_rows_)),
       lease_window_(LeaseWindowRows(trainer->client_->Stats(), trainer->width_,
                                     trainer->options_.run.workers, user_buffer_rows_)),
+      parts_window_(PartsWindowRows(trainer->client_->Stats(), trainer->width_,
+                                    trainer->options_.run.workers)),
       // A chunk's rows of a table (LoadChunk) load in one run.
       ubuf_(data_.users.size(), width_, data_.users.size() <= buffer_rows_, chunk_),
       ibuf_(data_.items.size(), width_, data_.items.size() <= buffer_rows_, chunk_),
@@ -484,7 +490,7 @@ void MfWorker::ReleaseUsers() {
 void MfWorker::ReleaseOldestUsers(size_t incoming) {
   if (lease_calls_.empty()) return;
   size_t rows = 0;
-  while (!lease_calls_.empty() && LeasedUsers() + incoming > lease_window_) {
+  while (!lease_calls_.empty() && LeasedUsers() + incoming > LeaseWindow()) {
     const LeaseCall call = lease_calls_.front();
     lease_calls_.pop_front();
     for (size_t k = 0; k < call.users; ++k) user_value_[leased_users_[k]] = nullptr;
@@ -510,7 +516,7 @@ Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& r
       ClearUsers();
       cleared = true;
     }
-    if (LeasedUsers() + range_users_.size() > lease_window_) {
+    if (LeasedUsers() + range_users_.size() > LeaseWindow()) {
       ReleaseOldestUsers(range_users_.size());
       cleared = true;
     }
@@ -559,6 +565,18 @@ void MfWorker::RefreshItems(bool training, size_t j) {
   ClearItems();
 }
 
+// A pass of `count` ratings over a part with `users` users rates each user
+// ~Poisson(count / users) times (ratings in data order), so it rates
+// users * (1 - e^-(count / users)) of them and the rest of its ratings are
+// repeats. (Counting them exactly took a pass over the ratings, each a miss
+// on a mark of every user: ~5% of 8a's run.)
+size_t MfWorker::ExpectedRepeats(size_t count, size_t users) {
+  if (users == 0 || count == 0) return 0;
+  const double mean = static_cast<double>(count) / static_cast<double>(users);
+  const double rated = static_cast<double>(users) * -std::expm1(-mean);
+  return static_cast<size_t>(std::max(0.0, static_cast<double>(count) - rated));
+}
+
 // Runs body(rating(j), user row, item row) for j in [0, count) chunk by
 // chunk: when a chunk starts, the item copies are refreshed after a push (see
 // RefreshItems), the look-ahead window is filled up to the end of the next
@@ -569,6 +587,7 @@ Status MfWorker::WithLookAhead(bool training, size_t count, RatingAt&& rating, B
   ++pass_;
   pass_users_ = training ? t_.part_users_[part_id_] : ubuf_.num_rows();
   pass_items_ = training ? t_.part_items_[part_id_] : ibuf_.num_rows();
+  if (training) pass_repeats_ = ExpectedRepeats(count, pass_users_);
   size_t ahead = 0;  // ratings [0, ahead) have been prefetched
   for (size_t begin = 0; begin < count; begin += chunk_) {
     const size_t end = std::min(count, begin + chunk_);

@@ -16,6 +16,7 @@
 #ifndef PACE_APPS_MF_MF_WORKER_H_
 #define PACE_APPS_MF_MF_WORKER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -155,6 +156,23 @@ class MfWorker {
   // The user rows a worker keeps leased (LeaseWindowRows): the leases of the
   // latest LeaseUsers calls, released a call at a time as the window moves.
   const size_t lease_window_;
+  // The window of this pass: a leased row's delta cannot leave in a part,
+  // so a window that held all of a clock's users (most of 8a's, whose users
+  // are rated about once a clock) left nothing sealable before Clock(), and
+  // each clock went as one part after it. The window saves at most one
+  // lease per rating of a user rated before in the pass (pass_repeats_): it
+  // is lease_window_ where users recur (8c: ~2 ratings each a clock), and
+  // where they rarely do, what leaves two parts sealable (parts_window_),
+  // or the repeats if more. At least the copies' bound.
+  size_t LeaseWindow() const {
+    return std::max(user_buffer_rows_,
+                    std::min(lease_window_, std::max(parts_window_, pass_repeats_)));
+  }
+  // The ratings of a pass of `count` over `users` users expected to rate a
+  // user rated before in the pass.
+  static size_t ExpectedRepeats(size_t count, size_t users);
+  const size_t parts_window_;  // PartsWindowRows
+  size_t pass_repeats_ = 0;    // ExpectedRepeats of the training pass
 
   // A table's copies are in the indexed layout (RowBuffer) if all its rows
   // fit within the bound: then the ratings find their rows without a lookup.

@@ -181,11 +181,12 @@ TEST(MfTrainTest, InPlaceWithAMovingWindowOfLeasesTrainsAsCopiesDo) {
   EXPECT_LT(in_place, 1.5 * sigma) << "the model did not learn";
 }
 
-// A clock whose user rows outgrow the leases' window leaves in parts while its
-// worker trains: the window keeps at most two parts' worth of rows leased, so
-// the rest of the clock's deltas is sealable before Clock(). (A window of
-// half the open-delta bound held the whole clock leased here, as it held
-// most of a model-scale clock: each clock left as one part after it.)
+// A clock whose users are rarely rated twice leaves in parts while its worker
+// trains: the leases' window then keeps about two parts' worth of rows (or
+// the pass's expected repeat ratings), so the rest of the clock's deltas is
+// sealable before Clock(). (A window of half the open-delta bound held the
+// whole clock leased here, as it held most of a model-scale clock: each
+// clock left as one part after it.)
 TEST(MfTrainTest, AClockLargerThanTheLeaseWindowLeavesInPartsWhileItsWorkerTrains) {
   // ~40k users rated in each clock, rank 64: ~10 MiB of user deltas a clock.
   mf::MfDataset data = SyntheticRatings(0.5, 60000, 200, 60000, 7);
