@@ -46,6 +46,13 @@ size_t UserCopyBound(size_t users, size_t chunk, size_t bound) {
   return users <= bound ? bound : std::min(bound, chunk);
 }
 
+// The leased rows of `bytes` (a row's value and its cache entry's overhead),
+// each worker's share.
+size_t WindowRows(uint64_t bytes, uint32_t width, int workers) {
+  const uint64_t row_bytes = uint64_t{width} * sizeof(float) + 160;  // + entry overhead
+  return static_cast<size_t>(bytes / (row_bytes * static_cast<uint64_t>(std::max(1, workers))));
+}
+
 // User rows a worker keeps leased (in place, MfTrainOptions::in_place): the
 // leases of its latest look-ahead chunks, so that a user rated again within
 // the window is neither leased again nor sent twice in a clock. A leased
@@ -57,20 +64,16 @@ size_t UserCopyBound(size_t users, size_t chunk, size_t bound) {
 // MfWorker::LeaseWindow narrows it for a pass whose users are rarely rated
 // twice (PartsWindowRows).
 size_t LeaseWindowRows(const ClientStats& stats, uint32_t width, int workers, size_t at_least) {
-  const uint64_t row_bytes = uint64_t{width} * sizeof(float) + 160;  // + entry overhead
   const uint64_t open = stats.open_delta_budget_bytes;
   const uint64_t beside_parts = open > 2 * stats.part_bytes ? open - 2 * stats.part_bytes : 0;
   const uint64_t bytes = std::min({open / 2, beside_parts, stats.cache_budget_bytes / 4});
-  const uint64_t rows = bytes / (row_bytes * static_cast<uint64_t>(std::max(1, workers)));
-  return std::max<size_t>(at_least, static_cast<size_t>(rows));
+  return std::max(at_least, WindowRows(bytes, width, workers));
 }
 
 // The window's rows that leave two parts of a clock sealable beside it,
 // between the workers.
 size_t PartsWindowRows(const ClientStats& stats, uint32_t width, int workers) {
-  const uint64_t row_bytes = uint64_t{width} * sizeof(float) + 160;
-  return static_cast<size_t>(2 * stats.part_bytes /
-                             (row_bytes * static_cast<uint64_t>(std::max(1, workers))));
+  return WindowRows(2 * stats.part_bytes, width, workers);
 }
 
 constexpr bool kTrain = true;
