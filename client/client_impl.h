@@ -1068,7 +1068,7 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
   // At the process clock it cannot fall behind it while it holds leases (its
   // Clock() ends them).
   if (ahead_of_process_clock(c) || me == 0) return Status::OK();
-  const std::string zero(sizeof(T) * width, '\0');
+  const size_t delta_bytes = sizeof(T) * width;
   auto key_of = [&](size_t i) { return RowKey{table, rows[i]}; };
   uint64_t hits = 0;
   const bool local = t->rows_local.load(std::memory_order_relaxed);
@@ -1117,7 +1117,7 @@ Status Client::Impl::LeaseDenseRows(ClockT c, client::WorkerStats* ws, client::T
         client::PendingDelta* p = en->FindPending(c);
         if (p == nullptr) {
           if (en->has_open || en->HasMoreOpenDeltas()) continue;
-          st.AddDelta(en, c, zero);
+          st.OpenZeroDelta(en, c, delta_bytes);
           p = en->FindPending(c);
         } else if (p != &en->open || en->HasMoreOpenDeltas()) {
           continue;

@@ -1,5 +1,7 @@
 #include "client/row_cache.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 
 #include "consistency/client_engine.h"
@@ -17,31 +19,41 @@ CacheEntry* CacheStripe::FindOrCreate(const RowKey& key, uint32_t shard, TableSt
   return e;
 }
 
+template <typename Fill>
+void CacheStripe::OpenDelta(CacheEntry* e, ClockT c, size_t size, Fill&& fill) {
+  AddOpenBytes(size, 0);
+  if (!e->has_open) {
+    e->open.clock = c;
+    e->open.sealed = false;
+    fill(&e->open.delta);
+    e->has_open = true;
+  } else {
+    // A later clock's delta while the open slot holds an earlier one (a
+    // worker a clock ahead): it takes a kept buffer too, or the buffers
+    // its seal keeps would pile up to the spares' bound.
+    PendingDelta& added = e->pending.push_back(PendingDelta{c, std::string(), {}, 0, false});
+    fill(&added.delta);
+  }
+  auto it = std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.clock == c; });
+  if (it == dirty.rend()) {
+    dirty.push_back(DirtyClock{c, std::vector<CacheEntry*>{e}, size});
+  } else {
+    it->entries.push_back(e);
+    it->bytes += size;
+  }
+}
+
+void CacheStripe::OpenZeroDelta(CacheEntry* e, ClockT c, size_t size) {
+  DCHECK(e->FindPending(c) == nullptr);
+  OpenDelta(e, c, size, [&](std::string* buf) REQUIRES(mu) { AssignZeroInSpareDelta(buf, size); });
+}
+
 void CacheStripe::AddDelta(CacheEntry* e, ClockT c, std::string_view delta) {
   const RowFormat& f = e->table->format;
   PendingDelta* p = e->FindPending(c);
   if (p == nullptr) {
-    AddOpenBytes(delta.size(), 0);
-    if (!e->has_open) {
-      e->open.clock = c;
-      e->open.sealed = false;
-      AssignInSpareDelta(&e->open.delta, delta);
-      e->has_open = true;
-    } else {
-      // A later clock's delta while the open slot holds an earlier one (a
-      // worker a clock ahead): it takes a kept buffer too, or the buffers
-      // its seal keeps would pile up to the spares' bound.
-      PendingDelta& added = e->pending.push_back(PendingDelta{c, std::string(), {}, 0, false});
-      AssignInSpareDelta(&added.delta, delta);
-    }
-    auto it =
-        std::find_if(dirty.rbegin(), dirty.rend(), [c](const auto& d) { return d.clock == c; });
-    if (it == dirty.rend()) {
-      dirty.push_back(DirtyClock{c, std::vector<CacheEntry*>{e}, delta.size()});
-    } else {
-      it->entries.push_back(e);
-      it->bytes += delta.size();
-    }
+    OpenDelta(e, c, delta.size(),
+              [&](std::string* buf) REQUIRES(mu) { AssignInSpareDelta(buf, delta); });
   } else if (f.kind == RowKind::kDense) {
     AddDenseElements(f.type, p->delta.data(), delta.data(), f.width);
   } else {

@@ -515,8 +515,16 @@ struct alignas(64) CacheStripe {
   // Adds a validated delta to the row's open delta of clock `c`, registering
   // the entry in the clock's dirty list on its first delta of that clock.
   void AddDelta(CacheEntry* e, ClockT c, std::string_view delta) REQUIRES(mu);
+  // Opens a zero delta of `size` bytes for clock `c` (the row has none of
+  // that clock): AddDelta of zeros, without writing them when a kept buffer
+  // of that size is taken (kept buffers are zero).
+  void OpenZeroDelta(CacheEntry* e, ClockT c, size_t size) REQUIRES(mu);
   // One cell of a dense row: element `col` += `value` (converted).
   void AddDenseCell(CacheEntry* e, ClockT c, uint32_t col, double value) REQUIRES(mu);
+  // The first delta of clock `c` of a row (AddDelta, OpenZeroDelta):
+  // fill(buffer) sets its `size` bytes.
+  template <typename Fill>
+  void OpenDelta(CacheEntry* e, ClockT c, size_t size, Fill&& fill) REQUIRES(mu);
   // Marks the row's open delta of clock `c` sent as part `part` of the clock:
   // copies it into `arena` (the batch's) and folds it into the value; its
   // buffer is kept for the stripe's next open delta (GiveSpareDelta; freed
@@ -673,19 +681,35 @@ struct alignas(64) CacheStripe {
   size_t spare_budget GUARDED_BY(mu) = 0;
   // Sets *buf to `delta`, in a kept buffer when it has none large enough.
   void AssignInSpareDelta(std::string* buf, std::string_view delta) REQUIRES(mu) {
-    if (buf->capacity() < delta.size() && !spare_deltas.empty()) {
-      buf->swap(spare_deltas.back());
-      spare_deltas.pop_back();
-      spare_bytes -= buf->capacity();
-    }
+    TakeSpareDelta(buf, delta.size());
     buf->assign(delta.data(), delta.size());
   }
-  // Keeps *buf's storage for another row's open delta, or frees it; *buf is
-  // left empty without storage of its own.
+  // Sets *buf to `size` zero bytes, in a kept buffer when it has none large
+  // enough. A kept buffer is zero over its size already: one of that size
+  // is taken without a write. (A new delta's lines are written first by
+  // its worker's update then, where they are requested ahead, instead of
+  // by a store to each uncached line here, which kept the lease pass
+  // waiting for the store queue.)
+  void AssignZeroInSpareDelta(std::string* buf, size_t size) REQUIRES(mu) {
+    if (TakeSpareDelta(buf, size) && buf->size() == size) return;
+    buf->assign(size, '\0');
+  }
+  // Swaps a kept buffer into *buf if *buf has no room for `size` bytes;
+  // true if it did.
+  bool TakeSpareDelta(std::string* buf, size_t size) REQUIRES(mu) {
+    if (buf->capacity() >= size || spare_deltas.empty()) return false;
+    buf->swap(spare_deltas.back());
+    spare_deltas.pop_back();
+    spare_bytes -= buf->capacity();
+    return true;
+  }
+  // Keeps *buf's storage for another row's open delta, zeroed over its size
+  // (its lines are in the cache: the seal has just read them), or frees it;
+  // *buf is left empty without storage of its own.
   void GiveSpareDelta(std::string* buf) REQUIRES(mu) {
-    buf->clear();
     if (buf->capacity() > std::string().capacity() &&
         spare_bytes + buf->capacity() <= spare_budget) {
+      std::memset(buf->data(), 0, buf->size());
       spare_bytes += buf->capacity();
       spare_deltas.emplace_back().swap(*buf);
     } else {

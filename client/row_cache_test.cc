@@ -212,6 +212,39 @@ TEST_F(RowCacheTest, TheOpenBufferIsKeptForTheNextOpenDeltaAndTheSealedDeltaInTh
   EXPECT_EQ(st_.spare_bytes, 0u);
 }
 
+// A leased row's new delta (OpenZeroDelta) takes a kept buffer as it is:
+// the seal zeroed it when it kept it, so the delta reads as zero though the
+// buffer held another row's delta, and a buffer of another size is zeroed
+// to the size asked for.
+TEST_F(RowCacheTest, AZeroDeltaTakesAKeptBufferThatTheSealZeroed) {
+  SpinLock lock(&st_.mu);  // single-threaded; for the thread-safety analysis
+  st_.spare_budget = 1 << 20;
+  CacheEntry* e = st_.FindOrCreate(RowKey{1, 1}, 0, &table_);
+  st_.InstallValue(e, Dense({0, 0}), 0, 0);
+  st_.AddDelta(e, 0, Dense({7, -9}));
+  const char* buffer = e->open.delta.data();
+  ASSERT_NE(st_.Seal(e, 0, 0, &arena_), nullptr);
+  ASSERT_EQ(st_.spare_deltas.size(), 1u);
+  EXPECT_EQ(st_.spare_deltas[0], std::string(16, '\0'));
+  ASSERT_EQ(e->pending.size(), 1u);
+  EXPECT_EQ(e->pending[0].bytes(), Dense({7, -9}));  // the sealed bytes are the arena's
+  CacheEntry* other = st_.FindOrCreate(RowKey{1, 2}, 0, &table_);
+  st_.OpenZeroDelta(other, 0, 16);
+  EXPECT_EQ(other->open.delta.data(), buffer);
+  EXPECT_EQ(other->open.delta, Dense({0, 0}));
+  EXPECT_EQ(st_.open_bytes, 16u);
+  st_.AddDelta(other, 0, Dense({2, 3}));  // the worker's update adds to it
+  EXPECT_EQ(DecodeDense<int64_t>(other->open.delta), (std::vector<int64_t>{2, 3}));
+  // A kept buffer of another size: zeroed to the size asked for.
+  ASSERT_NE(st_.Seal(other, 0, 0, &arena_), nullptr);
+  ASSERT_EQ(st_.spare_deltas.size(), 1u);
+  TableState three{I64Schema(3), 0, nullptr};  // 24-byte deltas
+  CacheEntry* wider = st_.FindOrCreate(RowKey{2, 1}, 0, &three);
+  st_.OpenZeroDelta(wider, 1, 24);
+  EXPECT_EQ(wider->open.delta, std::string(24, '\0'));
+  EXPECT_TRUE(st_.spare_deltas.empty());
+}
+
 // The buffers kept for open deltas to come are bounded by spare_budget: a
 // clock of many rows sealed at once keeps what fits and frees the rest, and
 // every later open delta still gets its bytes.
