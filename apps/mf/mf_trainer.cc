@@ -112,6 +112,7 @@ Status MfTrainer::Train(const std::function<void(const MfReport&)>& on_report,
   summary->final_test_rmse = sh.final_test_rmse;
   summary->stopped = sh.stopped.load();
   summary->export_stale_rows = sh.export_stale_rows;
+  summary->rows_leased_ahead = sh.rows_leased_ahead.load();
   return Status::OK();
 }
 

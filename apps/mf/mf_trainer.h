@@ -56,6 +56,11 @@ struct MfTrainOptions {
   // item rows. Not in user order (RatingOrder::kRows), which streams the
   // user rows through the cache, nor under vap.
   bool in_place = true;
+  // In place, with fewer workers in the process than cores: a helper thread
+  // per worker leases the users of the worker's next look-ahead chunk while
+  // it updates the current one (MfWorker::LeaseAhead). Off: the worker
+  // leases them itself. The same leases either way.
+  bool lease_ahead = true;
   std::string table_prefix = "mf";
   // If set, client 0 writes the learned factors here after the last clock
   // (see Export). Default: empty.
@@ -88,6 +93,8 @@ struct MfTrainSummary {
   std::optional<double> final_test_rmse;
   // Rows the export read from cache at a version older than end_clock.
   uint64_t export_stale_rows = 0;
+  // User rows leased by the workers' helpers (MfTrainOptions::lease_ahead).
+  uint64_t rows_leased_ahead = 0;
   // SIGINT/SIGTERM (apps/shared/stop_signal.h): the workers stopped at
   // apps::StopClock() instead of end_clock.
   bool stopped = false;

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "apps/shared/stop_signal.h"
+#include "common/thread_name.h"
 
 namespace pace {
 namespace mf {
@@ -139,6 +140,17 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
   p_.bias_lambda = static_cast<float>(options_.bias_lambda);
 }
 
+MfWorker::~MfWorker() {
+  LeaseAhead& h = ahead_lease_;
+  if (!h.thread.joinable()) return;
+  {
+    std::lock_guard<std::mutex> l(h.mu);
+    h.stop = true;
+  }
+  h.cv.notify_all();
+  h.thread.join();
+}
+
 Status MfWorker::Run() {
   if (worker_->clock() != sh_->start_clock) {
     return Status::Internal("worker starts at clock " + std::to_string(worker_->clock()) +
@@ -188,6 +200,9 @@ Status MfWorker::TrainPass(ClockT c, size_t* count, double* train_sq) {
   // under vap (every delta counts against the bound as it is added).
   lease_users_ =
       options_.in_place && !t_.row_order_ && options_.run.consistency != Consistency::kVap;
+  lease_ahead_ = lease_users_ && options_.lease_ahead &&
+                 static_cast<unsigned>(options_.run.workers) <
+                     std::max(1u, std::thread::hardware_concurrency());
   leased_sq_ = 0;
   if (lease_users_ && user_value_.size() != data_.users.size()) {
     user_value_.assign(data_.users.size(), nullptr);
@@ -308,7 +323,10 @@ Status MfWorker::Finish() {
 float* MfWorker::GetCopy(apps::RowBuffer<float>* buf, const Table& t, const IdMap& ids,
                          uint32_t index) {
   float* row = buf->Slot(index);
-  Status s = worker_->Get(t, ids.raw(index), row);
+  // A Get in the middle of a chunk (not loaded by LoadChunk): the Worker is
+  // the helper's until its leases of the next chunk are joined.
+  Status s = JoinLeaseAhead();
+  if (s.ok()) s = worker_->Get(t, ids.raw(index), row);
   if (!s.ok() && load_status_.ok()) load_status_ = s;
   buf->Loaded();
   return row;
@@ -482,6 +500,74 @@ Status MfWorker::LeaseUsers() {
   return LoadRows(ut_, data_.users, copied_users_, &ubuf_);
 }
 
+void MfWorker::StartLeaseAhead(size_t next_begin) {
+  if (!lease_ahead_) return;
+  const AheadRange& a = AheadAt(next_begin);
+  if (a.pass != pass_ || a.begin != next_begin) return;  // no next chunk collected
+  LeaseAhead& h = ahead_lease_;
+  h.users.clear();
+  for (uint32_t u : a.users) {
+    if (user_value_[u] == nullptr && !ubuf_.Has(u)) h.users.push_back(u);
+  }
+  if (h.users.empty()) return;
+  h.raw = RawOf(data_.users, h.users);
+  h.values.resize(h.users.size());
+  h.deltas.resize(h.users.size());
+  if (!h.thread.joinable()) h.thread = std::thread([this] { LeaseAheadLoop(); });
+  {
+    std::lock_guard<std::mutex> l(h.mu);
+    h.job = true;
+    h.done = false;
+  }
+  h.cv.notify_all();
+  h.pending = true;
+}
+
+void MfWorker::LeaseAheadLoop() {
+  SetThreadName("pace-lease-" + std::to_string(w_));
+  LeaseAhead& h = ahead_lease_;
+  std::unique_lock<std::mutex> l(h.mu);
+  for (;;) {
+    h.cv.wait(l, [&h] { return h.job || h.stop; });
+    if (h.stop) return;
+    h.job = false;
+    l.unlock();
+    h.rows_before = worker_->leased_rows();
+    h.status = worker_->LeaseRows(ut_, h.raw, h.values.data(), h.deltas.data());
+    h.rows_after = worker_->leased_rows();
+    l.lock();
+    h.done = true;
+    h.cv.notify_all();
+  }
+}
+
+// The helper's leases join the window as one LeaseUsers call would; users
+// it could not lease stay missing, and LoadChunk leases or copies them.
+Status MfWorker::JoinLeaseAhead() {
+  LeaseAhead& h = ahead_lease_;
+  if (!h.pending) return Status::OK();
+  {
+    std::unique_lock<std::mutex> l(h.mu);
+    h.cv.wait(l, [&h] { return h.done; });
+  }
+  h.pending = false;
+  RETURN_IF_ERROR(h.status);
+  const size_t users_before = leased_users_.size();
+  for (size_t k = 0; k < h.users.size(); ++k) {
+    if (h.values[k] == nullptr) continue;
+    const uint32_t u = h.users[k];
+    user_value_[u] = h.values[k];
+    user_delta_[u] = h.deltas[k];
+    leased_users_.push_back(u);
+  }
+  const size_t users = leased_users_.size() - users_before, rows = h.rows_after - h.rows_before;
+  if (users > 0 || rows > 0) lease_calls_.push_back(LeaseCall{users, rows});
+  sh_->rows_leased_ahead.fetch_add(rows, std::memory_order_relaxed);
+  // The look-ahead's list of the next chunk still names them: MissingFromAhead
+  // leaves out leased users.
+  return Status::OK();
+}
+
 void MfWorker::ReleaseUsers() {
   if (lease_calls_.empty()) return;  // every leased user is of a call
   for (size_t k = 0; k < leased_users_.size(); ++k) user_value_[leased_users_[k]] = nullptr;
@@ -536,7 +622,9 @@ Status MfWorker::LoadChunk(bool training, size_t begin, size_t end, RatingAt&& r
   if (cleared) CollectRange(begin, end, rating);
   if (training && lease_users_) {
     RETURN_IF_ERROR(LeaseUsers());
-    return LoadRows(it_, data_.items, range_items_, &ibuf_);
+    RETURN_IF_ERROR(LoadRows(it_, data_.items, range_items_, &ibuf_));
+    StartLeaseAhead(end);
+    return Status::OK();
   }
   RETURN_IF_ERROR(LoadRows(ut_, data_.users, range_users_, &ubuf_));
   // In user order each user row is read once per clock: its cached copy
@@ -594,6 +682,7 @@ Status MfWorker::WithLookAhead(bool training, size_t count, RatingAt&& rating, B
   size_t ahead = 0;  // ratings [0, ahead) have been prefetched
   for (size_t begin = 0; begin < count; begin += chunk_) {
     const size_t end = std::min(count, begin + chunk_);
+    RETURN_IF_ERROR(JoinLeaseAhead());
     if (begin > 0 && pushes_.Newer()) RefreshItems(training, begin);
     while (ahead < std::min(count, begin + 2 * chunk_)) {
       const size_t next = std::min(count, ahead + chunk_);
@@ -603,7 +692,7 @@ Status MfWorker::WithLookAhead(bool training, size_t count, RatingAt&& rating, B
     RETURN_IF_ERROR(LoadChunk(training, begin, end, rating));
     RunChunk(begin, end, rating, body);
   }
-  return Status::OK();
+  return JoinLeaseAhead();
 }
 
 // The ratings of a loaded chunk. The copies are scattered over the buffers in

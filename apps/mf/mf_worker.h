@@ -18,11 +18,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "apps/mf/mf_model.h"
@@ -50,6 +53,7 @@ struct MfTrainShared {
   // Written by the reporting worker only.
   std::optional<double> final_test_rmse;
   uint64_t export_stale_rows = 0;
+  std::atomic<uint64_t> rows_leased_ahead{0};  // MfTrainSummary::rows_leased_ahead
 };
 
 class MfWorker {
@@ -57,6 +61,9 @@ class MfWorker {
   // `trainer` (set up), `worker`, `failed` and `shared` outlive the MfWorker.
   MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::atomic<bool>& failed,
            MfTrainShared* shared);
+  ~MfWorker();
+  MfWorker(const MfWorker&) = delete;
+  MfWorker& operator=(const MfWorker&) = delete;
 
   // Clocks start_clock .. end_clock - 1 (or to the stop clock), then the
   // reporter's last rows and --export.
@@ -110,6 +117,9 @@ class MfWorker {
                   apps::RowBuffer<float>* buf);
   // Leases range_users_ (in place); the users it could not lease get copies.
   Status LeaseUsers();
+  // The next chunk's leases taken beside this chunk's updates (LeaseAhead).
+  void StartLeaseAhead(size_t next_begin);
+  Status JoinLeaseAhead();
   // Ends the worker's leases and forgets their pointers.
   void ReleaseUsers();
   // Ends the leases of the oldest LeaseUsers calls until `incoming` more
@@ -197,9 +207,34 @@ class MfWorker {
   std::vector<const float*> lease_values_;  // LeaseRows' answers, by range_users_ index
   std::vector<float*> lease_deltas_;
   std::vector<uint32_t> copied_users_;  // of range_users_, those not leased
-  Status load_status_;                  // the first failed Get of UserRow / ItemRow
-  std::vector<uint32_t> order_;         // user order: offsets in the part (MfTrainer::row_order_)
-  uint32_t mark_ = 0;                   // of the last CollectRange (RowBuffer::MarkMissing)
+  // With a core to spare (fewer workers in the process than cores), a
+  // helper thread leases the users of the next look-ahead chunk while this
+  // worker updates the current one: the lease pass (a look-up and a miss on
+  // each row's entry) leaves the worker's path. The Worker is the helper's
+  // between StartLeaseAhead and JoinLeaseAhead (the worker makes no call
+  // into it meanwhile: RunChunk reads only its copies and leases).
+  struct LeaseAhead {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool job = false;      // posted, not taken (guarded by mu)
+    bool done = false;     // the job's answers are ready (guarded by mu)
+    bool stop = false;     // guarded by mu
+    bool pending = false;  // the worker's: a job posted and not joined
+    std::vector<uint32_t> users;
+    std::vector<uint64_t> raw;
+    std::vector<const float*> values;
+    std::vector<float*> deltas;
+    size_t rows_before = 0;
+    size_t rows_after = 0;
+    Status status;
+    std::thread thread;
+  };
+  bool lease_ahead_ = false;
+  LeaseAhead ahead_lease_;
+  void LeaseAheadLoop();
+  Status load_status_;           // the first failed Get of UserRow / ItemRow
+  std::vector<uint32_t> order_;  // user order: offsets in the part (MfTrainer::row_order_)
+  uint32_t mark_ = 0;            // of the last CollectRange (RowBuffer::MarkMissing)
   // Rows the current pass can need of each table (CollectRange): for
   // training the part's distinct users and items, for a test pass all.
   size_t pass_users_ = 0;

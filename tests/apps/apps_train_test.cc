@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "apps/lda/lda_trainer.h"
@@ -139,6 +141,43 @@ TEST(MfTrainTest, FreshRunRefusesStoredJobAndResumeContinues) {
   }
 }
 
+// One embedded run of `data` with one worker under bsp (one order of
+// updates: two runs differ only in what `tune` changes, and in rounding),
+// and a 1 MiB cache: look-ahead chunks of 256 ratings and a window of ~1,100
+// leased users of SyntheticRatings' 3,000.
+struct OneWorkerRun {
+  double test_rmse = 0;
+  uint64_t user_reads = 0;  // Gets and leases of the user table
+  uint64_t rows_leased_ahead = 0;
+};
+OneWorkerRun TrainOneWorker(mf::MfDataset& data,
+                            const std::function<void(mf::MfTrainOptions*)>& tune) {
+  testing::TempDir dir;
+  ClientOptions co = Embedded(dir.path() + "/data");
+  co.cache_mb = 1;
+  mf::MfTrainOptions o = SmallMf();
+  o.run.clocks = 12;
+  o.run.workers = 1;
+  o.run.consistency = Consistency::kBsp;
+  o.run.staleness = 0;
+  o.order = mf::RatingOrder::kData;
+  tune(&o);
+  std::unique_ptr<Client> client;
+  EXPECT_TRUE(Client::Open(co, &client).ok());
+  mf::MfTrainer trainer(client.get(), &data, o);
+  EXPECT_TRUE(trainer.Setup().ok());
+  mf::MfTrainSummary summary;
+  const Status s = trainer.Train(nullptr, &summary);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  OneWorkerRun run;
+  run.test_rmse = summary.final_test_rmse.value_or(0);
+  run.rows_leased_ahead = summary.rows_leased_ahead;
+  for (const TableStats& ts : client->Stats().tables) {
+    if (ts.name == "mf.user") run.user_reads = ts.reads;
+  }
+  return run;
+}
+
 // Training in place under a cache too small for every user's lease at once:
 // each worker keeps the users of its latest look-ahead chunks leased and
 // releases the oldest chunk's as the window moves (users rated again after
@@ -148,37 +187,31 @@ TEST(MfTrainTest, FreshRunRefusesStoredJobAndResumeContinues) {
 TEST(MfTrainTest, InPlaceWithAMovingWindowOfLeasesTrainsAsCopiesDo) {
   const double sigma = 0.5;
   mf::MfDataset data = SyntheticRatings(sigma, 3000, 200, 60000, 5);
-  auto train = [&](bool in_place, uint64_t* user_leases) {
-    testing::TempDir dir;
-    ClientOptions co = Embedded(dir.path() + "/data");
-    // Look-ahead chunks of 256 ratings; a window of ~1,100 leased users of
-    // the 3,000.
-    co.cache_mb = 1;
-    mf::MfTrainOptions o = SmallMf();
-    o.run.clocks = 12;
-    o.run.workers = 1;  // one order of updates: the runs differ only in rounding
-    o.run.consistency = Consistency::kBsp;
-    o.run.staleness = 0;
-    o.order = mf::RatingOrder::kData;
-    o.in_place = in_place;
-    std::unique_ptr<Client> client;
-    EXPECT_TRUE(Client::Open(co, &client).ok());
-    mf::MfTrainer trainer(client.get(), &data, o);
-    EXPECT_TRUE(trainer.Setup().ok());
-    mf::MfTrainSummary summary;
-    const Status s = trainer.Train(nullptr, &summary);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    for (const TableStats& ts : client->Stats().tables) {
-      if (ts.name == "mf.user") *user_leases = ts.reads;
-    }
-    return summary.final_test_rmse.value_or(0);
-  };
-  uint64_t leases = 0, unused = 0;
-  const double in_place = train(true, &leases);
-  const double copies = train(false, &unused);
-  EXPECT_GT(leases, 12u * data.users.size()) << "no user was leased again: the window never moved";
-  EXPECT_NEAR(in_place, copies, 1e-3 * copies);
-  EXPECT_LT(in_place, 1.5 * sigma) << "the model did not learn";
+  const OneWorkerRun in_place = TrainOneWorker(data, [](mf::MfTrainOptions* o) {});
+  const OneWorkerRun copies =
+      TrainOneWorker(data, [](mf::MfTrainOptions* o) { o->in_place = false; });
+  EXPECT_GT(in_place.user_reads, 12u * data.users.size())
+      << "no user was leased again: the window never moved";
+  EXPECT_NEAR(in_place.test_rmse, copies.test_rmse, 1e-3 * copies.test_rmse);
+  EXPECT_LT(in_place.test_rmse, 1.5 * sigma) << "the model did not learn";
+}
+
+// With a core to spare, a helper thread leases the users of the worker's
+// next look-ahead chunk while the worker updates the current one: the same
+// leases as the worker's own, so the same model, and the helper took most
+// of them.
+TEST(MfTrainTest, LeasesTakenAheadByAHelperTrainTheModelTheWorkerAloneTrains) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: no helper";
+  const double sigma = 0.5;
+  mf::MfDataset data = SyntheticRatings(sigma, 3000, 200, 60000, 5);
+  const OneWorkerRun helped = TrainOneWorker(data, [](mf::MfTrainOptions* o) {});
+  const OneWorkerRun alone =
+      TrainOneWorker(data, [](mf::MfTrainOptions* o) { o->lease_ahead = false; });
+  EXPECT_EQ(alone.rows_leased_ahead, 0u);
+  EXPECT_GT(helped.rows_leased_ahead, helped.user_reads / 2)
+      << "the helper took few of the " << helped.user_reads << " leases";
+  EXPECT_NEAR(helped.test_rmse, alone.test_rmse, 1e-4 * alone.test_rmse);
+  EXPECT_LT(helped.test_rmse, 1.5 * sigma) << "the model did not learn";
 }
 
 // A clock whose users are rarely rated twice leaves in parts while its worker
