@@ -112,6 +112,9 @@ MfWorker::MfWorker(MfTrainer* trainer, int index, Worker* worker, const std::ato
                                     trainer->options_.run.workers, user_buffer_rows_)),
       parts_window_(PartsWindowRows(trainer->client_->Stats(), trainer->width_,
                                     trainer->options_.run.workers)),
+      lease_ahead_(trainer->options_.lease_ahead &&
+                   static_cast<unsigned>(trainer->options_.run.workers) <
+                       std::max(1u, std::thread::hardware_concurrency())),
       // A chunk's rows of a table (LoadChunk) load in one run.
       ubuf_(data_.users.size(), width_, data_.users.size() <= buffer_rows_, chunk_),
       ibuf_(data_.items.size(), width_, data_.items.size() <= buffer_rows_, chunk_),
@@ -200,9 +203,6 @@ Status MfWorker::TrainPass(ClockT c, size_t* count, double* train_sq) {
   // under vap (every delta counts against the bound as it is added).
   lease_users_ =
       options_.in_place && !t_.row_order_ && options_.run.consistency != Consistency::kVap;
-  lease_ahead_ = lease_users_ && options_.lease_ahead &&
-                 static_cast<unsigned>(options_.run.workers) <
-                     std::max(1u, std::thread::hardware_concurrency());
   leased_sq_ = 0;
   if (lease_users_ && user_value_.size() != data_.users.size()) {
     user_value_.assign(data_.users.size(), nullptr);
@@ -484,20 +484,26 @@ Status MfWorker::LeaseUsers() {
   const size_t rows_before = worker_->leased_rows();
   RETURN_IF_ERROR(worker_->LeaseRows(ut_, raw, lease_values_.data(), lease_deltas_.data()));
   copied_users_.clear();
+  const size_t users = TakeLeases(range_users_, lease_values_, lease_deltas_, &copied_users_);
+  lease_calls_.push_back(LeaseCall{users, worker_->leased_rows() - rows_before});
+  return LoadRows(ut_, data_.users, copied_users_, &ubuf_);
+}
+
+size_t MfWorker::TakeLeases(const std::vector<uint32_t>& users,
+                            const std::vector<const float*>& values,
+                            const std::vector<float*>& deltas, std::vector<uint32_t>* not_leased) {
   const size_t users_before = leased_users_.size();
-  for (size_t k = 0; k < range_users_.size(); ++k) {
-    const uint32_t u = range_users_[k];
-    if (lease_values_[k] == nullptr) {
-      copied_users_.push_back(u);  // e.g. this worker is ahead of the process clock
+  for (size_t k = 0; k < users.size(); ++k) {
+    const uint32_t u = users[k];
+    if (values[k] == nullptr) {  // e.g. this worker is ahead of the process clock
+      if (not_leased != nullptr) not_leased->push_back(u);
       continue;
     }
-    user_value_[u] = lease_values_[k];
-    user_delta_[u] = lease_deltas_[k];
+    user_value_[u] = values[k];
+    user_delta_[u] = deltas[k];
     leased_users_.push_back(u);
   }
-  lease_calls_.push_back(
-      LeaseCall{leased_users_.size() - users_before, worker_->leased_rows() - rows_before});
-  return LoadRows(ut_, data_.users, copied_users_, &ubuf_);
+  return leased_users_.size() - users_before;
 }
 
 void MfWorker::StartLeaseAhead(size_t next_begin) {
@@ -552,15 +558,8 @@ Status MfWorker::JoinLeaseAhead() {
   }
   h.pending = false;
   RETURN_IF_ERROR(h.status);
-  const size_t users_before = leased_users_.size();
-  for (size_t k = 0; k < h.users.size(); ++k) {
-    if (h.values[k] == nullptr) continue;
-    const uint32_t u = h.users[k];
-    user_value_[u] = h.values[k];
-    user_delta_[u] = h.deltas[k];
-    leased_users_.push_back(u);
-  }
-  const size_t users = leased_users_.size() - users_before, rows = h.rows_after - h.rows_before;
+  const size_t users = TakeLeases(h.users, h.values, h.deltas, nullptr);
+  const size_t rows = h.rows_after - h.rows_before;
   if (users > 0 || rows > 0) lease_calls_.push_back(LeaseCall{users, rows});
   sh_->rows_leased_ahead.fetch_add(rows, std::memory_order_relaxed);
   // The look-ahead's list of the next chunk still names them: MissingFromAhead

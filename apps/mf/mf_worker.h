@@ -117,6 +117,11 @@ class MfWorker {
                   apps::RowBuffer<float>* buf);
   // Leases range_users_ (in place); the users it could not lease get copies.
   Status LeaseUsers();
+  // Takes the leases LeaseRows answered for `users` into the window
+  // (user_value_, user_delta_, leased_users_); the users it could not lease
+  // go to *not_leased (if given). Returns the users taken.
+  size_t TakeLeases(const std::vector<uint32_t>& users, const std::vector<const float*>& values,
+                    const std::vector<float*>& deltas, std::vector<uint32_t>* not_leased);
   // The next chunk's leases taken beside this chunk's updates (LeaseAhead).
   void StartLeaseAhead(size_t next_begin);
   Status JoinLeaseAhead();
@@ -182,7 +187,10 @@ class MfWorker {
   // user rated before in the pass.
   static size_t ExpectedRepeats(size_t count, size_t users);
   const size_t parts_window_;  // PartsWindowRows
-  size_t pass_repeats_ = 0;    // ExpectedRepeats of the training pass
+  // The next chunk's leases taken by a helper (LeaseAhead; in place only):
+  // MfTrainOptions::lease_ahead, and fewer workers in the process than cores.
+  const bool lease_ahead_;
+  size_t pass_repeats_ = 0;  // ExpectedRepeats of the training pass
 
   // A table's copies are in the indexed layout (RowBuffer) if all its rows
   // fit within the bound: then the ratings find their rows without a lookup.
@@ -229,7 +237,6 @@ class MfWorker {
     Status status;
     std::thread thread;
   };
-  bool lease_ahead_ = false;
   LeaseAhead ahead_lease_;
   void LeaseAheadLoop();
   Status load_status_;           // the first failed Get of UserRow / ItemRow
